@@ -1,0 +1,48 @@
+"""The dialects byoc registers, by name, imported lazily (xDSL's own habit)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.ir import Dialect
+
+
+def _nn() -> Dialect:
+    from byoc.dialects.nn import Nn
+
+    return Nn
+
+
+def _byoc() -> Dialect:
+    from byoc.dialects.byoc import Byoc
+
+    return Byoc
+
+
+def _builtin() -> Dialect:
+    from xdsl.dialects.builtin import Builtin
+
+    return Builtin
+
+
+def _func() -> Dialect:
+    from xdsl.dialects.func import Func
+
+    return Func
+
+
+def _arith() -> Dialect:
+    from xdsl.dialects.arith import Arith
+
+    return Arith
+
+
+# name -> factory. Dialects added by other modules (the C dialect, examplejson)
+# register a line here.
+ALL_DIALECTS: dict[str, Callable[[], Dialect]] = {
+    "builtin": _builtin,
+    "func": _func,
+    "arith": _arith,
+    "nn": _nn,
+    "byoc": _byoc,
+}

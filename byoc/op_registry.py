@@ -1,0 +1,144 @@
+"""The op registry: TVM's `RELAY_REGISTER_OP` / `OpRegEntry` / `Op::Get`, in Python.
+
+A record per op (name, arity, argument descriptions, support level, pattern
+kind, numpy reference) and per-op attributes keyed by name, with TVM's rules:
+
+    register_op_attr("nn.conv2d", "target.ccompiler", predicate, level=10)
+
+A higher level overrides a lower one; registering the same key for the same op
+twice at the same level is an error; a lower level than the current one is
+ignored. The `nn` records are registered by the explicit module
+`byoc.nn_ops`, loaded on first query.
+"""
+
+from __future__ import annotations
+
+import difflib
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+PATTERN_KINDS = (
+    "elementwise",
+    "broadcast",
+    "injective",
+    "reduce",
+    "out-elementwise-fusable",
+    "opaque",
+)
+
+
+class OpRegistryError(KeyError):
+    """Unknown op name, or an attribute registered twice at one level."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+@dataclass(frozen=True)
+class Argument:
+    name: str
+    type: str
+    description: str
+
+
+@dataclass
+class OpRecord:
+    """What the registry knows of one op (TVM's OpRegEntry)."""
+
+    name: str
+    num_inputs: int
+    """Number of operands; -1 for variadic."""
+    arguments: tuple[Argument, ...]
+    support_level: int
+    pattern_kind: str
+    reference: Callable[..., Any]
+    """The numpy kernel (`byoc.kernels`)."""
+    op_class: type | None = None
+    description: str = ""
+    attrs: dict[str, tuple[Any, int]] = field(default_factory=dict)
+    """key -> (value, level)."""
+
+
+_lock = threading.RLock()
+_OPS: dict[str, OpRecord] = {}
+_builtin_loaded = False
+
+
+def _ensure_builtin() -> None:
+    global _builtin_loaded
+    if _builtin_loaded:
+        return
+    with _lock:
+        if _builtin_loaded:
+            return
+        _builtin_loaded = True
+        from byoc.nn_ops import register_nn_ops
+
+        register_nn_ops()
+
+
+def register_op(record: OpRecord) -> OpRecord:
+    """Add an op record; registering a name twice is an error."""
+    if record.pattern_kind not in PATTERN_KINDS:
+        raise ValueError(
+            f"pattern kind '{record.pattern_kind}' is not one of {', '.join(PATTERN_KINDS)}"
+        )
+    with _lock:
+        if record.name in _OPS:
+            raise OpRegistryError(f"op '{record.name}' is already registered")
+        _OPS[record.name] = record
+    return record
+
+
+def get_op(name: str) -> OpRecord:
+    """The record of `name`; an unknown name is an error suggesting the closest ones."""
+    _ensure_builtin()
+    record = _OPS.get(name)
+    if record is None:
+        close = difflib.get_close_matches(name, list(_OPS), n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise OpRegistryError(f"operator '{name}' is not registered{hint}")
+    return record
+
+
+def list_op_names() -> list[str]:
+    _ensure_builtin()
+    return sorted(_OPS)
+
+
+def register_op_attr(op_name: str, key: str, value: Any, level: int = 10) -> None:
+    """Set attribute `key` of op `op_name` (TVM's `OpRegEntry::set_attr`).
+
+    A higher level overrides; the same level twice is an error; a lower level is ignored.
+    """
+    record = get_op(op_name)
+    with _lock:
+        current = record.attrs.get(key)
+        if current is not None:
+            if current[1] == level:
+                raise OpRegistryError(
+                    f"attribute '{key}' of '{op_name}' is already registered at level {level}"
+                )
+            if current[1] > level:
+                return
+        record.attrs[key] = (value, level)
+
+
+def get_op_attr(op_name: str, key: str, default: Any = None) -> Any:
+    """The value of attribute `key` for `op_name`, or `default` if unset."""
+    entry = get_op(op_name).attrs.get(key)
+    return default if entry is None else entry[0]
+
+
+def reset_op_attr(op_name: str, key: str) -> None:
+    """Remove attribute `key` of `op_name` (TVM's `reset_attr`), e.g. between tests."""
+    with _lock:
+        get_op(op_name).attrs.pop(key, None)
+
+
+def ops_with_attr(key: str) -> dict[str, Any]:
+    """op name -> value for every op that has attribute `key`."""
+    _ensure_builtin()
+    return {name: rec.attrs[key][0] for name, rec in _OPS.items() if key in rec.attrs}
