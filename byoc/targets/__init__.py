@@ -1,0 +1,53 @@
+"""The target registry: target name -> the module under byoc/targets/ that defines it.
+
+A target module defines:
+
+    NAME: str                      # "ccompiler"
+    def register() -> None         # register_op_attr(op, "target.<NAME>", predicate) per supported op
+    def pattern_table() -> list    # [(name, pattern, check?), ...] for merge-composite; may be empty
+
+and, for targets that generate code, the codegen hook used by `byoc.build`
+(see byoc/runtime/build.py). `register()` runs once, when the target is first
+loaded with `get_target`. An unknown target name is an error listing the known ones.
+"""
+
+from __future__ import annotations
+
+import threading
+from importlib import import_module
+from types import ModuleType
+
+# name -> module path. Adding a target is adding one module and one line here.
+KNOWN_TARGETS: dict[str, str] = {
+    "ccompiler": "byoc.targets.ccompiler",
+    "examplejson": "byoc.targets.examplejson",
+    "cblas": "byoc.targets.cblas",
+    "test": "byoc.targets.test",
+}
+
+_loaded: dict[str, ModuleType] = {}
+_lock = threading.RLock()
+
+
+class UnknownTargetError(ValueError):
+    pass
+
+
+def get_target(name: str) -> ModuleType:
+    """Load (once) and return the module of target `name`."""
+    module = _loaded.get(name)
+    if module is not None:
+        return module
+    with _lock:
+        module = _loaded.get(name)
+        if module is not None:
+            return module
+        path = KNOWN_TARGETS.get(name)
+        if path is None:
+            raise UnknownTargetError(
+                f"unknown target '{name}'; known targets: {', '.join(sorted(KNOWN_TARGETS))}"
+            )
+        module = import_module(path)
+        module.register()
+        _loaded[name] = module
+        return module
