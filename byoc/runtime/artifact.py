@@ -1,0 +1,179 @@
+"""Single-file artifacts: `Executable.export_library(path)` and `load_module(path)`.
+
+Layout (all integers little-endian):
+
+    magic    8 bytes  b"BYOCART\\x00"
+    version  u32      FORMAT_VERSION
+    hlen     u64      length of the header
+    header   hlen     JSON (UTF-8): plan, partitions, components, sections
+    hsum     32 bytes sha256 of the header
+    payload           the sections, back to back
+
+Each section (a constant, a compiled library, an ExampleJSON graph, ...) is
+listed in the header with its offset, size and sha256, and sections with the
+same content are stored once — a weight bound into a partition and also used
+on the host is written once (TVM users saw model size double, apache/tvm#7564).
+Loading checks every checksum, never recompiles and runs no stored code except
+dlopen of the library it wrote; there is no pickle. A truncated, corrupted,
+foreign or newer file is rejected with an `ArtifactError` saying which.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from byoc.runtime.host import HostPlan
+
+if TYPE_CHECKING:
+    from byoc.runtime.executable import Executable
+
+MAGIC = b"BYOCART\x00"
+FORMAT_VERSION = 1
+_PREFIX = struct.Struct("<8sIQ")
+
+
+class ArtifactError(ValueError):
+    """The file is not a byoc artifact this version can read; the message says why."""
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.sections: list[dict[str, Any]] = []
+        self.chunks: list[bytes] = []
+        self.offset = 0
+        self.by_digest: dict[str, int] = {}
+
+    def add(self, data: bytes) -> int:
+        digest = hashlib.sha256(data).hexdigest()
+        index = self.by_digest.get(digest)
+        if index is not None:
+            return index
+        index = len(self.sections)
+        self.sections.append({"offset": self.offset, "size": len(data), "sha256": digest})
+        self.chunks.append(data)
+        self.offset += len(data)
+        self.by_digest[digest] = index
+        return index
+
+
+def export_executable(exe: Executable, path: str | Path) -> None:
+    writer = _Writer()
+    constants = []
+    for arr in exe.constants:
+        a = np.ascontiguousarray(arr)
+        constants.append(
+            {"section": writer.add(a.tobytes()), "dtype": a.dtype.str, "shape": list(a.shape)}
+        )
+    components: dict[str, dict[str, int]] = {}
+    for target, component in sorted(exe.components.items()):
+        components[target] = {
+            name: writer.add(blob) for name, blob in sorted(component.export().items())
+        }
+    header = {
+        "format": "byoc-artifact",
+        "version": FORMAT_VERSION,
+        "plan": exe.plan.to_json(),
+        "constants": constants,
+        "components": components,
+        "partitions": [
+            {"symbol": p.symbol, "target": p.target, "ops": list(p.ops)} for p in exe.partitions()
+        ],
+        "sections": writer.sections,
+    }
+    hbytes = json.dumps(header, separators=(",", ":"), sort_keys=True).encode()
+    tmp = Path(str(path) + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(_PREFIX.pack(MAGIC, FORMAT_VERSION, len(hbytes)))
+        f.write(hbytes)
+        f.write(hashlib.sha256(hbytes).digest())
+        for chunk in writer.chunks:
+            f.write(chunk)
+    tmp.replace(path)
+
+
+def read_artifact(path: str | Path) -> tuple[dict[str, Any], list[bytes]]:
+    """Validate the file and return its header and sections."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise ArtifactError(f"{path}: cannot read ({exc.strerror})") from exc
+    if len(data) < _PREFIX.size:
+        raise ArtifactError(f"{path}: not a byoc artifact (file is {len(data)} bytes, truncated)")
+    magic, version, hlen = _PREFIX.unpack_from(data)
+    if magic != MAGIC:
+        raise ArtifactError(f"{path}: not a byoc artifact (bad magic {magic!r})")
+    if version > FORMAT_VERSION:
+        raise ArtifactError(
+            f"{path}: artifact format version {version} is newer than this byoc reads "
+            f"({FORMAT_VERSION}); upgrade byoc"
+        )
+    if version < 1:
+        raise ArtifactError(f"{path}: invalid artifact format version {version}")
+    start = _PREFIX.size
+    end = start + hlen
+    if end + 32 > len(data):
+        raise ArtifactError(f"{path}: truncated artifact (header runs past the end of the file)")
+    hbytes = data[start:end]
+    if hashlib.sha256(hbytes).digest() != data[end : end + 32]:
+        raise ArtifactError(f"{path}: corrupted artifact (header checksum mismatch)")
+    try:
+        header = json.loads(hbytes)
+    except ValueError as exc:
+        raise ArtifactError(f"{path}: corrupted artifact header ({exc})") from exc
+    base = end + 32
+    sections: list[bytes] = []
+    for i, sec in enumerate(header["sections"]):
+        lo = base + int(sec["offset"])
+        hi = lo + int(sec["size"])
+        if hi > len(data):
+            raise ArtifactError(f"{path}: truncated artifact (section {i} runs past the end)")
+        blob = data[lo:hi]
+        if hashlib.sha256(blob).hexdigest() != sec["sha256"]:
+            raise ArtifactError(f"{path}: corrupted artifact (checksum mismatch in section {i})")
+        sections.append(blob)
+    expected_size = base + sum(int(s["size"]) for s in header["sections"])
+    if len(data) != expected_size:
+        raise ArtifactError(
+            f"{path}: corrupted artifact ({len(data) - expected_size:+d} bytes after the last section)"
+        )
+    return header, sections
+
+
+def load_executable(path: str | Path) -> Executable:
+    from byoc.runtime.executable import Executable, PartitionInfo
+    from byoc.targets import get_target
+
+    header, sections = read_artifact(path)
+    plan = HostPlan.from_json(header["plan"])
+    constants = []
+    for c in header["constants"]:
+        arr = np.frombuffer(sections[c["section"]], dtype=np.dtype(c["dtype"]))
+        constants.append(arr.reshape(c["shape"]))
+    components = {}
+    for target, blobs in header["components"].items():
+        module = get_target(target)
+        components[target] = module.load_component(
+            {name: sections[index] for name, index in blobs.items()}
+        )
+    partitions = [
+        PartitionInfo(p["symbol"], p["target"], tuple(p["ops"])) for p in header["partitions"]
+    ]
+    return Executable(plan, constants, components, partitions)
+
+
+def load_module(path: str | Path, fmt: str | None = None) -> Any:
+    """Load an exported artifact (`.byoc`), or with fmt="examplejson" an ExampleJSON graph file."""
+    fmt = fmt or ("examplejson" if str(path).endswith(".examplejson") else "byoc")
+    if fmt == "byoc":
+        return load_executable(path)
+    if fmt == "examplejson":
+        from byoc.runtime.examplejson_module import ExampleJsonModule
+
+        return ExampleJsonModule.load_file(str(path))
+    raise ArtifactError(f"unknown module format '{fmt}' (byoc, examplejson)")

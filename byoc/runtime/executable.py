@@ -1,0 +1,141 @@
+"""`Executable`: a built model — the host plan, its constants and the targets' runtime modules."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from byoc.runtime.host import BoundPlan, HostPlan
+
+Array = np.ndarray[Any, Any]
+
+
+class RuntimeComponent(Protocol):
+    """What a target's codegen hook returns: the compiled partitions of that target."""
+
+    def get_function(self, symbol: str) -> Callable[..., Any]:
+        """A callable `f(*inputs, *outputs)` writing the outputs (destination passing)."""
+        ...
+
+    def export(self) -> dict[str, bytes]:
+        """Named blobs an artifact stores; the target's `load_component` reads them back."""
+        ...
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    symbol: str
+    target: str
+    ops: tuple[str, ...]
+    """The op names inside the partition, in order."""
+
+    @property
+    def num_ops(self) -> int:
+        return len(self.ops)
+
+
+class InputError(ValueError):
+    """An input does not match the model's signature; the message names the input."""
+
+
+def as_array(value: Any, name: str) -> Array:
+    """A numpy view of an input: ndarray, any `__dlpack__` exporter, or array-like."""
+    if isinstance(value, np.ndarray):
+        return value
+    if hasattr(value, "__dlpack__"):
+        try:
+            return np.from_dlpack(value)
+        except (TypeError, RuntimeError, BufferError) as exc:
+            raise InputError(f"input '{name}': cannot import it through DLPack ({exc})") from exc
+    try:
+        return np.asarray(value)
+    except Exception as exc:  # noqa: BLE001 - report what numpy says, naming the input
+        raise InputError(f"input '{name}': not an array ({exc})") from exc
+
+
+class Executable:
+    """Run a built model: `run(*args, **kwargs)` / `__call__` return a list of numpy arrays.
+
+    Thread-safe: each call has its own value slots; partitions are re-entrant.
+    """
+
+    def __init__(
+        self,
+        plan: HostPlan,
+        constants: Sequence[Array],
+        components: Mapping[str, RuntimeComponent],
+        partitions: Sequence[PartitionInfo],
+    ):
+        self.plan = plan
+        self.constants = list(constants)
+        self.components = dict(components)
+        self._partitions = list(partitions)
+
+        def function(target: str, symbol: str) -> Callable[..., Any]:
+            component = self.components.get(target)
+            if component is None:
+                raise KeyError(f"no runtime module for target '{target}' (partition @{symbol})")
+            return component.get_function(symbol)
+
+        self._bound = BoundPlan.bind(plan, self.constants, function)
+
+    # ---- inputs -----------------------------------------------------------------
+    @property
+    def input_names(self) -> list[str]:
+        return list(self.plan.input_names)
+
+    def _coerce(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Array]:
+        names = self.plan.input_names
+        if len(args) > len(names):
+            raise InputError(f"the model takes {len(names)} inputs ({', '.join(names)}), got {len(args)}")
+        values: dict[str, Any] = dict(zip(names, args, strict=False))
+        for key, value in kwargs.items():
+            if key not in names:
+                raise InputError(f"unknown input '{key}'; inputs are {', '.join(names)}")
+            if key in values:
+                raise InputError(f"input '{key}' given twice (by position and by name)")
+            values[key] = value
+        missing = [n for n in names if n not in values]
+        if missing:
+            raise InputError(f"missing input(s): {', '.join(missing)}")
+        out: list[Array] = []
+        for name, spec in zip(names, self.plan.input_specs, strict=True):
+            arr = as_array(values[name], name)
+            if arr.dtype != np.dtype(spec.dtype):
+                raise InputError(f"input '{name}' has dtype {arr.dtype}, expected {spec.dtype}")
+            if arr.shape != spec.shape:
+                raise InputError(f"input '{name}' has shape {arr.shape}, expected {spec.shape}")
+            if not arr.flags.c_contiguous:
+                raise InputError(
+                    f"input '{name}' is not C-contiguous; pass np.ascontiguousarray(...)"
+                )
+            out.append(arr)
+        return out
+
+    # ---- running ----------------------------------------------------------------
+    def run(self, *args: Any, **kwargs: Any) -> list[Array]:
+        return self._bound.run(self._coerce(args, kwargs))
+
+    __call__ = run
+
+    def run_profiled(self, *args: Any, **kwargs: Any) -> tuple[list[Array], dict[str, float]]:
+        """Run once and return the outputs and seconds per partition symbol, plus 'host'."""
+        outputs, times = self._bound.run_profiled(self._coerce(args, kwargs))
+        table: dict[str, float] = {"host": 0.0}
+        for step, t in zip(self.plan.steps, times, strict=True):
+            key = step.name if step.kind == "call" else "host"
+            table[key] = table.get(key, 0.0) + t
+        return outputs, table
+
+    def partitions(self) -> list[PartitionInfo]:
+        """Each partition: its symbol, target and the ops inside it."""
+        return list(self._partitions)
+
+    def export_library(self, path: str) -> None:
+        """Write one artifact file: library, ExampleJSON subgraphs, host graph, constants."""
+        from byoc.runtime.artifact import export_executable
+
+        export_executable(self, path)
