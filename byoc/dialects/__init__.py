@@ -19,6 +19,12 @@ def _byoc() -> Dialect:
     return Byoc
 
 
+def _examplejson() -> Dialect:
+    from byoc.dialects.examplejson import ExampleJson
+
+    return ExampleJson
+
+
 def _builtin() -> Dialect:
     from xdsl.dialects.builtin import Builtin
 
@@ -45,4 +51,5 @@ ALL_DIALECTS: dict[str, Callable[[], Dialect]] = {
     "arith": _arith,
     "nn": _nn,
     "byoc": _byoc,
+    "examplejson": _examplejson,
 }
