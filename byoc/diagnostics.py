@@ -1,0 +1,490 @@
+"""Diagnostics that point at the source: `file:line:col: error: message`.
+
+Passes and emitters report a problem with an op by raising
+
+    raise PassError(op, "'nn.conv2d' is tagged for 'cblas' but ...; run merge-composite first")
+    raise EmitError(op, "cannot emit type tensor<?xf32>")
+
+and `byoc-opt` prints it at the op's location, followed by the offending
+source line and a caret (as MLIR's SourceMgr diagnostics do):
+
+    model.mlir:4:3: error: partition: 'nn.conv2d' is tagged for 'cblas' but ...
+      %3 = nn.conv2d %x, %w : (...) -> ...
+      ^
+
+xDSL does not record where an op was parsed, so `LocatingParser` keeps a side
+table op -> offset while parsing; `materialize_locations` copies it into each
+op's `location` (a `FileLineColLoc`) so ops that passes clone keep it.
+Warnings and remarks go through `emit`, which a driver collects with
+`collect_diagnostics()`; outside a driver they become Python warnings.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import re
+import warnings
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.traits import NoTerminator
+from xdsl.utils.exceptions import MultipleSpansParseError, ParseError
+from xdsl.utils.mlir_lexer import MLIRTokenKind
+
+SEVERITIES = ("error", "warning", "note", "remark")
+
+
+class OpError(Exception):
+    """An error about one op; drivers print it at the op's source location."""
+
+    def __init__(self, op: Operation | None, message: str):
+        super().__init__(message)
+        self.op = op
+        self.message = message
+
+
+class PassError(OpError):
+    """Raised by a pass: `PassError(op, message)`; byoc-opt prefixes the pass name."""
+
+
+class EmitError(OpError):
+    """Raised by a `-t` emitter that cannot print an op."""
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One message, with its source position when known."""
+
+    severity: str
+    message: str
+    file: str
+    line: int | None = None
+    """1-based line in the whole file, or None when no position is known."""
+    col: int | None = None
+    """1-based column (code points)."""
+    source_line: str | None = None
+    """The text of `line`, shown under the message with a caret."""
+
+    def render(self) -> str:
+        if self.line is None:
+            head = f"{self.file}: {self.severity}: {self.message}"
+        else:
+            head = f"{self.file}:{self.line}:{self.col or 1}: {self.severity}: {self.message}"
+        if self.source_line is None or not self.source_line.strip():
+            return head
+        prefix = self.source_line[: max((self.col or 1) - 1, 0)]
+        caret = "".join("\t" if c == "\t" else " " for c in prefix) + "^"
+        return f"{head}\n{self.source_line}\n{caret}"
+
+
+@dataclass
+class SourceBuffer:
+    """A text (a whole file, or one `// -----` chunk of it) and how to locate offsets in it."""
+
+    name: str
+    text: str
+    line_offset: int = 0
+    """Lines of the file before this chunk."""
+    _line_starts: list[int] = field(default_factory=list[int], repr=False)
+
+    def _starts(self) -> list[int]:
+        if not self._line_starts:
+            starts = [0]
+            find = self.text.find
+            pos = find("\n")
+            while pos != -1:
+                starts.append(pos + 1)
+                pos = find("\n", pos + 1)
+            self._line_starts = starts
+        return self._line_starts
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        """1-based (line in the whole file, column) of an offset into `text`."""
+        starts = self._starts()
+        index = bisect.bisect_right(starts, offset) - 1
+        return index + 1 + self.line_offset, offset - starts[index] + 1
+
+    def line_text(self, line: int) -> str | None:
+        """The text of a 1-based line of the whole file, if it lies in this buffer."""
+        starts = self._starts()
+        index = line - 1 - self.line_offset
+        if not 0 <= index < len(starts):
+            return None
+        end = starts[index + 1] - 1 if index + 1 < len(starts) else len(self.text)
+        return self.text[starts[index] : end].rstrip("\r")
+
+    def at(self, offset: int, message: str, severity: str = "error") -> Diagnostic:
+        line, col = self.line_col(offset)
+        return Diagnostic(severity, message, self.name, line, col, self.line_text(line))
+
+    def at_line(self, line: int, col: int, message: str, severity: str = "error") -> Diagnostic:
+        return Diagnostic(severity, message, self.name, line, col, self.line_text(line))
+
+
+class SourceError(Exception):
+    """Bad input: one or more diagnostics, the first an error."""
+
+    def __init__(self, diagnostics: Sequence[Diagnostic]):
+        super().__init__("\n".join(d.render() for d in diagnostics))
+        self.diagnostics = list(diagnostics)
+
+
+# --------------------------------------------------------------------------
+# Parsing with op locations
+# --------------------------------------------------------------------------
+
+
+class LocatingParser(Parser):
+    """xDSL's parser, recording where each op starts (offset of its first token)."""
+
+    def __init__(self, ctx: Context, text: str, name: str = "<unknown>"):
+        super().__init__(ctx, text, name)
+        self.op_offsets: dict[Operation, int] = {}
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span.start
+        op = super().parse_operation()
+        self.op_offsets[op] = start
+        return op
+
+
+@dataclass
+class ParsedSource:
+    """A parsed module and where its ops came from."""
+
+    module: ModuleOp
+    source: SourceBuffer
+    op_offsets: dict[Operation, int]
+    textual: bool = True
+    """False for inputs with no text to point into (an ONNX model)."""
+
+    def locate(self, op: Operation | None) -> tuple[int, int] | None:
+        """(line, col) of `op`: where it was parsed, its FileLineColLoc, or its parent's."""
+        while op is not None:
+            offset = self.op_offsets.get(op)
+            if offset is not None:
+                return self.source.line_col(offset)
+            loc = op.location
+            if isinstance(loc, FileLineColLoc) and loc.filename.data == self.source.name:
+                return loc.line.data, loc.column.data
+            op = op.parent_op()
+        if self.textual:  # the implicit module, or an op no parsed op encloses
+            return self.source.line_offset + 1, 1
+        return None
+
+    def diagnostic(self, op: Operation | None, message: str, severity: str = "error") -> Diagnostic:
+        where = self.locate(op)
+        if where is None:
+            return Diagnostic(severity, message, self.source.name)
+        return self.source.at_line(where[0], where[1], message, severity)
+
+
+def _parse_error_offset(error: ParseError, fallback: int) -> int:
+    span = getattr(error, "span", None)
+    start = getattr(span, "start", None)
+    return start if isinstance(start, int) else fallback
+
+
+def decode_source(data: bytes, name: str) -> str:
+    """UTF-8 text of an input file; binary input is an error at the first bad byte."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        good = data[: e.start].decode("utf-8")
+        buffer = SourceBuffer(name, good + "\n")
+        line, col = buffer.line_col(len(good))
+        raise SourceError(
+            [
+                Diagnostic(
+                    "error",
+                    f"invalid UTF-8 byte 0x{data[e.start]:02x}: the input is not MLIR text "
+                    "(an ONNX model needs the .onnx extension or `-f onnx`)",
+                    name,
+                    line,
+                    col,
+                )
+            ]
+        ) from None
+    if "\x00" in text:
+        offset = text.index("\x00")
+        raise SourceError(
+            [SourceBuffer(name, text).at(offset, "NUL character: the input is not MLIR text")]
+        )
+    return text
+
+
+def parse_source(ctx: Context, source: SourceBuffer, implicit_module: bool = True) -> ParsedSource:
+    """Parse `source.text` into a module; any failure is a `SourceError` with its location."""
+    parser = LocatingParser(ctx, source.text, source.name)
+    try:
+        if implicit_module and parser._current_token.kind is MLIRTokenKind.EOF:
+            # only blanks and comments: an empty module, as in MLIR
+            return ParsedSource(ModuleOp([]), source, {})
+        module = parser.parse_module(implicit_module)
+    except ParseError as e:
+        message = (getattr(e, "msg", None) or str(e)).strip()
+        found = [source.at(_parse_error_offset(e, parser.pos), message)]
+        if parser._current_token.kind is MLIRTokenKind.EOF:
+            unclosed = _unclosed_brace(source.text)
+            if unclosed is not None:
+                found = [
+                    source.at(
+                        _parse_error_offset(e, parser.pos),
+                        f"unexpected end of input: expected '}}' ({message})",
+                    ),
+                    source.at(unclosed, "to close the region opened here", "note"),
+                ]
+        if isinstance(e, MultipleSpansParseError):
+            for span, note in e.refs:
+                found.append(source.at(span.start, note or "see here", "note"))
+        raise SourceError(found) from None
+    except RecursionError:
+        raise SourceError([source.at(parser.pos, "ops are nested too deeply to parse")]) from None
+    except Exception as e:  # a custom parser or attribute builder failed without a ParseError
+        raise SourceError([source.at(parser.pos, describe_exception(e))]) from None
+    return ParsedSource(module, source, parser.op_offsets)
+
+
+def _unclosed_brace(text: str) -> int | None:
+    """Offset of the innermost `{` never closed (strings and `//` comments skipped)."""
+    stack: list[int] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "/" and text.startswith("//", i):
+            i = text.find("\n", i)
+            if i == -1:
+                break
+        elif c == '"':
+            i += 1
+            while i < n and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+        elif c == "{":
+            stack.append(i)
+        elif c == "}" and stack:
+            stack.pop()
+        i += 1
+    return stack[-1] if stack else None
+
+
+def describe_exception(error: BaseException) -> str:
+    text = str(error).strip()
+    if isinstance(error, ParseError | ValueError) or type(error).__name__.endswith("Exception"):
+        return text or type(error).__name__
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+# --------------------------------------------------------------------------
+# Verification that names the failing op
+# --------------------------------------------------------------------------
+
+
+def _first_failure(op: Operation) -> tuple[Operation, str] | None:
+    for region in op.regions:
+        for block in region.blocks:
+            for child in block.ops:
+                failure = _first_failure(child)
+                if failure is not None:
+                    return failure
+            if (
+                block.first_op is None
+                and len(region.blocks) == 1
+                and not op.has_trait(NoTerminator)
+            ):
+                return (
+                    op,
+                    "contains an empty block in a single-block region that expects a terminator",
+                )
+    try:
+        op.verify(verify_nested_ops=False)
+    except Exception as e:  # verify_ of any dialect: report, never crash
+        return op, describe_exception(e)
+    return None
+
+
+def verify_module(parsed: ParsedSource, module: ModuleOp | None = None) -> Diagnostic | None:
+    """Verify the module; the first failing op as a located diagnostic, or None.
+
+    The fast path is xDSL's own `verify()`; only on failure is the module
+    walked again, op by op, to find which op failed.
+    """
+    module = parsed.module if module is None else module
+    try:
+        module.verify()
+        return None
+    except Exception as error:
+        failure = _first_failure(module)
+        if failure is None:
+            return parsed.diagnostic(module, describe_exception(error))
+    op, message = failure
+    return parsed.diagnostic(op, f"'{op.name}' op {message}")
+
+
+def materialize_locations(parsed: ParsedSource) -> None:
+    """Store each parsed op's position as its `FileLineColLoc`, so clones made by passes keep it."""
+    filename = StringAttr(parsed.source.name)
+    ints: dict[int, IntAttr] = {}
+
+    def int_attr(v: int) -> IntAttr:
+        attr = ints.get(v)
+        if attr is None:
+            attr = ints[v] = IntAttr(v)
+        return attr
+
+    for op, offset in parsed.op_offsets.items():
+        if isinstance(op.location, FileLineColLoc):
+            continue
+        line, col = parsed.source.line_col(offset)
+        op.location = FileLineColLoc(filename, int_attr(line), int_attr(col))
+
+
+# --------------------------------------------------------------------------
+# Warnings and remarks from passes
+# --------------------------------------------------------------------------
+
+_SINK: ContextVar[list[tuple[str, Operation | None, str]] | None] = ContextVar(
+    "byoc_diagnostics", default=None
+)
+
+
+def emit(severity: str, op: Operation | None, message: str) -> None:
+    """Report a non-fatal diagnostic ("warning", "remark" or "note") about `op`."""
+    if severity not in SEVERITIES:
+        raise ValueError(f"severity '{severity}' is not one of {', '.join(SEVERITIES)}")
+    sink = _SINK.get()
+    if sink is None:
+        where = f"'{op.name}': " if op is not None else ""
+        warnings.warn(f"{severity}: {where}{message}", stacklevel=2)
+    else:
+        sink.append((severity, op, message))
+
+
+def warn(op: Operation | None, message: str) -> None:
+    emit("warning", op, message)
+
+
+@contextlib.contextmanager
+def collect_diagnostics() -> Iterator[list[tuple[str, Operation | None, str]]]:
+    """Collect `emit`ted diagnostics (severity, op, message) instead of warning."""
+    collected: list[tuple[str, Operation | None, str]] = []
+    token = _SINK.set(collected)
+    try:
+        yield collected
+    finally:
+        _SINK.reset(token)
+
+
+# --------------------------------------------------------------------------
+# --verify-diagnostics: MLIR's `// expected-error@+1 {{...}}` comments
+# --------------------------------------------------------------------------
+
+_EXPECTED = re.compile(
+    r"expected-(error|warning|note|remark)(-re)?"
+    r"(?:@([+-]\d+|above|below))?\s*\{\{(.*)\}\}"
+)
+
+
+@dataclass
+class Expectation:
+    severity: str
+    text: str
+    regex: re.Pattern[str] | None
+    line: int
+    """The line the diagnostic is expected on."""
+    where: tuple[int, int]
+    """(line, col) of the comment itself."""
+    matched: bool = False
+
+    def matches(self, d: Diagnostic) -> bool:
+        if d.severity != self.severity or d.line != self.line:
+            return False
+        if self.regex is not None:
+            return self.regex.search(d.message) is not None
+        return self.text in d.message
+
+
+def _regex_of(text: str) -> re.Pattern[str]:
+    """MLIR's `-re` syntax: literal text with `{{regex}}` fragments."""
+    parts = re.split(r"\{\{(.*?)\}\}", text)
+    pattern = "".join(re.escape(p) if i % 2 == 0 else f"(?:{p})" for i, p in enumerate(parts))
+    return re.compile(pattern)
+
+
+def parse_expectations(source: SourceBuffer) -> list[Expectation]:
+    """Every `expected-<severity>[@+N|@-N|@above|@below] {{text}}` in the buffer."""
+    lines = source.text.split("\n")
+    designated = [_EXPECTED.search(line) is not None for line in lines]
+    out: list[Expectation] = []
+    for index, line in enumerate(lines):
+        m = _EXPECTED.search(line)
+        if m is None:
+            continue
+        severity, is_re, at, text = m.group(1), m.group(2), m.group(3), m.group(4)
+        target = index
+        if at == "above":
+            target = index - 1
+            while target >= 0 and designated[target]:
+                target -= 1
+        elif at == "below":
+            target = index + 1
+            while target < len(lines) and designated[target]:
+                target += 1
+        elif at is not None:
+            target = index + int(at)
+        out.append(
+            Expectation(
+                severity,
+                text,
+                _regex_of(text) if is_re else None,
+                target + 1 + source.line_offset,
+                (index + 1 + source.line_offset, m.start() + 1),
+            )
+        )
+    return out
+
+
+def check_expectations(source: SourceBuffer, produced: Sequence[Diagnostic]) -> list[Diagnostic]:
+    """Match produced diagnostics against the buffer's expectations; the mismatches, as errors."""
+    expectations = parse_expectations(source)
+    problems: list[Diagnostic] = []
+    for d in produced:
+        for e in expectations:
+            if not e.matched and e.matches(d):
+                e.matched = True
+                break
+        else:
+            shown = Diagnostic(
+                "error",
+                f"unexpected {d.severity}: {d.message}",
+                d.file,
+                d.line,
+                d.col,
+                d.source_line,
+            )
+            problems.append(shown)
+    for e in expectations:
+        if not e.matched:
+            line, col = e.where
+            problems.append(
+                source.at_line(line, col, f'expected {e.severity} "{e.text}" was not produced')
+            )
+    return problems
+
+
+def split_input(text: str, name: str) -> list[SourceBuffer]:
+    """Split at lines starting with `// -----` (MLIR's `--split-input-file`)."""
+    lines = text.split("\n")
+    chunks: list[SourceBuffer] = []
+    start = 0
+    for index, line in enumerate(lines):
+        if line.lstrip().startswith("// -----"):
+            chunks.append(SourceBuffer(name, "\n".join(lines[start:index]), start))
+            start = index + 1
+    chunks.append(SourceBuffer(name, "\n".join(lines[start:]), start))
+    return chunks
