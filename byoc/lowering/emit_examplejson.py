@@ -35,8 +35,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Operation
-from xdsl.utils.exceptions import DiagnosticException
 
+from byoc.diagnostics import EmitError
 from byoc.dialects import examplejson as ej
 from byoc.dialects.byoc import COMPILER_ATTR
 
@@ -50,10 +50,6 @@ DTYPE_NAMES: dict[Attribute, str] = {
 """Element type -> its name after `dtype:` (f32, the default, is not printed)."""
 
 _BARE_STRING = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*$")
-
-
-class EmitError(DiagnosticException):
-    """The IR cannot be printed as ExampleJSON; the message names the subgraph and line."""
 
 
 def format_value(attr: Attribute) -> str:
@@ -116,7 +112,7 @@ def format_subgraph(subgraph: ej.SubgraphOp) -> str:
         try:
             text = format_line(op)
         except ValueError as e:
-            raise EmitError(f"emit-examplejson: subgraph {name}: {e}") from None
+            raise EmitError(op, f"subgraph {name}: {e}") from None
         out.append("  " + text)
     return "\n".join(out) + "\n"
 
@@ -128,18 +124,16 @@ def to_text(op: Operation) -> str:
 
 def emit_examplejson(module: ModuleOp, stream: IO[str]) -> None:
     """The `-t examplejson` emitter: every `examplejson.subgraph` of `module`."""
-    pending = [
-        f.sym_name.data
-        for f in module.walk()
-        if isinstance(f, FuncOp)
-        and f.body.blocks
-        and isinstance(attr := f.attributes.get(COMPILER_ATTR), StringAttr)
-        and attr.data == "examplejson"
-    ]
-    if pending:
-        raise EmitError(
-            f"emit-examplejson: @{', @'.join(pending)} {'is' if len(pending) == 1 else 'are'} "
-            "still func.func; run lower-to-examplejson first "
-            "(byoc-opt -p 'lower-to-examplejson' -t examplejson)"
-        )
+    for f in module.walk():
+        if (
+            isinstance(f, FuncOp)
+            and f.body.blocks
+            and isinstance(attr := f.attributes.get(COMPILER_ATTR), StringAttr)
+            and attr.data == "examplejson"
+        ):
+            raise EmitError(
+                f,
+                f"@{f.sym_name.data} is still a func.func; run lower-to-examplejson first "
+                "(byoc-opt -p 'lower-to-examplejson' -t examplejson)",
+            )
     stream.write(to_text(module))

@@ -1,0 +1,59 @@
+"""`load_module(path, fmt)`: build a runtime module from a file (TVM's `tvm.runtime.load_module`).
+
+    mod = load_module("g.examplejson", "examplejson")   # the seed's loadfile_examplejson / Create
+    f = mod.get_function("subgraph_0")
+
+`fmt` names the loader; without it, it is guessed from the file: a
+`.examplejson` suffix, or the header `ExampleJsonModule.save_to_binary` writes.
+`byoc.load_module`, which reads whole exported artifacts, hands the
+"examplejson" format to this one. Adding a format is adding a line to `LOADERS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def _load_examplejson(path: Path) -> Any:
+    from byoc.runtime.examplejson_module import ExampleJsonModule
+
+    return ExampleJsonModule.load_file(path)
+
+
+LOADERS: dict[str, Callable[[Path], Any]] = {
+    "examplejson": _load_examplejson,
+}
+"""format name -> loader(path) -> runtime module."""
+
+
+class UnknownFormatError(ValueError):
+    pass
+
+
+def guess_format(path: str | Path) -> str | None:
+    """The format of the file at `path`, from its suffix or its first bytes; None if unknown."""
+    from byoc.runtime.examplejson_module import MAGIC
+
+    p = Path(path)
+    if p.suffix == ".examplejson":
+        return "examplejson"
+    with p.open("rb") as f:
+        head = f.read(len(MAGIC))
+    return "examplejson" if head == MAGIC else None
+
+
+def load_module(path: str | Path, fmt: str | None = None) -> Any:
+    """Load the runtime module stored at `path`, in format `fmt` (guessed when None)."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"no such file: '{p}'")
+    fmt = fmt if fmt is not None else guess_format(p)
+    loader = LOADERS.get(fmt) if fmt is not None else None
+    if loader is None:
+        what = f"unknown format '{fmt}'" if fmt is not None else "cannot tell the format of the file"
+        raise UnknownFormatError(
+            f"{p}: {what}; formats: {', '.join(sorted(LOADERS))} (pass fmt=...)"
+        )
+    return loader(p)
