@@ -25,12 +25,25 @@ KNOWN_TARGETS: dict[str, str] = {
     "test": "byoc.targets.test",
 }
 
+# name prefix -> the module that serves every target `<prefix>_<suffix>` / `<prefix>-<suffix>`
+# (its `serves(name)` decides); `test_a`, `test_b`, ... are the test targets.
+TARGET_FAMILIES: dict[str, str] = {
+    "test": "byoc.targets.test",
+}
+
 _loaded: dict[str, ModuleType] = {}
 _lock = threading.RLock()
 
 
 class UnknownTargetError(ValueError):
     pass
+
+
+def _family_module(name: str) -> str | None:
+    for prefix, path in TARGET_FAMILIES.items():
+        if name.startswith(prefix) and import_module(path).serves(name):
+            return path
+    return None
 
 
 def get_target(name: str) -> ModuleType:
@@ -42,10 +55,11 @@ def get_target(name: str) -> ModuleType:
         module = _loaded.get(name)
         if module is not None:
             return module
-        path = KNOWN_TARGETS.get(name)
+        path = KNOWN_TARGETS.get(name) or _family_module(name)
         if path is None:
             raise UnknownTargetError(
                 f"unknown target '{name}'; known targets: {', '.join(sorted(KNOWN_TARGETS))}"
+                + "".join(f", {p}_<suffix>" for p in TARGET_FAMILIES)
             )
         module = import_module(path)
         module.register()

@@ -1,0 +1,476 @@
+"""The dataflow pattern language of pattern tables (TVM's `relay.dataflow_pattern`).
+
+    x, w, b = wildcard(), is_constant(), wildcard()
+    conv = is_op("nn.conv2d", groups=1)(x, w).named("conv")
+    pattern = is_op("nn.bias_add")(conv, b).optional(lambda p: is_op("nn.relu")(p))
+
+| constructor                     | matches                                                    |
+|---------------------------------|------------------------------------------------------------|
+| `wildcard()`                    | any value; it becomes an operand of the composite          |
+| `is_var(name=None)`             | a block argument (a function input), optionally by name    |
+| `is_constant()`                 | a value made by `nn.constant`; it is copied *into* the composite |
+| `is_op(name, **attrs)`          | an op with any operands (they become operands)             |
+| `is_op(name, **attrs)(*args)`   | an op whose operands match `args` in order                 |
+| `a \\| b`                        | `a`, else `b` (left first)                                 |
+| `p.optional(f)`                 | `f(p) \\| p`: the longer match first                        |
+| `p.has_attr({...})`             | `p`, and the defining op's properties equal the values     |
+| `p.has_dtype(f32)`, `p.has_shape((1, 4))` | `p`, and the value's type agrees                 |
+| `p.named("conv")`               | `p`, captured as `match["conv"]` / `match.op("conv")`      |
+
+Attribute values compare with `NNOp.attr_values()` (ints, floats, tuples); a
+callable value is a predicate on the property (`groups=lambda g: g > 1`).
+
+Semantics kept from TVM: a pattern node used twice must match the same value
+(`x` in `multiply(x, clip(add(x, c)))`); `nn.add` and `nn.multiply` match
+their operands in either order; a constant matched by `is_constant()` is
+embedded in the composite while one matched by `wildcard()` becomes an operand.
+Matching backtracks: every consistent match is produced, in priority order
+(`Pattern.matches`), so a caller can skip matches its own rules reject.
+
+A pattern table is a list of `(name, pattern)` or `(name, pattern, check)`
+entries; `check(match) -> bool` sees the root op and the captures.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
+
+from byoc.dialects.nn import NN_OPS, ConstantOp, NNOp
+
+COMMUTATIVE_OPS = frozenset({"nn.add", "nn.multiply"})
+"""Binary ops whose operands a pattern matches in either order."""
+
+
+# --------------------------------------------------------------------------
+# Match state and result
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _State:
+    """A partial match: immutable, so backtracking is just dropping it."""
+
+    bound: Mapping[int, SSAValue] = field(default_factory=dict)
+    """id(pattern node) -> the value it matched."""
+    ops: tuple[Operation, ...] = ()
+    inputs: tuple[SSAValue, ...] = ()
+    constants: tuple[ConstantOp, ...] = ()
+    captures: Mapping[str, SSAValue] = field(default_factory=dict)
+
+    def bind(self, node: Pattern, value: SSAValue) -> _State:
+        bound = dict(self.bound)
+        bound[id(node)] = value
+        return _State(bound, self.ops, self.inputs, self.constants, self.captures)
+
+    def add_op(self, op: Operation) -> _State:
+        if op in self.ops:
+            return self
+        return _State(self.bound, (*self.ops, op), self.inputs, self.constants, self.captures)
+
+    def add_input(self, value: SSAValue) -> _State:
+        if value in self.inputs:
+            return self
+        return _State(self.bound, self.ops, (*self.inputs, value), self.constants, self.captures)
+
+    def add_constant(self, op: ConstantOp) -> _State:
+        if op in self.constants:
+            return self
+        return _State(self.bound, self.ops, self.inputs, (*self.constants, op), self.captures)
+
+    def capture(self, name: str, value: SSAValue) -> _State:
+        caps = dict(self.captures)
+        caps[name] = value
+        return _State(self.bound, self.ops, self.inputs, self.constants, caps)
+
+
+@dataclass(frozen=True)
+class Match:
+    """One match of a pattern, rooted at `root`."""
+
+    root: Operation
+    ops: tuple[Operation, ...]
+    """The matched ops (root included), in the order the pattern reached them."""
+    inputs: tuple[SSAValue, ...]
+    """The distinct values that become operands of a composite, in pattern order."""
+    constants: tuple[ConstantOp, ...]
+    """The `nn.constant` ops matched by `is_constant()` (embedded in a composite)."""
+    captures: Mapping[str, SSAValue]
+
+    def __getitem__(self, name: str) -> SSAValue:
+        try:
+            return self.captures[name]
+        except KeyError:
+            raise KeyError(
+                f"no capture '{name}' in the match (captures: {', '.join(self.captures) or 'none'})"
+            ) from None
+
+    def op(self, name: str) -> Operation:
+        """The op that defines capture `name`."""
+        value = self[name]
+        if not isinstance(value, OpResult):
+            raise KeyError(f"capture '{name}' is a block argument, not an op result")
+        return value.op
+
+
+Available = Callable[[Operation], bool]
+"""Whether an op may take part in a match (not already claimed by another)."""
+
+
+def _always(op: Operation) -> bool:
+    return True
+
+
+# --------------------------------------------------------------------------
+# Pattern nodes
+# --------------------------------------------------------------------------
+
+
+class Pattern:
+    """A pattern node. Nodes compare by identity: a node used twice matches one value."""
+
+    def __or__(self, other: Pattern) -> Pattern:
+        return AltPattern(self, other)
+
+    def optional(self, extend: Callable[[Pattern], Pattern]) -> Pattern:
+        """`extend(self) | self`: match the extension when it is there."""
+        return AltPattern(extend(self), self)
+
+    def has_attr(self, attrs: Mapping[str, Any]) -> Pattern:
+        """This pattern, where the defining op's properties equal (or satisfy) `attrs`."""
+        return AttrPattern(self, dict(attrs))
+
+    def has_dtype(self, element_type: Attribute) -> Pattern:
+        return TypePattern(self, lambda t: t.element_type == element_type, f"dtype {element_type}")
+
+    def has_shape(self, shape: Sequence[int]) -> Pattern:
+        want = tuple(shape)
+        return TypePattern(self, lambda t: tuple(t.get_shape()) == want, f"shape {want}")
+
+    def named(self, name: str) -> Pattern:
+        """This pattern, captured under `name` in the match."""
+        return NamedPattern(self, name)
+
+    # ---- matching ---------------------------------------------------------------
+    def root_ops(self) -> frozenset[str] | None:
+        """Op names a match can be rooted at; None if any value (wildcards)."""
+        return None
+
+    def _match(self, value: SSAValue, state: _State, block: Block, ok: Available) -> Iterator[_State]:
+        raise NotImplementedError
+
+    def _go(self, value: SSAValue, state: _State, block: Block, ok: Available) -> Iterator[_State]:
+        """Match with the "same node, same value" rule applied."""
+        seen = state.bound.get(id(self))
+        if seen is not None:
+            if seen is value:
+                yield state
+            return
+        for s in self._match(value, state, block, ok):
+            yield s.bind(self, value)
+
+    def matches(self, root: Operation, available: Available = _always) -> Iterator[Match]:
+        """Every match rooted at `root`'s single result, best first.
+
+        Ops the pattern reaches must sit in `root`'s block and satisfy `available`.
+        """
+        if len(root.results) != 1 or root.parent is None:
+            return
+        names = self.root_ops()
+        if names is not None and root.name not in names:
+            return
+        value = root.results[0]
+        for s in self._go(value, _State(), root.parent, available):
+            if root not in s.ops:  # the root must be matched by an op pattern
+                continue
+            yield Match(root, s.ops, s.inputs, s.constants, dict(s.captures))
+
+    def match(self, root: Operation, available: Available = _always) -> Match | None:
+        """The first match rooted at `root`, or None."""
+        return next(self.matches(root, available), None)
+
+
+class WildcardPattern(Pattern):
+    def _match(self, value: SSAValue, state: _State, block: Block, ok: Available) -> Iterator[_State]:
+        yield state.add_input(value)
+
+    def __repr__(self) -> str:
+        return "wildcard()"
+
+
+class VarPattern(Pattern):
+    def __init__(self, name: str | None = None):
+        self.name = name
+
+    def _match(self, value: SSAValue, state: _State, block: Block, ok: Available) -> Iterator[_State]:
+        if isinstance(value, BlockArgument) and (self.name is None or value.name_hint == self.name):
+            yield state.add_input(value)
+
+    def __repr__(self) -> str:
+        return f"is_var({self.name!r})" if self.name else "is_var()"
+
+
+class ConstantPattern(Pattern):
+    def _match(self, value: SSAValue, state: _State, block: Block, ok: Available) -> Iterator[_State]:
+        if isinstance(value, OpResult) and isinstance(value.op, ConstantOp):
+            yield state.add_constant(value.op)
+
+    def __repr__(self) -> str:
+        return "is_constant()"
+
+
+def _check_op_name(name: str) -> None:
+    if name not in NN_OPS:
+        close = difflib.get_close_matches(name, list(NN_OPS), n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise ValueError(f"is_op: unknown op '{name}'{hint}")
+
+
+def _check_attr_names(name: str, attrs: Mapping[str, Any]) -> None:
+    known = NN_OPS[name].prop_defaults()
+    for key in attrs:
+        if key not in known:
+            raise ValueError(
+                f"is_op: '{name}' has no property '{key}' (properties: {', '.join(known) or 'none'})"
+            )
+
+
+def _attrs_hold(op: Operation, attrs: Mapping[str, Any]) -> bool:
+    if not attrs:
+        return True
+    if not isinstance(op, NNOp):
+        return False
+    values = op.attr_values()
+    for key, want in attrs.items():
+        if key not in values:
+            return False
+        got = values[key]
+        if callable(want):
+            if not want(got):
+                return False
+        elif got != (tuple(want) if isinstance(want, list) else want):
+            return False
+    return True
+
+
+class CallPattern(Pattern):
+    """`is_op(name, **attrs)(*args)`; `args=None` matches any operands (they become inputs)."""
+
+    def __init__(self, op_name: str, args: Sequence[Pattern] | None, attrs: Mapping[str, Any]):
+        _check_op_name(op_name)
+        _check_attr_names(op_name, attrs)
+        self.op_name = op_name
+        self.args = None if args is None else tuple(args)
+        self.attrs = dict(attrs)
+
+    def __call__(self, *args: Pattern) -> CallPattern:
+        if self.args is not None:
+            raise TypeError(f"is_op('{self.op_name}') already has its operands")
+        for a in args:
+            if not isinstance(a, Pattern):
+                raise TypeError(f"operands of is_op('{self.op_name}') must be patterns, got {a!r}")
+        return CallPattern(self.op_name, args, self.attrs)
+
+    def root_ops(self) -> frozenset[str] | None:
+        return frozenset({self.op_name})
+
+    def _match(self, value: SSAValue, state: _State, block: Block, ok: Available) -> Iterator[_State]:
+        if not isinstance(value, OpResult):
+            return
+        op = value.op
+        if op.name != self.op_name or op.parent is not block or not ok(op):
+            return
+        if not _attrs_hold(op, self.attrs):
+            return
+        state = state.add_op(op)
+        operands = op.operands
+        if self.args is None:
+            for v in operands:
+                state = state.add_input(v)
+            yield state
+            return
+        if len(operands) != len(self.args):
+            return
+        orders: list[Sequence[SSAValue]] = [operands]
+        if self.op_name in COMMUTATIVE_OPS and len(operands) == 2 and operands[0] is not operands[1]:
+            orders.append((operands[1], operands[0]))
+        for order in orders:
+            yield from _match_all(self.args, order, state, block, ok)
+
+    def __repr__(self) -> str:
+        attrs = "".join(f", {k}={v!r}" for k, v in self.attrs.items())
+        head = f"is_op({self.op_name!r}{attrs})"
+        if self.args is None:
+            return head
+        return head + "(" + ", ".join(map(repr, self.args)) + ")"
+
+
+def _match_all(
+    patterns: Sequence[Pattern], values: Sequence[SSAValue], state: _State, block: Block, ok: Available
+) -> Iterator[_State]:
+    if not patterns:
+        yield state
+        return
+    for s in patterns[0]._go(values[0], state, block, ok):
+        yield from _match_all(patterns[1:], values[1:], s, block, ok)
+
+
+class AltPattern(Pattern):
+    def __init__(self, left: Pattern, right: Pattern):
+        self.left = left
+        self.right = right
+
+    def root_ops(self) -> frozenset[str] | None:
+        a, b = self.left.root_ops(), self.right.root_ops()
+        return None if a is None or b is None else a | b
+
+    def _match(self, value: SSAValue, state: _State, block: Block, ok: Available) -> Iterator[_State]:
+        yield from self.left._go(value, state, block, ok)
+        yield from self.right._go(value, state, block, ok)
+
+    def __repr__(self) -> str:
+        return f"({self.left!r} | {self.right!r})"
+
+
+class _Wrapper(Pattern):
+    def __init__(self, inner: Pattern):
+        self.inner = inner
+
+    def root_ops(self) -> frozenset[str] | None:
+        return self.inner.root_ops()
+
+
+class AttrPattern(_Wrapper):
+    def __init__(self, inner: Pattern, attrs: Mapping[str, Any]):
+        super().__init__(inner)
+        self.attrs = dict(attrs)
+
+    def _match(self, value: SSAValue, state: _State, block: Block, ok: Available) -> Iterator[_State]:
+        if not isinstance(value, OpResult) or not _attrs_hold(value.op, self.attrs):
+            return
+        yield from self.inner._go(value, state, block, ok)
+
+    def __repr__(self) -> str:
+        return f"{self.inner!r}.has_attr({self.attrs!r})"
+
+
+class TypePattern(_Wrapper):
+    def __init__(self, inner: Pattern, test: Callable[[TensorType[Any]], bool], what: str):
+        super().__init__(inner)
+        self.test = test
+        self.what = what
+
+    def _match(self, value: SSAValue, state: _State, block: Block, ok: Available) -> Iterator[_State]:
+        if isinstance(value.type, TensorType) and self.test(value.type):
+            yield from self.inner._go(value, state, block, ok)
+
+    def __repr__(self) -> str:
+        return f"{self.inner!r}.has({self.what})"
+
+
+class NamedPattern(_Wrapper):
+    def __init__(self, inner: Pattern, name: str):
+        super().__init__(inner)
+        self.name = name
+
+    def _match(self, value: SSAValue, state: _State, block: Block, ok: Available) -> Iterator[_State]:
+        for s in self.inner._go(value, state, block, ok):
+            yield s.capture(self.name, value)
+
+    def __repr__(self) -> str:
+        return f"{self.inner!r}.named({self.name!r})"
+
+
+# --------------------------------------------------------------------------
+# Constructors
+# --------------------------------------------------------------------------
+
+
+def wildcard() -> Pattern:
+    """Any value; it becomes an operand of the composite."""
+    return WildcardPattern()
+
+
+def is_var(name: str | None = None) -> Pattern:
+    """A block argument (a function input), with name hint `name` if given."""
+    return VarPattern(name)
+
+
+def is_constant() -> Pattern:
+    """A value made by `nn.constant`; a composite embeds the constant."""
+    return ConstantPattern()
+
+
+def is_op(name: str, **attrs: Any) -> CallPattern:
+    """Op `name` whose properties equal (or satisfy) `attrs`; call it with operand patterns."""
+    return CallPattern(name, None, attrs)
+
+
+# --------------------------------------------------------------------------
+# Pattern tables
+# --------------------------------------------------------------------------
+
+Check = Callable[[Match], bool]
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    """One entry of a target's pattern table; the composite is `<target>.<name>`."""
+
+    name: str
+    pattern: Pattern
+    check: Check | None = None
+
+    def accepts(self, match: Match) -> bool:
+        return True if self.check is None else bool(self.check(match))
+
+
+def table_entries(table: Sequence[Any], target: str) -> list[TableEntry]:
+    """Normalise `(name, pattern[, check])` tuples (or entries) of `target`'s table."""
+    out: list[TableEntry] = []
+    seen: set[str] = set()
+    for item in table:
+        if isinstance(item, TableEntry):
+            entry = item
+        else:
+            if not 2 <= len(item) <= 3:
+                raise ValueError(f"pattern table of '{target}': entries are (name, pattern[, check])")
+            entry = TableEntry(item[0], item[1], item[2] if len(item) == 3 else None)
+        if not isinstance(entry.pattern, Pattern):
+            raise ValueError(f"pattern table of '{target}': '{entry.name}' has no pattern")
+        if not entry.name or "." in entry.name:
+            raise ValueError(
+                f"pattern table of '{target}': name '{entry.name}' must be non-empty and have no "
+                f"'.' (the composite is named '{target}.<name>')"
+            )
+        if entry.name in seen:
+            raise ValueError(f"pattern table of '{target}': '{entry.name}' appears twice")
+        seen.add(entry.name)
+        out.append(entry)
+    return out
+
+
+__all__ = [
+    "COMMUTATIVE_OPS",
+    "AltPattern",
+    "AttrPattern",
+    "CallPattern",
+    "ConstantPattern",
+    "Match",
+    "NamedPattern",
+    "Pattern",
+    "TableEntry",
+    "TypePattern",
+    "VarPattern",
+    "WildcardPattern",
+    "is_constant",
+    "is_op",
+    "is_var",
+    "table_entries",
+    "wildcard",
+]
