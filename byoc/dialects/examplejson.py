@@ -54,13 +54,14 @@ from xdsl.ir import Attribute, Block, Dialect, Operation, Region
 from xdsl.irdl import (
     IRDLOperation,
     VarOperandDef,
+    VarResultDef,
     irdl_op_definition,
     lazy_traits_def,
     prop_def,
     region_def,
     traits_def,
 )
-from xdsl.irdl.constraints import ConstraintContext
+from xdsl.irdl.constraints import VerificationContext
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
@@ -86,12 +87,22 @@ _RENAMED: dict[str, str] = {
 }
 """The seed's short names; every other op keeps its nn name without `nn.`."""
 
+
+
+def _one_result(cls: type[NNOp]) -> bool:
+    results = cls.get_irdl_definition().results
+    return len(results) == 1 and not isinstance(results[0][1], VarResultDef)
+
+
 OPS: dict[str, type[NNOp]] = {
     _RENAMED.get(name, name.removeprefix("nn.")): cls
     for name, cls in NN_OPS.items()
-    if name != "nn.constant"
+    if name != "nn.constant" and _one_result(cls)
 }
-"""ExampleJSON op name -> nn op class: every op the ExampleJSON runtime executes."""
+"""ExampleJSON op name -> nn op class: every op the ExampleJSON runtime executes.
+
+A line defines one id, so ops with several results (nn.split) have no line;
+constants are `const` lines."""
 
 NAME_OF: dict[str, str] = {cls.name: name for name, cls in OPS.items()}
 """nn op name -> ExampleJSON op name."""
@@ -388,7 +399,7 @@ class NodeOp(LineOp):
                 known = ", ".join(props) or "none"
                 raise LineError(f"'{self.op.data}' has no attribute '{key}' (attributes: {known})", "attrs")
             try:
-                pdef.constr.verify(attr, ConstraintContext())
+                pdef.constr.verify(attr, VerificationContext())
             except VerifyException as e:
                 raise LineError(f"attribute '{key}': {e}", "attrs") from None
         types = [env[i] for i in ids]

@@ -45,7 +45,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute
-from xdsl.irdl.constraints import ConstraintContext
+from xdsl.irdl.constraints import VerificationContext
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.frontend import Frontend
 from xdsl.utils.lexer import Input, Span
@@ -323,7 +323,7 @@ def _parse_line(reader: _Reader, words: list[_Word], env: dict[int, TensorType[A
                 raise reader.fail_at(w, f"attribute '{key}' is given twice")
             try:
                 attr = _parse_value(_attr_kind(cls, key), value)
-                props[key].constr.verify(attr, ConstraintContext())
+                props[key].constr.verify(attr, VerificationContext())
             except (ValueError, VerifyException) as e:
                 raise reader.fail_at(w, f"attribute '{key}': {e}") from None
             attrs[key] = attr
