@@ -523,3 +523,45 @@ def test_verifier_checks_ids_and_types() -> None:
     node.tensor_type = TensorType(node.tensor_type.element_type, [4])
     with pytest.raises(VerifyException, match="line 'relu 1'.*declares tensor<4xf32>"):
         good.verify()
+
+
+# --------------------------------------------------------------------------
+# The target: support is exactly what the runtime runs; build hooks
+# --------------------------------------------------------------------------
+
+
+def test_target_supports_exactly_the_runtime_ops() -> None:
+    from byoc.op_registry import ops_with_attr
+    from byoc.targets import get_target
+
+    target = get_target("examplejson")
+    assert sorted(ops_with_attr("target.examplejson")) == sorted(ej.NAME_OF)
+    static = nn.ReluOp.build(Block(arg_types=[nn.tensor((2, 3))]).args[0])
+    dynamic = nn.ReluOp.build(Block(arg_types=[TensorType(nn.f32, [-9223372036854775808, 3])]).args[0])
+    assert target.SUPPORT["nn.relu"](static) and not target.SUPPORT["nn.relu"](dynamic)
+
+
+def test_build_runs_examplejson_partitions_and_exports(tmp_path: Path) -> None:
+    import byoc
+
+    module = parse_module(
+        """
+        func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+          %0 = func.call @examplejson_main_0(%a, %b) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+          %1 = nn.exp %0 : tensor<4xf32>
+          func.return %1 : tensor<4xf32>
+        }
+        func.func private @examplejson_main_0(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32>
+            attributes {byoc.compiler = "examplejson"} {
+          %0 = nn.subtract %a, %b : tensor<4xf32>
+          func.return %0 : tensor<4xf32>
+        }
+        """
+    )
+    a, b = f32(4), f32(4)
+    exe = byoc.build(module)
+    (got,) = exe.run(a, b)
+    np.testing.assert_array_equal(got, np.exp(a - b))
+    exe.export_library(tmp_path / "m.byoc")
+    (again,) = byoc.load_module(tmp_path / "m.byoc").run(a, b)
+    np.testing.assert_array_equal(again, got)

@@ -1,48 +1,47 @@
 """The `examplejson` target: partitions become ExampleJSON graphs (seed part 2).
 
-The ExampleJSON runtime computes in float32 only. Support is the table
-`SUPPORT` below (op name -> predicate, see `byoc.support`); the ExampleJSON
-codegen owns it and lists exactly the ops `lower-to-examplejson` emits. The
-seed's three ops are add, sub and mul; the others travel with their
-attributes in the format's extension (README).
+Support is the table `SUPPORT` below (op name -> predicate, see
+`byoc.support`), owned by the ExampleJSON codegen: it lists exactly the ops
+`lower-to-examplejson` emits and `ExampleJsonModule` executes — every `nn` op
+with an ExampleJSON line (`byoc.dialects.examplejson.NAME_OF`: all of them
+but multi-result ops, and constants, which become `const` lines). The runtime
+runs each op with its numpy kernel, so any element type the op itself accepts
+(f32, and i32/i64 where nn allows them) is supported; shapes must be static,
+since every line states its shape. The seed's three ops are add, sub and mul;
+the others travel with their attributes in the format's extension (README).
+
+The runtime executes one op per line, so the pattern table is empty.
+`codegen` / `load_component` are the hooks `byoc.build` and artifacts use.
 """
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import f32
+from typing import TYPE_CHECKING
 
-from byoc.support import Predicate, dtypes, register_support
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation
+
+from byoc.dialects.examplejson import NAME_OF
+from byoc.support import Predicate, register_support
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.dialects.func import FuncOp
+
+    from byoc.runtime.examplejson_module import ExampleJsonModule
 
 NAME = "examplejson"
 
-F32 = dtypes(f32)
 
-SUPPORT: dict[str, Predicate] = {
-    # the seed's ops
-    "nn.add": F32,
-    "nn.subtract": F32,
-    "nn.multiply": F32,
-    # elementwise extension
-    "nn.divide": F32,
-    "nn.maximum": F32,
-    "nn.minimum": F32,
-    "nn.relu": F32,
-    "nn.sigmoid": F32,
-    "nn.tanh": F32,
-    "nn.exp": F32,
-    "nn.log": F32,
-    "nn.sqrt": F32,
-    "nn.negative": F32,
-    "nn.abs": F32,
-    "nn.clip": F32,
-    # layer extension
-    "nn.dense": F32,
-    "nn.bias_add": F32,
-    "nn.conv2d": F32,
-    "nn.softmax": F32,
-    "nn.reshape": F32,
-    "nn.flatten": F32,
-}
+def _static(op: Operation) -> bool:
+    types = [v.type for v in op.operands] + [r.type for r in op.results]
+    return all(isinstance(t, TensorType) and t.has_static_shape() for t in types)
+
+
+STATIC = Predicate(_static, "static tensor shapes")
+
+SUPPORT: dict[str, Predicate] = dict.fromkeys(sorted(NAME_OF), STATIC)
+"""nn op name -> predicate: every op with an ExampleJSON line, when its shapes are static."""
 
 
 def register() -> None:
@@ -51,3 +50,18 @@ def register() -> None:
 
 def pattern_table() -> list[tuple[object, ...]]:
     return []
+
+
+def codegen(module: ModuleOp, funcs: list[FuncOp]) -> ExampleJsonModule:
+    """One ExampleJSON runtime module holding a subgraph per partition function."""
+    from byoc.lowering.lower_to_examplejson import lower_functions
+    from byoc.runtime.examplejson_module import ExampleJsonModule
+
+    return ExampleJsonModule.from_ir(lower_functions(funcs), "<build>")
+
+
+def load_component(blobs: dict[str, bytes]) -> ExampleJsonModule:
+    """The module `codegen` built, from the blobs its `export()` wrote into an artifact."""
+    from byoc.runtime.examplejson_module import ExampleJsonModule
+
+    return ExampleJsonModule.load_from_binary(blobs["examplejson"], "<artifact>")
