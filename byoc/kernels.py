@@ -183,6 +183,35 @@ def conv2d(
     return np.ascontiguousarray(out, dtype=x.dtype)
 
 
+@kernel("nn.conv2d_transpose")
+def conv2d_transpose(
+    x: Array,
+    w: Array,
+    *,
+    strides: Sequence[int],
+    padding: Sequence[int],
+    output_padding: Sequence[int],
+    dilation: Sequence[int],
+    groups: int,
+) -> Array:
+    n, c, h, wd = x.shape
+    _, og, kh, kw = w.shape
+    (sh, sw), (dh, dw) = strides, dilation
+    full_h = (h - 1) * sh + dh * (kh - 1) + 1 + output_padding[0]
+    full_w = (wd - 1) * sw + dw * (kw - 1) + 1 + output_padding[1]
+    out = np.zeros((n, og * groups, full_h, full_w), dtype=x.dtype)
+    cg = c // groups
+    for g in range(groups):
+        # every input pixel scatters a (KH, KW) patch: one strided add per tap
+        taps = np.einsum("nchw,coij->noijhw", x[:, g * cg : (g + 1) * cg], w[g * cg : (g + 1) * cg])
+        dst = out[:, g * og : (g + 1) * og]
+        for i in range(kh):
+            for j in range(kw):
+                dst[:, :, i * dh : i * dh + (h - 1) * sh + 1 : sh, j * dw : j * dw + (wd - 1) * sw + 1 : sw] += taps[:, :, i, j]
+    pt, pl, pb, pr = padding
+    return np.ascontiguousarray(out[:, :, pt : full_h - pb, pl : full_w - pr])
+
+
 @kernel("nn.dense")
 def dense(x: Array, w: Array) -> Array:
     return np.matmul(x, w.T)
@@ -300,6 +329,20 @@ def softmax(x: Array, *, axis: int) -> Array:
     return _same(e / e.sum(axis=axis, keepdims=True), x)
 
 
+@kernel("nn.lrn")
+def lrn(x: Array, *, size: int, axis: int, alpha: float, beta: float, bias: float) -> Array:
+    axis %= x.ndim
+    sq = np.square(x)
+    before, after = (size - 1) // 2, size // 2
+    pad = [(0, 0)] * x.ndim
+    pad[axis] = (before, after)
+    sq = np.pad(sq, pad)
+    window = sum(
+        np.take(sq, range(k, k + x.shape[axis]), axis=axis) for k in range(size)
+    )
+    return _same(x / (bias + (alpha / size) * window) ** beta, x)
+
+
 # ---- layout --------------------------------------------------------------------
 @kernel("nn.reshape")
 def reshape(x: Array, *, newshape: Sequence[int]) -> Array:
@@ -308,7 +351,7 @@ def reshape(x: Array, *, newshape: Sequence[int]) -> Array:
 
 @kernel("nn.flatten")
 def flatten(x: Array, *, axis: int) -> Array:
-    axis %= x.ndim + 1
+    axis += x.ndim if axis < 0 else 0
     return x.reshape(math.prod(x.shape[:axis]), math.prod(x.shape[axis:]))
 
 
@@ -322,12 +365,104 @@ def concatenate(*xs: Array, axis: int) -> Array:
     return np.concatenate(xs, axis=axis)
 
 
+@kernel("nn.take")
+def take(x: Array, indices: Array, *, axis: int) -> Array:
+    dim = x.shape[axis]
+    idx = np.where(indices < 0, indices + dim, indices)
+    return np.take(x, idx, axis=axis, mode="clip")
+
+
 @kernel("nn.pad")
 def pad(x: Array, *, pad_width: Sequence[int], pad_value: float, pad_mode: str) -> Array:
     pw = [(pad_width[2 * i], pad_width[2 * i + 1]) for i in range(x.ndim)]
     if pad_mode == "constant":
         return np.pad(x, pw, mode="constant", constant_values=x.dtype.type(pad_value))
     return np.pad(x, pw, mode=pad_mode)
+
+
+@kernel("nn.split")
+def split(x: Array, *, indices: Sequence[int], axis: int) -> tuple[Array, ...]:
+    return tuple(np.ascontiguousarray(p) for p in np.split(x, list(indices), axis=axis))
+
+
+@kernel("nn.strided_slice")
+def strided_slice(
+    x: Array, *, begin: Sequence[int], end: Sequence[int], strides: Sequence[int]
+) -> Array:
+    index: list[slice] = []
+    for b, e, s in zip(begin, end, strides or (1,) * x.ndim, strict=True):
+        if not range(b, e, s):
+            index.append(slice(0, 0))
+        else:
+            index.append(slice(b, e if e >= 0 else None, s))
+    return np.ascontiguousarray(x[tuple(index)])
+
+
+def _resize_coords(
+    out_size: int, in_size: int, scale: float, mode: str
+) -> np.ndarray[Any, Any]:
+    """Input coordinate (float64) of each output index along one axis (ONNX Resize)."""
+    y = np.arange(out_size, dtype=np.float64)
+    scale = scale or out_size / in_size
+    if mode == "align_corners":
+        length = scale * in_size
+        return y * 0.0 if length == 1 else y * (in_size - 1) / (length - 1)
+    if mode == "asymmetric":
+        return y / scale
+    if mode == "pytorch_half_pixel":
+        return y * 0.0 - 0.5 if scale * in_size == 1 else (y + 0.5) / scale - 0.5
+    if mode == "tf_half_pixel_for_nn":
+        return (y + 0.5) / scale
+    if mode == "half_pixel_symmetric":
+        offset = in_size / 2 * (1 - out_size / (scale * in_size))
+        return offset + (y + 0.5) / scale - 0.5
+    return (y + 0.5) / scale - 0.5  # half_pixel
+
+
+def _resize_axis(
+    x: Array, axis: int, out_size: int, scale: float, method: str, mode: str, rounding: str
+) -> Array:
+    in_size = x.shape[axis]
+    coords = _resize_coords(out_size, in_size, scale, mode)
+    lo = np.floor(coords)
+    frac = coords - lo
+    lo = lo.astype(np.int64)
+    if method == "nearest_neighbor":
+        up = {
+            "round_prefer_floor": frac > 0.5,
+            "round_prefer_ceil": frac >= 0.5,
+            "floor": np.zeros_like(frac, dtype=bool),
+            "ceil": frac > 0,
+        }[rounding]
+        idx = np.clip(lo + up, 0, in_size - 1)
+        return np.take(x, idx, axis=axis)
+    shape = [1] * x.ndim
+    shape[axis] = out_size
+    w = frac.reshape(shape)
+    a = np.take(x, np.clip(lo, 0, in_size - 1), axis=axis)
+    b = np.take(x, np.clip(lo + 1, 0, in_size - 1), axis=axis)
+    return a * (1 - w) + b * w
+
+
+@kernel("nn.resize2d")
+def resize2d(
+    x: Array,
+    *,
+    size: Sequence[int],
+    method: str,
+    coordinate_transformation_mode: str,
+    rounding_method: str,
+    scale_h: float,
+    scale_w: float,
+) -> Array:
+    out = x.astype(np.float64)
+    for axis, n, scale in ((2, size[0], scale_h), (3, size[1], scale_w)):
+        if n == out.shape[axis] and scale in (0.0, 1.0):
+            continue
+        out = _resize_axis(
+            out, axis, n, scale, method, coordinate_transformation_mode, rounding_method
+        )
+    return np.ascontiguousarray(out.astype(x.dtype))
 
 
 def _axes(x: Array, axes: Sequence[int]) -> tuple[int, ...]:

@@ -23,7 +23,7 @@ _LEVELS: dict[str, int] = {
     **dict.fromkeys(
         [
             "nn.conv2d", "nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d",
-            "nn.global_max_pool2d", "nn.pad",
+            "nn.global_max_pool2d", "nn.pad", "nn.conv2d_transpose", "nn.lrn",
         ],
         2,
     ),
@@ -31,15 +31,16 @@ _LEVELS: dict[str, int] = {
         [
             "nn.reshape", "nn.flatten", "nn.transpose", "nn.clip", "nn.abs", "nn.negative",
             "nn.leaky_relu", "nn.prelu", "nn.cast", "nn.hard_sigmoid", "nn.hard_swish",
-            "nn.reciprocal",
+            "nn.reciprocal", "nn.split", "nn.take",
         ],
         3,
     ),
     **dict.fromkeys(
         ["nn.maximum", "nn.minimum", "nn.power", "nn.reduce_mean", "nn.reduce_sum",
-         "nn.reduce_max", "nn.matmul"],
+         "nn.reduce_max", "nn.matmul", "nn.strided_slice"],
         4,
     ),
+    "nn.resize2d": 5,
 }
 
 

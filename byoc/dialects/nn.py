@@ -609,6 +609,56 @@ class Conv2DOp(NNOp):
 
 
 @irdl_op_definition
+class Conv2DTransposeOp(NNOp):
+    """Transposed 2-D convolution (the gradient of conv2d), data NCHW, weight IOHW.
+
+    The weight is (C, O / groups, KH, KW), as in ONNX ConvTranspose. The full
+    output is (H - 1) * stride + dilation * (KH - 1) + 1 + output_padding rows;
+    `padding` (top, left, bottom, right) then crops it.
+    """
+
+    name = "nn.conv2d_transpose"
+    data = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    result = result_def(TensorType)
+    strides = prop_def(DenseArrayBase, default_value=ints(1, 1))
+    padding = prop_def(DenseArrayBase, default_value=ints(0, 0, 0, 0))
+    output_padding = prop_def(DenseArrayBase, default_value=ints(0, 0))
+    dilation = prop_def(DenseArrayBase, default_value=ints(1, 1))
+    groups = prop_def(IntegerAttr, default_value=_int(1))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "out-elementwise-fusable"
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        n, c, h, w = _check_rank(types[0], 4, "data")
+        i, og, kh, kw = _check_rank(types[1], 4, "weight")
+        strides = _check_len(attrs, "strides", 2)
+        padding = _check_len(attrs, "padding", 4)
+        out_pad = _check_len(attrs, "output_padding", 2)
+        dilation = _check_len(attrs, "dilation", 2)
+        g = attrs["groups"]
+        if g < 1 or c % g:
+            raise _fail(f"groups {g} must divide the input channels {c}")
+        if i != c:
+            raise _fail(f"weight has {i} input channels, data has {c}")
+        if min(strides) < 1 or min(dilation) < 1:
+            raise _fail("strides and dilation must be positive")
+        if min(padding) < 0 or min(out_pad) < 0:
+            raise _fail("padding and output_padding must be non-negative")
+        out = [
+            (size - 1) * s + d * (k - 1) + 1 + op - lo - hi
+            for size, k, s, d, op, lo, hi in (
+                (h, kh, strides[0], dilation[0], out_pad[0], padding[0], padding[2]),
+                (w, kw, strides[1], dilation[1], out_pad[1], padding[1], padding[3]),
+            )
+        ]
+        if min(out) < 1:
+            raise _fail(f"padding {list(padding)} leaves an empty output")
+        return [tensor((n, og * g, *out), types[0].element_type)]
+
+
+@irdl_op_definition
 class DenseOp(NNOp):
     """x · Wᵀ: data (..., K), weight (N, K) -> (..., N)."""
 
@@ -782,6 +832,33 @@ class SoftmaxOp(NNOp):
         return [types[0]]
 
 
+@irdl_op_definition
+class LRNOp(NNOp):
+    """Local response normalisation across `axis` (ONNX LRN, Relay nn.lrn).
+
+    x / (bias + alpha / size * sum of x^2 over a window of `size` channels)^beta;
+    the window spans floor((size - 1) / 2) channels before, ceil((size - 1) / 2) after.
+    """
+
+    name = "nn.lrn"
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
+    size = prop_def(IntegerAttr)
+    axis = prop_def(IntegerAttr, default_value=_int(1))
+    alpha = prop_def(FloatAttr, default_value=_float(1e-4))
+    beta = prop_def(FloatAttr, default_value=_float(0.75))
+    bias = prop_def(FloatAttr, default_value=_float(1.0))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "opaque"
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        _norm_axis(attrs["axis"], len(shape_of(types[0])))
+        if attrs["size"] < 1:
+            raise _fail(f"size {attrs['size']} must be positive")
+        return [types[0]]
+
+
 # --------------------------------------------------------------------------
 # Layout ops
 # --------------------------------------------------------------------------
@@ -814,7 +891,7 @@ class ReshapeOp(NNOp):
 
 @irdl_op_definition
 class FlattenOp(NNOp):
-    """Collapse to 2-D: (prod(shape[:axis]), prod(shape[axis:]))."""
+    """Collapse to 2-D: (prod(shape[:axis]), prod(shape[axis:])); axis in [-rank, rank], negative adds rank."""
 
     name = "nn.flatten"
     data = operand_def(TensorType)
@@ -830,7 +907,7 @@ class FlattenOp(NNOp):
         axis = attrs["axis"]
         if not -len(s) <= axis <= len(s):
             raise _fail(f"axis {axis} is out of range for rank {len(s)}")
-        axis %= len(s) + 1 if axis < 0 else len(s) + 1
+        axis += len(s) if axis < 0 else 0  # ONNX: a negative axis counts from the end
         return [tensor((math.prod(s[:axis]), math.prod(s[axis:])), types[0].element_type)]
 
 
@@ -887,10 +964,40 @@ class ConcatenateOp(NNOp):
 
 
 @irdl_op_definition
+class TakeOp(NNOp):
+    """Gather slices of `data` along `axis` at `indices` (i32/i64; ONNX Gather, Relay take).
+
+    Result shape: data.shape[:axis] + indices.shape + data.shape[axis + 1:]. A
+    negative index counts from the end; indices outside [-dim, dim) are clamped.
+    """
+
+    name = "nn.take"
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr, default_value=_int(0))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "injective"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
+    SAME_DTYPE: ClassVar[bool] = False
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        s = shape_of(types[0])
+        axis = _norm_axis(attrs["axis"], len(s))
+        if types[1].element_type not in (i32, i64):
+            raise _fail(f"indices must be i32 or i64, got {types[1].element_type}")
+        if s[axis] == 0:
+            raise _fail(f"cannot take from the empty axis {axis}")
+        out = [*s[:axis], *shape_of(types[1]), *s[axis + 1 :]]
+        return [tensor(out, types[0].element_type)]
+
+
+@irdl_op_definition
 class PadOp(NNOp):
     """Pad with `pad_width` = (before_0, after_0, before_1, after_1, ...).
 
-    `pad_mode` is constant (with `pad_value`), edge or reflect.
+    `pad_mode` is constant (with `pad_value`), edge, reflect or wrap (numpy's modes).
     """
 
     name = "nn.pad"
@@ -907,8 +1014,8 @@ class PadOp(NNOp):
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         s = shape_of(types[0])
         pw = _check_len(attrs, "pad_width", 2 * len(s))
-        if attrs["pad_mode"] not in ("constant", "edge", "reflect"):
-            raise _fail(f"pad_mode '{attrs['pad_mode']}' is not one of constant, edge, reflect")
+        if attrs["pad_mode"] not in ("constant", "edge", "reflect", "wrap"):
+            raise _fail(f"pad_mode '{attrs['pad_mode']}' is not one of constant, edge, reflect, wrap")
         out = [d + pw[2 * i] + pw[2 * i + 1] for i, d in enumerate(s)]
         if any(p < 0 for p in pw):
             raise _fail("pad_width must be non-negative")
@@ -917,6 +1024,142 @@ class PadOp(NNOp):
         ):
             raise _fail("reflect padding must be smaller than the dimension")
         return [tensor(out, types[0].element_type)]
+
+
+@irdl_op_definition
+class SplitOp(NNOp):
+    """Split along `axis` at the (non-decreasing) `indices`: len(indices) + 1 results.
+
+    numpy.split with a list of indices; a repeated index gives an empty piece.
+    """
+
+    name = "nn.split"
+    data = operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    indices = prop_def(DenseArrayBase)
+    axis = prop_def(IntegerAttr, default_value=_int(0))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "injective"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        s = shape_of(types[0])
+        axis = _norm_axis(attrs["axis"], len(s))
+        bounds = [0, *attrs["indices"], s[axis]]
+        if any(a > b for a, b in zip(bounds, bounds[1:], strict=False)):
+            raise _fail(
+                f"indices {list(attrs['indices'])} must be non-decreasing within [0, {s[axis]}]"
+            )
+        out: list[TensorType[Any]] = []
+        for lo, hi in zip(bounds, bounds[1:], strict=False):
+            piece = list(s)
+            piece[axis] = hi - lo
+            out.append(tensor(piece, types[0].element_type))
+        return out
+
+
+@irdl_op_definition
+class StridedSliceOp(NNOp):
+    """Take elements begin, begin + stride, ... up to (excluding) end, along every axis.
+
+    One (begin, end, stride) per dimension, already resolved against the static
+    shape (no wrap-around of negative indices). Positive stride:
+    0 <= begin, end <= dim. Negative stride: -1 <= begin, end <= dim - 1, and
+    end = -1 runs through index 0. Empty `strides` means all 1.
+    """
+
+    name = "nn.strided_slice"
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
+    begin = prop_def(DenseArrayBase)
+    end = prop_def(DenseArrayBase)
+    strides = prop_def(DenseArrayBase, default_value=ints())
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "injective"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
+
+    @staticmethod
+    def extent(dim: int, begin: int, end: int, stride: int) -> int:
+        """Number of elements one axis keeps; raises VerifyException when out of range."""
+        if stride == 0:
+            raise _fail("strides must be non-zero")
+        lo, hi = (0, dim) if stride > 0 else (-1, dim - 1)
+        if not (lo <= begin <= hi and lo <= end <= hi):
+            raise _fail(
+                f"begin {begin} / end {end} out of range [{lo}, {hi}] for size {dim} "
+                f"and stride {stride}"
+            )
+        return len(range(begin, end, stride))
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        s = shape_of(types[0])
+        begin = _check_len(attrs, "begin", len(s))
+        end = _check_len(attrs, "end", len(s))
+        strides = attrs["strides"] or (1,) * len(s)
+        if len(strides) != len(s):
+            raise _fail(f"'strides' must have {len(s)} values, got {len(strides)}")
+        out = [cls.extent(*args) for args in zip(s, begin, end, strides, strict=True)]
+        return [tensor(out, types[0].element_type)]
+
+
+@irdl_op_definition
+class Resize2DOp(NNOp):
+    """Resize the H and W dimensions of an NCHW tensor to `size` (ONNX Resize).
+
+    `method`: nearest_neighbor or linear. `coordinate_transformation_mode` maps an
+    output index to an input coordinate: half_pixel, align_corners, asymmetric,
+    pytorch_half_pixel, half_pixel_symmetric or tf_half_pixel_for_nn.
+    `rounding_method` (nearest only): round_prefer_floor, round_prefer_ceil, floor,
+    ceil. `scale_h`/`scale_w` are the scales the mapping uses (ONNX `scales`);
+    0 means output size / input size.
+    """
+
+    name = "nn.resize2d"
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
+    size = prop_def(DenseArrayBase)
+    method = prop_def(StringAttr, default_value=StringAttr("nearest_neighbor"))
+    coordinate_transformation_mode = prop_def(StringAttr, default_value=StringAttr("half_pixel"))
+    rounding_method = prop_def(StringAttr, default_value=StringAttr("round_prefer_floor"))
+    scale_h = prop_def(FloatAttr, default_value=_float(0.0))
+    scale_w = prop_def(FloatAttr, default_value=_float(0.0))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "injective"
+
+    METHODS: ClassVar[tuple[str, ...]] = ("nearest_neighbor", "linear")
+    COORDINATE_MODES: ClassVar[tuple[str, ...]] = (
+        "half_pixel",
+        "align_corners",
+        "asymmetric",
+        "pytorch_half_pixel",
+        "half_pixel_symmetric",
+        "tf_half_pixel_for_nn",
+    )
+    ROUNDING_METHODS: ClassVar[tuple[str, ...]] = (
+        "round_prefer_floor",
+        "round_prefer_ceil",
+        "floor",
+        "ceil",
+    )
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        n, c, _, _ = _check_rank(types[0], 4, "data")
+        oh, ow = _check_len(attrs, "size", 2)
+        for key, allowed in (
+            ("method", cls.METHODS),
+            ("coordinate_transformation_mode", cls.COORDINATE_MODES),
+            ("rounding_method", cls.ROUNDING_METHODS),
+        ):
+            if attrs[key] not in allowed:
+                raise _fail(f"{key} '{attrs[key]}' is not one of {', '.join(allowed)}")
+        if oh < 1 or ow < 1:
+            raise _fail("size must be positive")
+        if attrs["scale_h"] < 0 or attrs["scale_w"] < 0:
+            raise _fail("scales must be non-negative")
+        return [tensor((n, c, oh, ow), types[0].element_type)]
 
 
 class ReduceOp(NNOp):
@@ -995,7 +1238,7 @@ class ConstantOp(NNOp):
 
     @staticmethod
     def from_array(array: Any, attributes: Mapping[str, Attribute] | None = None) -> ConstantOp:
-        arr = np.ascontiguousarray(np.asarray(array))
+        arr = np.asarray(array, order="C")  # ascontiguousarray would make 0-d arrays 1-d
         elt = element_type_of(arr.dtype)
         ty = tensor(arr.shape, elt)
         dense = DenseIntOrFPElementsAttr(ty, BytesAttr(arr.tobytes()))
@@ -1132,6 +1375,7 @@ Nn = Dialect(
         HardSigmoidOp,
         CastOp,
         Conv2DOp,
+        Conv2DTransposeOp,
         DenseOp,
         MatmulOp,
         BiasAddOp,
@@ -1141,11 +1385,16 @@ Nn = Dialect(
         GlobalAvgPool2DOp,
         GlobalMaxPool2DOp,
         SoftmaxOp,
+        LRNOp,
         ReshapeOp,
         FlattenOp,
         TransposeOp,
         ConcatenateOp,
+        TakeOp,
         PadOp,
+        SplitOp,
+        StridedSliceOp,
+        Resize2DOp,
         ReduceMeanOp,
         ReduceSumOp,
         ReduceMaxOp,
