@@ -25,6 +25,12 @@ def _examplejson() -> Dialect:
     return ExampleJson
 
 
+def _c() -> Dialect:
+    from byoc.dialects.c import C
+
+    return C
+
+
 def _builtin() -> Dialect:
     from xdsl.dialects.builtin import Builtin
 
@@ -51,5 +57,6 @@ ALL_DIALECTS: dict[str, Callable[[], Dialect]] = {
     "arith": _arith,
     "nn": _nn,
     "byoc": _byoc,
+    "c": _c,
     "examplejson": _examplejson,
 }

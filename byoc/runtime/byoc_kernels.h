@@ -1,0 +1,475 @@
+/*
+ * byoc_kernels.h — the kernels `lower-to-c` calls for ops that are not
+ * elementwise (elementwise chains are generated as fused loops instead).
+ *
+ * Every kernel is `static inline` (one translation unit, no unused-function
+ * warnings), takes compact row-major buffers through `restrict` pointers and
+ * its sizes as int64_t. Layouts follow the nn dialect: NCHW data, OIHW
+ * weights, padding given as (top, left[, bottom, right]). Semantics match the
+ * numpy reference kernels in byoc/kernels.py; float sums of pooling and
+ * reductions accumulate in double, as the reference does.
+ */
+#ifndef BYOC_KERNELS_H_
+#define BYOC_KERNELS_H_
+
+#include "byoc_runtime.h"
+
+#define BYOC_MAX_RANK 16
+
+/* NaN-propagating maximum (numpy.maximum). */
+static inline float byoc_maxf_(float a, float b) { return (a >= b || a != a) ? a : b; }
+
+/* ---- copies ---------------------------------------------------------------- */
+
+static inline void byoc_copy(const void* restrict src, void* restrict dst, int64_t nbytes) {
+  if (nbytes > 0) memcpy(dst, src, (size_t)nbytes);
+}
+
+/* `nblocks` blocks of `block` bytes, read contiguously, written every `dst_stride` bytes. */
+static inline void byoc_copy_blocks(const void* restrict src, void* restrict dst, int64_t nblocks,
+                                    int64_t block, int64_t dst_stride) {
+  const char* s = (const char*)src;
+  char* d = (char*)dst;
+  for (int64_t i = 0; i < nblocks; ++i) memcpy(d + i * dst_stride, s + i * block, (size_t)block);
+}
+
+/* ---- conv2d ---------------------------------------------------------------- */
+
+/*
+ * y[n, o, oh, ow] = sum_{c in group(o), kh, kw} x[n, c, oh*SH - PT + kh*DH, ow*SW - PL + kw*DW]
+ *                                                * w[o, c - group_start, kh, kw]
+ * Output channels are computed four at a time so each loaded input row feeds
+ * four accumulating rows (depthwise convolutions take the one-channel path).
+ */
+static inline void byoc_conv2d_f32(const float* restrict x, const float* restrict w,
+                                   float* restrict y, int64_t N, int64_t C, int64_t H, int64_t W,
+                                   int64_t O, int64_t KH, int64_t KW, int64_t OH, int64_t OW,
+                                   int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,
+                                   int64_t DW, int64_t G) {
+  const int64_t CG = C / G, OG = O / G;
+  memset(y, 0, (size_t)(N * O * OH * OW) * sizeof(float));
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t g = 0; g < G; ++g) {
+      int64_t oc = 0;
+      for (; oc + 4 <= OG; oc += 4) {
+        const int64_t o = g * OG + oc;
+        float* restrict y0 = y + ((n * O + o) * OH) * OW;
+        float* restrict y1 = y0 + OH * OW;
+        float* restrict y2 = y1 + OH * OW;
+        float* restrict y3 = y2 + OH * OW;
+        for (int64_t ic = 0; ic < CG; ++ic) {
+          const float* xc = x + ((n * C + g * CG + ic) * H) * W;
+          const float* w0 = w + ((o * CG + ic) * KH) * KW;
+          const float* w1 = w0 + CG * KH * KW;
+          const float* w2 = w1 + CG * KH * KW;
+          const float* w3 = w2 + CG * KH * KW;
+          for (int64_t kh = 0; kh < KH; ++kh) {
+            for (int64_t kw = 0; kw < KW; ++kw) {
+              const int64_t k = kh * KW + kw;
+              const float a0 = w0[k], a1 = w1[k], a2 = w2[k], a3 = w3[k];
+              const int64_t shift = kw * DW - PL;
+              int64_t lo = shift < 0 ? (-shift + SW - 1) / SW : 0;
+              int64_t hi = W - 1 - shift < 0 ? 0 : (W - 1 - shift) / SW + 1;
+              if (hi > OW) hi = OW;
+              if (lo >= hi) continue;
+              for (int64_t oh = 0; oh < OH; ++oh) {
+                const int64_t ih = oh * SH - PT + kh * DH;
+                if (ih < 0 || ih >= H) continue;
+                const float* xr = xc + ih * W + shift;
+                float* r0 = y0 + oh * OW;
+                float* r1 = y1 + oh * OW;
+                float* r2 = y2 + oh * OW;
+                float* r3 = y3 + oh * OW;
+                if (SW == 1) {
+                  for (int64_t ow = lo; ow < hi; ++ow) {
+                    const float v = xr[ow];
+                    r0[ow] += a0 * v;
+                    r1[ow] += a1 * v;
+                    r2[ow] += a2 * v;
+                    r3[ow] += a3 * v;
+                  }
+                } else {
+                  for (int64_t ow = lo; ow < hi; ++ow) {
+                    const float v = xr[ow * SW];
+                    r0[ow] += a0 * v;
+                    r1[ow] += a1 * v;
+                    r2[ow] += a2 * v;
+                    r3[ow] += a3 * v;
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      for (; oc < OG; ++oc) {
+        const int64_t o = g * OG + oc;
+        float* restrict y0 = y + ((n * O + o) * OH) * OW;
+        for (int64_t ic = 0; ic < CG; ++ic) {
+          const float* xc = x + ((n * C + g * CG + ic) * H) * W;
+          const float* w0 = w + ((o * CG + ic) * KH) * KW;
+          for (int64_t kh = 0; kh < KH; ++kh) {
+            for (int64_t kw = 0; kw < KW; ++kw) {
+              const float a0 = w0[kh * KW + kw];
+              const int64_t shift = kw * DW - PL;
+              int64_t lo = shift < 0 ? (-shift + SW - 1) / SW : 0;
+              int64_t hi = W - 1 - shift < 0 ? 0 : (W - 1 - shift) / SW + 1;
+              if (hi > OW) hi = OW;
+              if (lo >= hi) continue;
+              for (int64_t oh = 0; oh < OH; ++oh) {
+                const int64_t ih = oh * SH - PT + kh * DH;
+                if (ih < 0 || ih >= H) continue;
+                const float* xr = xc + ih * W + shift;
+                float* r0 = y0 + oh * OW;
+                if (SW == 1) {
+                  for (int64_t ow = lo; ow < hi; ++ow) r0[ow] += a0 * xr[ow];
+                } else {
+                  for (int64_t ow = lo; ow < hi; ++ow) r0[ow] += a0 * xr[ow * SW];
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+/* ---- dense and matmul ------------------------------------------------------ */
+
+/* y[m, n] = sum_k x[m, k] * w[n, k]  (x: M x K, w: N x K, y: M x N). */
+static inline void byoc_dense_f32(const float* restrict x, const float* restrict w,
+                                  float* restrict y, int64_t M, int64_t N, int64_t K) {
+  enum { L = 8 };
+  const int64_t K8 = K - K % L;
+  for (int64_t m = 0; m < M; ++m) {
+    const float* xr = x + m * K;
+    float* yr = y + m * N;
+    int64_t n = 0;
+    for (; n + 4 <= N; n += 4) {
+      const float* w0 = w + n * K;
+      const float* w1 = w0 + K;
+      const float* w2 = w1 + K;
+      const float* w3 = w2 + K;
+      float s0[L] = {0}, s1[L] = {0}, s2[L] = {0}, s3[L] = {0};
+      for (int64_t k = 0; k < K8; k += L) {
+        for (int j = 0; j < L; ++j) {
+          const float v = xr[k + j];
+          s0[j] += v * w0[k + j];
+          s1[j] += v * w1[k + j];
+          s2[j] += v * w2[k + j];
+          s3[j] += v * w3[k + j];
+        }
+      }
+      float t0 = 0.0f, t1 = 0.0f, t2 = 0.0f, t3 = 0.0f;
+      for (int j = 0; j < L; ++j) {
+        t0 += s0[j];
+        t1 += s1[j];
+        t2 += s2[j];
+        t3 += s3[j];
+      }
+      for (int64_t k = K8; k < K; ++k) {
+        t0 += xr[k] * w0[k];
+        t1 += xr[k] * w1[k];
+        t2 += xr[k] * w2[k];
+        t3 += xr[k] * w3[k];
+      }
+      yr[n] = t0;
+      yr[n + 1] = t1;
+      yr[n + 2] = t2;
+      yr[n + 3] = t3;
+    }
+    for (; n < N; ++n) {
+      const float* w0 = w + n * K;
+      float s0[L] = {0};
+      for (int64_t k = 0; k < K8; k += L)
+        for (int j = 0; j < L; ++j) s0[j] += xr[k + j] * w0[k + j];
+      float t0 = 0.0f;
+      for (int j = 0; j < L; ++j) t0 += s0[j];
+      for (int64_t k = K8; k < K; ++k) t0 += xr[k] * w0[k];
+      yr[n] = t0;
+    }
+  }
+}
+
+/* One matrix product y (M x N) = a (M x K) . b (K x N). */
+static inline void byoc_matmul2d_f32_(const float* restrict a, const float* restrict b,
+                                      float* restrict y, int64_t M, int64_t K, int64_t N) {
+  for (int64_t m = 0; m < M; ++m) {
+    float* yr = y + m * N;
+    for (int64_t n = 0; n < N; ++n) yr[n] = 0.0f;
+    for (int64_t k = 0; k < K; ++k) {
+      const float av = a[m * K + k];
+      const float* br = b + k * N;
+      for (int64_t n = 0; n < N; ++n) yr[n] += av * br[n];
+    }
+  }
+}
+
+/*
+ * Batched matmul with numpy broadcasting of the batch dimensions: the output
+ * batch has `nb` dims `bshape`; `astr`/`bstr` give, per batch dim, how many
+ * elements to step in a and b (0 where that operand broadcasts).
+ */
+static inline void byoc_matmul_f32(const float* restrict a, const float* restrict b,
+                                   float* restrict y, int64_t M, int64_t K, int64_t N, int32_t nb,
+                                   const int64_t* bshape, const int64_t* astr,
+                                   const int64_t* bstr) {
+  int64_t idx[BYOC_MAX_RANK] = {0};
+  int64_t total = 1;
+  for (int32_t d = 0; d < nb; ++d) total *= bshape[d];
+  int64_t ao = 0, bo = 0;
+  for (int64_t t = 0; t < total; ++t) {
+    byoc_matmul2d_f32_(a + ao, b + bo, y + t * M * N, M, K, N);
+    for (int32_t d = nb - 1; d >= 0; --d) {
+      ao += astr[d];
+      bo += bstr[d];
+      if (++idx[d] < bshape[d]) break;
+      ao -= astr[d] * bshape[d];
+      bo -= bstr[d] * bshape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+/* ---- pooling --------------------------------------------------------------- */
+
+/* Window rows/cols outside the input are skipped (they are -inf padding). */
+static inline void byoc_max_pool2d_f32(const float* restrict x, float* restrict y, int64_t NC,
+                                       int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH,
+                                       int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
+                                       int64_t DH, int64_t DW) {
+  for (int64_t c = 0; c < NC; ++c) {
+    const float* xc = x + c * H * W;
+    float* yc = y + c * OH * OW;
+    for (int64_t oh = 0; oh < OH; ++oh) {
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        float m = -INFINITY;
+        for (int64_t kh = 0; kh < KH; ++kh) {
+          const int64_t ih = oh * SH - PT + kh * DH;
+          if (ih < 0 || ih >= H) continue;
+          for (int64_t kw = 0; kw < KW; ++kw) {
+            const int64_t iw = ow * SW - PL + kw * DW;
+            if (iw < 0 || iw >= W) continue;
+            const float v = xc[ih * W + iw];
+            m = (v > m || v != v) && m == m ? v : m;
+          }
+        }
+        yc[oh * OW + ow] = m;
+      }
+    }
+  }
+}
+
+/*
+ * Average over the window. The divisor counts the input elements in the
+ * window, or with `include_pad` also those in the user padding
+ * (PT, PL, PB, PR), never the extra rows ceil_mode adds.
+ */
+static inline void byoc_avg_pool2d_f32(const float* restrict x, float* restrict y, int64_t NC,
+                                       int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH,
+                                       int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
+                                       int64_t PB, int64_t PR, int64_t DH, int64_t DW,
+                                       int32_t include_pad) {
+  for (int64_t c = 0; c < NC; ++c) {
+    const float* xc = x + c * H * W;
+    float* yc = y + c * OH * OW;
+    for (int64_t oh = 0; oh < OH; ++oh) {
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        double sum = 0.0;
+        int64_t count = 0;
+        for (int64_t kh = 0; kh < KH; ++kh) {
+          const int64_t ih = oh * SH - PT + kh * DH;
+          const int in_h = ih >= 0 && ih < H;
+          const int pad_h = ih >= -PT && ih < H + PB;
+          for (int64_t kw = 0; kw < KW; ++kw) {
+            const int64_t iw = ow * SW - PL + kw * DW;
+            const int in_w = iw >= 0 && iw < W;
+            if (in_h && in_w) {
+              sum += (double)xc[ih * W + iw];
+              ++count;
+            } else if (include_pad && pad_h && iw >= -PL && iw < W + PR) {
+              ++count;
+            }
+          }
+        }
+        yc[oh * OW + ow] = (float)(sum / (double)(count > 0 ? count : 1));
+      }
+    }
+  }
+}
+
+static inline void byoc_global_avg_pool2d_f32(const float* restrict x, float* restrict y,
+                                              int64_t NC, int64_t HW) {
+  for (int64_t c = 0; c < NC; ++c) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < HW; ++i) sum += (double)x[c * HW + i];
+    y[c] = (float)(sum / (double)HW);
+  }
+}
+
+static inline void byoc_global_max_pool2d_f32(const float* restrict x, float* restrict y,
+                                              int64_t NC, int64_t HW) {
+  for (int64_t c = 0; c < NC; ++c) {
+    float m = -INFINITY;
+    for (int64_t i = 0; i < HW; ++i) m = m == m ? byoc_maxf_(m, x[c * HW + i]) : m;
+    y[c] = m;
+  }
+}
+
+/* ---- softmax --------------------------------------------------------------- */
+
+/* Softmax over the middle dim of an (outer, n, inner) view. */
+static inline void byoc_softmax_f32(const float* restrict x, float* restrict y, int64_t outer,
+                                    int64_t n, int64_t inner) {
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      const float* xs = x + o * n * inner + i;
+      float* ys = y + o * n * inner + i;
+      float m = -INFINITY;
+      for (int64_t k = 0; k < n; ++k) m = m == m ? byoc_maxf_(m, xs[k * inner]) : m;
+      double sum = 0.0;
+      for (int64_t k = 0; k < n; ++k) {
+        const float e = expf(xs[k * inner] - m);
+        ys[k * inner] = e;
+        sum += (double)e;
+      }
+      const float s = (float)sum;
+      for (int64_t k = 0; k < n; ++k) ys[k * inner] = ys[k * inner] / s;
+    }
+  }
+}
+
+/* ---- reductions ------------------------------------------------------------ */
+
+/*
+ * Reduce x over some of its dims. The output is walked in row-major order
+ * over the kept dims (`nk` dims: extents `kext`, input strides `kstr`); for
+ * each output element the reduced dims (`nr`: `rext`, `rstr`) are walked.
+ * Adjacent dims of one kind are merged by the caller.
+ */
+#define BYOC_DEFINE_REDUCE(NAME, T, ACC, INIT, STEP, FINISH)                                 \
+  static inline void NAME(const T* restrict x, T* restrict y, int32_t nk, const int64_t* kext, \
+                          const int64_t* kstr, int32_t nr, const int64_t* rext,                \
+                          const int64_t* rstr) {                                               \
+    int64_t kidx[BYOC_MAX_RANK] = {0}, ridx[BYOC_MAX_RANK] = {0};                             \
+    int64_t nout = 1, nred = 1;                                                               \
+    for (int32_t d = 0; d < nk; ++d) nout *= kext[d];                                         \
+    for (int32_t d = 0; d < nr; ++d) nred *= rext[d];                                         \
+    const int64_t inner = nr > 0 ? rext[nr - 1] : 1;                                          \
+    const int64_t istep = nr > 0 ? rstr[nr - 1] : 0;                                          \
+    int64_t base = 0;                                                                         \
+    for (int64_t t = 0; t < nout; ++t) {                                                      \
+      ACC acc = INIT;                                                                         \
+      int64_t off = base;                                                                     \
+      for (int64_t r = 0; r < nred; r += inner) {                                             \
+        for (int64_t i = 0; i < inner; ++i) {                                                 \
+          const T v = x[off + i * istep];                                                     \
+          STEP;                                                                               \
+        }                                                                                     \
+        for (int32_t d = nr - 2; d >= 0; --d) {                                               \
+          off += rstr[d];                                                                     \
+          if (++ridx[d] < rext[d]) break;                                                     \
+          off -= rstr[d] * rext[d];                                                           \
+          ridx[d] = 0;                                                                        \
+        }                                                                                     \
+      }                                                                                       \
+      y[t] = FINISH;                                                                          \
+      for (int32_t d = nk - 1; d >= 0; --d) {                                                 \
+        base += kstr[d];                                                                      \
+        if (++kidx[d] < kext[d]) break;                                                       \
+        base -= kstr[d] * kext[d];                                                            \
+        kidx[d] = 0;                                                                          \
+      }                                                                                       \
+    }                                                                                         \
+  }
+
+BYOC_DEFINE_REDUCE(byoc_reduce_sum_f32, float, double, 0.0, acc += (double)v, (float)acc)
+BYOC_DEFINE_REDUCE(byoc_reduce_mean_f32, float, double, 0.0, acc += (double)v,
+                   (float)(acc / (double)(nred > 0 ? nred : 1)))
+BYOC_DEFINE_REDUCE(byoc_reduce_max_f32, float, float, -INFINITY,
+                   acc = acc == acc ? byoc_maxf_(acc, v) : acc, acc)
+/* int32 sums wrap modulo 2^32, as numpy's int64 sum cast back to int32 does. */
+BYOC_DEFINE_REDUCE(byoc_reduce_sum_i32, int32_t, uint32_t, 0u, acc += (uint32_t)v,
+                   (int32_t)acc)
+BYOC_DEFINE_REDUCE(byoc_reduce_max_i32, int32_t, int32_t, INT32_MIN, acc = v > acc ? v : acc,
+                   acc)
+
+/* ---- layout ---------------------------------------------------------------- */
+
+/*
+ * Transpose: walk the output (rank `nd`, extents `oshape`) in row-major order;
+ * `istr[d]` is how far the input moves per step of output dim d.
+ */
+#define BYOC_DEFINE_TRANSPOSE(NAME, T)                                                         \
+  static inline void NAME(const T* restrict x, T* restrict y, int32_t nd, const int64_t* oshape, \
+                          const int64_t* istr) {                                               \
+    int64_t idx[BYOC_MAX_RANK] = {0};                                                         \
+    int64_t total = 1;                                                                        \
+    for (int32_t d = 0; d < nd; ++d) total *= oshape[d];                                      \
+    if (total == 0) return;                                                                   \
+    const int64_t inner = nd > 0 ? oshape[nd - 1] : 1;                                        \
+    const int64_t step = nd > 0 ? istr[nd - 1] : 0;                                           \
+    int64_t off = 0;                                                                          \
+    for (int64_t t = 0; t < total; t += inner) {                                              \
+      for (int64_t i = 0; i < inner; ++i) y[t + i] = x[off + i * step];                       \
+      for (int32_t d = nd - 2; d >= 0; --d) {                                                 \
+        off += istr[d];                                                                       \
+        if (++idx[d] < oshape[d]) break;                                                      \
+        off -= istr[d] * oshape[d];                                                           \
+        idx[d] = 0;                                                                           \
+      }                                                                                       \
+    }                                                                                         \
+  }
+
+BYOC_DEFINE_TRANSPOSE(byoc_transpose_f32, float)
+BYOC_DEFINE_TRANSPOSE(byoc_transpose_i32, int32_t)
+
+/*
+ * Pad (numpy.pad): `before[d]` elements are added in front of dim d; mode 0
+ * fills with `value`, 1 repeats the edge, 2 reflects (without the edge).
+ */
+static inline int64_t byoc_pad_source_(int64_t c, int64_t n, int32_t mode) {
+  if (c >= 0 && c < n) return c;
+  if (mode == 0) return -1;
+  if (mode == 1) return c < 0 ? 0 : n - 1;
+  if (n == 1) return 0;
+  const int64_t period = 2 * (n - 1);
+  int64_t m = c % period;
+  if (m < 0) m += period;
+  return m < n ? m : period - m;
+}
+
+#define BYOC_DEFINE_PAD(NAME, T)                                                              \
+  static inline void NAME(const T* restrict x, T* restrict y, int32_t nd, const int64_t* ishape, \
+                          const int64_t* oshape, const int64_t* before, int32_t mode, T value) { \
+    int64_t idx[BYOC_MAX_RANK] = {0}, istr[BYOC_MAX_RANK];                                    \
+    int64_t total = 1, s = 1;                                                                 \
+    for (int32_t d = nd - 1; d >= 0; --d) {                                                   \
+      istr[d] = s;                                                                            \
+      s *= ishape[d];                                                                         \
+      total *= oshape[d];                                                                     \
+    }                                                                                         \
+    for (int64_t t = 0; t < total; ++t) {                                                     \
+      int64_t off = 0;                                                                        \
+      int inside = 1;                                                                         \
+      for (int32_t d = 0; d < nd; ++d) {                                                      \
+        const int64_t c = byoc_pad_source_(idx[d] - before[d], ishape[d], mode);              \
+        if (c < 0) {                                                                          \
+          inside = 0;                                                                         \
+          break;                                                                              \
+        }                                                                                     \
+        off += c * istr[d];                                                                   \
+      }                                                                                       \
+      y[t] = inside ? x[off] : value;                                                         \
+      for (int32_t d = nd - 1; d >= 0; --d) {                                                 \
+        if (++idx[d] < oshape[d]) break;                                                      \
+        idx[d] = 0;                                                                           \
+      }                                                                                       \
+    }                                                                                         \
+  }
+
+BYOC_DEFINE_PAD(byoc_pad_f32, float)
+BYOC_DEFINE_PAD(byoc_pad_i32, int32_t)
+
+#endif /* BYOC_KERNELS_H_ */
