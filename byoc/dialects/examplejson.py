@@ -211,7 +211,7 @@ class InputOp(LineOp):
 
 
 HEX_CONSTANTS_LARGER_THAN = 16
-"""Constants with more elements print their payload as little-endian hex."""
+"""Constants with more elements (or any inf/nan) print their payload as little-endian hex."""
 
 
 @irdl_op_definition
@@ -258,7 +258,7 @@ class ConstOp(LineOp):
     def print(self, printer: Printer) -> None:
         printer.print_string(f" {self.value_id} ")
         arr = self.ndarray()
-        if arr.size > HEX_CONSTANTS_LARGER_THAN:
+        if arr.size > HEX_CONSTANTS_LARGER_THAN or (arr.dtype.kind == "f" and not np.isfinite(arr).all()):
             printer.print_string('dense<"0x' + self.payload().hex().upper() + '">')
         elif arr.dtype.kind == "f":
             printer.print_string("dense<[" + ", ".join(repr(float(v)) for v in arr.flat) + "]>")

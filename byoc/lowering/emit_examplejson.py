@@ -9,7 +9,7 @@ For add/sub/mul graphs in f32 the output is exactly the seed's format:
 
 Everything else uses the extension `byoc/runtime/examplejson_format.py` reads
 back (README, "ExampleJSON"): ` dtype: <t>` after the shape when the element
-type is not f32, ` attrs: k=v ...` after that for a node's attributes,
+type is not f32, ` attrs: k=v ...` after that for a node's attributes (sorted by name),
 `const <id> <dims> data: 0x<hex>` lines, and an `output <ids>` line when the
 result is not just the last line's id. Text printed here parses back to the
 same IR, and that IR prints back to the same text.
@@ -91,10 +91,8 @@ def format_line(op: Operation) -> str | None:
         words = [op.op.data, str(op.value_id), "inputs:", *map(str, op.input_ids), "shape:"]
         words += _dims(op.tensor_type) + _dtype(op.tensor_type)
         if op.attrs.data:
-            order = list(op.nn_class.get_irdl_definition().properties)
-            keys = sorted(op.attrs.data, key=lambda k: (order.index(k) if k in order else len(order), k))
             words.append("attrs:")
-            words += [f"{k}={format_value(op.attrs.data[k])}" for k in keys]
+            words += [f"{k}={format_value(v)}" for k, v in sorted(op.attrs.data.items())]
         return " ".join(words)
     if isinstance(op, ej.OutputOp):
         return " ".join(["output", *map(str, op.output_ids)])
