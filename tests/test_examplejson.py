@@ -85,7 +85,10 @@ CASES: dict[str, Callable[[], tuple[list[Array], dict[str, Any]]]] = {
     "mul": lambda: ([f32(3, 4), f32(3, 4)], {}),
     "div": lambda: ([f32(3, 4), f32(3, 4, low=0.5, high=2.0)], {}),
     "maximum": lambda: ([f32(3, 4), f32(3, 4)], {}),
-    "minimum": lambda: ([np.arange(12, dtype=np.int32).reshape(3, 4), np.full((3, 4), 5, np.int32)], {}),
+    "minimum": lambda: (
+        [np.arange(12, dtype=np.int32).reshape(3, 4), np.full((3, 4), 5, np.int32)],
+        {},
+    ),
     "power": lambda: ([f32(3, 4, low=0.1, high=2.0), f32(3, 4)], {}),
     "prelu": lambda: ([f32(2, 3), f32(3)], {}),
     "relu": lambda: ([f32(3, 4)], {}),
@@ -103,8 +106,14 @@ CASES: dict[str, Callable[[], tuple[list[Array], dict[str, Any]]]] = {
     "leaky_relu": lambda: ([f32(3, 4)], {"alpha": 0.2}),
     "hard_sigmoid": lambda: ([f32(3, 4)], {"alpha": 0.3, "beta": 0.4}),
     "cast": lambda: ([f32(3, 4, low=-9.0, high=9.0)], {"dtype": "i32"}),
-    "conv2d": lambda: ([f32(1, 2, 6, 6), f32(3, 2, 3, 3)], {"strides": (2, 2), "padding": (1, 1, 1, 1)}),
-    "conv2d_transpose": lambda: ([f32(1, 2, 4, 4), f32(2, 3, 3, 3)], {"strides": (2, 2), "padding": (1, 1, 1, 1)}),
+    "conv2d": lambda: (
+        [f32(1, 2, 6, 6), f32(3, 2, 3, 3)],
+        {"strides": (2, 2), "padding": (1, 1, 1, 1)},
+    ),
+    "conv2d_transpose": lambda: (
+        [f32(1, 2, 4, 4), f32(2, 3, 3, 3)],
+        {"strides": (2, 2), "padding": (1, 1, 1, 1)},
+    ),
     "dense": lambda: ([f32(2, 5), f32(3, 5)], {}),
     "matmul": lambda: ([f32(2, 3, 4), f32(4, 5)], {}),
     "bias_add": lambda: ([f32(2, 3, 4), f32(3)], {"axis": 1}),
@@ -112,7 +121,10 @@ CASES: dict[str, Callable[[], tuple[list[Array], dict[str, Any]]]] = {
         [f32(2, 3, 4, 4), f32(3), f32(3), f32(3), f32(3, low=0.5, high=1.5)],
         {"epsilon": 1e-3},
     ),
-    "max_pool2d": lambda: ([f32(1, 2, 7, 7)], {"pool_size": (2, 2), "strides": (2, 2), "ceil_mode": True}),
+    "max_pool2d": lambda: (
+        [f32(1, 2, 7, 7)],
+        {"pool_size": (2, 2), "strides": (2, 2), "ceil_mode": True},
+    ),
     "avg_pool2d": lambda: (
         [f32(1, 2, 6, 6)],
         {"pool_size": (3, 3), "padding": (1, 1, 1, 1), "count_include_pad": True},
@@ -150,7 +162,9 @@ def test_op_matches_kernel_reference(name: str) -> None:
     assert to_text(parse_examplejson(text)) == text
     runtime = ExampleJsonModule(text)
     got = runtime.get_function("examplejson_main_0")(*arrays)
-    reference = KERNELS[cls.name](*arrays, **cls.build(*partition_args(arrays), **attrs).attr_values())
+    reference = KERNELS[cls.name](
+        *arrays, **cls.build(*partition_args(arrays), **attrs).attr_values()
+    )
     np.testing.assert_array_equal(got, reference)
     assert got.dtype == np.asarray(reference).dtype
 
@@ -432,7 +446,9 @@ def test_save_load_same_results(tmp_path: Path) -> None:
     np.testing.assert_array_equal(again.get_function("f2")(x), mod.get_function("f2")(x))
     path = tmp_path / "m.bin"
     path.write_bytes(blob)
-    np.testing.assert_array_equal(load_module(path).get_function("f2")(x), mod.get_function("f2")(x))
+    np.testing.assert_array_equal(
+        load_module(path).get_function("f2")(x), mod.get_function("f2")(x)
+    )
 
 
 def test_load_module_from_text_file(tmp_path: Path) -> None:
@@ -485,20 +501,45 @@ def test_damaged_binary_is_a_clear_error(mutate: Callable[[bytes], bytes], messa
         ("g\n  input 0 3\n  add 2 inputs: 0 1 shape: 3\n", 3, 19, "input id 1 is not defined"),
         ("g\n  input 0 3\n  input 0 3\n", 3, 9, "id 0 is already defined"),
         ("g\n  input 0 3\n  frob 1 inputs: 0 shape: 3\n", 3, 3, "unknown op 'frob'"),
-        ("g\n  input 0 3\n  relu 1 inputs: 0 shape: 4\n", 3, 20, "gives tensor<3xf32>, the line declares tensor<4xf32>"),
+        (
+            "g\n  input 0 3\n  relu 1 inputs: 0 shape: 4\n",
+            3,
+            20,
+            "gives tensor<3xf32>, the line declares tensor<4xf32>",
+        ),
         ("g\n  input x 3\n", 2, 9, "expected an id, got 'x'"),
         ("g\n  input 0 3 -1\n", 2, 13, "a dimension"),
         ("g\n  input 0 3 dtype: f16\n", 2, 20, "unknown dtype 'f16'"),
         ("g\n  input 0 3\n  relu 1 shape: 3\n", 3, 10, "expected 'inputs: <ids> shape: <dims>'"),
         ("g\n  input 0 3\n  relu 1 inputs: 0\n", 3, 18, "expected 'shape: <dims>'"),
-        ("g\n  input 0 3\n  relu 1 inputs: 0 shape: 3 attrs: alpha=1.0\n", 3, 36, "'relu' has no attribute 'alpha'"),
-        ("g\n  input 0 3\n  leaky_relu 1 inputs: 0 shape: 3 attrs: alpha=big\n", 3, 42, "attribute 'alpha': expected a number"),
-        ("g\n  input 0 2 2\n  reshape 1 inputs: 0 shape: 4 attrs: newshape=[5]\n", 3, 39, "cannot reshape 4 elements"),
+        (
+            "g\n  input 0 3\n  relu 1 inputs: 0 shape: 3 attrs: alpha=1.0\n",
+            3,
+            36,
+            "'relu' has no attribute 'alpha'",
+        ),
+        (
+            "g\n  input 0 3\n  leaky_relu 1 inputs: 0 shape: 3 attrs: alpha=big\n",
+            3,
+            42,
+            "attribute 'alpha': expected a number",
+        ),
+        (
+            "g\n  input 0 2 2\n  reshape 1 inputs: 0 shape: 4 attrs: newshape=[5]\n",
+            3,
+            39,
+            "cannot reshape 4 elements",
+        ),
         ("g\n  input 0 3\n  add 1 inputs: 0 shape: 3\n", 3, 17, "'add' takes 2 inputs, got 1"),
         ("g\n  const 0 2 data: 0x00\n", 2, 19, "data holds 1 bytes, tensor<2xf32> needs 8"),
         ("g\n  const 0 1 data: 0xZZ\n", 2, 19, "malformed hex"),
         ("g\n  input 0 3\n  output 4\n", 3, 10, "output id 4 is not defined"),
-        ("g\n  input 0 3\n  output 0\n  relu 1 inputs: 0 shape: 3\n", 4, 3, "the output line must be the last"),
+        (
+            "g\n  input 0 3\n  output 0\n  relu 1 inputs: 0 shape: 3\n",
+            4,
+            3,
+            "the output line must be the last",
+        ),
         ("g\n  input 0 3\ng\n  input 0 3\n", 3, 1, "subgraph 'g' is defined twice"),
         ("g\nh\n  input 0 3\n", 1, 1, "subgraph 'g' has no lines"),
         ("g\n  input 0 3\n  relu\n", 3, 3, "'relu' alone on a line"),
@@ -537,7 +578,9 @@ def test_target_supports_exactly_the_runtime_ops() -> None:
     target = get_target("examplejson")
     assert sorted(ops_with_attr("target.examplejson")) == sorted(ej.NAME_OF)
     static = nn.ReluOp.build(Block(arg_types=[nn.tensor((2, 3))]).args[0])
-    dynamic = nn.ReluOp.build(Block(arg_types=[TensorType(nn.f32, [-9223372036854775808, 3])]).args[0])
+    dynamic = nn.ReluOp.build(
+        Block(arg_types=[TensorType(nn.f32, [-9223372036854775808, 3])]).args[0]
+    )
     assert target.SUPPORT["nn.relu"](static) and not target.SUPPORT["nn.relu"](dynamic)
 
 
@@ -594,4 +637,6 @@ def test_partitioned_model_matches_reference_and_round_trips_text() -> None:
     runtime = ExampleJsonModule(text)
     conv = runtime.get_function("examplejson_main_0")(x)
     top, bottom = np.split(conv, [4], axis=2)
-    np.testing.assert_allclose(runtime.get_function("examplejson_main_1")(top, bottom), expected, rtol=1e-6)
+    np.testing.assert_allclose(
+        runtime.get_function("examplejson_main_1")(top, bottom), expected, rtol=1e-6
+    )

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -86,7 +86,6 @@ _RENAMED: dict[str, str] = {
     "nn.divide": "div",
 }
 """The seed's short names; every other op keeps its nn name without `nn.`."""
-
 
 
 def _one_result(cls: type[NNOp]) -> bool:
@@ -258,7 +257,9 @@ class ConstOp(LineOp):
     def print(self, printer: Printer) -> None:
         printer.print_string(f" {self.value_id} ")
         arr = self.ndarray()
-        if arr.size > HEX_CONSTANTS_LARGER_THAN or (arr.dtype.kind == "f" and not np.isfinite(arr).all()):
+        if arr.size > HEX_CONSTANTS_LARGER_THAN or (
+            arr.dtype.kind == "f" and not np.isfinite(arr).all()
+        ):
             printer.print_string('dense<"0x' + self.payload().hex().upper() + '">')
         elif arr.dtype.kind == "f":
             printer.print_string("dense<[" + ", ".join(repr(float(v)) for v in arr.flat) + "]>")
@@ -277,15 +278,15 @@ class ConstOp(LineOp):
         hex_text = parser.parse_optional_str_literal()
         values: list[int | float] = []
         if hex_text is None:
-            values = parser.parse_comma_separated_list(
-                parser.Delimiter.SQUARE, parser.parse_number
-            )
+            values = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_number)
         parser.parse_punctuation(">")
         extra = _parse_extra_attributes(parser)
         parser.parse_punctuation(":")
         ty = parser.parse_type()
         if not isinstance(ty, TensorType):
-            parser.raise_error(f"examplejson.const needs a tensor type, got {ty}", start, parser.pos)
+            parser.raise_error(
+                f"examplejson.const needs a tensor type, got {ty}", start, parser.pos
+            )
         try:
             dt = numpy_dtype(ty.element_type)
         except VerifyException as e:
@@ -313,7 +314,9 @@ def check_dtypes(cls: type[NNOp], types: Sequence[TensorType[Any]]) -> None:
     first = types[0].element_type
     if first not in cls.DTYPES:
         allowed = ", ".join(str(d) for d in cls.DTYPES)
-        raise LineError(f"element type {first} is not supported (expected one of {allowed})", "inputs")
+        raise LineError(
+            f"element type {first} is not supported (expected one of {allowed})", "inputs"
+        )
     if cls.SAME_DTYPE:
         for i, t in enumerate(types[1:], 1):
             if t.element_type != first:
@@ -397,7 +400,9 @@ class NodeOp(LineOp):
             pdef = props.get(key)
             if pdef is None:
                 known = ", ".join(props) or "none"
-                raise LineError(f"'{self.op.data}' has no attribute '{key}' (attributes: {known})", "attrs")
+                raise LineError(
+                    f"'{self.op.data}' has no attribute '{key}' (attributes: {known})", "attrs"
+                )
             try:
                 pdef.constr.verify(attr, VerificationContext())
             except VerifyException as e:
@@ -409,7 +414,9 @@ class NodeOp(LineOp):
         except LineError:
             raise
         except VerifyException as e:
-            raise LineError(f"'{self.op.data}': {e}", "attrs" if self.attrs.data else "inputs") from None
+            raise LineError(
+                f"'{self.op.data}': {e}", "attrs" if self.attrs.data else "inputs"
+            ) from None
         if expected != [self.tensor_type]:
             raise LineError(
                 f"'{self.op.data}' of {', '.join(map(str, types))} gives {expected[0]}, "
@@ -541,7 +548,9 @@ class SubgraphOp(IRDLOperation):
             try:
                 op.check(env)
             except LineError as e:
-                raise VerifyException(f"subgraph @{self.sym_name.data}: {_describe(op)}: {e}") from None
+                raise VerifyException(
+                    f"subgraph @{self.sym_name.data}: {_describe(op)}: {e}"
+                ) from None
             if isinstance(op, LineOp):
                 env[op.value_id] = op.value_type()
 

@@ -81,11 +81,20 @@ def _dtype(t: TensorType[Any]) -> list[str]:
 def format_line(op: Operation) -> str | None:
     """The text of one line (without indentation), or None for an output the text leaves implicit."""
     if isinstance(op, ej.InputOp):
-        return " ".join(["input", str(op.value_id), *_dims(op.tensor_type), *_dtype(op.tensor_type)])
+        return " ".join(
+            ["input", str(op.value_id), *_dims(op.tensor_type), *_dtype(op.tensor_type)]
+        )
     if isinstance(op, ej.ConstOp):
         ty = op.value_type()
         return " ".join(
-            ["const", str(op.value_id), *_dims(ty), *_dtype(ty), "data:", "0x" + op.payload().hex().upper()]
+            [
+                "const",
+                str(op.value_id),
+                *_dims(ty),
+                *_dtype(ty),
+                "data:",
+                "0x" + op.payload().hex().upper(),
+            ]
         )
     if isinstance(op, ej.NodeOp):
         words = [op.op.data, str(op.value_id), "inputs:", *map(str, op.input_ids), "shape:"]

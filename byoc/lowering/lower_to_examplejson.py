@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
@@ -80,7 +81,8 @@ class _Builder:
         found = self.ids.get(value)
         if found is None:
             raise PassError(
-                user, f"{PASS}: an operand of '{user.name}' is defined outside @{self.func.sym_name.data}"
+                user,
+                f"{PASS}: an operand of '{user.name}' is defined outside @{self.func.sym_name.data}",
             )
         return found
 
@@ -129,7 +131,10 @@ def lower_function(func: FuncOp) -> ej.SubgraphOp:
     for arg in block.args:
         ty = arg.type
         if not isinstance(ty, TensorType):
-            raise PassError(func, f"{PASS}: argument #{arg.index} of @{func.sym_name.data} is {ty}, not a tensor")
+            raise PassError(
+                func,
+                f"{PASS}: argument #{arg.index} of @{func.sym_name.data} is {ty}, not a tensor",
+            )
         builder.define(arg, ej.InputOp(builder.next_id(), ty))
     returned = builder.block(block)
     if not returned:
@@ -181,7 +186,8 @@ class LowerToExampleJsonPass(ModulePass):
         for func, subgraph in zip(funcs, subgraphs, strict=True):
             if subgraph.sym_name.data in taken:
                 raise PassError(
-                    func, f"{PASS}: examplejson.module already holds a subgraph @{subgraph.sym_name.data}"
+                    func,
+                    f"{PASS}: examplejson.module already holds a subgraph @{subgraph.sym_name.data}",
                 )
             container.body.block.add_op(subgraph)
             parent = func.parent_block()

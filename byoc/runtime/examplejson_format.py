@@ -72,7 +72,9 @@ class ExampleJsonSyntaxError(ParseError):
         self.source_line: str = span.input.content[start : span.input.get_end_of_line(span.start)]
 
     def __str__(self) -> str:
-        width = max(1, min(self.span.end - self.span.start, len(self.source_line) - self.column + 1))
+        width = max(
+            1, min(self.span.end - self.span.start, len(self.source_line) - self.column + 1)
+        )
         caret = " " * (self.column - 1) + "^" * width
         return (
             f"{self.span.input.name}:{self.line}:{self.column}: "
@@ -94,7 +96,9 @@ class _Reader:
         self.input = Input(text, name)
 
     def fail(self, msg: str, start: int, end: int | None = None) -> ExampleJsonSyntaxError:
-        return ExampleJsonSyntaxError(Span(start, end if end is not None else start + 1, self.input), msg)
+        return ExampleJsonSyntaxError(
+            Span(start, end if end is not None else start + 1, self.input), msg
+        )
 
     def fail_at(self, word: _Word, msg: str) -> ExampleJsonSyntaxError:
         return self.fail(msg, word.start, word.end)
@@ -265,7 +269,9 @@ def _parse_line(reader: _Reader, words: list[_Word], env: dict[int, TensorType[A
         ty = tensor(dims, elt)
         if kind == "input":
             if "data:" in sections:
-                raise reader.fail_at(sections["data:"][0], "an input line has no data; use a const line")
+                raise reader.fail_at(
+                    sections["data:"][0], "an input line has no data; use a const line"
+                )
             op = ej.InputOp(value_id, ty)
             _check(reader, op, env, {"id": [words[1]], "shape": dim_words or [head]}, head)
             return op
@@ -273,7 +279,9 @@ def _parse_line(reader: _Reader, words: list[_Word], env: dict[int, TensorType[A
             raise reader.fail_at(head, "a const line needs 'data: 0x<hex>'")
         data_word, data = sections["data:"]
         if len(data) != 1 or not data[0].text.startswith("0x"):
-            raise reader.fail_at(data[0] if data else data_word, "expected one 0x<hex> word after 'data:'")
+            raise reader.fail_at(
+                data[0] if data else data_word, "expected one 0x<hex> word after 'data:'"
+            )
         try:
             raw = bytes.fromhex(data[0].text[2:])
         except ValueError:
@@ -343,7 +351,9 @@ def _parse_line(reader: _Reader, words: list[_Word], env: dict[int, TensorType[A
     return op
 
 
-def _single(reader: _Reader, sections: dict[str, tuple[_Word, list[_Word]]], key: str, conv: Any) -> Any:
+def _single(
+    reader: _Reader, sections: dict[str, tuple[_Word, list[_Word]]], key: str, conv: Any
+) -> Any:
     if key not in sections:
         return None
     word, values = sections[key]

@@ -212,13 +212,14 @@ class ExampleJsonFunction:
                 f"array(s) to write; got {len(args)} argument(s)"
             )
         inputs = [
-            self._check(a, s, f"input #{k}") for k, (a, s) in enumerate(zip(args, plan.input_specs))
+            self._check(a, s, f"input #{k}")
+            for k, (a, s) in enumerate(zip(args, plan.input_specs, strict=False))
         ]
         dests: list[Array] | None = None
         if len(args) > n_in:
             dests = [
                 self._check(a, s, f"output #{k}")
-                for k, (a, s) in enumerate(zip(args[n_in:], plan.output_specs))
+                for k, (a, s) in enumerate(zip(args[n_in:], plan.output_specs, strict=True))
             ]
             for k, d in enumerate(dests):
                 if not d.flags.writeable:
@@ -329,7 +330,9 @@ class ExampleJsonModule:
         return _HEADER.pack(MAGIC, VERSION, 0, zlib.crc32(payload), len(payload)) + payload
 
     @classmethod
-    def load_from_binary(cls, data: bytes | bytearray | memoryview, name: str = "<binary>") -> ExampleJsonModule:
+    def load_from_binary(
+        cls, data: bytes | bytearray | memoryview, name: str = "<binary>"
+    ) -> ExampleJsonModule:
         """Rebuild a module from `save_to_binary()`; a foreign, truncated or corrupted blob is an error."""
         data = bytes(data)
         size = _HEADER.size
@@ -339,7 +342,9 @@ class ExampleJsonModule:
                 f"found {data[: len(MAGIC)]!r})"
             )
         if len(data) < size:
-            raise BinaryFormatError(f"{name}: truncated: {len(data)} bytes, the header alone is {size}")
+            raise BinaryFormatError(
+                f"{name}: truncated: {len(data)} bytes, the header alone is {size}"
+            )
         _, version, flags, crc, length = _HEADER.unpack_from(data)
         if version != VERSION:
             raise BinaryFormatError(

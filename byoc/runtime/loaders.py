@@ -52,7 +52,9 @@ def load_module(path: str | Path, fmt: str | None = None) -> Any:
     fmt = fmt if fmt is not None else guess_format(p)
     loader = LOADERS.get(fmt) if fmt is not None else None
     if loader is None:
-        what = f"unknown format '{fmt}'" if fmt is not None else "cannot tell the format of the file"
+        what = (
+            f"unknown format '{fmt}'" if fmt is not None else "cannot tell the format of the file"
+        )
         raise UnknownFormatError(
             f"{p}: {what}; formats: {', '.join(sorted(LOADERS))} (pass fmt=...)"
         )
