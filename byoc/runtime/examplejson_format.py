@@ -94,6 +94,15 @@ class _Reader:
 
     def __init__(self, text: str, name: str):
         self.input = Input(text, name)
+        self.types: dict[tuple[tuple[int, ...], Attribute], TensorType[Any]] = {}
+
+    def tensor(self, dims: list[int], elt: Attribute) -> TensorType[Any]:
+        """The tensor type (shared: a graph repeats few shapes, and building one is slow)."""
+        key = (tuple(dims), elt)
+        ty = self.types.get(key)
+        if ty is None:
+            ty = self.types[key] = tensor(dims, elt)
+        return ty
 
     def fail(self, msg: str, start: int, end: int | None = None) -> ExampleJsonSyntaxError:
         return ExampleJsonSyntaxError(
@@ -266,7 +275,7 @@ def _parse_line(reader: _Reader, words: list[_Word], env: dict[int, TensorType[A
         elt = _single(reader, sections, "dtype:", reader.dtype)
         if elt is None:
             elt = DTYPES["f32"]
-        ty = tensor(dims, elt)
+        ty = reader.tensor(dims, elt)
         if kind == "input":
             if "data:" in sections:
                 raise reader.fail_at(
@@ -335,7 +344,7 @@ def _parse_line(reader: _Reader, words: list[_Word], env: dict[int, TensorType[A
             except (ValueError, VerifyException) as e:
                 raise reader.fail_at(w, f"attribute '{key}': {e}") from None
             attrs[key] = attr
-    op = ej.NodeOp(kind, value_id, ids, tensor(dims, elt), attrs)
+    op = ej.NodeOp(kind, value_id, ids, reader.tensor(dims, elt), attrs)
     _check(
         reader,
         op,

@@ -79,7 +79,7 @@ class Step:
     kwargs: Mapping[str, Any]
     frees: tuple[int, ...]
     line: str
-    """The node's text (`add 4 inputs: 0 1 ...`), for error messages."""
+    """The node's op and id (`add 4`), for error messages."""
 
 
 @dataclass(frozen=True)
@@ -122,8 +122,6 @@ def _spec(t: Any) -> TensorSpec:
 
 def plan_subgraph(subgraph: ej.SubgraphOp) -> SubgraphPlan:
     """Plan a (verified) subgraph: slots by line, kernels and attributes bound once."""
-    from byoc.lowering.emit_examplejson import format_line
-
     lines = subgraph.lines
     slot = {op.value_id: k for k, op in enumerate(lines)}
     outputs = tuple(slot[i] for i in subgraph.output.output_ids)
@@ -143,7 +141,7 @@ def plan_subgraph(subgraph: ej.SubgraphOp) -> SubgraphPlan:
             out=slot[node.value_id],
             kwargs=node.kernel_attrs(),
             frees=tuple(sorted(frees[n])),
-            line=format_line(node) or node.op.data,
+            line=f"{node.op.data} {node.value_id}",
         )
         for n, node in enumerate(nodes)
     )
@@ -192,7 +190,10 @@ class ExampleJsonFunction:
         outs = ", ".join(map(str, p.output_specs))
         return f"<ExampleJsonFunction {p.name}({ins}) -> ({outs})>"
 
-    def _check(self, value: Any, spec: TensorSpec, what: str) -> Array:
+    def _check(self, value: Any, spec: TensorSpec, kind: str, k: int) -> Array:
+        if type(value) is np.ndarray and value.dtype == spec.dtype and value.shape == spec.shape:
+            return value  # the common case
+        what = f"{kind} #{k}"
         try:
             arr = _as_array(value)
         except Exception as e:  # noqa: BLE001 - say which argument numpy could not take
@@ -206,47 +207,40 @@ class ExampleJsonFunction:
     def __call__(self, *args: Any) -> Any:
         plan = self.plan
         n_in, n_out = len(plan.inputs), len(plan.outputs)
-        if len(args) not in (n_in, n_in + n_out):
+        if len(args) != n_in and len(args) != n_in + n_out:
             raise TypeError(
                 f"{self.name} takes {n_in} input(s), optionally followed by {n_out} output "
                 f"array(s) to write; got {len(args)} argument(s)"
             )
-        inputs = [
-            self._check(a, s, f"input #{k}")
-            for k, (a, s) in enumerate(zip(args, plan.input_specs, strict=False))
-        ]
+        check = self._check
+        inputs = [check(args[k], s, "input", k) for k, s in enumerate(plan.input_specs)]
         dests: list[Array] | None = None
         if len(args) > n_in:
-            dests = [
-                self._check(a, s, f"output #{k}")
-                for k, (a, s) in enumerate(zip(args[n_in:], plan.output_specs, strict=True))
-            ]
+            dests = [check(args[n_in + k], s, "output", k) for k, s in enumerate(plan.output_specs)]
             for k, d in enumerate(dests):
                 if not d.flags.writeable:
                     raise ValueError(f"{self.name}: output #{k} is read-only")
-        results = plan.run(inputs)
+        results = [np.asarray(r) for r in plan.run(inputs)]
         for k, (r, s) in enumerate(zip(results, plan.output_specs, strict=True)):
-            if np.shape(r) != s.shape or np.asarray(r).dtype != s.dtype:
+            if r.dtype != s.dtype or r.shape != s.shape:
                 raise ExampleJsonError(
-                    f"{self.name}: output #{k} came out as {np.asarray(r).dtype}{list(np.shape(r))}, "
+                    f"{self.name}: output #{k} came out as {r.dtype}{list(r.shape)}, "
                     f"the graph declares {s}"
                 )
         if dests is not None:
             for d, r in zip(dests, results, strict=True):
                 np.copyto(d, r)
-            outs = dests
-        else:
-            outs = []
-            for r in results:
-                arr = np.asarray(r)
-                if (
-                    arr is not r
-                    or not arr.flags.writeable
-                    or any(arr is o for o in outs)
-                    or any(np.may_share_memory(arr, x) for x in inputs)
-                ):
-                    arr = arr.copy()
-                outs.append(arr)
+            return dests[0] if n_out == 1 else tuple(dests)
+        outs: list[Array] = []
+        for r in results:
+            # a fresh array for the caller: never a view of an input or a constant
+            if (
+                not r.flags.writeable
+                or any(r is o for o in outs)
+                or any(np.may_share_memory(r, x) for x in inputs)
+            ):
+                r = r.copy()
+            outs.append(r)
         return outs[0] if n_out == 1 else tuple(outs)
 
 
