@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -355,9 +356,27 @@ def test_two_subgraphs_and_fetch_order() -> None:
     np.testing.assert_array_equal(f2(x), np.maximum(x * SCALE, 0))
 
 
+def _chain(name: str, op: str, shape: str, length: int) -> str:
+    """x op y op y ... (`length` nodes): long enough for calls to interleave mid-graph."""
+    lines = [name, f"  input 0 {shape}", f"  input 1 {shape}"]
+    lines += [
+        f"  {op} {k} inputs: {k - 1 if k > 2 else 0} 1 shape: {shape}" for k in range(2, length + 2)
+    ]
+    return "\n".join(lines) + "\n"
+
+
+CHAINS = _chain("adds", "add", "3 4", 24) + _chain("subs", "sub", "4 3", 24)
+
+
+def _expected(op: Callable[[Array, Array], Array], x: Array, y: Array) -> Array:
+    for _ in range(24):
+        x = op(x, y)
+    return x
+
+
 def test_threads_interleaving_two_subgraphs() -> None:
-    mod = ExampleJsonModule(TWO)
-    f1, f2 = mod.get_function("f1"), mod.get_function("f2")
+    mod = ExampleJsonModule(CHAINS)
+    adds, subs = mod.get_function("adds"), mod.get_function("subs")
     failures: list[str] = []
     barrier = threading.Barrier(8)
 
@@ -366,22 +385,30 @@ def test_threads_interleaving_two_subgraphs() -> None:
         barrier.wait()
         for i in range(200):
             if (i + seed) % 2:
-                a = r.standard_normal((3, 4)).astype(np.float32)
-                b = r.standard_normal((3, 4)).astype(np.float32)
-                ok = np.array_equal(f1(a, b), a + b)
+                x = r.standard_normal((3, 4)).astype(np.float32)
+                y = r.standard_normal((3, 4)).astype(np.float32)
+                ok = np.array_equal(adds(x, y), _expected(np.add, x, y))
             else:
                 x = r.standard_normal((4, 3)).astype(np.float32)
+                y = r.standard_normal((4, 3)).astype(np.float32)
                 out = np.empty((4, 3), np.float32)
-                f2(x, out)
-                ok = np.array_equal(out, np.maximum(x * SCALE, 0))
+                subs(x, y, out)
+                ok = np.array_equal(out, _expected(np.subtract, x, y))
             if not ok:
                 failures.append(f"thread {seed} call {i}")
 
-    threads = [threading.Thread(target=worker, args=(s,)) for s in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    # Switch threads every few bytecodes, so calls really interleave mid-graph
+    # (with the default 5 ms interval, a shared data_entry_ could go unnoticed).
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=worker, args=(s,)) for s in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
     assert failures == []
 
 
