@@ -1,0 +1,116 @@
+"""annotate-target: tag every op a listed target supports with `byoc.target = "<target>"`.
+
+Contract:
+- Expects `nn` IR, possibly with composites (merge-composite) and regions.
+- For each top-level op of each non-partition function (not inside a
+  composite or region): an op that already has `byoc.target` keeps it; a
+  `byoc.composite "<t>.<name>"` is tagged `<t>` when `<t>` is listed; any
+  other op except `nn.constant` is tagged with the first listed target whose
+  predicate (`target.<t>` in the op registry; for a test target, the `ops`
+  option) returns true for it. List order is priority.
+- It only tags (ExecuTorch's partitioner contract): no op moves, none is
+  created. So the pass is idempotent, and `{targets=a}` then `{targets=b}`
+  equals `{targets=a,b}`.
+
+    // annotate-target{targets=test ops=add}
+    %0 = nn.add %x, %y : tensor<4xf32>
+    %1 = nn.tanh %0 : tensor<4xf32>
+    // becomes
+    %0 = nn.add %x, %y {byoc.target = "test"} : tensor<4xf32>
+    %1 = nn.tanh %0 : tensor<4xf32>
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import ClassVar
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+
+from byoc.dialects.byoc import TARGET_ATTR, CompositeOp
+from byoc.dialects.nn import ConstantOp, NNOp
+from byoc.op_registry import get_op_attr
+from byoc.passes.common import as_names, check_targets, host_functions
+from byoc.targets import get_target
+
+SupportFn = Callable[[Operation], bool]
+
+
+@dataclass(frozen=True)
+class AnnotateTargetPass(ModulePass):
+    """Tag supported ops and composites with `byoc.target`."""
+
+    name: ClassVar[str] = "annotate-target"
+
+    targets: tuple[str, ...]
+    """Targets to offload to, highest priority first."""
+
+    ops: tuple[str, ...] = ()
+    """The ops the test targets support in this run: `[<target>:]<op>` entries
+    (see byoc/targets/test.py), e.g. `ops=add,relu`."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "targets", as_names(self.targets))
+        object.__setattr__(self, "ops", as_names(self.ops))
+        check_targets(self.targets)
+        self.support()  # bad `ops` entries fail here
+
+    def support(self) -> list[tuple[str, Mapping[str, SupportFn] | None]]:
+        """Per target in priority order: op name -> predicate from `ops`, or None (the registry)."""
+        configured: dict[str, Mapping[str, SupportFn]] = {}
+        configurable = [t for t in self.targets if hasattr(get_target(t), "support_from_ops")]
+        if configurable:
+            module = get_target(configurable[0])
+            configured = module.support_from_ops(configurable, self.ops)
+        elif self.ops:
+            raise ValueError(
+                "the 'ops' option chooses the support of test targets (test, test_<x>), "
+                f"and none is among the targets ({', '.join(self.targets) or 'none'})"
+            )
+        return [(t, configured.get(t)) for t in self.targets]
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        annotate(op, self.support())
+
+
+def annotate(module: ModuleOp, support: list[tuple[str, Mapping[str, SupportFn] | None]]) -> int:
+    """Tag the top-level ops of every host function; return how many were tagged."""
+    listed = {t for t, _ in support}
+    tags = {t: StringAttr(t) for t in listed}
+    lookup: dict[str, list[tuple[str, SupportFn]]] = {}
+
+    def predicates(op_name: str) -> list[tuple[str, SupportFn]]:
+        found = lookup.get(op_name)
+        if found is None:
+            found = []
+            for target, table in support:
+                fn = table.get(op_name) if table is not None else get_op_attr(op_name, f"target.{target}")
+                if fn is not None:
+                    found.append((target, fn))
+            lookup[op_name] = found
+        return found
+
+    tagged = 0
+    for func in host_functions(module):
+        for block in func.body.blocks:
+            for o in block.ops:
+                if TARGET_ATTR in o.attributes:
+                    continue
+                if isinstance(o, CompositeOp):
+                    prefix = o.target_name
+                    if prefix in listed:
+                        o.attributes[TARGET_ATTR] = tags[prefix]
+                        tagged += 1
+                    continue
+                if not isinstance(o, NNOp) or isinstance(o, ConstantOp):
+                    continue
+                for target, fn in predicates(o.name):
+                    if fn(o):
+                        o.attributes[TARGET_ATTR] = tags[target]
+                        tagged += 1
+                        break
+    return tagged
