@@ -339,6 +339,14 @@ def randomize_weights(model: Any, seed: int = 0) -> Any:
         graph.initializer.append(numpy_helper.from_array(w, node.output[0]))
     del graph.node[:]
     graph.node.extend(kept)
+    used = {name for node in graph.node for name in node.input} | {o.name for o in graph.output}
+    dropped = {t.name for t in graph.initializer if t.name not in used}
+    inits = [t for t in graph.initializer if t.name not in dropped]
+    del graph.initializer[:]
+    graph.initializer.extend(inits)
+    inputs = [vi for vi in graph.input if vi.name not in dropped]
+    del graph.input[:]
+    graph.input.extend(inputs)
     return out
 
 
@@ -368,6 +376,7 @@ def onnxruntime_execute(model: Any, inputs: Sequence[np.ndarray[Any, Any]]) -> l
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
+    options.log_severity_level = 3  # no warnings about unused initializers
     session = ort.InferenceSession(
         model.SerializeToString(), options, providers=["CPUExecutionProvider"]
     )

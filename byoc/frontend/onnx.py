@@ -193,7 +193,7 @@ def converts(*op_types: str) -> Callable[[Converter], Converter]:
 def _label(node: Any, index: int, version: int) -> str:
     """`node 'conv1' (Conv-11)`, or `node #3 (Conv-11)` for an unnamed node."""
     name = f"'{node.name}'" if node.name else f"#{index}"
-    return f"node {name} ({node.op_type}-{version})"
+    return f"node {name} ({node.op_type}-{version})" if version else f"node {name} ({node.op_type})"
 
 
 class _Importer:
@@ -439,7 +439,12 @@ class _Importer:
                 version = 0
         label = _label(proto, index, version)
         converter = CONVERTERS.get(proto.op_type) if domain in ("", "ai.onnx") else None
-        if converter is None or not version:
+        if converter is not None and not version:
+            raise OnnxImportError(
+                f"'{proto.op_type}' does not exist in opset {self.opset} (the model's opset)",
+                node=label,
+            )
+        if converter is None:
             op = proto.op_type if not domain else f"{domain}.{proto.op_type}"
             raise UnsupportedOnnxError(
                 f"unsupported ONNX op type '{op}' (node '{proto.name or index}'); "

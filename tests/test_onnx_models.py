@@ -1,0 +1,67 @@
+"""Real architectures shipped with onnx (light_*.onnx): import, run on the numpy reference,
+and match the stored output and onnxruntime.
+
+The stored outputs come from weights that are all 0.02 and do not depend on the
+input, so each model also runs with seeded random weights (and its logits, the
+input of the final Softmax, as an extra output) against onnxruntime on one thread.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+
+from byoc.frontend.conformance import (
+    light_model_output,
+    light_models,
+    onnxruntime_execute,
+    randomize_weights,
+    softmax_logits_model,
+)
+from byoc.frontend.onnx import import_model
+from byoc.reference import run_reference
+
+RTOL, ATOL = 1e-3, 1e-4
+NAMES = [
+    "bvlc_alexnet",
+    "densenet121",
+    "inception_v1",
+    "inception_v2",
+    "resnet50",
+    "shufflenet",
+    "squeezenet",
+    "vgg19",
+    "zfnet512",
+]
+SLOW = {"vgg19"}  # 550 MB of random weights: about 20 s on this machine
+PARAMS = [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in NAMES]
+
+
+def test_every_light_model_is_listed() -> None:
+    assert sorted(light_models()) == NAMES
+
+
+def _input(seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((1, 3, 224, 224), dtype=np.float32)
+
+
+@pytest.mark.parametrize("name", PARAMS)
+def test_light_model_matches_stored_output(name: str) -> None:
+    module = import_model(light_models()[name])
+    (out,) = run_reference(module, [_input(0)])
+    np.testing.assert_allclose(out, light_model_output(name), rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("name", PARAMS)
+def test_light_model_with_random_weights_matches_onnxruntime(name: str) -> None:
+    model = softmax_logits_model(randomize_weights(onnx.load(light_models()[name]), seed=0))
+    x = _input(1)
+    expected = onnxruntime_execute(model, [x])
+    actual = run_reference(import_model(model), [x])
+    assert len(actual) == len(expected)
+    for a, e in zip(actual, expected, strict=True):
+        assert a.shape == e.shape and a.dtype == e.dtype
+        np.testing.assert_allclose(a, e, rtol=RTOL, atol=ATOL)
+    # the random weights make the output depend on the input, unlike the stored weights
+    assert np.ptp(expected[0]) > 1e-3
