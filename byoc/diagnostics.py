@@ -323,6 +323,7 @@ def verify_module(parsed: ParsedSource, module: ModuleOp | None = None) -> Diagn
         if failure is None:
             return parsed.diagnostic(module, describe_exception(error))
     op, message = failure
+    message = message.removeprefix(f"'{op.name}' ")  # the prefix below already names it
     return parsed.diagnostic(op, f"'{op.name}' op {message}")
 
 

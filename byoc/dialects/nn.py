@@ -1275,7 +1275,8 @@ class ConstantOp(NNOp):
         elide = ELIDE_CONSTANTS_LARGER_THAN[0]
         if elide is not None and n > elide:
             printer.print_string(" dense_resource<__elided__>")
-        elif n > HEX_CONSTANTS_LARGER_THAN:
+        elif n > HEX_CONSTANTS_LARGER_THAN or not np.isfinite(self.ndarray()).all():
+            # hex also for inf/nan, which have no number literal
             printer.print_string(' dense<"0x' + self.value.data.data.hex().upper() + '">')
         else:
             printer.print_string(" dense<")
@@ -1307,11 +1308,7 @@ class ConstantOp(NNOp):
         hex_text = parser.parse_optional_str_literal()
         values: list[float] = []
         if hex_text is None:
-            parser.parse_punctuation("[")
-            values = parser.parse_optional_undelimited_comma_separated_list(
-                parser.parse_optional_number, parser.parse_number
-            ) or []
-            parser.parse_punctuation("]")
+            values = _parse_dense_values(parser)
         parser.parse_punctuation(">")
         attributes = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
@@ -1346,6 +1343,21 @@ class ConstantOp(NNOp):
             arr = np.asarray(values, dtype=dt)
         op = ConstantOp.from_array(arr.reshape(shape), attributes)
         return op
+
+
+def _parse_dense_values(parser: Parser) -> list[float]:
+    """The values of `dense<...>`: a scalar (a splat) or a list, nested lists flattened."""
+    values: list[float] = []
+
+    def element() -> None:
+        if parser.parse_optional_punctuation("[") is None:
+            values.append(parser.parse_number())
+        elif parser.parse_optional_punctuation("]") is None:
+            parser.parse_comma_separated_list(parser.Delimiter.NONE, element)
+            parser.parse_punctuation("]")
+
+    element()
+    return values
 
 
 Nn = Dialect(
