@@ -1453,6 +1453,27 @@ class CheckDisjointOp(IRDLOperation):
 
 
 @irdl_op_definition
+class CheckBoundOp(IRDLOperation):
+    """Fail unless an `init` global has been bound (the library's init entry point ran).
+
+        c.check_bound @big
+    """
+
+    name = "c.check_bound"
+    global_name = prop_def(SymbolRefAttr)
+    assembly_format = "$global_name attr-dict"
+
+    def __init__(self, name: str):
+        super().__init__(properties={"global_name": SymbolRefAttr(name)})
+
+    def verify_(self) -> None:
+        _check_fallible(self)
+        g = _lookup_global(self, self.global_name)
+        if g.init_index is None:
+            raise VerifyException(f"'@{g.sym_name.data}' is not an `init` global")
+
+
+@irdl_op_definition
 class TensorDataOp(IRDLOperation):
     """The first element of a (checked) DLTensor: `%p = c.tensor_data %a : !c.ptr<f32>`."""
 
@@ -1523,6 +1544,7 @@ C = Dialect(
         CheckArgCountOp,
         CheckTensorOp,
         CheckDisjointOp,
+        CheckBoundOp,
         TensorDataOp,
     ],
     [PtrType, OpaqueType],

@@ -18,14 +18,10 @@
 #ifndef BYOC_RUNTIME_H_
 #define BYOC_RUNTIME_H_
 
-#if !defined(_POSIX_C_SOURCE) || _POSIX_C_SOURCE < 200809L
-#undef _POSIX_C_SOURCE
-#define _POSIX_C_SOURCE 200809L
-#endif
-
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,9 +32,11 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 #define BYOC_EXPORT __attribute__((visibility("default")))
+#define BYOC_MAYBE_UNUSED __attribute__((unused))
 #define BYOC_PRINTF(a, b) __attribute__((format(printf, a, b)))
 #else
 #define BYOC_EXPORT
+#define BYOC_MAYBE_UNUSED
 #define BYOC_PRINTF(a, b)
 #endif
 
@@ -209,11 +207,12 @@ static inline void byoc_ws_make_key_(void) {
 static inline void* byoc_workspace(size_t size) {
   if (size <= byoc_ws_size_) return byoc_ws_ptr_;
   pthread_once(&byoc_ws_once_, byoc_ws_make_key_);
-  void* p = NULL;
-  if (posix_memalign(&p, BYOC_ALIGNMENT, size) != 0) return NULL;
+  const size_t rounded = (size + BYOC_ALIGNMENT - 1) / BYOC_ALIGNMENT * BYOC_ALIGNMENT;
+  void* p = aligned_alloc(BYOC_ALIGNMENT, rounded);
+  if (p == NULL) return NULL;
   free(byoc_ws_ptr_);
   byoc_ws_ptr_ = p;
-  byoc_ws_size_ = size;
+  byoc_ws_size_ = rounded;
   if (byoc_ws_key_ok_) pthread_setspecific(byoc_ws_key_, p);
   return p;
 }

@@ -1,0 +1,573 @@
+"""The C runtime module: compile, cache, load and call the C code of `lower-to-c`.
+
+    lib = CModule.from_module(module)            # module after lower-to-c
+    f = lib.get_function("ccompiler_main_0")
+    out = f(a, b, c, d)                          # allocates the output
+    f(a, b, c, d, out)                           # or writes into yours (destination passing)
+
+Compilation. The `c.module` is printed by `emit_c` into one translation unit
+and compiled with the system compiler (`$CC`, default `cc`) and
+`DEFAULT_FLAGS` into a shared library. Libraries are cached under
+`$BYOC_CACHE_DIR`, else `$XDG_CACHE_HOME/byoc`, else `~/.cache/byoc`, keyed by
+a hash of the source, the flags, the runtime headers and the compiler's
+`--version`: a second build of the same module is a file lookup. The source is
+kept next to the library; a failed compile raises `CompileError` with the
+compiler's output and that path.
+
+Calls. The library is loaded with cffi (ABI mode, `dlopen`). A call builds
+DLPack `DLTensor`s around the numpy arrays (no copy) and calls the partition's
+packed entry `int32_t <sym>(DLTensor** args, int32_t num_args)`; a non-zero
+return raises `CFunctionError` with the library's `byoc_last_error()` message,
+which names the offending argument. The C side checks every argument (count,
+dtype, rank, shape, contiguity, alignment, overlap of outputs); Python only
+converts. To keep the per-call cost near a bare cffi call, each thread keeps
+its own DLTensor structs per function, and an argument that is the same array
+(same object, shape and dtype) as in that thread's previous call reuses its
+pointer without touching the struct. (An array resized in place with
+`ndarray.resize` between two calls must not be passed again; numpy forbids
+that resize while other references exist.)
+
+Constants too large for the source are handed to `byoc_init` once, at load;
+the CModule keeps them alive. Concurrent calls from several threads are safe:
+the generated code keeps intermediates in a per-thread workspace.
+
+For `byoc.build`: `from_module` puts every partition of a module in one
+library; `metadata()` (JSON-able) plus `constants` is all `load(path, ...)`
+needs to reopen an exported library without recompiling.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import subprocess
+import tempfile
+import threading
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import cffi
+import numpy as np
+
+INCLUDE_DIR = Path(__file__).resolve().parent
+"""Where dlpack.h, byoc_runtime.h and byoc_kernels.h live (`-I` for the generated C)."""
+RUNTIME_HEADERS = ("dlpack.h", "byoc_runtime.h", "byoc_kernels.h")
+
+DEFAULT_FLAGS: tuple[str, ...] = (
+    "-std=c11",
+    "-O2",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-fPIC",
+    "-shared",
+    "-fvisibility=hidden",
+)
+LIBS: tuple[str, ...] = ("-lm", "-pthread")
+
+_CDEF = """
+typedef struct { int32_t device_type; int32_t device_id; } DLDevice;
+typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } DLDataType;
+typedef struct {
+  void* data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t* shape;
+  int64_t* strides;
+  uint64_t byte_offset;
+} DLTensor;
+"""
+_LIBRARY_CDEF = """
+const char* byoc_last_error(void);
+int32_t byoc_init(const void* const* consts, int32_t n);
+"""
+_BASE_FFI = cffi.FFI()
+_BASE_FFI.cdef(_CDEF)
+
+KDL_CPU = 1
+_DL_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
+
+
+class CompileError(RuntimeError):
+    """The C compiler rejected the generated source."""
+
+    def __init__(self, command: Sequence[str], output: str, source_path: Path):
+        self.command = list(command)
+        self.output = output
+        self.source_path = source_path
+        super().__init__(
+            f"C compilation failed (source kept at {source_path}):\n"
+            f"$ {shlex.join(self.command)}\n{output.rstrip()}"
+        )
+
+
+class CFunctionError(RuntimeError):
+    """A partition returned an error code; the message is the library's byoc_last_error()."""
+
+    def __init__(self, function: str, code: int, message: str):
+        self.function = function
+        self.code = code
+        super().__init__(message or f"{function} returned {code}")
+
+
+# ---------------------------------------------------------------------------
+# Compiling and caching
+# ---------------------------------------------------------------------------
+
+
+def cache_dir() -> Path:
+    """`$BYOC_CACHE_DIR`, else `$XDG_CACHE_HOME/byoc`, else `~/.cache/byoc`."""
+    explicit = os.environ.get("BYOC_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return base / "byoc"
+
+
+def compiler() -> str:
+    return os.environ.get("CC", "cc")
+
+
+@lru_cache(maxsize=8)
+def compiler_version(cc: str) -> str:
+    """`cc --version` (part of the cache key: a compiler upgrade rebuilds)."""
+    try:
+        done = subprocess.run([cc, "--version"], capture_output=True, text=True, check=False)
+    except OSError as e:
+        raise CompileError([cc, "--version"], f"cannot run the C compiler: {e}", Path("-")) from None
+    return done.stdout + done.stderr
+
+
+@lru_cache(maxsize=1)
+def _headers_digest() -> str:
+    h = hashlib.sha256()
+    for name in RUNTIME_HEADERS:
+        h.update(name.encode())
+        h.update((INCLUDE_DIR / name).read_bytes())
+    return h.hexdigest()
+
+
+def library_key(source: str, flags: Sequence[str], cc: str | None = None) -> str:
+    cc = cc or compiler()
+    h = hashlib.sha256()
+    for part in (compiler_version(cc), cc, "\0".join(flags), "\0".join(LIBS), _headers_digest(), source):
+        h.update(part.encode())
+        h.update(b"\x00")
+    return h.hexdigest()[:40]
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    library_path: Path
+    source_path: Path
+    cache_hit: bool
+
+
+def compile_source(
+    source: str,
+    flags: Sequence[str] = DEFAULT_FLAGS,
+    *,
+    directory: Path | None = None,
+    cc: str | None = None,
+) -> BuildResult:
+    """Compile `source` into a shared library, or find it in the cache."""
+    cc = cc or compiler()
+    directory = directory or cache_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    key = library_key(source, flags, cc)
+    library = directory / f"byoc_{key}.so"
+    src = directory / f"byoc_{key}.c"
+    if library.exists():
+        return BuildResult(library, src, True)
+    _write_atomic(src, source.encode())
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".build_", suffix=".so")
+    os.close(fd)
+    command = [cc, *flags, f"-I{INCLUDE_DIR}", "-o", tmp, str(src), *LIBS]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+    except OSError as e:
+        os.unlink(tmp)
+        raise CompileError(command, f"cannot run the C compiler: {e}", src) from None
+    if done.returncode != 0:
+        os.unlink(tmp)
+        raise CompileError(command, done.stdout + done.stderr, src)
+    os.replace(tmp, library)
+    return BuildResult(library, src, False)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".src_")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------------------
+# Signatures
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+
+    def to_json(self) -> list[Any]:
+        return [self.name, list(self.shape), self.dtype.str]
+
+    @staticmethod
+    def from_json(data: Sequence[Any]) -> TensorSpec:
+        return TensorSpec(str(data[0]), tuple(int(d) for d in data[1]), np.dtype(data[2]))
+
+
+@dataclass(frozen=True)
+class CSignature:
+    """Arguments of a partition's packed entry: inputs, then outputs."""
+
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+
+
+def signatures_of(module: Any) -> dict[str, CSignature]:
+    """Partition name -> signature, read from the argument checks of each `<sym>_wrapper`."""
+    from byoc.dialects import c, nn
+
+    units = [op for op in module.walk() if isinstance(op, c.ModuleOp)]
+    out: dict[str, CSignature] = {}
+    for unit in units:
+        funcs = {f.sym_name.data: f for f in unit.ops if isinstance(f, c.FuncOp)}
+        for name, f in funcs.items():
+            wrapper = funcs.get(name + "_wrapper")
+            if f.is_static or wrapper is None:
+                continue
+            ins: list[TensorSpec] = []
+            outs: list[TensorSpec] = []
+            for op in wrapper.body.block.ops:
+                if isinstance(op, c.CheckTensorOp):
+                    t = op.expected
+                    spec = TensorSpec(op.arg_name.data, tuple(t.get_shape()), nn.numpy_dtype(t.element_type))
+                    (ins if op.role.data == "input" else outs).append(spec)
+            out[name] = CSignature(tuple(ins), tuple(outs))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# The module
+# ---------------------------------------------------------------------------
+
+
+class CModule:
+    """A loaded library of C partitions."""
+
+    def __init__(
+        self,
+        library_path: Path | str,
+        functions: Mapping[str, CSignature],
+        constants: Sequence[np.ndarray[Any, Any]] = (),
+        *,
+        source_path: Path | None = None,
+        source: str | None = None,
+        cache_hit: bool = False,
+    ):
+        self.library_path = Path(library_path)
+        self.source_path = source_path
+        self.source = source
+        self.cache_hit = cache_hit
+        self.functions = dict(functions)
+        self.constants = [np.ascontiguousarray(a) for a in constants]
+        self.ffi = cffi.FFI()
+        self.ffi.include(_BASE_FFI)
+        self.ffi.cdef(
+            _LIBRARY_CDEF
+            + "\n".join(f"int32_t {sym}(DLTensor** args, int32_t num_args);" for sym in self.functions)
+        )
+        try:
+            self.lib: Any = self.ffi.dlopen(str(self.library_path))
+        except OSError as e:
+            raise OSError(f"cannot load the C library {self.library_path}: {e}") from None
+        self._init_constants()
+        self._functions: dict[str, CFunction] = {}
+        self._lock = threading.Lock()
+
+    # ---- construction ----------------------------------------------------------
+    @classmethod
+    def from_source(
+        cls,
+        source: str,
+        functions: Mapping[str, CSignature],
+        constants: Sequence[np.ndarray[Any, Any]] = (),
+        *,
+        flags: Sequence[str] = DEFAULT_FLAGS,
+        directory: Path | None = None,
+    ) -> CModule:
+        built = compile_source(source, flags, directory=directory)
+        return cls(
+            built.library_path,
+            functions,
+            constants,
+            source_path=built.source_path,
+            source=source,
+            cache_hit=built.cache_hit,
+        )
+
+    @classmethod
+    def from_module(
+        cls,
+        module: Any,
+        *,
+        flags: Sequence[str] = DEFAULT_FLAGS,
+        directory: Path | None = None,
+    ) -> CModule:
+        """Compile (or find in the cache) the `c.module` of a module after `lower-to-c`."""
+        from byoc.dialects import c
+        from byoc.lowering.emit_c import emit_c_source
+        from byoc.lowering.lower_to_c import constants_of
+
+        source = emit_c_source(module)
+        constants: list[np.ndarray[Any, Any]] = []
+        for unit in (op for op in module.walk() if isinstance(op, c.ModuleOp)):
+            constants.extend(constants_of(unit))
+        return cls.from_source(
+            source, signatures_of(module), constants, flags=flags, directory=directory
+        )
+
+    @classmethod
+    def load(
+        cls,
+        library_path: Path | str,
+        metadata: Mapping[str, Any],
+        constants: Sequence[np.ndarray[Any, Any]] = (),
+    ) -> CModule:
+        """Open an already built library (e.g. from an exported artifact)."""
+        functions = {
+            sym: CSignature(
+                tuple(TensorSpec.from_json(s) for s in spec["inputs"]),
+                tuple(TensorSpec.from_json(s) for s in spec["outputs"]),
+            )
+            for sym, spec in metadata["functions"].items()
+        }
+        if len(constants) != int(metadata.get("num_constants", 0)):
+            raise ValueError(
+                f"the library expects {metadata.get('num_constants', 0)} constants, got {len(constants)}"
+            )
+        return cls(library_path, functions, constants)
+
+    def metadata(self) -> dict[str, Any]:
+        """JSON-able description for `load`: signatures and the number of constants."""
+        return {
+            "functions": {
+                sym: {
+                    "inputs": [s.to_json() for s in sig.inputs],
+                    "outputs": [s.to_json() for s in sig.outputs],
+                }
+                for sym, sig in self.functions.items()
+            },
+            "num_constants": len(self.constants),
+        }
+
+    def _init_constants(self) -> None:
+        ffi = self.ffi
+        self._const_buffers = [ffi.from_buffer(a) for a in self.constants]
+        ptrs = ffi.new("const void*[]", max(len(self._const_buffers), 1))
+        for i, buf in enumerate(self._const_buffers):
+            ptrs[i] = buf
+        rc = self.lib.byoc_init(ptrs, len(self._const_buffers))
+        if rc != 0:
+            raise CFunctionError("byoc_init", rc, self.last_error())
+
+    # ---- calling -------------------------------------------------------------------
+    def last_error(self) -> str:
+        return self.ffi.string(self.lib.byoc_last_error()).decode("utf-8", "replace")
+
+    def get_function(self, sym: str) -> CFunction:
+        fn = self._functions.get(sym)
+        if fn is not None:
+            return fn
+        if sym not in self.functions:
+            known = ", ".join(sorted(self.functions)) or "none"
+            raise KeyError(f"no C function '{sym}' in {self.library_path.name} (functions: {known})")
+        with self._lock:
+            fn = self._functions.get(sym)
+            if fn is None:
+                fn = self._functions[sym] = CFunction(self, sym, self.functions[sym])
+        return fn
+
+    def __getitem__(self, sym: str) -> CFunction:
+        return self.get_function(sym)
+
+    def __repr__(self) -> str:
+        return f"CModule({self.library_path.name}, functions={sorted(self.functions)})"
+
+
+class _ThreadState:
+    """One thread's DLTensor structs for one function, and the arrays they point into."""
+
+    __slots__ = ("tensors", "argv", "ids", "keep")
+
+    def __init__(self, ffi: Any, n: int):
+        self.tensors = ffi.new("DLTensor[]", n)
+        self.argv = ffi.new("DLTensor*[]", n)
+        for i in range(n):
+            self.argv[i] = self.tensors + i
+        self.ids: tuple[int, ...] | None = None
+        """ids of the arrays the structs describe (kept alive by `keep`), None if stale."""
+        self.keep: list[Any] = [None] * n
+
+
+class CFunction:
+    """A partition of a CModule, callable with numpy arrays: `f(*inputs)` or `f(*inputs, *outputs)`.
+
+    Returns the outputs (one array, or a tuple when there are several).
+    Raises CFunctionError when the C code rejects an argument, TypeError when
+    a value has no DLPack equivalent, ValueError for a read-only output.
+
+    Each thread keeps the DLTensor structs of its last call, and a reference to
+    the arrays they point into (which also keeps those arrays from being
+    resized in place). A call whose arguments are the very same array objects
+    as that thread's previous call reuses the structs as they are: an array
+    whose `.shape` or `.dtype` was reassigned in place in between is described
+    as it was (its memory is the same size, so this is safe, but pass a new
+    view instead).
+    """
+
+    def __init__(self, module: CModule, sym: str, signature: CSignature):
+        self.module = module
+        self.name = sym
+        self.signature = signature
+        self._fn = getattr(module.lib, sym)
+        self._ffi = module.ffi
+        specs = [*signature.inputs, *signature.outputs]
+        self._names = [s.name for s in specs]
+        self._shapes = [s.shape for s in specs]
+        self._dtypes = [s.dtype for s in specs]
+        self._n_in = len(signature.inputs)
+        self._n = len(specs)
+        self._tls = threading.local()
+        # one shape array per argument, shared by all threads (C only reads it)
+        self._shape_arrays = [self._ffi.new("int64_t[]", list(s) or [0]) for s in self._shapes]
+
+    def __call__(self, *arrays: Any) -> Any:
+        n = len(arrays)
+        if n == self._n_in:
+            outs = tuple(np.empty(s.shape, s.dtype) for s in self.signature.outputs)
+            arrays = arrays + outs
+        elif n == self._n:
+            outs = arrays[self._n_in :]
+        else:
+            return self._call_mismatched(arrays)
+        st = self._tls.__dict__.get("state")
+        if st is None:
+            st = self._tls.state = _ThreadState(self._ffi, max(self._n, 1))
+        ids = tuple(map(id, arrays))
+        if ids != st.ids:
+            self._rebind(st, arrays, ids)
+        rc = self._fn(st.argv, self._n)
+        if rc != 0:
+            raise CFunctionError(self.name, rc, self.module.last_error())
+        return outs[0] if len(outs) == 1 else outs
+
+    def _rebind(self, st: _ThreadState, arrays: tuple[Any, ...], ids: tuple[int, ...]) -> None:
+        old = st.ids
+        st.ids = None
+        for i, a in enumerate(arrays):
+            if old is None or old[i] != ids[i]:
+                st.keep[i] = None
+                st.keep[i] = self._describe(st.tensors[i], a, i)
+        st.ids = ids
+
+    def _call_mismatched(self, arrays: tuple[Any, ...]) -> Any:
+        """A wrong argument count: let the C entry report it (with the count it expects)."""
+        n = len(arrays)
+        tensors = self._ffi.new("DLTensor[]", max(n, 1))
+        argv = self._ffi.new("DLTensor*[]", max(n, 1))
+        keep: list[Any] = []
+        for i, a in enumerate(arrays):
+            argv[i] = tensors + i
+            keep.append(self._describe(tensors[i], a, i))
+        rc = self._fn(argv, n)
+        if rc != 0:
+            raise CFunctionError(self.name, rc, self.module.last_error())
+        raise AssertionError("unreachable: the C entry accepted a wrong argument count")
+
+    def _label(self, i: int) -> str:
+        if i >= self._n:
+            return f"{self.name}: argument #{i}"
+        role = "input" if i < self._n_in else "output"
+        pos = i if i < self._n_in else i - self._n_in
+        return f"{self.name}: {role} '{self._names[i]}' (#{pos})"
+
+    def _describe(self, t: Any, value: Any, i: int) -> Any:
+        """Fill DLTensor `t` for argument `i` from an array, zero-copy; returns what must stay alive."""
+        ffi = self._ffi
+        writable = self._n_in <= i < self._n
+        if isinstance(value, np.ndarray):
+            a = value
+        elif writable:
+            raise TypeError(
+                f"{self._label(i)} must be a numpy array (outputs are written in place), "
+                f"got {type(value).__name__}"
+            )
+        elif hasattr(value, "__dlpack__"):
+            a = np.from_dlpack(value)
+        else:
+            a = np.asarray(value)
+        dt = a.dtype
+        if dt.kind not in _DL_CODES or dt.hasobject or not dt.isnative:
+            raise TypeError(f"{self._label(i)} has dtype {dt}, which has no DLPack equivalent")
+        if writable and not a.flags.writeable:
+            raise ValueError(f"{self._label(i)} is read-only")
+        t.device.device_type = KDL_CPU
+        t.device.device_id = 0
+        t.ndim = a.ndim
+        t.dtype.code = _DL_CODES[dt.kind]
+        t.dtype.bits = 8 if dt.kind == "b" else dt.itemsize * 8
+        t.dtype.lanes = 1
+        t.byte_offset = 0
+        keep: list[Any] = [value, a]
+        if i < self._n and a.shape == self._shapes[i]:
+            t.shape = self._shape_arrays[i]
+        else:
+            shape = ffi.new("int64_t[]", list(a.shape) or [0])
+            keep.append(shape)
+            t.shape = shape
+        if a.flags.c_contiguous:
+            t.strides = ffi.NULL
+            if a.size:
+                buf = ffi.from_buffer(a, require_writable=False)
+                keep.append(buf)
+                t.data = buf
+            else:
+                t.data = ffi.NULL
+        else:
+            if any(s % dt.itemsize for s in a.strides):
+                raise ValueError(
+                    f"{self._label(i)} has strides {a.strides} that are not a multiple of its item size"
+                )
+            strides = ffi.new("int64_t[]", [s // dt.itemsize for s in a.strides] or [0])
+            keep.append(strides)
+            t.strides = strides
+            t.data = ffi.cast("void*", a.__array_interface__["data"][0])
+        return keep
+
+
+__all__ = [
+    "CModule",
+    "CFunction",
+    "CSignature",
+    "TensorSpec",
+    "CompileError",
+    "CFunctionError",
+    "compile_source",
+    "cache_dir",
+    "DEFAULT_FLAGS",
+    "INCLUDE_DIR",
+    "signatures_of",
+]
