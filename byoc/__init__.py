@@ -24,7 +24,7 @@ _LAZY: dict[str, str] = {
     "partition_for": "byoc.passes.byoc_pipeline:partition_for",
     "import_onnx": "byoc.frontend.onnx:import_model",
     "build": "byoc.runtime.build:build",
-    "load_module": "byoc.runtime.artifact:load_module",
+    "load_module": "byoc.runtime.loaders:load_module",
 }
 
 __all__ = sorted(_LAZY)

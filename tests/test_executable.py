@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import byoc
-from byoc.runtime.artifact import MAGIC, ArtifactError, load_module
+from byoc.runtime.artifact import MAGIC, ArtifactError
+from byoc.runtime.loaders import load_module
 from byoc.runtime.executable import InputError
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

@@ -165,15 +165,3 @@ def load_executable(path: str | Path) -> Executable:
         PartitionInfo(p["symbol"], p["target"], tuple(p["ops"])) for p in header["partitions"]
     ]
     return Executable(plan, constants, components, partitions)
-
-
-def load_module(path: str | Path, fmt: str | None = None) -> Any:
-    """Load an exported artifact (`.byoc`), or with fmt="examplejson" an ExampleJSON graph file."""
-    fmt = fmt or ("examplejson" if str(path).endswith(".examplejson") else "byoc")
-    if fmt == "byoc":
-        return load_executable(path)
-    if fmt == "examplejson":
-        from byoc.runtime.examplejson_module import ExampleJsonModule
-
-        return ExampleJsonModule.load_file(str(path))
-    raise ArtifactError(f"unknown module format '{fmt}' (byoc, examplejson)")

@@ -3,10 +3,10 @@
     mod = load_module("g.examplejson", "examplejson")   # the seed's loadfile_examplejson / Create
     f = mod.get_function("subgraph_0")
 
-`fmt` names the loader; without it, it is guessed from the file: a
-`.examplejson` suffix, or the header `ExampleJsonModule.save_to_binary` writes.
-`byoc.load_module`, which reads whole exported artifacts, hands the
-"examplejson" format to this one. Adding a format is adding a line to `LOADERS`.
+`fmt` names the loader; without it, it is guessed from the file: a `.byoc`
+or `.examplejson` suffix, or the magic bytes an exported artifact or
+`ExampleJsonModule.save_to_binary` writes. `byoc.load_module` is this function:
+"byoc" gives an `Executable` from an exported artifact. Adding a format is adding a line to `LOADERS`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,14 @@ def _load_examplejson(path: Path) -> Any:
     return ExampleJsonModule.load_file(path)
 
 
+def _load_artifact(path: Path) -> Any:
+    from byoc.runtime.artifact import load_executable
+
+    return load_executable(path)
+
+
 LOADERS: dict[str, Callable[[Path], Any]] = {
+    "byoc": _load_artifact,
     "examplejson": _load_examplejson,
 }
 """format name -> loader(path) -> runtime module."""
@@ -34,14 +41,19 @@ class UnknownFormatError(ValueError):
 
 def guess_format(path: str | Path) -> str | None:
     """The format of the file at `path`, from its suffix or its first bytes; None if unknown."""
+    from byoc.runtime.artifact import MAGIC as ARTIFACT_MAGIC
     from byoc.runtime.examplejson_module import MAGIC
 
     p = Path(path)
     if p.suffix == ".examplejson":
         return "examplejson"
+    if p.suffix == ".byoc":
+        return "byoc"
     with p.open("rb") as f:
-        head = f.read(len(MAGIC))
-    return "examplejson" if head == MAGIC else None
+        head = f.read(max(len(MAGIC), len(ARTIFACT_MAGIC)))
+    if head.startswith(ARTIFACT_MAGIC):
+        return "byoc"
+    return "examplejson" if head.startswith(MAGIC) else None
 
 
 def load_module(path: str | Path, fmt: str | None = None) -> Any:

@@ -101,7 +101,7 @@ def _run(args: argparse.Namespace) -> int:
     import numpy as np
 
     import byoc
-    from byoc.runtime.artifact import load_module
+    from byoc.runtime.loaders import load_module
 
     path = Path(args.model)
     if not path.exists():
