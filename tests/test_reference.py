@@ -1,0 +1,689 @@
+"""The numpy reference (`byoc.run_reference`): every nn op has an implementation,
+and each is checked against onnxruntime on small inputs or against values
+computed by hand. `@covers` records which ops a test checks; the last test
+asserts that together they cover every op of the dialect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from xdsl.dialects.builtin import FunctionType, ModuleOp
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Block, Region
+
+from byoc import parse_module, run_reference
+from byoc.dialects import nn
+from byoc.reference import NnFunctions
+
+Array = np.ndarray[Any, Any]
+COVERED: set[str] = set()
+RNG = np.random.default_rng(20240229)
+
+
+def covers(*names: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    COVERED.update(names)
+    return lambda fn: fn
+
+
+def rand(*shape: int, low: float = -2.0, high: float = 2.0) -> Array:
+    return RNG.uniform(low, high, size=shape).astype(np.float32)
+
+
+def run_op(cls: type[nn.NNOp], inputs: Sequence[Array], **attrs: Any) -> list[Array]:
+    """Build `@main` around one op (result types from `infer`) and run the reference."""
+    arg_types = [nn.tensor(a.shape, nn.element_type_of(a.dtype)) for a in inputs]
+    block = Block(arg_types=arg_types)
+    op = cls.build(*block.args, **attrs)
+    block.add_op(op)
+    block.add_op(ReturnOp(*op.results))
+    func = FuncOp(
+        "main", FunctionType.from_lists(arg_types, [r.type for r in op.results]), Region(block)
+    )
+    module = ModuleOp([func])
+    module.verify()
+    outputs = run_reference(module, list(inputs))
+    for out, result in zip(outputs, op.results, strict=True):
+        assert out.shape == nn.shape_of(result.type), (
+            f"{cls.name}: shape differs from the inferred type"
+        )
+        assert out.dtype == nn.numpy_dtype(result.type.element_type), f"{cls.name}: dtype"  # type: ignore[attr-defined]
+    return outputs
+
+
+_ONNX_DTYPES = {
+    np.dtype(np.float32): TensorProto.FLOAT,
+    np.dtype(np.int32): TensorProto.INT32,
+    np.dtype(np.int64): TensorProto.INT64,
+}
+
+
+def ort(
+    op_type: str,
+    inputs: Sequence[Array | None],
+    consts: Sequence[Array | None] = (),
+    outputs: int = 1,
+    opset: int = 19,
+    **attrs: Any,
+) -> list[Array]:
+    """Run one ONNX node with onnxruntime (one thread): `inputs` are graph inputs,
+    `consts` further node inputs given as initializers (None: an omitted input)."""
+    import onnxruntime
+
+    names: list[str] = []
+    graph_inputs = []
+    feeds: dict[str, Array] = {}
+    for i, a in enumerate(inputs):
+        if a is None:
+            names.append("")
+            continue
+        name = f"x{i}"
+        names.append(name)
+        graph_inputs.append(helper.make_tensor_value_info(name, _ONNX_DTYPES[a.dtype], a.shape))
+        feeds[name] = a
+    initializers = []
+    for i, c in enumerate(consts):
+        if c is None:
+            names.append("")
+            continue
+        name = f"c{i}"
+        names.append(name)
+        initializers.append(numpy_helper.from_array(c, name))
+    outs = [f"y{i}" for i in range(outputs)]
+    node = helper.make_node(op_type, names, outs, **attrs)
+    graph = helper.make_graph(
+        [node],
+        "g",
+        graph_inputs,
+        [helper.make_empty_tensor_value_info(o) for o in outs],
+        initializer=initializers,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 9
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    session = onnxruntime.InferenceSession(
+        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+    return [np.asarray(o) for o in session.run(None, feeds)]
+
+
+def close(actual: Array, expected: Array, rtol: float = 1e-5, atol: float = 1e-5) -> None:
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol)
+
+
+# --------------------------------------------------------------------------
+# every op has an implementation
+# --------------------------------------------------------------------------
+
+
+def test_every_nn_op_has_a_reference_implementation() -> None:
+    implemented = {op.name for op, _ in NnFunctions._impls()}  # pyright: ignore[reportPrivateUsage]
+    assert implemented == set(nn.NN_OPS)
+
+
+# --------------------------------------------------------------------------
+# elementwise
+# --------------------------------------------------------------------------
+
+BINARY = [
+    ("nn.add", "Add"),
+    ("nn.subtract", "Sub"),
+    ("nn.multiply", "Mul"),
+    ("nn.divide", "Div"),
+    ("nn.maximum", "Max"),
+    ("nn.minimum", "Min"),
+    ("nn.power", "Pow"),
+    ("nn.prelu", "PRelu"),
+]
+
+
+@covers(*[n for n, _ in BINARY])
+@pytest.mark.parametrize(("name", "onnx_op"), BINARY)
+def test_binary_ops_broadcast_like_onnx(name: str, onnx_op: str) -> None:
+    a = rand(2, 3, 4, low=0.5, high=2.0) if name == "nn.power" else rand(2, 3, 4)
+    b = rand(3, 1, low=0.5, high=2.0) if name in ("nn.divide", "nn.power") else rand(3, 1)
+    if name == "nn.prelu":
+        b = rand(4)  # the slope broadcasts against x (unidirectionally)
+    (got,) = run_op(nn.NN_OPS[name], [a, b])
+    (want,) = ort(onnx_op, [a, b])
+    close(got, want)
+
+
+def test_binary_int_ops_by_hand() -> None:
+    a = np.array([[1, -2, 3]], dtype=np.int32)
+    b = np.array([[4], [-5]], dtype=np.int32)
+    assert run_op(nn.AddOp, [a, b])[0].tolist() == [[5, 2, 7], [-4, -7, -2]]
+    assert run_op(nn.SubtractOp, [a, b])[0].tolist() == [[-3, -6, -1], [6, 3, 8]]
+    assert run_op(nn.MultiplyOp, [a, b])[0].tolist() == [[4, -8, 12], [-5, 10, -15]]
+    assert run_op(nn.MaximumOp, [a, b])[0].tolist() == [[4, 4, 4], [1, -2, 3]]
+    assert run_op(nn.MinimumOp, [a, b])[0].tolist() == [[1, -2, 3], [-5, -5, -5]]
+    c = np.array([2**40, -3], dtype=np.int64)
+    assert run_op(nn.AddOp, [c, c])[0].tolist() == [2**41, -6]
+
+
+UNARY = [
+    ("nn.relu", "Relu", {}),
+    ("nn.sigmoid", "Sigmoid", {}),
+    ("nn.tanh", "Tanh", {}),
+    ("nn.exp", "Exp", {}),
+    ("nn.log", "Log", {}),
+    ("nn.sqrt", "Sqrt", {}),
+    ("nn.negative", "Neg", {}),
+    ("nn.abs", "Abs", {}),
+    ("nn.erf", "Erf", {}),
+    ("nn.reciprocal", "Reciprocal", {}),
+    ("nn.hard_swish", "HardSwish", {}),
+    ("nn.leaky_relu", "LeakyRelu", {"alpha": 0.3}),
+    ("nn.hard_sigmoid", "HardSigmoid", {"alpha": 0.25, "beta": 0.4}),
+]
+
+
+@covers(*[n for n, _, _ in UNARY])
+@pytest.mark.parametrize(("name", "onnx_op", "attrs"), UNARY)
+def test_unary_ops_match_onnx(name: str, onnx_op: str, attrs: dict[str, float]) -> None:
+    positive = name in ("nn.log", "nn.sqrt", "nn.reciprocal")
+    x = rand(2, 3, 5, low=0.1, high=4.0) if positive else rand(2, 3, 5, low=-4.0, high=4.0)
+    (got,) = run_op(nn.NN_OPS[name], [x], **attrs)
+    (want,) = ort(onnx_op, [x], **attrs)
+    close(got, want)
+
+
+def test_unary_int_ops_by_hand() -> None:
+    x = np.array([-3, 0, 5], dtype=np.int64)
+    assert run_op(nn.ReluOp, [x])[0].tolist() == [0, 0, 5]
+    assert run_op(nn.NegativeOp, [x])[0].tolist() == [3, 0, -5]
+    assert run_op(nn.AbsOp, [x])[0].tolist() == [3, 0, 5]
+
+
+@covers("nn.clip")
+def test_clip_matches_onnx_and_clamps_integers() -> None:
+    x = rand(4, 6, low=-8.0, high=8.0)
+    (got,) = run_op(nn.ClipOp, [x], a_min=-1.5, a_max=6.0)
+    (want,) = ort("Clip", [x], [np.array(-1.5, np.float32), np.array(6.0, np.float32)])
+    close(got, want)
+    (unbounded,) = run_op(nn.ClipOp, [x])
+    close(unbounded, x)
+    small = np.array([-10.0, -1.0, 0.0, 3.0, 9.0], dtype=np.float32)
+    assert run_op(nn.ClipOp, [small], a_min=-0.5, a_max=2.5)[0].tolist() == [
+        -0.5,
+        -0.5,
+        0.0,
+        2.5,
+        2.5,
+    ]
+
+
+@covers("nn.cast")
+def test_cast_truncates_like_onnx() -> None:
+    x = np.array([-2.7, -0.5, 0.0, 1.5, 3.9], dtype=np.float32)
+    (to_i32,) = run_op(nn.CastOp, [x], dtype="i32")
+    (want,) = ort("Cast", [x], to=TensorProto.INT32)
+    assert to_i32.dtype == np.int32 and to_i32.tolist() == want.tolist() == [-2, 0, 0, 1, 3]
+    (back,) = run_op(nn.CastOp, [np.array([7, -1], dtype=np.int64)], dtype="f32")
+    assert back.dtype == np.float32 and back.tolist() == [7.0, -1.0]
+
+
+# --------------------------------------------------------------------------
+# convolution, linear algebra, normalisation
+# --------------------------------------------------------------------------
+
+CONV_CASES = [
+    # (N, C, H, W), (O, I, KH, KW), strides, padding (t, l, b, r), dilation, groups
+    ((1, 3, 7, 7), (4, 3, 3, 3), (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    ((2, 3, 8, 9), (5, 3, 3, 2), (2, 3), (1, 0, 2, 1), (1, 1), 1),
+    ((2, 4, 9, 9), (6, 2, 3, 3), (1, 2), (1, 1, 1, 1), (2, 1), 2),
+    ((1, 6, 6, 6), (6, 1, 3, 3), (2, 2), (1, 1, 0, 0), (1, 2), 6),  # depthwise
+]
+
+
+@covers("nn.conv2d")
+@pytest.mark.parametrize(("xs", "ws", "strides", "padding", "dilation", "groups"), CONV_CASES)
+def test_conv2d_matches_onnx(
+    xs: tuple[int, ...],
+    ws: tuple[int, ...],
+    strides: tuple[int, int],
+    padding: tuple[int, int, int, int],
+    dilation: tuple[int, int],
+    groups: int,
+) -> None:
+    x, w = rand(*xs), rand(*ws)
+    (got,) = run_op(
+        nn.Conv2DOp, [x, w], strides=strides, padding=padding, dilation=dilation, groups=groups
+    )
+    (want,) = ort(
+        "Conv",
+        [x, w],
+        strides=list(strides),
+        pads=list(padding),
+        dilations=list(dilation),
+        group=groups,
+    )
+    close(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_conv2d_by_hand() -> None:
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    w = np.ones((1, 1, 2, 2), dtype=np.float32)
+    (got,) = run_op(nn.Conv2DOp, [x, w], strides=(2, 2))
+    # window sums of [[0,1],[4,5]], [[2,3],[6,7]], ...
+    assert got.reshape(2, 2).tolist() == [[10.0, 18.0], [42.0, 50.0]]
+
+
+@covers("nn.conv2d_transpose")
+@pytest.mark.parametrize(
+    ("xs", "ws", "strides", "padding", "output_padding", "groups"),
+    [
+        ((1, 2, 3, 3), (2, 3, 3, 3), (1, 1), (0, 0, 0, 0), (0, 0), 1),
+        ((2, 4, 3, 4), (4, 1, 3, 2), (2, 2), (1, 0, 1, 1), (1, 1), 2),
+    ],
+)
+def test_conv2d_transpose_matches_onnx(
+    xs: tuple[int, ...],
+    ws: tuple[int, ...],
+    strides: tuple[int, int],
+    padding: tuple[int, int, int, int],
+    output_padding: tuple[int, int],
+    groups: int,
+) -> None:
+    x, w = rand(*xs), rand(*ws)
+    (got,) = run_op(
+        nn.Conv2DTransposeOp,
+        [x, w],
+        strides=strides,
+        padding=padding,
+        output_padding=output_padding,
+        groups=groups,
+    )
+    (want,) = ort(
+        "ConvTranspose",
+        [x, w],
+        strides=list(strides),
+        pads=list(padding),
+        output_padding=list(output_padding),
+        group=groups,
+    )
+    close(got, want, rtol=1e-4, atol=1e-4)
+
+
+@covers("nn.dense")
+def test_dense_is_x_times_w_transposed() -> None:
+    x, w = rand(3, 5), rand(4, 5)
+    (got,) = run_op(nn.DenseOp, [x, w])
+    (want,) = ort("Gemm", [x, w], transB=1)
+    close(got, want)
+    x3 = rand(2, 3, 5)
+    (got3,) = run_op(nn.DenseOp, [x3, w])
+    close(got3, np.einsum("bik,nk->bin", x3, w))
+    small = run_op(
+        nn.DenseOp,
+        [np.array([[1.0, 2.0]], np.float32), np.array([[3.0, 4.0], [5.0, -6.0]], np.float32)],
+    )
+    assert small[0].tolist() == [[11.0, -7.0]]
+
+
+@covers("nn.matmul")
+@pytest.mark.parametrize(
+    ("a", "b"), [((3, 4), (4, 2)), ((2, 1, 3, 4), (5, 4, 2)), ((4,), (2, 4, 3)), ((2, 3, 4), (4,))]
+)
+def test_matmul_matches_onnx(a: tuple[int, ...], b: tuple[int, ...]) -> None:
+    x, y = rand(*a), rand(*b)
+    (got,) = run_op(nn.MatmulOp, [x, y])
+    (want,) = ort("MatMul", [x, y])
+    close(got, want)
+
+
+@covers("nn.bias_add")
+def test_bias_add_by_hand() -> None:
+    x = np.zeros((2, 3, 1, 2), dtype=np.float32)
+    b = np.array([1.0, 2.0, 3.0], dtype=np.float32)
+    (got,) = run_op(nn.BiasAddOp, [x, b])
+    assert got[1, :, 0, 1].tolist() == [1.0, 2.0, 3.0]
+    assert got[0, 2].tolist() == [[3.0, 3.0]]
+    (last,) = run_op(nn.BiasAddOp, [np.ones((2, 3), np.float32), b], axis=-1)
+    assert last.tolist() == [[2.0, 3.0, 4.0], [2.0, 3.0, 4.0]]
+
+
+@covers("nn.batch_norm")
+def test_batch_norm_matches_onnx() -> None:
+    x = rand(2, 3, 4, 5)
+    gamma, beta, mean = rand(3), rand(3), rand(3)
+    var = rand(3, low=0.5, high=2.0)
+    (got,) = run_op(nn.BatchNormOp, [x, gamma, beta, mean, var], epsilon=1e-3)
+    (want,) = ort("BatchNormalization", [x, gamma, beta, mean, var], epsilon=1e-3)
+    close(got, want, rtol=1e-4, atol=1e-5)
+
+
+@covers("nn.softmax")
+@pytest.mark.parametrize("axis", [-1, 1, 0])
+def test_softmax_matches_onnx(axis: int) -> None:
+    x = rand(2, 3, 4, low=-5.0, high=5.0)
+    (got,) = run_op(nn.SoftmaxOp, [x], axis=axis)
+    (want,) = ort("Softmax", [x], axis=axis)
+    close(got, want)
+
+
+@covers("nn.lrn")
+def test_lrn_matches_onnx() -> None:
+    x = rand(2, 5, 3, 3)
+    (got,) = run_op(nn.LRNOp, [x], size=3, alpha=2e-4, beta=0.6, bias=1.5)
+    (want,) = ort("LRN", [x], size=3, alpha=2e-4, beta=0.6, bias=1.5)
+    close(got, want)
+
+
+# --------------------------------------------------------------------------
+# pools
+# --------------------------------------------------------------------------
+
+POOL_CASES = [
+    # (N, C, H, W), kernel, strides, padding, dilation, ceil_mode
+    ((1, 2, 6, 6), (2, 2), (2, 2), (0, 0, 0, 0), (1, 1), False),
+    ((2, 3, 7, 7), (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), False),
+    ((2, 1, 7, 8), (2, 3), (2, 2), (0, 1, 0, 1), (1, 1), True),
+    ((1, 2, 9, 9), (3, 2), (3, 2), (1, 0, 1, 0), (1, 1), True),
+    ((1, 1, 9, 9), (2, 2), (1, 1), (0, 0, 0, 0), (2, 3), False),
+]
+
+
+@covers("nn.max_pool2d")
+@pytest.mark.parametrize(
+    ("xs", "kernel", "strides", "padding", "dilation", "ceil_mode"), POOL_CASES
+)
+def test_max_pool2d_matches_onnx(
+    xs: tuple[int, ...],
+    kernel: tuple[int, int],
+    strides: tuple[int, int],
+    padding: tuple[int, int, int, int],
+    dilation: tuple[int, int],
+    ceil_mode: bool,
+) -> None:
+    x = rand(*xs)
+    attrs = {"pool_size": kernel, "strides": strides, "padding": padding, "dilation": dilation}
+    (got,) = run_op(nn.MaxPool2DOp, [x], ceil_mode=ceil_mode, **attrs)
+    (want,) = ort(
+        "MaxPool",
+        [x],
+        kernel_shape=list(kernel),
+        strides=list(strides),
+        pads=list(padding),
+        dilations=list(dilation),
+        ceil_mode=int(ceil_mode),
+    )
+    close(got, want)
+
+
+@covers("nn.avg_pool2d")
+@pytest.mark.parametrize("count_include_pad", [False, True])
+@pytest.mark.parametrize(
+    ("xs", "kernel", "strides", "padding", "ceil_mode"),
+    [
+        ((1, 2, 6, 6), (2, 2), (2, 2), (0, 0, 0, 0), False),
+        ((2, 3, 7, 7), (3, 3), (2, 2), (1, 1, 1, 1), False),
+        ((2, 1, 7, 8), (2, 3), (2, 2), (0, 1, 0, 1), True),
+        ((1, 2, 5, 5), (3, 3), (2, 2), (1, 1, 1, 1), True),
+    ],
+)
+def test_avg_pool2d_matches_onnx(
+    xs: tuple[int, ...],
+    kernel: tuple[int, int],
+    strides: tuple[int, int],
+    padding: tuple[int, int, int, int],
+    ceil_mode: bool,
+    count_include_pad: bool,
+) -> None:
+    x = rand(*xs)
+    (got,) = run_op(
+        nn.AvgPool2DOp,
+        [x],
+        pool_size=kernel,
+        strides=strides,
+        padding=padding,
+        ceil_mode=ceil_mode,
+        count_include_pad=count_include_pad,
+    )
+    (want,) = ort(
+        "AveragePool",
+        [x],
+        kernel_shape=list(kernel),
+        strides=list(strides),
+        pads=list(padding),
+        ceil_mode=int(ceil_mode),
+        count_include_pad=int(count_include_pad),
+    )
+    close(got, want)
+
+
+def test_avg_pool2d_padding_by_hand() -> None:
+    x = np.ones((1, 1, 2, 2), dtype=np.float32)
+    attrs = {"pool_size": (2, 2), "padding": (1, 1, 0, 0)}
+    (excluded,) = run_op(nn.AvgPool2DOp, [x], **attrs)
+    (included,) = run_op(nn.AvgPool2DOp, [x], count_include_pad=True, **attrs)
+    assert excluded.reshape(2, 2).tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    # corner window holds one real 1 and three padded zeros; edges two and two
+    assert included.reshape(2, 2).tolist() == [[0.25, 0.5], [0.5, 1.0]]
+
+
+@covers("nn.global_avg_pool2d", "nn.global_max_pool2d")
+def test_global_pools_match_onnx() -> None:
+    x = rand(2, 3, 4, 5)
+    close(run_op(nn.GlobalAvgPool2DOp, [x])[0], ort("GlobalAveragePool", [x])[0])
+    close(run_op(nn.GlobalMaxPool2DOp, [x])[0], ort("GlobalMaxPool", [x])[0])
+
+
+# --------------------------------------------------------------------------
+# layout
+# --------------------------------------------------------------------------
+
+
+@covers("nn.reshape", "nn.flatten", "nn.transpose")
+def test_reshape_flatten_transpose_match_onnx() -> None:
+    x = rand(2, 3, 4)
+    close(
+        run_op(nn.ReshapeOp, [x], newshape=(4, 6))[0],
+        ort("Reshape", [x], [np.array([4, 6], np.int64)])[0],
+    )
+    for axis in (0, 1, 2, 3, -1):
+        close(run_op(nn.FlattenOp, [x], axis=axis)[0], ort("Flatten", [x], axis=axis)[0])
+    close(run_op(nn.TransposeOp, [x], axes=(1, 2, 0))[0], ort("Transpose", [x], perm=[1, 2, 0])[0])
+    close(run_op(nn.TransposeOp, [x])[0], x.T)
+    ints = np.arange(6, dtype=np.int32).reshape(2, 3)
+    assert run_op(nn.TransposeOp, [ints])[0].tolist() == [[0, 3], [1, 4], [2, 5]]
+
+
+@covers("nn.concatenate")
+def test_concatenate_matches_onnx() -> None:
+    a, b, c = rand(2, 1, 3), rand(2, 4, 3), rand(2, 2, 3)
+    close(run_op(nn.ConcatenateOp, [a, b, c], axis=1)[0], ort("Concat", [a, b, c], axis=1)[0])
+    close(run_op(nn.ConcatenateOp, [a, a], axis=-1)[0], ort("Concat", [a, a], axis=-1)[0])
+
+
+@covers("nn.pad")
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "wrap"])
+def test_pad_matches_onnx(mode: str) -> None:
+    x = rand(2, 3, 4)
+    pad_width = (0, 1, 2, 1, 1, 2)  # (before, after) per axis
+    onnx_pads = np.array([0, 2, 1, 1, 1, 2], dtype=np.int64)  # all befores, then all afters
+    attrs: dict[str, Any] = {"pad_width": pad_width, "pad_mode": mode}
+    consts: list[Array | None] = [onnx_pads]
+    if mode == "constant":
+        attrs["pad_value"] = 2.5
+        consts.append(np.array(2.5, np.float32))
+    (got,) = run_op(nn.PadOp, [x], **attrs)
+    (want,) = ort("Pad", [x], consts, mode=mode)
+    close(got, want)
+
+
+@covers("nn.split")
+def test_split_matches_onnx() -> None:
+    x = rand(3, 7)
+    got = run_op(nn.SplitOp, [x], indices=(2, 3), axis=1)
+    want = ort("Split", [x], [np.array([2, 1, 4], np.int64)], outputs=3, axis=1)
+    for g, w in zip(got, want, strict=True):
+        close(g, w)
+
+
+@covers("nn.strided_slice")
+def test_strided_slice_matches_onnx() -> None:
+    x = rand(5, 6)
+    (got,) = run_op(nn.StridedSliceOp, [x], begin=(4, 1), end=(0, 6), strides=(-2, 2))
+    (want,) = ort(
+        "Slice",
+        [x],
+        [
+            np.array([4, 1], np.int64),
+            np.array([0, 6], np.int64),
+            np.array([0, 1], np.int64),
+            np.array([-2, 2], np.int64),
+        ],
+    )
+    close(got, want)
+    assert run_op(
+        nn.StridedSliceOp, [np.arange(4, dtype=np.int64)], begin=(3,), end=(-1,), strides=(-1,)
+    )[0].tolist() == [3, 2, 1, 0]
+
+
+@covers("nn.take")
+def test_take_matches_onnx() -> None:
+    x = rand(4, 3)
+    idx = np.array([[0, 3], [1, -1]], dtype=np.int64)
+    (got,) = run_op(nn.TakeOp, [x, idx], axis=0)
+    (want,) = ort("Gather", [x, idx], axis=0)
+    close(got, want)
+    (cols,) = run_op(nn.TakeOp, [x, np.array([2, 0], np.int32)], axis=1)
+    close(cols, x[:, [2, 0]])
+
+
+@covers("nn.resize2d")
+@pytest.mark.parametrize(
+    ("method", "mode"),
+    [("nearest_neighbor", "asymmetric"), ("linear", "half_pixel"), ("linear", "align_corners")],
+)
+def test_resize2d_matches_onnx(method: str, mode: str) -> None:
+    x = rand(1, 2, 3, 4)
+    (got,) = run_op(
+        nn.Resize2DOp, [x], size=(6, 8), method=method, coordinate_transformation_mode=mode
+    )
+    (want,) = ort(
+        "Resize",
+        [x],
+        [None, None, np.array([1, 2, 6, 8], np.int64)],
+        mode="nearest" if method == "nearest_neighbor" else "linear",
+        coordinate_transformation_mode=mode,
+        nearest_mode="round_prefer_floor",
+    )
+    close(got, want)
+
+
+# --------------------------------------------------------------------------
+# reductions and constants
+# --------------------------------------------------------------------------
+
+REDUCE = [
+    ("nn.reduce_mean", "ReduceMean"),
+    ("nn.reduce_sum", "ReduceSum"),
+    ("nn.reduce_max", "ReduceMax"),
+]
+
+
+@covers(*[n for n, _ in REDUCE])
+@pytest.mark.parametrize(("name", "onnx_op"), REDUCE)
+@pytest.mark.parametrize(("axes", "keepdims"), [((1,), False), ((0, -1), True), ((), False)])
+def test_reductions_match_onnx(
+    name: str, onnx_op: str, axes: tuple[int, ...], keepdims: bool
+) -> None:
+    x = rand(2, 3, 4)
+    (got,) = run_op(nn.NN_OPS[name], [x], axes=axes, keepdims=keepdims)
+    consts = [np.array(axes, np.int64)] if axes else []
+    (want,) = ort(onnx_op, [x], consts, keepdims=int(keepdims), opset=18)
+    close(got, want)
+
+
+def test_integer_reductions_by_hand() -> None:
+    x = np.array([[1, 5, -2], [4, 0, 7]], dtype=np.int64)
+    assert run_op(nn.ReduceSumOp, [x], axes=(0,))[0].tolist() == [5, 5, 5]
+    assert run_op(nn.ReduceMaxOp, [x], axes=(1,), keepdims=True)[0].tolist() == [[5], [7]]
+
+
+@covers("nn.constant")
+def test_constants_through_text() -> None:
+    big = np.arange(20, dtype=np.float32) / 4
+    hex_text = big.tobytes().hex().upper()
+    module = parse_module(
+        f"""
+        func.func @main(%x: tensor<2x2xf32>) -> (tensor<2x2xf32>, tensor<20xf32>, tensor<3xi64>) {{
+          %c = nn.constant dense<[[1.0, -2.0], [0.5, 4.0]]> : tensor<2x2xf32>
+          %h = nn.constant dense<"0x{hex_text}"> : tensor<20xf32>
+          %i = nn.constant dense<7> : tensor<3xi64>
+          %s = nn.add %x, %c : tensor<2x2xf32>
+          func.return %s, %h, %i : tensor<2x2xf32>, tensor<20xf32>, tensor<3xi64>
+        }}
+        """
+    )
+    s, h, i = run_reference(module, [np.ones((2, 2), np.float32)])
+    assert s.tolist() == [[2.0, -1.0], [1.5, 5.0]]
+    assert h.dtype == np.float32 and h.tolist() == big.tolist()
+    assert i.dtype == np.int64 and i.tolist() == [7, 7, 7]
+
+
+def test_a_graph_runs_end_to_end_with_named_inputs() -> None:
+    module = parse_module(
+        """
+        func.func @main(%a: tensor<1x2x4x4xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x3xf32> {
+          %0 = nn.conv2d %a, %w {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x2x4x4xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x4x4xf32>
+          %1 = nn.relu %0 : tensor<1x3x4x4xf32>
+          %2 = nn.global_avg_pool2d %1 : (tensor<1x3x4x4xf32>) -> tensor<1x3x1x1xf32>
+          %3 = nn.flatten %2 : (tensor<1x3x1x1xf32>) -> tensor<1x3xf32>
+          %4 = nn.softmax %3 : tensor<1x3xf32>
+          func.return %4 : tensor<1x3xf32>
+        }
+        """
+    )
+    a, w = rand(1, 2, 4, 4), rand(3, 2, 3, 3)
+    (by_position,) = run_reference(module, [a, w])
+    (by_name,) = run_reference(module, {"w": w, "a": a})
+    conv = ort("Conv", [a, w], pads=[1, 1, 1, 1])[0]
+    pooled = np.maximum(conv, 0).mean(axis=(2, 3))
+    e = np.exp(pooled - pooled.max())
+    close(by_position, e / e.sum(), rtol=1e-4)
+    assert by_name.tolist() == by_position.tolist()
+
+
+def test_func_call_between_functions() -> None:
+    module = parse_module(
+        """
+        func.func @main(%a: tensor<3xf32>) -> tensor<3xf32> {
+          %0 = func.call @twice(%a) : (tensor<3xf32>) -> tensor<3xf32>
+          %1 = func.call @twice(%0) : (tensor<3xf32>) -> tensor<3xf32>
+          func.return %1 : tensor<3xf32>
+        }
+        func.func private @twice(%x: tensor<3xf32>) -> tensor<3xf32> {
+          %0 = nn.add %x, %x : tensor<3xf32>
+          func.return %0 : tensor<3xf32>
+        }
+        """
+    )
+    (out,) = run_reference(module, [np.array([1.0, -2.0, 0.5], np.float32)])
+    assert out.tolist() == [4.0, -8.0, 2.0]
+
+
+def test_inputs_are_checked_against_the_signature() -> None:
+    module = parse_module(
+        "func.func @main(%a: tensor<3xf32>) -> tensor<3xf32> {\n  func.return %a : tensor<3xf32>\n}"
+    )
+    with pytest.raises(ValueError, match="has shape"):
+        run_reference(module, [np.zeros(4, np.float32)])
+    with pytest.raises(TypeError, match="dtype"):
+        run_reference(module, [np.zeros(3, np.float64)])
+    with pytest.raises(ValueError, match="takes 1 inputs"):
+        run_reference(module, [])
+
+
+def test_every_nn_op_is_checked_here() -> None:
+    assert set(nn.NN_OPS) - COVERED == set(), "nn ops without a reference test"
+    assert COVERED - set(nn.NN_OPS) == set(), "tests cover ops the dialect lacks"
