@@ -607,7 +607,10 @@ def _option_summary(cls: type[ModulePass]) -> str:
     from xdsl.passes import get_pass_option_infos
 
     try:
-        return ", ".join(f"{o.name}: {o.expected_type}" for o in get_pass_option_infos(cls))
+        return ", ".join(
+            f"{o.name.replace('_', '-')}: {o.expected_type.strip(chr(39))}"
+            for o in get_pass_option_infos(cls)
+        )
     except Exception:
         return ""
 
@@ -632,7 +635,7 @@ def _describe_pass(name: str, factory: Callable[[], type[ModulePass]]) -> list[s
     docs = _field_docs(cls) if infos else {}
     for info in infos:
         default = f" = {info.default_value}" if info.default_value is not None else ""
-        option = f"{info.name.replace('_', '-')}: {info.expected_type}{default}"
+        option = f"{info.name.replace('_', '-')}: {info.expected_type.strip(chr(39))}{default}"
         doc_text = docs.get(info.name, "")
         lines.append(f"      {option}" + (f"  -- {doc_text}" if doc_text else ""))
     return lines
@@ -667,15 +670,7 @@ def _import_onnx(stream: IO[bytes]) -> ModuleOp:
 def _import_onnx_bytes(name: str, data: bytes, path: str | None) -> ModuleOp:
     import_model = _load_onnx_importer()
     try:
-        if path is not None:
-            return import_model(path)
-        import tempfile
-
-        with tempfile.TemporaryDirectory() as tmp:
-            model_path = os.path.join(tmp, "model.onnx")
-            with open(model_path, "wb") as f:
-                f.write(data)
-            return import_model(model_path)
+        return import_model(path if path is not None else data)
     except _FrontendError:
         raise
     except Exception as e:
