@@ -405,7 +405,10 @@ class _Importer:
             "main",
             (arg_types, [r.type for r in results]),
             Region(block),
-            arg_attrs=arg_attrs if any(_ssa_name(n) != n for n in arg_names) else None,
+            # the ONNX names, when the printed SSA names differ (xDSL drops a `_<digits>` suffix)
+            arg_attrs=arg_attrs
+            if any(a.name_hint != n for a, n in zip(block.args, arg_names, strict=True))
+            else None,
         )
         module = ModuleOp([main])
         try:
