@@ -552,8 +552,9 @@ def fuse_groups(nodes: list[Node], fuse: bool) -> list[list[Node]]:
     users = _consumers(nodes)
     group_of: dict[Node, int] = {}
     groups: dict[int, list[Node]] = {}
+    next_id = itertools.count()
     for n in nodes:
-        gid = len(groups) + len(group_of)
+        gid = next(next_id)
         members: list[Node] = [n]
         if n.kind == "pointwise":
             candidates: list[int] = []
@@ -578,7 +579,7 @@ def fuse_groups(nodes: list[Node], fuse: bool) -> list[list[Node]]:
         groups[gid] = sorted(members, key=lambda m: m.index)
         for m in groups[gid]:
             group_of[m] = gid
-    return _schedule(list(groups.values()), group_of)
+    return _schedule(list(groups.values()))
 
 
 def _creates_cycle(members: list[Node], users: dict[Node, list[Node]]) -> bool:
@@ -596,7 +597,8 @@ def _creates_cycle(members: list[Node], users: dict[Node, list[Node]]) -> bool:
     return any(p in seen for m in members for p in _producers(m))
 
 
-def _schedule(groups: list[list[Node]], group_of_id: dict[Node, int]) -> list[list[Node]]:
+def _schedule(groups: list[list[Node]]) -> list[list[Node]]:
+    """A topological order of the groups (ties: the group whose first node came first)."""
     import heapq
 
     of: dict[Node, int] = {}

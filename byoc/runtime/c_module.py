@@ -517,8 +517,8 @@ class CFunction:
             )
         elif hasattr(value, "__dlpack__"):
             a = np.from_dlpack(value)
-        else:
-            a = np.asarray(value)
+        else:  # a list or scalar has no dtype of its own: take the expected one
+            a = np.asarray(value, dtype=self._dtypes[i] if i < self._n else None)
         dt = a.dtype
         if dt.kind not in _DL_CODES or dt.hasobject or not dt.isnative:
             raise TypeError(f"{self._label(i)} has dtype {dt}, which has no DLPack equivalent")

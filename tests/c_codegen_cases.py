@@ -1,0 +1,343 @@
+"""Partition functions for the C codegen tests: one small `ccompiler` function per case.
+
+`CASES` lists every op the C codegen supports over several shapes (broadcasting,
+strides/padding/groups, batch > 1, i32 where supported). `case_module(cases)`
+puts them all in one module, so the tests compile a single translation unit.
+`random_dags(seed, n)` builds random DAGs of supported ops (diamonds,
+multi-output, broadcasts, kernels between elementwise chains).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType, f32, i32
+from xdsl.ir import Block, Operation, Region, SSAValue
+
+from byoc.dialects import nn
+
+Build = Callable[[list[SSAValue]], "Operation | list[Operation]"]
+
+
+@dataclass
+class Case:
+    name: str
+    inputs: list[tuple[tuple[int, ...], str]]
+    """(shape, dtype) of each argument."""
+    build: Build
+    consts: list[np.ndarray[Any, Any]] = field(default_factory=list[np.ndarray[Any, Any]])
+    """Constant operands, appended after the arguments."""
+    positive: bool = False
+    """Draw positive inputs (log, sqrt, power)."""
+    tol: float = 1e-5
+
+
+def _dt(name: str) -> Any:
+    return f32 if name == "f32" else i32
+
+
+def op(cls: type[nn.NNOp], **attrs: Any) -> Build:
+    return lambda vs: cls.build(*vs, **attrs)
+
+
+F = "f32"
+I = "i32"
+
+CASES: list[Case] = []
+
+
+def case(name: str, inputs: Sequence[tuple[Sequence[int], str]], build: Build, **kw: Any) -> None:
+    CASES.append(Case(name, [(tuple(s), d) for s, d in inputs], build, **kw))
+
+
+# ---- binary, with numpy broadcasting -------------------------------------------------
+_BINARY = {
+    "add": nn.AddOp,
+    "subtract": nn.SubtractOp,
+    "multiply": nn.MultiplyOp,
+    "maximum": nn.MaximumOp,
+    "minimum": nn.MinimumOp,
+    "divide": nn.DivideOp,
+    "power": nn.PowerOp,
+    "prelu": nn.PReluOp,
+}
+_SHAPES = [((3, 4), (3, 4)), ((2, 3, 4), (4,)), ((2, 1, 4), (3, 1)), ((5,), ())]
+for _name, _cls in _BINARY.items():
+    for _k, (_a, _b) in enumerate(_SHAPES):
+        case(f"{_name}_{_k}", [(_a, F), (_b, F)], op(_cls), positive=_name == "power")
+    if _name in ("add", "subtract", "multiply", "maximum", "minimum"):
+        case(f"{_name}_i32", [((2, 3, 4), I), ((3, 1), I)], op(_cls))
+
+# ---- unary -------------------------------------------------------------------------------
+for _name, _cls in {
+    "relu": nn.ReluOp,
+    "sigmoid": nn.SigmoidOp,
+    "tanh": nn.TanhOp,
+    "exp": nn.ExpOp,
+    "log": nn.LogOp,
+    "sqrt": nn.SqrtOp,
+    "negative": nn.NegativeOp,
+    "abs": nn.AbsOp,
+    "erf": nn.ErfOp,
+    "reciprocal": nn.ReciprocalOp,
+    "hard_swish": nn.HardSwishOp,
+}.items():
+    case(f"{_name}", [((2, 3, 5), F)], op(_cls), positive=_name in ("log", "sqrt"))
+for _name, _cls in {"relu": nn.ReluOp, "negative": nn.NegativeOp, "abs": nn.AbsOp}.items():
+    case(f"{_name}_i32", [((4, 6), I)], op(_cls))
+case("clip", [((3, 7), F)], op(nn.ClipOp, a_min=-0.5, a_max=0.75))
+case("clip_low", [((3, 7), F)], op(nn.ClipOp, a_min=0.1))
+case("leaky_relu", [((3, 7), F)], op(nn.LeakyReluOp, alpha=0.2))
+case("hard_sigmoid", [((3, 7), F)], op(nn.HardSigmoidOp, alpha=0.3, beta=0.4))
+case("cast_f32_i32", [((4, 8), F)], op(nn.CastOp, dtype="i32"))
+case("cast_i32_f32", [((4, 8), I)], op(nn.CastOp, dtype="f32"))
+
+# ---- bias_add, batch_norm ------------------------------------------------------------------
+case("bias_add_nchw", [((2, 3, 4, 5), F), ((3,), F)], op(nn.BiasAddOp))
+case("bias_add_2d", [((4, 6), F), ((6,), F)], op(nn.BiasAddOp, axis=-1))
+case("bias_add_axis2", [((2, 3, 4), F), ((4,), F)], op(nn.BiasAddOp, axis=2))
+case(
+    "batch_norm_args",
+    [((2, 3, 4, 4), F), ((3,), F), ((3,), F), ((3,), F), ((3,), F)],
+    op(nn.BatchNormOp, epsilon=1e-3),
+    positive=True,
+)
+_rng = np.random.default_rng(7)
+case(
+    "batch_norm_const",
+    [((2, 4, 3, 3), F)],
+    op(nn.BatchNormOp),
+    consts=[
+        _rng.standard_normal(4).astype(np.float32),
+        _rng.standard_normal(4).astype(np.float32),
+        _rng.standard_normal(4).astype(np.float32),
+        (_rng.random(4) + 0.5).astype(np.float32),
+    ],
+)
+
+# ---- conv2d ------------------------------------------------------------------------------------
+_CONVS: list[tuple[str, tuple[int, ...], tuple[int, ...], dict[str, Any]]] = [
+    ("conv_pad1", (1, 3, 8, 8), (4, 3, 3, 3), {"padding": (1, 1, 1, 1)}),
+    ("conv_stride2", (2, 3, 9, 9), (5, 3, 3, 3), {"strides": (2, 2), "padding": (1, 1, 1, 1)}),
+    ("conv_dilation", (1, 2, 10, 10), (3, 2, 3, 3), {"dilation": (2, 2), "padding": (2, 2, 2, 2)}),
+    ("conv_groups", (1, 4, 6, 6), (6, 2, 3, 3), {"groups": 2, "padding": (1, 1, 1, 1)}),
+    ("conv_depthwise", (2, 4, 7, 7), (4, 1, 3, 3), {"groups": 4, "padding": (1, 1, 1, 1)}),
+    ("conv_asym_pad", (1, 3, 7, 6), (8, 3, 3, 2), {"padding": (1, 0, 2, 1), "strides": (1, 2)}),
+    ("conv_1x1", (3, 8, 5, 5), (4, 8, 1, 1), {}),
+    ("conv_5x5_s3", (1, 2, 13, 11), (3, 2, 5, 5), {"strides": (3, 3), "padding": (2, 1, 2, 1)}),
+]
+for _name, _x, _w, _attrs in _CONVS:
+    case(_name, [(_x, F), (_w, F)], op(nn.Conv2DOp, **_attrs), tol=1e-4)
+
+# ---- dense, matmul -------------------------------------------------------------------------------
+case("dense_1x16", [((1, 16), F), ((9, 16), F)], op(nn.DenseOp), tol=1e-4)
+case("dense_batched", [((3, 5, 13), F), ((7, 13), F)], op(nn.DenseOp), tol=1e-4)
+case("dense_const_w", [((2, 24), F)], op(nn.DenseOp), consts=[_rng.standard_normal((6, 24)).astype(np.float32)], tol=1e-4)
+case("matmul_2d", [((4, 5), F), ((5, 3), F)], op(nn.MatmulOp), tol=1e-4)
+case("matmul_batched", [((2, 4, 5), F), ((5, 3), F)], op(nn.MatmulOp), tol=1e-4)
+case("matmul_broadcast", [((2, 1, 4, 5), F), ((3, 5, 6), F)], op(nn.MatmulOp), tol=1e-4)
+case("matmul_vec_mat", [((5,), F), ((5, 3), F)], op(nn.MatmulOp), tol=1e-4)
+case("matmul_mat_vec", [((4, 5), F), ((5,), F)], op(nn.MatmulOp), tol=1e-4)
+
+# ---- pooling -----------------------------------------------------------------------------------------
+case("max_pool", [((2, 3, 8, 8), F)], op(nn.MaxPool2DOp, pool_size=(2, 2), strides=(2, 2)))
+case(
+    "max_pool_pad_ceil",
+    [((1, 2, 7, 7), F)],
+    op(nn.MaxPool2DOp, pool_size=(3, 3), strides=(2, 2), padding=(1, 1, 1, 1), ceil_mode=True),
+)
+case("max_pool_dilation", [((1, 2, 9, 9), F)], op(nn.MaxPool2DOp, pool_size=(2, 2), dilation=(2, 2)))
+case("avg_pool", [((2, 3, 8, 8), F)], op(nn.AvgPool2DOp, pool_size=(3, 3), strides=(1, 1)))
+case(
+    "avg_pool_pad",
+    [((1, 2, 7, 7), F)],
+    op(nn.AvgPool2DOp, pool_size=(3, 3), strides=(2, 2), padding=(1, 1, 1, 1)),
+)
+case(
+    "avg_pool_pad_include",
+    [((1, 2, 7, 7), F)],
+    op(nn.AvgPool2DOp, pool_size=(3, 3), strides=(2, 2), padding=(1, 1, 1, 1), count_include_pad=True, ceil_mode=True),
+)
+case("global_avg_pool", [((2, 3, 5, 4), F)], op(nn.GlobalAvgPool2DOp))
+case("global_max_pool", [((2, 3, 5, 4), F)], op(nn.GlobalMaxPool2DOp))
+
+# ---- softmax, reductions ----------------------------------------------------------------------------
+case("softmax_last", [((3, 10), F)], op(nn.SoftmaxOp))
+case("softmax_axis1", [((2, 5, 4), F)], op(nn.SoftmaxOp, axis=1))
+for _name, _cls in {"sum": nn.ReduceSumOp, "mean": nn.ReduceMeanOp, "max": nn.ReduceMaxOp}.items():
+    case(f"reduce_{_name}_all", [((3, 4, 5), F)], op(_cls))
+    case(f"reduce_{_name}_axis1", [((3, 4, 5), F)], op(_cls, axes=(1,)))
+    case(f"reduce_{_name}_02_keep", [((3, 4, 5), F)], op(_cls, axes=(0, 2), keepdims=True))
+    case(f"reduce_{_name}_last", [((2, 3, 6), F)], op(_cls, axes=(-1,)))
+case("reduce_sum_i32", [((3, 4, 5), I)], op(nn.ReduceSumOp, axes=(0, 2)))
+case("reduce_max_i32", [((3, 4, 5), I)], op(nn.ReduceMaxOp, axes=(1,)))
+
+# ---- layout -------------------------------------------------------------------------------------------
+case("transpose_201", [((2, 3, 4), F)], op(nn.TransposeOp, axes=(2, 0, 1)))
+case("transpose_reverse", [((2, 3, 4, 5), F)], op(nn.TransposeOp))
+case("transpose_i32", [((3, 5), I)], op(nn.TransposeOp, axes=(1, 0)))
+case("transpose_trivial", [((1, 6, 1), F)], op(nn.TransposeOp, axes=(2, 0, 1)))
+case("concat_axis0", [((2, 3), F), ((1, 3), F), ((4, 3), F)], op(nn.ConcatenateOp, axis=0))
+case("concat_axis1", [((2, 3, 2), F), ((2, 1, 2), F)], op(nn.ConcatenateOp, axis=1))
+case("concat_last_i32", [((2, 3), I), ((2, 5), I)], op(nn.ConcatenateOp, axis=-1))
+case("pad_constant", [((2, 3, 4), F)], op(nn.PadOp, pad_width=(0, 1, 2, 0, 1, 3), pad_value=1.5))
+case("pad_edge", [((3, 4), F)], op(nn.PadOp, pad_width=(2, 1, 0, 3), pad_mode="edge"))
+case("pad_reflect", [((4, 5), F)], op(nn.PadOp, pad_width=(3, 1, 2, 4), pad_mode="reflect"))
+case("pad_i32", [((3, 3), I)], op(nn.PadOp, pad_width=(1, 1, 1, 1), pad_value=-7.0))
+case("reshape", [((2, 3, 4), F)], op(nn.ReshapeOp, newshape=(6, 4)))
+case("flatten", [((2, 3, 4), I)], op(nn.FlattenOp))
+
+
+def _reshape_chain(vs: list[SSAValue]) -> list[Operation]:
+    """add -> reshape -> relu: a reshape (an alias) between two fused ops."""
+    add = nn.AddOp.build(vs[0], vs[1])
+    reshaped = nn.ReshapeOp.build(add, newshape=(4, 6))
+    return [add, reshaped, nn.ReluOp.build(reshaped)]
+
+
+case("reshape_chain", [((2, 3, 4), F), ((4,), F)], _reshape_chain)
+
+
+# ---------------------------------------------------------------------------
+# Modules
+# ---------------------------------------------------------------------------
+
+
+def make_partition(name: str, c: Case) -> func.FuncOp:
+    arg_types = [nn.tensor(s, _dt(d)) for s, d in c.inputs]
+    block = Block(arg_types=arg_types)
+    for i, a in enumerate(block.args):
+        a.name_hint = f"x{i}"
+    consts = [nn.ConstantOp.from_array(a) for a in c.consts]
+    block.add_ops(consts)
+    operands: list[SSAValue] = [*block.args, *(k.result for k in consts)]
+    built = c.build(operands)
+    ops = built if isinstance(built, list) else [built]
+    block.add_ops(ops)
+    result = ops[-1]
+    block.add_op(func.ReturnOp(result.results[0]))
+    f = func.FuncOp(name, (arg_types, [result.results[0].type]), Region(block), visibility="private")
+    f.attributes["byoc.compiler"] = StringAttr("ccompiler")
+    return f
+
+
+def case_module(cases: Sequence[Case]) -> ModuleOp:
+    return ModuleOp([make_partition(f"ccompiler_{c.name}", c) for c in cases])
+
+
+def random_inputs(c: Case, rng: np.random.Generator) -> list[np.ndarray[Any, Any]]:
+    out: list[np.ndarray[Any, Any]] = []
+    for shape, dtype in c.inputs:
+        if dtype == "i32":
+            a = rng.integers(-1000, 1000, size=shape, dtype=np.int32)
+            if a.size > 2:
+                a.reshape(-1)[:2] = [2**31 - 1, -(2**31)]  # wrap-around and INT_MIN
+        elif c.positive:
+            a = (rng.random(shape) + 0.1).astype(np.float32)
+        else:
+            a = rng.standard_normal(shape).astype(np.float32)
+            if c.name == "cast_f32_i32":
+                a = (a * 1e3).astype(np.float32)
+                a.reshape(-1)[:4] = [3e9, -3e9, np.nan, -2.5]
+        out.append(np.asarray(a))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Random DAGs of supported ops
+# ---------------------------------------------------------------------------
+
+_DAG_UNARY = [nn.ReluOp, nn.SigmoidOp, nn.TanhOp, nn.NegativeOp, nn.AbsOp, nn.ExpOp]
+_DAG_BINARY = [nn.AddOp, nn.SubtractOp, nn.MultiplyOp, nn.MaximumOp, nn.MinimumOp]
+
+
+def random_dag(name: str, rng: np.random.Generator, n_ops: int) -> tuple[func.FuncOp, list[tuple[tuple[int, ...], str]]]:
+    """A random partition: elementwise/broadcast chains over (2, C, H, W) tensors, with
+    conv2d, bias_add, pooling, softmax, reshape and concatenate mixed in; several outputs."""
+    c_ch = int(rng.integers(2, 5))
+    hw = int(rng.integers(3, 7))
+    full = (2, c_ch, hw, hw)
+    shapes = [full, full, (c_ch, 1, 1), (hw,)]
+    n_args = int(rng.integers(1, 4))
+    arg_shapes = [shapes[int(rng.integers(0, len(shapes)))] for _ in range(n_args)]
+    arg_shapes[0] = full
+    arg_types = [nn.tensor(s, f32) for s in arg_shapes]
+    block = Block(arg_types=arg_types)
+    values: list[SSAValue] = list(block.args)
+    used: set[SSAValue] = set()
+
+    def add(op: Operation) -> SSAValue:
+        block.add_op(op)
+        values.append(op.results[0])
+        return op.results[0]
+
+    def pick() -> SSAValue:
+        # prefer recent values, so chains form; sometimes reach back (diamonds)
+        k = len(values) - 1 - int(min(rng.geometric(0.4) - 1, len(values) - 1))
+        v = values[k]
+        used.add(v)
+        return v
+
+    def full_value() -> SSAValue:
+        for _ in range(8):
+            v = pick()
+            if nn.shape_of(v.type) == full:
+                return v
+        return block.args[0]
+
+    for _ in range(n_ops):
+        kind = rng.random()
+        if kind < 0.3:
+            add(_DAG_UNARY[int(rng.integers(0, len(_DAG_UNARY)))].build(pick()))
+        elif kind < 0.65:
+            a, b = pick(), pick()
+            try:
+                nn.broadcast_shapes(nn.shape_of(a.type), nn.shape_of(b.type))
+            except Exception:
+                b = a
+            add(_DAG_BINARY[int(rng.integers(0, len(_DAG_BINARY)))].build(a, b))
+        elif kind < 0.72:
+            x = full_value()
+            w = nn.ConstantOp.from_array(rng.standard_normal((c_ch, c_ch, 3, 3)).astype(np.float32) * 0.3)
+            block.add_op(w)
+            add(nn.Conv2DOp.build(x, w, padding=(1, 1, 1, 1)))
+        elif kind < 0.79:
+            x = full_value()
+            bias = nn.ConstantOp.from_array(rng.standard_normal(c_ch).astype(np.float32))
+            block.add_op(bias)
+            add(nn.BiasAddOp.build(x, bias))
+        elif kind < 0.84:
+            x = full_value()
+            pooled = add(nn.MaxPool2DOp.build(x, pool_size=(3, 3), padding=(1, 1, 1, 1)))
+            used.add(pooled)
+        elif kind < 0.89:
+            add(nn.SoftmaxOp.build(full_value(), axis=1))
+        elif kind < 0.94:
+            x = full_value()
+            r = add(nn.ReshapeOp.build(x, newshape=(2, c_ch * hw * hw)))
+            used.add(r)
+            back = add(nn.ReshapeOp.build(r, newshape=full))
+            used.add(back)
+        else:
+            x, y = full_value(), full_value()
+            cat = add(nn.ConcatenateOp.build(x, y, axis=1))
+            used.add(cat)
+            add(nn.ReduceSumOp.build(cat, axes=(1,), keepdims=True))
+    produced = [v for v in values[n_args:]]
+    outs = [v for v in produced if v not in used] or produced[-1:]
+    if len(outs) > 1 and rng.random() < 0.5:
+        outs.append(produced[int(rng.integers(0, len(produced)))])  # an interior value too
+    outs = list(dict.fromkeys(outs))
+    block.add_op(func.ReturnOp(*outs))
+    f = func.FuncOp(name, (arg_types, [v.type for v in outs]), Region(block), visibility="private")
+    f.attributes["byoc.compiler"] = StringAttr("ccompiler")
+    return f, [(s, "f32") for s in arg_shapes]
+
+
+def tensor_spec(t: Any) -> tuple[tuple[int, ...], str]:
+    assert isinstance(t, TensorType)
+    return tuple(t.get_shape()), "f32" if t.element_type == f32 else "i32"
