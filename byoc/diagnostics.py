@@ -23,16 +23,18 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import difflib
 import re
 import warnings
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation
-from xdsl.parser import Parser
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import MultipleSpansParseError, ParseError
 from xdsl.utils.mlir_lexer import MLIRTokenKind
@@ -117,7 +119,10 @@ class SourceBuffer:
         if not 0 <= index < len(starts):
             return None
         end = starts[index + 1] - 1 if index + 1 < len(starts) else len(self.text)
-        return self.text[starts[index] : end].rstrip("\r")
+        line_text = self.text[starts[index] : end].rstrip("\r")
+        if not line_text.isprintable():  # shown on a terminal: no control characters
+            line_text = "".join(c if c.isprintable() or c == "\t" else "?" for c in line_text)
+        return line_text
 
     def at(self, offset: int, message: str, severity: str = "error") -> Diagnostic:
         line, col = self.line_col(offset)
@@ -145,13 +150,44 @@ class LocatingParser(Parser):
 
     def __init__(self, ctx: Context, text: str, name: str = "<unknown>"):
         super().__init__(ctx, text, name)
+        self.text = text
         self.op_offsets: dict[Operation, int] = {}
+        self.forward_uses: dict[str, int] = {}
+        """SSA name -> offset of its first use before any definition."""
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
         op = super().parse_operation()
         self.op_offsets[op] = start
         return op
+
+    def resolve_operand(self, operand: UnresolvedOperand, type: Any) -> Any:
+        if operand.operand_name not in self.ssa_values:
+            self.forward_uses.setdefault(operand.operand_name, operand.span.start)
+        return super().resolve_operand(operand, type)
+
+    def _get_op_by_name(self, name: str) -> type[Operation]:
+        """As xDSL's, but an unknown op is reported at its name, with the closest names."""
+        op_type = self.ctx.get_optional_op(name, dialect_stack=self._parser_state.dialect_stack)
+        if op_type is not None:
+            return op_type
+        end = self._current_token.span.start
+        start = self.text.rfind(name, 0, end)
+        if start == -1:
+            start = end
+        dialect_name, dot, _ = name.partition(".")
+        hint = ""
+        if dot:
+            dialect = self.ctx.get_optional_dialect(dialect_name)
+            if dialect is None:
+                known = ", ".join(sorted(self.ctx.registered_dialect_names))
+                hint = f" (no dialect '{dialect_name}' is registered; dialects: {known})"
+            else:
+                names = [op.name for op in dialect.operations]
+                close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+                if close:
+                    hint = f"; did you mean {', '.join(repr(c) for c in close)}?"
+        self.raise_error(f"Operation {name} is not registered{hint}", start, start + len(name))
 
 
 @dataclass
@@ -230,6 +266,13 @@ def parse_source(ctx: Context, source: SourceBuffer, implicit_module: bool = Tru
     except ParseError as e:
         message = (getattr(e, "msg", None) or str(e)).strip()
         found = [source.at(_parse_error_offset(e, parser.pos), message)]
+        undefined = [n for n in parser.forward_ssa_references if n in parser.forward_uses]
+        if message.startswith("values used but not defined") and undefined:
+            # xDSL notices at the end of the input; point at each first use instead
+            found = [
+                source.at(parser.forward_uses[n], f"use of undefined value '%{n}'")
+                for n in undefined
+            ]
         if parser._current_token.kind is MLIRTokenKind.EOF:
             unclosed = _unclosed_brace(source.text)
             if unclosed is not None:
