@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from xdsl.dialects.builtin import TensorType
@@ -52,41 +52,29 @@ COMMUTATIVE_OPS = frozenset({"nn.add", "nn.multiply"})
 # --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class _State:
-    """A partial match: immutable, so backtracking is just dropping it."""
+    """The match being built. Mutable: every step undoes its own changes when it backtracks."""
 
-    bound: Mapping[int, SSAValue] = field(default_factory=dict)
-    """id(pattern node) -> the value it matched."""
-    ops: tuple[Operation, ...] = ()
-    inputs: tuple[SSAValue, ...] = ()
-    constants: tuple[ConstantOp, ...] = ()
-    captures: Mapping[str, SSAValue] = field(default_factory=dict)
+    __slots__ = ("block", "ok", "bound", "ops", "inputs", "constants", "captures")
 
-    def bind(self, node: Pattern, value: SSAValue) -> _State:
-        bound = dict(self.bound)
-        bound[id(node)] = value
-        return _State(bound, self.ops, self.inputs, self.constants, self.captures)
+    def __init__(self, block: Block, ok: Available):
+        self.block = block
+        self.ok = ok
+        self.bound: dict[int, SSAValue] = {}
+        """id(pattern node) -> the value it matched."""
+        self.ops: list[Operation] = []
+        self.inputs: list[SSAValue] = []
+        self.constants: list[ConstantOp] = []
+        self.captures: dict[str, SSAValue] = {}
 
-    def add_op(self, op: Operation) -> _State:
-        if op in self.ops:
-            return self
-        return _State(self.bound, (*self.ops, op), self.inputs, self.constants, self.captures)
 
-    def add_input(self, value: SSAValue) -> _State:
-        if value in self.inputs:
-            return self
-        return _State(self.bound, self.ops, (*self.inputs, value), self.constants, self.captures)
-
-    def add_constant(self, op: ConstantOp) -> _State:
-        if op in self.constants:
-            return self
-        return _State(self.bound, self.ops, self.inputs, (*self.constants, op), self.captures)
-
-    def capture(self, name: str, value: SSAValue) -> _State:
-        caps = dict(self.captures)
-        caps[name] = value
-        return _State(self.bound, self.ops, self.inputs, self.constants, caps)
+def _push_new(items: list[Any], item: Any) -> bool:
+    """Append `item` unless it is there (by identity); whether it was appended."""
+    for x in items:
+        if x is item:
+            return False
+    items.append(item)
+    return True
 
 
 @dataclass(frozen=True)
@@ -161,18 +149,22 @@ class Pattern:
         """Op names a match can be rooted at; None if any value (wildcards)."""
         return None
 
-    def _match(self, value: SSAValue, state: _State, block: Block, ok: Available) -> Iterator[_State]:
+    def _match(self, value: SSAValue, st: _State) -> Iterator[None]:
+        """Yield once per way `value` matches, with `st` extended; undo on resuming."""
         raise NotImplementedError
 
-    def _go(self, value: SSAValue, state: _State, block: Block, ok: Available) -> Iterator[_State]:
+    def _go(self, value: SSAValue, st: _State) -> Iterator[None]:
         """Match with the "same node, same value" rule applied."""
-        seen = state.bound.get(id(self))
+        key = id(self)
+        seen = st.bound.get(key)
         if seen is not None:
             if seen is value:
-                yield state
+                yield
             return
-        for s in self._match(value, state, block, ok):
-            yield s.bind(self, value)
+        for _ in self._match(value, st):
+            st.bound[key] = value
+            yield
+            del st.bound[key]
 
     def matches(self, root: Operation, available: Available = _always) -> Iterator[Match]:
         """Every match rooted at `root`'s single result, best first.
@@ -184,11 +176,11 @@ class Pattern:
         names = self.root_ops()
         if names is not None and root.name not in names:
             return
-        value = root.results[0]
-        for s in self._go(value, _State(), root.parent, available):
-            if root not in s.ops:  # the root must be matched by an op pattern
+        st = _State(root.parent, available)
+        for _ in self._go(root.results[0], st):
+            if not any(o is root for o in st.ops):  # the root must be matched by an op pattern
                 continue
-            yield Match(root, s.ops, s.inputs, s.constants, dict(s.captures))
+            yield Match(root, tuple(st.ops), tuple(st.inputs), tuple(st.constants), dict(st.captures))
 
     def match(self, root: Operation, available: Available = _always) -> Match | None:
         """The first match rooted at `root`, or None."""
@@ -196,8 +188,11 @@ class Pattern:
 
 
 class WildcardPattern(Pattern):
-    def _match(self, value: SSAValue, state: _State, block: Block, ok: Available) -> Iterator[_State]:
-        yield state.add_input(value)
+    def _match(self, value: SSAValue, st: _State) -> Iterator[None]:
+        added = _push_new(st.inputs, value)
+        yield
+        if added:
+            st.inputs.pop()
 
     def __repr__(self) -> str:
         return "wildcard()"
@@ -207,18 +202,24 @@ class VarPattern(Pattern):
     def __init__(self, name: str | None = None):
         self.name = name
 
-    def _match(self, value: SSAValue, state: _State, block: Block, ok: Available) -> Iterator[_State]:
+    def _match(self, value: SSAValue, st: _State) -> Iterator[None]:
         if isinstance(value, BlockArgument) and (self.name is None or value.name_hint == self.name):
-            yield state.add_input(value)
+            added = _push_new(st.inputs, value)
+            yield
+            if added:
+                st.inputs.pop()
 
     def __repr__(self) -> str:
         return f"is_var({self.name!r})" if self.name else "is_var()"
 
 
 class ConstantPattern(Pattern):
-    def _match(self, value: SSAValue, state: _State, block: Block, ok: Available) -> Iterator[_State]:
+    def _match(self, value: SSAValue, st: _State) -> Iterator[None]:
         if isinstance(value, OpResult) and isinstance(value.op, ConstantOp):
-            yield state.add_constant(value.op)
+            added = _push_new(st.constants, value.op)
+            yield
+            if added:
+                st.constants.pop()
 
     def __repr__(self) -> str:
         return "is_constant()"
@@ -279,28 +280,31 @@ class CallPattern(Pattern):
     def root_ops(self) -> frozenset[str] | None:
         return frozenset({self.op_name})
 
-    def _match(self, value: SSAValue, state: _State, block: Block, ok: Available) -> Iterator[_State]:
+    def _match(self, value: SSAValue, st: _State) -> Iterator[None]:
         if not isinstance(value, OpResult):
             return
         op = value.op
-        if op.name != self.op_name or op.parent is not block or not ok(op):
+        if op.name != self.op_name or op.parent is not st.block or not st.ok(op):
             return
-        if not _attrs_hold(op, self.attrs):
+        if self.attrs and not _attrs_hold(op, self.attrs):
             return
-        state = state.add_op(op)
-        operands = op.operands
-        if self.args is None:
+        operands = tuple(op.operands)
+        args = self.args
+        if args is not None and len(operands) != len(args):
+            return
+        added = _push_new(st.ops, op)
+        if args is None:
+            n = len(st.inputs)
             for v in operands:
-                state = state.add_input(v)
-            yield state
-            return
-        if len(operands) != len(self.args):
-            return
-        orders: list[Sequence[SSAValue]] = [operands]
-        if self.op_name in COMMUTATIVE_OPS and len(operands) == 2 and operands[0] is not operands[1]:
-            orders.append((operands[1], operands[0]))
-        for order in orders:
-            yield from _match_all(self.args, order, state, block, ok)
+                _push_new(st.inputs, v)
+            yield
+            del st.inputs[n:]
+        else:
+            yield from _match_all(args, operands, 0, st)
+            if self.op_name in COMMUTATIVE_OPS and len(operands) == 2 and operands[0] is not operands[1]:
+                yield from _match_all(args, (operands[1], operands[0]), 0, st)
+        if added:
+            st.ops.pop()
 
     def __repr__(self) -> str:
         attrs = "".join(f", {k}={v!r}" for k, v in self.attrs.items())
@@ -311,13 +315,16 @@ class CallPattern(Pattern):
 
 
 def _match_all(
-    patterns: Sequence[Pattern], values: Sequence[SSAValue], state: _State, block: Block, ok: Available
-) -> Iterator[_State]:
-    if not patterns:
-        yield state
+    patterns: Sequence[Pattern], values: Sequence[SSAValue], i: int, st: _State
+) -> Iterator[None]:
+    if i == len(patterns):
+        yield
         return
-    for s in patterns[0]._go(values[0], state, block, ok):
-        yield from _match_all(patterns[1:], values[1:], s, block, ok)
+    if i + 1 == len(patterns):
+        yield from patterns[i]._go(values[i], st)
+        return
+    for _ in patterns[i]._go(values[i], st):
+        yield from _match_all(patterns, values, i + 1, st)
 
 
 class AltPattern(Pattern):
@@ -329,9 +336,9 @@ class AltPattern(Pattern):
         a, b = self.left.root_ops(), self.right.root_ops()
         return None if a is None or b is None else a | b
 
-    def _match(self, value: SSAValue, state: _State, block: Block, ok: Available) -> Iterator[_State]:
-        yield from self.left._go(value, state, block, ok)
-        yield from self.right._go(value, state, block, ok)
+    def _match(self, value: SSAValue, st: _State) -> Iterator[None]:
+        yield from self.left._go(value, st)
+        yield from self.right._go(value, st)
 
     def __repr__(self) -> str:
         return f"({self.left!r} | {self.right!r})"
@@ -350,10 +357,10 @@ class AttrPattern(_Wrapper):
         super().__init__(inner)
         self.attrs = dict(attrs)
 
-    def _match(self, value: SSAValue, state: _State, block: Block, ok: Available) -> Iterator[_State]:
+    def _match(self, value: SSAValue, st: _State) -> Iterator[None]:
         if not isinstance(value, OpResult) or not _attrs_hold(value.op, self.attrs):
             return
-        yield from self.inner._go(value, state, block, ok)
+        yield from self.inner._go(value, st)
 
     def __repr__(self) -> str:
         return f"{self.inner!r}.has_attr({self.attrs!r})"
@@ -365,9 +372,9 @@ class TypePattern(_Wrapper):
         self.test = test
         self.what = what
 
-    def _match(self, value: SSAValue, state: _State, block: Block, ok: Available) -> Iterator[_State]:
+    def _match(self, value: SSAValue, st: _State) -> Iterator[None]:
         if isinstance(value.type, TensorType) and self.test(value.type):
-            yield from self.inner._go(value, state, block, ok)
+            yield from self.inner._go(value, st)
 
     def __repr__(self) -> str:
         return f"{self.inner!r}.has({self.what})"
@@ -378,9 +385,15 @@ class NamedPattern(_Wrapper):
         super().__init__(inner)
         self.name = name
 
-    def _match(self, value: SSAValue, state: _State, block: Block, ok: Available) -> Iterator[_State]:
-        for s in self.inner._go(value, state, block, ok):
-            yield s.capture(self.name, value)
+    def _match(self, value: SSAValue, st: _State) -> Iterator[None]:
+        for _ in self.inner._go(value, st):
+            previous = st.captures.get(self.name)
+            st.captures[self.name] = value
+            yield
+            if previous is None:
+                del st.captures[self.name]
+            else:
+                st.captures[self.name] = previous
 
     def __repr__(self) -> str:
         return f"{self.inner!r}.named({self.name!r})"

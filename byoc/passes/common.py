@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import FunctionType, ModuleOp, StringAttr
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Block, Operation
+from xdsl.ir import Attribute, Block, Operation
 
 from byoc.dialects.byoc import COMPILER_ATTR, TARGET_ATTR, RegionOp
 from byoc.targets import UnknownTargetError, get_target
@@ -86,3 +86,24 @@ def erase(op: Operation) -> None:
         op.parent.erase_op(op)
     else:
         op.erase()
+
+
+class AttrCache:
+    """Attributes a pass makes many times, built once (xDSL attributes verify on creation)."""
+
+    def __init__(self) -> None:
+        self._strings: dict[str, StringAttr] = {}
+        self._function_types: dict[tuple[tuple[Attribute, ...], tuple[Attribute, ...]], FunctionType] = {}
+
+    def string(self, text: str) -> StringAttr:
+        attr = self._strings.get(text)
+        if attr is None:
+            attr = self._strings[text] = StringAttr(text)
+        return attr
+
+    def function_type(self, inputs: Sequence[Attribute], outputs: Sequence[Attribute]) -> FunctionType:
+        key = (tuple(inputs), tuple(outputs))
+        attr = self._function_types.get(key)
+        if attr is None:
+            attr = self._function_types[key] = FunctionType.from_lists(list(inputs), list(outputs))
+        return attr

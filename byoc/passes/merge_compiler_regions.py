@@ -45,7 +45,7 @@ from xdsl.traits import IsTerminator
 
 from byoc.diagnostics import PassError
 from byoc.dialects.byoc import TARGET_ATTR, CompositeOp, RegionOp, YieldOp
-from byoc.passes.common import erase, host_functions, is_known_target, target_of
+from byoc.passes.common import AttrCache, erase, host_functions, is_known_target, target_of
 from byoc.targets import KNOWN_TARGETS, TARGET_FAMILIES
 
 TRIVIAL_OPS = frozenset({"nn.reshape", "nn.flatten", "nn.constant"})
@@ -357,21 +357,32 @@ def merge_block(block: Block, min_ops: int = 1) -> int:
     group_of = propose_regions(graph)
     group_of = _drop_small(nodes, group_of, min_ops)
     order = condensation_order(graph, group_of)
-    last = block.last_op
-    terminator = last if last is not None and last.has_trait(IsTerminator) else None
-    for o in nodes:
-        o.detach()
+    attrs = AttrCache()
     regions = 0
+    previous: Operation | None = None  # the last op placed; the next goes right after it
     for component in order:
-        first = component[0]
-        if group_of[first] < 0:
-            _place(block, nodes[first], terminator)
-        elif len(component) == 1 and isinstance(nodes[first], RegionOp):
-            _place(block, nodes[first], terminator)
-            regions += 1
+        first = nodes[component[0]]
+        if group_of[component[0]] < 0 or (len(component) == 1 and isinstance(first, RegionOp)):
+            op = first
+            regions += group_of[component[0]] >= 0
+            if (op.prev_op is previous and op.parent is block) or (previous is None and block.first_op is op):
+                previous = op  # already in place: most ops do not move
+                continue
+            op.detach()
         else:
-            _place(block, _make_region(graph.targets[first] or "", [nodes[v] for v in component]), terminator)
+            target = attrs.string(graph.targets[component[0]] or "")
+            for v in component:
+                nodes[v].detach()
+            op = _make_region(target, [nodes[v] for v in component])
             regions += 1
+        if previous is None:
+            if block.first_op is None:
+                block.add_op(op)
+            else:
+                block.insert_op_before(op, block.first_op)
+        else:
+            block.insert_op_after(op, previous)
+        previous = op
     for v, o in enumerate(nodes):
         if group_of[v] < 0 and isinstance(o, RegionOp):
             _unwrap(o)
@@ -401,14 +412,7 @@ def _untag(op: Operation) -> None:
             inner.attributes.pop(TARGET_ATTR, None)
 
 
-def _place(block: Block, op: Operation, terminator: Operation | None) -> None:
-    if terminator is None:
-        block.add_op(op)
-    else:
-        block.insert_op_before(op, terminator)
-
-
-def _make_region(target: str, members: list[Operation]) -> RegionOp:
+def _make_region(target: StringAttr, members: list[Operation]) -> RegionOp:
     """A region holding `members` (in order); existing regions among them are flattened into it."""
     body = Block()
     replaced: list[tuple[RegionOp, list[SSAValue]]] = []
@@ -437,7 +441,7 @@ def _make_region(target: str, members: list[Operation]) -> RegionOp:
                     escaping.append(result)
                     break
     region = RegionOp.create(
-        properties={"target": StringAttr(target)},
+        properties={"target": target},
         result_types=[v.type for v in escaping],
         regions=[Region([body])],
     )

@@ -118,6 +118,7 @@ def merge_matches(block: Block, composite: str, entry: TableEntry, extra_results
     def available(o: Operation) -> bool:
         return id(o) not in claimed
 
+    name = StringAttr(composite)
     made = 0
     for root in reversed(ops):
         if id(root) in claimed or (roots is not None and root.name not in roots):
@@ -130,7 +131,7 @@ def merge_matches(block: Block, composite: str, entry: TableEntry, extra_results
             if not entry.accepts(match):
                 continue
             claimed.update(inside)
-            for const in _build_composite(composite, match, escaping, inside, block, position):
+            for const in _build_composite(name, match, escaping, inside, block, position):
                 claimed.add(id(const))
             made += 1
             break
@@ -194,7 +195,7 @@ def _no_cycle(
 
 
 def _build_composite(
-    name: str,
+    name: StringAttr,
     match: Match,
     escaping: list[SSAValue],
     inside: set[int],
@@ -210,7 +211,7 @@ def _build_composite(
     composite = CompositeOp.create(
         operands=match.inputs,
         result_types=[v.type for v in results],
-        properties={"composite": StringAttr(name)},
+        properties={"composite": name},
         regions=[Region(body)],
     )
     block.insert_op_before(composite, root)

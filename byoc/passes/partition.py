@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FunctionType, ModuleOp, StringAttr, SymbolRefAttr
+from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
 from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.passes import ModulePass
@@ -55,7 +55,7 @@ from byoc.diagnostics import PassError
 from byoc.dialects.byoc import COMPILER_ATTR, TARGET_ATTR, CompositeOp, RegionOp, YieldOp
 from byoc.dialects.nn import ConstantOp
 from byoc.op_registry import get_op_attr
-from byoc.passes.common import erase, host_functions, target_of
+from byoc.passes.common import AttrCache, erase, host_functions, target_of
 from byoc.targets import KNOWN_TARGETS, TARGET_FAMILIES, UnknownTargetError, get_target
 
 _PRIVATE = StringAttr("private")
@@ -105,21 +105,26 @@ class PartitionPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         namer = SymbolNamer(op)
+        attrs = AttrCache()
         for func in host_functions(op):
             anchor: Operation = func
-            for outlined in partition_function(func, namer, self.bind_constants):
+            for outlined in partition_function(func, namer, self.bind_constants, attrs):
                 op.body.block.insert_op_after(outlined, anchor)
                 anchor = outlined
 
 
-def partition_function(func: FuncOp, namer: SymbolNamer, bind_constants: bool = True) -> list[FuncOp]:
+def partition_function(
+    func: FuncOp, namer: SymbolNamer, bind_constants: bool = True, attrs: AttrCache | None = None
+) -> list[FuncOp]:
     """Outline every region and tagged op of `func`; return the new functions in order."""
+    attrs = attrs if attrs is not None else AttrCache()
     out: list[FuncOp] = []
     for block in func.body.blocks:
         units = [o for o in block.ops if isinstance(o, RegionOp) or TARGET_ATTR in o.attributes]
         for unit in units:
             target = _checked_target(unit)
-            out.append(_outline(unit, target, namer.fresh(target, func.sym_name.data), bind_constants))
+            name = namer.fresh(target, func.sym_name.data)
+            out.append(_outline(unit, target, name, bind_constants, attrs))
     return out
 
 
@@ -236,7 +241,7 @@ def _rewire(body: Block, mapping: dict[SSAValue, SSAValue]) -> None:
         visit(op)
 
 
-def _outline(unit: Operation, target: str, name: str, bind_constants: bool) -> FuncOp:
+def _outline(unit: Operation, target: str, name: str, bind_constants: bool, attrs: AttrCache) -> FuncOp:
     """Replace `unit` (a region or one tagged op) by a call of a new function; return it."""
     if isinstance(unit, RegionOp):
         body = unit.body.detach_block(0)
@@ -289,10 +294,10 @@ def _outline(unit: Operation, target: str, name: str, bind_constants: bool) -> F
     func = FuncOp.create(
         properties={
             "sym_name": StringAttr(name),
-            "function_type": FunctionType.from_lists([a.type for a in args], result_types),
+            "function_type": attrs.function_type([a.type for a in args], result_types),
             "sym_visibility": _PRIVATE,
         },
-        attributes={COMPILER_ATTR: StringAttr(target)},
+        attributes={COMPILER_ATTR: attrs.string(target)},
         regions=[Region(body)],
     )
     call = CallOp.create(
