@@ -206,7 +206,7 @@ def _check_fallible(op: Operation) -> None:
     outputs = func.function_type.outputs.data
     if tuple(outputs) != (i32,):
         raise VerifyException(
-            f"'{op.name}' can fail, so its function '@{func.sym_name.data}' must return i32"
+            f"can fail, so its function '@{func.sym_name.data}' must return i32"
         )
 
 

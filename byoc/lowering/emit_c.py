@@ -66,7 +66,7 @@ def emit_c(module: ModuleOp, stream: IO[str]) -> None:
                 units.append(op)
     if not units:
         raise EmitError(
-            module,
+            module.ops.first or module,
             "emit-c: the module has no c.module to print; run lower-to-c first "
             "(e.g. -p 'byoc{targets=ccompiler},lower-to-c')",
         )
@@ -226,6 +226,7 @@ class CEmitter:
         self.globals: dict[str, c.GlobalOp] = {}
         self.func: c.FuncOp | None = None
         self.indent = 0
+        self.counter = 0
 
     # ---- output -------------------------------------------------------------
     def line(self, text: str = "") -> None:
@@ -337,6 +338,7 @@ class CEmitter:
         self.names = {}
         self.exprs = {}
         self.used_names = set(self.globals) | {"byoc_workspace", "byoc_fail"}
+        self.counter = 0
         if f.is_declaration:
             self.line(self._signature(f) + ";")
             return
@@ -367,7 +369,8 @@ class CEmitter:
         return name
 
     def _fresh(self, value: SSAValue) -> str:
-        return self._name_for(value, f"v{len(self.used_names)}")
+        self.counter += 1
+        return self._name_for(value, f"v{self.counter - 1}")
 
     # ---- blocks ---------------------------------------------------------------
     def emit_block(self, block: Block, is_function_body: bool = False) -> None:

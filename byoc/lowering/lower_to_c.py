@@ -269,18 +269,19 @@ class GraphBuilder:
         block = self.fn.body.block
         for i, arg in enumerate(block.args):
             t = arg.type
-            if not isinstance(t, TensorType) or dtype_name(t.element_type) not in _F32_I32:
-                raise PassError(
-                    self.fn,
-                    f"lower-to-c: argument #{i} of '@{self.fn.sym_name.data}' has type {t}; "
-                    "the C codegen takes f32 and i32 tensors",
-                )
-            if any(d <= 0 for d in t.get_shape()):
-                raise PassError(self.fn, f"lower-to-c: argument #{i} has a dynamic or zero-size shape")
-            v = TValue(tuple(t.get_shape()), dtype_name(t.element_type), "input", arg=i)
+            shape = tuple(t.get_shape()) if isinstance(t, TensorType) else ()
+            dtype = dtype_name(t.element_type) if isinstance(t, TensorType) else str(t)
+            v = TValue(shape, dtype, "input", arg=i)
             self.values[arg] = v
             self.inputs.append(v)
-        self._walk(block)
+        self._walk(block)  # an op on an unsupported type is reported at the op
+        for i, (arg, v) in enumerate(zip(block.args, self.inputs, strict=True)):
+            if v.dtype not in _F32_I32 or any(d <= 0 for d in v.shape):
+                raise PassError(
+                    self.fn,
+                    f"lower-to-c: argument #{i} of '@{self.fn.sym_name.data}' has type {arg.type}; "
+                    "the C codegen takes f32 and i32 tensors of static, non-empty shape",
+                )
 
     def _walk(self, block: Block) -> None:
         for op in block.ops:
@@ -891,11 +892,15 @@ class PartitionLowering:
                 key = (r, tuple(view))
                 if key not in leaf_keys:
                     leaf_keys.append(key)
+        # accesses with the same strides share their offset computation
+        access_of: list[int] = []
         accesses: list[tuple[int, ...]] = []
-        for _, view in leaf_keys:
-            accesses.append(self._broadcast_strides(view, shape))
-        for _ in step.writes:
-            accesses.append(tuple(_contiguous_strides(shape)))
+        for strides in [self._broadcast_strides(view, shape) for _, view in leaf_keys] + [
+            self._broadcast_strides(shape, shape) for _ in step.writes
+        ]:
+            if strides not in accesses:
+                accesses.append(strides)
+            access_of.append(accesses.index(strides))
         dims: list[tuple[int, list[int]]] = []
         for d in range(rank):
             if shape[d] == 1:
@@ -923,7 +928,7 @@ class PartitionLowering:
                 new_offsets.append(term if off is None else inner.add(c.AddOp(off, term)))
             offsets = new_offsets
             body = inner
-        final = [body.const(0, index) if off is None else off for off in offsets]
+        final = [body.const(0, index) if offsets[a] is None else offsets[a] for a in access_of]
         scalars: dict[tuple[TValue, tuple[int, ...]], SSAValue] = {}
         for a, key in enumerate(leaf_keys):
             scalars[key] = body.add(c.LoadOp(params[key[0]], final[a]))
