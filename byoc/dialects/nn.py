@@ -21,7 +21,8 @@ dictionary and kept as an attribute when parsed.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -170,6 +171,59 @@ def _norm_axis(axis: int, rank: int, what: str = "axis") -> int:
 
 
 # --------------------------------------------------------------------------
+# Type text caches: a model repeats a few tensor types thousands of times, and
+# xDSL parses and prints each one token by token (most of an op's parse time).
+# --------------------------------------------------------------------------
+
+_PLAIN_TENSOR_TYPE = re.compile(r"tensor<(?:[0-9]+x)*(?:f16|bf16|f32|f64|i1|i8|i16|i32|i64)>")
+_PARSED_TYPES: dict[str, Attribute] = {}
+_PRINTED_TYPES: dict[Attribute, str] = {}
+_TYPE_CACHE_LIMIT = 4096
+
+
+def _parse_optional_type(parser: Parser) -> Attribute | None:
+    """`parser.parse_optional_type()`, served from a cache for static tensor types."""
+    start = parser.pos
+    match = _PLAIN_TENSOR_TYPE.match(parser.lexer.input.content, start)  # type: ignore[arg-type]
+    if match is None:
+        return parser.parse_optional_type()
+    cached = _PARSED_TYPES.get(match.group())
+    if cached is None:
+        cached = parser.parse_optional_type()
+        if cached is not None and len(_PARSED_TYPES) < _TYPE_CACHE_LIMIT:
+            _PARSED_TYPES[match.group()] = cached
+        return cached
+    parser._resume_from(match.end())  # pyright: ignore[reportPrivateUsage]
+    return cached
+
+
+def _parse_type(parser: Parser) -> Attribute:
+    found = _parse_optional_type(parser)
+    if found is None:
+        parser.raise_error("Expected type")
+    return found
+
+
+def _type_printer(printer: Printer) -> Callable[[Attribute], None]:
+    """`printer.print_attribute`, served from a cache for tensor types (plain printers only)."""
+    if type(printer) is not Printer:  # e.g. the syntax-highlighting printer
+        return printer.print_attribute
+
+    def print_type(t: Attribute) -> None:
+        if not isinstance(t, TensorType):
+            printer.print_attribute(t)
+            return
+        text = _PRINTED_TYPES.get(t)
+        if text is None:
+            text = str(t)
+            if len(_PRINTED_TYPES) < _TYPE_CACHE_LIMIT:
+                _PRINTED_TYPES[t] = text
+        printer.print_string(text)
+
+    return print_type
+
+
+# --------------------------------------------------------------------------
 # The shared base: custom format, verification through `infer`, builders
 # --------------------------------------------------------------------------
 
@@ -296,17 +350,18 @@ class NNOp(IRDLOperation):
         in_types = [o.type for o in self.operands]
         out_types = list(self.result_types)
         all_types = in_types + out_types
+        print_type = _type_printer(printer)
         if len(out_types) == 1 and all(t == out_types[0] for t in all_types):
-            printer.print_attribute(out_types[0])
+            print_type(out_types[0])
         else:
             printer.print_string("(")
-            printer.print_list(in_types, printer.print_attribute)
+            printer.print_list(in_types, print_type)
             printer.print_string(") -> ")
             if len(out_types) == 1:
-                printer.print_attribute(out_types[0])
+                print_type(out_types[0])
             else:
                 printer.print_string("(")
-                printer.print_list(out_types, printer.print_attribute)
+                printer.print_list(out_types, print_type)
                 printer.print_string(")")
 
     @classmethod
@@ -317,21 +372,22 @@ class NNOp(IRDLOperation):
         ) or []
         attr_dict = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
+        def parse_type() -> Attribute:
+            return _parse_type(parser)
+
         if parser.parse_optional_punctuation("(") is not None:
             in_types = parser.parse_optional_undelimited_comma_separated_list(
-                parser.parse_optional_type, parser.parse_type
+                lambda: _parse_optional_type(parser), parse_type
             ) or []
             parser.parse_punctuation(")")
             parser.parse_punctuation("->")
             if parser.parse_optional_punctuation("(") is not None:
-                out_types = parser.parse_comma_separated_list(
-                    parser.Delimiter.NONE, parser.parse_type
-                )
+                out_types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parse_type)
                 parser.parse_punctuation(")")
             else:
-                out_types = [parser.parse_type()]
+                out_types = [parse_type()]
         else:
-            single = parser.parse_type()
+            single = parse_type()
             in_types = [single] * len(unresolved)
             out_types = [single]
         if len(in_types) != len(unresolved):
