@@ -511,3 +511,23 @@ def test_render_aligns_the_caret_under_tabs() -> None:
 def test_warn_outside_a_driver_is_a_python_warning() -> None:
     with pytest.warns(UserWarning, match="warning: relu stays"):
         warn(None, "relu stays on the host")
+
+
+def test_help_loads_no_heavy_module() -> None:
+    """`byoc-opt --help` must start fast: numpy, onnx, cffi and the passes stay unloaded."""
+    code = (
+        "import sys\n"
+        "from byoc.tools.byoc_opt import main\n"
+        "try:\n"
+        "    main(['--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = ('numpy', 'onnx', 'onnxruntime', 'cffi', 'byoc.passes.partition', 'byoc.dialects.nn')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "[]"
+    assert "--verify-diagnostics" in result.stdout
