@@ -232,6 +232,8 @@ class Node:
     callee: str = ""
     args: list[Attribute] = field(default_factory=list[Attribute])
     """kernel: the literal arguments after the pointers."""
+    scratch: int = 0
+    """kernel: floats of workspace it needs during the call (passed after the output)."""
     source: Operation | None = None
     index: int = 0
 
@@ -386,7 +388,12 @@ class GraphBuilder:
             pt, pl, _, _ = a["padding"]
             dh, dw = a["dilation"]
             ints = [n, cin, h, w, o, kh, kw, oh, ow, sh, sw, pt, pl, dh, dw, a["groups"]]
-            callee, args = "byoc_conv2d_f32", [_i64(v) for v in ints]
+            padded_w = (-(-ow // 8) * 8 - 1) * sw + (kw - 1) * dw + 1
+            scratch = cin * ((oh - 1) * sh + (kh - 1) * dh + 1) * padded_w  # BYOC_CONV2D_SCRATCH
+            node = Node("kernel", name, ins, out, callee="byoc_conv2d_f32", args=[_i64(v) for v in ints],
+                        scratch=scratch, source=op)
+            self._node(node)
+            return
         elif name == "nn.dense":
             k = ins[0].shape[-1]
             callee, args = "byoc_dense_f32", [_i64(math.prod(ins[0].shape[:-1])), _i64(ins[1].shape[0]), _i64(k)]
@@ -520,6 +527,8 @@ class Step:
     """Storage roots read, in first-use order."""
     writes: list[TValue] = field(default_factory=list[TValue])
     """Values stored."""
+    scratch: list[TValue] = field(default_factory=list[TValue])
+    """Workspace the step's kernel uses only while it runs."""
 
 
 def _consumers(nodes: list[Node]) -> dict[Node, list[Node]]:
@@ -779,6 +788,8 @@ class PartitionLowering:
             for n in grp:
                 if n.kind != "pointwise" or n.out in read_elsewhere:
                     step.writes.append(n.out)
+                if n.scratch:
+                    step.scratch.append(TValue((n.scratch,), "f32", "node"))
             steps.append(step)
         for r, j in self.copies:
             out = TValue(r.shape, r.dtype, "node")
@@ -799,7 +810,7 @@ class PartitionLowering:
         for s, step in enumerate(steps):
             if self.fuse:
                 live = [blk for blk in live if blk[2] >= s]
-            for v in step.writes:
+            for v in [*step.writes, *step.scratch]:
                 if v in storage:
                     continue
                 size = -(-v.nbytes // ALIGN) * ALIGN
@@ -835,12 +846,17 @@ class PartitionLowering:
     def _kernel_func(self, k: int, step: Step, storage: dict[TValue, Storage]) -> c.FuncOp:
         ins = step.reads
         outs = step.writes
-        types = [_ptr(v.dtype, True) for v in ins] + [_ptr(v.dtype) for v in outs]
-        names = [f"in{i}" for i in range(len(ins))] + [f"out{j}" for j in range(len(outs))]
+        tmps = step.scratch
+        types = [_ptr(v.dtype, True) for v in ins] + [_ptr(v.dtype) for v in [*outs, *tmps]]
+        names = (
+            [f"in{i}" for i in range(len(ins))]
+            + [f"out{j}" for j in range(len(outs))]
+            + [f"tmp{j}" for j in range(len(tmps))]
+        )
         f = c.FuncOp(f"{self.sym}_{k}", types, (), ("static", "noalias"), arg_names=names)
         block = f.body.block
         b = _Builder(block)
-        params = dict(zip([*ins, *outs], block.args, strict=True))
+        params = dict(zip([*ins, *outs, *tmps], block.args, strict=True))
         described = ", ".join(n.op_name for n in step.nodes)
         out0 = step.nodes[-1].out
         b.add(c.VerbatimOp(f"/* {described}: {'x'.join(map(str, out0.shape)) or 'scalar'} {out0.dtype} */"))
@@ -850,6 +866,7 @@ class PartitionLowering:
         elif first.kind == "kernel":
             args = [params[first.inputs[i].root()] for i in range(len(first.inputs))]
             args.append(params[first.out])
+            args.extend(params[t] for t in tmps)
             literal: list[Attribute] = [IntegerAttr(i, index) for i in range(len(args))] + first.args
             b.add(c.CallOpaqueOp(first.callee, args, (), literal))
         elif first.kind == "concat":
@@ -991,7 +1008,9 @@ class PartitionLowering:
             return p
 
         for k, step in enumerate(steps):
-            args = [pointer(r, True) for r in step.reads] + [pointer(w, False) for w in step.writes]
+            args = [pointer(r, True) for r in step.reads] + [
+                pointer(w, False) for w in [*step.writes, *step.scratch]
+            ]
             b.add(c.CallOp(f"{self.sym}_{k}", args))
         b.add(c.ReturnOp())
         return f

@@ -36,98 +36,102 @@ static inline void byoc_copy_blocks(const void* restrict src, void* restrict dst
 /* ---- conv2d ---------------------------------------------------------------- */
 
 /*
+ * GNU C vectors of 8 floats: two SSE registers on baseline x86-64, one AVX
+ * register in the AVX2 clone below, NEON pairs on ARM. Never passed by value
+ * across a call (that would change the ABI), only used inside kernels.
+ */
+typedef float byoc_v8f_ __attribute__((vector_size(32)));
+
+/*
+ * Kernels marked BYOC_CLONES are also compiled for AVX2 and picked at load
+ * time (GCC/Clang function multiversioning on x86-64 ELF); the arithmetic
+ * and its order are the same in both versions, so are the results.
+ */
+#if defined(__x86_64__) && defined(__ELF__) && defined(__has_attribute)
+#if __has_attribute(target_clones) && !defined(__SANITIZE_ADDRESS__)
+#define BYOC_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef BYOC_CLONES
+#define BYOC_CLONES
+#endif
+/* A big kernel: not inlined (it may be cloned), fine to leave unused. */
+#define BYOC_KERNEL static BYOC_CLONES BYOC_MAYBE_UNUSED
+
+/* Floats of scratch `byoc_conv2d_f32` needs: one zero-padded image. */
+#define BYOC_CONV2D_SCRATCH(C, KH, KW, OH, OW, SH, SW, DH, DW)                          \
+  ((C) * (((OH)-1) * (SH) + ((KH)-1) * (DH) + 1) *                                       \
+   ((((OW) + 7) / 8 * 8 - 1) * (SW) + ((KW)-1) * (DW) + 1))
+
+/*
  * y[n, o, oh, ow] = sum_{c in group(o), kh, kw} x[n, c, oh*SH - PT + kh*DH, ow*SW - PL + kw*DW]
  *                                                * w[o, c - group_start, kh, kw]
- * Output channels are computed four at a time so each loaded input row feeds
- * four accumulating rows (depthwise convolutions take the one-channel path).
+ * Each image is first copied into `xp` (BYOC_CONV2D_SCRATCH floats) with its
+ * zero padding made explicit and room for whole tiles, so the inner loop has
+ * no bounds checks: a tile of 6 output channels x 8 output columns is
+ * accumulated in registers over (c, kh, kw), each input vector feeding six
+ * channels. Depthwise and small groups use the same tile with fewer channels.
  */
-static inline void byoc_conv2d_f32(const float* restrict x, const float* restrict w,
-                                   float* restrict y, int64_t N, int64_t C, int64_t H, int64_t W,
-                                   int64_t O, int64_t KH, int64_t KW, int64_t OH, int64_t OW,
-                                   int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,
-                                   int64_t DW, int64_t G) {
-  const int64_t CG = C / G, OG = O / G;
-  memset(y, 0, (size_t)(N * O * OH * OW) * sizeof(float));
+BYOC_KERNEL void byoc_conv2d_f32(const float* restrict x, const float* restrict w, float* restrict y,
+                            float* restrict xp, int64_t N, int64_t C, int64_t H, int64_t W,
+                            int64_t O, int64_t KH, int64_t KW, int64_t OH, int64_t OW, int64_t SH,
+                            int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t G) {
+  enum { TO = 6 };
+  const int64_t CG = C / G, OG = O / G, WS = CG * KH * KW;
+  const int64_t HP = (OH - 1) * SH + (KH - 1) * DH + 1;
+  const int64_t OW8 = (OW + 7) / 8 * 8;
+  const int64_t WP = (OW8 - 1) * SW + (KW - 1) * DW + 1;
+  const int64_t plane = OH * OW;
   for (int64_t n = 0; n < N; ++n) {
-    for (int64_t g = 0; g < G; ++g) {
-      int64_t oc = 0;
-      for (; oc + 4 <= OG; oc += 4) {
-        const int64_t o = g * OG + oc;
-        float* restrict y0 = y + ((n * O + o) * OH) * OW;
-        float* restrict y1 = y0 + OH * OW;
-        float* restrict y2 = y1 + OH * OW;
-        float* restrict y3 = y2 + OH * OW;
-        for (int64_t ic = 0; ic < CG; ++ic) {
-          const float* xc = x + ((n * C + g * CG + ic) * H) * W;
-          const float* w0 = w + ((o * CG + ic) * KH) * KW;
-          const float* w1 = w0 + CG * KH * KW;
-          const float* w2 = w1 + CG * KH * KW;
-          const float* w3 = w2 + CG * KH * KW;
-          for (int64_t kh = 0; kh < KH; ++kh) {
-            for (int64_t kw = 0; kw < KW; ++kw) {
-              const int64_t k = kh * KW + kw;
-              const float a0 = w0[k], a1 = w1[k], a2 = w2[k], a3 = w3[k];
-              const int64_t shift = kw * DW - PL;
-              int64_t lo = shift < 0 ? (-shift + SW - 1) / SW : 0;
-              int64_t hi = W - 1 - shift < 0 ? 0 : (W - 1 - shift) / SW + 1;
-              if (hi > OW) hi = OW;
-              if (lo >= hi) continue;
-              for (int64_t oh = 0; oh < OH; ++oh) {
-                const int64_t ih = oh * SH - PT + kh * DH;
-                if (ih < 0 || ih >= H) continue;
-                const float* xr = xc + ih * W + shift;
-                float* r0 = y0 + oh * OW;
-                float* r1 = y1 + oh * OW;
-                float* r2 = y2 + oh * OW;
-                float* r3 = y3 + oh * OW;
-                if (SW == 1) {
-                  for (int64_t ow = lo; ow < hi; ++ow) {
-                    const float v = xr[ow];
-                    r0[ow] += a0 * v;
-                    r1[ow] += a1 * v;
-                    r2[ow] += a2 * v;
-                    r3[ow] += a3 * v;
-                  }
-                } else {
-                  for (int64_t ow = lo; ow < hi; ++ow) {
-                    const float v = xr[ow * SW];
-                    r0[ow] += a0 * v;
-                    r1[ow] += a1 * v;
-                    r2[ow] += a2 * v;
-                    r3[ow] += a3 * v;
-                  }
-                }
-              }
-            }
-          }
-        }
+    for (int64_t c = 0; c < C; ++c) {
+      for (int64_t r = 0; r < HP; ++r) {
+        float* dst = xp + (c * HP + r) * WP;
+        const int64_t ih = r - PT;
+        memset(dst, 0, (size_t)WP * sizeof(float));
+        if (ih < 0 || ih >= H) continue;
+        const int64_t end = PL + W < WP ? PL + W : WP;
+        if (end > PL) memcpy(dst + PL, x + ((n * C + c) * H + ih) * W, (size_t)(end - PL) * sizeof(float));
       }
-      for (; oc < OG; ++oc) {
+    }
+    for (int64_t g = 0; g < G; ++g) {
+      const float* xg = xp + g * CG * HP * WP;
+      for (int64_t oc = 0; oc < OG; oc += TO) {
+        const int64_t to = OG - oc < TO ? OG - oc : TO;
         const int64_t o = g * OG + oc;
-        float* restrict y0 = y + ((n * O + o) * OH) * OW;
-        for (int64_t ic = 0; ic < CG; ++ic) {
-          const float* xc = x + ((n * C + g * CG + ic) * H) * W;
-          const float* w0 = w + ((o * CG + ic) * KH) * KW;
-          for (int64_t kh = 0; kh < KH; ++kh) {
-            for (int64_t kw = 0; kw < KW; ++kw) {
-              const float a0 = w0[kh * KW + kw];
-              const int64_t shift = kw * DW - PL;
-              int64_t lo = shift < 0 ? (-shift + SW - 1) / SW : 0;
-              int64_t hi = W - 1 - shift < 0 ? 0 : (W - 1 - shift) / SW + 1;
-              if (hi > OW) hi = OW;
-              if (lo >= hi) continue;
-              for (int64_t oh = 0; oh < OH; ++oh) {
-                const int64_t ih = oh * SH - PT + kh * DH;
-                if (ih < 0 || ih >= H) continue;
-                const float* xr = xc + ih * W + shift;
-                float* r0 = y0 + oh * OW;
-                if (SW == 1) {
-                  for (int64_t ow = lo; ow < hi; ++ow) r0[ow] += a0 * xr[ow];
-                } else {
-                  for (int64_t ow = lo; ow < hi; ++ow) r0[ow] += a0 * xr[ow * SW];
+        const float* wt[TO];
+        for (int64_t t = 0; t < TO; ++t) wt[t] = w + (o + (t < to ? t : 0)) * WS;
+        for (int64_t oh = 0; oh < OH; ++oh) {
+          for (int64_t ow = 0; ow < OW8; ow += 8) {
+            byoc_v8f_ a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0};
+            const float* xo = xg + oh * SH * WP + ow * SW;
+            for (int64_t ic = 0; ic < CG; ++ic) {
+              const float* xc = xo + ic * HP * WP;
+              for (int64_t kh = 0; kh < KH; ++kh) {
+                const float* xr = xc + kh * DH * WP;
+                const int64_t k0 = (ic * KH + kh) * KW;
+                for (int64_t kw = 0; kw < KW; ++kw) {
+                  const float* p = xr + kw * DW;
+                  byoc_v8f_ v;
+                  if (SW == 1) {
+                    memcpy(&v, p, sizeof v);
+                  } else {
+                    v = (byoc_v8f_){p[0], p[SW], p[2 * SW], p[3 * SW], p[4 * SW], p[5 * SW], p[6 * SW],
+                                    p[7 * SW]};
+                  }
+                  const int64_t k = k0 + kw;
+                  a0 += wt[0][k] * v;
+                  a1 += wt[1][k] * v;
+                  a2 += wt[2][k] * v;
+                  a3 += wt[3][k] * v;
+                  a4 += wt[4][k] * v;
+                  a5 += wt[5][k] * v;
                 }
               }
             }
+            const size_t count = (size_t)(OW - ow < 8 ? OW - ow : 8) * sizeof(float);
+            float* yr = y + ((n * O + o) * OH + oh) * OW + ow;
+            const byoc_v8f_* acc[TO] = {&a0, &a1, &a2, &a3, &a4, &a5};
+            for (int64_t t = 0; t < to; ++t) memcpy(yr + t * plane, acc[t], count);
           }
         }
       }
@@ -138,15 +142,15 @@ static inline void byoc_conv2d_f32(const float* restrict x, const float* restric
 /* ---- dense and matmul ------------------------------------------------------ */
 
 /* y[m, n] = sum_k x[m, k] * w[n, k]  (x: M x K, w: N x K, y: M x N). */
-static inline void byoc_dense_f32(const float* restrict x, const float* restrict w,
+BYOC_KERNEL void byoc_dense_f32(const float* restrict x, const float* restrict w,
                                   float* restrict y, int64_t M, int64_t N, int64_t K) {
   enum { L = 8 };
   const int64_t K8 = K - K % L;
+  const int64_t N4 = N - N % 4;
   for (int64_t m = 0; m < M; ++m) {
     const float* xr = x + m * K;
     float* yr = y + m * N;
-    int64_t n = 0;
-    for (; n + 4 <= N; n += 4) {
+    for (int64_t n = 0; n < N4; n += 4) {
       const float* w0 = w + n * K;
       const float* w1 = w0 + K;
       const float* w2 = w1 + K;
@@ -179,7 +183,7 @@ static inline void byoc_dense_f32(const float* restrict x, const float* restrict
       yr[n + 2] = t2;
       yr[n + 3] = t3;
     }
-    for (; n < N; ++n) {
+    for (int64_t n = N4; n < N; ++n) {
       const float* w0 = w + n * K;
       float s0[L] = {0};
       for (int64_t k = 0; k < K8; k += L)
@@ -211,7 +215,7 @@ static inline void byoc_matmul2d_f32_(const float* restrict a, const float* rest
  * batch has `nb` dims `bshape`; `astr`/`bstr` give, per batch dim, how many
  * elements to step in a and b (0 where that operand broadcasts).
  */
-static inline void byoc_matmul_f32(const float* restrict a, const float* restrict b,
+BYOC_KERNEL void byoc_matmul_f32(const float* restrict a, const float* restrict b,
                                    float* restrict y, int64_t M, int64_t K, int64_t N, int32_t nb,
                                    const int64_t* bshape, const int64_t* astr,
                                    const int64_t* bstr) {

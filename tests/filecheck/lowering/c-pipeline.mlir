@@ -54,7 +54,7 @@ func.func @main(%a: tensor<10x10xf32>, %b: tensor<10x10xf32>, %c: tensor<10x10xf
 // FUSED-NEXT:    c.verbatim "/* nn.bias_add, nn.relu: 1x4x8x8 f32 */"
 // FUSED-NOT:   c.func static noalias @ccompiler_main_0_2(
 
-// TEXT:        byoc_conv2d_f32(in0, in1, out0, 1, 3, 8, 8, 4, 3, 3, 8, 8, 1, 1, 1, 1, 1, 1, 1);
+// TEXT:        byoc_conv2d_f32(in0, in1, out0, tmp0, 1, 3, 8, 8, 4, 3, 3, 8, 8, 1, 1, 1, 1, 1, 1, 1);
 func.func @main(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>, %n: tensor<4xi64>) -> (tensor<1x4x8x8xf32>, tensor<4xi64>) {
   %0 = nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
   %1 = nn.bias_add %0, %b : (tensor<1x4x8x8xf32>, tensor<4xf32>) -> tensor<1x4x8x8xf32>

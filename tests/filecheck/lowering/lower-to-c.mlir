@@ -160,7 +160,7 @@ func.func private @ccompiler_bcast(%x: tensor<3x1xf32>, %y: tensor<5xf32>) -> te
 /// buffer; bias and relu are one loop (fused) reading the bias per channel.
 // CHECK-LABEL: c.func static noalias @ccompiler_conv_0(
 // CHECK-NEXT:    c.verbatim "/* nn.conv2d: 1x4x8x8 f32 */"
-// CHECK-NEXT:    c.call_opaque "byoc_conv2d_f32"(%in0, %in1, %out0) {args = [0 : index, 1 : index, 2 : index, 1 : i64, 3 : i64, 8 : i64, 8 : i64, 4 : i64, 3 : i64, 3 : i64, 8 : i64, 8 : i64, 1 : i64, 1 : i64, 1 : i64, 1 : i64, 1 : i64, 1 : i64, 1 : i64]}
+// CHECK-NEXT:    c.call_opaque "byoc_conv2d_f32"(%in0, %in1, %out0, %tmp0) {args = [0 : index, 1 : index, 2 : index, 3 : index, 1 : i64, 3 : i64, 8 : i64, 8 : i64, 4 : i64, 3 : i64, 3 : i64, 8 : i64, 8 : i64, 1 : i64, 1 : i64, 1 : i64, 1 : i64, 1 : i64, 1 : i64, 1 : i64]}
 // FUSED:       c.func static noalias @ccompiler_conv_1(
 // FUSED-NEXT:    c.verbatim "/* nn.bias_add, nn.relu: 1x4x8x8 f32 */"
 // FUSED-NEXT:    c.for %[[C:.*]] = 0 to 4 {
@@ -170,7 +170,8 @@ func.func private @ccompiler_bcast(%x: tensor<3x1xf32>, %y: tensor<5xf32>) -> te
 // PEROP:       c.func static noalias @ccompiler_conv_2(
 // CHECK:       c.func static @ccompiler_conv_(
 // CHECK-NEXT:    %[[BUF:.*]] = c.buffer %ws[0, 1024] : !c.ptr<f32>
-// CHECK-NEXT:    c.call @ccompiler_conv_0(%x, %w, %[[BUF]])
+// CHECK-NEXT:    %[[TMP:.*]] = c.buffer %ws[1024, {{.*}}] : !c.ptr<f32>
+// CHECK-NEXT:    c.call @ccompiler_conv_0(%x, %w, %[[BUF]], %[[TMP]])
 func.func private @ccompiler_conv(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>) -> tensor<1x4x8x8xf32> attributes {byoc.compiler = "ccompiler"} {
   %0 = nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
   %1 = nn.bias_add %0, %b : (tensor<1x4x8x8xf32>, tensor<4xf32>) -> tensor<1x4x8x8xf32>
@@ -181,24 +182,37 @@ func.func private @ccompiler_conv(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf3
 // -----
 
 /// Buffers are reused once their last reader has run (fused mode); per-op mode
-/// gives every intermediate its own. Constants become globals; a large one is
-/// bound by byoc_init and not printed.
+/// gives every intermediate its own. A convolution also gets scratch for its
+/// padded input, live only during its call. Constants become globals; a large
+/// one is bound by byoc_init and not printed.
 // CHECK-LABEL: c.module {
 // CHECK:         c.global @ccompiler_reuse_c0 init 0 = dense<"0x{{.*}}"> : tensor<4x16x32xf32>
 // CHECK:       c.func static @ccompiler_reuse_(
-// FUSED:         c.buffer %ws[0, 8192]
+// FUSED-NEXT:    c.buffer %ws[0, 8192]
+// FUSED-NEXT:    c.buffer %ws[8192, 9792]
+// FUSED-NEXT:    c.call @ccompiler_reuse_0
 // FUSED:         c.buffer %ws[8192, 8192]
+// FUSED-NEXT:    c.buffer %ws[16384, 9792]
+// FUSED-NEXT:    c.call @ccompiler_reuse_1
 // FUSED:         c.buffer %ws[0, 8192]
+// FUSED-NEXT:    c.buffer %ws[16384, 9792]
+// FUSED-NEXT:    c.call @ccompiler_reuse_2
 // FUSED:         c.buffer %ws[8192, 8192]
+// FUSED-NEXT:    c.buffer %ws[16384, 9792]
+// FUSED-NEXT:    c.call @ccompiler_reuse_3
 // FUSED-NOT:     c.buffer
 // FUSED:         c.check_bound @ccompiler_reuse_c0
-// FUSED:         c.workspace 16384
-// PEROP:         c.buffer %ws[0, 8192]
-// PEROP:         c.buffer %ws[8192, 8192]
-// PEROP:         c.buffer %ws[16384, 8192]
-// PEROP:         c.buffer %ws[24576, 8192]
+// FUSED:         c.workspace 26176
+// PEROP-NEXT:    c.buffer %ws[0, 8192]
+// PEROP-NEXT:    c.buffer %ws[8192, 9792]
+// PEROP:         c.buffer %ws[17984, 8192]
+// PEROP-NEXT:    c.buffer %ws[26176, 9792]
+// PEROP:         c.buffer %ws[35968, 8192]
+// PEROP-NEXT:    c.buffer %ws[44160, 9792]
+// PEROP:         c.buffer %ws[53952, 8192]
+// PEROP-NEXT:    c.buffer %ws[62144, 9792]
 // PEROP:         c.check_bound @ccompiler_reuse_c0
-// PEROP:         c.workspace 32768
+// PEROP:         c.workspace 71936
 // CHECK:       c.func @byoc_init(
 // CHECK-NEXT:    c.check_arg_count %num_consts, 1 inputs, 0 outputs
 // CHECK:         c.bind_global @ccompiler_reuse_c0,
