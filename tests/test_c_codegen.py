@@ -523,3 +523,27 @@ def test_werror_build_of_the_emitted_text(compiled: dict[str, Any]) -> None:
     assert {"-Wall", "-Wextra", "-Werror"} <= set(DEFAULT_FLAGS)
     for lib in compiled["libs"].values():
         assert lib.source is not None and lib.source_path is not None and lib.source_path.exists()
+
+
+def test_build_export_and_load_with_bound_constants(cache: Path, tmp_path: Path) -> None:
+    """byoc.build puts the partition in one library; an artifact reopens it, constants included."""
+    import byoc
+
+    text = """
+    func.func @main(%x: tensor<1x2048xf32>, %w: tensor<4x2048xf32>) -> tensor<1x4xf32> {
+      %0 = nn.dense %x, %w : (tensor<1x2048xf32>, tensor<4x2048xf32>) -> tensor<1x4xf32>
+      %1 = nn.relu %0 : tensor<1x4xf32>
+      func.return %1 : tensor<1x4xf32>
+    }
+    """
+    rng = np.random.default_rng(11)
+    w = rng.standard_normal((4, 2048)).astype(np.float32)
+    x = rng.standard_normal((1, 2048)).astype(np.float32)
+    exe = byoc.build(byoc.parse_module(text), params={"w": w}, targets=["ccompiler"])
+    component = exe.components["ccompiler"]
+    assert isinstance(component, CModule) and len(component.constants) == 1
+    (y,) = exe.run(x)
+    np.testing.assert_allclose(y, np.maximum(x @ w.T, 0), rtol=1e-4, atol=1e-4)
+    exe.export_library(tmp_path / "model.byoc")
+    (y2,) = byoc.load_module(tmp_path / "model.byoc").run(x)
+    np.testing.assert_array_equal(y, y2)

@@ -373,6 +373,49 @@ class CModule:
             "num_constants": len(self.constants),
         }
 
+    # ---- artifacts ---------------------------------------------------------------------
+    def export(self) -> dict[str, bytes]:
+        """Named blobs for an artifact (`RuntimeComponent.export`): the library, its
+        metadata and each constant byoc_init binds (as .npy, no pickle)."""
+        import io
+        import json
+
+        blobs = {
+            "library": self.library_path.read_bytes(),
+            "metadata": json.dumps(self.metadata(), sort_keys=True).encode(),
+        }
+        for i, arr in enumerate(self.constants):
+            buf = io.BytesIO()
+            np.save(buf, arr, allow_pickle=False)
+            blobs[f"constant{i}"] = buf.getvalue()
+        return blobs
+
+    @classmethod
+    def from_blobs(cls, blobs: Mapping[str, bytes], *, directory: Path | None = None) -> CModule:
+        """The module `export()` described: the library is written once into the cache
+        (named by its content hash) and loaded; nothing is recompiled."""
+        import io
+        import json
+
+        try:
+            library = blobs["library"]
+            metadata = json.loads(blobs["metadata"].decode())
+        except (KeyError, ValueError) as e:
+            raise ValueError(f"not a C module export: {e}") from None
+        n = int(metadata.get("num_constants", 0))
+        constants = []
+        for i in range(n):
+            data = blobs.get(f"constant{i}")
+            if data is None:
+                raise ValueError(f"C module export lacks constant {i} of {n}")
+            constants.append(np.load(io.BytesIO(data), allow_pickle=False))
+        directory = directory or cache_dir()
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"byoc_lib_{hashlib.sha256(library).hexdigest()[:40]}.so"
+        if not path.exists():
+            _write_atomic(path, library)
+        return cls.load(path, metadata, constants)
+
     def _init_constants(self) -> None:
         ffi = self.ffi
         self._const_buffers = [ffi.from_buffer(a) for a in self.constants]

@@ -15,8 +15,16 @@ regions of single ops are what it wants.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from byoc.lowering.lower_to_c import SUPPORTED_OPS, is_supported
 from byoc.support import Predicate, register_support
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.dialects.func import FuncOp
+
+    from byoc.runtime.c_module import CModule
 
 NAME = "ccompiler"
 
@@ -40,3 +48,23 @@ def register() -> None:
 
 def pattern_table() -> list[tuple[object, ...]]:
     return []
+
+
+def codegen(module: ModuleOp, funcs: list[FuncOp]) -> CModule:
+    """Every ccompiler partition in one shared library (lower-to-c, then the C compiler)."""
+    from xdsl.dialects.builtin import ModuleOp as Module
+
+    from byoc.context import make_context
+    from byoc.lowering.lower_to_c import LowerToCPass
+    from byoc.runtime.c_module import CModule
+
+    unit = Module([f.clone() for f in funcs])
+    LowerToCPass().apply(make_context(), unit)
+    return CModule.from_module(unit)
+
+
+def load_component(blobs: dict[str, bytes]) -> CModule:
+    """The library `codegen` built, from the blobs its `export()` wrote into an artifact."""
+    from byoc.runtime.c_module import CModule
+
+    return CModule.from_blobs(blobs)
