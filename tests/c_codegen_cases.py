@@ -44,8 +44,8 @@ def op(cls: type[nn.NNOp], **attrs: Any) -> Build:
     return lambda vs: cls.build(*vs, **attrs)
 
 
-F = "f32"
-I = "i32"
+F32 = "f32"
+I32 = "i32"
 
 CASES: list[Case] = []
 
@@ -68,9 +68,9 @@ _BINARY = {
 _SHAPES = [((3, 4), (3, 4)), ((2, 3, 4), (4,)), ((2, 1, 4), (3, 1)), ((5,), ())]
 for _name, _cls in _BINARY.items():
     for _k, (_a, _b) in enumerate(_SHAPES):
-        case(f"{_name}_{_k}", [(_a, F), (_b, F)], op(_cls), positive=_name == "power")
+        case(f"{_name}_{_k}", [(_a, F32), (_b, F32)], op(_cls), positive=_name == "power")
     if _name in ("add", "subtract", "multiply", "maximum", "minimum"):
-        case(f"{_name}_i32", [((2, 3, 4), I), ((3, 1), I)], op(_cls))
+        case(f"{_name}_i32", [((2, 3, 4), I32), ((3, 1), I32)], op(_cls))
 
 # ---- unary -------------------------------------------------------------------------------
 for _name, _cls in {
@@ -86,30 +86,30 @@ for _name, _cls in {
     "reciprocal": nn.ReciprocalOp,
     "hard_swish": nn.HardSwishOp,
 }.items():
-    case(f"{_name}", [((2, 3, 5), F)], op(_cls), positive=_name in ("log", "sqrt"))
+    case(f"{_name}", [((2, 3, 5), F32)], op(_cls), positive=_name in ("log", "sqrt"))
 for _name, _cls in {"relu": nn.ReluOp, "negative": nn.NegativeOp, "abs": nn.AbsOp}.items():
-    case(f"{_name}_i32", [((4, 6), I)], op(_cls))
-case("clip", [((3, 7), F)], op(nn.ClipOp, a_min=-0.5, a_max=0.75))
-case("clip_low", [((3, 7), F)], op(nn.ClipOp, a_min=0.1))
-case("leaky_relu", [((3, 7), F)], op(nn.LeakyReluOp, alpha=0.2))
-case("hard_sigmoid", [((3, 7), F)], op(nn.HardSigmoidOp, alpha=0.3, beta=0.4))
-case("cast_f32_i32", [((4, 8), F)], op(nn.CastOp, dtype="i32"))
-case("cast_i32_f32", [((4, 8), I)], op(nn.CastOp, dtype="f32"))
+    case(f"{_name}_i32", [((4, 6), I32)], op(_cls))
+case("clip", [((3, 7), F32)], op(nn.ClipOp, a_min=-0.5, a_max=0.75))
+case("clip_low", [((3, 7), F32)], op(nn.ClipOp, a_min=0.1))
+case("leaky_relu", [((3, 7), F32)], op(nn.LeakyReluOp, alpha=0.2))
+case("hard_sigmoid", [((3, 7), F32)], op(nn.HardSigmoidOp, alpha=0.3, beta=0.4))
+case("cast_f32_i32", [((4, 8), F32)], op(nn.CastOp, dtype="i32"))
+case("cast_i32_f32", [((4, 8), I32)], op(nn.CastOp, dtype="f32"))
 
 # ---- bias_add, batch_norm ------------------------------------------------------------------
-case("bias_add_nchw", [((2, 3, 4, 5), F), ((3,), F)], op(nn.BiasAddOp))
-case("bias_add_2d", [((4, 6), F), ((6,), F)], op(nn.BiasAddOp, axis=-1))
-case("bias_add_axis2", [((2, 3, 4), F), ((4,), F)], op(nn.BiasAddOp, axis=2))
+case("bias_add_nchw", [((2, 3, 4, 5), F32), ((3,), F32)], op(nn.BiasAddOp))
+case("bias_add_2d", [((4, 6), F32), ((6,), F32)], op(nn.BiasAddOp, axis=-1))
+case("bias_add_axis2", [((2, 3, 4), F32), ((4,), F32)], op(nn.BiasAddOp, axis=2))
 case(
     "batch_norm_args",
-    [((2, 3, 4, 4), F), ((3,), F), ((3,), F), ((3,), F), ((3,), F)],
+    [((2, 3, 4, 4), F32), ((3,), F32), ((3,), F32), ((3,), F32), ((3,), F32)],
     op(nn.BatchNormOp, epsilon=1e-3),
     positive=True,
 )
 _rng = np.random.default_rng(7)
 case(
     "batch_norm_const",
-    [((2, 4, 3, 3), F)],
+    [((2, 4, 3, 3), F32)],
     op(nn.BatchNormOp),
     consts=[
         _rng.standard_normal(4).astype(np.float32),
@@ -131,65 +131,65 @@ _CONVS: list[tuple[str, tuple[int, ...], tuple[int, ...], dict[str, Any]]] = [
     ("conv_5x5_s3", (1, 2, 13, 11), (3, 2, 5, 5), {"strides": (3, 3), "padding": (2, 1, 2, 1)}),
 ]
 for _name, _x, _w, _attrs in _CONVS:
-    case(_name, [(_x, F), (_w, F)], op(nn.Conv2DOp, **_attrs), tol=1e-4)
+    case(_name, [(_x, F32), (_w, F32)], op(nn.Conv2DOp, **_attrs), tol=1e-4)
 
 # ---- dense, matmul -------------------------------------------------------------------------------
-case("dense_1x16", [((1, 16), F), ((9, 16), F)], op(nn.DenseOp), tol=1e-4)
-case("dense_batched", [((3, 5, 13), F), ((7, 13), F)], op(nn.DenseOp), tol=1e-4)
-case("dense_const_w", [((2, 24), F)], op(nn.DenseOp), consts=[_rng.standard_normal((6, 24)).astype(np.float32)], tol=1e-4)
-case("matmul_2d", [((4, 5), F), ((5, 3), F)], op(nn.MatmulOp), tol=1e-4)
-case("matmul_batched", [((2, 4, 5), F), ((5, 3), F)], op(nn.MatmulOp), tol=1e-4)
-case("matmul_broadcast", [((2, 1, 4, 5), F), ((3, 5, 6), F)], op(nn.MatmulOp), tol=1e-4)
-case("matmul_vec_mat", [((5,), F), ((5, 3), F)], op(nn.MatmulOp), tol=1e-4)
-case("matmul_mat_vec", [((4, 5), F), ((5,), F)], op(nn.MatmulOp), tol=1e-4)
+case("dense_1x16", [((1, 16), F32), ((9, 16), F32)], op(nn.DenseOp), tol=1e-4)
+case("dense_batched", [((3, 5, 13), F32), ((7, 13), F32)], op(nn.DenseOp), tol=1e-4)
+case("dense_const_w", [((2, 24), F32)], op(nn.DenseOp), consts=[_rng.standard_normal((6, 24)).astype(np.float32)], tol=1e-4)
+case("matmul_2d", [((4, 5), F32), ((5, 3), F32)], op(nn.MatmulOp), tol=1e-4)
+case("matmul_batched", [((2, 4, 5), F32), ((5, 3), F32)], op(nn.MatmulOp), tol=1e-4)
+case("matmul_broadcast", [((2, 1, 4, 5), F32), ((3, 5, 6), F32)], op(nn.MatmulOp), tol=1e-4)
+case("matmul_vec_mat", [((5,), F32), ((5, 3), F32)], op(nn.MatmulOp), tol=1e-4)
+case("matmul_mat_vec", [((4, 5), F32), ((5,), F32)], op(nn.MatmulOp), tol=1e-4)
 
 # ---- pooling -----------------------------------------------------------------------------------------
-case("max_pool", [((2, 3, 8, 8), F)], op(nn.MaxPool2DOp, pool_size=(2, 2), strides=(2, 2)))
+case("max_pool", [((2, 3, 8, 8), F32)], op(nn.MaxPool2DOp, pool_size=(2, 2), strides=(2, 2)))
 case(
     "max_pool_pad_ceil",
-    [((1, 2, 7, 7), F)],
+    [((1, 2, 7, 7), F32)],
     op(nn.MaxPool2DOp, pool_size=(3, 3), strides=(2, 2), padding=(1, 1, 1, 1), ceil_mode=True),
 )
-case("max_pool_dilation", [((1, 2, 9, 9), F)], op(nn.MaxPool2DOp, pool_size=(2, 2), dilation=(2, 2)))
-case("avg_pool", [((2, 3, 8, 8), F)], op(nn.AvgPool2DOp, pool_size=(3, 3), strides=(1, 1)))
+case("max_pool_dilation", [((1, 2, 9, 9), F32)], op(nn.MaxPool2DOp, pool_size=(2, 2), dilation=(2, 2)))
+case("avg_pool", [((2, 3, 8, 8), F32)], op(nn.AvgPool2DOp, pool_size=(3, 3), strides=(1, 1)))
 case(
     "avg_pool_pad",
-    [((1, 2, 7, 7), F)],
+    [((1, 2, 7, 7), F32)],
     op(nn.AvgPool2DOp, pool_size=(3, 3), strides=(2, 2), padding=(1, 1, 1, 1)),
 )
 case(
     "avg_pool_pad_include",
-    [((1, 2, 7, 7), F)],
+    [((1, 2, 7, 7), F32)],
     op(nn.AvgPool2DOp, pool_size=(3, 3), strides=(2, 2), padding=(1, 1, 1, 1), count_include_pad=True, ceil_mode=True),
 )
-case("global_avg_pool", [((2, 3, 5, 4), F)], op(nn.GlobalAvgPool2DOp))
-case("global_max_pool", [((2, 3, 5, 4), F)], op(nn.GlobalMaxPool2DOp))
+case("global_avg_pool", [((2, 3, 5, 4), F32)], op(nn.GlobalAvgPool2DOp))
+case("global_max_pool", [((2, 3, 5, 4), F32)], op(nn.GlobalMaxPool2DOp))
 
 # ---- softmax, reductions ----------------------------------------------------------------------------
-case("softmax_last", [((3, 10), F)], op(nn.SoftmaxOp))
-case("softmax_axis1", [((2, 5, 4), F)], op(nn.SoftmaxOp, axis=1))
+case("softmax_last", [((3, 10), F32)], op(nn.SoftmaxOp))
+case("softmax_axis1", [((2, 5, 4), F32)], op(nn.SoftmaxOp, axis=1))
 for _name, _cls in {"sum": nn.ReduceSumOp, "mean": nn.ReduceMeanOp, "max": nn.ReduceMaxOp}.items():
-    case(f"reduce_{_name}_all", [((3, 4, 5), F)], op(_cls))
-    case(f"reduce_{_name}_axis1", [((3, 4, 5), F)], op(_cls, axes=(1,)))
-    case(f"reduce_{_name}_02_keep", [((3, 4, 5), F)], op(_cls, axes=(0, 2), keepdims=True))
-    case(f"reduce_{_name}_last", [((2, 3, 6), F)], op(_cls, axes=(-1,)))
-case("reduce_sum_i32", [((3, 4, 5), I)], op(nn.ReduceSumOp, axes=(0, 2)))
-case("reduce_max_i32", [((3, 4, 5), I)], op(nn.ReduceMaxOp, axes=(1,)))
+    case(f"reduce_{_name}_all", [((3, 4, 5), F32)], op(_cls))
+    case(f"reduce_{_name}_axis1", [((3, 4, 5), F32)], op(_cls, axes=(1,)))
+    case(f"reduce_{_name}_02_keep", [((3, 4, 5), F32)], op(_cls, axes=(0, 2), keepdims=True))
+    case(f"reduce_{_name}_last", [((2, 3, 6), F32)], op(_cls, axes=(-1,)))
+case("reduce_sum_i32", [((3, 4, 5), I32)], op(nn.ReduceSumOp, axes=(0, 2)))
+case("reduce_max_i32", [((3, 4, 5), I32)], op(nn.ReduceMaxOp, axes=(1,)))
 
 # ---- layout -------------------------------------------------------------------------------------------
-case("transpose_201", [((2, 3, 4), F)], op(nn.TransposeOp, axes=(2, 0, 1)))
-case("transpose_reverse", [((2, 3, 4, 5), F)], op(nn.TransposeOp))
-case("transpose_i32", [((3, 5), I)], op(nn.TransposeOp, axes=(1, 0)))
-case("transpose_trivial", [((1, 6, 1), F)], op(nn.TransposeOp, axes=(2, 0, 1)))
-case("concat_axis0", [((2, 3), F), ((1, 3), F), ((4, 3), F)], op(nn.ConcatenateOp, axis=0))
-case("concat_axis1", [((2, 3, 2), F), ((2, 1, 2), F)], op(nn.ConcatenateOp, axis=1))
-case("concat_last_i32", [((2, 3), I), ((2, 5), I)], op(nn.ConcatenateOp, axis=-1))
-case("pad_constant", [((2, 3, 4), F)], op(nn.PadOp, pad_width=(0, 1, 2, 0, 1, 3), pad_value=1.5))
-case("pad_edge", [((3, 4), F)], op(nn.PadOp, pad_width=(2, 1, 0, 3), pad_mode="edge"))
-case("pad_reflect", [((4, 5), F)], op(nn.PadOp, pad_width=(3, 1, 2, 4), pad_mode="reflect"))
-case("pad_i32", [((3, 3), I)], op(nn.PadOp, pad_width=(1, 1, 1, 1), pad_value=-7.0))
-case("reshape", [((2, 3, 4), F)], op(nn.ReshapeOp, newshape=(6, 4)))
-case("flatten", [((2, 3, 4), I)], op(nn.FlattenOp))
+case("transpose_201", [((2, 3, 4), F32)], op(nn.TransposeOp, axes=(2, 0, 1)))
+case("transpose_reverse", [((2, 3, 4, 5), F32)], op(nn.TransposeOp))
+case("transpose_i32", [((3, 5), I32)], op(nn.TransposeOp, axes=(1, 0)))
+case("transpose_trivial", [((1, 6, 1), F32)], op(nn.TransposeOp, axes=(2, 0, 1)))
+case("concat_axis0", [((2, 3), F32), ((1, 3), F32), ((4, 3), F32)], op(nn.ConcatenateOp, axis=0))
+case("concat_axis1", [((2, 3, 2), F32), ((2, 1, 2), F32)], op(nn.ConcatenateOp, axis=1))
+case("concat_last_i32", [((2, 3), I32), ((2, 5), I32)], op(nn.ConcatenateOp, axis=-1))
+case("pad_constant", [((2, 3, 4), F32)], op(nn.PadOp, pad_width=(0, 1, 2, 0, 1, 3), pad_value=1.5))
+case("pad_edge", [((3, 4), F32)], op(nn.PadOp, pad_width=(2, 1, 0, 3), pad_mode="edge"))
+case("pad_reflect", [((4, 5), F32)], op(nn.PadOp, pad_width=(3, 1, 2, 4), pad_mode="reflect"))
+case("pad_i32", [((3, 3), I32)], op(nn.PadOp, pad_width=(1, 1, 1, 1), pad_value=-7.0))
+case("reshape", [((2, 3, 4), F32)], op(nn.ReshapeOp, newshape=(6, 4)))
+case("flatten", [((2, 3, 4), I32)], op(nn.FlattenOp))
 
 
 def _reshape_chain(vs: list[SSAValue]) -> list[Operation]:
@@ -199,7 +199,7 @@ def _reshape_chain(vs: list[SSAValue]) -> list[Operation]:
     return [add, reshaped, nn.ReluOp.build(reshaped)]
 
 
-case("reshape_chain", [((2, 3, 4), F), ((4,), F)], _reshape_chain)
+case("reshape_chain", [((2, 3, 4), F32), ((4,), F32)], _reshape_chain)
 
 
 # ---------------------------------------------------------------------------

@@ -54,9 +54,9 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
+    BytesAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
-    BytesAttr,
     FloatAttr,
     IndexType,
     IntegerAttr,
@@ -72,8 +72,7 @@ from xdsl.passes import ModulePass
 
 from byoc.diagnostics import PassError
 from byoc.dialects import byoc as byoc_d
-from byoc.dialects import c
-from byoc.dialects import nn
+from byoc.dialects import c, nn
 
 TARGET = "ccompiler"
 ALIGN = 64

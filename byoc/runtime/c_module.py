@@ -44,7 +44,6 @@ import shlex
 import subprocess
 import tempfile
 import threading
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
