@@ -273,7 +273,7 @@ def parse_source(ctx: Context, source: SourceBuffer, implicit_module: bool = Tru
                 source.at(parser.forward_uses[n], f"use of undefined value '%{n}'")
                 for n in undefined
             ]
-        if parser._current_token.kind is MLIRTokenKind.EOF:
+        elif parser._current_token.kind is MLIRTokenKind.EOF:
             unclosed = _unclosed_brace(source.text)
             if unclosed is not None:
                 found = [
