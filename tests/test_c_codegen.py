@@ -547,3 +547,32 @@ def test_build_export_and_load_with_bound_constants(cache: Path, tmp_path: Path)
     exe.export_library(tmp_path / "model.byoc")
     (y2,) = byoc.load_module(tmp_path / "model.byoc").run(x)
     np.testing.assert_array_equal(y, y2)
+
+
+ODD_OUTPUTS = """
+func.func private @ccompiler_odd(%x: tensor<4xf32>, %y: tensor<2x2xi32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2xf32>, tensor<2x2xf32>, tensor<4xf32>, tensor<2x2xi32>) attributes {byoc.compiler = "ccompiler"} {
+  %c = nn.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %0 = nn.relu %x : tensor<4xf32>
+  %1 = nn.reshape %0 {newshape = array<i64: 2, 2>} : (tensor<4xf32>) -> tensor<2x2xf32>
+  %2 = nn.cast %y {dtype = "f32"} : (tensor<2x2xi32>) -> tensor<2x2xf32>
+  %3 = nn.add %1, %2 : tensor<2x2xf32>
+  %4 = nn.reshape %3 {newshape = array<i64: 4>} : (tensor<2x2xf32>) -> tensor<4xf32>
+  func.return %0, %0, %x, %c, %1, %4, %y : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2xf32>, tensor<2x2xf32>, tensor<4xf32>, tensor<2x2xi32>
+}
+"""
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+def test_results_that_are_inputs_constants_aliases_or_repeated(cache: Path, fuse: bool) -> None:
+    """A result computed here is written in place; an input, a constant, a reshape of
+    another result or a repeated value is copied into its output."""
+    from byoc.context import parse_module
+
+    x = np.array([-1, 2, -3, 4], np.float32)
+    y = np.array([[1, 2], [3, 4]], np.int32)
+    want = run_reference(parse_module(ODD_OUTPUTS), [x, y], function="ccompiler_odd")
+    lib = CModule.from_module(lower(parse_module(ODD_OUTPUTS), fuse=fuse))
+    got = lib.get_function("ccompiler_odd")(x, y)
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)

@@ -86,8 +86,6 @@ _LIBRARY_CDEF = """
 const char* byoc_last_error(void);
 int32_t byoc_init(const void* const* consts, int32_t n);
 """
-_BASE_FFI = cffi.FFI()
-_BASE_FFI.cdef(_CDEF)
 
 KDL_CPU = 1
 _DL_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
@@ -282,10 +280,10 @@ class CModule:
         self.cache_hit = cache_hit
         self.functions = dict(functions)
         self.constants = [np.ascontiguousarray(a) for a in constants]
-        self.ffi = cffi.FFI()
-        self.ffi.include(_BASE_FFI)
+        self.ffi = cffi.FFI()  # one per library: its functions, and the DLPack structs
         self.ffi.cdef(
-            _LIBRARY_CDEF
+            _CDEF
+            + _LIBRARY_CDEF
             + "\n".join(f"int32_t {sym}(DLTensor** args, int32_t num_args);" for sym in self.functions)
         )
         try:
