@@ -17,8 +17,11 @@ from typing import Any
 import numpy as np
 import pytest
 from c_codegen_cases import CASES, Case, case_module, make_partition, random_dag, random_inputs
+from dag_strategies import INT_SAFE_OPS, build_module, dags
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 from byoc.context import make_context
 from byoc.diagnostics import EmitError, PassError
@@ -576,3 +579,50 @@ def test_results_that_are_inputs_constants_aliases_or_repeated(cache: Path, fuse
     assert len(got) == len(want)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
+
+
+# ---------------------------------------------------------------------------
+# Property test: random DAGs (tests/dag_strategies.py) through the whole pipeline
+# ---------------------------------------------------------------------------
+
+
+_SPECS = st.lists(
+    st.one_of(dags(min_ops=3, max_ops=40), dags(min_ops=3, max_ops=40, ops=INT_SAFE_OPS, dtypes=("i32",))),
+    min_size=4,
+    max_size=4,
+)
+
+
+@settings(max_examples=5, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(specs=_SPECS)
+def test_random_dags_partitioned_and_compiled_match_reference(cache: Path, specs: list[Any]) -> None:
+    """Four random DAGs per example, partitioned for ccompiler, lowered in both modes
+    into one library each; every partition equals the reference on random inputs."""
+    from byoc.passes.byoc_pipeline import partition_for
+
+    funcs = []
+    for k, spec in enumerate(specs):
+        main = build_module(spec).ops.first
+        assert isinstance(main, func.FuncOp)
+        main.detach()
+        main.sym_name = StringAttr(f"g{k}")
+        funcs.append(main)
+    module = ModuleOp(funcs)
+    partition_for(module, ["ccompiler"])
+    parts = [f for f in module.ops if isinstance(f, func.FuncOp) and "byoc.compiler" in f.attributes]
+    rng = np.random.default_rng(0)
+    inputs = {
+        f.sym_name.data: [
+            rng.integers(-3, 4, size=nn.shape_of(t)).astype(nn.numpy_dtype(t.element_type))
+            for t in f.function_type.inputs.data
+        ]
+        for f in parts
+    }
+    expected = references(module, list(inputs), inputs)
+    for fuse in (True, False):
+        lib = CModule.from_module(lower(module.clone(), fuse=fuse))
+        for name, args in inputs.items():
+            outs = lib.get_function(name)(*args)
+            outs = outs if isinstance(outs, tuple) else (outs,)
+            for g, w in zip(outs, expected[name], strict=True):
+                check_close(g, w, 1e-4, f"{name} (fuse={fuse})")
