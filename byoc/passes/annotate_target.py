@@ -34,7 +34,7 @@ from xdsl.passes import ModulePass
 from byoc.dialects.byoc import TARGET_ATTR, CompositeOp
 from byoc.dialects.nn import ConstantOp, NNOp
 from byoc.op_registry import get_op_attr
-from byoc.passes.common import as_names, check_targets, host_functions
+from byoc.passes.common import as_names, check_targets, host_functions, paused_gc
 from byoc.targets import get_target
 
 SupportFn = Callable[[Operation], bool]
@@ -74,7 +74,8 @@ class AnnotateTargetPass(ModulePass):
         return [(t, configured.get(t)) for t in self.targets]
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        annotate(op, self.support())
+        with paused_gc():
+            annotate(op, self.support())
 
 
 def annotate(module: ModuleOp, support: list[tuple[str, Mapping[str, SupportFn] | None]]) -> int:

@@ -30,7 +30,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 
 from byoc.passes.annotate_target import AnnotateTargetPass
-from byoc.passes.common import as_names
+from byoc.passes.common import as_names, paused_gc
 from byoc.passes.merge_compiler_regions import MergeCompilerRegionsPass
 from byoc.passes.merge_composite import MergeCompositePass
 from byoc.passes.partition import PartitionPass
@@ -74,7 +74,8 @@ class ByocPass(ModulePass):
         )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        self.pipeline().apply(ctx, op)
+        with paused_gc():
+            self.pipeline().apply(ctx, op)
 
 
 def partition_for(

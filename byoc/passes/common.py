@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -107,3 +109,22 @@ class AttrCache:
         if attr is None:
             attr = self._function_types[key] = FunctionType.from_lists(list(inputs), list(outputs))
         return attr
+
+
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for the duration of a pass.
+
+    A pass over a large graph makes hundreds of thousands of long-lived objects
+    (ops, uses, attributes); each collection in between rescans them all, which
+    costs a quarter of the pass time at 20k ops. Reference counting still frees
+    what it can; the cycles left (erased ops) are collected once it resumes.
+    Nested use is fine: only the outermost pause resumes collection.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

@@ -45,7 +45,7 @@ from xdsl.traits import IsTerminator
 
 from byoc.diagnostics import PassError
 from byoc.dialects.byoc import TARGET_ATTR, CompositeOp, RegionOp, YieldOp
-from byoc.passes.common import AttrCache, erase, host_functions, is_known_target, target_of
+from byoc.passes.common import AttrCache, erase, host_functions, paused_gc, is_known_target, target_of
 from byoc.targets import KNOWN_TARGETS, TARGET_FAMILIES
 
 TRIVIAL_OPS = frozenset({"nn.reshape", "nn.flatten", "nn.constant"})
@@ -276,9 +276,10 @@ class MergeCompilerRegionsPass(ModulePass):
             raise ValueError(f"min-ops must be at least 1, got {self.min_ops}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for func in host_functions(op):
-            for block in func.body.blocks:
-                merge_block(block, self.min_ops)
+        with paused_gc():
+            for func in host_functions(op):
+                for block in func.body.blocks:
+                    merge_block(block, self.min_ops)
 
 
 def region_weight(op: Operation) -> int:
@@ -444,12 +445,13 @@ def _make_region(target: StringAttr, members: list[Operation]) -> RegionOp:
         properties={"target": target},
         result_types=[v.type for v in escaping],
         regions=[Region([body])],
+        location=members[0].location,
     )
     for i, value in enumerate(escaping):
         value.replace_uses_with_if(
             region.res[i], lambda use: use.operation.parent is not body and not _under(use.operation, body)
         )
-    body.add_op(YieldOp.create(operands=escaping))
+    body.add_op(YieldOp.create(operands=escaping, location=members[0].location))
     return region
 
 

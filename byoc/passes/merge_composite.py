@@ -41,7 +41,14 @@ from xdsl.ir import Block, Operation, OpResult, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from byoc.dialects.byoc import CompositeOp, YieldOp
-from byoc.passes.common import ancestor_in, as_names, check_targets, graph_blocks, host_functions
+from byoc.passes.common import (
+    ancestor_in,
+    as_names,
+    check_targets,
+    graph_blocks,
+    host_functions,
+    paused_gc,
+)
 from byoc.patterns import Match, TableEntry, table_entries
 from byoc.targets import get_target
 
@@ -102,10 +109,11 @@ class MergeCompositePass(ModulePass):
         schedule = self.schedule()
         if not schedule:
             return
-        for func in host_functions(op):
-            for block in list(graph_blocks(func)):
-                for target, entry in schedule:
-                    merge_matches(block, f"{target}.{entry.name}", entry, self.extra_results)
+        with paused_gc():
+            for func in host_functions(op):
+                for block in list(graph_blocks(func)):
+                    for target, entry in schedule:
+                        merge_matches(block, f"{target}.{entry.name}", entry, self.extra_results)
 
 
 def merge_matches(block: Block, composite: str, entry: TableEntry, extra_results: bool) -> int:
@@ -213,6 +221,7 @@ def _build_composite(
         result_types=[v.type for v in results],
         properties={"composite": name},
         regions=[Region(body)],
+        location=root.location,
     )
     block.insert_op_before(composite, root)
     root.results[0].replace_all_uses_with(composite.res[0])  # the root's users are all outside
@@ -243,7 +252,7 @@ def _build_composite(
             new = mapping.get(operand)
             if new is not None:
                 o.operands[i] = new
-    body.add_op(YieldOp.create(operands=results))
+    body.add_op(YieldOp.create(operands=results, location=root.location))
     return moved
 
 

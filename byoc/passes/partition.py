@@ -55,7 +55,7 @@ from byoc.diagnostics import PassError
 from byoc.dialects.byoc import COMPILER_ATTR, TARGET_ATTR, CompositeOp, RegionOp, YieldOp
 from byoc.dialects.nn import ConstantOp
 from byoc.op_registry import get_op_attr
-from byoc.passes.common import AttrCache, erase, host_functions, target_of
+from byoc.passes.common import AttrCache, erase, host_functions, paused_gc, target_of
 from byoc.targets import KNOWN_TARGETS, TARGET_FAMILIES, UnknownTargetError, get_target
 
 _PRIVATE = StringAttr("private")
@@ -106,11 +106,12 @@ class PartitionPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         namer = SymbolNamer(op)
         attrs = AttrCache()
-        for func in host_functions(op):
-            anchor: Operation = func
-            for outlined in partition_function(func, namer, self.bind_constants, attrs):
-                op.body.block.insert_op_after(outlined, anchor)
-                anchor = outlined
+        with paused_gc():
+            for func in host_functions(op):
+                anchor: Operation = func
+                for outlined in partition_function(func, namer, self.bind_constants, attrs):
+                    op.body.block.insert_op_after(outlined, anchor)
+                    anchor = outlined
 
 
 def partition_function(
@@ -188,27 +189,6 @@ def _check_support(op: Operation, target: str, module: object) -> None:
         raise PassError(op, f"partition: '{op.name}' is tagged for '{target}', whose predicate rejects it")
 
 
-def _outside_values(body: Block) -> list[SSAValue]:
-    """Distinct values the ops of `body` read that are defined outside it, in first-use order."""
-    seen: set[SSAValue] = set()
-    out: list[SSAValue] = []
-
-    def visit(op: Operation) -> None:
-        for v in op.operands:
-            if v not in seen and not _defined_under(v, body):
-                seen.add(v)
-                out.append(v)
-        if op.regions and not op.has_trait(IsolatedFromAbove):
-            for region in op.regions:
-                for blk in region.blocks:
-                    for inner in blk.ops:
-                        visit(inner)
-
-    for op in body.ops:
-        visit(op)
-    return out
-
-
 def _defined_under(value: SSAValue, body: Block) -> bool:
     if isinstance(value, BlockArgument):
         block: Block | None = value.block
@@ -223,22 +203,61 @@ def _defined_under(value: SSAValue, body: Block) -> bool:
     return False
 
 
-def _rewire(body: Block, mapping: dict[SSAValue, SSAValue]) -> None:
-    """Replace operands by `mapping` in `body`'s ops and the non-isolated ops nested in them."""
+class _Binder:
+    """Makes `body` closed: each outside value it reads becomes an argument (once) or,
+    for a bound constant, a copy inside; operands are rewritten as they are met."""
 
-    def visit(op: Operation) -> None:
+    def __init__(self, body: Block, bind_constants: bool):
+        self.body = body
+        self.bind_constants = bind_constants
+        self.first = body.first_op
+        self.mapping: dict[SSAValue, SSAValue] = {}
+        self.args: list[SSAValue] = []
+        """The outside values passed as arguments, in first-use order."""
+
+    def bind(self, op: Operation) -> None:
+        body = self.body
         for i, v in enumerate(op.operands):
-            new = mapping.get(v)
-            if new is not None:
-                op.operands[i] = new
+            owner = v.owner
+            if (owner.parent if isinstance(owner, Operation) else owner) is body:
+                continue  # defined by a top-level op of the body
+            new = self.mapping.get(v)
+            if new is None:
+                if _defined_under(v, body):
+                    continue
+                new = self.mapping[v] = self._outside(v)
+            op.operands[i] = new
         if op.regions and not op.has_trait(IsolatedFromAbove):
             for region in op.regions:
                 for blk in region.blocks:
                     for inner in blk.ops:
-                        visit(inner)
+                        self.bind(inner)
 
-    for op in body.ops:
-        visit(op)
+    def _outside(self, value: SSAValue) -> SSAValue:
+        body = self.body
+        if self.bind_constants and isinstance(value, OpResult) and isinstance(value.op, ConstantOp):
+            const = value.op
+            if _only_used_under(value, body):
+                const.detach()  # nothing else reads it: move it in
+                copy: Operation = const
+            else:
+                copy = ConstantOp.create(
+                    properties=dict(const.properties),
+                    attributes=dict(const.attributes),
+                    result_types=[value.type],
+                    location=const.location,
+                )
+                copy.results[0].name_hint = value.name_hint
+            copy.attributes.pop(TARGET_ATTR, None)
+            if self.first is None:
+                body.add_op(copy)
+            else:
+                body.insert_op_before(copy, self.first)
+            return copy.results[0]
+        arg = body.insert_arg(value.type, len(body.args))
+        arg.name_hint = value.name_hint
+        self.args.append(value)
+        return arg
 
 
 def _outline(unit: Operation, target: str, name: str, bind_constants: bool, attrs: AttrCache) -> FuncOp:
@@ -259,37 +278,17 @@ def _outline(unit: Operation, target: str, name: str, bind_constants: bool, attr
         placeholder = unit.next_op
         unit.detach()
         body.add_op(unit)
-    for o in body.ops:
+    binder = _Binder(body, bind_constants)
+    for o in list(body.ops):
         o.attributes.pop(TARGET_ATTR, None)
-
-    mapping: dict[SSAValue, SSAValue] = {}
-    args: list[SSAValue] = []
-    first = body.first_op
-    for value in _outside_values(body):
-        if bind_constants and isinstance(value, OpResult) and isinstance(value.op, ConstantOp):
-            const = value.op
-            if _only_used_under(value, body):
-                const.detach()  # nothing else reads it: move it in
-            else:
-                const = const.clone()
-                mapping[value] = const.results[0]
-            const.attributes.pop(TARGET_ATTR, None)
-            if first is None:
-                body.add_op(const)
-            else:
-                body.insert_op_before(const, first)
-        else:
-            arg = body.insert_arg(value.type, len(body.args))
-            arg.name_hint = value.name_hint
-            mapping[value] = arg
-            args.append(value)
-    _rewire(body, mapping)
+        binder.bind(o)
+    args = binder.args
 
     results: list[SSAValue] = []
     for v in yielded:
         if v not in results:
             results.append(v)
-    body.add_op(ReturnOp.create(operands=results))
+    body.add_op(ReturnOp.create(operands=results, location=unit.location))
     result_types = [v.type for v in results]
     func = FuncOp.create(
         properties={
@@ -299,9 +298,13 @@ def _outline(unit: Operation, target: str, name: str, bind_constants: bool, attr
         },
         attributes={COMPILER_ATTR: attrs.string(target)},
         regions=[Region(body)],
+        location=unit.location,
     )
     call = CallOp.create(
-        operands=args, result_types=result_types, properties={"callee": SymbolRefAttr(name)}
+        operands=args,
+        result_types=result_types,
+        properties={"callee": SymbolRefAttr(name)},
+        location=unit.location,
     )
     if isinstance(unit, RegionOp):
         parent = unit.parent
