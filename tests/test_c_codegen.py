@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -36,10 +37,12 @@ CASE_BY_NAME = {c.name: c for c in CASES}
 
 
 @pytest.fixture(scope="session")
-def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A fresh library cache for this session (restored afterwards)."""
     path = tmp_path_factory.mktemp("byoc_cache")
-    os.environ["BYOC_CACHE_DIR"] = str(path)
-    return path
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BYOC_CACHE_DIR", str(path))
+        yield path
 
 
 def lower(module: ModuleOp, **options: Any) -> ModuleOp:
