@@ -55,8 +55,12 @@ def build_graph(n_ops: int, shared_weights: bool = False, seed: int = 0) -> Modu
     x = block.args[0]
 
     def weights() -> tuple[nn.ConstantOp, nn.ConstantOp]:
-        w = nn.ConstantOp.from_array(rng.standard_normal((CHANNELS, CHANNELS, 3, 3)).astype(np.float32) * 0.1)
-        b = nn.ConstantOp.from_array(rng.standard_normal((1, CHANNELS, 1, 1)).astype(np.float32) * 0.1)
+        w = nn.ConstantOp.from_array(
+            rng.standard_normal((CHANNELS, CHANNELS, 3, 3)).astype(np.float32) * 0.1
+        )
+        b = nn.ConstantOp.from_array(
+            rng.standard_normal((1, CHANNELS, 1, 1)).astype(np.float32) * 0.1
+        )
         block.add_ops([w, b])
         return w, b
 
@@ -131,6 +135,7 @@ def time_tvm(n_ops: int, shared_weights: bool) -> float | None:
     rng = np.random.default_rng(0)
     bb = relax.BlockBuilder()
     x = relax.Var("x", relax.TensorStructInfo((1, CHANNELS, SPATIAL, SPATIAL), "float32"))
+
     def consts() -> tuple[Any, Any]:
         w = relax.const(rng.standard_normal((CHANNELS, CHANNELS, 3, 3)).astype("float32"))
         b = relax.const(rng.standard_normal((1, CHANNELS, 1, 1)).astype("float32"))
@@ -150,7 +155,9 @@ def time_tvm(n_ops: int, shared_weights: bool) -> float | None:
             out = bb.emit_output(v)
         bb.emit_func_output(out)
     mod = bb.get()
-    pattern = is_op("relax.nn.relu")(is_op("relax.add")(is_op("relax.nn.conv2d")(wildcard(), wildcard()), wildcard()))
+    pattern = is_op("relax.nn.relu")(
+        is_op("relax.add")(is_op("relax.nn.conv2d")(wildcard(), wildcard()), wildcard())
+    )
     add_pattern = is_op("relax.add")(wildcard(), wildcard())
     seq = tvm.transform.Sequential(
         [
@@ -166,11 +173,19 @@ def time_tvm(n_ops: int, shared_weights: bool) -> float | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="1000,5000,20000,100000", help="comma-separated op counts")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--sizes", default="1000,5000,20000,100000", help="comma-separated op counts"
+    )
     parser.add_argument("--repeat", type=int, default=2, help="runs per size; the best is reported")
-    parser.add_argument("--per-block-weights", action="store_true", help="a weight/bias pair per conv")
-    parser.add_argument("--no-ratios", action="store_true", help="do not time N/2 for time(N)/time(N/2)")
+    parser.add_argument(
+        "--per-block-weights", action="store_true", help="a weight/bias pair per conv"
+    )
+    parser.add_argument(
+        "--no-ratios", action="store_true", help="do not time N/2 for time(N)/time(N/2)"
+    )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     shared = not args.per_block_weights
@@ -178,7 +193,9 @@ def main(argv: list[str] | None = None) -> int:
         f"byoc{{targets=test patterns=conv2d_add_relu ops=add}}, best of {args.repeat}, "
         f"{'shared' if shared else 'per-block'} weights"
     )
-    print(f"{'ops':>8} {'seconds':>8} {'cpu':>7} {'ops/s':>8} {'t(N)/t(N/2)':>11} {'partitions':>10}  per pass (s)")
+    print(
+        f"{'ops':>8} {'seconds':>8} {'cpu':>7} {'ops/s':>8} {'t(N)/t(N/2)':>11} {'partitions':>10}  per pass (s)"
+    )
     tvm_missing = False
     for n in sizes:
         t = time_pipeline(n, args.repeat, shared)

@@ -180,7 +180,9 @@ class Pattern:
         for _ in self._go(root.results[0], st):
             if not any(o is root for o in st.ops):  # the root must be matched by an op pattern
                 continue
-            yield Match(root, tuple(st.ops), tuple(st.inputs), tuple(st.constants), dict(st.captures))
+            yield Match(
+                root, tuple(st.ops), tuple(st.inputs), tuple(st.constants), dict(st.captures)
+            )
 
     def match(self, root: Operation, available: Available = _always) -> Match | None:
         """The first match rooted at `root`, or None."""
@@ -301,7 +303,11 @@ class CallPattern(Pattern):
             del st.inputs[n:]
         else:
             yield from _match_all(args, operands, 0, st)
-            if self.op_name in COMMUTATIVE_OPS and len(operands) == 2 and operands[0] is not operands[1]:
+            if (
+                self.op_name in COMMUTATIVE_OPS
+                and len(operands) == 2
+                and operands[0] is not operands[1]
+            ):
                 yield from _match_all(args, (operands[1], operands[0]), 0, st)
         if added:
             st.ops.pop()
@@ -452,7 +458,9 @@ def table_entries(table: Sequence[Any], target: str) -> list[TableEntry]:
             entry = item
         else:
             if not 2 <= len(item) <= 3:
-                raise ValueError(f"pattern table of '{target}': entries are (name, pattern[, check])")
+                raise ValueError(
+                    f"pattern table of '{target}': entries are (name, pattern[, check])"
+                )
             entry = TableEntry(item[0], item[1], item[2] if len(item) == 3 else None)
         if not isinstance(entry.pattern, Pattern):
             raise ValueError(f"pattern table of '{target}': '{entry.name}' has no pattern")

@@ -38,10 +38,14 @@ class Predicate:
         return bool(self.fn(op))
 
     def __and__(self, other: Predicate) -> Predicate:
-        return Predicate(lambda op: self(op) and other(op), f"({self.description} and {other.description})")
+        return Predicate(
+            lambda op: self(op) and other(op), f"({self.description} and {other.description})"
+        )
 
     def __or__(self, other: Predicate) -> Predicate:
-        return Predicate(lambda op: self(op) or other(op), f"({self.description} or {other.description})")
+        return Predicate(
+            lambda op: self(op) or other(op), f"({self.description} or {other.description})"
+        )
 
     def __invert__(self) -> Predicate:
         return Predicate(lambda op: not self(op), f"not {self.description}")
@@ -100,9 +104,7 @@ def attr_is(**expected: Any) -> Predicate:
                 return False
         return True
 
-    shown = ", ".join(
-        f"{k}={'<fn>' if callable(v) else v!r}" for k, v in expected.items()
-    )
+    shown = ", ".join(f"{k}={'<fn>' if callable(v) else v!r}" for k, v in expected.items())
     return Predicate(check, shown)
 
 

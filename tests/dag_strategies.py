@@ -29,13 +29,23 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from byoc.dialects import nn
 
-UNARY_OPS: tuple[str, ...] = ("nn.relu", "nn.tanh", "nn.sigmoid", "nn.abs", "nn.negative", "nn.clip")
+UNARY_OPS: tuple[str, ...] = (
+    "nn.relu",
+    "nn.tanh",
+    "nn.sigmoid",
+    "nn.abs",
+    "nn.negative",
+    "nn.clip",
+)
 BINARY_OPS: tuple[str, ...] = ("nn.add", "nn.subtract", "nn.multiply", "nn.maximum", "nn.minimum")
 OPS_BY_ARITY: dict[str, int] = {**dict.fromkeys(UNARY_OPS, 1), **dict.fromkeys(BINARY_OPS, 2)}
 """The default vocabulary: op name -> number of operands. Values stay finite (clip bounds to [-2, 2])."""
 
 INT_SAFE_OPS: dict[str, int] = {
-    op: n for op, n in OPS_BY_ARITY.items() if op in ("nn.relu", "nn.abs", "nn.negative", "nn.add", "nn.subtract", "nn.maximum", "nn.minimum")
+    op: n
+    for op, n in OPS_BY_ARITY.items()
+    if op
+    in ("nn.relu", "nn.abs", "nn.negative", "nn.add", "nn.subtract", "nn.maximum", "nn.minimum")
 }
 """The ops of the vocabulary defined on i32."""
 
@@ -140,7 +150,9 @@ def build_module(spec: DagSpec) -> ModuleOp:
         arg.name_hint = f"x{i}"
     values: list[SSAValue] = list(block.args)
     for payload in spec.constants:
-        const = nn.ConstantOp.from_array(np.asarray(payload, dtype=_np_dtype(spec.dtype)).reshape(spec.shape))
+        const = nn.ConstantOp.from_array(
+            np.asarray(payload, dtype=_np_dtype(spec.dtype)).reshape(spec.shape)
+        )
         block.add_op(const)
         values.append(const.results[0])
     for node in spec.nodes:
@@ -160,7 +172,8 @@ def random_inputs(spec: DagSpec, seed: int = 0) -> list[np.ndarray[Any, Any]]:
     """One array per function input, small integers (exact in f32 and i32)."""
     rng = np.random.default_rng(seed)
     return [
-        rng.integers(-3, 4, size=spec.shape).astype(_np_dtype(spec.dtype)) for _ in range(spec.n_inputs)
+        rng.integers(-3, 4, size=spec.shape).astype(_np_dtype(spec.dtype))
+        for _ in range(spec.n_inputs)
     ]
 
 

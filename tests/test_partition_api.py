@@ -77,7 +77,8 @@ def test_passes_compose_in_a_pass_pipeline() -> None:
 def test_pipeline_from_a_spec_string() -> None:
     module = parse_module(SEED)
     pipeline = PassPipeline.parse_spec(
-        ALL_PASSES, "annotate-target{targets=test ops=add,subtract},merge-compiler-regions,partition"
+        ALL_PASSES,
+        "annotate-target{targets=test ops=add,subtract},merge-compiler-regions,partition",
     )
     pipeline.apply(make_context(), module)
     assert partitions(module) == {"test_main_0": "test"}
@@ -91,12 +92,14 @@ def test_options_accept_lists_and_comma_strings() -> None:
 
 
 def test_option_errors_are_raised_when_the_pass_is_made() -> None:
-    with pytest.raises(UnknownTargetError, match="unknown target 'npu'; known targets: .*test_<suffix>"):
+    with pytest.raises(
+        UnknownTargetError, match="unknown target 'npu'; known targets: .*test_<suffix>"
+    ):
         AnnotateTargetPass(targets=("npu",))
     with pytest.raises(ValueError, match="unknown pattern 'nope'"):
         MergeCompositePass(targets=("test",), patterns=("nope",))
-    with pytest.raises(ValueError, match="min-ops must be at least 1"):
-        MergeCompilerRegionsPass(min_ops=0)
+    with pytest.raises(ValueError, match="min-ops must not be negative"):
+        MergeCompilerRegionsPass(min_ops=-1)
     with pytest.raises(ValueError, match="listed twice"):
         ByocPass(targets=("test", "test"))
 

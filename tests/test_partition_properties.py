@@ -74,7 +74,9 @@ def scenarios(draw: st.DrawFn) -> Scenario:
 def _as_float_if_needed(spec: DagSpec) -> DagSpec:
     float_only = {"nn.tanh", "nn.clip"}
     if any(node.op in float_only for node in spec.nodes):
-        return DagSpec(spec.shape, "f32", spec.n_inputs, spec.constants, spec.nodes, spec.extra_outputs)
+        return DagSpec(
+            spec.shape, "f32", spec.n_inputs, spec.constants, spec.nodes, spec.extra_outputs
+        )
     return spec
 
 
@@ -90,7 +92,11 @@ def _functions(module: ModuleOp) -> dict[str, FuncOp]:
 def _nn_ops(op: NNOp | CompositeOp) -> list[str]:
     """The non-constant nn ops an op stands for (a composite: those of its body)."""
     if isinstance(op, CompositeOp):
-        return [o.name for o in op.body.block.ops if isinstance(o, NNOp) and not isinstance(o, ConstantOp)]
+        return [
+            o.name
+            for o in op.body.block.ops
+            if isinstance(o, NNOp) and not isinstance(o, ConstantOp)
+        ]
     return [] if isinstance(op, ConstantOp) else [op.name]
 
 

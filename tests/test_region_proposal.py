@@ -97,7 +97,9 @@ def test_every_group_is_valid_and_groups_are_maximal() -> None:
             by.setdefault(gid, []).append(v)
     for members in by.values():
         assert validate_region(g, members)
-    same_target = [(a, b) for a in by.values() for b in by.values() if a < b and targets[a[0]] == targets[b[0]]]
+    same_target = [
+        (a, b) for a in by.values() for b in by.values() if a < b and targets[a[0]] == targets[b[0]]
+    ]
     for a, b in same_target:
         assert not validate_region(g, a + b), (a, b)
     condensation_order(g, proposal)

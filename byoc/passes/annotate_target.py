@@ -89,7 +89,11 @@ def annotate(module: ModuleOp, support: list[tuple[str, Mapping[str, SupportFn] 
         if found is None:
             found = []
             for target, table in support:
-                fn = table.get(op_name) if table is not None else get_op_attr(op_name, f"target.{target}")
+                fn = (
+                    table.get(op_name)
+                    if table is not None
+                    else get_op_attr(op_name, f"target.{target}")
+                )
                 if fn is not None:
                     found.append((target, fn))
             lookup[op_name] = found

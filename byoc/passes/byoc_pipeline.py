@@ -51,7 +51,7 @@ class ByocPass(ModulePass):
     patterns: tuple[str, ...] = ()
     """Pattern-table entries to apply, in order (merge-composite's `patterns`); default: all."""
 
-    min_ops: int = 1
+    min_ops: int = 0
     """Regions with fewer non-trivial ops go back to the host (merge-compiler-regions)."""
 
     bind_constants: bool = True
@@ -84,7 +84,7 @@ def partition_for(
     *,
     ops: Sequence[str] = (),
     patterns: Sequence[str] = (),
-    min_ops: int = 1,
+    min_ops: int = 0,
     bind_constants: bool = True,
     ctx: Context | None = None,
 ) -> ModuleOp:

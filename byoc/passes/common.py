@@ -95,7 +95,9 @@ class AttrCache:
 
     def __init__(self) -> None:
         self._strings: dict[str, StringAttr] = {}
-        self._function_types: dict[tuple[tuple[Attribute, ...], tuple[Attribute, ...]], FunctionType] = {}
+        self._function_types: dict[
+            tuple[tuple[Attribute, ...], tuple[Attribute, ...]], FunctionType
+        ] = {}
 
     def string(self, text: str) -> StringAttr:
         attr = self._strings.get(text)
@@ -103,7 +105,9 @@ class AttrCache:
             attr = self._strings[text] = StringAttr(text)
         return attr
 
-    def function_type(self, inputs: Sequence[Attribute], outputs: Sequence[Attribute]) -> FunctionType:
+    def function_type(
+        self, inputs: Sequence[Attribute], outputs: Sequence[Attribute]
+    ) -> FunctionType:
         key = (tuple(inputs), tuple(outputs))
         attr = self._function_types.get(key)
         if attr is None:

@@ -45,7 +45,14 @@ from xdsl.traits import IsTerminator
 
 from byoc.diagnostics import PassError
 from byoc.dialects.byoc import TARGET_ATTR, CompositeOp, RegionOp, YieldOp
-from byoc.passes.common import AttrCache, erase, host_functions, paused_gc, is_known_target, target_of
+from byoc.passes.common import (
+    AttrCache,
+    erase,
+    host_functions,
+    is_known_target,
+    paused_gc,
+    target_of,
+)
 from byoc.targets import KNOWN_TARGETS, TARGET_FAMILIES
 
 TRIVIAL_OPS = frozenset({"nn.reshape", "nn.flatten", "nn.constant"})
@@ -72,7 +79,9 @@ class RegionGraph:
         for v, ps in enumerate(self.preds):
             for p in ps:
                 if not 0 <= p < v:
-                    raise ValueError(f"node {v} has predecessor {p}: nodes must be in topological order")
+                    raise ValueError(
+                        f"node {v} has predecessor {p}: nodes must be in topological order"
+                    )
 
     @property
     def succs(self) -> list[list[int]]:
@@ -268,12 +277,13 @@ class MergeCompilerRegionsPass(ModulePass):
 
     name: ClassVar[str] = "merge-compiler-regions"
 
-    min_ops: int = 1
-    """Regions with fewer non-trivial ops than this go back to the host (trivial: reshape, flatten)."""
+    min_ops: int = 0
+    """Regions with fewer non-trivial ops than this go back to the host (trivial: reshape,
+    flatten). Default 0 keeps every region; 1 drops those that only relabel buffers."""
 
     def __post_init__(self) -> None:
-        if self.min_ops < 1:
-            raise ValueError(f"min-ops must be at least 1, got {self.min_ops}")
+        if self.min_ops < 0:
+            raise ValueError(f"min-ops must not be negative, got {self.min_ops}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         with paused_gc():
@@ -350,7 +360,7 @@ def _top_level_position(op: Operation, block: Block, position: dict[int, int]) -
     return None
 
 
-def merge_block(block: Block, min_ops: int = 1) -> int:
+def merge_block(block: Block, min_ops: int = 0) -> int:
     """Group the tagged ops of `block` into regions; return the number of regions."""
     nodes, graph = build_graph(block)
     if all(t is None for t in graph.targets):
@@ -365,8 +375,11 @@ def merge_block(block: Block, min_ops: int = 1) -> int:
         first = nodes[component[0]]
         if group_of[component[0]] < 0 or (len(component) == 1 and isinstance(first, RegionOp)):
             op = first
-            regions += group_of[component[0]] >= 0
-            if (op.prev_op is previous and op.parent is block) or (previous is None and block.first_op is op):
+            if group_of[component[0]] >= 0:
+                regions += 1  # an existing region, kept as it is
+            if (op.prev_op is previous and op.parent is block) or (
+                previous is None and block.first_op is op
+            ):
                 previous = op  # already in place: most ops do not move
                 continue
             op.detach()
@@ -392,7 +405,7 @@ def merge_block(block: Block, min_ops: int = 1) -> int:
 
 def _drop_small(nodes: list[Operation], group_of: list[int], min_ops: int) -> list[int]:
     """Send groups lighter than `min_ops` back to the host (their ops lose their tag)."""
-    if min_ops <= 1:
+    if min_ops <= 0:
         return group_of
     weight: dict[int, int] = {}
     for v, g in enumerate(group_of):
@@ -449,7 +462,8 @@ def _make_region(target: StringAttr, members: list[Operation]) -> RegionOp:
     )
     for i, value in enumerate(escaping):
         value.replace_uses_with_if(
-            region.res[i], lambda use: use.operation.parent is not body and not _under(use.operation, body)
+            region.res[i],
+            lambda use: use.operation.parent is not body and not _under(use.operation, body),
         )
     body.add_op(YieldOp.create(operands=escaping, location=members[0].location))
     return region

@@ -134,7 +134,9 @@ def merge_matches(block: Block, composite: str, entry: TableEntry, extra_results
         for match in entry.pattern.matches(root, available):
             inside = {id(o) for o in match.ops}
             escaping = _escaping_values(match, inside, block)
-            if escaping and not (extra_results and _no_cycle(match, escaping, inside, block, position)):
+            if escaping and not (
+                extra_results and _no_cycle(match, escaping, inside, block, position)
+            ):
                 continue
             if not entry.accepts(match):
                 continue
@@ -177,9 +179,7 @@ def _no_cycle(
 
     Only ops before the last input's producer can reach it, which bounds the search.
     """
-    producers = {
-        id(v.op) for v in match.inputs if isinstance(v, OpResult) and v.op.parent is block
-    }
+    producers = {id(v.op) for v in match.inputs if isinstance(v, OpResult) and v.op.parent is block}
     if not producers:
         return True
     limit = max(position.get(p, -1) for p in producers)
@@ -267,7 +267,11 @@ def _move_after(
     limit = _position_of_root(composite, position)
     first = min(position[id(v.owner)] for v in escaping if isinstance(v, OpResult))
     to_move: dict[int, Operation] = {}
-    stack = [u for i in range(1, len(composite.res)) for u in _outside_users(composite.res[i], inside, block)]
+    stack = [
+        u
+        for i in range(1, len(composite.res))
+        for u in _outside_users(composite.res[i], inside, block)
+    ]
     while stack:
         o = stack.pop()
         p = position.get(id(o))

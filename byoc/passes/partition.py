@@ -182,11 +182,14 @@ def _check_support(op: Operation, target: str, module: object) -> None:
         has_patterns = bool(getattr(module, "pattern_table", list)())
         hint = "; run merge-composite first" if has_patterns else ""
         raise PassError(
-            op, f"partition: '{op.name}' is tagged for '{target}', which has no 'target.{target}' "
+            op,
+            f"partition: '{op.name}' is tagged for '{target}', which has no 'target.{target}' "
             f"predicate for it{hint}",
         )
     if not predicate(op):
-        raise PassError(op, f"partition: '{op.name}' is tagged for '{target}', whose predicate rejects it")
+        raise PassError(
+            op, f"partition: '{op.name}' is tagged for '{target}', whose predicate rejects it"
+        )
 
 
 def _defined_under(value: SSAValue, body: Block) -> bool:
@@ -260,7 +263,9 @@ class _Binder:
         return arg
 
 
-def _outline(unit: Operation, target: str, name: str, bind_constants: bool, attrs: AttrCache) -> FuncOp:
+def _outline(
+    unit: Operation, target: str, name: str, bind_constants: bool, attrs: AttrCache
+) -> FuncOp:
     """Replace `unit` (a region or one tagged op) by a call of a new function; return it."""
     if isinstance(unit, RegionOp):
         body = unit.body.detach_block(0)

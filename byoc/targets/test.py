@@ -63,7 +63,9 @@ def _op_name(text: str) -> str:
     return name
 
 
-def support_from_ops(targets: Sequence[str], entries: Sequence[str]) -> dict[str, dict[str, Predicate]]:
+def support_from_ops(
+    targets: Sequence[str], entries: Sequence[str]
+) -> dict[str, dict[str, Predicate]]:
     """Parse `ops` entries into, for each test target of `targets`, op name -> predicate.
 
     An entry `<target>:<op>` must name a test target of `targets`; `<op>` alone

@@ -1,5 +1,5 @@
 // RUN: %byoc-opt %s --split-input-file --verify-diagnostics -p merge-compiler-regions
-// RUN: not %byoc-opt %s -p 'merge-compiler-regions{min-ops=0}' 2>&1 | %filecheck %s --check-prefix=MINOPS
+// RUN: not %byoc-opt %s -p 'merge-compiler-regions{min-ops=-1}' 2>&1 | %filecheck %s --check-prefix=MINOPS
 
 /// An op tagged for an unknown target is an error at the op (a typo never means
 /// "run it on the host").
@@ -21,5 +21,5 @@ func.func @unknown_region_target(%x: tensor<4xf32>) -> tensor<4xf32> {
   func.return %r : tensor<4xf32>
 }
 
-/// min-ops must be at least 1.
-// MINOPS: error: invalid options for pass 'merge-compiler-regions': min-ops must be at least 1, got 0
+/// min-ops must not be negative.
+// MINOPS: error: invalid options for pass 'merge-compiler-regions': min-ops must not be negative, got -1

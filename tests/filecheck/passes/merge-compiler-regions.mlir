@@ -208,7 +208,7 @@ func.func @existing_region_grows(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 /// min-ops=2: a region with fewer than two non-trivial ops goes back to the host
-/// and loses its tags (reshape is trivial). Default min-ops=1 keeps every region.
+/// and loses its tags (reshape is trivial). The default, min-ops=0, keeps every region.
 // CHECK-LABEL: func.func @min_ops
 // CHECK-COUNT-3: byoc.region
 // MIN-LABEL: func.func @min_ops
