@@ -209,6 +209,22 @@ def dl_dtype(t: Attribute, op: Operation) -> tuple[str, int]:
 # --------------------------------------------------------------------------
 
 
+_RESERVED_NAMES = frozenset(
+    """NULL NAN INFINITY bool true false size_t ptrdiff_t uintptr_t intptr_t int8_t int16_t
+    int32_t int64_t uint8_t uint16_t uint32_t uint64_t DLTensor DLDevice DLDataType
+    DLManagedTensor main errno""".split()
+)
+"""Names a local may not take: macros and types the generated code relies on."""
+
+
+def _usable_local(name: str) -> bool:
+    return (
+        c.is_c_identifier(name)
+        and name not in _RESERVED_NAMES
+        and not name.startswith(("byoc_", "BYOC_", "kDL", "_"))
+    )
+
+
 def _writes_memory(op: Operation) -> bool:
     if isinstance(op, c.CallOpaqueOp):
         return op.callee.data not in c.CallOpaqueOp.PURE
@@ -225,6 +241,7 @@ class CEmitter:
         self.used_names: set[str] = set()
         self.globals: dict[str, c.GlobalOp] = {}
         self.func: c.FuncOp | None = None
+        self.function_names: set[str] = set()
         self.indent = 0
         self.counter = 0
 
@@ -234,6 +251,7 @@ class CEmitter:
 
     def emit_unit(self, unit: c.ModuleOp) -> str:
         self.lines = [C_HEADER]
+        self.function_names = {f.sym_name.data for f in unit.ops if isinstance(f, c.FuncOp)}
         includes = [op for op in unit.ops if isinstance(op, c.IncludeOp)]
         for inc in includes:
             if inc.is_standard_include is not None:
@@ -337,7 +355,7 @@ class CEmitter:
         self.func = f
         self.names = {}
         self.exprs = {}
-        self.used_names = set(self.globals) | {"byoc_workspace", "byoc_fail"}
+        self.used_names = set(self.globals) | self.function_names
         self.counter = 0
         if f.is_declaration:
             self.line(self._signature(f) + ";")
@@ -358,10 +376,10 @@ class CEmitter:
 
     def _name_for(self, value: SSAValue, fallback: str) -> str:
         hint = value.name_hint
-        base = hint if hint is not None and c.is_c_identifier(hint) else fallback
+        base = hint if hint is not None and _usable_local(hint) else fallback
         name = base
         k = 0
-        while name in self.used_names or not c.is_c_identifier(name):
+        while name in self.used_names or not _usable_local(name):
             k += 1
             name = f"{base}_{k}"
         self.used_names.add(name)

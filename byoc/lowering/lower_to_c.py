@@ -44,6 +44,7 @@ Before/after (seed subgraph, fused):
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 from collections.abc import Sequence
@@ -67,7 +68,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from byoc.diagnostics import PassError
@@ -608,8 +609,6 @@ def _creates_cycle(members: list[Node], users: dict[Node, list[Node]]) -> bool:
 
 def _schedule(groups: list[list[Node]]) -> list[list[Node]]:
     """A topological order of the groups (ties: the group whose first node came first)."""
-    import heapq
-
     of: dict[Node, int] = {}
     for gi, g in enumerate(groups):
         for m in g:
@@ -1262,5 +1261,4 @@ __all__ = [
     "is_supported",
     "SUPPORTED_OPS",
     "constants_of",
-    "Region",
 ]
