@@ -629,3 +629,20 @@ def test_random_dags_partitioned_and_compiled_match_reference(cache: Path, specs
             outs = outs if isinstance(outs, tuple) else (outs,)
             for g, w in zip(outs, expected[name], strict=True):
                 check_close(g, w, 1e-4, f"{name} (fuse={fuse})")
+
+
+def test_argument_names_that_clash_with_c(cache: Path) -> None:
+    """IR names that are C macros, types or the generated functions' own names still compile."""
+    from byoc.context import parse_module
+
+    text = """
+    func.func private @ccompiler_main_0(%NAN: tensor<4xf32>, %ccompiler_main_0_0: tensor<4xf32>, %ws: tensor<4xf32>, %byoc_fail: tensor<4xf32>) -> tensor<4xf32> attributes {byoc.compiler = "ccompiler"} {
+      %0 = nn.add %NAN, %ccompiler_main_0_0 : tensor<4xf32>
+      %1 = nn.multiply %0, %ws : tensor<4xf32>
+      func.return %1 : tensor<4xf32>
+    }
+    """
+    args = [np.full(4, v, np.float32) for v in (1, 2, 3, 4)]
+    for fuse in (True, False):
+        lib = CModule.from_module(lower(parse_module(text), fuse=fuse))
+        np.testing.assert_array_equal(lib.get_function("ccompiler_main_0")(*args), np.full(4, 9, np.float32))
