@@ -120,8 +120,11 @@ def propose_regions(graph: RegionGraph) -> list[int]:
     when a node joins an existing group whose older members already have
     visited successors are marks pushed forward, and each component is marked
     at most once per group serial. With one target that never happens and the
-    cost is O(nodes + edges); with several, pushes are bounded by the
-    components downstream of a group that newly becomes reachable.
+    cost is O(nodes + edges). With several, a push visits the components
+    downstream of a group that newly becomes reachable; random DAGs with three
+    targets stay linear (80k nodes in 0.35 s), but a graph built to re-expose
+    the same downstream nodes to every new group of another target costs
+    O(nodes x groups).
     """
     n = len(graph)
     names = sorted({t for t in graph.targets if t is not None})
