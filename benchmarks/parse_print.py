@@ -13,7 +13,9 @@ Each file is one `func.func` holding a chain of N ops over tensor<8x8xf32>:
 
 Parsing includes building the ops (and their verification-free creation);
 printing is xDSL's Printer into a StringIO. The figure is the best of
-`--repeat` runs (the machine may be shared), as ops per second.
+`--repeat` rounds (half as many at 50k ops), as ops per second; within a
+round the three formats take turns, so load from other processes on a shared
+machine hits them alike.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from __future__ import annotations
 import argparse
 import gc
 import time
-from collections.abc import Callable
 from io import StringIO
 
 from xdsl.parser import Parser
@@ -69,55 +70,58 @@ def nn_mix_chain(n: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def best_of(repeat: int, fn: Callable[[], object]) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        gc.collect()
-        gc.disable()
-        try:
-            start = time.perf_counter()
-            fn()
-            best = min(best, time.perf_counter() - start)
-        finally:
-            gc.enable()
-    return best
+def measure(texts: dict[str, str], repeat: int) -> dict[str, tuple[float, float]]:
+    """label -> (parse seconds, print seconds), best of `repeat` rounds.
 
-
-def measure(text: str, repeat: int) -> tuple[float, float]:
-    """(parse seconds, print seconds) of one text, best of `repeat`."""
+    The formats take turns within each round, so a load spike on a shared
+    machine hits them alike rather than one format's whole measurement.
+    """
     ctx = make_context()
-    module = Parser(ctx, text, "bench").parse_module()  # also loads the dialects
-    module.verify()
-
-    def parse() -> object:
-        return Parser(ctx, text, "bench").parse_module()
-
-    def print_() -> object:
-        out = StringIO()
-        Printer(stream=out).print_op(module)
-        return out
-
-    return best_of(repeat, parse), best_of(repeat, print_)
+    modules = {}
+    for label, text in texts.items():
+        modules[label] = Parser(ctx, text, "bench").parse_module()  # also loads the dialects
+        modules[label].verify()
+    best = {label: [float("inf"), float("inf")] for label in texts}
+    for _ in range(repeat):
+        for label, text in texts.items():
+            gc.collect()
+            gc.disable()
+            try:
+                start = time.perf_counter()
+                Parser(ctx, text, "bench").parse_module()
+                parsed = time.perf_counter() - start
+                out = StringIO()
+                start = time.perf_counter()
+                Printer(stream=out).print_op(modules[label])
+                printed = time.perf_counter() - start
+            finally:
+                gc.enable()
+            best[label][0] = min(best[label][0], parsed)
+            best[label][1] = min(best[label][1], printed)
+    return {label: (p, q) for label, (p, q) in best.items()}
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("sizes", nargs="*", type=int, default=[1000, 10000, 50000])
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
 
-    print(f"{'ops':>7} {'format':<11} {'parse ops/s':>12} {'print ops/s':>12} {'parse vs addf':>14} {'print vs addf':>14}")
+    print(
+        f"{'ops':>7} {'format':<11} {'parse ops/s':>12} {'print ops/s':>12} {'parse vs addf':>14} {'print vs addf':>14}"
+    )
     for n in args.sizes:
-        repeat = max(1, args.repeat if n <= 10000 else args.repeat // 2)
-        base_parse, base_print = measure(addf_chain(n), repeat)
-        rows = [("arith.addf", base_parse, base_print)]
-        for label, make in (("nn.add", nn_add_chain), ("nn mix", nn_mix_chain)):
-            p, q = measure(make(n), repeat)
-            rows.append((label, p, q))
-        for label, p, q in rows:
+        repeat = max(1, args.repeat if n <= 10000 else (args.repeat + 1) // 2)
+        texts = {"arith.addf": addf_chain(n), "nn.add": nn_add_chain(n), "nn mix": nn_mix_chain(n)}
+        results = measure(texts, repeat)
+        base_parse, base_print = results["arith.addf"]
+        for label, (p, q) in results.items():
             print(
                 f"{n:>7} {label:<11} {n / p:>12,.0f} {n / q:>12,.0f} "
-                f"{base_parse / p:>13.2f}x {base_print / q:>13.2f}x"
+                f"{base_parse / p:>13.2f}x {base_print / q:>13.2f}x",
+                flush=True,
             )
 
 

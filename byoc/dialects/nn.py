@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from io import StringIO
 from typing import Any, ClassVar
 
 import numpy as np
@@ -34,6 +35,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     IntegerType,
+    NoneAttr,
     StringAttr,
     TensorType,
     f32,
@@ -204,23 +206,54 @@ def _parse_type(parser: Parser) -> Attribute:
     return found
 
 
-def _type_printer(printer: Printer) -> Callable[[Attribute], None]:
-    """`printer.print_attribute`, served from a cache for tensor types (plain printers only)."""
-    if type(printer) is not Printer:  # e.g. the syntax-highlighting printer
-        return printer.print_attribute
+_PRINTED_TYPES_BY_ID: dict[int, tuple[Attribute, str]] = {}
+_PRINTED_ATTR_DICTS: dict[tuple[tuple[str, Attribute], ...], str] = {}
+_STATELESS_ATTRS = (IntegerAttr, FloatAttr, StringAttr, DenseArrayBase)
+"""Attributes whose text does not depend on the printer's state (aliases, resources)."""
 
-    def print_type(t: Attribute) -> None:
-        if not isinstance(t, TensorType):
-            printer.print_attribute(t)
-            return
-        text = _PRINTED_TYPES.get(t)
-        if text is None:
-            text = str(t)
-            if len(_PRINTED_TYPES) < _TYPE_CACHE_LIMIT:
-                _PRINTED_TYPES[t] = text
-        printer.print_string(text)
 
-    return print_type
+def _type_text(t: Attribute) -> str | None:
+    """The text of a tensor type without encoding, from a cache; None for other types."""
+    entry = _PRINTED_TYPES_BY_ID.get(id(t))
+    if entry is not None and entry[0] is t:
+        return entry[1]
+    if not isinstance(t, TensorType) or not isinstance(t.encoding, NoneAttr):
+        return None
+    text = _PRINTED_TYPES.get(t)
+    if text is None:
+        text = str(t)
+        if len(_PRINTED_TYPES) < _TYPE_CACHE_LIMIT:
+            _PRINTED_TYPES[t] = text
+    if len(_PRINTED_TYPES_BY_ID) < _TYPE_CACHE_LIMIT:
+        _PRINTED_TYPES_BY_ID[id(t)] = (t, text)  # holds t, so its id stays unique
+    return text
+
+
+def _attr_dict_text(attrs: dict[str, Attribute]) -> str | None:
+    """The text of an attribute dictionary of plain builtin values, from a cache."""
+    if not all(isinstance(v, _STATELESS_ATTRS) for v in attrs.values()):
+        return None
+    key = tuple(attrs.items())
+    text = _PRINTED_ATTR_DICTS.get(key)
+    if text is None:
+        stream = StringIO()
+        Printer(stream=stream).print_attr_dict(attrs)
+        text = stream.getvalue()
+        if len(_PRINTED_ATTR_DICTS) < _TYPE_CACHE_LIMIT:
+            _PRINTED_ATTR_DICTS[key] = text
+    return text
+
+
+def _signature_text(in_types: Sequence[Attribute], out_types: Sequence[Attribute]) -> str | None:
+    """`T` when all types agree, else `(Ts) -> T` or `(Ts) -> (Ts)`; None if a type is not cached."""
+    texts = [_type_text(t) for t in (*in_types, *out_types)]
+    if any(t is None for t in texts):
+        return None
+    ins, outs = texts[: len(in_types)], texts[len(in_types) :]
+    if len(outs) == 1 and all(t == outs[0] for t in ins):
+        return outs[0]
+    result = outs[0] if len(outs) == 1 else "(" + ", ".join(outs) + ")"  # type: ignore[arg-type]
+    return "(" + ", ".join(ins) + ") -> " + result  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------
@@ -343,25 +376,29 @@ class NNOp(IRDLOperation):
             k: v for k, v in self.properties.items() if defaults.get(k, None) != v
         }
         shown.update(self.attributes)
+        in_types = [o.type for o in self.operands]
+        out_types = list(self.result_types)
+        if type(printer) is Printer:  # not a subclass (e.g. syntax highlighting): use the caches
+            attr_text = _attr_dict_text(shown) if shown else ""
+            signature = _signature_text(in_types, out_types)
+            if attr_text is not None and signature is not None:
+                printer.print_string((" " + attr_text if attr_text else "") + " : " + signature)
+                return
         if shown:
             printer.print_string(" ")
             printer.print_attr_dict(shown)
         printer.print_string(" : ")
-        in_types = [o.type for o in self.operands]
-        out_types = list(self.result_types)
-        all_types = in_types + out_types
-        print_type = _type_printer(printer)
-        if len(out_types) == 1 and all(t == out_types[0] for t in all_types):
-            print_type(out_types[0])
+        if len(out_types) == 1 and all(t == out_types[0] for t in in_types):
+            printer.print_attribute(out_types[0])
         else:
             printer.print_string("(")
-            printer.print_list(in_types, print_type)
+            printer.print_list(in_types, printer.print_attribute)
             printer.print_string(") -> ")
             if len(out_types) == 1:
-                print_type(out_types[0])
+                printer.print_attribute(out_types[0])
             else:
                 printer.print_string("(")
-                printer.print_list(out_types, print_type)
+                printer.print_list(out_types, printer.print_attribute)
                 printer.print_string(")")
 
     @classmethod
