@@ -531,3 +531,18 @@ def test_help_loads_no_heavy_module() -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1] == "[]"
     assert "--verify-diagnostics" in result.stdout
+
+
+def test_a_bug_in_the_driver_is_one_line_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self: ByocOptMain, chunk: object) -> object:
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(ByocOptMain, "process_chunk", broken)
+    code, _, err = run_in_process(tmp_path, capsys)
+    assert code == 1
+    assert err.startswith(
+        "byoc-opt: error: internal error: ZeroDivisionError: division by zero (at "
+    )
+    assert len(err.strip().splitlines()) == 1

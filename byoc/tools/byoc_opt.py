@@ -213,6 +213,18 @@ class ByocOptMain(xDSLOptMain):
             except OSError:
                 pass
             return 1
+        except Exception as e:  # a bug in byoc-opt itself: one line, with where it happened
+            import traceback
+
+            from byoc.diagnostics import describe_exception
+
+            frame = traceback.extract_tb(e.__traceback__)[-1]
+            print(
+                f"byoc-opt: error: internal error: {describe_exception(e)} "
+                f"(at {frame.filename}:{frame.lineno}; please report it)",
+                file=sys.stderr,
+            )
+            return 1
 
     def _run(self) -> int:
         if self.args.list_passes:
