@@ -82,7 +82,7 @@ func.func private @ccompiler_conv(%x: tensor<1x64x56x56xf32>) -> tensor<1x64x56x
 """
 
 
-def compare(contenders: dict[str, Callable[[], Any]], min_time: float = 1.5, min_rounds: int = 7) -> dict[str, float]:
+def compare(contenders: dict[str, Callable[[], Any]], min_time: float = 1.5, min_rounds: int = 15) -> dict[str, float]:
     """Seconds per call of each contender: the median over rounds in which every
     contender runs one batch in turn (so a busy machine slows them all alike).
     A batch lasts about 2 ms; tiny calls are repeated within it."""
