@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 
-class RunError(Exception):
+class RunError(ValueError):
     pass
 
 
@@ -44,6 +44,25 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+class _Located:
+    """The parsed source of an .mlir model, to place errors about its ops."""
+
+    parsed: Any = None
+
+
+def _parse_mlir(path: Path) -> Any:
+    from byoc.context import make_context
+    from byoc.diagnostics import SourceBuffer, SourceError, decode_source, parse_source, verify_module
+
+    source = SourceBuffer(str(path), decode_source(path.read_bytes(), str(path)))
+    parsed = parse_source(make_context(), source)
+    problem = verify_module(parsed)
+    if problem is not None:
+        raise SourceError([problem])
+    _Located.parsed = parsed
+    return parsed.module
+
+
 def _load_ir(path: Path, args: argparse.Namespace) -> Any:
     if path.suffix == ".onnx":
         from byoc.frontend.onnx import import_model
@@ -56,9 +75,7 @@ def _load_ir(path: Path, args: argparse.Namespace) -> Any:
             except ValueError:
                 raise RunError(f"--input-shape {spec!r}: expected NAME=D0xD1x...") from None
         return import_model(str(path), input_shapes=shapes or None)
-    from byoc.diagnostics import parse_file
-
-    return parse_file(path)
+    return _parse_mlir(path)
 
 
 def _random_inputs(specs: Sequence[Any], seed: int) -> list[Any]:
@@ -105,7 +122,7 @@ def _run(args: argparse.Namespace) -> int:
 
     path = Path(args.model)
     if not path.exists():
-        raise RunError(f"{path}: no such file")
+        raise RunError("no such file")
     targets = [t for t in args.targets.split(",") if t]
 
     module = None
@@ -185,11 +202,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(args)
     except KeyboardInterrupt:
         return 130
-    except Exception as exc:  # noqa: BLE001 - every failure is reported as one error line
-        from byoc.diagnostics import format_exception
+    except BrokenPipeError:  # `byoc-run ... | head`: the reader left; say nothing more
+        import os
 
-        print(format_exception(exc, args.model), file=sys.stderr)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except Exception as exc:  # noqa: BLE001 - every failure is reported as one error line
+        print(_format_error(exc, args.model), file=sys.stderr)
+        return 1
+
+
+def _format_error(exc: BaseException, model: str) -> str:
+    from byoc.diagnostics import Diagnostic, OpError, SourceError, describe_exception
+
+    if isinstance(exc, SourceError):
+        return str(exc)
+    if isinstance(exc, OpError) and _Located.parsed is not None:
+        return _Located.parsed.diagnostic(exc.op, exc.message).render()
+    message = exc.message if isinstance(exc, OpError) else describe_exception(exc)
+    return Diagnostic("error", message, model).render()
 
 
 if __name__ == "__main__":
