@@ -267,6 +267,9 @@ def _outline(
     unit: Operation, target: str, name: str, bind_constants: bool, attrs: AttrCache
 ) -> FuncOp:
     """Replace `unit` (a region or one tagged op) by a call of a new function; return it."""
+    parent = unit.parent
+    assert parent is not None
+    before: Operation | None  # the call goes right before this op of `parent` (None: at the end)
     if isinstance(unit, RegionOp):
         body = unit.body.detach_block(0)
         terminator = body.last_op
@@ -274,13 +277,12 @@ def _outline(
         yielded = list(terminator.values)
         erase(terminator)
         old_results = list(unit.res)
+        before = unit  # the emptied region stays until its results are replaced
     else:
         body = Block()
         yielded = list(unit.results)
         old_results = list(unit.results)
-        unit_block = unit.parent
-        assert unit_block is not None
-        placeholder = unit.next_op
+        before = unit.next_op
         unit.detach()
         body.add_op(unit)
     binder = _Binder(body, bind_constants)
@@ -311,15 +313,10 @@ def _outline(
         properties={"callee": SymbolRefAttr(name)},
         location=unit.location,
     )
-    if isinstance(unit, RegionOp):
-        parent = unit.parent
-        assert parent is not None
-        parent.insert_op_before(call, unit)
+    if before is None:
+        parent.add_op(call)
     else:
-        if placeholder is None:
-            unit_block.add_op(call)
-        else:
-            unit_block.insert_op_before(call, placeholder)
+        parent.insert_op_before(call, before)
     index = {v: i for i, v in enumerate(results)}
     returned = body.last_op
     for old, value in zip(old_results, yielded, strict=True):
