@@ -149,7 +149,7 @@ def merge_matches(block: Block, composite: str, entry: TableEntry, extra_results
 
 
 def _escaping_values(match: Match, inside: set[int], block: Block) -> list[SSAValue]:
-    """Results of non-root matched ops used by an op outside the match, in program order."""
+    """Results of non-root matched ops used by an op outside the match, in match order."""
     out: list[SSAValue] = []
     for o in match.ops:
         if o is match.root:
