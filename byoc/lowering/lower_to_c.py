@@ -581,9 +581,8 @@ def fuse_groups(nodes: list[Node], fuse: bool) -> list[list[Node]]:
                     candidates.append(group_of[p])
             chosen: list[int] = []
             for g in candidates:
-                trial = chosen + [g]
-                if not _creates_cycle([m for t in trial for m in groups[t]] + [n], users):
-                    chosen = trial
+                if not _creates_cycle(set(chosen + [g]), n, groups, group_of, users):
+                    chosen.append(g)
             for g in chosen:
                 members = groups.pop(g) + members
         groups[gid] = sorted(members, key=lambda m: m.index)
@@ -592,19 +591,40 @@ def fuse_groups(nodes: list[Node], fuse: bool) -> list[list[Node]]:
     return _schedule(list(groups.values()))
 
 
-def _creates_cycle(members: list[Node], users: dict[Node, list[Node]]) -> bool:
-    """Would fusing `members` make a path leave the group and come back?"""
-    inside = set(members)
-    limit = max(m.index for m in members)
-    stack = [u for m in members for u in users[m] if u not in inside and u.index < limit]
-    seen: set[Node] = set()
-    while stack:
-        x = stack.pop()
-        if x in seen:
+def _creates_cycle(
+    merged: set[int],
+    node: Node,
+    groups: dict[int, list[Node]],
+    group_of: dict[Node, int],
+    users: dict[Node, list[Node]],
+) -> bool:
+    """Would fusing the groups `merged` and `node` into one make a cycle between groups?
+
+    That is: can a path leave the merged set and come back through other
+    groups (each group runs as one step, so a path into any member of a group
+    reaches all of it)? Every existing group holds only nodes before `node`.
+    """
+    members = [m for g in merged for m in groups[g]] + [node]
+
+    def successors(group_members: list[Node]) -> set[int]:
+        return {group_of[u] for m in group_members for u in users[m] if u in group_of}
+
+    producers = {
+        group_of[p] for m in members for p in _producers(m) if p in group_of and group_of[p] not in merged
+    }
+    if not producers:
+        return False
+    frontier = [g for g in successors(members) if g not in merged]
+    seen: set[int] = set()
+    while frontier:
+        g = frontier.pop()
+        if g in seen:
             continue
-        seen.add(x)
-        stack.extend(u for u in users[x] if u not in inside and u.index < limit)
-    return any(p in seen for m in members for p in _producers(m))
+        if g in producers:
+            return True
+        seen.add(g)
+        frontier.extend(h for h in successors(groups[g]) if h not in merged and h not in seen)
+    return False
 
 
 def _schedule(groups: list[list[Node]]) -> list[list[Node]]:
@@ -1233,13 +1253,19 @@ class LowerToCPass(ModulePass):
             return
         unit = _unit(op)
         init_base = sum(1 for g in unit.ops if isinstance(g, c.GlobalOp) and g.init_index is not None)
+        defined = {
+            x.sym_name.data for x in unit.ops if isinstance(x, c.FuncOp | c.GlobalOp)
+        }
         for fn in partitions:
             lowering = PartitionLowering(fn, self.fuse, self.const_threshold, init_base)
             new_ops = lowering.lower()
             init_base += len(lowering.init_arrays)
             for new in new_ops:
-                if c.SymbolTable.lookup_symbol(unit, new.sym_name.data) is not None:  # type: ignore[attr-defined]
-                    raise PassError(fn, f"lower-to-c: symbol '@{new.sym_name.data}' is already defined in the c.module")  # type: ignore[attr-defined]
+                assert isinstance(new, c.FuncOp | c.GlobalOp)
+                name = new.sym_name.data
+                if name in defined:
+                    raise PassError(fn, f"lower-to-c: symbol '@{name}' is already defined in the c.module")
+                defined.add(name)
                 unit.body.block.add_op(new)
             fn.body.detach_block(fn.body.block).erase()
             fn.properties["sym_visibility"] = StringAttr("private")
