@@ -81,6 +81,10 @@ class Executable:
             return component.get_function(symbol)
 
         self._bound = BoundPlan.bind(plan, self.constants, function)
+        self._checks = [
+            (name, np.dtype(spec.dtype), tuple(spec.shape))
+            for name, spec in zip(plan.input_names, plan.input_specs, strict=True)
+        ]
 
     # ---- inputs -----------------------------------------------------------------
     @property
@@ -88,6 +92,20 @@ class Executable:
         return list(self.plan.input_names)
 
     def _coerce(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Array]:
+        checks = self._checks
+        if not kwargs and len(args) == len(checks):
+            values: Sequence[Any] = args
+        else:
+            values = self._gather(args, kwargs)
+        out: list[Array] = []
+        for (name, dtype, shape), value in zip(checks, values, strict=True):
+            arr = value if type(value) is np.ndarray else as_array(value, name)
+            if arr.dtype != dtype or arr.shape != shape or not arr.flags.c_contiguous:
+                self._reject(name, dtype, shape, arr)
+            out.append(arr)
+        return out
+
+    def _gather(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Any]:
         names = self.plan.input_names
         if len(args) > len(names):
             raise InputError(f"the model takes {len(names)} inputs ({', '.join(names)}), got {len(args)}")
@@ -101,19 +119,15 @@ class Executable:
         missing = [n for n in names if n not in values]
         if missing:
             raise InputError(f"missing input(s): {', '.join(missing)}")
-        out: list[Array] = []
-        for name, spec in zip(names, self.plan.input_specs, strict=True):
-            arr = as_array(values[name], name)
-            if arr.dtype != np.dtype(spec.dtype):
-                raise InputError(f"input '{name}' has dtype {arr.dtype}, expected {spec.dtype}")
-            if arr.shape != spec.shape:
-                raise InputError(f"input '{name}' has shape {arr.shape}, expected {spec.shape}")
-            if not arr.flags.c_contiguous:
-                raise InputError(
-                    f"input '{name}' is not C-contiguous; pass np.ascontiguousarray(...)"
-                )
-            out.append(arr)
-        return out
+        return [values[n] for n in names]
+
+    @staticmethod
+    def _reject(name: str, dtype: np.dtype[Any], shape: tuple[int, ...], arr: Array) -> None:
+        if arr.dtype != dtype:
+            raise InputError(f"input '{name}' has dtype {arr.dtype}, expected {dtype}")
+        if arr.shape != shape:
+            raise InputError(f"input '{name}' has shape {arr.shape}, expected {shape}")
+        raise InputError(f"input '{name}' is not C-contiguous; pass np.ascontiguousarray(...)")
 
     # ---- running ----------------------------------------------------------------
     def run(self, *args: Any, **kwargs: Any) -> list[Array]:

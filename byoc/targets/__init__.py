@@ -46,6 +46,23 @@ def _family_module(name: str) -> str | None:
     return None
 
 
+def register_target(name: str, module: str | ModuleType) -> None:
+    """Make an out-of-tree target known: `module` is a module or its import path.
+
+    In-tree targets are a line in KNOWN_TARGETS; this is the same for a target
+    that lives in the user's own package. Registering a known name is an error.
+    """
+    with _lock:
+        if name in KNOWN_TARGETS or name in _loaded:
+            raise ValueError(f"target '{name}' is already registered")
+        if isinstance(module, ModuleType):
+            module.register()
+            _loaded[name] = module
+            KNOWN_TARGETS[name] = module.__name__
+        else:
+            KNOWN_TARGETS[name] = module
+
+
 def get_target(name: str) -> ModuleType:
     """Load (once) and return the module of target `name`."""
     module = _loaded.get(name)
