@@ -88,22 +88,17 @@ def model_rows(name: str, module: Any) -> None:
 
 
 def light_model(name: str) -> Any | None:
+    """An ONNX light model with seeded random weights (the shipped ones are all 0.02)."""
     try:
         import onnx
-        from onnx import numpy_helper
     except ImportError:
         return None
+    from byoc.frontend.conformance import randomize_weights
+
     path = Path(onnx.__file__).parent / "backend/test/data/light" / f"light_{name}.onnx"
     if not path.exists():
         return None
-    model = onnx.load(str(path))
-    rng = np.random.default_rng(0)
-    for init in model.graph.initializer:
-        arr = numpy_helper.to_array(init)
-        if arr.dtype == np.float32 and arr.size > 1:
-            scale = 1.0 / np.sqrt(max(1, arr[0].size if arr.ndim > 1 else arr.size))
-            init.CopyFrom(numpy_helper.from_array((rng.standard_normal(arr.shape) * scale).astype(np.float32), init.name))
-    return byoc.import_onnx(model)
+    return byoc.import_onnx(randomize_weights(onnx.load(str(path)), seed=0))
 
 
 BARE_C = r"""
