@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 import re
+import weakref
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -586,7 +587,7 @@ class CallOp(IRDLOperation):
             module = module.parent_op()
         if module is None:
             raise VerifyException("'c.call' must be inside a c.module")
-        target = SymbolTable.lookup_symbol(module, self.callee)
+        target = _lookup(module, self.callee)
         if not isinstance(target, FuncOp):
             raise VerifyException(f"'@{self.callee.root_reference.data}' is not a c.func")
         ft = target.function_type
@@ -1078,11 +1079,34 @@ class GetGlobalOp(IRDLOperation):
             )
 
 
+_SYMBOLS: weakref.WeakKeyDictionary[ModuleOp, dict[str, Operation]] = weakref.WeakKeyDictionary()
+
+
+def _lookup(module: ModuleOp, name: SymbolRefAttr) -> Operation | None:
+    """The c.func or c.global `name` of the translation unit.
+
+    Verifying every call of a big unit with a scan would be quadratic, so the
+    unit's symbols are indexed once; an entry is trusted only if the op is
+    still in the unit under that name, and a miss or a stale entry re-indexes.
+    """
+    wanted = name.root_reference.data
+    block = module.body.block
+    index = _SYMBOLS.get(module)
+    op = None if index is None else index.get(wanted)
+    if op is not None and op.parent is block and op.sym_name.data == wanted:  # type: ignore[attr-defined]
+        return op
+    index = {
+        o.sym_name.data: o for o in block.ops if isinstance(o, FuncOp | GlobalOp)
+    }
+    _SYMBOLS[module] = index
+    return index.get(wanted)
+
+
 def _lookup_global(op: Operation, name: SymbolRefAttr) -> GlobalOp:
     module = op.parent_op()
     while module is not None and not isinstance(module, ModuleOp):
         module = module.parent_op()
-    target = None if module is None else SymbolTable.lookup_symbol(module, name)
+    target = None if module is None else _lookup(module, name)
     if not isinstance(target, GlobalOp):
         raise VerifyException(f"'@{name.root_reference.data}' is not a c.global")
     return target
