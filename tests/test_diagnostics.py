@@ -546,3 +546,18 @@ def test_a_bug_in_the_driver_is_one_line_not_a_traceback(
         "byoc-opt: error: internal error: ZeroDivisionError: division by zero (at "
     )
     assert len(err.strip().splitlines()) == 1
+
+
+def test_onnx_input_without_the_frontend_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "byoc.frontend.onnx", None)  # importing it now fails
+    model = tmp_path / "model.onnx"
+    model.write_bytes(b"\x08\x07")
+    tool = ByocOptMain(args=[str(model)])
+    assert tool.run() == 1
+    err = capsys.readouterr().err
+    assert err.startswith(
+        f"{model}: error: cannot read ONNX models: the ONNX frontend failed to load"
+    )
+    assert "pip install onnx" in err
