@@ -702,3 +702,27 @@ def test_fused_groups_run_after_everything_they_read() -> None:
                     producer = v.root().node
                     if producer is not None and producer not in group:
                         assert position[producer] < i, f"dag {k}: {n.op_name} runs before its input"
+
+
+def test_ccompiler_composites_are_inlined_and_fused(cache: Path) -> None:
+    from byoc.context import parse_module
+
+    text = """
+    func.func private @ccompiler_comp(%x: tensor<2x4xf32>, %b: tensor<4xf32>) -> tensor<2x4xf32> attributes {byoc.compiler = "ccompiler"} {
+      %0 = byoc.composite "ccompiler.bias_relu"(%x, %b) : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32> {
+      ^bb0(%y: tensor<2x4xf32>, %c: tensor<4xf32>):
+        %1 = nn.bias_add %y, %c {axis = -1 : i64} : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+        %2 = nn.relu %1 : tensor<2x4xf32>
+        byoc.yield %2 : tensor<2x4xf32>
+      }
+      %3 = nn.negative %0 : tensor<2x4xf32>
+      func.return %3 : tensor<2x4xf32>
+    }
+    """
+    module = lower(parse_module(text))
+    kernels = [f for f in module.walk() if isinstance(f, c.FuncOp) and f.sym_name.data.startswith("ccompiler_comp_") and f.is_static]
+    assert [f.sym_name.data for f in kernels] == ["ccompiler_comp_0", "ccompiler_comp_"]  # one fused loop
+    rng = np.random.default_rng(13)
+    x, b = rng.standard_normal((2, 4)).astype(np.float32), rng.standard_normal(4).astype(np.float32)
+    got = CModule.from_module(module).get_function("ccompiler_comp")(x, b)
+    np.testing.assert_array_equal(got, -np.maximum(x + b, 0))
