@@ -1,17 +1,42 @@
-"""ONNX backend node tests through the importer and the numpy reference.
+"""ONNX backend node tests through the importer: on the numpy reference, and through
+`byoc.build` (the real flow: partitioning, the C library, the ExampleJSON runtime, the host).
 
-The cases are built once per session (`load_node_cases`, 10-25 s) and run
-once (`run_cases`); each test below then checks one op's share of the results.
-`python -m byoc.frontend.conformance` writes the same results to
-docs/conformance.md.
+The cases are built once per session (`load_node_cases`, 10-25 s). On the reference they run
+one by one (`run_cases`). Through build they run in batches (`run_cases_batched`): the cases
+of a batch become one model, so one C library is compiled per 100 cases instead of one per
+case (about 20 s with an empty library cache instead of about 130 s); a case that fails in a
+batch is run again alone, and that run is its result. Each test below then checks one op's
+share of the results. The slow test runs every case through its own `byoc.build`, as
+`python -m byoc.frontend.conformance` does when it writes docs/conformance.md.
 """
 
 from __future__ import annotations
 
-import pytest
+import collections
+from types import SimpleNamespace
+from typing import Any
 
-from byoc.frontend.conformance import CaseResult, load_node_cases, run_cases, select_cases
-from byoc.frontend.onnx import SUPPORTED_OPS
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import byoc
+from byoc.frontend.conformance import (
+    DEFAULT_TARGETS,
+    HOST,
+    BuildExecute,
+    CaseResult,
+    import_case,
+    load_node_cases,
+    merge_mains,
+    misplaced_host_ops,
+    run_case,
+    run_cases,
+    run_cases_batched,
+    select_cases,
+)
+from byoc.frontend.onnx import SUPPORTED_OPS, UnsupportedOnnxError
 
 # The ops issue 7 lists: each must pass at least one node test case.
 REQUIRED_OPS = """
@@ -24,8 +49,25 @@ Dropout Constant ConstantOfShape Shape Gather Range
 
 
 @pytest.fixture(scope="session")
-def results() -> list[CaseResult]:
-    return run_cases(select_cases(load_node_cases()))
+def covered() -> list[Any]:
+    return select_cases(load_node_cases())
+
+
+@pytest.fixture(scope="session")
+def results(covered: list[Any]) -> list[CaseResult]:
+    return run_cases(covered)
+
+
+@pytest.fixture(scope="session")
+def built(covered: list[Any]) -> list[CaseResult]:
+    """Through byoc.build for ccompiler then examplejson (what C rejects goes to ExampleJSON)."""
+    return run_cases_batched(covered, DEFAULT_TARGETS, batch_size=100)
+
+
+@pytest.fixture(scope="session")
+def built_examplejson(covered: list[Any]) -> list[CaseResult]:
+    """Through byoc.build for examplejson alone: every op with a line runs in its runtime."""
+    return run_cases_batched(covered, ("examplejson",), batch_size=100)
 
 
 def test_required_ops_are_supported() -> None:
@@ -57,3 +99,157 @@ def test_float32_core_cases_all_pass(results: list[CaseResult]) -> None:
     chosen = [r for r in results if r.name.startswith(core)]
     assert len(chosen) >= 25
     assert [r.name for r in chosen if r.status != "passed"] == []
+
+
+# ---- through byoc.build ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", sorted(SUPPORTED_OPS))
+def test_no_case_fails_through_build(built: list[CaseResult], op: str) -> None:
+    failed = [f"{r.name}: {r.reason}" for r in built if op in r.op_types and r.status == "failed"]
+    assert failed == []
+
+
+def test_build_agrees_with_the_reference(
+    results: list[CaseResult], built: list[CaseResult], built_examplejson: list[CaseResult]
+) -> None:
+    # the same cases pass and the same are skipped: a build failure where the reference
+    # passes would be a bug in lower-to-c, the C kernels, the ExampleJSON runtime or a predicate
+    reference = {r.name: r.status for r in results}
+    assert {r.name: r.status for r in built} == reference
+    assert {r.name: r.status for r in built_examplejson} == reference
+    assert collections.Counter(reference.values())["passed"] >= 400
+
+
+def test_ops_run_on_the_targets(
+    built: list[CaseResult], built_examplejson: list[CaseResult]
+) -> None:
+    where = collections.Counter(w for r in built for w in r.placement)
+    on = {t: {op for op, w in where if w == t} for t in (*DEFAULT_TARGETS, HOST)}
+    # C takes the CNN core; ExampleJSON takes what C has no kernel for; the host keeps
+    # only ops no target takes (split: several results, no ExampleJSON line)
+    assert {"nn.conv2d", "nn.dense", "nn.matmul", "nn.max_pool2d", "nn.softmax", "nn.pad"} <= on[
+        "ccompiler"
+    ]
+    assert {"nn.resize2d", "nn.conv2d_transpose", "nn.lrn", "nn.take", "nn.strided_slice"} <= on[
+        "examplejson"
+    ]
+    assert on[HOST] == {"nn.split"}
+    alone = {op for r in built_examplejson for op, w in r.placement if w == "examplejson"}
+    assert on["ccompiler"] <= alone
+
+
+def test_host_keeps_only_what_no_target_takes(covered: list[Any]) -> None:
+    # every covered case side by side in one model, partitioned as build does it
+    modules = []
+    for case in covered:
+        try:
+            modules.append(import_case(case)[0])
+        except UnsupportedOnnxError:
+            continue  # skipped cases
+    merged, _ = merge_mains(modules)
+    assert misplaced_host_ops(merged, DEFAULT_TARGETS) == []
+    assert misplaced_host_ops(merged, ("ccompiler",)) == []
+
+
+@pytest.mark.slow
+def test_every_case_through_its_own_build(covered: list[Any], results: list[CaseResult]) -> None:
+    # one byoc.build per case (about 130 s with an empty library cache, 15 s with a warm one)
+    own = run_cases(covered, BuildExecute(DEFAULT_TARGETS))
+    assert [f"{r.name}: {r.reason}" for r in own if r.status == "failed"] == []
+    assert {r.name: r.status for r in own} == {r.name: r.status for r in results}
+
+
+# ---- the batch runner reports each case as if it ran alone --------------------------
+
+
+def _case(name: str, model: onnx.ModelProto, inputs: list[Any], outputs: list[Any]) -> Any:
+    return SimpleNamespace(
+        name=name, model=model, data_sets=[(inputs, outputs)], rtol=1e-3, atol=1e-7
+    )
+
+
+def _unary(op: str, **attrs: Any) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        [helper.make_node(op, ["x"], ["y"], **attrs)],
+        op.lower(),
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_batch_failure_is_the_case_alone() -> None:
+    x = np.arange(-3, 3, dtype=np.float32).reshape(2, 3)
+    good = _case("relu", _unary("Relu"), [x], [np.maximum(x, 0)])
+    wrong = _case("bad_expectation", _unary("Neg"), [x], [x])  # expects the input back
+    skipped = _case("float64", _unary("Relu"), [x.astype(np.float64)], [x])
+    skipped.model.graph.input[0].type.tensor_type.elem_type = TensorProto.DOUBLE
+    results = run_cases_batched([good, wrong, skipped, good], batch_size=3)
+    assert [r.status for r in results] == ["passed", "failed", "skipped", "passed"]
+    assert "Mismatched elements" in results[1].reason
+    assert results[0].placement == (("nn.relu", "ccompiler"),)
+    alone = run_case(wrong, BuildExecute())
+    assert alone.status == "failed" and alone.placement == (("nn.negative", "ccompiler"),)
+
+
+def test_merge_mains_keeps_inputs_and_results_in_order() -> None:
+    a = byoc.parse_module(
+        "func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
+        "  %0 = nn.relu %x : tensor<2xf32>\n  func.return %0 : tensor<2xf32>\n}"
+    )
+    b = byoc.parse_module(
+        "func.func @main(%x: tensor<3xf32>, %y: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>) {\n"
+        "  %0 = nn.subtract %x, %y : tensor<3xf32>\n  func.return %0, %y : tensor<3xf32>, tensor<3xf32>\n}"
+    )
+    merged, spans = merge_mains([a, b])
+    assert spans == [(0, 1), (1, 3)]
+    x, p, q = np.array([-1, 2], np.float32), np.ones(3, np.float32), np.full(3, 4, np.float32)
+    outs = byoc.build(merged, targets=["ccompiler"]).run(x, p, q)
+    np.testing.assert_array_equal(outs[0], [0, 2])
+    np.testing.assert_array_equal(outs[1], [-3, -3, -3])
+    np.testing.assert_array_equal(outs[2], q)
+
+
+# ---- regressions found by running the node tests through build -----------------------
+
+
+def test_pad_wrap_through_c() -> None:
+    # test_wrap_pad: nn.pad in numpy's wrap mode was tagged for ccompiler, but lower-to-c
+    # had no wrap mode (KeyError while lowering); the C pad kernel now wraps
+    module = byoc.parse_module(
+        "func.func @main(%x: tensor<2x3xf32>) -> tensor<6x10xf32> {\n"
+        '  %0 = nn.pad %x {pad_width = array<i64: 1, 3, 5, 2>, pad_mode = "wrap"}'
+        " : (tensor<2x3xf32>) -> tensor<6x10xf32>\n"
+        "  func.return %0 : tensor<6x10xf32>\n}"
+    )
+    exe = byoc.build(module, targets=["ccompiler"])
+    assert [p.ops for p in exe.partitions()] == [("nn.pad",)]
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    (y,) = exe.run(x)
+    np.testing.assert_array_equal(y, np.pad(x, [(1, 3), (5, 2)], mode="wrap"))
+
+
+def test_max_with_onnx_names_collapsing_to_one_hint() -> None:
+    # test_max_two_inputs: inputs data_0 and data_1 both print as %data (xDSL drops `_<n>`);
+    # positional inputs must still reach the right arguments
+    graph = helper.make_graph(
+        [helper.make_node("Max", ["data_0", "data_1"], ["y"])],
+        "max",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [3]) for n in ("data_0", "data_1")],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    a, b = np.array([3, 2, 1], np.float32), np.array([1, 4, 4], np.float32)
+    (y,) = BuildExecute()(byoc.import_onnx(model), [a, b])
+    np.testing.assert_array_equal(y, [3, 4, 4])
+    # and by name: the executable's inputs carry their ONNX names
+    exe = byoc.build(byoc.import_onnx(model), targets=["ccompiler"])
+    assert exe.input_names == ["data_0", "data_1"]
+    (y,) = exe.run(data_1=a, data_0=b)
+    np.testing.assert_array_equal(y, [3, 4, 4])
+    # params bind by ONNX name too, and the remaining inputs keep theirs
+    exe = byoc.build(byoc.import_onnx(model), params={"data_0": a}, targets=["ccompiler"])
+    assert exe.input_names == ["data_1"]
+    (y,) = exe.run(data_1=b)
+    np.testing.assert_array_equal(y, [3, 4, 4])

@@ -16,14 +16,20 @@ Two sources, both shipped inside the installed `onnx` package:
   those constants with seeded random initializers for a stronger check against
   onnxruntime.
 
-The executor is pluggable: `reference_execute` (the numpy reference) today;
-a `byoc.build(...)`-backed one checks the partitioned, compiled flow with the
-same cases. A case is *skipped* only when the importer rejects it cleanly
-(`UnsupportedOnnxError`: an element type, attribute or mode outside nn's
-subset); anything else (a crash, a wrong shape, dtype or value) *fails*.
+The executor is pluggable: `reference_execute` (the numpy reference), or
+`BuildExecute(targets)`, the real flow: `byoc.build(module, targets=...)`
+partitions, compiles the C partitions, builds the ExampleJSON module and runs
+the rest on the host; it also records where each `nn` op ran (`placement`).
+`run_cases_batched` runs many cases as one model (their graphs side by side
+in one `@main`), so one C library is compiled for all of them; a case that
+fails there is run again alone, and that run decides. A case is *skipped* only
+when the importer rejects it cleanly (`UnsupportedOnnxError`: an element
+type, attribute or mode outside nn's subset); anything else (a crash, a wrong
+shape, dtype or value) *fails*.
 
-`python -m byoc.frontend.conformance` (or `benchmarks/onnx_conformance.py`)
-writes the table in `docs/conformance.md`.
+`python -m byoc.frontend.conformance` writes the table in
+`docs/conformance.md` from the build path, one `byoc.build` per case
+(`--reference` for the numpy reference).
 """
 
 from __future__ import annotations
@@ -42,6 +48,8 @@ from typing import Any, Literal
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
+from xdsl.ir import Block, Operation, Region, SSAValue
 
 from byoc.frontend.onnx import (
     SUPPORTED_OPS,
@@ -65,6 +73,102 @@ def reference_execute(
     return run_reference(module, list(inputs))
 
 
+DEFAULT_TARGETS: tuple[str, ...] = ("ccompiler", "examplejson")
+"""The targets of the build path: C first; ExampleJSON takes what C rejects."""
+
+HOST = "host"
+
+
+def placement_of(exe: Any) -> tuple[tuple[str, str], ...]:
+    """(nn op or composite name, target or 'host') for every op an `Executable` runs, sorted."""
+    where = {(op, p.target) for p in exe.partitions() for op in p.ops}
+    where |= {(s.name, HOST) for s in exe.plan.steps if s.kind == "kernel"}
+    return tuple(sorted(where))
+
+
+@dataclass
+class BuildExecute:
+    """`byoc.build(module, targets=...)` then `run`: the real flow, as an `Execute`.
+
+    `last` is the `Executable` of the latest call (its partitions and host steps
+    say where each op ran).
+    """
+
+    targets: tuple[str, ...] = DEFAULT_TARGETS
+    last: Any = None
+    build_seconds: float = 0.0
+    """Wall time of the latest `byoc.build` (partitioning and code generation included)."""
+
+    def __call__(
+        self, module: ModuleOp, inputs: Sequence[np.ndarray[Any, Any]]
+    ) -> list[np.ndarray[Any, Any]]:
+        from byoc.runtime.build import build
+
+        self.last = None
+        start = time.perf_counter()
+        self.last = build(module, targets=list(self.targets))
+        self.build_seconds = time.perf_counter() - start
+        return self.last.run(*inputs)
+
+
+def main_function(module: ModuleOp) -> FuncOp:
+    for op in module.ops:
+        if isinstance(op, FuncOp) and op.sym_name.data == "main":
+            return op
+    raise ValueError("the module has no func.func @main")
+
+
+def host_ops(module: ModuleOp) -> list[Operation]:
+    """The ops a partitioned module leaves on the host: @main's ops, less calls and constants."""
+    from byoc.dialects import nn
+
+    return [
+        op
+        for op in main_function(module).body.block.ops
+        if not isinstance(op, CallOp | ReturnOp | nn.ConstantOp)
+    ]
+
+
+def accepting_targets(op: Operation, targets: Sequence[str]) -> list[str]:
+    """The targets among `targets` whose support predicate takes `op`."""
+    from byoc.op_registry import get_op_attr
+    from byoc.targets import get_target
+
+    taken: list[str] = []
+    for target in targets:
+        get_target(target)  # registers its predicates
+        predicate = get_op_attr(op.name, f"target.{target}")
+        if predicate is not None and predicate(op):
+            taken.append(target)
+    return taken
+
+
+def expected_placement(module: ModuleOp, targets: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """(nn op, first target whose predicate takes it, else 'host') for @main's ops, sorted."""
+    from byoc.dialects import nn
+
+    where: set[tuple[str, str]] = set()
+    for op in main_function(module).body.block.ops:
+        if isinstance(op, nn.NNOp) and not isinstance(op, nn.ConstantOp):
+            where.add((op.name, next(iter(accepting_targets(op, targets)), HOST)))
+    return tuple(sorted(where))
+
+
+def misplaced_host_ops(module: ModuleOp, targets: Sequence[str]) -> list[str]:
+    """Partition a copy of `module` for `targets`; name each host op some target's predicate takes.
+
+    Empty when nothing but unsupported ops is left on the host.
+    """
+    from byoc.passes.byoc_pipeline import partition_for
+
+    partitioned = partition_for(module.clone(), list(targets))
+    return [
+        f"{op.name} (taken by {', '.join(ts)})"
+        for op in host_ops(partitioned)
+        if (ts := accepting_targets(op, targets))
+    ]
+
+
 # --------------------------------------------------------------------------
 # Node tests
 # --------------------------------------------------------------------------
@@ -83,7 +187,12 @@ def load_node_cases() -> tuple[Any, ...]:
 def op_types(case: Any) -> tuple[str, ...]:
     """The op types a case's model uses, sorted (a domain other than ONNX's is kept as prefix)."""
     return tuple(
-        sorted({(f"{n.domain}." if n.domain not in ("", "ai.onnx") else "") + n.op_type for n in case.model.graph.node})
+        sorted(
+            {
+                (f"{n.domain}." if n.domain not in ("", "ai.onnx") else "") + n.op_type
+                for n in case.model.graph.node
+            }
+        )
     )
 
 
@@ -105,6 +214,8 @@ class CaseResult:
     reason: str = ""
     bound_inputs: tuple[str, ...] = ()
     """Graph inputs bound to their test values at import (shapes, pads, axes given as inputs)."""
+    placement: tuple[tuple[str, str], ...] = ()
+    """With `BuildExecute`: (nn op, target or 'host') for every op the case ran."""
 
 
 def _graph_inputs(model: Any) -> list[str]:
@@ -164,22 +275,116 @@ def run_case(case: Any, execute: Execute = reference_execute) -> CaseResult:
     except Exception as e:  # an importer bug or a malformed model: a failure
         return CaseResult(case.name, ops, "failed", f"import: {type(e).__name__}: {e}")
     names = _graph_inputs(case.model)
+    placement: set[tuple[str, str]] = set()
     for inputs, outputs in case.data_sets:
         given = [np.asarray(v) for n, v in zip(names, inputs, strict=False) if n not in bound]
         try:
             with np.errstate(all="ignore"):
                 actual = execute(module, given)
+            if isinstance(execute, BuildExecute):
+                placement.update(placement_of(execute.last))
             compare_outputs(outputs, actual, case.rtol, case.atol)
         except Exception as e:
-            message = " ".join(str(e).split())
             return CaseResult(
-                case.name, ops, "failed", f"{type(e).__name__}: {message[:300]}", tuple(bound)
+                case.name, ops, "failed", _failure(e), tuple(bound), tuple(sorted(placement))
             )
-    return CaseResult(case.name, ops, "passed", "", tuple(bound))
+    return CaseResult(case.name, ops, "passed", "", tuple(bound), tuple(sorted(placement)))
+
+
+def _failure(e: BaseException) -> str:
+    message = " ".join(str(e).split())
+    return f"{type(e).__name__}: {message[:300]}"
 
 
 def run_cases(cases: Iterable[Any], execute: Execute = reference_execute) -> list[CaseResult]:
     return [run_case(c, execute) for c in cases]
+
+
+def merge_mains(modules: Sequence[ModuleOp]) -> tuple[ModuleOp, list[tuple[int, int]]]:
+    """One module whose @main runs every module's @main side by side.
+
+    Its inputs are the modules' inputs in order, its results their results in
+    order; returns it and, per module, the (start, stop) of its results. The
+    graphs share nothing, so the partitioner may group ops of different
+    modules together (sibling merges): every op still runs on the target its
+    predicates choose.
+    """
+    mains = [main_function(m) for m in modules]
+    block = Block(arg_types=[a.type for f in mains for a in f.body.block.args])
+    results: list[SSAValue] = []
+    spans: list[tuple[int, int]] = []
+    args = iter(block.args)
+    for f in mains:
+        mapper: dict[SSAValue, SSAValue] = {a: next(args) for a in f.body.block.args}
+        start = len(results)
+        for op in f.body.block.ops:
+            if isinstance(op, ReturnOp):
+                results.extend(mapper.get(v, v) for v in op.operands)
+            else:
+                block.add_op(op.clone(value_mapper=mapper))
+        spans.append((start, len(results)))
+    block.add_op(ReturnOp(*results))
+    main = FuncOp("main", ([a.type for a in block.args], [r.type for r in results]), Region(block))
+    return ModuleOp([main]), spans
+
+
+def run_cases_batched(
+    cases: Sequence[Any], targets: Sequence[str] = DEFAULT_TARGETS, batch_size: int = 200
+) -> list[CaseResult]:
+    """`run_cases(cases, BuildExecute(targets))`, with one `byoc.build` per batch of cases.
+
+    The cases of a batch become one model (`merge_mains`): one partitioning,
+    one C library, one run. A case whose outputs do not match there, or every
+    case of a batch that fails to build or run, is run again alone with
+    `run_case`, whose result is the one reported: a failure is always the
+    failure of the case on its own. The placement of a case that passed in a
+    batch is `expected_placement`: with no pattern tables and no minimum
+    region size (the build path's targets), where an op runs depends only on
+    the targets' predicates on that op.
+    """
+    from byoc.runtime.build import build
+
+    execute = BuildExecute(tuple(targets))
+    results: dict[str, CaseResult] = {}
+    ready: list[tuple[Any, ModuleOp, dict[str, np.ndarray[Any, Any]]]] = []
+    for case in cases:
+        try:
+            module, bound = import_case(case)
+            ready.append((case, module, bound))
+        except Exception:
+            results[case.name] = run_case(case, execute)  # skipped, or an import failure
+    for lo in range(0, len(ready), batch_size):
+        batch = ready[lo : lo + batch_size]
+        merged, spans = merge_mains([m for _, m, _ in batch])
+        inputs: list[np.ndarray[Any, Any]] = []
+        for case, _, bound in batch:
+            names = _graph_inputs(case.model)
+            values = case.data_sets[0][0]
+            inputs += [np.asarray(v) for n, v in zip(names, values, strict=False) if n not in bound]
+        try:
+            exe = build(merged, targets=list(targets))
+            with np.errstate(all="ignore"):
+                outputs = exe.run(*inputs)
+        except Exception:
+            outputs = None
+        for (case, module, bound), (start, stop) in zip(batch, spans, strict=True):
+            if outputs is None or len(case.data_sets) != 1:
+                results[case.name] = run_case(case, execute)
+                continue
+            try:
+                compare_outputs(case.data_sets[0][1], outputs[start:stop], case.rtol, case.atol)
+            except Exception:
+                results[case.name] = run_case(case, execute)
+                continue
+            results[case.name] = CaseResult(
+                case.name,
+                op_types(case),
+                "passed",
+                "",
+                tuple(bound),
+                expected_placement(module, targets),
+            )
+    return [results[c.name] for c in cases]
 
 
 # --------------------------------------------------------------------------
@@ -235,7 +440,9 @@ def render_markdown(
         "| op | cases | passed | failed | skipped |",
         "|---|---:|---:|---:|---:|",
     ]
-    per_op: dict[str, collections.Counter[str]] = {op: collections.Counter() for op in SUPPORTED_OPS}
+    per_op: dict[str, collections.Counter[str]] = {
+        op: collections.Counter() for op in SUPPORTED_OPS
+    }
     for r in results:
         for op in r.op_types:
             per_op[op][r.status] += 1
@@ -255,6 +462,21 @@ def render_markdown(
         lines += ["", "## Cases not passed", "", "| case | status | reason |", "|---|---|---|"]
         for r in sorted(not_passed, key=lambda r: (r.status, r.name)):
             lines.append(f"| {r.name} | {r.status} | {r.reason.replace('|', '/')} |")
+    placed = collections.Counter(w for r in results for w in r.placement)
+    if placed:
+        wheres = sorted({w for _, w in placed}, key=lambda w: (w == HOST, w))
+        lines += [
+            "",
+            "## Where the nn ops ran",
+            "",
+            "Cases (run, passed or failed) in which an op of that kind ran on each target or on",
+            "the host. An op is on the host only when no target's support predicate takes it.",
+            "",
+            "| nn op | " + " | ".join(wheres) + " |",
+            "|---|" + "---:|" * len(wheres),
+        ]
+        for op in sorted({op for op, _ in placed}):
+            lines.append(f"| {op} | " + " | ".join(str(placed[op, w]) for w in wheres) + " |")
     bound = [r for r in results if r.bound_inputs and r.status == "passed"]
     if bound:
         lines += [
@@ -338,7 +560,9 @@ def randomize_weights(model: Any, seed: int = 0) -> Any:
         op, index = role(node.output[0])
         if op in ("Conv", "ConvTranspose") and index == 1 or op == "Gemm" and index == 1:
             fan_in = int(np.prod(shape[1:])) if op != "Gemm" else min(shape)
-            w = rng.standard_normal(shape, dtype=np.float32) * np.float32(np.sqrt(2.0 / max(fan_in, 1)))
+            w = rng.standard_normal(shape, dtype=np.float32) * np.float32(
+                np.sqrt(2.0 / max(fan_in, 1))
+            )
         elif op == "BatchNormalization" and index in (1, 4) or op == "Mul":
             w = rng.uniform(0.5, 1.5, shape).astype(np.float32)
         else:
@@ -376,7 +600,9 @@ def softmax_logits_model(model: Any) -> Any:
     return out
 
 
-def onnxruntime_execute(model: Any, inputs: Sequence[np.ndarray[Any, Any]]) -> list[np.ndarray[Any, Any]]:
+def onnxruntime_execute(
+    model: Any, inputs: Sequence[np.ndarray[Any, Any]]
+) -> list[np.ndarray[Any, Any]]:
     """Run a ModelProto with onnxruntime on one intra-op and one inter-op thread."""
     import onnxruntime as ort
 
@@ -397,17 +623,28 @@ class ModelResult:
     nodes: int
     import_seconds: float
     run_seconds: float
+    """The first run with the model's own weights (with `BuildExecute`: the run alone)."""
     stored_error: float
     """Max |ours - stored output| with the model's own (constant) weights."""
     onnxruntime_error: float
     """Max |ours - onnxruntime| / max |onnxruntime| over the outputs and logits, random weights."""
     passed: bool
+    build_seconds: float = 0.0
+    """With `BuildExecute`: `byoc.build` of the model with its own weights."""
+    partitions: int = 0
+    host_ops: tuple[str, ...] = ()
+    """With `BuildExecute`: the kinds of op left on the host, sorted."""
+    misplaced: tuple[str, ...] = ()
+    """With `BuildExecute`: host ops that some target's predicate takes (must be empty)."""
 
 
 def run_light_model(
     name: str, execute: Execute = reference_execute, rtol: float = 1e-3, atol: float = 1e-4
 ) -> ModelResult:
-    """A light model against its stored output, and with random weights against onnxruntime."""
+    """A light model against its stored output, and with random weights against onnxruntime.
+
+    With `BuildExecute`, also checks that the host keeps only ops no target takes.
+    """
     import onnx
 
     x = np.random.default_rng(0).standard_normal((1, 3, 224, 224), dtype=np.float32)
@@ -417,8 +654,15 @@ def run_light_model(
     imported = time.perf_counter()
     (out,) = execute(module, [x])
     ran = time.perf_counter()
+    build_seconds, partitions, host, misplaced = 0.0, 0, (), ()
+    if isinstance(execute, BuildExecute):
+        build_seconds = execute.build_seconds
+        partitions = len(execute.last.partitions())
+        host = tuple(sorted({op for op, where in placement_of(execute.last) if where == HOST}))
+        misplaced = tuple(misplaced_host_ops(module, execute.targets))
     stored = light_model_output(name)
     ok = out.shape == stored.shape and bool(np.allclose(out, stored, rtol=rtol, atol=atol))
+    ok = ok and not misplaced
     stored_error = float(np.abs(out - stored).max()) if out.shape == stored.shape else math.inf
     random = softmax_logits_model(randomize_weights(model, seed=0))
     expected = onnxruntime_execute(random, [x])
@@ -430,11 +674,21 @@ def run_light_model(
         err = float(np.abs(a - e).max()) / scale if a.shape == e.shape else math.inf
         ort_error = max(ort_error, err)
     return ModelResult(
-        name, len(model.graph.node), imported - start, ran - imported, stored_error, ort_error, ok
+        name,
+        len(model.graph.node),
+        imported - start,
+        ran - imported - build_seconds,
+        stored_error,
+        ort_error,
+        ok,
+        build_seconds,
+        partitions,
+        host,
+        misplaced,
     )
 
 
-def render_models_markdown(results: Sequence[ModelResult]) -> str:
+def render_models_markdown(results: Sequence[ModelResult], built: bool = False) -> str:
     lines = [
         "## Real architectures",
         "",
@@ -443,15 +697,39 @@ def render_models_markdown(results: Sequence[ModelResult]) -> str:
         "the logits (the final Softmax's input); rtol 1e-3, atol 1e-4. The onnxruntime error is",
         "relative to the largest magnitude of each output (random weights without calibrated",
         "batch-norm statistics make the logits of the residual networks large).",
-        "",
-        "| model | nodes | import s | run s | max err vs stored | max rel. err vs onnxruntime | result |",
-        "|---|---:|---:|---:|---:|---:|---|",
     ]
+    if built:
+        lines += [
+            "Built for `ccompiler` alone: every op its predicates take is in a C partition,",
+            "the rest (host ops) stays on the numpy host; a host op some predicate takes fails",
+            "the model. Build and run times are of the model with its own weights (a cold",
+            "compile unless the library cache already held it), on a shared 2-core machine.",
+            "",
+            "| model | nodes | import s | build s | run s | partitions | host ops "
+            "| max err vs stored | max rel. err vs onnxruntime | result |",
+            "|---|---:|---:|---:|---:|---:|---|---:|---:|---|",
+        ]
+    else:
+        lines += [
+            "",
+            "| model | nodes | import s | run s | max err vs stored "
+            "| max rel. err vs onnxruntime | result |",
+            "|---|---:|---:|---:|---:|---:|---|",
+        ]
     for r in results:
-        lines.append(
-            f"| {r.name} | {r.nodes} | {r.import_seconds:.2f} | {r.run_seconds:.2f} | "
-            f"{r.stored_error:.2e} | {r.onnxruntime_error:.2e} | {'passed' if r.passed else 'FAILED'} |"
-        )
+        verdict = "passed" if r.passed else "FAILED"
+        if built:
+            host = ", ".join(f"`{op}`" for op in r.host_ops) or "none"
+            lines.append(
+                f"| {r.name} | {r.nodes} | {r.import_seconds:.2f} | {r.build_seconds:.2f} | "
+                f"{r.run_seconds:.2f} | {r.partitions} | {host} | {r.stored_error:.2e} | "
+                f"{r.onnxruntime_error:.2e} | {verdict} |"
+            )
+        else:
+            lines.append(
+                f"| {r.name} | {r.nodes} | {r.import_seconds:.2f} | {r.run_seconds:.2f} | "
+                f"{r.stored_error:.2e} | {r.onnxruntime_error:.2e} | {verdict} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -466,7 +744,9 @@ def write_report(
     execute: Execute = reference_execute,
     executor: str = "the numpy reference (`byoc.run_reference`)",
     models: bool = True,
+    model_execute: Execute | None = None,
 ) -> tuple[list[CaseResult], list[ModelResult]]:
+    """Run the node tests (one `execute` per case) and the light models; write the markdown."""
     start = time.perf_counter()
     cases = load_node_cases()
     results = run_cases(select_cases(cases), execute)
@@ -474,10 +754,14 @@ def write_report(
     text = render_markdown(
         results, total_cases=len(cases), executor=executor, command=command, seconds=seconds
     )
-    model_results = [run_light_model(name, execute) for name in light_models()] if models else []
+    model_execute = model_execute or execute
+    model_results = (
+        [run_light_model(name, model_execute) for name in light_models()] if models else []
+    )
     if model_results:
         head, sep, rest = text.partition("\n## Per op\n")
-        text = head + "\n" + render_models_markdown(model_results) + sep + rest
+        built = isinstance(model_execute, BuildExecute)
+        text = head + "\n" + render_models_markdown(model_results, built) + sep + rest
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(path, "w") as f:
         f.write(text)
@@ -488,14 +772,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-o", "--output", default="docs/conformance.md", help="where to write the table")
     parser.add_argument(
-        "--no-models", action="store_true", help="skip the light_* models (about a minute)"
+        "-o", "--output", default="docs/conformance.md", help="where to write the table"
+    )
+    parser.add_argument(
+        "--no-models", action="store_true", help="skip the light_* models (a few minutes)"
+    )
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help="run on the numpy reference instead of byoc.build (ccompiler, examplejson)",
     )
     args = parser.parse_args(argv)
-    results, models = write_report(
-        args.output, "python -m byoc.frontend.conformance", models=not args.no_models
-    )
+    command = "python -m byoc.frontend.conformance" + (" --reference" if args.reference else "")
+    if args.reference:
+        results, models = write_report(args.output, command, models=not args.no_models)
+    else:
+        targets = ", ".join(f"`{t}`" for t in DEFAULT_TARGETS)
+        results, models = write_report(
+            args.output,
+            command,
+            BuildExecute(DEFAULT_TARGETS),
+            f"`byoc.build(module, targets=[{targets}])` then `run`, one build per case",
+            models=not args.no_models,
+            model_execute=BuildExecute(("ccompiler",)),
+        )
     count = collections.Counter(r.status for r in results)
     print(
         f"{len(results)} cases: {count['passed']} passed, {count['failed']} failed, "
@@ -508,6 +809,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             f"{m.name}: {'passed' if m.passed else 'FAILED'} (vs stored {m.stored_error:.1e}, "
             f"vs onnxruntime {m.onnxruntime_error:.1e} relative)"
+            + (f"; host ops that a target takes: {', '.join(m.misplaced)}" if m.misplaced else "")
         )
     return 1 if count["failed"] or not all(m.passed for m in models) else 0
 
@@ -517,12 +819,21 @@ if __name__ == "__main__":
 
 
 __all__ = [
+    "DEFAULT_TARGETS",
+    "BuildExecute",
     "CaseResult",
     "Execute",
     "ModelResult",
+    "accepting_targets",
     "compare_outputs",
+    "expected_placement",
+    "host_ops",
     "import_case",
     "is_covered",
+    "merge_mains",
+    "misplaced_host_ops",
+    "placement_of",
+    "run_cases_batched",
     "light_model_output",
     "light_models",
     "load_node_cases",

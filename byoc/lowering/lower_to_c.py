@@ -439,7 +439,7 @@ class GraphBuilder:
         elif name == "nn.pad":
             s = ins[0].shape
             pw = a["pad_width"]
-            mode = {"constant": 0, "edge": 1, "reflect": 2}[a["pad_mode"]]
+            mode = {"constant": 0, "edge": 1, "reflect": 2, "wrap": 3}[a["pad_mode"]]
             value: Attribute
             if t == "f32":
                 value = FloatAttr(float(np.float32(a["pad_value"])), f32)

@@ -19,14 +19,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation
 
 from byoc.dialects import byoc as byoc_d
 from byoc.dialects import nn
 from byoc.runtime.executable import Executable, PartitionInfo, RuntimeComponent
-from byoc.runtime.host import partition_target, plan_function
+from byoc.runtime.host import input_name, partition_target, plan_function
 
 
 class BuildError(ValueError):
@@ -41,7 +41,7 @@ def bind_params(module: ModuleOp, params: Mapping[str, Any], function: str = "ma
     if func is None:
         raise BuildError(f"no function @{function} to bind params into")
     block = func.body.block
-    by_name = {a.name_hint: a for a in block.args if a.name_hint}
+    by_name = {input_name(func, a.index): a for a in block.args}
     for name, value in params.items():
         arg = by_name.get(name)
         if arg is None:
@@ -54,6 +54,10 @@ def bind_params(module: ModuleOp, params: Mapping[str, Any], function: str = "ma
             raise BuildError(f"param '{name}' has type {const.result.type}, the input is {arg.type}")
         block.insert_op_before(const, block.first_op) if block.first_op else block.add_op(const)
         arg.replace_all_uses_with(const.result)
+        if func.arg_attrs is not None:  # keep the argument attributes in step
+            attrs = list(func.arg_attrs.data)
+            del attrs[arg.index]
+            func.arg_attrs = ArrayAttr(attrs)
         block.erase_arg(arg)
     func.update_function_type()
 

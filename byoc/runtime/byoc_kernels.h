@@ -431,12 +431,13 @@ BYOC_DEFINE_TRANSPOSE(byoc_transpose_i32, int32_t)
 
 /*
  * Pad (numpy.pad): `before[d]` elements are added in front of dim d; mode 0
- * fills with `value`, 1 repeats the edge, 2 reflects (without the edge).
+ * fills with `value`, 1 repeats the edge, 2 reflects (without the edge), 3 wraps.
  */
 static inline int64_t byoc_pad_source_(int64_t c, int64_t n, int32_t mode) {
   if (c >= 0 && c < n) return c;
   if (mode == 0) return -1;
   if (mode == 1) return c < 0 ? 0 : n - 1;
+  if (mode == 3) return ((c % n) + n) % n;
   if (n == 1) return 0;
   const int64_t period = 2 * (n - 1);
   int64_t m = c % period;

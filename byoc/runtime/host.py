@@ -233,6 +233,16 @@ class _Planner:
         self._inlining.pop()
 
 
+def input_name(func: FuncOp, i: int) -> str:
+    """The input's `onnx.name` argument attribute (the ONNX importer's, when the SSA name
+    differs: xDSL drops a `_<digits>` suffix), else its SSA name, else `arg<i>`."""
+    if func.arg_attrs is not None:
+        name = func.arg_attrs.data[i].data.get("onnx.name")
+        if isinstance(name, StringAttr):
+            return name.data
+    return func.body.block.args[i].name_hint or f"arg{i}"
+
+
 def plan_function(module: ModuleOp, function: str = "main") -> tuple[HostPlan, list[Array]]:
     """Flatten `@function` into a HostPlan and its constant table."""
     planner = _Planner(module)
@@ -240,7 +250,7 @@ def plan_function(module: ModuleOp, function: str = "main") -> tuple[HostPlan, l
     if func is None:
         raise PlanError(f"no function @{function} in the module")
     block = func.body.block
-    names = [a.name_hint or f"arg{i}" for i, a in enumerate(block.args)]
+    names = [input_name(func, i) for i in range(len(block.args))]
     input_slots = [planner.new_slot(a) for a in block.args]
     planner._inlining.append(function)
     results = planner.plan_block_ops(list(block.ops))
