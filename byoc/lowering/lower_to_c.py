@@ -184,6 +184,29 @@ def is_supported(op: Operation) -> bool:
     return unsupported_reason(op) is None
 
 
+def c_lowering_target(name: str) -> Any | None:
+    """The module of target `name` if lower-to-c also lowers its partitions, else None.
+
+    Such a target (cblas) defines `lower_composite_to_c(builder, composite, inputs)`, which
+    adds the composite's nodes to the `GraphBuilder` and returns its result values, and
+    `C_INCLUDES`, the headers its kernels need. Its partitions are lowered like ccompiler's.
+    """
+    from byoc.targets import UnknownTargetError, get_target
+
+    try:
+        module = get_target(name)
+    except UnknownTargetError:
+        return None
+    return module if hasattr(module, "lower_composite_to_c") else None
+
+
+def _lowered_here(f: Operation) -> bool:
+    compiler = f.attributes.get(byoc_d.COMPILER_ATTR)
+    if not isinstance(compiler, StringAttr):
+        return False
+    return compiler.data == TARGET or c_lowering_target(compiler.data) is not None
+
+
 # ---------------------------------------------------------------------------
 # The tensor graph of one partition
 # ---------------------------------------------------------------------------
@@ -293,11 +316,8 @@ class GraphBuilder:
                 return
             elif isinstance(op, byoc_d.CompositeOp):
                 if op.target_name != TARGET:
-                    raise PassError(
-                        op,
-                        f"lower-to-c: composite '{op.composite.data}' belongs to target "
-                        f"'{op.target_name}', not {TARGET}",
-                    )
+                    self._target_composite(op)
+                    continue
                 body = op.body.block
                 for arg, operand in zip(body.args, op.args, strict=True):
                     self.values[arg] = self.values[operand]
@@ -315,6 +335,22 @@ class GraphBuilder:
                 raise PassError(
                     op, f"lower-to-c: '{op.name}' cannot appear in a {TARGET} partition"
                 )
+
+    def _target_composite(self, op: byoc_d.CompositeOp) -> None:
+        """A composite of the partition's own target, when that target lowers through C
+        (`c_lowering_target`, e.g. cblas): its hook adds the nodes and returns the results."""
+        compiler = self.fn.attributes.get(byoc_d.COMPILER_ATTR)
+        partition = compiler.data if isinstance(compiler, StringAttr) else TARGET
+        hook = c_lowering_target(op.target_name)
+        if hook is None or partition != op.target_name:
+            raise PassError(
+                op,
+                f"lower-to-c: composite '{op.composite.data}' belongs to target "
+                f"'{op.target_name}', not {partition}",
+            )
+        results = hook.lower_composite_to_c(self, op, [self.values[v] for v in op.args])
+        for res, value in zip(op.res, results, strict=True):
+            self.values[res] = value
 
     # ---- one nn op ---------------------------------------------------------------
     def _result(self, op: nn.NNOp) -> TValue:
@@ -1203,6 +1239,20 @@ def _unit(module: ModuleOp) -> c.ModuleOp:
     return unit
 
 
+def _add_include(unit: c.ModuleOp, header: str) -> None:
+    includes = [op for op in unit.ops if isinstance(op, c.IncludeOp)]
+    if any(op.include.data == header for op in includes):
+        return
+    new = c.IncludeOp(header)
+    block = unit.body.block
+    if includes:
+        block.insert_op_after(new, includes[-1])
+    elif block.first_op is not None:
+        block.insert_op_before(new, block.first_op)
+    else:
+        block.add_op(new)
+
+
 def _init_func(unit: c.ModuleOp) -> c.FuncOp:
     """`int32_t byoc_init(const void* const* consts, int32_t n)`: bind every `init` global."""
     for op in list(unit.ops):
@@ -1246,8 +1296,7 @@ class LowerToCPass(ModulePass):
             for f in op.ops
             if isinstance(f, func.FuncOp)
             and f.body.blocks
-            and isinstance(f.attributes.get(byoc_d.COMPILER_ATTR), StringAttr)
-            and f.attributes[byoc_d.COMPILER_ATTR].data == TARGET  # type: ignore[union-attr]
+            and _lowered_here(f)
         ]
         if not partitions and not any(isinstance(x, c.ModuleOp) for x in op.ops):
             return
@@ -1257,6 +1306,9 @@ class LowerToCPass(ModulePass):
             x.sym_name.data for x in unit.ops if isinstance(x, c.FuncOp | c.GlobalOp)
         }
         for fn in partitions:
+            hook = c_lowering_target(fn.attributes[byoc_d.COMPILER_ATTR].data)  # type: ignore[union-attr]
+            for header in getattr(hook, "C_INCLUDES", ()):
+                _add_include(unit, header)
             lowering = PartitionLowering(fn, self.fuse, self.const_threshold, init_base)
             new_ops = lowering.lower()
             init_base += len(lowering.init_arrays)

@@ -55,7 +55,7 @@ import numpy as np
 
 INCLUDE_DIR = Path(__file__).resolve().parent
 """Where dlpack.h, byoc_runtime.h and byoc_kernels.h live (`-I` for the generated C)."""
-RUNTIME_HEADERS = ("dlpack.h", "byoc_runtime.h", "byoc_kernels.h")
+RUNTIME_HEADERS = ("dlpack.h", "byoc_runtime.h", "byoc_kernels.h", "byoc_cblas.h")
 
 DEFAULT_FLAGS: tuple[str, ...] = (
     "-std=c11",
@@ -151,10 +151,13 @@ def _headers_digest() -> str:
     return h.hexdigest()
 
 
-def library_key(source: str, flags: Sequence[str], cc: str | None = None) -> str:
+def library_key(
+    source: str, flags: Sequence[str], cc: str | None = None, libs: Sequence[str] = ()
+) -> str:
     cc = cc or compiler()
     h = hashlib.sha256()
-    for part in (compiler_version(cc), cc, "\0".join(flags), "\0".join(LIBS), _headers_digest(), source):
+    link = "\0".join((*LIBS, *libs))
+    for part in (compiler_version(cc), cc, "\0".join(flags), link, _headers_digest(), source):
         h.update(part.encode())
         h.update(b"\x00")
     return h.hexdigest()[:40]
@@ -173,12 +176,14 @@ def compile_source(
     *,
     directory: Path | None = None,
     cc: str | None = None,
+    libs: Sequence[str] = (),
 ) -> BuildResult:
-    """Compile `source` into a shared library, or find it in the cache."""
+    """Compile `source` into a shared library, or find it in the cache. `libs` (linker
+    arguments such as `-L<dir> -lfoo -Wl,-rpath,<dir>`) go after the source."""
     cc = cc or compiler()
     directory = directory or cache_dir()
     directory.mkdir(parents=True, exist_ok=True)
-    key = library_key(source, flags, cc)
+    key = library_key(source, flags, cc, libs)
     library = directory / f"byoc_{key}.so"
     src = directory / f"byoc_{key}.c"
     if library.exists():
@@ -186,7 +191,7 @@ def compile_source(
     _write_atomic(src, source.encode())
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".build_", suffix=".so")
     os.close(fd)
-    command = [cc, *flags, f"-I{INCLUDE_DIR}", "-o", tmp, str(src), *LIBS]
+    command = [cc, *flags, f"-I{INCLUDE_DIR}", "-o", tmp, str(src), *LIBS, *libs]
     try:
         done = subprocess.run(command, capture_output=True, text=True, check=False)
     except OSError as e:
@@ -304,8 +309,9 @@ class CModule:
         *,
         flags: Sequence[str] = DEFAULT_FLAGS,
         directory: Path | None = None,
+        libs: Sequence[str] = (),
     ) -> CModule:
-        built = compile_source(source, flags, directory=directory)
+        built = compile_source(source, flags, directory=directory, libs=libs)
         return cls(
             built.library_path,
             functions,
@@ -322,6 +328,7 @@ class CModule:
         *,
         flags: Sequence[str] = DEFAULT_FLAGS,
         directory: Path | None = None,
+        libs: Sequence[str] = (),
     ) -> CModule:
         """Compile (or find in the cache) the `c.module` of a module after `lower-to-c`."""
         from byoc.dialects import c
@@ -333,7 +340,7 @@ class CModule:
         for unit in (op for op in module.walk() if isinstance(op, c.ModuleOp)):
             constants.extend(constants_of(unit))
         return cls.from_source(
-            source, signatures_of(module), constants, flags=flags, directory=directory
+            source, signatures_of(module), constants, flags=flags, directory=directory, libs=libs
         )
 
     @classmethod
