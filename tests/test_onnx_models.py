@@ -1,9 +1,13 @@
-"""Real architectures shipped with onnx (light_*.onnx): import, run on the numpy reference,
-and match the stored output and onnxruntime.
+"""Real architectures shipped with onnx (light_*.onnx): import, run on the numpy reference
+and through `byoc.build` for the `ccompiler` target, and match the stored output and
+onnxruntime.
 
 The stored outputs come from weights that are all 0.02 and do not depend on the
 input, so each model also runs with seeded random weights (and its logits, the
 input of the final Softmax, as an extra output) against onnxruntime on one thread.
+Through build, the host must keep exactly the ops ccompiler's predicates reject.
+Six models run through build by default (about 30 s with an empty library cache);
+densenet121, zfnet512 and vgg19 are `@pytest.mark.slow` (`make test-slow`).
 """
 
 from __future__ import annotations
@@ -12,7 +16,11 @@ import numpy as np
 import onnx
 import pytest
 
+import byoc
+from byoc.dialects import nn
 from byoc.frontend.conformance import (
+    accepting_targets,
+    host_ops,
     light_model_output,
     light_models,
     onnxruntime_execute,
@@ -20,6 +28,7 @@ from byoc.frontend.conformance import (
     softmax_logits_model,
 )
 from byoc.frontend.onnx import import_model
+from byoc.passes.byoc_pipeline import partition_for
 from byoc.reference import run_reference
 
 RTOL, ATOL = 1e-3, 1e-4
@@ -64,4 +73,61 @@ def test_light_model_with_random_weights_matches_onnxruntime(name: str) -> None:
         assert a.shape == e.shape and a.dtype == e.dtype
         np.testing.assert_allclose(a, e, rtol=RTOL, atol=ATOL)
     # the random weights make the output depend on the input, unlike the stored weights
+    assert np.ptp(expected[0]) > 1e-3
+
+
+# ---- through byoc.build for ccompiler ----------------------------------------------
+
+BUILD_DEFAULT = {
+    "bvlc_alexnet",
+    "inception_v1",
+    "inception_v2",
+    "resnet50",
+    "shufflenet",
+    "squeezenet",
+}
+BUILD_PARAMS = [n if n in BUILD_DEFAULT else pytest.param(n, marks=pytest.mark.slow) for n in NAMES]
+HOST_OPS = {
+    "bvlc_alexnet": ["nn.lrn"] * 2,
+    "inception_v1": ["nn.lrn"] * 2,
+    "zfnet512": ["nn.lrn"] * 2,
+}
+"""What ccompiler leaves on the host: lower-to-c has no LRN kernel."""
+
+
+def _check_host_ops(module: object, name: str) -> list[str]:
+    """Partition for ccompiler; the host ops are exactly those its predicates reject."""
+    main = next(iter(module.ops))  # type: ignore[attr-defined]
+    rejected = [
+        op.name
+        for op in main.body.block.ops
+        if isinstance(op, nn.NNOp)
+        and not isinstance(op, nn.ConstantOp)
+        and not accepting_targets(op, ["ccompiler"])
+    ]
+    host = host_ops(partition_for(module.clone(), ["ccompiler"]))  # type: ignore[attr-defined]
+    assert [op.name for op in host] == rejected == HOST_OPS.get(name, [])
+    return rejected
+
+
+@pytest.mark.parametrize("name", BUILD_PARAMS)
+def test_light_model_through_ccompiler(name: str) -> None:
+    module = import_model(light_models()[name])
+    rejected = _check_host_ops(module, name)
+    exe = byoc.build(module, targets=["ccompiler"])
+    assert {p.target for p in exe.partitions()} == {"ccompiler"}
+    assert [s.name for s in exe.plan.steps if s.kind == "kernel"] == rejected
+    # every LRN splits the C code: one partition before, between and after them
+    assert len(exe.partitions()) == len(rejected) + 1
+    (out,) = exe.run(_input(0))
+    np.testing.assert_allclose(out, light_model_output(name), rtol=RTOL, atol=ATOL)
+
+    model = softmax_logits_model(randomize_weights(onnx.load(light_models()[name]), seed=0))
+    x = _input(1)
+    expected = onnxruntime_execute(model, [x])
+    actual = byoc.build(import_model(model), targets=["ccompiler"]).run(x)
+    assert len(actual) == len(expected)
+    for a, e in zip(actual, expected, strict=True):
+        assert a.shape == e.shape and a.dtype == e.dtype
+        np.testing.assert_allclose(a, e, rtol=RTOL, atol=ATOL)
     assert np.ptp(expected[0]) > 1e-3

@@ -522,9 +522,14 @@ def light_model_output(name: str) -> np.ndarray[Any, Any]:
 def randomize_weights(model: Any, seed: int = 0) -> Any:
     """A copy of `model` whose float `ConstantOfShape` weights are seeded random initializers.
 
-    Conv and Gemm weights are He-normal (by fan-in), biases small, and batch-norm
-    scales and variances positive, so that activations keep their scale through
-    a deep network and its outputs depend on every weight.
+    Scaled so that activations keep their scale through a deep network, its
+    outputs stay well-conditioned (no logits of 1e6 that cancel to 190) and
+    depend on every weight: Conv and Gemm weights are normal with variance
+    gain / fan-in (gain 2, He, when a ReLU follows, through a batch norm;
+    1 otherwise); a batch norm's variance is uniform in [0.5, 1.5] and its
+    scale sqrt(variance) times a factor in [0.8, 1.2] (in [0.2, 0.4] when it
+    feeds a residual Add, so that the sum does not double the variance);
+    biases and means are small.
     """
     import onnx
     from onnx import numpy_helper
@@ -539,13 +544,24 @@ def randomize_weights(model: Any, seed: int = 0) -> Any:
         for i, name in enumerate(node.input):
             consumers[name].append((node, i))
 
-    def role(name: str) -> tuple[str, int]:
+    def role(name: str) -> tuple[Any, int]:
         for node, i in consumers.get(name, []):
             if node.op_type in ("Unsqueeze", "Reshape", "Identity") and i == 0:
                 return role(node.output[0])
-            return node.op_type, i
-        return "", 0
+            return node, i
+        return None, 0
 
+    def feeds(name: str, op_types: tuple[str, ...]) -> bool:
+        """A consumer of `name` (through batch norms) is one of `op_types`."""
+        for node, _ in consumers.get(name, []):
+            if node.op_type in op_types:
+                return True
+            if node.op_type == "BatchNormalization" and feeds(node.output[0], op_types):
+                return True
+        return False
+
+    relu = ("Relu", "LeakyRelu", "PRelu", "Clip")
+    random: dict[str, np.ndarray[Any, Any]] = {}
     kept = []
     for node in graph.node:
         if node.op_type != "ConstantOfShape" or node.input[0] not in consts:
@@ -557,17 +573,28 @@ def randomize_weights(model: Any, seed: int = 0) -> Any:
             kept.append(node)
             continue
         shape = tuple(int(d) for d in consts[node.input[0]].reshape(-1))
-        op, index = role(node.output[0])
-        if op in ("Conv", "ConvTranspose") and index == 1 or op == "Gemm" and index == 1:
+        user, index = role(node.output[0])
+        op = user.op_type if user is not None else ""
+        if op in ("Conv", "ConvTranspose", "Gemm") and index == 1:
             fan_in = int(np.prod(shape[1:])) if op != "Gemm" else min(shape)
+            gain = 2.0 if feeds(user.output[0], relu) else 1.0
             w = rng.standard_normal(shape, dtype=np.float32) * np.float32(
-                np.sqrt(2.0 / max(fan_in, 1))
+                np.sqrt(gain / max(fan_in, 1))
             )
         elif op == "BatchNormalization" and index in (1, 4) or op == "Mul":
             w = rng.uniform(0.5, 1.5, shape).astype(np.float32)
         else:
             w = (rng.standard_normal(shape, dtype=np.float32) * np.float32(0.1)).astype(np.float32)
-        graph.initializer.append(numpy_helper.from_array(w, node.output[0]))
+        random[node.output[0]] = w
+    for node in graph.node:  # batch norms: scale / sqrt(variance) around 1, small before an Add
+        if node.op_type == "BatchNormalization" and {node.input[1], node.input[4]} <= set(random):
+            eps = next((a.f for a in node.attribute if a.name == "epsilon"), 1e-5)
+            low, high = (0.2, 0.4) if feeds(node.output[0], ("Add", "Sum")) else (0.8, 1.2)
+            var = random[node.input[4]]
+            factor = rng.uniform(low, high, var.shape)
+            random[node.input[1]] = (np.sqrt(var + np.float32(eps)) * factor).astype(np.float32)
+    for name, w in random.items():
+        graph.initializer.append(numpy_helper.from_array(w, name))
     del graph.node[:]
     graph.node.extend(kept)
     used = {name for node in graph.node for name in node.input} | {o.name for o in graph.output}
