@@ -185,27 +185,28 @@ CASES = [
         _conv(6, 7, (9, 9), (1, 1), epilogue="B", strides=(2, 2)),
     ),
     Case("im2col_1x1_padded", "conv2d", _conv(6, 7, (5, 5), (1, 1), padding=(1, 0, 0, 1))),
+    Case("im2col_few_pixels", "conv2d_relu", _conv(64, 8, (7, 7), (3, 3), relu=True, **PAD1)),
     Case(
         "im2col_runtime_weight",
         "conv2d_bias_relu",
         _conv(64, 8, (6, 6), (3, 3), epilogue="b", relu=True, runtime_weight=True, **PAD1),
     ),
-    # one GEMM per tap: stride 1, at least TAPS_MIN_CHANNELS channels
+    # one GEMM per tap: stride 1, at least TAPS_MIN_CHANNELS channels and TAPS_MIN_PIXELS pixels
     Case(
         "taps_bias_relu",
         "conv2d_bias_relu",
-        _conv(48, 5, (7, 9), (3, 3), n=2, epilogue="b", relu=True, **PAD1),
+        _conv(48, 5, (12, 10), (3, 3), n=2, epilogue="b", relu=True, **PAD1),
     ),
     Case(
         "taps_dilated",
         "conv2d_bias",
-        _conv(64, 12, (9, 8), (3, 2), epilogue="a", dilation=(2, 2), padding=(1, 0, 2, 3)),
+        _conv(64, 12, (12, 11), (3, 2), epilogue="a", dilation=(2, 2), padding=(1, 0, 2, 3)),
     ),
-    Case("taps_unpadded", "conv2d", _conv(50, 3, (6, 6), (2, 2))),
+    Case("taps_unpadded", "conv2d", _conv(50, 3, (12, 12), (2, 2))),
     Case(
         "taps_densenet_chain",
         "conv2d_bias_relu",
-        _conv(48, 8, (6, 5), (3, 3), epilogue="bBma", relu=True, **PAD1),
+        _conv(48, 8, (10, 10), (3, 3), epilogue="bBma", relu=True, **PAD1),
     ),
     # the direct 1x1 path
     Case("direct_1x1", "conv2d_relu", _conv(9, 10, (6, 7), (1, 1), n=3, relu=True)),

@@ -220,7 +220,9 @@ class _ChainLowering:
             pt, pl, pb, pr = a["padding"]
             dh, dw = a["dilation"]
             k = c * kh * kw
-            algorithm = conv2d_algorithm(c, kh, kw, (sh, sw), (pt, pl, pb, pr), w.kind == "const")
+            algorithm = conv2d_algorithm(
+                c, (kh, kw), (oh, ow), (sh, sw), (pt, pl, pb, pr), w.kind == "const"
+            )
             if algorithm == "taps":
                 # one GEMM per kernel tap over a padded copy: weights tap-major (KH*KW, O, C)
                 assert w.array is not None
@@ -258,21 +260,39 @@ class _ChainLowering:
 
 
 def conv2d_algorithm(
-    c: int, kh: int, kw: int, strides: tuple[int, int], padding: tuple[int, ...], const_weight: bool
+    c: int,
+    kernel: tuple[int, int],
+    out: tuple[int, int],
+    strides: tuple[int, int],
+    padding: tuple[int, ...],
+    const_weight: bool,
 ) -> str:
     """How a conv2d composite runs: "1x1" (the image is the GEMM operand), "taps" (stride 1:
-    one GEMM per kernel tap over a padded copy, no im2col; needs the weights at compile time
-    to rearrange them, and enough channels for a GEMM of depth C to pay) or "im2col"."""
-    if (kh, kw, *strides, *padding) == (1, 1, 1, 1, 0, 0, 0, 0):
+    one GEMM per kernel tap over a padded copy, no im2col) or "im2col".
+
+    "taps" needs the weights at compile time (to rearrange them), enough input channels for
+    a GEMM of depth C to pay, and enough output pixels for GEMMs that narrow to be worth
+    calling KH*KW times (measured on 3x3 convolutions: 25 % faster than im2col from 64
+    channels at 14x14 and more, equal at 16-32 channels, 30 % slower at 7x7).
+    """
+    if (*kernel, *strides, *padding) == (1, 1, 1, 1, 0, 0, 0, 0):
         return "1x1"
-    if strides == (1, 1) and const_weight and kh * kw > 1 and c >= TAPS_MIN_CHANNELS:
+    if (
+        strides == (1, 1)
+        and const_weight
+        and kernel[0] * kernel[1] > 1
+        and c >= TAPS_MIN_CHANNELS
+        and out[0] * out[1] >= TAPS_MIN_PIXELS
+    ):
         return "taps"
     return "im2col"
 
 
 TAPS_MIN_CHANNELS = 48
-"""Input channels from which one GEMM per tap (depth C) beats im2col (depth C*KH*KW); measured
-on a 3x3 convolution: equal at 16-32 channels, 25 % faster at 64 and more."""
+"""Input channels from which one GEMM per tap (depth C) beats im2col (depth C*KH*KW)."""
+
+TAPS_MIN_PIXELS = 100
+"""Output pixels from which one GEMM per tap beats im2col."""
 
 
 def _tile(extent: int, bytes_per_item: int, minimum: int = MIN_TILE) -> int:

@@ -142,6 +142,10 @@ static inline void byoc_cblas_im2col_(const float* restrict x, float* restrict c
             if (SW == 1) {
               if (b > a) memcpy(dst + (a - ow0), src + a + off_w, (size_t)(b - a) * sizeof(float));
               ow = b > a ? b : ow;
+            } else if (SW == 2) { /* blocks of 8 with a constant stride: vectorized */
+              for (; ow + 8 <= b; ow += 8)
+                for (int j = 0; j < 8; ++j) dst[ow - ow0 + j] = src[(ow + j) * 2 + off_w];
+              for (; ow < b; ++ow) dst[ow - ow0] = src[ow * 2 + off_w];
             } else {
               for (; ow < b; ++ow) dst[ow - ow0] = src[ow * SW + off_w];
             }
