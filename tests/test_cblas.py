@@ -26,6 +26,7 @@ from xdsl.ir import Block, Region, SSAValue
 
 import byoc
 import byoc.lowering.lower_to_c_cblas as cblas_lowering
+from byoc.dialects import c as c_dialect
 from byoc.dialects import nn
 from byoc.targets import cblas
 from byoc.tools import byoc_run
@@ -319,6 +320,122 @@ def test_concurrent_calls_share_nothing(built: dict[str, Any]) -> None:
     for t in threads:
         t.join()
     assert not errors
+
+
+def _harness(symbol: str, n_in: int, shapes: list[tuple[int, ...]], n_consts: int) -> str:
+    """A C main: reads the constants and inputs from argv[1] (each in a buffer of exactly its
+    size), calls the partition's packed entry, writes the outputs to argv[2]."""
+    lines = [
+        "static void* read_exact_(FILE* f, size_t n) {",
+        "  void* p = malloc(n);",
+        "  if (p == NULL || fread(p, 1, n, f) != n) abort();",
+        "  return p;",
+        "}",
+        "int main(int argc, char** argv) {",
+        "  if (argc != 3) return 64;",
+        '  FILE* in = fopen(argv[1], "rb");',
+        '  FILE* out = fopen(argv[2], "wb");',
+        "  if (!in || !out) return 65;",
+        f"  const void* consts[{max(n_consts, 1)}];",
+        f"  for (int i = 0; i < {n_consts}; ++i) {{",
+        "    int64_t n;",
+        "    if (fread(&n, 8, 1, in) != 1) abort();",
+        "    consts[i] = read_exact_(in, (size_t)n);",
+        "  }",
+        f'  if (byoc_init(consts, {n_consts}) != 0) {{ fprintf(stderr, "%s\\n", byoc_last_error()); return 2; }}',
+        f"  DLTensor t[{len(shapes)}];",
+        f"  DLTensor* args[{len(shapes)}];",
+    ]
+    for i, shape in enumerate(shapes):
+        nbytes = 4 * int(np.prod(shape))
+        dims = ", ".join(map(str, shape))
+        data = f"read_exact_(in, {nbytes})" if i < n_in else f"malloc({nbytes})"
+        lines += [
+            f"  static int64_t shape{i}[] = {{{dims}}};",
+            f"  t[{i}] = (DLTensor){{{data}, {{kDLCPU, 0}}, {len(shape)}, {{kDLFloat, 32, 1}}, shape{i}, NULL, 0}};",
+            f"  args[{i}] = &t[{i}];",
+        ]
+    lines += [
+        f"  if ({symbol}(args, {len(shapes)}) != 0) {{",
+        '    fprintf(stderr, "%s\\n", byoc_last_error());',
+        "    return 3;",
+        "  }",
+    ]
+    for i, shape in enumerate(shapes[n_in:], start=n_in):
+        lines.append(f"  fwrite(t[{i}].data, 1, {4 * int(np.prod(shape))}, out);")
+    lines += [
+        f"  for (int i = 0; i < {len(shapes)}; ++i) free(t[i].data);",
+        f"  for (int i = 0; i < {n_consts}; ++i) free((void*)consts[i]);",
+        "  fclose(in);",
+        "  fclose(out);",
+        "  return 0;",
+        "}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def test_sanitizers_on_a_standalone_harness(tmp_path: Path, built: dict[str, Any]) -> None:
+    """Every kernel path, with small tiles, under AddressSanitizer and UndefinedBehaviorSanitizer
+    (OpenBLAS itself is not instrumented): im2col bounds, the padded copy and its slack."""
+    from byoc.context import make_context
+    from byoc.lowering.emit_c import emit_c_source
+    from byoc.lowering.lower_to_c import LowerToCPass, constants_of
+    from byoc.passes.byoc_pipeline import partition_for
+    from byoc.runtime.c_module import INCLUDE_DIR, signatures_of
+
+    module = built["module"].clone()
+    partition_for(module, ["cblas"])
+    main = next(
+        op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main"
+    )
+    (call,) = [op for op in main.body.block.ops if isinstance(op, func.CallOp)]
+    ret = main.body.block.last_op
+    assert isinstance(ret, func.ReturnOp)
+    inputs = [built["inputs"][list(main.body.block.args).index(v)] for v in call.arguments]
+    expected = [built["expected"][list(ret.arguments).index(r)] for r in call.results]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cblas_lowering, "TILE_BYTES", 2048)
+        mp.setattr(cblas_lowering, "MIN_TILE", 3)
+        LowerToCPass(const_threshold=8).apply(make_context(), module)
+    unit = next(op for op in module.ops if isinstance(op, c_dialect.ModuleOp))
+    consts = constants_of(unit)
+    ((symbol, sig),) = signatures_of(module).items()
+    shapes = [s.shape for s in (*sig.inputs, *sig.outputs)]
+    source = emit_c_source(module) + _harness(symbol, len(sig.inputs), shapes, len(consts))
+    (tmp_path / "harness.c").write_text(source)
+    flags, libs = cblas.build_options()
+    sanitize = ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
+                "-fno-sanitize-recover=all"]  # fmt: skip
+    compile_flags = [
+        f for f in flags if f not in ("-shared", "-fPIC", "-fvisibility=hidden", "-O2")
+    ]
+    exe = tmp_path / "harness"
+    done = subprocess.run(
+        ["cc", *compile_flags, *sanitize, f"-I{INCLUDE_DIR}", str(tmp_path / "harness.c"),
+         "-o", str(exe), "-lm", "-pthread", *libs],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    with open(tmp_path / "in.bin", "wb") as fh:
+        for arr in consts:
+            fh.write(np.int64(arr.nbytes).tobytes())
+            fh.write(np.ascontiguousarray(arr).tobytes())
+        for arr in inputs:
+            fh.write(np.ascontiguousarray(arr).tobytes())
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1", UBSAN_OPTIONS="print_stacktrace=1")
+    run = subprocess.run(
+        [str(exe), str(tmp_path / "in.bin"), str(tmp_path / "out.bin")],
+        capture_output=True, text=True, env=env, timeout=300, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "runtime error" not in run.stderr, run.stderr
+    raw = (tmp_path / "out.bin").read_bytes()
+    offset = 0
+    for spec, want in zip(sig.outputs, expected, strict=True):
+        got = np.frombuffer(raw, np.float32, int(np.prod(spec.shape)), offset).reshape(spec.shape)
+        offset += got.nbytes
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+    assert offset == len(raw)
 
 
 # --------------------------------------------------------------------------
