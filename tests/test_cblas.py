@@ -192,7 +192,7 @@ CASES = [
         "conv2d_bias_relu",
         _conv(64, 8, (6, 6), (3, 3), epilogue="b", relu=True, runtime_weight=True, **PAD1),
     ),
-    # one GEMM per tap: stride 1, at least TAPS_MIN_CHANNELS channels and TAPS_MIN_PIXELS pixels
+    # one GEMM per tap: at least TAPS_MIN_CHANNELS channels and TAPS_MIN_PIXELS pixels
     Case(
         "taps_bias_relu",
         "conv2d_bias_relu",
@@ -208,6 +208,31 @@ CASES = [
         "taps_densenet_chain",
         "conv2d_bias_relu",
         _conv(48, 8, (10, 10), (3, 3), epilogue="bBma", relu=True, **PAD1),
+    ),
+    Case(
+        "taps_stride2",
+        "conv2d_bias_relu",
+        _conv(48, 6, (21, 22), (3, 3), epilogue="b", relu=True, strides=(2, 2), **PAD1),
+    ),
+    Case("taps_1x1_stride2", "conv2d", _conv(64, 5, (23, 20), (1, 1), n=2, strides=(2, 2))),
+    Case(
+        "taps_strided_dilated",
+        "conv2d_relu",
+        _conv(
+            50,
+            4,
+            (25, 27),
+            (3, 2),
+            relu=True,
+            strides=(2, 3),
+            dilation=(2, 3),
+            padding=(2, 1, 1, 2),
+        ),
+    ),
+    Case(
+        "im2col_stride3_dilated",
+        "conv2d",
+        _conv(3, 4, (14, 13), (3, 3), strides=(3, 2), dilation=(2, 1), padding=(1, 2, 0, 1)),
     ),
     # the direct 1x1 path
     Case("direct_1x1", "conv2d_relu", _conv(9, 10, (6, 7), (1, 1), n=3, relu=True)),
@@ -287,6 +312,7 @@ def test_kernel_paths_are_the_expected_ones(built: dict[str, Any]) -> None:
     for callee in (
         "byoc_cblas_conv2d_f32(",
         "byoc_cblas_conv2d_bias_f32(",
+        "byoc_cblas_conv2d_taps_f32(",
         "byoc_cblas_conv2d_taps_bias_f32(",
         "byoc_cblas_conv2d_taps_affine_f32(",
         "byoc_cblas_conv2d_1x1_f32(",

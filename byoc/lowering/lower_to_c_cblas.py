@@ -40,7 +40,7 @@ from byoc.dialects import nn
 from byoc.lowering.lower_to_c import GraphBuilder, Node, TValue, _i32, _i64
 from byoc.targets.cblas import GemmChain, gemm_chain
 
-TILE_BYTES = 256 * 1024
+TILE_BYTES = 1024 * 1024
 """Bytes of one block of GEMM operands a kernel works on at a time (an im2col tile and its
 output, or a block of dense rows), so that the epilogue finds the block in cache."""
 
@@ -223,18 +223,24 @@ class _ChainLowering:
             algorithm = conv2d_algorithm(
                 c, (kh, kw), (oh, ow), (sh, sw), (pt, pl, pb, pr), w.kind == "const"
             )
-            if algorithm == "taps":
-                # one GEMM per kernel tap over a padded copy: weights tap-major (KH*KW, O, C)
-                assert w.array is not None
-                ins[1] = self._const(w.array.transpose(2, 3, 0, 1).reshape(kh * kw, o, c))
-                hp, wp = oh + (kh - 1) * dh, ow + (kw - 1) * dw
-                rows = _tile(oh, 4 * (o + c) * wp, minimum=1)
-                scratch = c * hp * wp + (kw - 1) * dw + o * rows * wp
-                ints = [n, c, h, wd, o, kh, kw, oh, ow, pt, pl, dh, dw, rows]
+            if algorithm == "1x1":
+                tile = _tile(oh * ow, 4 * (c + o))  # output pixels per GEMM
             else:
-                tile = _tile(oh * ow, 4 * (k + o))
-                scratch = k * tile if algorithm == "im2col" else 0
-                ints = [n, c, h, wd, o, kh, kw, oh, ow, sh, sw, pt, pl, dh, dw, tile]
+                hq, wq = oh + (kh - 1) * dh // sh, ow + (kw - 1) * dw // sw
+                phases = len({i * dh % sh for i in range(kh)}) * len(
+                    {j * dw % sw for j in range(kw)}
+                )
+                scratch = phases * (c * hq * wq + (kw - 1) * dw // sw)
+                if algorithm == "taps":
+                    # one GEMM per kernel tap: weights tap-major (KH*KW, O, C)
+                    assert w.array is not None
+                    ins[1] = self._const(w.array.transpose(2, 3, 0, 1).reshape(kh * kw, o, c))
+                    tile = _tile(oh, 4 * (o + c) * wq, minimum=1)  # output rows per block
+                    scratch += o * tile * wq
+                else:
+                    tile = _tile(oh, 4 * (k + o) * ow, minimum=1)
+                    scratch += k * tile * ow
+            ints = [n, c, h, wd, o, kh, kw, oh, ow, sh, sw, pt, pl, dh, dw, tile]
             suffix = "" if algorithm == "im2col" else f"_{algorithm}"
             callee = f"byoc_cblas_conv2d{suffix}{variant}_f32"
             args = [*(_i64(v) for v in ints), relu]
@@ -267,23 +273,18 @@ def conv2d_algorithm(
     padding: tuple[int, ...],
     const_weight: bool,
 ) -> str:
-    """How a conv2d composite runs: "1x1" (the image is the GEMM operand), "taps" (stride 1:
-    one GEMM per kernel tap over a padded copy, no im2col) or "im2col".
+    """How a conv2d composite runs (byoc_cblas.h): "1x1" (unit strides, no padding: the image
+    is the GEMM operand), "taps" (one GEMM per kernel tap over the phase planes, no im2col) or
+    "im2col" (from the phase planes, by memcpy).
 
-    "taps" needs the weights at compile time (to rearrange them), enough input channels for
-    a GEMM of depth C to pay, and enough output pixels for GEMMs that narrow to be worth
-    calling KH*KW times (measured on 3x3 convolutions: 25 % faster than im2col from 64
-    channels at 14x14 and more, equal at 16-32 channels, 30 % slower at 7x7).
+    "taps" needs the weights at compile time (to rearrange them), enough input channels for a
+    GEMM of depth C to pay, and enough output pixels for GEMMs that narrow to be worth calling
+    KH*KW times (measured on 3x3 convolutions: 25 % faster than im2col from 64 channels at
+    14x14 and more, equal at 16-32 channels, 30 % slower at 7x7).
     """
     if (*kernel, *strides, *padding) == (1, 1, 1, 1, 0, 0, 0, 0):
         return "1x1"
-    if (
-        strides == (1, 1)
-        and const_weight
-        and kernel[0] * kernel[1] > 1
-        and c >= TAPS_MIN_CHANNELS
-        and out[0] * out[1] >= TAPS_MIN_PIXELS
-    ):
+    if const_weight and c >= TAPS_MIN_CHANNELS and out[0] * out[1] >= TAPS_MIN_PIXELS:
         return "taps"
     return "im2col"
 

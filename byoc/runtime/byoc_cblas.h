@@ -7,12 +7,14 @@
  * batch norm, scale) and an optional ReLU — is applied in one pass over each
  * block of the GEMM output, while that block is still in cache.
  *
- *   conv2d (NCHW / OIHW, groups == 1): per image, the output columns are cut
- *     into tiles of `T` pixels; each tile is expanded (im2col) into the
- *     scratch buffer `col` (C*KH*KW x T floats, from the per-thread
- *     workspace), multiplied by the weight matrix (O x C*KH*KW) straight into
- *     the output, and finished by the epilogue. A 1x1 convolution with unit
- *     strides and no padding reads the image directly (no im2col, no scratch).
+ *   conv2d (NCHW / OIHW, groups == 1): the image is copied once into zero-padded
+ *     "phase planes" (one per stride phase, so every kernel tap reads a stride-1
+ *     window); then either one GEMM per kernel tap reads its window in place
+ *     ("taps", weights rearranged tap by tap at compile time), or the windows
+ *     are gathered by memcpy into an im2col block and one GEMM of depth
+ *     C*KH*KW runs; R output rows at a time, with scratch from the per-thread
+ *     workspace. A 1x1 convolution with unit strides and no padding reads the
+ *     image directly (no copy, no scratch).
  *   dense (y = x . w^T): sgemv for one row, sgemm (w transposed) otherwise,
  *     in blocks of `T` rows.
  *   matmul (numpy batching): one sgemm per batch entry, or a single sgemm when
@@ -105,92 +107,168 @@ static inline void byoc_cblas_cols_epilogue_(float* y, int64_t M, int64_t N, con
 /* ---- conv2d ------------------------------------------------------------------- */
 
 /*
- * Columns [p0, p0 + T) of the im2col matrix of image `x` (C x H x W) into
- * `col` (C*KH*KW rows of T floats): col[(c, kh, kw), p] = x[c, ih, iw] with
- * ih = oh*SH - PT + kh*DH, iw = ow*SW - PL + kw*DW for output pixel
- * p = oh*OW + ow, and 0 outside the image (the padding).
+ * Every conv2d but the direct 1x1 one starts from "phase planes": the image,
+ * zero-padded, split by stride phase. Plane (ph, pw) holds
+ *     xq[c, r, q] = xpad[c, r*SH + ph, q*SW + pw]      (Hq x Wq per channel)
+ * so that kernel tap (kh, kw) reads, for output pixel (oh, ow), plane
+ * ((kh*DH) % SH, (kw*DW) % SW) at (oh + (kh*DH) / SH, ow + (kw*DW) / SW): a
+ * stride-1 window, whatever the strides. With Hq = OH + ((KH-1)*DH) / SH and
+ * Wq = OW + ((KW-1)*DW) / SW, every window lies inside its plane. Only the
+ * phases some tap reads are built; each is C*Hq*Wq floats plus `slack` zeros
+ * (the largest column shift), so a window read row after row may run past its
+ * plane's last row without leaving initialised memory.
+ *
+ * Then either
+ *  - taps: one GEMM per tap, accumulated. Computed on the plane's width Wq,
+ *    tap (kh, kw)'s operand for output rows [oh0, oh0+R) is the plain
+ *    C x (R*Wq) matrix starting at (oh0 + dkh)*Wq + dkw of its plane, row stride
+ *    Hq*Wq: no copy at all. The wide tile `acc` (O x R*Wq) is written to y by
+ *    the epilogue, which drops the Wq - OW extra columns. Needs the weights tap
+ *    by tap, KH*KW matrices O x C (rearranged at compile time);
+ *  - im2col: for output rows [oh0, oh0+R), col[(c, kh, kw), (i, ow)] is a
+ *    memcpy of OW floats of a plane row per (c, kh, kw, i); one GEMM of depth
+ *    C*KH*KW writes straight into y, then the epilogue.
  */
-static inline void byoc_cblas_im2col_(const float* restrict x, float* restrict col, int64_t C,
-                                      int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t OW,
-                                      int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,
-                                      int64_t DW, int64_t p0, int64_t T) {
-  for (int64_t c = 0; c < C; ++c) {
-    for (int64_t kh = 0; kh < KH; ++kh) {
-      for (int64_t kw = 0; kw < KW; ++kw) {
-        float* restrict dst = col + ((c * KH + kh) * KW + kw) * T;
-        const int64_t off_w = kw * DW - PL;
-        /* the output columns whose input column is inside the image: [lo, hi) */
-        int64_t lo = off_w >= 0 ? 0 : (-off_w + SW - 1) / SW;
-        int64_t hi = W - 1 - off_w >= 0 ? (W - 1 - off_w) / SW + 1 : 0;
-        if (hi > OW) hi = OW;
-        if (lo > hi) lo = hi;
-        int64_t p = p0;
-        const int64_t end = p0 + T;
-        while (p < end) {
-          const int64_t oh = p / OW;
-          const int64_t ow0 = p - oh * OW;
-          const int64_t ow1 = OW < ow0 + (end - p) ? OW : ow0 + (end - p);
-          const int64_t ih = oh * SH - PT + kh * DH;
-          if (ih < 0 || ih >= H) {
-            memset(dst, 0, (size_t)(ow1 - ow0) * sizeof(float));
-          } else {
-            const float* restrict src = x + (c * H + ih) * W;
-            const int64_t a = ow0 > lo ? ow0 : lo;
-            const int64_t b = ow1 < hi ? ow1 : hi;
-            int64_t ow = ow0;
-            for (; ow < a && ow < ow1; ++ow) dst[ow - ow0] = 0.0f;
-            if (SW == 1) {
-              if (b > a) memcpy(dst + (a - ow0), src + a + off_w, (size_t)(b - a) * sizeof(float));
-              ow = b > a ? b : ow;
-            } else if (SW == 2) { /* blocks of 8 with a constant stride: vectorized */
-              for (; ow + 8 <= b; ow += 8)
-                for (int j = 0; j < 8; ++j) dst[ow - ow0 + j] = src[(ow + j) * 2 + off_w];
-              for (; ow < b; ++ow) dst[ow - ow0] = src[ow * 2 + off_w];
-            } else {
-              for (; ow < b; ++ow) dst[ow - ow0] = src[ow * SW + off_w];
-            }
-            for (; ow < ow1; ++ow) dst[ow - ow0] = 0.0f;
+static inline void byoc_cblas_phase_geometry_(int64_t KH, int64_t KW, int64_t SH, int64_t SW,
+                                              int64_t DH, int64_t DW, int64_t* nph, int64_t* npw,
+                                              int64_t* ph_index, int64_t* pw_index) {
+  *nph = 0;
+  *npw = 0;
+  for (int64_t i = 0; i < SH; ++i) ph_index[i] = -1;
+  for (int64_t i = 0; i < SW; ++i) pw_index[i] = -1;
+  for (int64_t kh = 0; kh < KH; ++kh)
+    if (ph_index[(kh * DH) % SH] < 0) ph_index[(kh * DH) % SH] = (*nph)++;
+  for (int64_t kw = 0; kw < KW; ++kw)
+    if (pw_index[(kw * DW) % SW] < 0) pw_index[(kw * DW) % SW] = (*npw)++;
+}
+
+/* Build the phase planes of image x (C x H x W) into xq (see above). */
+static inline void byoc_cblas_phases_(const float* restrict x, float* restrict xq, int64_t C,
+                                      int64_t H, int64_t W, int64_t SH, int64_t SW, int64_t PT,
+                                      int64_t PL, int64_t Hq, int64_t Wq, int64_t slack,
+                                      int64_t npw, const int64_t* ph_index,
+                                      const int64_t* pw_index) {
+  const int64_t block = C * Hq * Wq + slack;
+  for (int64_t ph = 0; ph < SH; ++ph) {
+    if (ph_index[ph] < 0) continue;
+    for (int64_t pw = 0; pw < SW; ++pw) {
+      if (pw_index[pw] < 0) continue;
+      float* restrict base = xq + (ph_index[ph] * npw + pw_index[pw]) * block;
+      /* columns q whose input column q*SW + pw - PL is inside the image: [lo, hi) */
+      const int64_t first = PL - pw; /* q*SW >= first */
+      int64_t lo = first > 0 ? (first + SW - 1) / SW : 0;
+      int64_t hi = W - 1 + PL - pw >= 0 ? (W - 1 + PL - pw) / SW + 1 : 0;
+      if (hi > Wq) hi = Wq;
+      if (lo > hi) lo = hi;
+      for (int64_t c = 0; c < C; ++c) {
+        for (int64_t r = 0; r < Hq; ++r) {
+          float* restrict dst = base + (c * Hq + r) * Wq;
+          const int64_t ih = r * SH + ph - PT;
+          if (ih < 0 || ih >= H || lo == hi) {
+            memset(dst, 0, (size_t)Wq * sizeof(float));
+            continue;
           }
-          dst += ow1 - ow0;
-          p += ow1 - ow0;
+          const float* restrict src = x + (c * H + ih) * W + (pw - PL); /* src[q*SW], q >= lo */
+          if (lo > 0) memset(dst, 0, (size_t)lo * sizeof(float));
+          if (SW == 1) {
+            memcpy(dst + lo, src + lo, (size_t)(hi - lo) * sizeof(float));
+          } else {
+            int64_t q = lo;
+            for (; q + 8 <= hi; q += 8)
+              for (int j = 0; j < 8; ++j) dst[q + j] = src[(q + j) * SW];
+            for (; q < hi; ++q) dst[q] = src[q * SW];
+          }
+          if (hi < Wq) memset(dst + hi, 0, (size_t)(Wq - hi) * sizeof(float));
         }
+      }
+      if (slack > 0) memset(base + C * Hq * Wq, 0, (size_t)slack * sizeof(float));
+    }
+  }
+}
+
+/*
+ * y[n, o, oh, ow] = epilogue(sum_{c, kh, kw} w[o, c, kh, kw] * xpad[n, c, oh*SH + kh*DH,
+ * ow*SW + kw*DW]) for groups == 1, through phase planes (`taps` or im2col, above),
+ * R output rows at a time. Strides up to 64. Scratch: the phase planes, then acc
+ * (taps: O*R*Wq floats) or col (im2col: C*KH*KW*R*OW floats).
+ */
+static inline void byoc_cblas_conv2d_planes_(const float* restrict x, const float* restrict w,
+                                             const float* scale, const float* shift,
+                                             float* restrict y, float* restrict scratch,
+                                             int64_t N, int64_t C, int64_t H, int64_t W,
+                                             int64_t O, int64_t KH, int64_t KW, int64_t OH,
+                                             int64_t OW, int64_t SH, int64_t SW, int64_t PT,
+                                             int64_t PL, int64_t DH, int64_t DW, int64_t R,
+                                             int32_t relu, int32_t taps) {
+  int64_t ph_index[64], pw_index[64], nph, npw;
+  byoc_cblas_phase_geometry_(KH, KW, SH, SW, DH, DW, &nph, &npw, ph_index, pw_index);
+  const int64_t Hq = OH + (KH - 1) * DH / SH, Wq = OW + (KW - 1) * DW / SW;
+  const int64_t slack = (KW - 1) * DW / SW;
+  const int64_t plane = Hq * Wq, block = C * plane + slack;
+  const int64_t K = C * KH * KW;
+  float* restrict xq = scratch;
+  float* restrict work = scratch + nph * npw * block;
+  for (int64_t n = 0; n < N; ++n) {
+    float* yn = y + n * O * OH * OW;
+    byoc_cblas_phases_(x + n * C * H * W, xq, C, H, W, SH, SW, PT, PL, Hq, Wq, slack, npw,
+                       ph_index, pw_index);
+    for (int64_t oh0 = 0; oh0 < OH; oh0 += R) {
+      const int64_t rows = OH - oh0 < R ? OH - oh0 : R;
+      if (taps) {
+        const int64_t q = rows * Wq;
+        for (int64_t k = 0; k < KH * KW; ++k) {
+          const int64_t kh = k / KW, kw = k - kh * KW;
+          const float* b = xq + (ph_index[(kh * DH) % SH] * npw + pw_index[(kw * DW) % SW]) * block +
+                           (oh0 + kh * DH / SH) * Wq + kw * DW / SW;
+          scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)O, (blasint)q,
+                            (blasint)C, 1.0f, w + k * O * C, (blasint)C, b, (blasint)plane,
+                            k ? 1.0f : 0.0f, work, (blasint)q);
+        }
+        for (int64_t o = 0; o < O; ++o) {
+          const float s = scale != NULL ? scale[o] : 1.0f;
+          const float t = shift != NULL ? shift[o] : 0.0f;
+          for (int64_t i = 0; i < rows; ++i)
+            byoc_cblas_affine_row_(yn + (o * OH + oh0 + i) * OW, work + o * q + i * Wq, OW, s, t,
+                                   relu);
+        }
+      } else {
+        const int64_t t = rows * OW;
+        for (int64_t c = 0; c < C; ++c) {
+          for (int64_t kh = 0; kh < KH; ++kh) {
+            for (int64_t kw = 0; kw < KW; ++kw) {
+              float* restrict dst = work + ((c * KH + kh) * KW + kw) * t;
+              const float* src = xq +
+                                 (ph_index[(kh * DH) % SH] * npw + pw_index[(kw * DW) % SW]) * block +
+                                 c * plane + (oh0 + kh * DH / SH) * Wq + kw * DW / SW;
+              for (int64_t i = 0; i < rows; ++i)
+                memcpy(dst + i * OW, src + i * Wq, (size_t)OW * sizeof(float));
+            }
+          }
+        }
+        scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)O, (blasint)t,
+                          (blasint)K, 1.0f, w, (blasint)K, work, (blasint)t, 0.0f,
+                          yn + oh0 * OW, (blasint)(OH * OW));
+        byoc_cblas_rows_epilogue_(yn + oh0 * OW, O, t, OH * OW, scale, shift, relu);
       }
     }
   }
 }
 
 /*
- * y[n, o, oh, ow] = epilogue(sum_{c, kh, kw} w[o, c, kh, kw] * x[n, c, ih, iw]) for
- * groups == 1. `col` holds C*KH*KW*T floats (unused, may be NULL, when `direct`:
- * a 1x1 kernel with unit strides and no padding, whose image is its own im2col
- * matrix). Output pixels are processed in tiles of T.
+ * A 1x1 convolution with unit strides and no padding: each image is its own
+ * im2col matrix (C x OH*OW); T output pixels at a time, no scratch.
  */
-static inline void byoc_cblas_conv2d_(const float* restrict x, const float* restrict w,
-                                      const float* scale, const float* shift, float* restrict y,
-                                      float* restrict col, int64_t N, int64_t C, int64_t H,
-                                      int64_t W, int64_t O, int64_t KH, int64_t KW, int64_t OH,
-                                      int64_t OW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
-                                      int64_t DH, int64_t DW, int64_t T, int32_t relu,
-                                      int32_t direct) {
-  const int64_t K = C * KH * KW;
-  const int64_t P = OH * OW;
+static inline void byoc_cblas_conv2d_direct_(const float* restrict x, const float* restrict w,
+                                             const float* scale, const float* shift,
+                                             float* restrict y, int64_t N, int64_t C, int64_t O,
+                                             int64_t P, int64_t T, int32_t relu) {
   for (int64_t n = 0; n < N; ++n) {
-    const float* xn = x + n * C * H * W;
+    const float* xn = x + n * C * P;
     float* yn = y + n * O * P;
     for (int64_t p0 = 0; p0 < P; p0 += T) {
       const int64_t t = P - p0 < T ? P - p0 : T;
-      const float* b;
-      int64_t ldb;
-      if (direct) {
-        b = xn + p0;
-        ldb = P;
-      } else {
-        byoc_cblas_im2col_(xn, col, C, H, W, KH, KW, OW, SH, SW, PT, PL, DH, DW, p0, t);
-        b = col;
-        ldb = t;
-      }
       scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)O, (blasint)t,
-                        (blasint)K, 1.0f, w, (blasint)K, b, (blasint)ldb, 0.0f, yn + p0,
+                        (blasint)C, 1.0f, w, (blasint)C, xn + p0, (blasint)P, 0.0f, yn + p0,
                         (blasint)P);
       byoc_cblas_rows_epilogue_(yn + p0, O, t, P, scale, shift, relu);
     }
@@ -198,119 +276,54 @@ static inline void byoc_cblas_conv2d_(const float* restrict x, const float* rest
 }
 
 /*
- * Stride-1 convolution without im2col: one GEMM per kernel tap, accumulated.
- * `xp` is the image zero-padded to Hp x Wp (Hp = OH + (KH-1)*DH, Wp = OW +
- * (KW-1)*DW). Computed on the padded width Wp, output pixel q = oh*Wp + ow of
- * tap (kh, kw) reads xp[c, q + kh*DH*Wp + kw*DW]: every tap's operand is a
- * plain C x (rows*Wp) matrix inside xp (row stride Hp*Wp), so each tap is one
- * sgemm with K = C into a wide tile `acc` (O x R*Wp), and the epilogue drops
- * the Wp - OW extra columns while it writes y. `wt` holds the weights tap by
- * tap, KH*KW matrices O x C (rearranged at compile time).
- * Scratch: C*Hp*Wp + (KW-1)*DW floats for xp, then O*R*Wp for acc.
+ * The entry points lower-to-c calls: pointers (x, w, [scale,] [shift,] y[, scratch]), then
+ * N, C, H, W, O, KH, KW, OH, OW, SH, SW, PT, PL, DH, DW, T, relu. T is output rows per
+ * block for _taps and the im2col form, output pixels for _1x1.
  */
-static inline void byoc_cblas_conv2d_taps_(const float* restrict x, const float* restrict wt,
-                                           const float* scale, const float* shift,
-                                           float* restrict y, float* restrict scratch, int64_t N,
-                                           int64_t C, int64_t H, int64_t W, int64_t O, int64_t KH,
-                                           int64_t KW, int64_t OH, int64_t OW, int64_t PT,
-                                           int64_t PL, int64_t DH, int64_t DW, int64_t R,
-                                           int32_t relu) {
-  const int64_t Hp = OH + (KH - 1) * DH, Wp = OW + (KW - 1) * DW;
-  const int64_t plane = Hp * Wp, slack = (KW - 1) * DW;
-  float* restrict xp = scratch;
-  float* restrict acc = scratch + C * plane + slack;
-  for (int64_t n = 0; n < N; ++n) {
-    const float* xn = x + n * C * H * W;
-    float* yn = y + n * O * OH * OW;
-    for (int64_t c = 0; c < C; ++c) {
-      for (int64_t r = 0; r < Hp; ++r) {
-        float* dst = xp + c * plane + r * Wp;
-        const int64_t ih = r - PT;
-        if (ih < 0 || ih >= H) {
-          memset(dst, 0, (size_t)Wp * sizeof(float));
-          continue;
-        }
-        const int64_t right = Wp - PL - W; /* >= 0: stride 1 */
-        if (PL > 0) memset(dst, 0, (size_t)PL * sizeof(float));
-        memcpy(dst + PL, xn + (c * H + ih) * W, (size_t)W * sizeof(float));
-        if (right > 0) memset(dst + PL + W, 0, (size_t)right * sizeof(float));
-      }
-    }
-    if (slack > 0) memset(xp + C * plane, 0, (size_t)slack * sizeof(float));
-    for (int64_t oh0 = 0; oh0 < OH; oh0 += R) {
-      const int64_t rows = OH - oh0 < R ? OH - oh0 : R;
-      const int64_t q = rows * Wp;
-      for (int64_t k = 0; k < KH * KW; ++k) {
-        const int64_t kh = k / KW, kw = k - kh * KW;
-        scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)O, (blasint)q,
-                          (blasint)C, 1.0f, wt + k * O * C, (blasint)C,
-                          xp + (oh0 + kh * DH) * Wp + kw * DW, (blasint)plane, k ? 1.0f : 0.0f,
-                          acc, (blasint)q);
-      }
-      for (int64_t o = 0; o < O; ++o) {
-        const float s = scale != NULL ? scale[o] : 1.0f;
-        const float t = shift != NULL ? shift[o] : 0.0f;
-        for (int64_t i = 0; i < rows; ++i)
-          byoc_cblas_affine_row_(yn + (o * OH + oh0 + i) * OW, acc + o * q + i * Wp, OW, s, t, relu);
-      }
-    }
-  }
-}
-
-/* The entry points lower-to-c calls: pointers (inputs, output, scratch), then sizes. */
 #define BYOC_CBLAS_CONV2D_SIZES                                                                \
   int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t KH, int64_t KW, int64_t OH,   \
       int64_t OW, int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW,      \
       int64_t T, int32_t relu
 #define BYOC_CBLAS_CONV2D_ARGS N, C, H, W, O, KH, KW, OH, OW, SH, SW, PT, PL, DH, DW, T, relu
+#define BYOC_CBLAS_CONV2D_UNUSED_                                                              \
+  (void)H, (void)W, (void)KH, (void)KW, (void)OH, (void)OW, (void)SH, (void)SW, (void)PT,      \
+      (void)PL, (void)DH, (void)DW
 
-static inline void byoc_cblas_conv2d_f32(const float* x, const float* w, float* y, float* col,
-                                         BYOC_CBLAS_CONV2D_SIZES) {
-  byoc_cblas_conv2d_(x, w, NULL, NULL, y, col, BYOC_CBLAS_CONV2D_ARGS, 0);
-}
-static inline void byoc_cblas_conv2d_bias_f32(const float* x, const float* w, const float* shift,
-                                              float* y, float* col, BYOC_CBLAS_CONV2D_SIZES) {
-  byoc_cblas_conv2d_(x, w, NULL, shift, y, col, BYOC_CBLAS_CONV2D_ARGS, 0);
-}
-static inline void byoc_cblas_conv2d_affine_f32(const float* x, const float* w, const float* scale,
-                                                const float* shift, float* y, float* col,
-                                                BYOC_CBLAS_CONV2D_SIZES) {
-  byoc_cblas_conv2d_(x, w, scale, shift, y, col, BYOC_CBLAS_CONV2D_ARGS, 0);
-}
+#define BYOC_CBLAS_CONV2D_VARIANTS_(suffix, taps)                                              \
+  static inline void byoc_cblas_conv2d##suffix##_f32(const float* x, const float* w, float* y, \
+                                                     float* scratch, BYOC_CBLAS_CONV2D_SIZES) { \
+    byoc_cblas_conv2d_planes_(x, w, NULL, NULL, y, scratch, BYOC_CBLAS_CONV2D_ARGS, taps);      \
+  }                                                                                            \
+  static inline void byoc_cblas_conv2d##suffix##_bias_f32(const float* x, const float* w,      \
+                                                          const float* shift, float* y,        \
+                                                          float* scratch,                      \
+                                                          BYOC_CBLAS_CONV2D_SIZES) {           \
+    byoc_cblas_conv2d_planes_(x, w, NULL, shift, y, scratch, BYOC_CBLAS_CONV2D_ARGS, taps);     \
+  }                                                                                            \
+  static inline void byoc_cblas_conv2d##suffix##_affine_f32(                                   \
+      const float* x, const float* w, const float* scale, const float* shift, float* y,        \
+      float* scratch, BYOC_CBLAS_CONV2D_SIZES) {                                               \
+    byoc_cblas_conv2d_planes_(x, w, scale, shift, y, scratch, BYOC_CBLAS_CONV2D_ARGS, taps);    \
+  }
+BYOC_CBLAS_CONV2D_VARIANTS_(, 0)
+BYOC_CBLAS_CONV2D_VARIANTS_(_taps, 1)
+
 static inline void byoc_cblas_conv2d_1x1_f32(const float* x, const float* w, float* y,
                                              BYOC_CBLAS_CONV2D_SIZES) {
-  byoc_cblas_conv2d_(x, w, NULL, NULL, y, NULL, BYOC_CBLAS_CONV2D_ARGS, 1);
+  BYOC_CBLAS_CONV2D_UNUSED_;
+  byoc_cblas_conv2d_direct_(x, w, NULL, NULL, y, N, C, O, OH * OW, T, relu);
 }
 static inline void byoc_cblas_conv2d_1x1_bias_f32(const float* x, const float* w,
                                                   const float* shift, float* y,
                                                   BYOC_CBLAS_CONV2D_SIZES) {
-  byoc_cblas_conv2d_(x, w, NULL, shift, y, NULL, BYOC_CBLAS_CONV2D_ARGS, 1);
+  BYOC_CBLAS_CONV2D_UNUSED_;
+  byoc_cblas_conv2d_direct_(x, w, NULL, shift, y, N, C, O, OH * OW, T, relu);
 }
 static inline void byoc_cblas_conv2d_1x1_affine_f32(const float* x, const float* w,
                                                     const float* scale, const float* shift,
                                                     float* y, BYOC_CBLAS_CONV2D_SIZES) {
-  byoc_cblas_conv2d_(x, w, scale, shift, y, NULL, BYOC_CBLAS_CONV2D_ARGS, 1);
-}
-
-#define BYOC_CBLAS_TAPS_SIZES                                                                  \
-  int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t KH, int64_t KW, int64_t OH,   \
-      int64_t OW, int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t R, int32_t relu
-#define BYOC_CBLAS_TAPS_ARGS N, C, H, W, O, KH, KW, OH, OW, PT, PL, DH, DW, R, relu
-
-static inline void byoc_cblas_conv2d_taps_f32(const float* x, const float* wt, float* y,
-                                              float* scratch, BYOC_CBLAS_TAPS_SIZES) {
-  byoc_cblas_conv2d_taps_(x, wt, NULL, NULL, y, scratch, BYOC_CBLAS_TAPS_ARGS);
-}
-static inline void byoc_cblas_conv2d_taps_bias_f32(const float* x, const float* wt,
-                                                   const float* shift, float* y, float* scratch,
-                                                   BYOC_CBLAS_TAPS_SIZES) {
-  byoc_cblas_conv2d_taps_(x, wt, NULL, shift, y, scratch, BYOC_CBLAS_TAPS_ARGS);
-}
-static inline void byoc_cblas_conv2d_taps_affine_f32(const float* x, const float* wt,
-                                                     const float* scale, const float* shift,
-                                                     float* y, float* scratch,
-                                                     BYOC_CBLAS_TAPS_SIZES) {
-  byoc_cblas_conv2d_taps_(x, wt, scale, shift, y, scratch, BYOC_CBLAS_TAPS_ARGS);
+  BYOC_CBLAS_CONV2D_UNUSED_;
+  byoc_cblas_conv2d_direct_(x, w, scale, shift, y, N, C, O, OH * OW, T, relu);
 }
 
 /* ---- dense ---------------------------------------------------------------------- */

@@ -74,6 +74,9 @@ THREADS_ENV = "BYOC_CBLAS_THREADS"
 
 GEMM_OPS = ("nn.conv2d", "nn.dense", "nn.matmul")
 
+MAX_STRIDE = 64
+"""Largest conv2d stride the kernels take (byoc_cblas.h keeps one entry per stride phase)."""
+
 
 def register() -> None:
     """Nothing to register: cblas supports no single op, only its composites."""
@@ -177,6 +180,10 @@ def gemm_chain(root: Operation, members: Collection[Operation]) -> GemmChain | s
     if gemm.name == "nn.conv2d":
         if attrs["groups"] != 1:
             return f"conv2d with groups={attrs['groups']} (cblas takes groups == 1)"
+        if max(attrs["strides"]) > MAX_STRIDE:
+            return (
+                f"conv2d with strides {list(attrs['strides'])} (cblas takes at most {MAX_STRIDE})"
+            )
         channels, axis = out_shape[1], 1
     elif gemm.name == "nn.dense":
         channels, axis = out_shape[-1], rank - 1

@@ -3,18 +3,19 @@
 
 /// lower-to-c lowers a cblas partition with the ccompiler machinery (workspace, wrapper, ABI
 /// checks); each composite is one call of a byoc_cblas.h kernel: x, w, the epilogue vectors,
-/// the output, the scratch, then the sizes and the relu flag.
+/// the output, the scratch, then the sizes, the block size and the relu flag. A stride-2
+/// convolution with few channels: im2col from the padded copy, 5 output rows per block.
 // CHECK-LABEL: c.module
 // CHECK:         c.include "byoc_kernels.h"
 // CHECK-NEXT:    c.include "byoc_cblas.h"
 // CHECK:         c.func static noalias @cblas_conv_bias_relu_0_0(%in0: !c.ptr<f32, const>, %in1: !c.ptr<f32, const>, %in2: !c.ptr<f32, const>, %out0: !c.ptr<f32>, %tmp0: !c.ptr<f32>)
 // CHECK:           c.call_opaque "byoc_cblas_conv2d_bias_f32"(%in0, %in1, %in2, %out0, %tmp0)
-// CHECK-SAME:        args = [0 : index, 1 : index, 2 : index, 3 : index, 4 : index, 2 : i64, 3 : i64, 9 : i64, 9 : i64, 4 : i64, 3 : i64, 3 : i64, 5 : i64, 5 : i64, 2 : i64, 2 : i64, 1 : i64, 1 : i64, 1 : i64, 1 : i64, 25 : i64, 1 : i32]
+// CHECK-SAME:        args = [0 : index, 1 : index, 2 : index, 3 : index, 4 : index, 2 : i64, 3 : i64, 9 : i64, 9 : i64, 4 : i64, 3 : i64, 3 : i64, 5 : i64, 5 : i64, 2 : i64, 2 : i64, 1 : i64, 1 : i64, 1 : i64, 1 : i64, 5 : i64, 1 : i32]
 // CHECK:         c.func @cblas_conv_bias_relu_0_wrapper
 // CHECK:           c.workspace
 // C:           #include "byoc_cblas.h"
 // C:           /* cblas.conv2d_bias_relu: 2x4x5x5 f32 */
-// C-NEXT:      byoc_cblas_conv2d_bias_f32(in0, in1, in2, out0, tmp0, 2, 3, 9, 9, 4, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1, 25, 1);
+// C-NEXT:      byoc_cblas_conv2d_bias_f32(in0, in1, in2, out0, tmp0, 2, 3, 9, 9, 4, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1, 5, 1);
 func.func @conv_bias_relu(%x: tensor<2x3x9x9xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>) -> tensor<2x4x5x5xf32> {
   %0 = nn.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : (tensor<2x3x9x9xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x5x5xf32>
   %1 = nn.bias_add %0, %b : (tensor<2x4x5x5xf32>, tensor<4xf32>) -> tensor<2x4x5x5xf32>
@@ -45,7 +46,7 @@ func.func @conv_1x1_bn(%x: tensor<1x3x4x4xf32>) -> tensor<1x2x4x4xf32> {
 
 // -----
 
-/// Stride 1 with enough channels and pixels: one GEMM per kernel tap over a padded copy (no im2col); the
+/// Enough channels and pixels: one GEMM per kernel tap over a padded copy (no im2col); the
 /// weights are rearranged tap by tap at compile time (a new constant). A bias known only at
 /// run time and a scalar add are combined into the shift vector by a loop over the channels.
 // CHECK-LABEL: c.module
@@ -54,7 +55,7 @@ func.func @conv_1x1_bn(%x: tensor<1x3x4x4xf32>) -> tensor<1x2x4x4xf32> {
 // CHECK:           c.for %i0 = 0 to 8
 // CHECK:         c.func static noalias @cblas_conv_taps_0_1(
 // CHECK:           c.call_opaque "byoc_cblas_conv2d_taps_bias_f32"
-// C:           byoc_cblas_conv2d_taps_bias_f32(in0, in1, in2, out0, tmp0, 1, 48, 10, 10, 8, 3, 3, 10, 10, 1, 1, 1, 1, 10, 0);
+// C:           byoc_cblas_conv2d_taps_bias_f32(in0, in1, in2, out0, tmp0, 1, 48, 10, 10, 8, 3, 3, 10, 10, 1, 1, 1, 1, 1, 1, 10, 0);
 func.func @conv_taps(%x: tensor<1x48x10x10xf32>, %b: tensor<8xf32>, %c: tensor<1xf32>) -> tensor<1x8x10x10xf32> {
   %w = nn.constant dense<0.01> : tensor<8x48x3x3xf32>
   %0 = nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x48x10x10xf32>, tensor<8x48x3x3xf32>) -> tensor<1x8x10x10xf32>
