@@ -12,8 +12,10 @@
    onnxruntime, byoc with `cblas,ccompiler`, and byoc with `ccompiler` alone;
    plus where the byoc time goes (cblas partitions, ccompiler partitions, host).
 
-Every contender of a row runs in the same process, interleaved, best of rounds,
-so load from other processes slows them alike. Goals: each op within 1.2x of
+Every contender of a row runs in the same process, interleaved, best of rounds.
+Each figure is the calling thread's CPU time, with the wall time in parentheses:
+every contender runs on the calling thread, and on a shared machine CPU time
+leaves out the time spent waiting for a core. Goals: each op within 1.2x of
 onnxruntime, each model within 1.5x.
 """
 
@@ -43,8 +45,12 @@ Array = np.ndarray[Any, Any]
 
 def best_of(
     fns: dict[str, Callable[[], Any]], min_time: float = 1.0, rounds: int = 7
-) -> dict[str, float]:
-    """Seconds per call of each function: interleaved rounds, the best round kept."""
+) -> dict[str, tuple[float, float]]:
+    """(wall, CPU) seconds per call of each function: interleaved rounds, the best round kept.
+
+    CPU is the calling thread's CPU time: every contender runs on the calling thread (one
+    OpenBLAS thread, onnxruntime with intra_op_num_threads=1), and on a loaded machine it
+    leaves out the time the thread waited for a core."""
     numbers: dict[str, int] = {}
     for name, fn in fns.items():
         fn()
@@ -57,14 +63,16 @@ def best_of(
                 break
             n *= 2
         numbers[name] = n
-    best = dict.fromkeys(fns, float("inf"))
+    best = {name: (float("inf"), float("inf")) for name in fns}
     for _ in range(rounds):
         for name, fn in fns.items():
             n = numbers[name]
-            t0 = time.perf_counter()
+            w0, c0 = time.perf_counter(), time.thread_time()
             for _ in range(n):
                 fn()
-            best[name] = min(best[name], (time.perf_counter() - t0) / n)
+            c1, w1 = time.thread_time(), time.perf_counter()
+            wall, cpu = best[name]
+            best[name] = (min(wall, (w1 - w0) / n), min(cpu, (c1 - c0) / n))
     return best
 
 
@@ -80,6 +88,15 @@ def session(model: onnx.ModelProto) -> ort.InferenceSession:
 
 def fmt(seconds: float) -> str:
     return f"{seconds * 1e6:.0f} µs" if seconds < 1e-3 else f"{seconds * 1e3:.2f} ms"
+
+
+def fmt2(times: tuple[float, float]) -> str:
+    """CPU time (wall time)."""
+    return f"{fmt(times[1])} ({fmt(times[0])})"
+
+
+def ratio(a: tuple[float, float], b: tuple[float, float]) -> str:
+    return f"{a[1] / b[1]:.2f}x ({a[0] / b[0]:.2f}x)"
 
 
 # --------------------------------------------------------------------------
@@ -168,14 +185,14 @@ def bench_op(kind: str, rng: np.random.Generator) -> str:
         }
     )
     return (
-        f"| {TITLES[kind]} | {fmt(t['numpy'])} | {fmt(t['ort'])} | {fmt(t['cblas'])} | "
-        f"{fmt(t['run'])} | {t['cblas'] / t['ort']:.2f}x |"
+        f"| {TITLES[kind]} | {fmt2(t['numpy'])} | {fmt2(t['ort'])} | {fmt2(t['cblas'])} | "
+        f"{fmt2(t['run'])} | {ratio(t['cblas'], t['ort'])} |"
     )
 
 
 def bench_ops(kinds: list[str]) -> None:
     rng = np.random.default_rng(0)
-    print("## Ops (+ bias + relu), one thread\n")
+    print("## Ops (+ bias + relu), one thread: CPU time (wall time)\n")
     print(
         "| op | numpy | onnxruntime | byoc cblas (C function) | byoc cblas (Executable.run) "
         "| cblas / onnxruntime |"
@@ -217,17 +234,17 @@ def bench_model(name: str, x: Array) -> str:
     for p in both.partitions():
         split[p.target] += best[p.symbol]
     return (
-        f"| {name} | {fmt(t['ort'])} | {fmt(t['both'])} | {fmt(t['cc'])} | "
-        f"{t['both'] / t['ort']:.2f}x | {fmt(split['cblas'])} / {fmt(split['ccompiler'])} / "
+        f"| {name} | {fmt2(t['ort'])} | {fmt2(t['both'])} | {fmt2(t['cc'])} | "
+        f"{ratio(t['both'], t['ort'])} | {fmt(split['cblas'])} / {fmt(split['ccompiler'])} / "
         f"{fmt(split['host'])} |"
     )
 
 
 def bench_models(names: list[str]) -> None:
-    print("\n## Light models end to end (random weights), one thread\n")
+    print("\n## Light models end to end (random weights), one thread: CPU time (wall time)\n")
     print(
         "| model | onnxruntime | byoc cblas,ccompiler | byoc ccompiler | cblas,ccompiler / onnxruntime "
-        "| byoc's time: cblas / ccompiler / host partitions |"
+        "| byoc's time in cblas / ccompiler partitions / host (wall, best profiled run) |"
     )
     print("|---|---|---|---|---|---|")
     x = np.random.default_rng(1).standard_normal((1, 3, 224, 224), dtype=np.float32)

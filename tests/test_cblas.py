@@ -192,36 +192,36 @@ CASES = [
         "conv2d_bias_relu",
         _conv(64, 8, (6, 6), (3, 3), epilogue="b", relu=True, runtime_weight=True, **PAD1),
     ),
-    # one GEMM per tap: at least TAPS_MIN_CHANNELS channels and TAPS_MIN_PIXELS pixels
+    # one GEMM per tap: at least TAPS_MIN_CHANNELS channels, TAPS_MIN_SIZE channels x pixels
     Case(
         "taps_bias_relu",
         "conv2d_bias_relu",
-        _conv(48, 5, (12, 10), (3, 3), n=2, epilogue="b", relu=True, **PAD1),
+        _conv(48, 5, (27, 26), (3, 3), n=2, epilogue="b", relu=True, **PAD1),
     ),
     Case(
         "taps_dilated",
         "conv2d_bias",
-        _conv(64, 12, (12, 11), (3, 2), epilogue="a", dilation=(2, 2), padding=(1, 0, 2, 3)),
+        _conv(64, 12, (24, 23), (3, 2), epilogue="a", dilation=(2, 2), padding=(1, 0, 2, 3)),
     ),
-    Case("taps_unpadded", "conv2d", _conv(50, 3, (12, 12), (2, 2))),
+    Case("taps_unpadded", "conv2d", _conv(50, 3, (27, 27), (2, 2))),
     Case(
         "taps_densenet_chain",
         "conv2d_bias_relu",
-        _conv(48, 8, (10, 10), (3, 3), epilogue="bBma", relu=True, **PAD1),
+        _conv(48, 8, (27, 27), (3, 3), epilogue="bBma", relu=True, **PAD1),
     ),
     Case(
         "taps_stride2",
         "conv2d_bias_relu",
-        _conv(48, 6, (21, 22), (3, 3), epilogue="b", relu=True, strides=(2, 2), **PAD1),
+        _conv(48, 6, (53, 53), (3, 3), epilogue="b", relu=True, strides=(2, 2), **PAD1),
     ),
-    Case("taps_1x1_stride2", "conv2d", _conv(64, 5, (23, 20), (1, 1), n=2, strides=(2, 2))),
+    Case("taps_1x1_stride2", "conv2d", _conv(64, 5, (46, 46), (1, 1), n=2, strides=(2, 2))),
     Case(
         "taps_strided_dilated",
         "conv2d_relu",
         _conv(
             50,
             4,
-            (25, 27),
+            (57, 75),
             (3, 2),
             relu=True,
             strides=(2, 3),

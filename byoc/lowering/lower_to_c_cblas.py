@@ -278,22 +278,22 @@ def conv2d_algorithm(
     "im2col" (from the phase planes, by memcpy).
 
     "taps" needs the weights at compile time (to rearrange them), enough input channels for a
-    GEMM of depth C to pay, and enough output pixels for GEMMs that narrow to be worth calling
-    KH*KW times (measured on 3x3 convolutions: 25 % faster than im2col from 64 channels at
-    14x14 and more, equal at 16-32 channels, 30 % slower at 7x7).
+    GEMM of depth C to pay, and enough work per GEMM for KH*KW of them to be worth calling
+    (measured on 3x3 convolutions: 20-30 % faster than im2col at 64x56x56, 128x28x28 and
+    256x14x14; slower at 16-32 channels, at 64x13x13 and at 512x7x7).
     """
     if (*kernel, *strides, *padding) == (1, 1, 1, 1, 0, 0, 0, 0):
         return "1x1"
-    if const_weight and c >= TAPS_MIN_CHANNELS and out[0] * out[1] >= TAPS_MIN_PIXELS:
+    if const_weight and c >= TAPS_MIN_CHANNELS and c * out[0] * out[1] >= TAPS_MIN_SIZE:
         return "taps"
     return "im2col"
 
 
 TAPS_MIN_CHANNELS = 48
-"""Input channels from which one GEMM per tap (depth C) beats im2col (depth C*KH*KW)."""
+"""Input channels from which one GEMM per tap (depth C) can beat im2col (depth C*KH*KW)."""
 
-TAPS_MIN_PIXELS = 100
-"""Output pixels from which one GEMM per tap beats im2col."""
+TAPS_MIN_SIZE = 32768
+"""Input channels x output pixels from which one GEMM per tap beats im2col."""
 
 
 def _tile(extent: int, bytes_per_item: int, minimum: int = MIN_TILE) -> int:

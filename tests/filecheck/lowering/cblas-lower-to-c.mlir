@@ -50,18 +50,18 @@ func.func @conv_1x1_bn(%x: tensor<1x3x4x4xf32>) -> tensor<1x2x4x4xf32> {
 /// weights are rearranged tap by tap at compile time (a new constant). A bias known only at
 /// run time and a scalar add are combined into the shift vector by a loop over the channels.
 // CHECK-LABEL: c.module
-// CHECK:         c.global @cblas_conv_taps_0_c0 init 0 = dense<{{.*}}> : tensor<9x8x48xf32>
+// CHECK:         c.global @cblas_conv_taps_0_c0 init 0 = dense<{{.*}}> : tensor<9x8x64xf32>
 // CHECK:         c.func static noalias @cblas_conv_taps_0_0(%in0: !c.ptr<f32, const>, %in1: !c.ptr<f32, const>, %out0: !c.ptr<f32>)
 // CHECK:           c.for %i0 = 0 to 8
 // CHECK:         c.func static noalias @cblas_conv_taps_0_1(
 // CHECK:           c.call_opaque "byoc_cblas_conv2d_taps_bias_f32"
-// C:           byoc_cblas_conv2d_taps_bias_f32(in0, in1, in2, out0, tmp0, 1, 48, 10, 10, 8, 3, 3, 10, 10, 1, 1, 1, 1, 1, 1, 10, 0);
-func.func @conv_taps(%x: tensor<1x48x10x10xf32>, %b: tensor<8xf32>, %c: tensor<1xf32>) -> tensor<1x8x10x10xf32> {
-  %w = nn.constant dense<0.01> : tensor<8x48x3x3xf32>
-  %0 = nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x48x10x10xf32>, tensor<8x48x3x3xf32>) -> tensor<1x8x10x10xf32>
-  %1 = nn.bias_add %0, %b : (tensor<1x8x10x10xf32>, tensor<8xf32>) -> tensor<1x8x10x10xf32>
-  %2 = nn.add %1, %c : (tensor<1x8x10x10xf32>, tensor<1xf32>) -> tensor<1x8x10x10xf32>
-  func.return %2 : tensor<1x8x10x10xf32>
+// C:           byoc_cblas_conv2d_taps_bias_f32(in0, in1, in2, out0, tmp0, 1, 64, 24, 24, 8, 3, 3, 24, 24, 1, 1, 1, 1, 1, 1, 24, 0);
+func.func @conv_taps(%x: tensor<1x64x24x24xf32>, %b: tensor<8xf32>, %c: tensor<1xf32>) -> tensor<1x8x24x24xf32> {
+  %w = nn.constant dense<0.01> : tensor<8x64x3x3xf32>
+  %0 = nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x64x24x24xf32>, tensor<8x64x3x3xf32>) -> tensor<1x8x24x24xf32>
+  %1 = nn.bias_add %0, %b : (tensor<1x8x24x24xf32>, tensor<8xf32>) -> tensor<1x8x24x24xf32>
+  %2 = nn.add %1, %c : (tensor<1x8x24x24xf32>, tensor<1xf32>) -> tensor<1x8x24x24xf32>
+  func.return %2 : tensor<1x8x24x24xf32>
 }
 
 // -----
