@@ -232,6 +232,23 @@ func.func @min_ops(%x: tensor<4xf32>) -> tensor<2x2xf32> {
 
 // -----
 
+/// min-ops=2 also unwraps an existing region that is too small: its body goes
+/// back in place, untagged.
+// MIN-LABEL: func.func @small_existing_region
+// MIN-NEXT:    %[[A:.*]] = nn.relu %x : tensor<4xf32>
+// MIN-NEXT:    %[[B:.*]] = nn.tanh %[[A]] : tensor<4xf32>
+// MIN-NEXT:    func.return %[[B]]
+func.func @small_existing_region(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %r = byoc.region "test" -> (tensor<4xf32>) {
+    %a = nn.relu %x {byoc.target = "test"} : tensor<4xf32>
+    byoc.yield %a : tensor<4xf32>
+  }
+  %b = nn.tanh %r : tensor<4xf32>
+  func.return %b : tensor<4xf32>
+}
+
+// -----
+
 /// Nothing tagged: nothing changes.
 // CHECK-LABEL: func.func @nothing_tagged
 // CHECK-NEXT:    nn.relu %x
