@@ -58,30 +58,110 @@ typedef float byoc_v8f_ __attribute__((vector_size(32)));
 /* A big kernel: not inlined (it may be cloned), fine to leave unused. */
 #define BYOC_KERNEL static BYOC_CLONES BYOC_MAYBE_UNUSED
 
-/* Floats of scratch `byoc_conv2d_f32` needs: one zero-padded image. */
-#define BYOC_CONV2D_SCRATCH(C, KH, KW, OH, OW, SH, SW, DH, DW)                          \
-  ((C) * (((OH)-1) * (SH) + ((KH)-1) * (DH) + 1) *                                       \
-   ((((OW) + 7) / 8 * 8 - 1) * (SW) + ((KW)-1) * (DW) + 1))
+/* Rows of the im2col panel one k block holds (see byoc_conv2d_f32). */
+#define BYOC_CONV2D_KC 1024
+
+/* Floats of scratch `byoc_conv2d_f32` needs: one zero-padded image and one panel. */
+#define BYOC_CONV2D_SCRATCH(C, G, KH, KW, OH, OW, SH, SW, DH, DW)                               \
+  ((C) * (((OH)-1) * (SH) + ((KH)-1) * (DH) + 1) *                                              \
+       ((((OW) + 7) / 8 * 8 - 1) * (SW) + ((KW)-1) * (DW) + 1) +                                \
+   16 * ((C) / (G) * (KH) * (KW) < BYOC_CONV2D_KC ? (C) / (G) * (KH) * (KW) : BYOC_CONV2D_KC))
+
+/* 16 floats at y, of which np are valid, into two vectors (zeros past np), and back. */
+static inline __attribute__((always_inline)) void byoc_load16_(const float* y, int64_t np,
+                                                               byoc_v8f_* lo, byoc_v8f_* hi) {
+  float tmp[16] = {0};
+  memcpy(tmp, y, (size_t)np * sizeof(float));
+  memcpy(lo, tmp, sizeof *lo);
+  memcpy(hi, tmp + 8, sizeof *hi);
+}
+
+static inline __attribute__((always_inline)) void byoc_store16_(float* y, int64_t np,
+                                                                const byoc_v8f_* lo,
+                                                                const byoc_v8f_* hi) {
+  float tmp[16];
+  memcpy(tmp, lo, sizeof *lo);
+  memcpy(tmp + 8, hi, sizeof *hi);
+  memcpy(y, tmp, (size_t)np * sizeof(float));
+}
+
+/*
+ * One tile of 6 output channels x 16 pixels in 12 vector registers:
+ * y[t * plane + j] = (first ? 0 : y[t * plane + j]) + sum_k wt[t][k] * panel[k][j]
+ * for t < to, j < np, summed in order of k. Inlined into the (cloned) caller.
+ */
+static inline __attribute__((always_inline)) void byoc_conv2d_tile_(
+    const float* restrict panel, const float* const* wt, int64_t kc, float* restrict y,
+    int64_t plane, int64_t to, int64_t np, int first) {
+  byoc_v8f_ a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0};
+  byoc_v8f_ b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0}, b4 = {0}, b5 = {0};
+  if (!first) {
+    byoc_load16_(y, np, &a0, &b0);
+    if (to > 1) byoc_load16_(y + plane, np, &a1, &b1);
+    if (to > 2) byoc_load16_(y + 2 * plane, np, &a2, &b2);
+    if (to > 3) byoc_load16_(y + 3 * plane, np, &a3, &b3);
+    if (to > 4) byoc_load16_(y + 4 * plane, np, &a4, &b4);
+    if (to > 5) byoc_load16_(y + 5 * plane, np, &a5, &b5);
+  }
+  const float *w0 = wt[0], *w1 = wt[1], *w2 = wt[2], *w3 = wt[3], *w4 = wt[4], *w5 = wt[5];
+  for (int64_t k = 0; k < kc; ++k, panel += 16) {
+    byoc_v8f_ v0, v1;
+    memcpy(&v0, panel, sizeof v0);
+    memcpy(&v1, panel + 8, sizeof v1);
+    a0 += w0[k] * v0;
+    b0 += w0[k] * v1;
+    a1 += w1[k] * v0;
+    b1 += w1[k] * v1;
+    a2 += w2[k] * v0;
+    b2 += w2[k] * v1;
+    a3 += w3[k] * v0;
+    b3 += w3[k] * v1;
+    a4 += w4[k] * v0;
+    b4 += w4[k] * v1;
+    a5 += w5[k] * v0;
+    b5 += w5[k] * v1;
+  }
+  byoc_store16_(y, np, &a0, &b0);
+  if (to > 1) byoc_store16_(y + plane, np, &a1, &b1);
+  if (to > 2) byoc_store16_(y + 2 * plane, np, &a2, &b2);
+  if (to > 3) byoc_store16_(y + 3 * plane, np, &a3, &b3);
+  if (to > 4) byoc_store16_(y + 4 * plane, np, &a4, &b4);
+  if (to > 5) byoc_store16_(y + 5 * plane, np, &a5, &b5);
+}
 
 /*
  * y[n, o, oh, ow] = sum_{c in group(o), kh, kw} x[n, c, oh*SH - PT + kh*DH, ow*SW - PL + kw*DW]
  *                                                * w[o, c - group_start, kh, kw]
- * Each image is first copied into `xp` (BYOC_CONV2D_SCRATCH floats) with its
- * zero padding made explicit and room for whole tiles, so the inner loop has
- * no bounds checks: a tile of 6 output channels x 8 output columns is
- * accumulated in registers over (c, kh, kw), each input vector feeding six
- * channels. Depthwise and small groups use the same tile with fewer channels.
+ * Each image is first copied into the scratch with its zero padding made
+ * explicit (and room for whole 8-column tiles), so nothing below checks
+ * bounds. Then, per group, the reduction index k = (c, kh, kw) is cut into
+ * blocks of at most BYOC_CONV2D_KC (fewer when the group has many output
+ * channels, so that a block's weights stay in L2); for each block and each
+ * tile of 16 output pixels (row-major over oh, ow, crossing rows), the
+ * block's rows of the tile's im2col are packed into a contiguous panel (L1),
+ * and every tile of 6 output channels is accumulated over it in registers
+ * (`byoc_conv2d_tile_`), continuing the sums of the previous blocks from y.
+ * Each output is summed in order of k, so the result does not depend on
+ * the blocking. Depthwise convolutions (one input and one output channel
+ * per group) slide a window over 8 columns at a time instead.
  */
 BYOC_KERNEL void byoc_conv2d_f32(const float* restrict x, const float* restrict w, float* restrict y,
-                            float* restrict xp, int64_t N, int64_t C, int64_t H, int64_t W,
-                            int64_t O, int64_t KH, int64_t KW, int64_t OH, int64_t OW, int64_t SH,
-                            int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t G) {
-  enum { TO = 6 };
+                                 float* restrict scratch, int64_t N, int64_t C, int64_t H,
+                                 int64_t W, int64_t O, int64_t KH, int64_t KW, int64_t OH,
+                                 int64_t OW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
+                                 int64_t DH, int64_t DW, int64_t G) {
+  enum { TO = 6, TP = 16 };
   const int64_t CG = C / G, OG = O / G, WS = CG * KH * KW;
   const int64_t HP = (OH - 1) * SH + (KH - 1) * DH + 1;
   const int64_t OW8 = (OW + 7) / 8 * 8;
   const int64_t WP = (OW8 - 1) * SW + (KW - 1) * DW + 1;
-  const int64_t plane = OH * OW;
+  const int64_t P = OH * OW;
+  float* xp = scratch;
+  float* panel = xp + C * HP * WP;
+  int64_t KC = 131072 / OG; /* a block's weights: at most 512 KB */
+  KC = KC < 64 ? 64 : KC > BYOC_CONV2D_KC ? BYOC_CONV2D_KC : KC;
+  if (KC > WS) KC = WS;
+  int64_t off[TP];
   for (int64_t n = 0; n < N; ++n) {
     for (int64_t c = 0; c < C; ++c) {
       for (int64_t r = 0; r < HP; ++r) {
@@ -93,45 +173,68 @@ BYOC_KERNEL void byoc_conv2d_f32(const float* restrict x, const float* restrict 
         if (end > PL) memcpy(dst + PL, x + ((n * C + c) * H + ih) * W, (size_t)(end - PL) * sizeof(float));
       }
     }
-    for (int64_t g = 0; g < G; ++g) {
-      const float* xg = xp + g * CG * HP * WP;
-      for (int64_t oc = 0; oc < OG; oc += TO) {
-        const int64_t to = OG - oc < TO ? OG - oc : TO;
-        const int64_t o = g * OG + oc;
-        const float* wt[TO];
-        for (int64_t t = 0; t < TO; ++t) wt[t] = w + (o + (t < to ? t : 0)) * WS;
+    if (CG == 1 && OG == 1) { /* depthwise */
+      for (int64_t c = 0; c < C; ++c) {
+        const float* xc = xp + c * HP * WP;
+        const float* wc = w + c * KH * KW;
         for (int64_t oh = 0; oh < OH; ++oh) {
           for (int64_t ow = 0; ow < OW8; ow += 8) {
-            byoc_v8f_ a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0};
-            const float* xo = xg + oh * SH * WP + ow * SW;
-            for (int64_t ic = 0; ic < CG; ++ic) {
-              const float* xc = xo + ic * HP * WP;
-              for (int64_t kh = 0; kh < KH; ++kh) {
-                const float* xr = xc + kh * DH * WP;
-                const int64_t k0 = (ic * KH + kh) * KW;
-                for (int64_t kw = 0; kw < KW; ++kw) {
-                  const float* p = xr + kw * DW;
-                  byoc_v8f_ v;
-                  if (SW == 1) {
-                    memcpy(&v, p, sizeof v);
-                  } else {
-                    v = (byoc_v8f_){p[0], p[SW], p[2 * SW], p[3 * SW], p[4 * SW], p[5 * SW], p[6 * SW],
-                                    p[7 * SW]};
-                  }
-                  const int64_t k = k0 + kw;
-                  a0 += wt[0][k] * v;
-                  a1 += wt[1][k] * v;
-                  a2 += wt[2][k] * v;
-                  a3 += wt[3][k] * v;
-                  a4 += wt[4][k] * v;
-                  a5 += wt[5][k] * v;
+            byoc_v8f_ a = {0};
+            for (int64_t kh = 0; kh < KH; ++kh) {
+              const float* xr = xc + (oh * SH + kh * DH) * WP + ow * SW;
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                const float* p = xr + kw * DW;
+                byoc_v8f_ v;
+                if (SW == 1) {
+                  memcpy(&v, p, sizeof v);
+                } else {
+                  v = (byoc_v8f_){p[0], p[SW], p[2 * SW], p[3 * SW], p[4 * SW], p[5 * SW], p[6 * SW],
+                                  p[7 * SW]};
                 }
+                a += wc[kh * KW + kw] * v;
               }
             }
             const size_t count = (size_t)(OW - ow < 8 ? OW - ow : 8) * sizeof(float);
-            float* yr = y + ((n * O + o) * OH + oh) * OW + ow;
-            const byoc_v8f_* acc[TO] = {&a0, &a1, &a2, &a3, &a4, &a5};
-            for (int64_t t = 0; t < to; ++t) memcpy(yr + t * plane, acc[t], count);
+            memcpy(y + ((n * C + c) * OH + oh) * OW + ow, &a, count);
+          }
+        }
+      }
+      continue;
+    }
+    for (int64_t g = 0; g < G; ++g) {
+      const float* xg = xp + g * CG * HP * WP;
+      for (int64_t k0 = 0; k0 < WS; k0 += KC) {
+        const int64_t kc = WS - k0 < KC ? WS - k0 : KC;
+        for (int64_t p0 = 0; p0 < P; p0 += TP) {
+          const int64_t np = P - p0 < TP ? P - p0 : TP;
+          for (int64_t j = 0; j < TP; ++j) {
+            const int64_t p = p0 + (j < np ? j : np - 1);
+            off[j] = (p / OW) * SH * WP + (p % OW) * SW;
+          }
+          const int contiguous = off[TP - 1] - off[0] == TP - 1;
+          int64_t ic = k0 / (KH * KW), kh = k0 / KW % KH, kw = k0 % KW;
+          float* pk = panel;
+          for (int64_t k = 0; k < kc; ++k, pk += TP) {
+            const float* b = xg + (ic * HP + kh * DH) * WP + kw * DW;
+            if (contiguous) {
+              memcpy(pk, b + off[0], TP * sizeof(float));
+            } else {
+              for (int64_t j = 0; j < TP; ++j) pk[j] = b[off[j]];
+            }
+            if (++kw == KW) {
+              kw = 0;
+              if (++kh == KH) {
+                kh = 0;
+                ++ic;
+              }
+            }
+          }
+          for (int64_t oc = 0; oc < OG; oc += TO) {
+            const int64_t to = OG - oc < TO ? OG - oc : TO;
+            const int64_t o = g * OG + oc;
+            const float* wt[TO];
+            for (int64_t t = 0; t < TO; ++t) wt[t] = w + (o + (t < to ? t : 0)) * WS + k0;
+            byoc_conv2d_tile_(panel, wt, kc, y + (n * O + o) * P + p0, P, to, np, k0 == 0);
           }
         }
       }

@@ -183,36 +183,36 @@ func.func private @ccompiler_conv(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf3
 
 /// Buffers are reused once their last reader has run (fused mode); per-op mode
 /// gives every intermediate its own. A convolution also gets scratch for its
-/// padded input, live only during its call. Constants become globals; a large
+/// padded input and its im2col panel, live only during its call. Constants become globals; a large
 /// one is bound by byoc_init and not printed.
 // CHECK-LABEL: c.module {
 // CHECK:         c.global @ccompiler_reuse_c0 init 0 = dense<"0x{{.*}}"> : tensor<4x16x32xf32>
 // CHECK:       c.func static @ccompiler_reuse_(
 // FUSED-NEXT:    c.buffer %ws[0, 8192]
-// FUSED-NEXT:    c.buffer %ws[8192, 9792]
+// FUSED-NEXT:    c.buffer %ws[8192, 12096]
 // FUSED-NEXT:    c.call @ccompiler_reuse_0
 // FUSED:         c.buffer %ws[8192, 8192]
-// FUSED-NEXT:    c.buffer %ws[16384, 9792]
+// FUSED-NEXT:    c.buffer %ws[16384, 12096]
 // FUSED-NEXT:    c.call @ccompiler_reuse_1
 // FUSED:         c.buffer %ws[0, 8192]
-// FUSED-NEXT:    c.buffer %ws[16384, 9792]
+// FUSED-NEXT:    c.buffer %ws[16384, 12096]
 // FUSED-NEXT:    c.call @ccompiler_reuse_2
 // FUSED:         c.buffer %ws[8192, 8192]
-// FUSED-NEXT:    c.buffer %ws[16384, 9792]
+// FUSED-NEXT:    c.buffer %ws[16384, 12096]
 // FUSED-NEXT:    c.call @ccompiler_reuse_3
 // FUSED-NOT:     c.buffer
 // FUSED:         c.check_bound @ccompiler_reuse_c0
-// FUSED:         c.workspace 26176
+// FUSED:         c.workspace 28480
 // PEROP-NEXT:    c.buffer %ws[0, 8192]
-// PEROP-NEXT:    c.buffer %ws[8192, 9792]
-// PEROP:         c.buffer %ws[17984, 8192]
-// PEROP-NEXT:    c.buffer %ws[26176, 9792]
-// PEROP:         c.buffer %ws[35968, 8192]
-// PEROP-NEXT:    c.buffer %ws[44160, 9792]
-// PEROP:         c.buffer %ws[53952, 8192]
-// PEROP-NEXT:    c.buffer %ws[62144, 9792]
+// PEROP-NEXT:    c.buffer %ws[8192, 12096]
+// PEROP:         c.buffer %ws[20288, 8192]
+// PEROP-NEXT:    c.buffer %ws[28480, 12096]
+// PEROP:         c.buffer %ws[40576, 8192]
+// PEROP-NEXT:    c.buffer %ws[48768, 12096]
+// PEROP:         c.buffer %ws[60864, 8192]
+// PEROP-NEXT:    c.buffer %ws[69056, 12096]
 // PEROP:         c.check_bound @ccompiler_reuse_c0
-// PEROP:         c.workspace 71936
+// PEROP:         c.workspace 81152
 // CHECK:       c.func @byoc_init(
 // CHECK-NEXT:    c.check_arg_count %num_consts, 1 inputs, 0 outputs
 // CHECK:         c.bind_global @ccompiler_reuse_c0,
