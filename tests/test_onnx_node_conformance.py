@@ -31,6 +31,7 @@ from byoc.frontend.conformance import (
     load_node_cases,
     merge_mains,
     misplaced_host_ops,
+    render_markdown,
     run_case,
     run_cases,
     run_cases_batched,
@@ -150,6 +151,16 @@ def test_host_keeps_only_what_no_target_takes(covered: list[Any]) -> None:
     merged, _ = merge_mains(modules)
     assert misplaced_host_ops(merged, DEFAULT_TARGETS) == []
     assert misplaced_host_ops(merged, ("ccompiler",)) == []
+
+
+def test_report_counts_and_placement(built: list[CaseResult]) -> None:
+    text = render_markdown(built, total_cases=len(built), executor="build", command="cmd")
+    count = collections.Counter(r.status for r in built)
+    assert f"| {len(built)} | {count['passed']} | 0 | {count['skipped']} |" in text
+    assert "## Where the nn ops ran" in text
+    assert "| nn op | ccompiler | examplejson | host |" in text
+    split = sum(1 for r in built if ("nn.split", HOST) in r.placement)
+    assert f"| nn.split | 0 | 0 | {split} |" in text and split > 0
 
 
 @pytest.mark.slow
