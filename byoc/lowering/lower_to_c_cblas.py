@@ -6,10 +6,12 @@ through the target's `lower_composite_to_c` hook, for every composite. The
 composite (see `byoc.targets.cblas.gemm_chain`) is GEMM -> per-channel affine
 steps -> optional ReLU; it becomes:
 
-- one `kernel` node calling `byoc_cblas_<op>[_1x1][_bias|_affine]_f32` of
-  byoc_cblas.h: inputs x, w, then the per-channel `scale` and/or `shift`
-  vectors, the output, the im2col scratch (conv2d, not on the direct 1x1
-  path), then the sizes and the ReLU flag as literals;
+- one `kernel` node calling `byoc_cblas_<op>[_1x1|_taps][_bias|_affine]_f32`
+  of byoc_cblas.h: inputs x, w (tap by tap for `_taps`), then the
+  per-channel `scale` and/or `shift` vectors, the output, the scratch
+  (conv2d but the direct 1x1 form: the padded phase planes, then the im2col
+  block or the per-tap output tile), then the sizes, the block size and the
+  ReLU flag as literals (`conv2d_algorithm` picks the form);
 - the epilogue folded to `y * scale + shift`: batch_norm is
   `scale = gamma / sqrt(var + eps)`, `shift = beta - mean * scale` (as the
   reference kernel computes it); steps compose in order. Constant vectors are
@@ -41,11 +43,12 @@ from byoc.lowering.lower_to_c import GraphBuilder, Node, TValue, _i32, _i64
 from byoc.targets.cblas import GemmChain, gemm_chain
 
 TILE_BYTES = 1024 * 1024
-"""Bytes of one block of GEMM operands a kernel works on at a time (an im2col tile and its
-output, or a block of dense rows), so that the epilogue finds the block in cache."""
+"""Bytes of one block of GEMM operands and output a kernel works on at a time (output rows
+of a conv2d, pixels of a direct 1x1 conv2d, rows of a dense), so that the epilogue finds the
+block in cache."""
 
 MIN_TILE = 64
-"""Fewest output pixels (conv2d) or rows (dense) per block."""
+"""Fewest pixels (direct 1x1 conv2d) or rows (dense) per block."""
 
 
 def lower_composite(

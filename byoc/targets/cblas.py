@@ -27,17 +27,19 @@ per-channel value — at least one of them):
 "Per-channel" is the output channel: axis 1 of a conv2d (a value of shape
 (O,), broadcast as (O, 1, 1) or (1, O, 1, 1), or a single element), the last
 axis of a dense ((N,) or (1, N)). Each entry's check (`gemm_chain`) accepts
-f32 only (every operand and result), conv2d with groups == 1 (depthwise and
-grouped convolutions stay on ccompiler or the host), bias_add and batch_norm
-on the channel axis. The whole epilogue becomes one `y * scale + shift`
+f32 only (every operand and result), conv2d with groups == 1 and strides up
+to MAX_STRIDE (depthwise and grouped convolutions stay on ccompiler or the
+host), bias_add and batch_norm on the channel axis, and no interior value
+used outside the match (a kernel yields one value, so `extra-results` does
+not apply). The whole epilogue becomes one `y * scale + shift`
 (constants folded at compile time; values computed at run time are combined
 per call, over the channels only), then ReLU.
 
 Codegen: `lower-to-c` lowers cblas partitions with ccompiler's machinery
 (`c_lowering_target` in byoc/lowering/lower_to_c.py): each composite is one
 kernel node (`lower_composite_to_c`, in byoc/lowering/lower_to_c_cblas.py)
-calling `byoc_cblas.h`; intermediates and im2col tiles live in the per-thread
-workspace. `codegen` compiles all cblas partitions into one library linked
+calling `byoc_cblas.h`; intermediates, padded images and im2col blocks live
+in the per-thread workspace. `codegen` compiles all cblas partitions into one library linked
 with the wheel's OpenBLAS (`build_options`); OpenBLAS runs on
 `$BYOC_CBLAS_THREADS` threads (default 1), set when a library is loaded, or
 `set_num_threads(n)`.
@@ -169,6 +171,9 @@ def gemm_chain(root: Operation, members: Collection[Operation]) -> GemmChain | s
         op = prev.op
     gemm = op
     steps.reverse()
+    for o in (gemm, *(s.op for s in steps)):
+        if o is not root and any(id(use.operation) not in inside for use in o.results[0].uses):
+            return f"the result of '{o.name}' is also used outside (a kernel yields one value)"
     for o in (gemm, *(s.op for s in steps), *([relu] if relu else [])):
         if not _is_f32(o):
             return f"'{o.name}' is not f32 (cblas computes in f32 only)"
