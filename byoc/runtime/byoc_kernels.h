@@ -342,29 +342,101 @@ BYOC_KERNEL void byoc_matmul_f32(const float* restrict a, const float* restrict 
 /* ---- pooling --------------------------------------------------------------- */
 
 /* Window rows/cols outside the input are skipped (they are -inf padding). */
-static inline void byoc_max_pool2d_f32(const float* restrict x, float* restrict y, int64_t NC,
-                                       int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH,
-                                       int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
-                                       int64_t DH, int64_t DW) {
+static inline float byoc_max_window_(const float* restrict xc, int64_t H, int64_t W, int64_t KH,
+                                     int64_t KW, int64_t DH, int64_t DW, int64_t top,
+                                     int64_t left) {
+  float m = -INFINITY;
+  for (int64_t kh = 0; kh < KH; ++kh) {
+    const int64_t ih = top + kh * DH;
+    if (ih < 0 || ih >= H) continue;
+    for (int64_t kw = 0; kw < KW; ++kw) {
+      const int64_t iw = left + kw * DW;
+      if (iw < 0 || iw >= W) continue;
+      const float v = xc[ih * W + iw];
+      m = (v > m || v != v) && m == m ? v : m;
+    }
+  }
+  return m;
+}
+
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target) && !defined(__SANITIZE_ADDRESS__)
+#define BYOC_AVX2 __attribute__((target("avx2")))
+#endif
+#endif
+
+#ifdef BYOC_AVX2
+typedef int32_t byoc_v8i_ __attribute__((vector_size(32)));
+
+/* *m = max(*m, *v) per lane with the scalar rule of byoc_max_window_ (a NaN wins, the first stays). */
+static inline __attribute__((always_inline)) void byoc_vmax_(byoc_v8f_* m, const byoc_v8f_* v) {
+  const byoc_v8i_ take = ((*v > *m) | (*v != *v)) & (*m == *m);
+  *m = (byoc_v8f_)(((byoc_v8i_)*v & take) | ((byoc_v8i_)*m & ~take));
+}
+
+/*
+ * Max pooling with AVX2: 8 output columns at a time over the columns whose
+ * window lies inside the input ([lo, hi)), one at a time elsewhere. Each lane
+ * visits its window in the order byoc_max_window_ does: the same results.
+ */
+static BYOC_AVX2 BYOC_MAYBE_UNUSED void byoc_max_pool2d_avx2_(
+    const float* restrict x, float* restrict y, int64_t NC, int64_t H, int64_t W, int64_t OH,
+    int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
+    int64_t DH, int64_t DW) {
+  const int64_t last = W - 1 - (KW - 1) * DW + PL; /* the last column's window start, shifted */
+  int64_t lo = (PL + SW - 1) / SW, hi = last >= 0 ? last / SW + 1 : 0;
+  hi = hi < OW ? hi : OW;
+  lo = lo < hi ? lo : hi;
   for (int64_t c = 0; c < NC; ++c) {
     const float* xc = x + c * H * W;
     float* yc = y + c * OH * OW;
     for (int64_t oh = 0; oh < OH; ++oh) {
-      for (int64_t ow = 0; ow < OW; ++ow) {
-        float m = -INFINITY;
+      const int64_t top = oh * SH - PT;
+      int64_t ow = 0;
+      for (; ow < lo; ++ow) yc[oh * OW + ow] = byoc_max_window_(xc, H, W, KH, KW, DH, DW, top, ow * SW - PL);
+      for (; ow + 8 <= hi; ow += 8) {
+        byoc_v8f_ m = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                       -INFINITY, -INFINITY, -INFINITY, -INFINITY};
         for (int64_t kh = 0; kh < KH; ++kh) {
-          const int64_t ih = oh * SH - PT + kh * DH;
+          const int64_t ih = top + kh * DH;
           if (ih < 0 || ih >= H) continue;
+          const float* xr = xc + ih * W + ow * SW - PL;
           for (int64_t kw = 0; kw < KW; ++kw) {
-            const int64_t iw = ow * SW - PL + kw * DW;
-            if (iw < 0 || iw >= W) continue;
-            const float v = xc[ih * W + iw];
-            m = (v > m || v != v) && m == m ? v : m;
+            const float* p = xr + kw * DW;
+            byoc_v8f_ v;
+            if (SW == 1) {
+              memcpy(&v, p, sizeof v);
+            } else {
+              v = (byoc_v8f_){p[0], p[SW], p[2 * SW], p[3 * SW], p[4 * SW], p[5 * SW], p[6 * SW],
+                              p[7 * SW]};
+            }
+            byoc_vmax_(&m, &v);
           }
         }
-        yc[oh * OW + ow] = m;
+        memcpy(yc + oh * OW + ow, &m, sizeof m);
       }
+      for (; ow < OW; ++ow) yc[oh * OW + ow] = byoc_max_window_(xc, H, W, KH, KW, DH, DW, top, ow * SW - PL);
     }
+  }
+}
+#endif
+
+static inline void byoc_max_pool2d_f32(const float* restrict x, float* restrict y, int64_t NC,
+                                       int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH,
+                                       int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
+                                       int64_t DH, int64_t DW) {
+#ifdef BYOC_AVX2
+  if (__builtin_cpu_supports("avx2")) {
+    byoc_max_pool2d_avx2_(x, y, NC, H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW);
+    return;
+  }
+#endif
+  for (int64_t c = 0; c < NC; ++c) {
+    const float* xc = x + c * H * W;
+    float* yc = y + c * OH * OW;
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow)
+        yc[oh * OW + ow] = byoc_max_window_(xc, H, W, KH, KW, DH, DW, oh * SH - PT, ow * SW - PL);
   }
 }
 

@@ -1,0 +1,128 @@
+"""C kernels of byoc_kernels.h on the shapes real models give them, against the reference.
+
+conv2d: `byoc_conv2d_f32` packs 16-pixel im2col panels per block of the reduction
+index k = (c, kh, kw) and accumulates tiles of 6 output channels over them; these
+cases reach what small unit shapes do not: several k blocks (a block is at most 1024
+rows, fewer when a group has many output channels), pixel tiles that cross output
+rows and end short, channel counts that leave a partial tile, strided 1x1 convs,
+groups and depthwise convs with strides and dilation, batches.
+
+max_pool2d: with AVX2, `byoc_max_pool2d_f32` takes 8 output columns at a time where
+the window lies inside the input and one at a time at the borders; these cases are
+wide enough for both, with NaNs (which must win, as numpy's maximum makes them),
+strides, padding, dilation and ceil_mode.
+
+Every case runs through `byoc.build(..., targets=["ccompiler"])` and is compared with
+the numpy reference (conv2d: the reference sums in float64 through BLAS, the C
+kernel in float32; max_pool2d: bit for bit).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from xdsl.dialects.builtin import ModuleOp, TensorType, f32
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Block, Region
+
+import byoc
+from byoc.dialects import nn
+
+CONV_CASES: list[tuple[str, tuple[int, ...], tuple[int, ...], dict[str, Any]]] = [
+    ("k_blocks_1024", (1, 160, 6, 5), (13, 160, 3, 3), {"padding": (1, 1, 1, 1)}),
+    ("k_blocks_by_channels", (1, 96, 3, 5), (2050, 96, 1, 1), {}),
+    ("k_blocks_3x3_many_channels", (1, 40, 4, 4), (600, 40, 3, 3), {"padding": (1, 1, 1, 1)}),
+    ("tiles_cross_rows", (2, 7, 7, 7), (11, 7, 3, 3), {"padding": (1, 1, 1, 1)}),
+    ("strided_1x1", (1, 32, 14, 14), (20, 32, 1, 1), {"strides": (2, 2)}),
+    ("stem_7x7_s2", (1, 3, 37, 41), (8, 3, 7, 7), {"strides": (2, 2), "padding": (3, 3, 3, 3)}),
+    ("groups_3", (1, 24, 9, 9), (30, 8, 1, 1), {"groups": 3}),
+    (
+        "groups_dilated",
+        (1, 8, 12, 12),
+        (8, 4, 3, 3),
+        {"groups": 2, "dilation": (2, 2), "padding": (2, 2, 2, 2)},
+    ),
+    (
+        "depthwise_s2",
+        (1, 12, 15, 15),
+        (12, 1, 3, 3),
+        {"groups": 12, "strides": (2, 2), "padding": (1, 1, 1, 1)},
+    ),
+    (
+        "depthwise_dilated",
+        (2, 5, 11, 19),
+        (5, 1, 3, 3),
+        {"groups": 5, "dilation": (2, 3), "padding": (2, 3, 2, 3)},
+    ),
+    ("depthwise_multiplier", (1, 4, 8, 8), (8, 1, 3, 3), {"groups": 4, "padding": (1, 1, 1, 1)}),
+]
+
+
+def _module(op: type[nn.NNOp], shapes: list[tuple[int, ...]], attrs: dict[str, Any]) -> ModuleOp:
+    """func.func @main(...) { one op } with the result type from the op's relation."""
+    block = Block(arg_types=[TensorType(f32, s) for s in shapes])
+    node = op.build(*block.args, **attrs)
+    block.add_ops([node, ReturnOp(node.results[0])])
+    main = FuncOp("main", ([a.type for a in block.args], [node.results[0].type]), Region(block))
+    return ModuleOp([main])
+
+
+@pytest.mark.parametrize(("name", "x", "w", "attrs"), CONV_CASES, ids=[c[0] for c in CONV_CASES])
+def test_conv2d_kernel_matches_reference(
+    name: str, x: tuple[int, ...], w: tuple[int, ...], attrs: dict[str, Any]
+) -> None:
+    module = _module(nn.Conv2DOp, [x, w], attrs)
+    exe = byoc.build(module, targets=["ccompiler"])
+    assert [p.ops for p in exe.partitions()] == [("nn.conv2d",)]
+    rng = np.random.default_rng(len(name))
+    xs = [rng.standard_normal(x, dtype=np.float32), rng.standard_normal(w, dtype=np.float32)]
+    (got,) = exe.run(*xs)
+    (want,) = byoc.run_reference(module, xs)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+POOL_CASES: list[tuple[str, tuple[int, ...], dict[str, Any]]] = [
+    (
+        "squeezenet_s2_ceil",
+        (1, 16, 55, 55),
+        {"pool_size": (3, 3), "strides": (2, 2), "ceil_mode": True},
+    ),
+    (
+        "resnet_s2_pad1",
+        (1, 8, 112, 112),
+        {"pool_size": (3, 3), "strides": (2, 2), "padding": (1, 1, 1, 1)},
+    ),
+    ("stride1_pad_asym", (2, 3, 20, 37), {"pool_size": (3, 3), "padding": (1, 2, 1, 0)}),
+    (
+        "dilated_s3",
+        (1, 2, 30, 61),
+        {"pool_size": (2, 3), "strides": (3, 3), "dilation": (2, 2), "ceil_mode": True},
+    ),
+    (
+        "window_wider_than_pad",
+        (1, 1, 9, 40),
+        {"pool_size": (5, 5), "strides": (1, 2), "padding": (2, 2, 2, 2)},
+    ),
+    ("narrow", (1, 4, 6, 7), {"pool_size": (2, 2), "strides": (1, 1)}),
+]
+
+
+@pytest.mark.parametrize(("name", "x", "attrs"), POOL_CASES, ids=[c[0] for c in POOL_CASES])
+def test_max_pool2d_kernel_matches_reference(
+    name: str, x: tuple[int, ...], attrs: dict[str, Any]
+) -> None:
+    module = _module(nn.MaxPool2DOp, [x], attrs)
+    exe = byoc.build(module, targets=["ccompiler"])
+    assert [p.ops for p in exe.partitions()] == [("nn.max_pool2d",)]
+    rng = np.random.default_rng(len(name))
+    data = rng.standard_normal(x, dtype=np.float32)
+    data.reshape(-1)[:: max(2, data.size // 50)] = -np.inf
+    data.reshape(-1)[rng.choice(data.size, size=max(1, data.size // 97), replace=False)] = np.nan
+    (got,) = exe.run(data)
+    (want,) = byoc.run_reference(module, [data])
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)  # NaNs in the same places, the rest exact
+    assert np.isnan(got).any()
