@@ -82,9 +82,12 @@ class SymbolNamer:
                 if sym is not None:
                     self.taken.add(sym.data)
         self.next: dict[str, int] = {}
+        self.prefixes: dict[tuple[str, str], str] = {}
 
     def fresh(self, target: str, func: str) -> str:
-        prefix = f"{sanitize(target)}_{sanitize(func)}_"
+        prefix = self.prefixes.get((target, func))
+        if prefix is None:
+            prefix = self.prefixes[(target, func)] = f"{sanitize(target)}_{sanitize(func)}_"
         n = self.next.get(prefix, 0)
         while f"{prefix}{n}" in self.taken:
             n += 1
@@ -120,11 +123,12 @@ def partition_function(
     """Outline every region and tagged op of `func`; return the new functions in order."""
     attrs = attrs if attrs is not None else AttrCache()
     out: list[FuncOp] = []
+    func_name = func.sym_name.data
     for block in func.body.blocks:
         units = [o for o in block.ops if isinstance(o, RegionOp) or TARGET_ATTR in o.attributes]
         for unit in units:
             target = _checked_target(unit)
-            name = namer.fresh(target, func.sym_name.data)
+            name = namer.fresh(target, func_name)
             out.append(_outline(unit, target, name, bind_constants, attrs))
     return out
 
@@ -320,14 +324,16 @@ def _outline(
         parent.add_op(call)
     else:
         parent.insert_op_before(call, before)
-    index = {v: i for i, v in enumerate(results)}
+    index = {id(v): i for i, v in enumerate(results)}
     returned = body.last_op
     for old, value in zip(old_results, yielded, strict=True):
-        new = call.res[index[value]]
+        new = call.res[index[id(value)]]
         if new.name_hint is None:
             new.name_hint = old.name_hint
-        # a region's results are its own; a lone op's results are also read by the return
-        old.replace_uses_with_if(new, lambda use: use.operation is not returned)
+        if old is value:  # a lone op: its results are also read by the return
+            old.replace_uses_with_if(new, lambda use: use.operation is not returned)
+        else:
+            old.replace_all_uses_with(new)
     if isinstance(unit, RegionOp):
         erase(unit)
     return func
