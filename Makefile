@@ -15,6 +15,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/byoc-opt examples/seed_subgraph.mlir -p 'byoc{targets=ccompiler}'
 	$(BIN)/byoc-opt examples/seed_subgraph.mlir -p 'byoc{targets=ccompiler},lower-to-c' -t c
+	$(BIN)/byoc-run examples/small_cnn.mlir --targets ccompiler,examplejson
 
 test: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests
