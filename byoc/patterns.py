@@ -41,7 +41,8 @@ from typing import Any
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
 
-from byoc.dialects.nn import NN_OPS, ConstantOp, NNOp
+from byoc.dialects.nn import NN_OPS, ConstantOp
+from byoc.support import attrs_match
 
 COMMUTATIVE_OPS = frozenset({"nn.add", "nn.multiply"})
 """Binary ops whose operands a pattern matches in either order."""
@@ -243,24 +244,6 @@ def _check_attr_names(name: str, attrs: Mapping[str, Any]) -> None:
             )
 
 
-def _attrs_hold(op: Operation, attrs: Mapping[str, Any]) -> bool:
-    if not attrs:
-        return True
-    if not isinstance(op, NNOp):
-        return False
-    values = op.attr_values()
-    for key, want in attrs.items():
-        if key not in values:
-            return False
-        got = values[key]
-        if callable(want):
-            if not want(got):
-                return False
-        elif got != (tuple(want) if isinstance(want, list) else want):
-            return False
-    return True
-
-
 class CallPattern(Pattern):
     """`is_op(name, **attrs)(*args)`; `args=None` matches any operands (they become inputs)."""
 
@@ -288,7 +271,7 @@ class CallPattern(Pattern):
         op = value.op
         if op.name != self.op_name or op.parent is not st.block or not st.ok(op):
             return
-        if self.attrs and not _attrs_hold(op, self.attrs):
+        if self.attrs and not attrs_match(op, self.attrs):
             return
         operands = tuple(op.operands)
         args = self.args
@@ -364,7 +347,7 @@ class AttrPattern(_Wrapper):
         self.attrs = dict(attrs)
 
     def _match(self, value: SSAValue, st: _State) -> Iterator[None]:
-        if not isinstance(value, OpResult) or not _attrs_hold(value.op, self.attrs):
+        if not isinstance(value, OpResult) or not attrs_match(value.op, self.attrs):
             return
         yield from self.inner._go(value, st)
 

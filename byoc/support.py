@@ -83,6 +83,25 @@ def max_rank(rank: int) -> Predicate:
     return Predicate(check, f"rank <= {rank}")
 
 
+def attrs_match(op: Operation, expected: Mapping[str, Any]) -> bool:
+    """Each named property of `op` equals the value, or satisfies it when it is a callable."""
+    if not expected:
+        return True
+    if not isinstance(op, NNOp):
+        return False
+    values = op.attr_values()
+    for key, want in expected.items():
+        if key not in values:
+            return False
+        got = values[key]
+        if callable(want):
+            if not want(got):
+                return False
+        elif got != (tuple(want) if isinstance(want, list) else want):
+            return False
+    return True
+
+
 def attr_is(**expected: Any) -> Predicate:
     """Each named property equals the value, or satisfies it when the value is a callable.
 
@@ -90,19 +109,7 @@ def attr_is(**expected: Any) -> Predicate:
     """
 
     def check(op: Operation) -> bool:
-        if not isinstance(op, NNOp):
-            return False
-        values = op.attr_values()
-        for key, want in expected.items():
-            if key not in values:
-                return False
-            got = values[key]
-            if callable(want):
-                if not want(got):
-                    return False
-            elif got != (tuple(want) if isinstance(want, list) else want):
-                return False
-        return True
+        return attrs_match(op, expected)
 
     shown = ", ".join(f"{k}={'<fn>' if callable(v) else v!r}" for k, v in expected.items())
     return Predicate(check, shown)
