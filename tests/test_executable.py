@@ -13,8 +13,8 @@ import pytest
 
 import byoc
 from byoc.runtime.artifact import MAGIC, ArtifactError
-from byoc.runtime.loaders import load_module
 from byoc.runtime.executable import InputError
+from byoc.runtime.loaders import load_module
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

@@ -34,7 +34,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, NoTerminator
+from xdsl.traits import IsolatedFromAbove, IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
 TARGET_ATTR = "byoc.target"
@@ -116,7 +116,7 @@ class RegionOp(IRDLOperation):
         target = parser.parse_str_literal("target name")
         parser.parse_punctuation("->")
         types = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
-        attrs = parser.parse_optional_attr_dict_with_keyword() 
+        attrs = parser.parse_optional_attr_dict_with_keyword()
         body = parser.parse_region()
         op = RegionOp(target, types, body)
         if attrs is not None:
@@ -230,6 +230,4 @@ __all__ = [
     "YieldOp",
     "TARGET_ATTR",
     "COMPILER_ATTR",
-    "HasParent",
-    "NoTerminator",
 ]

@@ -52,7 +52,13 @@ class _Located:
 
 def _parse_mlir(path: Path) -> Any:
     from byoc.context import make_context
-    from byoc.diagnostics import SourceBuffer, SourceError, decode_source, parse_source, verify_module
+    from byoc.diagnostics import (
+        SourceBuffer,
+        SourceError,
+        decode_source,
+        parse_source,
+        verify_module,
+    )
 
     source = SourceBuffer(str(path), decode_source(path.read_bytes(), str(path)))
     parsed = parse_source(make_context(), source)
