@@ -45,11 +45,18 @@ typedef float byoc_v8f_ __attribute__((vector_size(32)));
 /*
  * Kernels marked BYOC_CLONES are also compiled for AVX2 and picked at load
  * time (GCC/Clang function multiversioning on x86-64 ELF); the arithmetic
- * and its order are the same in both versions, so are the results.
+ * and its order are the same in both versions, so are the results. The one
+ * exception is conv2d's register tile: on CPUs with FMA (BYOC_FMA, checked at
+ * run time) it fuses each multiply-add, so its sums differ from the baseline's
+ * by rounding only (same products, same order, one rounding per step fewer).
  */
 #if defined(__x86_64__) && defined(__ELF__) && defined(__has_attribute)
 #if __has_attribute(target_clones) && !defined(__SANITIZE_ADDRESS__)
 #define BYOC_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#if __has_attribute(target) && !defined(__SANITIZE_ADDRESS__)
+#include <immintrin.h>
+#define BYOC_FMA __attribute__((target("avx2,fma")))
 #endif
 #endif
 #ifndef BYOC_CLONES
@@ -129,6 +136,58 @@ static inline __attribute__((always_inline)) void byoc_conv2d_tile_(
   if (to > 5) byoc_store16_(y + 5 * plane, np, &a5, &b5);
 }
 
+#ifdef BYOC_FMA
+/* byoc_conv2d_tile_ with fused multiply-adds (AVX2 + FMA); called, not inlined. */
+static BYOC_FMA BYOC_MAYBE_UNUSED void byoc_conv2d_tile_fma_(
+    const float* restrict panel, const float* const* wt, int64_t kc, float* restrict y,
+    int64_t plane, int64_t to, int64_t np, int first) {
+  __m256 a[6], b[6];
+  float tmp[16];
+  for (int t = 0; t < 6; ++t) {
+    if (first || t >= to) {
+      a[t] = _mm256_setzero_ps();
+      b[t] = _mm256_setzero_ps();
+    } else {
+      memset(tmp, 0, sizeof tmp);
+      memcpy(tmp, y + t * plane, (size_t)np * sizeof(float));
+      a[t] = _mm256_loadu_ps(tmp);
+      b[t] = _mm256_loadu_ps(tmp + 8);
+    }
+  }
+  __m256 a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3], a4 = a[4], a5 = a[5];
+  __m256 b0 = b[0], b1 = b[1], b2 = b[2], b3 = b[3], b4 = b[4], b5 = b[5];
+  const float *w0 = wt[0], *w1 = wt[1], *w2 = wt[2], *w3 = wt[3], *w4 = wt[4], *w5 = wt[5];
+  for (int64_t k = 0; k < kc; ++k, panel += 16) {
+    const __m256 v0 = _mm256_loadu_ps(panel), v1 = _mm256_loadu_ps(panel + 8);
+    __m256 s = _mm256_broadcast_ss(w0 + k);
+    a0 = _mm256_fmadd_ps(s, v0, a0);
+    b0 = _mm256_fmadd_ps(s, v1, b0);
+    s = _mm256_broadcast_ss(w1 + k);
+    a1 = _mm256_fmadd_ps(s, v0, a1);
+    b1 = _mm256_fmadd_ps(s, v1, b1);
+    s = _mm256_broadcast_ss(w2 + k);
+    a2 = _mm256_fmadd_ps(s, v0, a2);
+    b2 = _mm256_fmadd_ps(s, v1, b2);
+    s = _mm256_broadcast_ss(w3 + k);
+    a3 = _mm256_fmadd_ps(s, v0, a3);
+    b3 = _mm256_fmadd_ps(s, v1, b3);
+    s = _mm256_broadcast_ss(w4 + k);
+    a4 = _mm256_fmadd_ps(s, v0, a4);
+    b4 = _mm256_fmadd_ps(s, v1, b4);
+    s = _mm256_broadcast_ss(w5 + k);
+    a5 = _mm256_fmadd_ps(s, v0, a5);
+    b5 = _mm256_fmadd_ps(s, v1, b5);
+  }
+  a[0] = a0, a[1] = a1, a[2] = a2, a[3] = a3, a[4] = a4, a[5] = a5;
+  b[0] = b0, b[1] = b1, b[2] = b2, b[3] = b3, b[4] = b4, b[5] = b5;
+  for (int t = 0; t < to; ++t) {
+    _mm256_storeu_ps(tmp, a[t]);
+    _mm256_storeu_ps(tmp + 8, b[t]);
+    memcpy(y + t * plane, tmp, (size_t)np * sizeof(float));
+  }
+}
+#endif
+
 /*
  * y[n, o, oh, ow] = sum_{c in group(o), kh, kw} x[n, c, oh*SH - PT + kh*DH, ow*SW - PL + kw*DW]
  *                                                * w[o, c - group_start, kh, kw]
@@ -142,7 +201,7 @@ static inline __attribute__((always_inline)) void byoc_conv2d_tile_(
  * and every tile of 6 output channels is accumulated over it in registers
  * (`byoc_conv2d_tile_`), continuing the sums of the previous blocks from y.
  * Each output is summed in order of k, so the result does not depend on
- * the blocking. Depthwise convolutions (one input and one output channel
+ * the blocking (with FMA, the tile fuses each step: see BYOC_CLONES). Depthwise convolutions (one input and one output channel
  * per group) slide a window over 8 columns at a time instead.
  */
 BYOC_KERNEL void byoc_conv2d_f32(const float* restrict x, const float* restrict w, float* restrict y,
@@ -162,6 +221,9 @@ BYOC_KERNEL void byoc_conv2d_f32(const float* restrict x, const float* restrict 
   KC = KC < 64 ? 64 : KC > BYOC_CONV2D_KC ? BYOC_CONV2D_KC : KC;
   if (KC > WS) KC = WS;
   int64_t off[TP];
+#ifdef BYOC_FMA
+  const int use_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
   for (int64_t n = 0; n < N; ++n) {
     for (int64_t c = 0; c < C; ++c) {
       for (int64_t r = 0; r < HP; ++r) {
@@ -234,6 +296,12 @@ BYOC_KERNEL void byoc_conv2d_f32(const float* restrict x, const float* restrict 
             const int64_t o = g * OG + oc;
             const float* wt[TO];
             for (int64_t t = 0; t < TO; ++t) wt[t] = w + (o + (t < to ? t : 0)) * WS + k0;
+#ifdef BYOC_FMA
+            if (use_fma) {
+              byoc_conv2d_tile_fma_(panel, wt, kc, y + (n * O + o) * P + p0, P, to, np, k0 == 0);
+              continue;
+            }
+#endif
             byoc_conv2d_tile_(panel, wt, kc, y + (n * O + o) * P + p0, P, to, np, k0 == 0);
           }
         }
