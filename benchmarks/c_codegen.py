@@ -38,7 +38,7 @@ import numpy as np  # noqa: E402
 
 from byoc.context import make_context, parse_module  # noqa: E402
 from byoc.kernels import KERNELS  # noqa: E402
-from byoc.lowering.lower_to_c import LowerToCPass  # noqa: E402
+from byoc.lowering.nn_to_c import LowerToCPass  # noqa: E402
 from byoc.runtime.c_module import DEFAULT_FLAGS, CModule, compile_source  # noqa: E402
 
 SEED = """

@@ -28,7 +28,8 @@ from byoc.context import make_context
 from byoc.diagnostics import EmitError, PassError
 from byoc.dialects import c, nn
 from byoc.lowering.emit_c import emit_c_source
-from byoc.lowering.lower_to_c import SUPPORTED_OPS, LowerToCPass, unsupported_reason
+from byoc.lowering.nn_to_c import LowerToCPass
+from byoc.targets.ccompiler import SUPPORTED_OPS, unsupported_reason
 from byoc.reference import run_reference
 from byoc.runtime.c_module import CFunctionError, CModule, CompileError, compile_source
 
@@ -475,7 +476,7 @@ def _harness(module: ModuleOp, cases: list[Case], n_consts: int) -> str:
 
 
 def test_sanitizers_on_a_standalone_harness(tmp_path: Path, compiled: dict[str, Any]) -> None:
-    from byoc.lowering.lower_to_c import constants_of
+    from byoc.lowering.nn_to_c import constants_of
     from byoc.runtime.c_module import INCLUDE_DIR
 
     cases = [CASE_BY_NAME[n] for n in SANITIZED]
@@ -665,7 +666,7 @@ def test_fusion_never_makes_a_cycle_between_groups(cache: Path) -> None:
     {p, n} -> softmax -> H -> {p, n}: a cycle through another group, which a
     node-level check misses. n joins H instead, and the groups run in order."""
     from byoc.context import parse_module
-    from byoc.lowering.lower_to_c import GraphBuilder, fuse_groups
+    from byoc.lowering.nn_to_c import GraphBuilder, fuse_groups
 
     fn = parse_module(GROUP_CYCLE).ops.first
     assert isinstance(fn, func.FuncOp)
@@ -685,7 +686,7 @@ def test_fused_groups_run_after_everything_they_read() -> None:
     """Over many random DAGs (larger than the compiled ones), every fused group is
     scheduled after the groups producing what it reads, and no group reads itself
     through another group."""
-    from byoc.lowering.lower_to_c import GraphBuilder, fuse_groups
+    from byoc.lowering.nn_to_c import GraphBuilder, fuse_groups
 
     rng = np.random.default_rng(99)
     for k in range(200):

@@ -25,7 +25,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region, SSAValue
 
 import byoc
-import byoc.lowering.lower_to_c_cblas as cblas_lowering
+import byoc.lowering.nn_to_c.cblas as cblas_lowering
 from byoc.dialects import c as c_dialect
 from byoc.dialects import nn
 from byoc.targets import cblas
@@ -405,7 +405,7 @@ def test_sanitizers_on_a_standalone_harness(tmp_path: Path, built: dict[str, Any
     (OpenBLAS itself is not instrumented): im2col bounds, the padded copy and its slack."""
     from byoc.context import make_context
     from byoc.lowering.emit_c import emit_c_source
-    from byoc.lowering.lower_to_c import LowerToCPass, constants_of
+    from byoc.lowering.nn_to_c import LowerToCPass, constants_of
     from byoc.passes.byoc_pipeline import partition_for
     from byoc.runtime.c_module import INCLUDE_DIR, signatures_of
 

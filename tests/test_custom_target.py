@@ -1,4 +1,4 @@
-"""The README's worked example: a new target in one module (examples/myaccel.py)."""
+"""Targets as objects: the worked example (examples/myaccel.py), registration, the checks."""
 
 from __future__ import annotations
 
@@ -9,7 +9,10 @@ import numpy as np
 import pytest
 
 import byoc
-from byoc.targets import UnknownTargetError, get_target, register_target
+import byoc.targets.patterns as byoc_patterns
+from byoc.build import BuildError
+from byoc.targets import Target, UnknownTargetError, get_target, register_target
+from byoc.targets.predicates import always
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -36,7 +39,7 @@ def myaccel():  # type: ignore[no-untyped-def]
         try:
             get_target("myaccel")
         except UnknownTargetError:
-            register_target("myaccel", myaccel)
+            byoc.register_target(myaccel.MYACCEL)
         yield myaccel
     finally:
         sys.path.remove(str(EXAMPLES))
@@ -57,4 +60,88 @@ def test_worked_example_target_builds_and_runs(myaccel) -> None:  # type: ignore
 
 def test_registering_a_known_name_is_an_error(myaccel) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValueError, match="already registered"):
-        register_target("ccompiler", myaccel)
+        register_target(Target(name="ccompiler"))
+    with pytest.raises(ValueError, match="already registered"):
+        register_target(Target(name="test_mine"))  # a name of the test family
+    with pytest.raises(TypeError, match="takes a byoc.targets.Target"):
+        register_target(myaccel)  # type: ignore[arg-type]
+
+
+def test_the_target_registers_its_support(myaccel) -> None:  # type: ignore[no-untyped-def]
+    assert get_target("myaccel") is myaccel.MYACCEL
+    assert byoc.get_op_attr("nn.add", "target.myaccel") is myaccel.MYACCEL.support["nn.add"]
+    assert byoc.get_op_attr("nn.tanh", "target.myaccel") is None
+
+
+def test_names_a_target_uses_are_checked() -> None:
+    with pytest.raises(BuildError, match="lowering 'lower-to-cc', which is not a registered pass"):
+        byoc.register_target(Target(name="typo1", lowering="lower-to-cc", component="c"))
+    with pytest.raises(BuildError, match="component kind 'so'"):
+        byoc.register_target(Target(name="typo2", lowering="lower-to-c", component="so"))
+    with pytest.raises(BuildError, match="composite lowering 'gemm'"):
+        byoc.register_target(
+            Target(name="typo3", lowering="lower-to-c", component="c", composite_lowering="gemm")
+        )
+    with pytest.raises(UnknownTargetError):
+        get_target("typo1")  # nothing was registered
+    with pytest.raises(ValueError, match="pattern table of 'bad': name 'a.b'"):
+        Target(name="bad", patterns=[("a.b", byoc_patterns.wildcard())])
+
+
+def test_a_target_without_lowering_partitions_but_does_not_build() -> None:
+    try:
+        get_target("tagonly")
+    except UnknownTargetError:
+        byoc.register_target(Target(name="tagonly", support={"nn.relu": always()}))
+    module = byoc.parse_module(
+        """
+        func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+          %0 = nn.relu %x : tensor<4xf32>
+          func.return %0 : tensor<4xf32>
+        }
+        """
+    )
+    with pytest.raises(BuildError, match="'tagonly' has neither a lowering nor a codegen"):
+        byoc.build(module, targets=["tagonly"])
+
+
+def test_a_target_with_its_own_codegen() -> None:
+    """`codegen` builds the component directly (a vendor SDK); here numpy stands in for it."""
+
+    class Component:
+        def __init__(self, symbols: list[str]) -> None:
+            self.symbols = symbols
+
+        def get_function(self, symbol: str):  # type: ignore[no-untyped-def]
+            assert symbol in self.symbols
+
+            def relu(x, out):  # type: ignore[no-untyped-def]
+                np.maximum(np.asarray(x), 0, out=np.asarray(out))
+
+            return relu
+
+        def export(self) -> dict[str, bytes]:
+            return {"symbols": ",".join(self.symbols).encode()}
+
+    try:
+        get_target("sdk")
+    except UnknownTargetError:
+        byoc.register_target(
+            Target(
+                name="sdk",
+                support={"nn.relu": always()},
+                codegen=lambda module, funcs: Component([f.sym_name.data for f in funcs]),
+            )
+        )
+    module = byoc.parse_module(
+        """
+        func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+          %0 = nn.relu %x : tensor<4xf32>
+          func.return %0 : tensor<4xf32>
+        }
+        """
+    )
+    exe = byoc.build(module, targets=["sdk"])
+    assert [p.target for p in exe.partitions()] == ["sdk"]
+    x = np.array([-1.0, 2.0, -3.0, 4.0], np.float32)
+    np.testing.assert_array_equal(exe(x)[0], np.maximum(x, 0))

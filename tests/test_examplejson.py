@@ -608,7 +608,7 @@ def test_target_supports_exactly_the_runtime_ops() -> None:
     dynamic = nn.ReluOp.build(
         Block(arg_types=[TensorType(nn.f32, [-9223372036854775808, 3])]).args[0]
     )
-    assert target.SUPPORT["nn.relu"](static) and not target.SUPPORT["nn.relu"](dynamic)
+    assert target.support["nn.relu"](static) and not target.support["nn.relu"](dynamic)
 
 
 def test_build_runs_examplejson_partitions_and_exports(tmp_path: Path) -> None:

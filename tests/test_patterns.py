@@ -8,7 +8,7 @@ from xdsl.ir import Operation
 
 from byoc.context import parse_module
 from byoc.dialects.nn import ConstantOp
-from byoc.patterns import (
+from byoc.targets.patterns import (
     TableEntry,
     is_constant,
     is_op,

@@ -102,7 +102,7 @@ class BuildExecute:
     def __call__(
         self, module: ModuleOp, inputs: Sequence[np.ndarray[Any, Any]]
     ) -> list[np.ndarray[Any, Any]]:
-        from byoc.runtime.build import build
+        from byoc.build import build
 
         self.last = None
         start = time.perf_counter()
@@ -342,7 +342,7 @@ def run_cases_batched(
     region size (the build path's targets), where an op runs depends only on
     the targets' predicates on that op.
     """
-    from byoc.runtime.build import build
+    from byoc.build import build
 
     execute = BuildExecute(tuple(targets))
     results: dict[str, CaseResult] = {}

@@ -53,7 +53,7 @@ from byoc.passes.common import (
     paused_gc,
     target_of,
 )
-from byoc.targets import KNOWN_TARGETS, TARGET_FAMILIES
+from byoc.targets import known_targets_text
 
 TRIVIAL_OPS = frozenset({"nn.reshape", "nn.flatten", "nn.constant"})
 """Ops that compute nothing (they relabel a buffer); they do not count towards `min-ops`."""
@@ -302,10 +302,6 @@ def region_weight(op: Operation) -> int:
     return 0 if op.name in TRIVIAL_OPS else 1
 
 
-def _known_targets_text() -> str:
-    return ", ".join([*sorted(KNOWN_TARGETS), *(f"{p}_<suffix>" for p in TARGET_FAMILIES)])
-
-
 def build_graph(block: Block) -> tuple[list[Operation], RegionGraph]:
     """The top-level ops of `block` (its terminator excluded) as a RegionGraph."""
     nodes = _nodes(block)
@@ -320,7 +316,7 @@ def build_graph(block: Block) -> tuple[list[Operation], RegionGraph]:
                 raise PassError(
                     o,
                     f"merge-compiler-regions: '{o.name}' is tagged for unknown target '{target}'; "
-                    f"known targets: {_known_targets_text()}",
+                    f"known targets: {known_targets_text()}",
                 )
             checked.add(target)
         targets.append(target)

@@ -49,7 +49,7 @@ from byoc.passes.common import (
     host_functions,
     paused_gc,
 )
-from byoc.patterns import Match, TableEntry, table_entries
+from byoc.targets.patterns import Match, TableEntry
 from byoc.targets import get_target
 
 
@@ -78,7 +78,7 @@ class MergeCompositePass(ModulePass):
 
     def schedule(self) -> list[tuple[str, TableEntry]]:
         """(target, entry) pairs in the order they apply."""
-        tables = {t: table_entries(get_target(t).pattern_table(), t) for t in self.targets}
+        tables = {t: list(get_target(t).patterns) for t in self.targets}
         if not self.patterns:
             return [(t, e) for t in self.targets for e in tables[t]]
         known = [f"{t}.{e.name}" for t in self.targets for e in tables[t]]

@@ -56,7 +56,7 @@ from byoc.dialects.byoc import COMPILER_ATTR, TARGET_ATTR, CompositeOp, RegionOp
 from byoc.dialects.nn import ConstantOp
 from byoc.op_registry import get_op_attr
 from byoc.passes.common import AttrCache, erase, host_functions, paused_gc, target_of
-from byoc.targets import KNOWN_TARGETS, TARGET_FAMILIES, UnknownTargetError, get_target
+from byoc.targets import Target, UnknownTargetError, get_target, known_targets_text
 
 _PRIVATE = StringAttr("private")
 _NOT_IDENT = re.compile(r"[^A-Za-z0-9_]")
@@ -133,10 +133,6 @@ def partition_function(
     return out
 
 
-def _known_targets_text() -> str:
-    return ", ".join([*sorted(KNOWN_TARGETS), *(f"{p}_<suffix>" for p in TARGET_FAMILIES)])
-
-
 def _checked_target(unit: Operation) -> str:
     target = target_of(unit)
     if target is None:
@@ -147,9 +143,9 @@ def _checked_target(unit: Operation) -> str:
         raise PassError(
             unit,
             f"partition: '{unit.name}' is tagged for unknown target '{target}'; "
-            f"known targets: {_known_targets_text()}",
+            f"known targets: {known_targets_text()}",
         ) from None
-    per_run = hasattr(module, "support_from_ops")  # a test target: support chosen per run
+    per_run = module.support_from_ops is not None  # a test target: support chosen per run
     if isinstance(unit, RegionOp):
         for inner in unit.body.block.ops:
             if isinstance(inner, RegionOp):
@@ -168,7 +164,7 @@ def _checked_target(unit: Operation) -> str:
     return target
 
 
-def _check_support(op: Operation, target: str, module: object, per_run: bool) -> None:
+def _check_support(op: Operation, target: str, module: Target, per_run: bool) -> None:
     """A composite must belong to `target`; a plain op must pass `target.<target>`."""
     if isinstance(op, CompositeOp):
         if op.target_name != target:
@@ -184,8 +180,7 @@ def _check_support(op: Operation, target: str, module: object, per_run: bool) ->
         return
     predicate = get_op_attr(op.name, f"target.{target}")
     if predicate is None:
-        has_patterns = bool(getattr(module, "pattern_table", list)())
-        hint = "; run merge-composite first" if has_patterns else ""
+        hint = "; run merge-composite first" if module.patterns else ""
         raise PassError(
             op,
             f"partition: '{op.name}' is tagged for '{target}', which has no 'target.{target}' "

@@ -1,87 +1,22 @@
-"""The `cblas` target: GEMM-shaped composites offloaded to OpenBLAS (a vendor library).
-
-The seed's first scenario: the vendor already has an optimised C library and
-only wants its heavy ops offloaded, each together with the cheap ops around it
-(TVM's DNNL target did this with a pattern table). This target takes no single
-op: its support is its pattern table, and every match becomes a composite
-whose kernel calls `scipy_cblas_sgemm` (OpenBLAS as shipped in the
-scipy-openblas32 wheel) and applies the rest in one pass over the GEMM output.
-
-    byoc-opt model.onnx -p 'byoc{targets=cblas,ccompiler}'       # GEMMs on cblas, the rest on C
-    exe = byoc.build(module, targets=["cblas", "ccompiler"])
-
-Pattern table (earlier entries win; `<epilogue>` is any of, in this order and
-each optional: `nn.bias_add` or `nn.add` of a per-channel value, an inference
-`nn.batch_norm`, `nn.multiply` by a per-channel value, `nn.add` of a
-per-channel value — at least one of them):
-
-| composite                | matches                                 |
-|--------------------------|-----------------------------------------|
-| `cblas.conv2d_bias_relu` | conv2d -> <epilogue> -> relu             |
-| `cblas.conv2d_bias`      | conv2d -> <epilogue>                     |
-| `cblas.conv2d_relu`      | conv2d -> relu                           |
-| `cblas.conv2d`           | conv2d                                   |
-| `cblas.dense_bias_relu`, `cblas.dense_bias`, `cblas.dense_relu`, `cblas.dense` | the same over nn.dense |
-| `cblas.matmul`           | nn.matmul (batched, numpy broadcasting)  |
-
-"Per-channel" is the output channel: axis 1 of a conv2d (a value of shape
-(O,), broadcast as (O, 1, 1) or (1, O, 1, 1), or a single element), the last
-axis of a dense ((N,) or (1, N)). Each entry's check (`gemm_chain`) accepts
-f32 only (every operand and result), conv2d with groups == 1 and strides up
-to MAX_STRIDE (depthwise and grouped convolutions stay on ccompiler or the
-host), bias_add and batch_norm on the channel axis, and no interior value
-used outside the match (a kernel yields one value, so `extra-results` does
-not apply). The whole epilogue becomes one `y * scale + shift`
-(constants folded at compile time; values computed at run time are combined
-per call, over the channels only), then ReLU.
-
-Codegen: `lower-to-c` lowers cblas partitions with ccompiler's machinery
-(`c_lowering_target` in byoc/lowering/lower_to_c.py): each composite is one
-kernel node (`lower_composite_to_c`, in byoc/lowering/lower_to_c_cblas.py)
-calling `byoc_cblas.h`; intermediates, padded images and im2col blocks live
-in the per-thread workspace. `codegen` compiles all cblas partitions into one library linked
-with the wheel's OpenBLAS (`build_options`); OpenBLAS runs on
-`$BYOC_CBLAS_THREADS` threads (default 1), set when a library is loaded, or
-`set_num_threads(n)`.
-"""
+"""What a cblas composite computes (GEMM -> per-channel affine steps -> ReLU), and the
+pattern table that finds them."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from xdsl.dialects.builtin import TensorType, f32
 from xdsl.ir import Operation, OpResult, SSAValue
 
 from byoc.dialects import nn
-from byoc.patterns import Match, Pattern, is_op, wildcard
-
-if TYPE_CHECKING:
-    from xdsl.dialects.builtin import ModuleOp
-    from xdsl.dialects.func import FuncOp
-
-    from byoc.dialects.byoc import CompositeOp
-    from byoc.lowering.lower_to_c import GraphBuilder, TValue
-    from byoc.runtime.c_module import CModule
-
-NAME = "cblas"
-
-C_INCLUDES = ("byoc_cblas.h",)
-"""Headers (in byoc/runtime) the kernels of cblas composites need; lower-to-c includes them."""
-
-THREADS_ENV = "BYOC_CBLAS_THREADS"
-"""OpenBLAS threads for cblas kernels, read when a cblas library is loaded (default 1)."""
+from byoc.targets.patterns import Match, Pattern, is_op, wildcard
 
 GEMM_OPS = ("nn.conv2d", "nn.dense", "nn.matmul")
 
 MAX_STRIDE = 64
 """Largest conv2d stride the kernels take (byoc_cblas.h keeps one entry per stride phase)."""
-
-
-def register() -> None:
-    """Nothing to register: cblas supports no single op, only its composites."""
 
 
 # --------------------------------------------------------------------------
@@ -260,94 +195,4 @@ def pattern_table() -> list[tuple[object, ...]]:
     return table
 
 
-# --------------------------------------------------------------------------
-# Codegen
-# --------------------------------------------------------------------------
-
-
-def lower_composite_to_c(
-    builder: GraphBuilder, composite: CompositeOp, inputs: Sequence[TValue]
-) -> list[TValue]:
-    """lower-to-c's hook: the composite becomes one kernel node (byoc_cblas.h)."""
-    from byoc.lowering.lower_to_c_cblas import lower_composite
-
-    return lower_composite(builder, composite, inputs)
-
-
-def build_options() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Compiler flags and linker arguments for a library holding cblas kernels: the
-    wheel's header and library, found through its helpers; the library directory is
-    also the run path, so the library loads from a fresh process and from an artifact."""
-    try:
-        import scipy_openblas32 as openblas
-    except ImportError as e:  # pragma: no cover - a dependency of the cblas extra
-        raise RuntimeError(
-            "the cblas target needs OpenBLAS from the scipy-openblas32 wheel: "
-            "pip install 'byoc[cblas]'"
-        ) from e
-    from byoc.runtime.c_module import DEFAULT_FLAGS
-
-    libdir = openblas.get_lib_dir()
-    flags = (*DEFAULT_FLAGS, "-D_GNU_SOURCE", f"-I{openblas.get_include_dir()}")
-    libs = (f"-L{libdir}", f"-l{openblas.get_library()}", f"-Wl,-rpath,{libdir}")
-    return flags, libs
-
-
-def codegen(module: ModuleOp, funcs: list[FuncOp]) -> CModule:
-    """Every cblas partition in one shared library linked with OpenBLAS."""
-    from xdsl.dialects.builtin import ModuleOp as Module
-
-    from byoc.context import make_context
-    from byoc.lowering.lower_to_c import LowerToCPass
-    from byoc.runtime.c_module import CModule
-
-    unit = Module([f.clone() for f in funcs])
-    LowerToCPass().apply(make_context(), unit)
-    flags, libs = build_options()
-    return CModule.from_module(unit, flags=flags, libs=libs)
-
-
-def load_component(blobs: dict[str, bytes]) -> CModule:
-    """The library `codegen` built, from an artifact; it finds OpenBLAS by its run path."""
-    from byoc.runtime.c_module import CModule
-
-    return CModule.from_blobs(blobs)
-
-
-def set_num_threads(n: int) -> None:
-    """OpenBLAS threads for cblas kernels from now on, in this process (and in libraries
-    loaded later, through $BYOC_CBLAS_THREADS)."""
-    if n < 1:
-        raise ValueError(f"set_num_threads: need at least 1 thread, got {n}")
-    _openblas().scipy_openblas_set_num_threads(int(n))
-    os.environ[THREADS_ENV] = str(int(n))
-
-
-def get_num_threads() -> int:
-    """The number of threads OpenBLAS uses now."""
-    return int(_openblas().scipy_openblas_get_num_threads())
-
-
-def _openblas() -> Any:
-    import ctypes
-
-    import scipy_openblas32 as openblas
-
-    path = os.path.join(openblas.get_lib_dir(), openblas.get_library(fullname=True))
-    return ctypes.CDLL(path)
-
-
-__all__ = [
-    "NAME",
-    "GemmChain",
-    "EpilogueStep",
-    "build_options",
-    "codegen",
-    "gemm_chain",
-    "get_num_threads",
-    "load_component",
-    "lower_composite_to_c",
-    "pattern_table",
-    "register",
-    "set_num_threads",
-]
+__all__ = ["GEMM_OPS", "MAX_STRIDE", "EpilogueStep", "GemmChain", "gemm_chain", "pattern_table"]
