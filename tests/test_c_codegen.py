@@ -29,9 +29,9 @@ from byoc.diagnostics import EmitError, PassError
 from byoc.dialects import c, nn
 from byoc.lowering.emit_c import emit_c_source
 from byoc.lowering.nn_to_c import LowerToCPass
-from byoc.targets.ccompiler import SUPPORTED_OPS, unsupported_reason
 from byoc.reference import run_reference
 from byoc.runtime.c_module import CFunctionError, CModule, CompileError, compile_source
+from byoc.targets.ccompiler import SUPPORTED_OPS, unsupported_reason
 
 Array = np.ndarray[Any, Any]
 CASE_BY_NAME = {c.name: c for c in CASES}

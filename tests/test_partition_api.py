@@ -18,8 +18,8 @@ from byoc.passes.byoc_pipeline import ByocPass, partition_for
 from byoc.passes.merge_compiler_regions import MergeCompilerRegionsPass
 from byoc.passes.merge_composite import MergeCompositePass
 from byoc.passes.partition import PartitionPass, sanitize
-from byoc.targets.predicates import always, attr_is, dtypes, max_rank
 from byoc.targets import UnknownTargetError, get_target
+from byoc.targets.predicates import always, attr_is, dtypes, max_rank
 from byoc.targets.test import is_test_target, support_from_ops
 
 SEED = """

@@ -49,8 +49,8 @@ from byoc.passes.common import (
     host_functions,
     paused_gc,
 )
-from byoc.targets.patterns import Match, TableEntry
 from byoc.targets import get_target
+from byoc.targets.patterns import Match, TableEntry
 
 
 @dataclass(frozen=True)
