@@ -1,4 +1,4 @@
-"""The pattern language (byoc/patterns.py), matched against parsed IR."""
+"""The pattern language (byoc/targets/patterns.py), matched against parsed IR."""
 
 from __future__ import annotations
 

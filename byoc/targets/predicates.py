@@ -1,13 +1,13 @@
 """Support predicates: which ops a target takes, as composable Python callables.
 
-A target declares its support as a table op name -> predicate and registers it
-in the op registry under `target.<name>` (TVM's `FTVMAnnotateTarget`):
+A target declares its support as a table op name -> predicate, which
+registering the target puts in the op registry under `target.<name>` (TVM's
+`FTVMAnnotateTarget`):
 
-    SUPPORT = {
+    Target(name="mytarget", support={
         "nn.add": dtypes(f32, i32),
         "nn.conv2d": dtypes(f32) & attr_is(groups=1),
-    }
-    register_support("mytarget", SUPPORT)
+    })
 
 A predicate gets the typed op and returns a bool, so it can reject an element
 type, a rank or an attribute value. Predicates combine with `&`, `|` and `~`

@@ -35,14 +35,16 @@ not apply). The whole epilogue becomes one `y * scale + shift`
 (constants folded at compile time; values computed at run time are combined
 per call, over the channels only), then ReLU.
 
-Codegen: `lower-to-c` lowers cblas partitions with ccompiler's machinery
-(`c_lowering_target` in byoc/lowering/lower_to_c.py): each composite is one
-kernel node (`lower_composite_to_c`, in byoc/lowering/lower_to_c_cblas.py)
-calling `byoc_cblas.h`; intermediates, padded images and im2col blocks live
-in the per-thread workspace. `codegen` compiles all cblas partitions into one library linked
-with the wheel's OpenBLAS (`build_options`); OpenBLAS runs on
-`$BYOC_CBLAS_THREADS` threads (default 1), set when a library is loaded, or
-`set_num_threads(n)`.
+Codegen: the target's lowering is `lower-to-c`, with ccompiler's machinery;
+its `composite_lowering` ("cblas", byoc/lowering/nn_to_c/cblas.py) makes each
+composite one kernel node calling `byoc_cblas.h`; intermediates, padded
+images and im2col blocks live in the per-thread workspace. All cblas
+partitions go into one C library linked with the wheel's OpenBLAS
+(`build_options`); OpenBLAS runs on `$BYOC_CBLAS_THREADS` threads (default
+1), set when a library is loaded, or `set_num_threads(n)`.
+
+Files: `chain.py` (what a composite computes, the pattern table),
+`openblas.py` (linking OpenBLAS, its threads).
 """
 
 from __future__ import annotations
