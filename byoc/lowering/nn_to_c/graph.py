@@ -14,7 +14,6 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     FloatAttr,
     IntegerAttr,
-    StringAttr,
     TensorType,
     f32,
     i32,
@@ -25,6 +24,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from byoc.diagnostics import PassError
 from byoc.dialects import byoc as byoc_d
 from byoc.dialects import nn
+from byoc.runtime.host import partition_target
 from byoc.targets.ccompiler import (
     ALIAS_OPS,
     F32_I32,
@@ -116,8 +116,7 @@ class GraphBuilder:
 
     def __init__(self, fn: func.FuncOp, lower_composite: CompositeLowering | None = None):
         self.fn = fn
-        compiler = fn.attributes.get(byoc_d.COMPILER_ATTR)
-        self.target = compiler.data if isinstance(compiler, StringAttr) else CCOMPILER
+        self.target = partition_target(fn) or CCOMPILER
         self.lower_composite = lower_composite
         self.values: dict[SSAValue, TValue] = {}
         self.nodes: list[Node] = []

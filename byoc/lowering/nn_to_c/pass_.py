@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from xdsl.context import Context
@@ -57,14 +57,11 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from byoc.diagnostics import PassError
-from byoc.dialects import byoc as byoc_d
 from byoc.dialects import c
 from byoc.lowering.nn_to_c.emission import INIT_FUNCTION, CBuilder, PartitionLowering
 from byoc.lowering.nn_to_c.graph import CompositeLowering
+from byoc.runtime.host import partition_target
 from byoc.targets import Target, UnknownTargetError, get_target
-from byoc.targets.ccompiler import NAME as CCOMPILER
-
-PASS_NAME = "lower-to-c"
 
 index = IndexType()
 
@@ -100,20 +97,18 @@ def composite_lowering(target: Target) -> CompositeLowering | None:
     return factory()
 
 
-def partition_target(f: Operation) -> str | None:
-    compiler = f.attributes.get(byoc_d.COMPILER_ATTR)
-    return compiler.data if isinstance(compiler, StringAttr) else None
-
-
-def _lowered_here(f: Operation) -> bool:
-    """Whether `f` is a partition of a target lowered by this pass."""
+def _c_lowered_target(f: Operation) -> Target | None:
+    """The target of partition `f` if its lowering is this pass, else None."""
+    if not isinstance(f, func.FuncOp) or not f.body.blocks:
+        return None
     name = partition_target(f)
     if name is None:
-        return False
+        return None
     try:
-        return get_target(name).lowering == PASS_NAME
+        target = get_target(name)
     except UnknownTargetError:
-        return False
+        return None
+    return target if target.lowering == LowerToCPass.name else None
 
 
 def _unit(module: ModuleOp) -> c.ModuleOp:
@@ -171,7 +166,7 @@ def _init_func(unit: c.ModuleOp) -> c.FuncOp:
 class LowerToCPass(ModulePass):
     """Lower every partition of a target whose lowering is `lower-to-c` to the `c` dialect."""
 
-    name = "lower-to-c"
+    name: ClassVar[str] = "lower-to-c"
 
     fuse: bool = True
     """Fuse elementwise/broadcast chains into one loop and reuse buffers by liveness;
@@ -183,11 +178,9 @@ class LowerToCPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         partitions = [
-            f
+            (f, target)
             for f in op.ops
-            if isinstance(f, func.FuncOp)
-            and f.body.blocks
-            and _lowered_here(f)
+            if isinstance(f, func.FuncOp) and (target := _c_lowered_target(f)) is not None
         ]
         if not partitions and not any(isinstance(x, c.ModuleOp) for x in op.ops):
             return
@@ -196,13 +189,14 @@ class LowerToCPass(ModulePass):
         defined = {
             x.sym_name.data for x in unit.ops if isinstance(x, c.FuncOp | c.GlobalOp)
         }
-        for fn in partitions:
-            target = get_target(partition_target(fn) or CCOMPILER)
+        for fn, target in partitions:
             for header in target.c_includes:
                 _add_include(unit, header)
-            lowering = PartitionLowering(
-                fn, self.fuse, self.const_threshold, init_base, composite_lowering(target)
-            )
+            try:
+                hook = composite_lowering(target)
+            except ValueError as e:
+                raise PassError(fn, f"lower-to-c: {e}") from None
+            lowering = PartitionLowering(fn, self.fuse, self.const_threshold, init_base, hook)
             new_ops = lowering.lower()
             init_base += len(lowering.init_arrays)
             for new in new_ops:
