@@ -9,7 +9,7 @@
 """
 
 from byoc.lowering.nn_to_c.fusion import fuse_groups
-from byoc.lowering.nn_to_c.graph import GraphBuilder, Node, TValue
+from byoc.lowering.nn_to_c.graph import Computation, GraphBuilder, Tensor
 from byoc.lowering.nn_to_c.pass_ import (
     COMPOSITE_LOWERINGS,
     LowerToCPass,
@@ -21,8 +21,8 @@ __all__ = [
     "COMPOSITE_LOWERINGS",
     "GraphBuilder",
     "LowerToCPass",
-    "Node",
-    "TValue",
+    "Computation",
+    "Tensor",
     "constants_of",
     "fuse_groups",
     "register_composite_lowering",

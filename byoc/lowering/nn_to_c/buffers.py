@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from byoc.lowering.nn_to_c.fusion import Step
-from byoc.lowering.nn_to_c.graph import GraphBuilder, Node, TValue
+from byoc.lowering.nn_to_c.fusion import KernelPlan
+from byoc.lowering.nn_to_c.graph import Computation, GraphBuilder, Tensor
 
 ALIGN = 64
 """Byte alignment of every workspace buffer."""
@@ -22,14 +22,14 @@ class Storage:
     size: int = 0
 
 
-def bind_outputs(g: GraphBuilder) -> tuple[dict[TValue, Storage], list[tuple[TValue, int]]]:
+def bind_outputs(g: GraphBuilder) -> tuple[dict[Tensor, Storage], list[tuple[Tensor, int]]]:
     """Results computed here are written straight into the output tensors; any other
     result (an input, a constant, a value returned twice) is copied there at the end:
     (storage so far, (value, output #) copies)."""
-    storage: dict[TValue, Storage] = {}
+    storage: dict[Tensor, Storage] = {}
     for v in g.inputs:
         storage[v] = Storage("input", v.arg)
-    copies: list[tuple[TValue, int]] = []
+    copies: list[tuple[Tensor, int]] = []
     for j, v in enumerate(g.outputs):
         r = v.root()
         if r.kind == "node" and r not in storage:
@@ -39,22 +39,22 @@ def bind_outputs(g: GraphBuilder) -> tuple[dict[TValue, Storage], list[tuple[TVa
     return storage, copies
 
 
-def copy_steps(copies: list[tuple[TValue, int]], storage: dict[TValue, Storage]) -> list[Step]:
+def copy_plans(copies: list[tuple[Tensor, int]], storage: dict[Tensor, Storage]) -> list[KernelPlan]:
     """A copy into output #j for each value `bind_outputs` could not compute in place."""
-    steps: list[Step] = []
+    steps: list[KernelPlan] = []
     for r, j in copies:
-        out = TValue(r.shape, r.dtype, "node")
+        out = Tensor(r.shape, r.dtype, "node")
         storage[out] = Storage("output", j)
-        node = Node("copy", "copy", [r], out)
-        steps.append(Step([node], [r], [out]))
+        node = Computation("copy", "copy", [r], out)
+        steps.append(KernelPlan([node], [r], [out]))
     return steps
 
 
-def plan_buffers(steps: list[Step], storage: dict[TValue, Storage], reuse: bool) -> int:
+def plan_buffers(steps: list[KernelPlan], storage: dict[Tensor, Storage], reuse: bool) -> int:
     """Place every intermediate in the workspace; return its size. With `reuse` (fused
     mode) a buffer is reused once its last reader has run (first fit by address); without,
     each gets its own. Offsets are multiples of ALIGN."""
-    last_read: dict[TValue, int] = {}
+    last_read: dict[Tensor, int] = {}
     for s, step in enumerate(steps):
         for r in step.reads:
             last_read[r] = s

@@ -39,7 +39,7 @@ from xdsl.ir import Attribute, OpResult, SSAValue
 from byoc.diagnostics import PassError
 from byoc.dialects import byoc as byoc_d
 from byoc.dialects import nn
-from byoc.lowering.nn_to_c.graph import GraphBuilder, Node, TValue, i32_attr, i64_attr
+from byoc.lowering.nn_to_c.graph import Computation, GraphBuilder, Tensor, i32_attr, i64_attr
 from byoc.targets.cblas.chain import GemmChain, gemm_chain
 
 TILE_BYTES = 1024 * 1024
@@ -52,10 +52,10 @@ MIN_TILE = 64
 
 
 def lower_composite(
-    g: GraphBuilder, composite: byoc_d.CompositeOp, inputs: Sequence[TValue]
-) -> list[TValue]:
+    g: GraphBuilder, composite: byoc_d.CompositeOp, inputs: Sequence[Tensor]
+) -> list[Tensor]:
     body = composite.body.block
-    values: dict[SSAValue, TValue] = dict(zip(body.args, inputs, strict=True))
+    values: dict[SSAValue, Tensor] = dict(zip(body.args, inputs, strict=True))
     members = []
     for op in body.ops:
         if isinstance(op, byoc_d.YieldOp):
@@ -86,11 +86,11 @@ def lower_composite(
     return [_ChainLowering(g, chain, values, composite).lower()]
 
 
-def _external_operands(members: list[Any], values: dict[SSAValue, TValue]) -> list[SSAValue]:
+def _external_operands(members: list[Any], values: dict[SSAValue, Tensor]) -> list[SSAValue]:
     return [v for op in members for v in op.operands if v in values]
 
 
-def _fold(members: list[Any], values: dict[SSAValue, TValue]) -> np.ndarray[Any, Any]:
+def _fold(members: list[Any], values: dict[SSAValue, Tensor]) -> np.ndarray[Any, Any]:
     """A composite of constants only: computed now with the reference kernels."""
     from byoc.kernels import KERNELS
 
@@ -109,7 +109,7 @@ class _ChainLowering:
         self,
         g: GraphBuilder,
         chain: GemmChain,
-        values: dict[SSAValue, TValue],
+        values: dict[SSAValue, Tensor],
         composite: byoc_d.CompositeOp,
     ):
         self.g = g
@@ -119,10 +119,10 @@ class _ChainLowering:
         self.channels = chain.channels
 
     # ---- channel vectors ---------------------------------------------------------
-    def _const(self, array: Any) -> TValue:
+    def _const(self, array: Any) -> Tensor:
         return self.g._const(np.asarray(array, dtype=np.float32))  # pyright: ignore[reportPrivateUsage]
 
-    def vector(self, v: SSAValue) -> TValue:
+    def vector(self, v: SSAValue) -> Tensor:
         """Operand `v` (one value per channel, or one value) read as a vector (C,) or (1,)."""
         t = self.values[v]
         k = t.numel
@@ -131,9 +131,9 @@ class _ChainLowering:
             return self._const(t.array.reshape(k))
         if t.shape == (k,):
             return t
-        return TValue((k,), t.dtype, "node", alias_of=t)
+        return Tensor((k,), t.dtype, "node", alias_of=t)
 
-    def binary(self, op_name: str, a: TValue, b: TValue) -> TValue:
+    def binary(self, op_name: str, a: Tensor, b: Tensor) -> Tensor:
         if a.kind == "const" and b.kind == "const":
             fn = {
                 "nn.add": np.add,
@@ -145,20 +145,20 @@ class _ChainLowering:
         shape = (max(a.shape[0], b.shape[0]),)
         return self._pointwise(op_name, [a, b], shape)
 
-    def sqrt(self, a: TValue) -> TValue:
+    def sqrt(self, a: Tensor) -> Tensor:
         if a.kind == "const":
             return self._const(np.sqrt(a.array))
         return self._pointwise("nn.sqrt", [a], a.shape)
 
-    def _pointwise(self, op_name: str, ins: list[TValue], shape: tuple[int, ...]) -> TValue:
-        out = TValue(shape, "f32", "node")
-        node = Node(
+    def _pointwise(self, op_name: str, ins: list[Tensor], shape: tuple[int, ...]) -> Tensor:
+        out = Tensor(shape, "f32", "node")
+        node = Computation(
             "pointwise", op_name, ins, out, views=[v.shape for v in ins], source=self.composite
         )
         self.g._node(node)  # pyright: ignore[reportPrivateUsage]
         return out
 
-    def expand(self, v: TValue) -> TValue:
+    def expand(self, v: Tensor) -> Tensor:
         """A (1,) vector broadcast to (C,)."""
         if v.shape == (self.channels,):
             return v
@@ -166,10 +166,10 @@ class _ChainLowering:
             return self._const(np.broadcast_to(v.array, (self.channels,)))
         return self.binary("nn.add", self._const(np.zeros(self.channels)), v)
 
-    def affine(self) -> tuple[TValue | None, TValue | None]:
+    def affine(self) -> tuple[Tensor | None, Tensor | None]:
         """The epilogue as (scale, shift) vectors of C channels; None is 1 / 0."""
-        scale: TValue | None = None
-        shift: TValue | None = None
+        scale: Tensor | None = None
+        shift: Tensor | None = None
         for step in self.chain.steps:
             if step.kind == "shift":
                 v = self.vector(step.operands[0])
@@ -195,12 +195,12 @@ class _ChainLowering:
         )
 
     # ---- the kernel node -----------------------------------------------------------
-    def lower(self) -> TValue:
+    def lower(self) -> Tensor:
         chain = self.chain
         gemm = chain.gemm
         x, w = (self.values[v] for v in gemm.operands)
         result = gemm.results[0].type
-        out = TValue(tuple(result.get_shape()), "f32", "node")  # type: ignore[attr-defined]
+        out = Tensor(tuple(result.get_shape()), "f32", "node")  # type: ignore[attr-defined]
         relu = i32_attr(int(chain.relu is not None))
         scale, shift = self.affine()
         if scale is not None and shift is None:
@@ -254,7 +254,7 @@ class _ChainLowering:
         else:
             callee = "byoc_cblas_matmul_f32"
             args = GraphBuilder._matmul_args(x.shape, w.shape)  # pyright: ignore[reportPrivateUsage]
-        node = Node(
+        node = Computation(
             "kernel",
             self.composite.composite.data,
             ins,

@@ -22,16 +22,16 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from byoc.diagnostics import PassError
 from byoc.dialects import c, nn
-from byoc.lowering.nn_to_c.buffers import Storage, bind_outputs, copy_steps, plan_buffers
-from byoc.lowering.nn_to_c.fusion import Step, fuse_groups, make_steps
+from byoc.lowering.nn_to_c.buffers import Storage, bind_outputs, copy_plans, plan_buffers
+from byoc.lowering.nn_to_c.fusion import KernelPlan, fuse_groups, kernel_plans
 from byoc.lowering.nn_to_c.graph import (
     CompositeLowering,
+    Computation,
     GraphBuilder,
-    Node,
-    TValue,
+    Tensor,
     contiguous_strides,
     i64_attr,
-    live_nodes,
+    live_computations,
 )
 
 INIT_FUNCTION = "byoc_init"
@@ -88,7 +88,7 @@ class PartitionLowering:
         self.const_threshold = const_threshold
         self.init_base = init_base
         self.globals: list[c.GlobalOp] = []
-        self.const_names: dict[TValue, str] = {}
+        self.const_names: dict[Tensor, str] = {}
         self.init_arrays: list[np.ndarray[Any, Any]] = []
 
     # ---- entry ---------------------------------------------------------------------
@@ -97,9 +97,9 @@ class PartitionLowering:
             raise PassError(self.fn, f"lower-to-c: '@{self.sym}' is not usable as a C function name")
         g = GraphBuilder(self.fn, self.lower_composite)
         g.build()
-        groups = fuse_groups(live_nodes(g), self.fuse)
+        groups = fuse_groups(live_computations(g), self.fuse)
         storage, copies = bind_outputs(g)
-        steps = make_steps(groups, g.outputs) + copy_steps(copies, storage)
+        steps = kernel_plans(groups, g.outputs) + copy_plans(copies, storage)
         ws_size = plan_buffers(steps, storage, reuse=self.fuse)
         kernels = [self._kernel_func(k, step, storage) for k, step in enumerate(steps)]
         subgraph = self._subgraph_func(steps, storage, g, ws_size)
@@ -124,7 +124,7 @@ class PartitionLowering:
         return names
 
     # ---- constants -----------------------------------------------------------------------
-    def _global_for(self, v: TValue) -> str:
+    def _global_for(self, v: Tensor) -> str:
         name = self.const_names.get(v)
         if name is not None:
             return name
@@ -142,7 +142,7 @@ class PartitionLowering:
         return name
 
     # ---- kernel functions ------------------------------------------------------------------
-    def _kernel_func(self, k: int, step: Step, storage: dict[TValue, Storage]) -> c.FuncOp:
+    def _kernel_func(self, k: int, step: KernelPlan, storage: dict[Tensor, Storage]) -> c.FuncOp:
         ins = step.reads
         outs = step.writes
         tmps = step.scratch
@@ -193,13 +193,13 @@ class PartitionLowering:
         b.add(c.ReturnOp())
         return f
 
-    def _loop_nest(self, b: CBuilder, step: Step, params: dict[TValue, SSAValue]) -> None:
+    def _loop_nest(self, b: CBuilder, step: KernelPlan, params: dict[Tensor, SSAValue]) -> None:
         """One loop nest over the group's shape: load every leaf once, evaluate the nodes, store."""
         shape = step.nodes[0].out.shape
         rank = len(shape)
         members = set(step.nodes)
         # every (root, view) read, and every stored value, with its strides over `shape`
-        leaf_keys: list[tuple[TValue, tuple[int, ...]]] = []
+        leaf_keys: list[tuple[Tensor, tuple[int, ...]]] = []
         for n in step.nodes:
             for v, view in zip(n.inputs, n.views, strict=True):
                 r = v.root()
@@ -245,10 +245,10 @@ class PartitionLowering:
             offsets = new_offsets
             body = inner
         final = [body.const(0, index) if offsets[a] is None else offsets[a] for a in access_of]
-        scalars: dict[tuple[TValue, tuple[int, ...]], SSAValue] = {}
+        scalars: dict[tuple[Tensor, tuple[int, ...]], SSAValue] = {}
         for a, key in enumerate(leaf_keys):
             scalars[key] = body.add(c.LoadOp(params[key[0]], final[a]))
-        values: dict[TValue, SSAValue] = {}
+        values: dict[Tensor, SSAValue] = {}
         for n in step.nodes:
             args: list[SSAValue] = []
             for v, view in zip(n.inputs, n.views, strict=True):
@@ -268,7 +268,7 @@ class PartitionLowering:
         return tuple(0 if padded[d] == 1 else strides[d] for d in range(len(shape)))
 
     # ---- the subgraph function, the wrapper, the packed entry ---------------------------
-    def _subgraph_func(self, steps: list[Step], storage: dict[TValue, Storage], g: GraphBuilder, ws_size: int) -> c.FuncOp:
+    def _subgraph_func(self, steps: list[KernelPlan], storage: dict[Tensor, Storage], g: GraphBuilder, ws_size: int) -> c.FuncOp:
         names = self._arg_names(g)
         types: list[Attribute] = [_ptr(v.dtype, True) for v in g.inputs] + [_ptr(v.dtype) for v in g.outputs]
         if ws_size:
@@ -278,11 +278,11 @@ class PartitionLowering:
         block = f.body.block
         b = CBuilder(block)
         n_in = len(g.inputs)
-        ptrs: dict[TValue, SSAValue] = {}
-        const_ptrs: dict[TValue, SSAValue] = {}
+        ptrs: dict[Tensor, SSAValue] = {}
+        const_ptrs: dict[Tensor, SSAValue] = {}
         counter = itertools.count()
 
-        def pointer(v: TValue, const: bool) -> SSAValue:
+        def pointer(v: Tensor, const: bool) -> SSAValue:
             st = storage.get(v)
             if v.kind == "const":
                 if v not in ptrs:
@@ -357,7 +357,7 @@ class PartitionLowering:
 # Scalar semantics of the pointwise ops (f32 and wrapping i32)
 
 
-def scalar_op(b: CBuilder, n: Node, args: list[SSAValue]) -> SSAValue:
+def scalar_op(b: CBuilder, n: Computation, args: list[SSAValue]) -> SSAValue:
     """Emit the C expression of pointwise node `n` on scalar operands; matches byoc.kernels."""
     name = n.op_name
     t = _elt(n.out.dtype)

@@ -8,24 +8,24 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from byoc.lowering.nn_to_c.graph import Node, TValue
+from byoc.lowering.nn_to_c.graph import Computation, Tensor
 
 
 @dataclass(eq=False)
-class Step:
+class KernelPlan:
     """What one kernel function computes: a fused group of nodes, or one node."""
 
-    nodes: list[Node]
-    reads: list[TValue] = field(default_factory=list[TValue])
+    nodes: list[Computation]
+    reads: list[Tensor] = field(default_factory=list[Tensor])
     """Storage roots read, in first-use order."""
-    writes: list[TValue] = field(default_factory=list[TValue])
+    writes: list[Tensor] = field(default_factory=list[Tensor])
     """Values stored."""
-    scratch: list[TValue] = field(default_factory=list[TValue])
+    scratch: list[Tensor] = field(default_factory=list[Tensor])
     """Workspace the step's kernel uses only while it runs."""
 
 
-def _consumers(nodes: list[Node]) -> dict[Node, list[Node]]:
-    users: dict[Node, list[Node]] = {n: [] for n in nodes}
+def _consumers(nodes: list[Computation]) -> dict[Computation, list[Computation]]:
+    users: dict[Computation, list[Computation]] = {n: [] for n in nodes}
     for n in nodes:
         for v in n.inputs:
             p = v.root().node
@@ -34,8 +34,8 @@ def _consumers(nodes: list[Node]) -> dict[Node, list[Node]]:
     return users
 
 
-def _producers(n: Node) -> list[Node]:
-    out: list[Node] = []
+def _producers(n: Computation) -> list[Computation]:
+    out: list[Computation] = []
     for v in n.inputs:
         p = v.root().node
         if p is not None and p not in out:
@@ -43,7 +43,7 @@ def _producers(n: Node) -> list[Node]:
     return out
 
 
-def fuse_groups(nodes: list[Node], fuse: bool) -> list[list[Node]]:
+def fuse_groups(nodes: list[Computation], fuse: bool) -> list[list[Computation]]:
     """Group pointwise nodes with their pointwise producers of the same shape, never making a cycle.
 
     A producer joins its consumer's group only if the consumer reads it whole
@@ -53,12 +53,12 @@ def fuse_groups(nodes: list[Node], fuse: bool) -> list[list[Node]]:
     if not fuse:
         return [[n] for n in nodes]
     users = _consumers(nodes)
-    group_of: dict[Node, int] = {}
-    groups: dict[int, list[Node]] = {}
+    group_of: dict[Computation, int] = {}
+    groups: dict[int, list[Computation]] = {}
     next_id = itertools.count()
     for n in nodes:
         gid = next(next_id)
-        members: list[Node] = [n]
+        members: list[Computation] = [n]
         if n.kind == "pointwise":
             candidates: list[int] = []
             for v, view in zip(n.inputs, n.views, strict=True):
@@ -86,10 +86,10 @@ def fuse_groups(nodes: list[Node], fuse: bool) -> list[list[Node]]:
 
 def _creates_cycle(
     merged: set[int],
-    node: Node,
-    groups: dict[int, list[Node]],
-    group_of: dict[Node, int],
-    users: dict[Node, list[Node]],
+    node: Computation,
+    groups: dict[int, list[Computation]],
+    group_of: dict[Computation, int],
+    users: dict[Computation, list[Computation]],
 ) -> bool:
     """Would fusing the groups `merged` and `node` into one make a cycle between groups?
 
@@ -99,7 +99,7 @@ def _creates_cycle(
     """
     members = [m for g in merged for m in groups[g]] + [node]
 
-    def successors(group_members: list[Node]) -> set[int]:
+    def successors(group_members: list[Computation]) -> set[int]:
         return {group_of[u] for m in group_members for u in users[m] if u in group_of}
 
     producers = {
@@ -120,9 +120,9 @@ def _creates_cycle(
     return False
 
 
-def _schedule(groups: list[list[Node]]) -> list[list[Node]]:
+def _schedule(groups: list[list[Computation]]) -> list[list[Computation]]:
     """A topological order of the groups (ties: the group whose first node came first)."""
-    of: dict[Node, int] = {}
+    of: dict[Computation, int] = {}
     for gi, g in enumerate(groups):
         for m in g:
             of[m] = gi
@@ -139,7 +139,7 @@ def _schedule(groups: list[list[Node]]) -> list[list[Node]]:
             users[p].append(gi)
     ready = [(g[0].index, gi) for gi, g in enumerate(groups) if waiting[gi] == 0]
     heapq.heapify(ready)
-    order: list[list[Node]] = []
+    order: list[list[Computation]] = []
     while ready:
         _, gi = heapq.heappop(ready)
         order.append(groups[gi])
@@ -151,20 +151,20 @@ def _schedule(groups: list[list[Node]]) -> list[list[Node]]:
     return order
 
 
-def make_steps(groups: list[list[Node]], outputs: Sequence[TValue]) -> list[Step]:
+def kernel_plans(groups: list[list[Computation]], outputs: Sequence[Tensor]) -> list[KernelPlan]:
     """One step per group: what it reads (storage roots from outside the group) and
     what it must store (values read outside the group or returned)."""
-    group_of: dict[Node, int] = {n: gi for gi, grp in enumerate(groups) for n in grp}
-    read_elsewhere: set[TValue] = {v.root() for v in outputs}
+    group_of: dict[Computation, int] = {n: gi for gi, grp in enumerate(groups) for n in grp}
+    read_elsewhere: set[Tensor] = {v.root() for v in outputs}
     for gi, grp in enumerate(groups):
         for n in grp:
             for v in n.inputs:
                 r = v.root()
                 if r.node is not None and group_of.get(r.node) != gi:
                     read_elsewhere.add(r)
-    steps: list[Step] = []
+    steps: list[KernelPlan] = []
     for gi, grp in enumerate(groups):
-        step = Step(grp)
+        step = KernelPlan(grp)
         for n in grp:
             for v in n.inputs:
                 r = v.root()
@@ -178,6 +178,6 @@ def make_steps(groups: list[list[Node]], outputs: Sequence[TValue]) -> list[Step
             if n.kind != "pointwise" or n.out in read_elsewhere:
                 step.writes.append(n.out)
             if n.scratch:
-                step.scratch.append(TValue((n.scratch,), "f32", "node"))
+                step.scratch.append(Tensor((n.scratch,), "f32", "node"))
         steps.append(step)
     return steps

@@ -1,5 +1,5 @@
-"""lower-to-c's side graph: a partition function as tensor values (`TValue`) and the
-computations on them (`Node`): loops for elementwise ops, kernel calls, copies."""
+"""lower-to-c's side graph: a partition function as tensor values (`Tensor`) and the
+computations on them (`Computation`): loops for elementwise ops, kernel calls, copies."""
 
 from __future__ import annotations
 
@@ -34,12 +34,12 @@ from byoc.targets.ccompiler import (
 )
 from byoc.targets.ccompiler import NAME as CCOMPILER
 
-CompositeLowering = Callable[["GraphBuilder", byoc_d.CompositeOp, Sequence["TValue"]], list["TValue"]]
+CompositeLowering = Callable[["GraphBuilder", byoc_d.CompositeOp, Sequence["Tensor"]], list["Tensor"]]
 """A target's lower-to-c hook: adds a composite's nodes to the graph, returns its results."""
 
 
 @dataclass(eq=False)
-class TValue:
+class Tensor:
     """A tensor value of the partition."""
 
     shape: tuple[int, ...]
@@ -48,8 +48,8 @@ class TValue:
     """'input', 'const' or 'node' (computed by a node, or an alias of another value)."""
     arg: int = -1
     array: np.ndarray[Any, Any] | None = None
-    node: Node | None = None
-    alias_of: TValue | None = None
+    node: Computation | None = None
+    alias_of: Tensor | None = None
 
     @property
     def numel(self) -> int:
@@ -59,7 +59,7 @@ class TValue:
     def nbytes(self) -> int:
         return self.numel * 4
 
-    def root(self) -> TValue:
+    def root(self) -> Tensor:
         v = self
         while v.alias_of is not None:
             v = v.alias_of
@@ -67,14 +67,14 @@ class TValue:
 
 
 @dataclass(eq=False)
-class Node:
+class Computation:
     """One computation: an elementwise op (`pointwise`), a kernel call, a concatenation or a copy."""
 
     kind: str
     """'pointwise', 'kernel', 'concat' or 'copy'."""
     op_name: str
-    inputs: list[TValue]
-    out: TValue
+    inputs: list[Tensor]
+    out: Tensor
     views: list[tuple[int, ...]] = field(default_factory=list[tuple[int, ...]])
     """pointwise: the shape each input is read as (numpy broadcasting against out)."""
     params: dict[str, Any] = field(default_factory=dict[str, Any])
@@ -107,7 +107,7 @@ def i64_array(values: Sequence[int]) -> DenseArrayBase[Any]:
 
 
 class GraphBuilder:
-    """Turns the body of a partition function into TValues and Nodes.
+    """Turns the body of a partition function into Tensors and Computations.
 
     Composites of ccompiler, and of the partition's own target when it has no
     `lower_composite` hook, are inlined (and fused like any op); with a hook,
@@ -118,10 +118,10 @@ class GraphBuilder:
         self.fn = fn
         self.target = partition_target(fn) or CCOMPILER
         self.lower_composite = lower_composite
-        self.values: dict[SSAValue, TValue] = {}
-        self.nodes: list[Node] = []
-        self.inputs: list[TValue] = []
-        self.outputs: list[TValue] = []
+        self.values: dict[SSAValue, Tensor] = {}
+        self.nodes: list[Computation] = []
+        self.inputs: list[Tensor] = []
+        self.outputs: list[Tensor] = []
 
     def build(self) -> None:
         block = self.fn.body.block
@@ -129,7 +129,7 @@ class GraphBuilder:
             t = arg.type
             shape = tuple(t.get_shape()) if isinstance(t, TensorType) else ()
             dtype = dtype_name(t.element_type) if isinstance(t, TensorType) else str(t)
-            v = TValue(shape, dtype, "input", arg=i)
+            v = Tensor(shape, dtype, "input", arg=i)
             self.values[arg] = v
             self.inputs.append(v)
         self._walk(block)  # an op on an unsupported type is reported at the op
@@ -185,14 +185,14 @@ class GraphBuilder:
             self.values[res] = value
 
     # ---- one nn op ---------------------------------------------------------------
-    def _result(self, op: nn.NNOp) -> TValue:
+    def _result(self, op: nn.NNOp) -> Tensor:
         t = op.results[0].type
         assert isinstance(t, TensorType)
-        return TValue(tuple(t.get_shape()), dtype_name(t.element_type), "node")
+        return Tensor(tuple(t.get_shape()), dtype_name(t.element_type), "node")
 
-    def _const(self, array: np.ndarray[Any, Any]) -> TValue:
+    def _const(self, array: np.ndarray[Any, Any]) -> Tensor:
         arr = np.ascontiguousarray(array)
-        return TValue(tuple(arr.shape), dtype_name(nn.element_type_of(arr.dtype)), "const", array=arr)
+        return Tensor(tuple(arr.shape), dtype_name(nn.element_type_of(arr.dtype)), "const", array=arr)
 
     def _add(self, op: nn.NNOp) -> None:
         name = op.name
@@ -217,12 +217,12 @@ class GraphBuilder:
         else:
             self._kernel(op, ins, out, attrs)
 
-    def _node(self, node: Node) -> None:
+    def _node(self, node: Computation) -> None:
         node.index = len(self.nodes)
         node.out.node = node
         self.nodes.append(node)
 
-    def _pointwise(self, op: nn.NNOp, ins: list[TValue], out: TValue, attrs: dict[str, Any]) -> None:
+    def _pointwise(self, op: nn.NNOp, ins: list[Tensor], out: Tensor, attrs: dict[str, Any]) -> None:
         name = op.name
         rank = len(out.shape)
         views = [v.shape for v in ins]
@@ -242,9 +242,9 @@ class GraphBuilder:
                 ins = [ins[0], self._const(scale), self._const(shift)]
                 views = [views[0], views[1], views[1]]
                 name = "scale_shift"
-        self._node(Node("pointwise", name, ins, out, views=views, params=params, source=op))
+        self._node(Computation("pointwise", name, ins, out, views=views, params=params, source=op))
 
-    def _kernel(self, op: nn.NNOp, ins: list[TValue], out: TValue, a: dict[str, Any]) -> None:
+    def _kernel(self, op: nn.NNOp, ins: list[Tensor], out: Tensor, a: dict[str, Any]) -> None:
         name = op.name
         t = out.dtype
         args: list[Attribute]
@@ -259,7 +259,7 @@ class GraphBuilder:
             padded_w = (-(-ow // 8) * 8 - 1) * sw + (kw - 1) * dw + 1
             panel = 16 * min(cin // a["groups"] * kh * kw, 1024)  # BYOC_CONV2D_KC rows
             scratch = cin * ((oh - 1) * sh + (kh - 1) * dh + 1) * padded_w + panel  # BYOC_CONV2D_SCRATCH
-            node = Node("kernel", name, ins, out, callee="byoc_conv2d_f32", args=[i64_attr(v) for v in ints],
+            node = Computation("kernel", name, ins, out, callee="byoc_conv2d_f32", args=[i64_attr(v) for v in ints],
                         scratch=scratch, source=op)
             self._node(node)
             return
@@ -301,7 +301,7 @@ class GraphBuilder:
             dims = [(s[x], strides[x]) for x in axes]
             dims = _coalesce(dims)
             if len(dims) <= 1 and all(st == 1 for _, st in dims):
-                self._node(Node("copy", "copy", ins, out, source=op))
+                self._node(Computation("copy", "copy", ins, out, source=op))
                 return
             callee = f"byoc_transpose_{t}"
             args = [i32_attr(len(dims)), i64_array([e for e, _ in dims]), i64_array([st for _, st in dims])]
@@ -324,11 +324,11 @@ class GraphBuilder:
             ]
             callee = f"byoc_pad_{t}"
         elif name == "nn.concatenate":
-            self._node(Node("concat", name, ins, out, params={"axis": a["axis"] % len(out.shape)}, source=op))
+            self._node(Computation("concat", name, ins, out, params={"axis": a["axis"] % len(out.shape)}, source=op))
             return
         else:  # pragma: no cover - SUPPORTED_OPS and this dispatch are kept in step
             raise PassError(op, f"lower-to-c: no kernel for '{name}'")
-        self._node(Node("kernel", name, ins, out, callee=callee, args=args, source=op))
+        self._node(Computation("kernel", name, ins, out, callee=callee, args=args, source=op))
 
     @staticmethod
     def _matmul_args(sa: tuple[int, ...], sb: tuple[int, ...]) -> list[Attribute]:
@@ -382,9 +382,9 @@ def _coalesce(dims: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
-def live_nodes(g: GraphBuilder) -> list[Node]:
+def live_computations(g: GraphBuilder) -> list[Computation]:
     """The nodes an output depends on, renumbered in program order."""
-    live: set[Node] = set()
+    live: set[Computation] = set()
     stack = [v.root().node for v in g.outputs]
     while stack:
         n = stack.pop()
