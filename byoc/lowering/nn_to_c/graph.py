@@ -111,7 +111,8 @@ class GraphBuilder:
 
     Composites of ccompiler, and of the partition's own target when it has no
     `lower_composite` hook, are inlined (and fused like any op); with a hook,
-    each composite of the partition's target is handed to it (cblas).
+    each composite of the partition's target is handed to it (cblas); any other
+    composite is an error.
     """
 
     def __init__(self, fn: func.FuncOp, lower_composite: CompositeLowering | None = None):
@@ -148,9 +149,7 @@ class GraphBuilder:
             elif isinstance(op, byoc_d.YieldOp):
                 return
             elif isinstance(op, byoc_d.CompositeOp):
-                if op.target_name != CCOMPILER and (
-                    op.target_name != self.target or self.lower_composite is not None
-                ):
+                if not self._inlined(op):
                     self._target_composite(op)
                     continue
                 body = op.body.block
@@ -170,6 +169,12 @@ class GraphBuilder:
                 raise PassError(
                     op, f"lower-to-c: '{op.name}' cannot appear in a {self.target} partition"
                 )
+
+    def _inlined(self, op: byoc_d.CompositeOp) -> bool:
+        """Whether the composite's body is lowered op by op: a ccompiler composite, or one of
+        the partition's own target when that target has no composite hook."""
+        own = op.target_name == self.target and self.lower_composite is None
+        return op.target_name == CCOMPILER or own
 
     def _target_composite(self, op: byoc_d.CompositeOp) -> None:
         """A composite of the partition's own target, lowered by the target's hook: it adds
