@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 import numpy as np
+from xdsl.builder import Builder
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     BytesAttr,
@@ -19,6 +20,7 @@ from xdsl.dialects.builtin import (
     i32,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.rewriter import InsertPoint
 
 from byoc.diagnostics import PassError
 from byoc.dialects import c, nn
@@ -49,14 +51,15 @@ def _ptr(dtype: str, const: bool = False) -> c.PtrType:
 
 
 class CBuilder:
-    """Appends C ops to a block; constants are cached per block."""
+    """Inserts C ops at the end of a block through xDSL's `Builder`; each constant is made
+    once per block."""
 
     def __init__(self, block: Block):
-        self.block = block
+        self.builder = Builder(InsertPoint.at_end(block))
         self.consts: dict[tuple[Any, Attribute], SSAValue] = {}
 
     def add(self, op: Operation, hint: str | None = None) -> SSAValue:
-        self.block.add_op(op)
+        self.builder.insert(op)
         if op.results:
             if hint is not None:
                 op.results[0].name_hint = hint
