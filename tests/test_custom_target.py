@@ -145,3 +145,19 @@ def test_a_target_with_its_own_codegen() -> None:
     assert [p.target for p in exe.partitions()] == ["sdk"]
     x = np.array([-1.0, 2.0, -3.0, 4.0], np.float32)
     np.testing.assert_array_equal(exe(x)[0], np.maximum(x, 0))
+
+
+def test_a_family_serves_every_name_of_its_form() -> None:
+    from byoc.targets import TargetFamily, known_targets_text
+
+    try:
+        register_target(TargetFamily("myfam", lambda name: Target(name=name)))
+    except ValueError:
+        pass  # registered by an earlier run in this process
+    member = get_target("myfam_a")
+    assert member.name == "myfam_a" and get_target("myfam-b").name == "myfam-b"
+    assert "myfam_<suffix>" in known_targets_text()
+    with pytest.raises(UnknownTargetError, match="known targets: .*myfam_<suffix>"):
+        get_target("myfam.a")
+    with pytest.raises(ValueError, match="target family 'myfam' is already registered"):
+        register_target(TargetFamily("myfam", lambda name: Target(name=name)))
