@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from bounds import assert_within, graph_bounds, reduction_bound
 from c_codegen_cases import CASES, Case, case_module, make_partition, random_dag, random_inputs
 from dag_strategies import INT_SAFE_OPS, build_module, dags
 from hypothesis import HealthCheck, given, settings
@@ -56,36 +57,42 @@ def references(module: ModuleOp, names: list[str], inputs: dict[str, list[Array]
         return {n: run_reference(module, inputs[n], function=n) for n in names}
 
 
+MODES = ["fused", "per-op", "fused-baseline"]
+"""Lowering modes the cases are compiled in; `-baseline` compiles with
+BYOC_CPU_DISPATCH=baseline (no AVX2/FMA kernels), the rest with the CPU's best."""
+
+
 @pytest.fixture(scope="session")
 def compiled(cache: Path) -> dict[str, Any]:
-    """Both modes of every case, compiled once; inputs and expected outputs."""
+    """Every mode of every case, compiled once; inputs, expected outputs and bounds."""
     rng = np.random.default_rng(0)
     names = [f"ccompiler_{c.name}" for c in CASES]
     inputs = {f"ccompiler_{c.name}": random_inputs(c, rng) for c in CASES}
-    expected = references(case_module(CASES), names, inputs)
-    libs = {
-        mode: CModule.from_module(lower(case_module(CASES), fuse=mode == "fused"))
-        for mode in ("fused", "per-op")
-    }
-    return {"libs": libs, "inputs": inputs, "expected": expected}
+    module = case_module(CASES)
+    expected = references(module, names, inputs)
+    libs = {}
+    for mode in MODES:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("BYOC_CPU_DISPATCH", "baseline" if mode.endswith("-baseline") else "auto")
+            unit = lower(case_module(CASES), fuse=mode.startswith("fused"))
+            libs[mode] = CModule.from_module(unit)
+    bounds = {n: graph_bounds(module, inputs[n], expected[n], function=n) for n in names}
+    return {"libs": libs, "inputs": inputs, "expected": expected, "bounds": bounds}
 
 
-def check_close(got: Array, want: Array, tol: float, what: str) -> None:
-    assert got.dtype == want.dtype, what
-    assert got.shape == want.shape, what
-    if got.dtype.kind == "f":
-        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True, err_msg=what)
-    else:
-        np.testing.assert_array_equal(got, want, err_msg=what)
+def check_close(got: Array, want: Array, bound: Array, what: str) -> None:
+    """Floats within the f32 bound of the case (tests/bounds.py), NaNs in the same places;
+    integers equal."""
+    assert_within(got, want, bound, what)
 
 
-@pytest.mark.parametrize("mode", ["fused", "per-op"])
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_op_matches_reference(compiled: dict[str, Any], case: Case, mode: str) -> None:
     name = f"ccompiler_{case.name}"
     f = compiled["libs"][mode].get_function(name)
     got = f(*compiled["inputs"][name])
-    check_close(got, compiled["expected"][name][0], case.tol, f"{case.name} ({mode})")
+    check_close(got, compiled["expected"][name][0], compiled["bounds"][name][0], f"{case.name} ({mode})")
 
 
 def test_every_supported_op_has_a_case() -> None:
@@ -118,7 +125,8 @@ def random_partitions(cache: Path) -> dict[str, Any]:
         mode: CModule.from_module(lower(ModuleOp([f.clone() for f in funcs]), fuse=mode == "fused"))
         for mode in ("fused", "per-op")
     }
-    return {"libs": libs, "inputs": inputs, "expected": expected, "names": names}
+    bounds = {n: graph_bounds(module, inputs[n], expected[n], function=n) for n in names}
+    return {"libs": libs, "inputs": inputs, "expected": expected, "names": names, "bounds": bounds}
 
 
 @pytest.mark.parametrize("mode", ["fused", "per-op"])
@@ -129,8 +137,9 @@ def test_random_partitions_match_reference(random_partitions: dict[str, Any], mo
         outs = outs if isinstance(outs, tuple) else (outs,)
         want = random_partitions["expected"][name]
         assert len(outs) == len(want)
-        for j, (g, w) in enumerate(zip(outs, want, strict=True)):
-            check_close(g, w, 1e-4, f"{name} output {j} ({mode})")
+        bounds = random_partitions["bounds"][name]
+        for j, (g, w, b) in enumerate(zip(outs, want, bounds, strict=True)):
+            check_close(g, w, b, f"{name} output {j} ({mode})")
 
 
 def test_fused_mode_uses_fewer_kernels(random_partitions: dict[str, Any]) -> None:
@@ -177,12 +186,13 @@ def test_pipeline_partitions_compile_and_match(cache: Path) -> None:
             rng.standard_normal(nn.shape_of(t)).astype(np.float32) for t in f.function_type.inputs.data
         ]
     expected = references(module, parts, inputs)
+    bounds = {n: graph_bounds(module, inputs[n], expected[n], function=n) for n in parts}
     lib = CModule.from_module(lower(module))
     for name in parts:
         outs = lib.get_function(name)(*inputs[name])
         outs = outs if isinstance(outs, tuple) else (outs,)
-        for g, w in zip(outs, expected[name], strict=True):
-            check_close(g, w, 1e-4, name)
+        for g, w, b in zip(outs, expected[name], bounds[name], strict=True):
+            check_close(g, w, b, name)
 
 
 # ---------------------------------------------------------------------------
@@ -291,7 +301,9 @@ def test_large_constants_are_bound_at_load_not_printed(cache: Path) -> None:
     assert "0.25f" in source  # the small bias is printed
     lib = CModule.from_module(module)
     x = np.random.default_rng(5).standard_normal((1, 2048)).astype(np.float32)
-    np.testing.assert_allclose(lib.get_function("ccompiler_big")(x), x.sum() + np.array([[0.5, -1, 2, 0.25]]), rtol=1e-4)
+    want = (x.sum() + np.array([[0.5, -1, 2, 0.25]])).astype(np.float32)
+    bound = reduction_bound(x.size + 1, np.abs(x).sum() + 2.0)
+    assert_within(lib.get_function("ccompiler_big")(x), want, bound)
     reopened = CModule.load(lib.library_path, lib.metadata(), lib.constants)
     np.testing.assert_allclose(reopened.get_function("ccompiler_big")(x), lib.get_function("ccompiler_big")(x))
 
@@ -321,16 +333,17 @@ def test_concurrent_calls_from_threads(compiled: dict[str, Any]) -> None:
         args = random_inputs(case, rng)
         with np.errstate(all="ignore"):
             want = run_reference(case_module([case]), args, function=name)[0]
-        work.append((name, args, want))
+        (bound,) = graph_bounds(case_module([case]), args, [want], function=name)
+        work.append((name, args, want, bound))
     barrier = threading.Barrier(4)
 
     def run(chunk: int) -> int:
         barrier.wait()
         ok = 0
         for _ in range(5):
-            for name, args, want in work[chunk::4]:
+            for name, args, want, bound in work[chunk::4]:
                 got = lib.get_function(name)(*args)
-                np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+                assert_within(got, want, bound, name)
                 ok += 1
         return ok
 
@@ -518,7 +531,9 @@ def test_sanitizers_on_a_standalone_harness(tmp_path: Path, compiled: dict[str, 
             want = expected[f"ccompiler_{c_.name}"][0]
             got = np.frombuffer(raw, dtype=want.dtype, count=want.size, offset=offset).reshape(want.shape)
             offset += want.nbytes
-            check_close(got, want, c_.tol, f"{c_.name} under sanitizers ({path})")
+            name = f"ccompiler_{c_.name}"
+            (bound,) = graph_bounds(module, inputs[name], [want], function=name)
+            check_close(got, want, bound, f"{c_.name} under sanitizers ({path})")
         assert offset == len(raw)
 
 
@@ -549,7 +564,9 @@ def test_build_export_and_load_with_bound_constants(cache: Path, tmp_path: Path)
     component = exe.components["ccompiler"]
     assert isinstance(component, CModule) and len(component.constants) == 1
     (y,) = exe.run(x)
-    np.testing.assert_allclose(y, np.maximum(x @ w.T, 0), rtol=1e-4, atol=1e-4)
+    want = [np.maximum(x @ w.T, 0)]
+    (bound,) = graph_bounds(byoc.parse_module(text), [x, w], want)
+    assert_within(y, want[0], bound)
     exe.export_library(tmp_path / "model.byoc")
     (y2,) = byoc.load_module(tmp_path / "model.byoc").run(x)
     np.testing.assert_array_equal(y, y2)
@@ -627,8 +644,9 @@ def test_random_dags_partitioned_and_compiled_match_reference(cache: Path, specs
         for name, args in inputs.items():
             outs = lib.get_function(name)(*args)
             outs = outs if isinstance(outs, tuple) else (outs,)
-            for g, w in zip(outs, expected[name], strict=True):
-                check_close(g, w, 1e-4, f"{name} (fuse={fuse})")
+            bounds = graph_bounds(module, args, expected[name], function=name)
+            for g, w, b in zip(outs, expected[name], bounds, strict=True):
+                check_close(g, w, b, f"{name} (fuse={fuse})")
 
 
 def test_argument_names_that_clash_with_c(cache: Path) -> None:
@@ -677,8 +695,9 @@ def test_fusion_never_makes_a_cycle_between_groups(cache: Path) -> None:
     x = np.random.default_rng(12).standard_normal((2, 8)).astype(np.float32)
     want = run_reference(parse_module(GROUP_CYCLE), [x], function="ccompiler_cycle")
     got = CModule.from_module(lower(parse_module(GROUP_CYCLE))).get_function("ccompiler_cycle")(x)
-    for g, w in zip(got, want, strict=True):
-        np.testing.assert_allclose(g, w, rtol=1e-6)
+    bounds = graph_bounds(parse_module(GROUP_CYCLE), [x], want, function="ccompiler_cycle")
+    for g, w, b in zip(got, want, bounds, strict=True):
+        assert_within(g, w, b)
 
 
 def test_fused_groups_run_after_everything_they_read() -> None:

@@ -53,6 +53,8 @@ from typing import Any
 import cffi
 import numpy as np
 
+from byoc.runtime.cpu import c_dispatch_flags, native_load
+
 INCLUDE_DIR = Path(__file__).resolve().parent
 """Where dlpack.h, byoc_runtime.h and byoc_kernels.h live (`-I` for the generated C)."""
 RUNTIME_HEADERS = ("dlpack.h", "byoc_runtime.h", "byoc_kernels.h", "byoc_cblas.h")
@@ -183,6 +185,7 @@ def compile_source(
     cc = cc or compiler()
     directory = directory or cache_dir()
     directory.mkdir(parents=True, exist_ok=True)
+    flags = (*flags, *c_dispatch_flags())
     key = library_key(source, flags, cc, libs)
     library = directory / f"byoc_{key}.so"
     src = directory / f"byoc_{key}.c"
@@ -292,7 +295,8 @@ class CModule:
             + "\n".join(f"int32_t {sym}(DLTensor** args, int32_t num_args);" for sym in self.functions)
         )
         try:
-            self.lib: Any = self.ffi.dlopen(str(self.library_path))
+            with native_load():
+                self.lib: Any = self.ffi.dlopen(str(self.library_path))
         except OSError as e:
             raise OSError(f"cannot load the C library {self.library_path}: {e}") from None
         self._init_constants()

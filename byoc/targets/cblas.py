@@ -278,8 +278,11 @@ def build_options() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Compiler flags and linker arguments for a library holding cblas kernels: the
     wheel's header and library, found through its helpers; the library directory is
     also the run path, so the library loads from a fresh process and from an artifact."""
+    from byoc.runtime.cpu import native_load
+
     try:
-        import scipy_openblas32 as openblas
+        with native_load():  # importing the wheel loads OpenBLAS, which reads its core type
+            import scipy_openblas32 as openblas
     except ImportError as e:  # pragma: no cover - a dependency of the cblas extra
         raise RuntimeError(
             "the cblas target needs OpenBLAS from the scipy-openblas32 wheel: "
@@ -331,7 +334,10 @@ def get_num_threads() -> int:
 def _openblas() -> Any:
     import ctypes
 
-    import scipy_openblas32 as openblas
+    from byoc.runtime.cpu import native_load
+
+    with native_load():  # the import loads OpenBLAS
+        import scipy_openblas32 as openblas
 
     path = os.path.join(openblas.get_lib_dir(), openblas.get_library(fullname=True))
     return ctypes.CDLL(path)
