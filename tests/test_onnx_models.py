@@ -29,7 +29,7 @@ from byoc.frontend.conformance import (
 )
 from byoc.frontend.onnx import import_model
 from byoc.passes.byoc_pipeline import partition_for
-from byoc.reference import run_reference
+from byoc.interpreters import run_reference
 
 RTOL, ATOL = 1e-3, 1e-4
 NAMES = [

@@ -32,7 +32,7 @@ from byoc.dialects.nn import ConstantOp, NNOp
 from byoc.passes.annotate_target import AnnotateTargetPass
 from byoc.passes.byoc_pipeline import ByocPass
 from byoc.passes.merge_composite import MergeCompositePass
-from byoc.reference import run_reference
+from byoc.interpreters import run_reference
 
 EXAMPLES = int(os.environ.get("BYOC_HYPOTHESIS_EXAMPLES", "200"))
 TARGETS = ("test_a", "test_b", "test_c")
