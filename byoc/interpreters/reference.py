@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.interpreter import Interpreter
 from xdsl.interpreters.func import FuncFunctions
+from xdsl.traits import SymbolTable
 
 from byoc.dialects import nn
 from byoc.interpreters.byoc import ByocFunctions
@@ -30,9 +31,9 @@ def make_interpreter(module: ModuleOp) -> Interpreter:
 
 
 def find_function(module: ModuleOp, name: str) -> FuncOp:
-    for op in module.ops:
-        if isinstance(op, FuncOp) and op.sym_name.data == name:
-            return op
+    func = SymbolTable.lookup_symbol(module, name)
+    if isinstance(func, FuncOp):
+        return func
     names = [op.sym_name.data for op in module.ops if isinstance(op, FuncOp)]
     raise KeyError(f"no function '@{name}' in the module (functions: {', '.join(names) or 'none'})")
 

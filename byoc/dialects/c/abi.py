@@ -1,6 +1,5 @@
 """The DLTensor ABI: argument checks and the data pointer of a checked tensor."""
 
-
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -39,10 +38,6 @@ from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.c.types import DLTENSOR_PTR, PtrType, i64_attr, int_prop
 from byoc.dialects.c.unit import CanFail, FuncOp, lookup_global
-
-# --------------------------------------------------------------------------
-# The DLTensor ABI
-# --------------------------------------------------------------------------
 
 
 @irdl_op_definition

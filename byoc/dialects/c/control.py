@@ -1,6 +1,5 @@
 """Control flow (`c.for`) and the escape hatch (`c.verbatim`)."""
 
-
 from __future__ import annotations
 
 from xdsl.dialects.builtin import (
@@ -27,10 +26,6 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.c.types import i64_attr, index, int_prop
-
-# --------------------------------------------------------------------------
-# Control flow and escape hatch
-# --------------------------------------------------------------------------
 
 
 @irdl_op_definition

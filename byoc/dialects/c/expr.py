@@ -1,6 +1,5 @@
 """Scalar expressions: literals, arithmetic, comparison, select and cast."""
 
-
 from __future__ import annotations
 
 from typing import Any, ClassVar
@@ -37,10 +36,6 @@ from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.c.format import print_scalar
 from byoc.dialects.c.types import OpaqueType, PtrType
-
-# --------------------------------------------------------------------------
-# Scalar expressions
-# --------------------------------------------------------------------------
 
 
 @irdl_op_definition

@@ -1,6 +1,5 @@
 """The text of literals, shared by `c.constant` and `c.global`."""
 
-
 from __future__ import annotations
 
 import math

@@ -1,6 +1,5 @@
 """Memory: loads, stores, pointers, globals' addresses and the per-thread workspace."""
 
-
 from __future__ import annotations
 
 from typing import ClassVar
@@ -35,10 +34,6 @@ from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.c.types import PtrType, i64_attr, index, int_prop
 from byoc.dialects.c.unit import CanFail, FuncOp, lookup_global
-
-# --------------------------------------------------------------------------
-# Memory
-# --------------------------------------------------------------------------
 
 
 def _pointee(op: Operation, t: Attribute) -> Attribute:

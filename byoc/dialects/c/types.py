@@ -1,6 +1,5 @@
 """Types of the `c` dialect (`!c.ptr`, `!c.opaque`), C identifiers and property helpers."""
 
-
 from __future__ import annotations
 
 import re

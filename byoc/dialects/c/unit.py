@@ -1,6 +1,5 @@
 """The translation unit: `c.module`, includes, globals, functions and calls."""
 
-
 from __future__ import annotations
 
 import weakref
@@ -60,7 +59,7 @@ from byoc.dialects.c.format import print_dense
 from byoc.dialects.c.types import check_symbol, global_array, i64_attr, is_c_identifier
 
 # --------------------------------------------------------------------------
-# Helpers
+# Traits
 # --------------------------------------------------------------------------
 
 
