@@ -89,9 +89,8 @@ def _norm_axis(axis: int, rank: int, what: str = "axis") -> int:
     return axis % rank if rank else 0
 
 
-
 # --------------------------------------------------------------------------
-# The shared base: custom format, verification through `infer`, builders
+# The shared base: verification through `infer`, builders
 # --------------------------------------------------------------------------
 
 
@@ -200,7 +199,6 @@ class NNOp(IRDLOperation):
                         f"all operands must have the same element type, got {first} and {t.element_type}"
                     )
 
-
     # ---- custom format (format.py) ----------------------------------------------
     def print(self, printer: Printer) -> None:
         print_nn_op(self, printer)
@@ -208,7 +206,6 @@ class NNOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> NNOp:
         return parse_nn_op(cls, parser)
-
 
 
 # --------------------------------------------------------------------------
@@ -1127,7 +1124,6 @@ class ConstantOp(NNOp):
     @classmethod
     def parse(cls, parser: Parser) -> ConstantOp:
         return parse_constant(cls, parser)
-
 
 
 Nn = Dialect(
