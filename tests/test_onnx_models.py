@@ -28,8 +28,8 @@ from byoc.frontend.conformance import (
     softmax_logits_model,
 )
 from byoc.frontend.onnx import import_model
-from byoc.passes.byoc_pipeline import partition_for
 from byoc.interpreters import run_reference
+from byoc.passes.byoc_pipeline import partition_for
 
 RTOL, ATOL = 1e-3, 1e-4
 NAMES = [
