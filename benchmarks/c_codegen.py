@@ -12,7 +12,7 @@
    loop's speed. The per-call overhead at 10x10 is the generated partition's
    time minus the bare call's (both compute the same 100 elements).
 2. dense 1x1024 . (1024x1024)^T + bias, relu, and a 3x3 conv2d (padding 1)
-   of 1x64x56x56 by 64x64x3x3, against numpy (byoc.kernels, the reference)
+   of 1x64x56x56 by 64x64x3x3, against numpy (byoc.interpreters.kernels, the reference)
    and onnxruntime with intra_op_num_threads=1.
 
 Targets (issue 4): fused >= 2x numpy at both large sizes and >= 90 % of the
@@ -37,7 +37,7 @@ import cffi  # noqa: E402
 import numpy as np  # noqa: E402
 
 from byoc.context import make_context, parse_module  # noqa: E402
-from byoc.kernels import KERNELS  # noqa: E402
+from byoc.interpreters.kernels import KERNELS  # noqa: E402
 from byoc.lowering.lower_to_c import LowerToCPass  # noqa: E402
 from byoc.runtime.c_module import DEFAULT_FLAGS, CModule, compile_source  # noqa: E402
 

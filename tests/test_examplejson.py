@@ -21,7 +21,7 @@ from byoc.diagnostics import PassError
 from byoc.dialects import examplejson as ej
 from byoc.dialects import nn
 from byoc.dialects.byoc import COMPILER_ATTR
-from byoc.kernels import KERNELS
+from byoc.interpreters.kernels import KERNELS
 from byoc.lowering.emit_examplejson import to_text
 from byoc.lowering.lower_to_examplejson import LowerToExampleJsonPass
 from byoc.runtime.examplejson_format import ExampleJsonSyntaxError, parse_examplejson

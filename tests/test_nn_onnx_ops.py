@@ -20,7 +20,7 @@ from xdsl.utils.exceptions import VerifyException
 from byoc import parse_module, run_reference
 from byoc.dialects import nn
 from byoc.frontend.conformance import onnxruntime_execute
-from byoc.kernels import KERNELS
+from byoc.interpreters.kernels import KERNELS
 
 SETTINGS = settings(max_examples=40, deadline=None)
 

@@ -35,8 +35,8 @@ from byoc.frontend.conformance import (
     softmax_logits_model,
 )
 from byoc.frontend.onnx import import_model
+from byoc.interpreters import run_reference
 from byoc.passes.byoc_pipeline import partition_for
-from byoc.reference import run_reference
 
 NAMES = [
     "bvlc_alexnet",

@@ -26,7 +26,7 @@ from xdsl.ir import Block, Region
 
 from byoc import parse_module, run_reference
 from byoc.dialects import nn
-from byoc.reference import NnFunctions
+from byoc.interpreters.nn import NnFunctions
 
 Array = np.ndarray[Any, Any]
 COVERED: set[str] = set()

@@ -68,7 +68,7 @@ def reference_execute(
     module: ModuleOp, inputs: Sequence[np.ndarray[Any, Any]]
 ) -> list[np.ndarray[Any, Any]]:
     """The numpy reference (`byoc.run_reference`)."""
-    from byoc.reference import run_reference
+    from byoc.interpreters import run_reference
 
     return run_reference(module, list(inputs))
 

@@ -55,7 +55,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects import nn
-from byoc.kernels import KERNELS
+from byoc.interpreters.kernels import KERNELS
 
 Array = np.ndarray[Any, Any]
 Value = Array | SSAValue

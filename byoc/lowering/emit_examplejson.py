@@ -28,10 +28,6 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     TensorType,
-    f32,
-    f64,
-    i32,
-    i64,
 )
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Operation
@@ -39,15 +35,7 @@ from xdsl.ir import Attribute, Operation
 from byoc.diagnostics import EmitError
 from byoc.dialects import examplejson as ej
 from byoc.dialects.byoc import COMPILER_ATTR
-
-DTYPE_NAMES: dict[Attribute, str] = {
-    f32: "f32",
-    f64: "f64",
-    i32: "i32",
-    i64: "i64",
-    IntegerType(1): "i1",
-}
-"""Element type -> its name after `dtype:` (f32, the default, is not printed)."""
+from byoc.dialects.nn.types import DTYPE_NAMES  # element type -> its name after `dtype:`
 
 _BARE_STRING = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*$")
 

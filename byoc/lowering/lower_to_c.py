@@ -370,7 +370,7 @@ class GraphBuilder:
         ins = [self.values[v] for v in op.operands]
         attrs = op.attr_values()
         if all(v.kind == "const" for v in ins):
-            from byoc.kernels import KERNELS
+            from byoc.interpreters.kernels import KERNELS
 
             out = KERNELS[name](*[v.array for v in ins], **attrs)
             self.values[op.results[0]] = self._const(np.asarray(out))
@@ -1116,7 +1116,7 @@ class PartitionLowering:
 
 
 def scalar_op(b: _Builder, n: Node, args: list[SSAValue]) -> SSAValue:
-    """Emit the C expression of pointwise node `n` on scalar operands; matches byoc.kernels."""
+    """Emit the C expression of pointwise node `n` on scalar operands; matches byoc.interpreters.kernels."""
     name = n.op_name
     t = _elt(n.out.dtype)
     is_f = n.out.dtype == "f32"

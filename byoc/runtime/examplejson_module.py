@@ -7,7 +7,7 @@
     blob = mod.save_to_binary()                   # ExampleJsonModule.load_from_binary(blob)
 
 Each subgraph is planned once, when the module is built: a flat list of steps
-(the node's numpy kernel from `byoc.kernels`, its attributes bound as keyword
+(the node's numpy kernel from `byoc.interpreters.kernels`, its attributes bound as keyword
 arguments, the slots it reads and the slot it writes). A call gets its own list
 of slots, so functions fetched in any order run the subgraph they name, and
 concurrent calls from threads never share a tensor: there is no
@@ -36,7 +36,7 @@ from xdsl.ir import Operation
 
 from byoc.dialects import examplejson as ej
 from byoc.dialects.nn import numpy_dtype, shape_of
-from byoc.kernels import KERNELS
+from byoc.interpreters.kernels import KERNELS
 
 Array = np.ndarray[Any, Any]
 

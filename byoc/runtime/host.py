@@ -2,7 +2,7 @@
 
 Planning walks the IR a single time; running a plan never touches the IR:
 
-- `kernel` steps call a numpy kernel from `byoc.kernels` with the op's
+- `kernel` steps call a numpy kernel from `byoc.interpreters.kernels` with the op's
   properties bound in advance;
 - `call` steps call a partition function of a target's runtime module
   (destination passing: outputs are allocated by the host and written by
@@ -30,7 +30,7 @@ from xdsl.ir import Operation, SSAValue
 
 from byoc.dialects import byoc as byoc_d
 from byoc.dialects import nn
-from byoc.kernels import KERNELS
+from byoc.interpreters.kernels import KERNELS
 
 Array = np.ndarray[Any, Any]
 
