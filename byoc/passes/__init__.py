@@ -28,7 +28,5 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "partition": _lazy("byoc.passes.partition", "PartitionPass"),
     "byoc": _lazy("byoc.passes.byoc_pipeline", "ByocPass"),
     "lower-to-c": _lazy("byoc.lowering.lower_to_c", "LowerToCPass"),
-    "lower-to-examplejson": _lazy(
-        "byoc.lowering.lower_to_examplejson", "LowerToExampleJsonPass"
-    ),
+    "lower-to-examplejson": _lazy("byoc.lowering.lower_to_examplejson", "LowerToExampleJsonPass"),
 }

@@ -35,22 +35,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, OpResult, Region, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from byoc.dialects.byoc import CompositeOp, YieldOp
-from byoc.passes.common import (
-    ancestor_in,
-    as_names,
-    check_targets,
-    graph_blocks,
-    host_functions,
-    paused_gc,
-)
+from byoc.passes.options import as_names, check_targets
+from byoc.passes.scope import graph_blocks, host_functions
 from byoc.patterns import Match, TableEntry, table_entries
 from byoc.targets import get_target
+from byoc.utils.gc import paused_gc
 
 
 @dataclass(frozen=True)
@@ -156,7 +153,7 @@ def _escaping_values(match: Match, inside: set[int], block: Block) -> list[SSAVa
             continue
         for result in o.results:
             for use in result.uses:
-                user = ancestor_in(use.operation, block)
+                user = block.find_ancestor_op_in_block(use.operation)
                 if user is None or id(user) not in inside:
                     out.append(result)
                     break
@@ -166,7 +163,7 @@ def _escaping_values(match: Match, inside: set[int], block: Block) -> list[SSAVa
 def _outside_users(value: SSAValue, inside: set[int], block: Block) -> list[Operation]:
     users: list[Operation] = []
     for use in value.uses:
-        user = ancestor_in(use.operation, block)
+        user = block.find_ancestor_op_in_block(use.operation)
         if user is not None and id(user) not in inside:
             users.append(user)
     return users
@@ -196,7 +193,7 @@ def _no_cycle(
             continue
         for result in o.results:
             for use in result.uses:
-                user = ancestor_in(use.operation, block)
+                user = block.find_ancestor_op_in_block(use.operation)
                 if user is not None and id(user) not in inside:
                     stack.append(user)
     return True
@@ -223,36 +220,38 @@ def _build_composite(
         regions=[Region(body)],
         location=root.location,
     )
-    block.insert_op_before(composite, root)
+    Rewriter.insert_op(composite, InsertPoint.before(root))
     root.results[0].replace_all_uses_with(composite.res[0])  # the root's users are all outside
     for i, value in enumerate(escaping, start=1):
         value.replace_uses_with_if(
             composite.res[i],
-            lambda use: (u := ancestor_in(use.operation, block)) is None or id(u) not in inside,
+            lambda use: (
+                (u := block.find_ancestor_op_in_block(use.operation)) is None or id(u) not in inside
+            ),
         )
     if escaping:
         _move_after(composite, escaping, inside, block, position)
 
     mapping: dict[SSAValue, SSAValue] = dict(zip(match.inputs, body.args, strict=True))
     moved: list[Operation] = []
+    into_body = Builder(InsertPoint.at_end(body))
     for const in match.constants:
         value = const.results[0]
-        if all(id(ancestor_in(use.operation, block)) in inside for use in value.uses):
+        if all(id(block.find_ancestor_op_in_block(use.operation)) in inside for use in value.uses):
             const.detach()  # only the match reads it: move it in
-            body.add_op(const)
+            into_body.insert(const)
             moved.append(const)
         else:
-            copy = const.clone()
-            body.add_op(copy)
+            copy = into_body.insert(const.clone())
             mapping[value] = copy.results[0]
     for o in sorted(match.ops, key=lambda o: position[id(o)]):
         o.detach()
-        body.add_op(o)
+        into_body.insert(o)
         for i, operand in enumerate(o.operands):
             new = mapping.get(operand)
             if new is not None:
-                o.operands[i] = new
-    body.add_op(YieldOp.create(operands=results, location=root.location))
+                o.operands[i] = new  # an input becomes the composite's block argument
+    into_body.insert(YieldOp.create(operands=results, location=root.location))
     return moved
 
 
@@ -280,13 +279,13 @@ def _move_after(
         to_move[id(o)] = o
         for result in o.results:
             for use in result.uses:
-                user = ancestor_in(use.operation, block)
+                user = block.find_ancestor_op_in_block(use.operation)
                 if user is not None:
                     stack.append(user)
     anchor: Operation = composite
     for o in sorted(to_move.values(), key=lambda o: position[id(o)]):
         o.detach()
-        block.insert_op_after(o, anchor)
+        Rewriter.insert_op(o, InsertPoint.after(anchor))
         anchor = o
 
 
