@@ -116,7 +116,8 @@ class MergeCompositePass(ModulePass):
 def merge_matches(block: Block, composite: str, entry: TableEntry, extra_results: bool) -> int:
     """Apply one table entry to `block`, from its last op back; return the number of composites."""
     ops = list(block.ops)
-    position = {id(o): i for i, o in enumerate(ops)}
+    position: dict[int, float] = {id(o): i for i, o in enumerate(ops)}
+    # where each op of the block sits, kept current as ops move (positions are only compared)
     claimed: set[int] = set()
     roots = entry.pattern.root_ops()
 
@@ -170,7 +171,11 @@ def _outside_users(value: SSAValue, inside: set[int], block: Block) -> list[Oper
 
 
 def _no_cycle(
-    match: Match, escaping: list[SSAValue], inside: set[int], block: Block, position: dict[int, int]
+    match: Match,
+    escaping: list[SSAValue],
+    inside: set[int],
+    block: Block,
+    position: dict[int, float],
 ) -> bool:
     """Whether no outside user of an escaping value reaches an input of the match.
 
@@ -205,7 +210,7 @@ def _build_composite(
     escaping: list[SSAValue],
     inside: set[int],
     block: Block,
-    position: dict[int, int],
+    position: dict[int, float],
 ) -> list[Operation]:
     """Replace the match by a composite at the root's place; return the constants moved into it."""
     root = match.root
@@ -260,9 +265,13 @@ def _move_after(
     escaping: list[SSAValue],
     inside: set[int],
     block: Block,
-    position: dict[int, int],
+    position: dict[int, float],
 ) -> None:
-    """Move the outside ops that depend on an escaping value and sit before the composite after it."""
+    """Move the outside ops that depend on an escaping value and sit before the composite after it.
+
+    The moved ops get positions between the root's and the next op's, so a later match
+    (earlier in the block) sees where they are now.
+    """
     limit = _position_of_root(composite, position)
     first = min(position[id(v.owner)] for v in escaping if isinstance(v, OpResult))
     to_move: dict[int, Operation] = {}
@@ -283,13 +292,15 @@ def _move_after(
                 if user is not None:
                     stack.append(user)
     anchor: Operation = composite
-    for o in sorted(to_move.values(), key=lambda o: position[id(o)]):
+    step = 1 / (len(to_move) + 1)
+    for k, o in enumerate(sorted(to_move.values(), key=lambda o: position[id(o)]), start=1):
         o.detach()
         Rewriter.insert_op(o, InsertPoint.after(anchor))
         anchor = o
+        position[id(o)] = limit + k * step
 
 
-def _position_of_root(composite: CompositeOp, position: dict[int, int]) -> int:
+def _position_of_root(composite: CompositeOp, position: dict[int, float]) -> float:
     nxt = composite.next_op
     assert nxt is not None and id(nxt) in position, "the composite sits right before its root"
     return position[id(nxt)]
