@@ -101,6 +101,8 @@ def annotate(module: ModuleOp, support: list[tuple[str, Mapping[str, SupportFn] 
             lookup[op_name] = found
         return found
 
+    # Tagging sets an attribute and moves nothing, so a loop over the top-level ops suffices
+    # (a pattern walker would also visit every op nested in composites and regions).
     tagged = 0
     for func in host_functions(module):
         for block in func.body.blocks:

@@ -1,22 +1,21 @@
 """merge-composite: wrap each match of the targets' pattern tables in a `byoc.composite`.
 
 Contract:
-- Expects `nn` IR; may run on IR that already has composites or regions.
-- Applies the pattern table of each target in `targets`, target by target,
-  entry by entry (or the entries named by `patterns`, in that order). An entry
-  sees only the ops no earlier entry took, so earlier entries win (TVM's
-  MergeComposite). Each entry scans its block from the results back to the
-  inputs, so a chain is matched from its last op.
-- A match becomes `byoc.composite "<target>.<name>"` at the root's place:
-  its operands are the values matched by `wildcard()`/`is_var()` (and the
-  operands of an `is_op(...)` given no operand patterns), each once; constants
-  matched by `is_constant()` are copied inside. The body is never matched again.
-- A match is rejected when one of its non-root values is used outside it (TVM's
-  `test_partition_overused`), unless `extra-results` is set and that value can
-  become an extra result without a cycle. A match whose check returns false is
-  rejected; the next alternative of the pattern is tried.
-- Guarantees: the module verifies; the numbers it computes are unchanged;
-  running the pass twice changes nothing.
+- Expects `nn` IR; may already hold composites or regions.
+- Applies the table entries target by target, in table order (or those named by
+  `patterns`, in that order). An entry sees only the ops no earlier entry took,
+  so earlier entries win, as in TVM's MergeComposite; it scans its block from
+  the last op back, so a chain is matched from its end.
+- A match becomes `byoc.composite "<target>.<name>"` at the root's place. Its
+  operands are the values matched by `wildcard()`/`is_var()` (and the operands
+  of an `is_op(...)` given no operand patterns), each once; constants matched
+  by `is_constant()` are copied inside. A composite's body is never matched.
+- A match is rejected when a value inside it other than the root's is used
+  outside it, unless `extra-results` is set and that value can become an extra
+  result without a cycle; or when its check returns false (the pattern's next
+  alternative is tried).
+- Guarantees: the module verifies, computes the same numbers, and a second run
+  changes nothing.
 
     // merge-composite{targets=test patterns=conv2d_relu}
     %c = nn.conv2d %x, %w : (...) -> tensor<1x4x8x8xf32>
@@ -28,6 +27,10 @@ Contract:
       %1 = nn.relu %0 : tensor<1x4x8x8xf32>
       byoc.yield %1 : tensor<1x4x8x8xf32>
     }
+
+The priority scan is not a greedy pattern walk (an op one entry takes is never
+offered to a later one), so it is a loop: deciding on a match reads the IR only,
+and an accepted match is rewritten through `Rewriter` and `Builder`.
 """
 
 from __future__ import annotations
@@ -139,7 +142,7 @@ def merge_matches(block: Block, composite: str, entry: TableEntry, extra_results
             if not entry.accepts(match):
                 continue
             claimed.update(inside)
-            for const in _build_composite(name, match, escaping, inside, block, position):
+            for const in _wrap_in_composite(name, match, escaping, inside, block, position):
                 claimed.add(id(const))
             made += 1
             break
@@ -204,7 +207,7 @@ def _no_cycle(
     return True
 
 
-def _build_composite(
+def _wrap_in_composite(
     name: StringAttr,
     match: Match,
     escaping: list[SSAValue],
