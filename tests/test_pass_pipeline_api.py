@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from xdsl.dialects.builtin import StringAttr
 from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.passes import PassPipeline
+from xdsl.traits import SymbolTable
 
 import byoc
 import byoc.passes
@@ -59,7 +61,10 @@ def test_pass_pipeline_of_pass_classes_matches_byoc_opt() -> None:
         "func.call",
         "func.return",
     ]
-    assert all(isinstance(o, CallOp) for o in main.body.block.ops if o.name == "func.call")
+    for call in (o for o in main.body.block.ops if isinstance(o, CallOp)):
+        callee = SymbolTable.lookup_symbol(module, call.callee)
+        assert isinstance(callee, FuncOp)
+        assert callee.attributes["byoc.compiler"] == StringAttr("ccompiler")
 
     expected = byoc_opt(
         MODEL, "-p", "annotate-target{targets=ccompiler},merge-compiler-regions,partition"

@@ -70,7 +70,11 @@ def sanitize(name: str) -> str:
 
 
 class SymbolNamer:
-    """Fresh `<target>_<func>_<n>` names, unique in a module."""
+    """Fresh `<target>_<func>_<n>` names, unique in a module.
+
+    The module's symbols are read once: `SymbolTable.lookup_symbol` scans the module
+    on every call, which for thousands of partitions is quadratic.
+    """
 
     def __init__(self, module: ModuleOp):
         self.taken: set[str] = set()
