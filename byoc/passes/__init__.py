@@ -15,6 +15,7 @@ only imported when its pass is first used, so start-up stays fast:
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
@@ -28,11 +29,19 @@ if TYPE_CHECKING:
     from byoc.passes.partition import PartitionPass
 
 
-def _lazy(module: str, cls: str) -> Callable[[], type[ModulePass]]:
-    def factory() -> type[ModulePass]:
-        return getattr(import_module(module), cls)
+@dataclass(frozen=True)
+class _LazyPass:
+    """Imports `module` and returns its pass class `cls` when called."""
 
-    return factory
+    module: str
+    cls: str
+
+    def __call__(self) -> type[ModulePass]:
+        return getattr(import_module(self.module), self.cls)
+
+
+def _lazy(module: str, cls: str) -> Callable[[], type[ModulePass]]:
+    return _LazyPass(module, cls)
 
 
 ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
@@ -47,15 +56,13 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "lower-to-examplejson": _lazy("byoc.lowering.lower_to_examplejson", "LowerToExampleJsonPass"),
 }
 
+# public name -> the module defining it, imported on first access
 _EXPORTS: dict[str, str] = {
-    "MergeCompositePass": "byoc.passes.merge_composite",
-    "AnnotateTargetPass": "byoc.passes.annotate_target",
-    "MergeCompilerRegionsPass": "byoc.passes.merge_compiler_regions",
-    "PartitionPass": "byoc.passes.partition",
-    "ByocPass": "byoc.passes.byoc_pipeline",
-    "partition_for": "byoc.passes.byoc_pipeline",
+    lazy.cls: lazy.module
+    for lazy in ALL_PASSES.values()
+    if isinstance(lazy, _LazyPass) and lazy.module.startswith(f"{__name__}.")
 }
-"""Public name -> the module defining it, imported on first access."""
+_EXPORTS["partition_for"] = "byoc.passes.byoc_pipeline"
 
 __all__ = [
     "ALL_PASSES",
