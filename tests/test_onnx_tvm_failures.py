@@ -34,11 +34,8 @@ from byoc.frontend.conformance import host_ops, main_function, onnxruntime_execu
 from byoc.frontend.onnx import import_model
 from byoc.passes.annotate_target import AnnotateTargetPass
 from byoc.passes.byoc_pipeline import partition_for
-from byoc.passes.merge_compiler_regions import (
-    MergeCompilerRegionsPass,
-    build_graph,
-    validate_region,
-)
+from byoc.passes.merge_compiler_regions import MergeCompilerRegionsPass, build_graph
+from byoc.passes.region_proposal import validate_region
 
 
 class GraphBuilder:
