@@ -11,9 +11,10 @@ from typing import Any
 import numpy as np
 import pytest
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, StringAttr, TensorType, i64
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Region
+from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.context import parse_module
@@ -22,9 +23,9 @@ from byoc.dialects import examplejson as ej
 from byoc.dialects import nn
 from byoc.dialects.byoc import COMPILER_ATTR
 from byoc.kernels import KERNELS
-from byoc.lowering.emit_examplejson import to_text
+from byoc.dialects.examplejson.text import to_text
 from byoc.lowering.lower_to_examplejson import LowerToExampleJsonPass
-from byoc.runtime.examplejson_format import ExampleJsonSyntaxError, parse_examplejson
+from byoc.frontend.examplejson import ExampleJsonSyntaxError, parse_examplejson
 from byoc.runtime.examplejson_module import (
     MAGIC,
     BinaryFormatError,
@@ -588,9 +589,32 @@ def test_verifier_checks_ids_and_types() -> None:
     sub = ej.subgraphs_of(good)[0]
     node = sub.lines[-1]
     assert isinstance(node, ej.NodeOp)
-    node.tensor_type = TensorType(node.tensor_type.element_type, [4])
+    wrong = ej.NodeOp("relu", list(node.inputs), TensorType(node.tensor_type.element_type, [4]))
+    Rewriter.replace_op(node, wrong)
     with pytest.raises(VerifyException, match="line 'relu 1'.*declares tensor<4xf32>"):
         good.verify()
+
+
+def test_verifier_checks_line_order_and_text_ids() -> None:
+    module = parse_examplejson("g\n  input 0 3\n  input 1 3\n  add 2 inputs: 0 1 shape: 3\n")
+    sub = ej.subgraphs_of(module)[0]
+    assert sub.ids is None  # ids 0, 1, 2, ...: the lines' positions
+    _, second, node = sub.lines
+    node.detach()
+    sub.body.block.insert_op_before(node, second)  # now line 1 reads the input of line 2
+    with pytest.raises(VerifyException, match="line 'add 1': input id 2 is not defined by an earlier"):
+        module.verify()
+
+    # other ids are kept, one per value line, to print the text back as it was read
+    module = parse_examplejson("g\n  input 7 3\n  input 2 3\n  add 0 inputs: 7 2 shape: 3\n")
+    sub = ej.subgraphs_of(module)[0]
+    assert list(sub.ids.get_values()) == [7, 2, 0]  # type: ignore[union-attr]
+    sub.ids = DenseArrayBase.from_list(i64, [7, 7, 0])
+    with pytest.raises(VerifyException, match="line 'input 7': id 7 is already defined"):
+        module.verify()
+    sub.ids = DenseArrayBase.from_list(i64, [7, 2])
+    with pytest.raises(VerifyException, match="2 ids for 3 value lines"):
+        module.verify()
 
 
 # --------------------------------------------------------------------------
