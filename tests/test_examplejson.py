@@ -22,10 +22,10 @@ from byoc.diagnostics import PassError
 from byoc.dialects import examplejson as ej
 from byoc.dialects import nn
 from byoc.dialects.byoc import COMPILER_ATTR
-from byoc.kernels import KERNELS
 from byoc.dialects.examplejson.text import to_text
-from byoc.lowering.lower_to_examplejson import LowerToExampleJsonPass
 from byoc.frontend.examplejson import ExampleJsonSyntaxError, parse_examplejson
+from byoc.kernels import KERNELS
+from byoc.lowering.lower_to_examplejson import LowerToExampleJsonPass
 from byoc.runtime.examplejson_module import (
     MAGIC,
     BinaryFormatError,
@@ -602,7 +602,9 @@ def test_verifier_checks_line_order_and_text_ids() -> None:
     _, second, node = sub.lines
     node.detach()
     sub.body.block.insert_op_before(node, second)  # now line 1 reads the input of line 2
-    with pytest.raises(VerifyException, match="line 'add 1': input id 2 is not defined by an earlier"):
+    with pytest.raises(
+        VerifyException, match="line 'add 1': input id 2 is not defined by an earlier"
+    ):
         module.verify()
 
     # other ids are kept, one per value line, to print the text back as it was read

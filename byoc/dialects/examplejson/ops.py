@@ -481,7 +481,8 @@ class SubgraphOp(IRDLOperation):
         """The text id of each value: `ids` if given, else its line's position."""
         lines = self.lines
         ids = range(len(lines)) if self.ids is None else self.ids.get_values()
-        return {op.result: int(i) for op, i in zip(lines, ids)}
+        # strict=False: verify_ reports ids of the wrong length
+        return {op.result: int(i) for op, i in zip(lines, ids, strict=False)}
 
     def verify_(self) -> None:
         block = self.body.block

@@ -111,7 +111,9 @@ def format_line(op: Operation, ids: Mapping[SSAValue, int]) -> str:
     if isinstance(op, ej.InputOp):
         return " ".join(["input", value_id, *dims, *dtype])
     if isinstance(op, ej.ConstOp):
-        return " ".join(["const", value_id, *dims, *dtype, "data:", "0x" + op.payload().hex().upper()])
+        return " ".join(
+            ["const", value_id, *dims, *dtype, "data:", "0x" + op.payload().hex().upper()]
+        )
     assert isinstance(op, ej.NodeOp)
     words = [op.op.data, value_id, "inputs:", *(str(ids[v]) for v in op.inputs), "shape:"]
     words += dims + dtype
