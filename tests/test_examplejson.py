@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import threading
 from collections.abc import Callable
@@ -491,6 +492,19 @@ def test_load_module_from_text_file(tmp_path: Path) -> None:
         load_module(other)
     with pytest.raises(UnknownFormatError, match="unknown format 'tvm'"):
         load_module(path, "tvm")
+
+
+def test_runtime_module_needs_only_the_dialect() -> None:
+    # the runtime layer reads and writes the text through the dialect, not lowering or frontend
+    code = (
+        "import sys, byoc.runtime.examplejson_module; "
+        "print(sorted(m for m in sys.modules if m.startswith('byoc.')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    for layer in ("byoc.lowering", "byoc.frontend", "byoc.passes", "byoc.targets"):
+        assert layer not in out, out
 
 
 def _flip(blob: bytes, index: int) -> bytes:

@@ -352,15 +352,15 @@ class NodeOp(ValueOp):
                 f"the line declares {self.result.type}",
                 "shape",
             )
+        # The nn op reads stand-ins of the inputs, so verifying changes no use list.
+        stand_ins = Block(arg_types=types).args
         nn_op = cls.create(
-            operands=list(self.inputs), result_types=[expected], properties=dict(self.attrs.data)
+            operands=stand_ins, result_types=[expected], properties=dict(self.attrs.data)
         )
         try:
             nn_op.verify()
         except VerifyException as e:
             raise LineError(f"'{name}': {e}", "inputs") from None
-        finally:
-            nn_op.drop_all_references()
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" {self.op.data}")

@@ -362,9 +362,9 @@ def _parse_line(reader: _Reader, sub: _Subgraph, words: list[_Word]) -> Operatio
     head = words[0]
     kind = head.text
     if kind == "output":
-        op: Operation = ej.OutputOp([reader.value(sub, w, "output") for w in words[1:]])
-        _check(reader, op, {"inputs": words[1:]}, head)
-        return op
+        output = ej.OutputOp([reader.value(sub, w, "output") for w in words[1:]])
+        _check(reader, output, {"inputs": words[1:]}, head)
+        return output
     if kind not in ej.KEYWORDS and kind not in ej.OPS:
         raise reader.fail(
             head, f"unknown op '{kind}'; ExampleJSON ops are: {', '.join(sorted(ej.OPS))}"
@@ -499,10 +499,12 @@ def _single(
     return conv(values[0])
 
 
-def _check(reader: _Reader, op: Operation, where: dict[str, list[_Word]], head: _Word) -> None:
-    """Run the line's own verifier; an error points at the word its `field` names."""
+def _check(
+    reader: _Reader, op: ej.ValueOp | ej.OutputOp, where: dict[str, list[_Word]], head: _Word
+) -> None:
+    """Run the line's own checks; an error points at the word its `field` names."""
     try:
-        op.check()  # type: ignore[attr-defined]
+        op.check()
     except ej.LineError as e:
         words = where.get(e.field) or [head]
         raise reader.fail(words[min(e.index, len(words) - 1)], str(e)) from None
