@@ -1,6 +1,6 @@
-"""The `examplejson` dialect: one op per line of the ExampleJSON graph format (seed part 2).
+"""The `examplejson` dialect: one op per line of an ExampleJSON graph (seed part 2).
 
-The text the ExampleJSON runtime reads,
+The graph the seed writes as
 
     examplejson_main_0
       input 0 10 10
@@ -11,22 +11,21 @@ is, in this dialect,
 
     examplejson.module {
       examplejson.subgraph @examplejson_main_0 {
-        examplejson.input 0 : tensor<10x10xf32>
-        examplejson.input 1 : tensor<10x10xf32>
-        examplejson.node add 2 inputs(0, 1) : tensor<10x10xf32>
-        examplejson.output 2
+        %0 = examplejson.input : tensor<10x10xf32>
+        %1 = examplejson.input : tensor<10x10xf32>
+        %2 = examplejson.node add %0, %1 : tensor<10x10xf32>
+        examplejson.output %2 : tensor<10x10xf32>
       }
     }
 
-Values are named by integer ids, as in the text: an op defines one id and
-reads ids defined by earlier lines. `examplejson.subgraph` checks that every id
-is defined once, before it is read, and that each node's declared type is the
-one its `nn` op infers (the same type relation `nn` verifies with). Node names
-follow the seed (`add`, `sub`, `mul`) and are the `nn` name otherwise (`OPS`).
-A node's attributes are the `nn` op's properties, kept as they were given.
+Values are SSA values; the text's integer ids are given when it is printed
+(`byoc.dialects.examplejson.text`): the n-th line that defines a value gets id
+n, unless the subgraph carries the ids its text was read with (`ids(...)`).
+A node runs the `nn` op its name stands for (`OPS`: the seed's `add`, `sub`,
+`mul`, and the `nn` name otherwise), with that op's properties as `attrs`, and
+verifies as that op does: the subgraph builds the `nn` op on the node's
+operands and runs the `nn` verifier on it.
 
-`examplejson.output` ends every subgraph and names the ids it returns, in
-order; the text leaves it out when the result is the last line (the seed's rule).
 `examplejson.module` holds the subgraphs of one runtime module. It is its own
 symbol table, so a subgraph keeps the name of the partition function it came
 from while the host still calls the (bodiless) `func.func` of that name.
@@ -44,25 +43,27 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
-    IntegerAttr,
     StringAttr,
     SymbolNameConstraint,
     TensorType,
     i64,
 )
-from xdsl.ir import Attribute, Block, Dialect, Operation, Region
+from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     VarOperandDef,
     VarResultDef,
     irdl_op_definition,
     lazy_traits_def,
+    opt_prop_def,
     prop_def,
     region_def,
+    result_def,
     traits_def,
+    var_operand_def,
 )
 from xdsl.irdl.constraints import VerificationContext
-from xdsl.parser import Parser
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import (
     HasParent,
@@ -74,10 +75,10 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from byoc.dialects.nn import NN_OPS, NNOp, numpy_dtype, shape_of
+from byoc.dialects.nn import NN_OPS, NNOp, element_type_of, numpy_dtype, shape_of, tensor
 
 # --------------------------------------------------------------------------
-# Op names: ExampleJSON name <-> nn op
+# Node names: ExampleJSON name <-> nn op
 # --------------------------------------------------------------------------
 
 _RENAMED: dict[str, str] = {
@@ -111,7 +112,8 @@ KEYWORDS = ("input", "const", "output")
 
 
 class LineError(VerifyException):
-    """A line is wrong; `field` ("id", "inputs", "shape", "attrs", "op") and `index` say where."""
+    """A line is wrong; `field` ("id", "inputs", "shape", "attrs", "data", "op") and
+    `index` say which word, so the text reader can point at it."""
 
     def __init__(self, msg: str, field: str = "op", index: int = 0):
         super().__init__(msg)
@@ -119,15 +121,8 @@ class LineError(VerifyException):
         self.index = index
 
 
-def _id(value: int) -> IntegerAttr[Any]:
-    return IntegerAttr(value, i64)
-
-
-def _ids(values: Sequence[int]) -> DenseArrayBase[Any]:
-    return DenseArrayBase.from_list(i64, list(values))
-
-
-def _check_tensor_type(t: Attribute, field: str = "shape") -> TensorType[Any]:
+def check_tensor_type(t: Attribute, field: str = "shape") -> TensorType[Any]:
+    """A line's type: a static tensor of an element type the runtime holds."""
     if not isinstance(t, TensorType):
         raise LineError(f"expected a tensor type, got {t}", field)
     if any(d < 0 for d in t.get_shape()):
@@ -137,31 +132,6 @@ def _check_tensor_type(t: Attribute, field: str = "shape") -> TensorType[Any]:
     except VerifyException:
         raise LineError(f"element type {t.element_type} is not supported", field) from None
     return t
-
-
-# --------------------------------------------------------------------------
-# Lines
-# --------------------------------------------------------------------------
-
-
-class LineOp(IRDLOperation):
-    """A line that defines one id."""
-
-    id = prop_def(IntegerAttr)
-
-    @property
-    def value_id(self) -> int:
-        return self.id.value.data
-
-    def value_type(self) -> TensorType[Any]:
-        raise NotImplementedError
-
-    def check(self, env: Mapping[int, TensorType[Any]]) -> None:
-        """Check the line against the ids defined before it (`env`: id -> type)."""
-        if self.value_id < 0:
-            raise LineError(f"id {self.value_id} must be non-negative", "id")
-        if self.value_id in env:
-            raise LineError(f"id {self.value_id} is already defined", "id")
 
 
 def _print_extra_attributes(printer: Printer, op: Operation) -> None:
@@ -175,38 +145,37 @@ def _parse_extra_attributes(parser: Parser) -> dict[str, Attribute]:
     return dict(extra.data) if extra is not None else {}
 
 
+# --------------------------------------------------------------------------
+# Lines
+# --------------------------------------------------------------------------
+
+
+class ValueOp(IRDLOperation):
+    """A line that defines one value (an id in the text): input, const or node."""
+
+    result = result_def(TensorType)
+
+    @property
+    def tensor_type(self) -> TensorType[Any]:
+        ty = self.result.type
+        assert isinstance(ty, TensorType)
+        return ty
+
+    def check(self) -> None:
+        """The line's own rules (the subgraph checks where its operands come from)."""
+        check_tensor_type(self.result.type)
+
+
 @irdl_op_definition
-class InputOp(LineOp):
+class InputOp(ValueOp):
     """`input <id> <shape>`: an argument of the subgraph (arguments follow line order)."""
 
     name = "examplejson.input"
-    tensor_type = prop_def(TensorType)
     traits = lazy_traits_def(lambda: (HasParent(SubgraphOp),))
+    assembly_format = "attr-dict `:` type($result)"
 
-    def __init__(self, value_id: int, tensor_type: TensorType[Any]):
-        super().__init__(properties={"id": _id(value_id), "tensor_type": tensor_type})
-
-    def value_type(self) -> TensorType[Any]:
-        return self.tensor_type
-
-    def check(self, env: Mapping[int, TensorType[Any]]) -> None:
-        super().check(env)
-        _check_tensor_type(self.tensor_type)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.value_id}")
-        _print_extra_attributes(printer, self)
-        printer.print_string(" : ")
-        printer.print_attribute(self.tensor_type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> InputOp:
-        value_id = parser.parse_integer(allow_boolean=False)
-        extra = _parse_extra_attributes(parser)
-        parser.parse_punctuation(":")
-        ty = parser.parse_type()
-        op = cls.create(properties={"id": _id(value_id), "tensor_type": ty}, attributes=extra)
-        return op
+    def __init__(self, tensor_type: TensorType[Any]):
+        super().__init__(result_types=[tensor_type])
 
 
 HEX_CONSTANTS_LARGER_THAN = 16
@@ -214,28 +183,21 @@ HEX_CONSTANTS_LARGER_THAN = 16
 
 
 @irdl_op_definition
-class ConstOp(LineOp):
+class ConstOp(ValueOp):
     """`const <id> <shape> data: 0x<hex>`: a tensor bound into the subgraph."""
 
     name = "examplejson.const"
     value = prop_def(DenseIntOrFPElementsAttr)
     traits = lazy_traits_def(lambda: (HasParent(SubgraphOp),))
 
-    def __init__(self, value_id: int, value: DenseIntOrFPElementsAttr[Any]):
-        super().__init__(properties={"id": _id(value_id), "value": value})
+    def __init__(self, value: DenseIntOrFPElementsAttr[Any]):
+        super().__init__(properties={"value": value}, result_types=[value.type])
 
     @staticmethod
-    def from_array(value_id: int, array: Any) -> ConstOp:
-        from byoc.dialects.nn import element_type_of, tensor
-
+    def from_array(array: Any) -> ConstOp:
         arr = np.ascontiguousarray(np.asarray(array))
         ty = tensor(arr.shape, element_type_of(arr.dtype))
-        return ConstOp(value_id, DenseIntOrFPElementsAttr(ty, BytesAttr(arr.tobytes())))
-
-    def value_type(self) -> TensorType[Any]:
-        ty = self.value.type
-        assert isinstance(ty, TensorType)
-        return ty
+        return ConstOp(DenseIntOrFPElementsAttr(ty, BytesAttr(arr.tobytes())))
 
     def payload(self) -> bytes:
         """The raw little-endian bytes of the tensor."""
@@ -243,19 +205,21 @@ class ConstOp(LineOp):
 
     def ndarray(self) -> np.ndarray[Any, Any]:
         """The value as a read-only numpy array (a view of the stored bytes)."""
-        ty = self.value_type()
-        dt = numpy_dtype(ty.element_type)
-        return np.frombuffer(self.payload(), dtype=dt).reshape(shape_of(ty))
+        ty = self.tensor_type
+        return np.frombuffer(self.payload(), dtype=numpy_dtype(ty.element_type)).reshape(
+            shape_of(ty)
+        )
 
-    def check(self, env: Mapping[int, TensorType[Any]]) -> None:
-        super().check(env)
-        ty = _check_tensor_type(self.value.type)
+    def check(self) -> None:
+        ty = check_tensor_type(self.value.type)
+        if ty != self.result.type:
+            raise LineError(f"the value is {ty}, the result {self.result.type}", "shape")
         need = math.prod(shape_of(ty)) * numpy_dtype(ty.element_type).itemsize
         if len(self.payload()) != need:
             raise LineError(f"data holds {len(self.payload())} bytes, {ty} needs {need}", "data")
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.value_id} ")
+        printer.print_string(" ")
         arr = self.ndarray()
         if arr.size > HEX_CONSTANTS_LARGER_THAN or (
             arr.dtype.kind == "f" and not np.isfinite(arr).all()
@@ -267,11 +231,10 @@ class ConstOp(LineOp):
             printer.print_string("dense<[" + ", ".join(str(int(v)) for v in arr.flat) + "]>")
         _print_extra_attributes(printer, self)
         printer.print_string(" : ")
-        printer.print_attribute(self.value_type())
+        printer.print_attribute(self.tensor_type)
 
     @classmethod
     def parse(cls, parser: Parser) -> ConstOp:
-        value_id = parser.parse_integer(allow_boolean=False)
         start = parser.pos
         parser.parse_keyword("dense")
         parser.parse_punctuation("<")
@@ -304,37 +267,20 @@ class ConstOp(LineOp):
                 parser.raise_error(f"{len(values)} values given, {ty} needs {n}", start, parser.pos)
             raw = np.asarray(values, dtype=dt).tobytes()
         value = DenseIntOrFPElementsAttr(ty, BytesAttr(raw))
-        return cls.create(properties={"id": _id(value_id), "value": value}, attributes=extra)
-
-
-def check_dtypes(cls: type[NNOp], types: Sequence[TensorType[Any]]) -> None:
-    """The element-type rule of nn op `cls` (its DTYPES and SAME_DTYPE)."""
-    if not types:
-        return
-    first = types[0].element_type
-    if first not in cls.DTYPES:
-        allowed = ", ".join(str(d) for d in cls.DTYPES)
-        raise LineError(
-            f"element type {first} is not supported (expected one of {allowed})", "inputs"
-        )
-    if cls.SAME_DTYPE:
-        for i, t in enumerate(types[1:], 1):
-            if t.element_type != first:
-                raise LineError(
-                    f"all inputs must have the same element type, got {first} and {t.element_type}",
-                    "inputs",
-                    i,
-                )
+        return cls.create(properties={"value": value}, result_types=[ty], attributes=extra)
 
 
 @irdl_op_definition
-class NodeOp(LineOp):
-    """`<op> <id> inputs: <ids> shape: <dims>`: run an nn op on earlier ids."""
+class NodeOp(ValueOp):
+    """`<op> <id> inputs: <ids> shape: <dims>`: the nn op named `op` on earlier values.
+
+    Printed like that nn op, with its ExampleJSON name after `examplejson.node`:
+    `%2 = examplejson.node leaky_relu %1 {alpha = 0.1 : f64} : tensor<4xf32>`.
+    """
 
     name = "examplejson.node"
     op = prop_def(StringAttr)
-    inputs = prop_def(DenseArrayBase)
-    tensor_type = prop_def(TensorType)
+    inputs = var_operand_def(TensorType)
     attrs = prop_def(DictionaryAttr, default_value=DictionaryAttr({}))
     """The nn op's properties, as given (the lowering gives the non-default ones)."""
     traits = lazy_traits_def(lambda: (HasParent(SubgraphOp),))
@@ -342,24 +288,15 @@ class NodeOp(LineOp):
     def __init__(
         self,
         op: str,
-        value_id: int,
-        inputs: Sequence[int],
+        inputs: Sequence[SSAValue],
         tensor_type: TensorType[Any],
         attrs: Mapping[str, Attribute] | None = None,
     ):
         super().__init__(
-            properties={
-                "op": StringAttr(op),
-                "id": _id(value_id),
-                "inputs": _ids(inputs),
-                "tensor_type": tensor_type,
-                "attrs": DictionaryAttr(dict(attrs or {})),
-            }
+            operands=[list(inputs)],
+            result_types=[tensor_type],
+            properties={"op": StringAttr(op), "attrs": DictionaryAttr(dict(attrs or {}))},
         )
-
-    @property
-    def input_ids(self) -> tuple[int, ...]:
-        return tuple(int(v) for v in self.inputs.get_values())
 
     @property
     def nn_class(self) -> type[NNOp]:
@@ -374,124 +311,126 @@ class NodeOp(LineOp):
         """The nn op's properties, defaults filled in, as the kernel's keyword arguments."""
         return self.nn_class.python_attrs(self.attrs.data)
 
-    def value_type(self) -> TensorType[Any]:
-        return self.tensor_type
-
-    def check(self, env: Mapping[int, TensorType[Any]]) -> None:
+    def check(self) -> None:
+        """The nn op's rules: arity, attribute names and values, and its verifier."""
         cls = self.nn_class
-        super().check(env)
-        _check_tensor_type(self.tensor_type)
-        ids = self.input_ids
-        for k, i in enumerate(ids):
-            if i not in env:
-                raise LineError(f"input id {i} is not defined by an earlier line", "inputs", k)
+        check_tensor_type(self.result.type)
+        name = self.op.data
+        n = len(self.inputs)
         operands = cls.get_irdl_definition().operands
-        variadic = any(isinstance(d, VarOperandDef) for _, d in operands)
-        if variadic and not ids:
-            raise LineError(f"'{self.op.data}' needs at least one input", "inputs")
-        if not variadic and len(ids) != len(operands):
+        if any(isinstance(d, VarOperandDef) for _, d in operands):
+            if not n:
+                raise LineError(f"'{name}' needs at least one input", "inputs")
+        elif n != len(operands):
             raise LineError(
-                f"'{self.op.data}' takes {len(operands)} inputs, got {len(ids)}",
-                "inputs",
-                min(len(ids), len(operands)),
+                f"'{name}' takes {len(operands)} inputs, got {n}", "inputs", min(n, len(operands))
             )
         props = cls.get_irdl_definition().properties
         for key, attr in self.attrs.data.items():
             pdef = props.get(key)
             if pdef is None:
                 known = ", ".join(props) or "none"
-                raise LineError(
-                    f"'{self.op.data}' has no attribute '{key}' (attributes: {known})", "attrs"
-                )
+                raise LineError(f"'{name}' has no attribute '{key}' (attributes: {known})", "attrs")
             try:
                 pdef.constr.verify(attr, VerificationContext())
             except VerifyException as e:
                 raise LineError(f"attribute '{key}': {e}", "attrs") from None
-        types = [env[i] for i in ids]
-        check_dtypes(cls, types)
+        self._verify_as_nn_op(cls)
+
+    def _verify_as_nn_op(self, cls: type[NNOp]) -> None:
+        """Infer the result type as the nn op does, then run the nn op's own verifier."""
+        name = self.op.data
+        types = [v.type for v in self.inputs]
+        blame = "attrs" if self.attrs.data else "inputs"
         try:
-            expected = cls.infer(types, cls.python_attrs(self.attrs.data))
-        except LineError:
-            raise
+            (expected,) = cls.infer(types, cls.python_attrs(self.attrs.data))  # type: ignore[arg-type]
         except VerifyException as e:
+            raise LineError(f"'{name}': {e}", blame) from None
+        if expected != self.result.type:
             raise LineError(
-                f"'{self.op.data}': {e}", "attrs" if self.attrs.data else "inputs"
-            ) from None
-        if expected != [self.tensor_type]:
-            raise LineError(
-                f"'{self.op.data}' of {', '.join(map(str, types))} gives {expected[0]}, "
-                f"the line declares {self.tensor_type}",
+                f"'{name}' of {', '.join(map(str, types))} gives {expected}, "
+                f"the line declares {self.result.type}",
                 "shape",
             )
+        # The nn op reads stand-ins of the inputs, so verifying changes no use list.
+        stand_ins = Block(arg_types=types).args
+        nn_op = cls.create(
+            operands=stand_ins, result_types=[expected], properties=dict(self.attrs.data)
+        )
+        try:
+            nn_op.verify()
+        except VerifyException as e:
+            raise LineError(f"'{name}': {e}", "inputs") from None
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.op.data} {self.value_id} inputs(")
-        printer.print_string(", ".join(str(i) for i in self.input_ids))
-        printer.print_string(")")
+        printer.print_string(f" {self.op.data}")
+        if self.inputs:
+            printer.print_string(" ")
+            printer.print_list(self.inputs, printer.print_operand)
         if self.attrs.data:
             printer.print_string(" ")
             printer.print_attr_dict(self.attrs.data)
         _print_extra_attributes(printer, self)
         printer.print_string(" : ")
-        printer.print_attribute(self.tensor_type)
+        in_types = [v.type for v in self.inputs]
+        if all(t == self.result.type for t in in_types):
+            printer.print_attribute(self.result.type)
+            return
+        printer.print_string("(")
+        printer.print_list(in_types, printer.print_attribute)
+        printer.print_string(") -> ")
+        printer.print_attribute(self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> NodeOp:
         op = parser.parse_identifier(context_msg=" (the ExampleJSON op name)")
-        value_id = parser.parse_integer(allow_boolean=False)
-        parser.parse_keyword("inputs")
-        ids = parser.parse_comma_separated_list(
-            parser.Delimiter.PAREN, lambda: parser.parse_integer(allow_boolean=False)
+        pos = parser.pos
+        unresolved: list[UnresolvedOperand] = (
+            parser.parse_optional_undelimited_comma_separated_list(
+                parser.parse_optional_unresolved_operand, parser.parse_unresolved_operand
+            )
+            or []
         )
         attrs = parser.parse_optional_attr_dict()
         extra = _parse_extra_attributes(parser)
         parser.parse_punctuation(":")
-        ty = parser.parse_type()
+        if parser.parse_optional_punctuation("(") is not None:
+            in_types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+            parser.parse_punctuation(")")
+            parser.parse_punctuation("->")
+            result_type = parser.parse_type()
+        else:
+            result_type = parser.parse_type()
+            in_types = [result_type] * len(unresolved)
+        if len(in_types) != len(unresolved):
+            parser.raise_error(
+                f"{len(unresolved)} inputs but {len(in_types)} input types", pos, parser.pos
+            )
+        inputs = parser.resolve_operands(unresolved, in_types, pos)
         return cls.create(
-            properties={
-                "op": StringAttr(op),
-                "id": _id(value_id),
-                "inputs": _ids(ids),
-                "tensor_type": ty,
-                "attrs": DictionaryAttr(attrs),
-            },
+            operands=inputs,
+            result_types=[result_type],
+            properties={"op": StringAttr(op), "attrs": DictionaryAttr(attrs)},
             attributes=extra,
         )
 
 
 @irdl_op_definition
 class OutputOp(IRDLOperation):
-    """The ids a subgraph returns, in order; `output <ids>` in the text unless it is the last line's id."""
+    """The values a subgraph returns, in order; `output <ids>` in the text unless it
+    is just the last line's value (the seed's rule)."""
 
     name = "examplejson.output"
-    ids = prop_def(DenseArrayBase)
+    outputs = var_operand_def(TensorType)
     traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(SubgraphOp)))
+    assembly_format = "$outputs attr-dict `:` type($outputs)"
 
-    def __init__(self, ids: Sequence[int]):
-        super().__init__(properties={"ids": _ids(ids)})
+    def __init__(self, outputs: Sequence[SSAValue]):
+        super().__init__(operands=[list(outputs)])
 
-    @property
-    def output_ids(self) -> tuple[int, ...]:
-        return tuple(int(v) for v in self.ids.get_values())
-
-    def check(self, env: Mapping[int, TensorType[Any]]) -> None:
-        ids = self.output_ids
-        if not ids:
-            raise LineError("a subgraph returns at least one id", "inputs")
-        for k, i in enumerate(ids):
-            if i not in env:
-                raise LineError(f"output id {i} is not defined", "inputs", k)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" " + ", ".join(str(i) for i in self.output_ids))
-        _print_extra_attributes(printer, self)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> OutputOp:
-        ids = parser.parse_comma_separated_list(
-            parser.Delimiter.NONE, lambda: parser.parse_integer(allow_boolean=False)
-        )
-        return cls.create(properties={"ids": _ids(ids)}, attributes=_parse_extra_attributes(parser))
+    def check(self) -> None:
+        if not self.outputs:
+            raise LineError("a subgraph returns at least one value", "inputs")
 
 
 # --------------------------------------------------------------------------
@@ -501,25 +440,35 @@ class OutputOp(IRDLOperation):
 
 @irdl_op_definition
 class SubgraphOp(IRDLOperation):
-    """A named graph: input, const and node lines, then `examplejson.output`."""
+    """A named graph: input, const and node lines, then `examplejson.output`.
+
+    `ids`, when present, are the text ids of the value lines, in order (the
+    reader keeps them when they are not 0, 1, 2, ...), so text prints back as it
+    was read."""
 
     name = "examplejson.subgraph"
     sym_name = prop_def(SymbolNameConstraint())
+    ids = opt_prop_def(DenseArrayBase)
     body = region_def("single_block")
     traits = traits_def(SymbolOpInterface(), IsolatedFromAbove())
 
-    def __init__(self, name: str, lines: Sequence[Operation]):
+    def __init__(self, name: str, lines: Sequence[Operation], ids: Sequence[int] | None = None):
         super().__init__(
-            properties={"sym_name": StringAttr(name)}, regions=[Region(Block(list(lines)))]
+            properties={
+                "sym_name": StringAttr(name),
+                "ids": None if ids is None else DenseArrayBase.from_list(i64, list(ids)),
+            },
+            regions=[Region(Block(list(lines)))],
         )
 
     @property
-    def lines(self) -> list[LineOp]:
-        return [op for op in self.body.block.ops if isinstance(op, LineOp)]
+    def lines(self) -> list[ValueOp]:
+        """The lines that define values, in order."""
+        return [op for op in self.body.block.ops if isinstance(op, ValueOp)]
 
     @property
     def inputs(self) -> list[InputOp]:
-        """The arguments, in line order (not id order)."""
+        """The arguments, in line order."""
         return [op for op in self.body.block.ops if isinstance(op, InputOp)]
 
     @property
@@ -528,35 +477,58 @@ class SubgraphOp(IRDLOperation):
         assert isinstance(last, OutputOp)
         return last
 
-    def types(self) -> dict[int, TensorType[Any]]:
-        """id -> type of every id the subgraph defines (it must verify)."""
-        return {op.value_id: op.value_type() for op in self.lines}
+    def value_ids(self) -> dict[SSAValue, int]:
+        """The text id of each value: `ids` if given, else its line's position."""
+        lines = self.lines
+        ids = range(len(lines)) if self.ids is None else self.ids.get_values()
+        # strict=False: verify_ reports ids of the wrong length
+        return {op.result: int(i) for op, i in zip(lines, ids, strict=False)}
 
     def verify_(self) -> None:
         block = self.body.block
+        name = self.sym_name.data
         if not isinstance(block.last_op, OutputOp):
+            raise VerifyException(f"subgraph @{name} must end with examplejson.output")
+        lines = self.lines
+        ids = self.value_ids()
+        if self.ids is not None and len(self.ids.get_values()) != len(lines):
             raise VerifyException(
-                f"subgraph @{self.sym_name.data} must end with examplejson.output"
+                f"subgraph @{name}: {len(self.ids.get_values())} ids for {len(lines)} value lines"
             )
-        env: dict[int, TensorType[Any]] = {}
+        defined: set[SSAValue] = set()
+        taken: set[int] = set()
         for op in block.ops:
-            if not isinstance(op, LineOp | OutputOp):
-                raise VerifyException(
-                    f"subgraph @{self.sym_name.data} holds '{op.name}'; only "
-                    "examplejson.input, const, node and output lines are allowed"
-                )
             try:
-                op.check(env)
+                if not isinstance(op, ValueOp | OutputOp):
+                    raise VerifyException(
+                        f"subgraph @{name} holds '{op.name}'; only "
+                        "examplejson.input, const, node and output lines are allowed"
+                    )
+                for k, value in enumerate(op.operands):
+                    if value not in defined:
+                        what = "output" if isinstance(op, OutputOp) else "input"
+                        raise LineError(
+                            f"{what} id {ids.get(value, '?')} is not defined by an earlier line",
+                            "inputs",
+                            k,
+                        )
+                if isinstance(op, ValueOp):
+                    value_id = ids[op.result]
+                    if value_id < 0:
+                        raise LineError(f"id {value_id} must be non-negative", "id")
+                    if value_id in taken:
+                        raise LineError(f"id {value_id} is already defined", "id")
+                    taken.add(value_id)
+                    defined.add(op.result)
+                op.check()
             except LineError as e:
-                raise VerifyException(
-                    f"subgraph @{self.sym_name.data}: {_describe(op)}: {e}"
-                ) from None
-            if isinstance(op, LineOp):
-                env[op.value_id] = op.value_type()
+                raise VerifyException(f"subgraph @{name}: {describe(op, ids)}: {e}") from None
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_symbol_name(self.sym_name.data)
+        if self.ids is not None:
+            printer.print_string(" ids(" + ", ".join(map(str, self.ids.get_values())) + ")")
         _print_extra_attributes(printer, self)
         printer.print_string(" ")
         printer.print_region(self.body, print_entry_block_args=False)
@@ -564,19 +536,27 @@ class SubgraphOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> SubgraphOp:
         name = parser.parse_symbol_name()
+        props: dict[str, Attribute] = {"sym_name": name}
+        if parser.parse_optional_keyword("ids") is not None:
+            ids = parser.parse_comma_separated_list(
+                parser.Delimiter.PAREN, lambda: parser.parse_integer(allow_boolean=False)
+            )
+            props["ids"] = DenseArrayBase.from_list(i64, ids)
         extra = _parse_extra_attributes(parser)
         body = parser.parse_region()
-        return cls.create(properties={"sym_name": name}, regions=[body], attributes=extra)
+        return cls.create(properties=props, regions=[body], attributes=extra)
 
 
-def _describe(op: Operation) -> str:
+def describe(op: Operation, ids: Mapping[SSAValue, int]) -> str:
+    """How errors name a line: `line 'add 4'`, `line 'input 0'`, `the output`."""
     if isinstance(op, NodeOp):
-        return f"line '{op.op.data} {op.value_id}'"
-    if isinstance(op, InputOp):
-        return f"line 'input {op.value_id}'"
-    if isinstance(op, ConstOp):
-        return f"line 'const {op.value_id}'"
-    return "the output"
+        return f"line '{op.op.data} {ids.get(op.result, '?')}'"
+    if isinstance(op, InputOp | ConstOp):
+        kind = "input" if isinstance(op, InputOp) else "const"
+        return f"line '{kind} {ids.get(op.result, '?')}'"
+    if isinstance(op, OutputOp):
+        return "the output"
+    return f"'{op.name}'"
 
 
 @irdl_op_definition
@@ -625,19 +605,3 @@ ExampleJson = Dialect(
     [ExampleJsonModuleOp, SubgraphOp, InputOp, ConstOp, NodeOp, OutputOp],
     [],
 )
-
-__all__ = [
-    "ExampleJson",
-    "ExampleJsonModuleOp",
-    "SubgraphOp",
-    "InputOp",
-    "ConstOp",
-    "NodeOp",
-    "OutputOp",
-    "LineOp",
-    "LineError",
-    "OPS",
-    "NAME_OF",
-    "KEYWORDS",
-    "subgraphs_of",
-]
