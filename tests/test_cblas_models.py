@@ -13,14 +13,14 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-
-import byoc
-from byoc.frontend.conformance import (
+from onnx_harness import (
     light_models,
     onnxruntime_execute,
     randomize_weights,
     softmax_logits_model,
 )
+
+import byoc
 from byoc.frontend.onnx import import_model
 
 RTOL, ATOL = 1e-3, 1e-4

@@ -15,10 +15,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-
-import byoc
-from byoc.dialects import nn
-from byoc.frontend.conformance import (
+from onnx_harness import (
     accepting_targets,
     host_ops,
     light_model_output,
@@ -27,6 +24,9 @@ from byoc.frontend.conformance import (
     randomize_weights,
     softmax_logits_model,
 )
+
+import byoc
+from byoc.dialects import nn
 from byoc.frontend.onnx import import_model
 from byoc.passes.byoc_pipeline import partition_for
 from byoc.reference import run_reference
