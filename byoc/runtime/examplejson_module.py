@@ -37,6 +37,7 @@ from xdsl.ir import Operation
 from byoc.dialects import examplejson as ej
 from byoc.dialects.nn import numpy_dtype, shape_of
 from byoc.kernels import KERNELS
+from byoc.runtime.tensor import TensorSpec
 
 Array = np.ndarray[Any, Any]
 
@@ -58,15 +59,6 @@ class UnknownSubgraphError(ExampleJsonError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
-
-
-@dataclass(frozen=True)
-class TensorSpec:
-    shape: tuple[int, ...]
-    dtype: np.dtype[Any]
-
-    def __str__(self) -> str:
-        return f"{self.dtype}[{', '.join(map(str, self.shape))}]"
 
 
 @dataclass(frozen=True)
@@ -254,6 +246,8 @@ class ExampleJsonModule:
     """
 
     type_key = "examplejson"
+    kind = "examplejson"
+    """The component kind artifacts record (`byoc.runtime.component`)."""
 
     def __init__(self, graph: str | Operation, name: str = "<examplejson>"):
         from byoc.lowering.emit_examplejson import to_text

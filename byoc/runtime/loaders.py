@@ -23,7 +23,7 @@ def _load_examplejson(path: Path) -> Any:
 
 
 def _load_artifact(path: Path) -> Any:
-    from byoc.runtime.artifact import load_executable
+    from byoc.runtime.executable import load_executable
 
     return load_executable(path)
 
