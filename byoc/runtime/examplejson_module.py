@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ from xdsl.ir import Operation
 
 from byoc.dialects import examplejson as ej
 from byoc.dialects.nn import numpy_dtype, shape_of
-from byoc.kernels import KERNELS
+from byoc.runtime.host import Runner, Step, kernel_runner
 from byoc.runtime.tensor import TensorSpec
 
 Array = np.ndarray[Any, Any]
@@ -62,19 +62,6 @@ class UnknownSubgraphError(ExampleJsonError, KeyError):
 
 
 @dataclass(frozen=True)
-class Step:
-    """One node: `slots[out] = kernel(*slots[args], **kwargs)`, then drop `frees`."""
-
-    kernel: Callable[..., Any]
-    args: tuple[int, ...]
-    out: int
-    kwargs: Mapping[str, Any]
-    frees: tuple[int, ...]
-    line: str
-    """The node's op and id (`add 4`), for error messages."""
-
-
-@dataclass(frozen=True)
 class SubgraphPlan:
     """A subgraph, ready to run: everything a call needs, immutable."""
 
@@ -86,8 +73,18 @@ class SubgraphPlan:
     consts: tuple[tuple[int, Array], ...]
     """(slot, read-only array) of each `const` line."""
     steps: tuple[Step, ...]
+    """One `kernel` step a node (the host plan's `Step`)."""
+    frees: tuple[tuple[int, ...], ...]
+    """Per step, the slots no later step reads (dropped after it runs)."""
+    lines: tuple[str, ...]
+    """Per step, the node's op and id (`add 4`), for error messages."""
     outputs: tuple[int, ...]
     output_specs: tuple[TensorSpec, ...]
+    runners: tuple[Runner, ...] = field(default=(), compare=False)
+    """The steps with their kernels and attributes bound (filled in by `__post_init__`)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "runners", tuple(kernel_runner(s) for s in self.steps))
 
     def run(self, inputs: Sequence[Any]) -> list[Any]:
         """Run on checked inputs; the output values (may alias inputs or constants)."""
@@ -96,14 +93,14 @@ class SubgraphPlan:
             slots[slot] = value
         for slot, value in zip(self.inputs, inputs, strict=True):
             slots[slot] = value
-        step = None
+        k = -1
         try:
-            for step in self.steps:
-                slots[step.out] = step.kernel(*[slots[i] for i in step.args], **step.kwargs)
-                for i in step.frees:
+            for k, run in enumerate(self.runners):
+                run(slots)
+                for i in self.frees[k]:
                     slots[i] = None
         except Exception as e:
-            where = f" at line '{step.line}'" if step is not None else ""
+            where = f" at line '{self.lines[k]}'" if k >= 0 else ""
             raise ExampleJsonError(f"subgraph '{self.name}' failed{where}: {e}") from e
         return [slots[i] for i in self.outputs]
 
@@ -128,14 +125,13 @@ def plan_subgraph(subgraph: ej.SubgraphOp) -> SubgraphPlan:
             frees[n].append(s)
     steps = tuple(
         Step(
-            kernel=KERNELS[node.nn_class.name],
-            args=tuple(slot[i] for i in node.input_ids),
-            out=slot[node.value_id],
-            kwargs=node.kernel_attrs(),
-            frees=tuple(sorted(frees[n])),
-            line=f"{node.op.data} {node.value_id}",
+            kind="kernel",
+            name=node.nn_class.name,
+            inputs=tuple(slot[i] for i in node.input_ids),
+            outputs=(slot[node.value_id],),
+            attrs=node.kernel_attrs(),
         )
-        for n, node in enumerate(nodes)
+        for node in nodes
     )
     consts = []
     for op in lines:
@@ -151,6 +147,8 @@ def plan_subgraph(subgraph: ej.SubgraphOp) -> SubgraphPlan:
         input_specs=tuple(_spec(op.tensor_type) for op in subgraph.inputs),
         consts=tuple(consts),
         steps=steps,
+        frees=tuple(tuple(sorted(f)) for f in frees),
+        lines=tuple(f"{node.op.data} {node.value_id}" for node in nodes),
         outputs=outputs,
         output_specs=tuple(_spec(types[i]) for i in subgraph.output.output_ids),
     )

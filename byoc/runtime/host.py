@@ -257,7 +257,8 @@ def plan_function(module: ModuleOp, function: str = "main") -> tuple[HostPlan, l
 Runner = Callable[[list[Any]], None]
 
 
-def _kernel_runner(step: Step) -> Runner:
+def kernel_runner(step: Step) -> Runner:
+    """A `kernel` step as a closure over the slots, its attributes bound once."""
     fn = functools.partial(KERNELS[step.name], **step.attrs)
     ins, outs = step.inputs, step.outputs
     if len(outs) == 1:
@@ -310,7 +311,7 @@ class BoundPlan:
             if step.kind == "kernel":
                 if step.name not in KERNELS:
                     raise PlanError(f"no host kernel for '{step.name}'")
-                runners.append(_kernel_runner(step))
+                runners.append(kernel_runner(step))
             elif step.kind == "call":
                 runners.append(_call_runner(step, functions(step.target, step.name)))
             else:
