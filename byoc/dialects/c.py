@@ -99,6 +99,8 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from byoc.dialects.dense import encode_hex
+
 index = IndexType()
 
 C_KEYWORDS = frozenset(
@@ -319,7 +321,7 @@ def _print_dense(printer: Printer, value: DenseIntOrFPElementsAttr[Any]) -> None
     if elide is not None and n > elide:
         printer.print_string("dense_resource<__elided__>")
     elif n > nn.HEX_CONSTANTS_LARGER_THAN:
-        printer.print_string('dense<"0x' + value.data.data.hex().upper() + '">')
+        printer.print_string(f'dense<"{encode_hex(value.data.data)}">')
     else:
         arr = global_array(value)
         vals = arr.reshape(-1).tolist()
@@ -332,7 +334,7 @@ def _print_dense(printer: Printer, value: DenseIntOrFPElementsAttr[Any]) -> None
         else:
             body = ", ".join(str(int(v)) for v in vals)
         if body is None:
-            printer.print_string('dense<"0x' + value.data.data.hex().upper() + '">')
+            printer.print_string(f'dense<"{encode_hex(value.data.data)}">')
         else:
             printer.print_string(f"dense<[{body}]>")
     printer.print_string(" : ")

@@ -59,6 +59,8 @@ from xdsl.printer import Printer
 from xdsl.traits import ConstantLike, Pure
 from xdsl.utils.exceptions import VerifyException
 
+from byoc.dialects.dense import format_dense, parse_dense
+
 # --------------------------------------------------------------------------
 # Element types and helpers
 # --------------------------------------------------------------------------
@@ -1368,18 +1370,9 @@ class ConstantOp(NNOp):
         elide = ELIDE_CONSTANTS_LARGER_THAN[0]
         if elide is not None and n > elide:
             printer.print_string(" dense_resource<__elided__>")
-        elif n > HEX_CONSTANTS_LARGER_THAN or not np.isfinite(self.ndarray()).all():
-            # hex also for inf/nan, which have no number literal
-            printer.print_string(' dense<"0x' + self.value.data.data.hex().upper() + '">')
         else:
-            printer.print_string(" dense<")
-            arr = self.ndarray()
-            vals = arr.reshape(-1).tolist()
-            if arr.dtype.kind == "f":
-                printer.print_string("[" + ", ".join(repr(float(v)) for v in vals) + "]")
-            else:
-                printer.print_string("[" + ", ".join(str(int(v)) for v in vals) + "]")
-            printer.print_string(">")
+            dense = format_dense(self.ndarray(), self.value.data.data, HEX_CONSTANTS_LARGER_THAN)
+            printer.print_string(" " + dense)
         if self.attributes:
             printer.print_string(" ")
             printer.print_attr_dict(self.attributes)
@@ -1397,12 +1390,7 @@ class ConstantOp(NNOp):
                 parser.pos,
             )
         parser.parse_keyword("dense")
-        parser.parse_punctuation("<")
-        hex_text = parser.parse_optional_str_literal()
-        values: list[float] = []
-        if hex_text is None:
-            values = _parse_dense_values(parser)
-        parser.parse_punctuation(">")
+        payload = parse_dense(parser, start)
         attributes = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         ty_pos = parser.pos
@@ -1412,13 +1400,8 @@ class ConstantOp(NNOp):
         shape = shape_of(ty)
         dt = numpy_dtype(ty.element_type)
         n = math.prod(shape)
-        if hex_text is not None:
-            if not hex_text.startswith("0x"):
-                parser.raise_error("hex payload must start with 0x", start, parser.pos)
-            try:
-                raw = bytes.fromhex(hex_text[2:])
-            except ValueError:
-                parser.raise_error("malformed hex payload", start, parser.pos)
+        if isinstance(payload, bytes):
+            raw = payload
             if len(raw) != n * dt.itemsize:
                 parser.raise_error(
                     f"hex payload holds {len(raw)} bytes, {ty} needs {n * dt.itemsize}",
@@ -1427,6 +1410,7 @@ class ConstantOp(NNOp):
                 )
             arr = np.frombuffer(raw, dtype=dt)
         else:
+            values = payload
             if len(values) == 1 and n != 1:
                 values = values * n  # splat
             if len(values) != n:
@@ -1436,21 +1420,6 @@ class ConstantOp(NNOp):
             arr = np.asarray(values, dtype=dt)
         op = ConstantOp.from_array(arr.reshape(shape), attributes)
         return op
-
-
-def _parse_dense_values(parser: Parser) -> list[float]:
-    """The values of `dense<...>`: a scalar (a splat) or a list, nested lists flattened."""
-    values: list[float] = []
-
-    def element() -> None:
-        if parser.parse_optional_punctuation("[") is None:
-            values.append(parser.parse_number())
-        elif parser.parse_optional_punctuation("]") is None:
-            parser.parse_comma_separated_list(parser.Delimiter.NONE, element)
-            parser.parse_punctuation("]")
-
-    element()
-    return values
 
 
 Nn = Dialect(

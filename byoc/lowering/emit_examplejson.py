@@ -39,6 +39,7 @@ from xdsl.ir import Attribute, Operation
 from byoc.diagnostics import EmitError
 from byoc.dialects import examplejson as ej
 from byoc.dialects.byoc import COMPILER_ATTR
+from byoc.dialects.dense import encode_hex
 
 DTYPE_NAMES: dict[Attribute, str] = {
     f32: "f32",
@@ -93,7 +94,7 @@ def format_line(op: Operation) -> str | None:
                 *_dims(ty),
                 *_dtype(ty),
                 "data:",
-                "0x" + op.payload().hex().upper(),
+                encode_hex(op.payload()),
             ]
         )
     if isinstance(op, ej.NodeOp):

@@ -51,6 +51,7 @@ from xdsl.utils.frontend import Frontend
 from xdsl.utils.lexer import Input, Span
 
 from byoc.dialects import examplejson as ej
+from byoc.dialects.dense import HexPayloadError, decode_hex
 from byoc.dialects.nn import NNOp, numpy_dtype, tensor
 from byoc.lowering.emit_examplejson import DTYPE_NAMES
 
@@ -292,8 +293,8 @@ def _parse_line(reader: _Reader, words: list[_Word], env: dict[int, TensorType[A
                 data[0] if data else data_word, "expected one 0x<hex> word after 'data:'"
             )
         try:
-            raw = bytes.fromhex(data[0].text[2:])
-        except ValueError:
+            raw = decode_hex(data[0].text)
+        except HexPayloadError:
             raise reader.fail_at(data[0], "malformed hex data") from None
         need = math.prod(dims) * numpy_dtype(elt).itemsize
         if len(raw) != need:
