@@ -7,6 +7,10 @@
 or `.examplejson` suffix, or the magic bytes an exported artifact or
 `ExampleJsonModule.save_to_binary` writes. `byoc.load_module` is this function:
 "byoc" gives an `Executable` from an exported artifact. Adding a format is adding a line to `LOADERS`.
+
+Inside an artifact, each target's component is loaded by the kind it recorded
+("c", "examplejson", ...) through the table of `byoc.runtime.component`
+(`COMPONENT_LOADERS`, `register_component_loader`), never through a target.
 """
 
 from __future__ import annotations

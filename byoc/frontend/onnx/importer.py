@@ -106,6 +106,9 @@ def node_label(node: Any, index: int, version: int) -> str:
 
 
 class Importer:
+    """One import: the ONNX value environment, the nn ops emitted so far, and the helpers
+    converters call (`emit`, `static`, `shape`, `dtype`, `reshape`, `constant`)."""
+
     def __init__(
         self, model: Any, input_shapes: Mapping[str, Sequence[int]], bind_inputs: Mapping[str, Any]
     ) -> None:
