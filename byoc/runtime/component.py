@@ -41,7 +41,7 @@ def _load_c(blobs: Mapping[str, bytes]) -> RuntimeComponent:
 def _load_examplejson(blobs: Mapping[str, bytes]) -> RuntimeComponent:
     from byoc.runtime.examplejson_module import ExampleJsonModule
 
-    return ExampleJsonModule.load_from_binary(blobs["examplejson"], "<artifact>")
+    return ExampleJsonModule.from_blobs(blobs)
 
 
 COMPONENT_LOADERS: dict[str, ComponentLoader] = {

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -243,7 +243,6 @@ class ExampleJsonModule:
     `get_function` can be called from any thread, and so can what it returns.
     """
 
-    type_key = "examplejson"
     kind = "examplejson"
     """The component kind artifacts record (`byoc.runtime.component`)."""
 
@@ -352,5 +351,10 @@ class ExampleJsonModule:
         return cls(payload.decode("utf-8"), name)
 
     def export(self) -> dict[str, bytes]:
-        """Blobs for an artifact (`byoc.runtime.executable.RuntimeComponent`)."""
+        """Blobs for an artifact (`byoc.runtime.component.RuntimeComponent`)."""
         return {"examplejson": self.save_to_binary()}
+
+    @classmethod
+    def from_blobs(cls, blobs: Mapping[str, bytes]) -> ExampleJsonModule:
+        """The module `export()` described."""
+        return cls.load_from_binary(blobs["examplejson"], "<artifact>")
