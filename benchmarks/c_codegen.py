@@ -38,8 +38,10 @@ import numpy as np  # noqa: E402
 
 from byoc.context import make_context, parse_module  # noqa: E402
 from byoc.interpreters.kernels import KERNELS  # noqa: E402
+from byoc.lowering.c_build import build_c_module  # noqa: E402
 from byoc.lowering.lower_to_c import LowerToCPass  # noqa: E402
-from byoc.runtime.c_module import DEFAULT_FLAGS, CModule, compile_source  # noqa: E402
+from byoc.runtime.c_module import CModule  # noqa: E402
+from byoc.runtime.toolchain import DEFAULT_FLAGS, compile_source  # noqa: E402
 
 SEED = """
 func.func private @ccompiler_seed(%a: tensor<{s}xf32>, %b: tensor<{s}xf32>, %c: tensor<{s}xf32>, %d: tensor<{s}xf32>) -> tensor<{s}xf32> attributes {{byoc.compiler = "ccompiler"}} {{
@@ -116,7 +118,7 @@ def fmt(seconds: float) -> str:
 def lowered(text: str, fuse: bool) -> CModule:
     module = parse_module(text)
     LowerToCPass(fuse=fuse).apply(make_context(), module)
-    return CModule.from_module(module)
+    return build_c_module(module)
 
 
 def seed_row(n: int) -> dict[str, float]:

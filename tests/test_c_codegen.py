@@ -31,7 +31,9 @@ from byoc.dialects import c, nn
 from byoc.interpreters import run_reference
 from byoc.lowering.emit_c import emit_c_source
 from byoc.lowering.lower_to_c import SUPPORTED_OPS, LowerToCPass, unsupported_reason
-from byoc.runtime.c_module import CFunctionError, CModule, CompileError, compile_source
+from byoc.lowering.c_build import build_c_module
+from byoc.runtime.c_module import CFunctionError, CModule
+from byoc.runtime.toolchain import CompileError, compile_source
 
 Array = np.ndarray[Any, Any]
 CASE_BY_NAME = {c.name: c for c in CASES}
@@ -75,7 +77,7 @@ def compiled(cache: Path) -> dict[str, Any]:
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("BYOC_CPU_DISPATCH", "baseline" if mode.endswith("-baseline") else "auto")
             unit = lower(case_module(CASES), fuse=mode.startswith("fused"))
-            libs[mode] = CModule.from_module(unit)
+            libs[mode] = build_c_module(unit)
     bounds = {n: graph_bounds(module, inputs[n], expected[n], function=n) for n in names}
     return {"libs": libs, "inputs": inputs, "expected": expected, "bounds": bounds}
 
@@ -122,7 +124,7 @@ def random_partitions(cache: Path) -> dict[str, Any]:
     inputs = {n: [rng.standard_normal(s).astype(np.float32) for s, _ in specs[n]] for n in names}
     expected = references(module, names, inputs)
     libs = {
-        mode: CModule.from_module(lower(ModuleOp([f.clone() for f in funcs]), fuse=mode == "fused"))
+        mode: build_c_module(lower(ModuleOp([f.clone() for f in funcs]), fuse=mode == "fused"))
         for mode in ("fused", "per-op")
     }
     bounds = {n: graph_bounds(module, inputs[n], expected[n], function=n) for n in names}
@@ -187,7 +189,7 @@ def test_pipeline_partitions_compile_and_match(cache: Path) -> None:
         ]
     expected = references(module, parts, inputs)
     bounds = {n: graph_bounds(module, inputs[n], expected[n], function=n) for n in parts}
-    lib = CModule.from_module(lower(module))
+    lib = build_c_module(lower(module))
     for name in parts:
         outs = lib.get_function(name)(*inputs[name])
         outs = outs if isinstance(outs, tuple) else (outs,)
@@ -299,7 +301,7 @@ def test_large_constants_are_bound_at_load_not_printed(cache: Path) -> None:
     assert sorted(g.init_index is not None for g in globals_) == [False, True]
     assert "2048" not in source.split("ccompiler_big_c0")[1].split(";")[0]  # a pointer, no data
     assert "0.25f" in source  # the small bias is printed
-    lib = CModule.from_module(module)
+    lib = build_c_module(module)
     x = np.random.default_rng(5).standard_normal((1, 2048)).astype(np.float32)
     want = (x.sum() + np.array([[0.5, -1, 2, 0.25]])).astype(np.float32)
     bound = reduction_bound(x.size + 1, np.abs(x).sum() + 2.0)
@@ -309,7 +311,7 @@ def test_large_constants_are_bound_at_load_not_printed(cache: Path) -> None:
 
 
 def test_second_build_hits_the_cache(compiled: dict[str, Any]) -> None:
-    again = CModule.from_module(lower(case_module(CASES), fuse=True))
+    again = build_c_module(lower(case_module(CASES), fuse=True))
     assert again.cache_hit
     assert again.library_path == compiled["libs"]["fused"].library_path
 
@@ -489,7 +491,7 @@ def _harness(module: ModuleOp, cases: list[Case], n_consts: int) -> str:
 
 def test_sanitizers_on_a_standalone_harness(tmp_path: Path, compiled: dict[str, Any]) -> None:
     from byoc.lowering.lower_to_c import constants_of
-    from byoc.runtime.c_module import INCLUDE_DIR
+    from byoc.runtime.toolchain import INCLUDE_DIR
 
     cases = [CASE_BY_NAME[n] for n in SANITIZED]
     module = case_module(cases)
@@ -539,7 +541,7 @@ def test_sanitizers_on_a_standalone_harness(tmp_path: Path, compiled: dict[str, 
 
 def test_werror_build_of_the_emitted_text(compiled: dict[str, Any]) -> None:
     """Everything the tests compile uses -Werror (the default flags); check it is in the key."""
-    from byoc.runtime.c_module import DEFAULT_FLAGS
+    from byoc.runtime.toolchain import DEFAULT_FLAGS
 
     assert {"-Wall", "-Wextra", "-Werror"} <= set(DEFAULT_FLAGS)
     for lib in compiled["libs"].values():
@@ -594,7 +596,7 @@ def test_results_that_are_inputs_constants_aliases_or_repeated(cache: Path, fuse
     x = np.array([-1, 2, -3, 4], np.float32)
     y = np.array([[1, 2], [3, 4]], np.int32)
     want = run_reference(parse_module(ODD_OUTPUTS), [x, y], function="ccompiler_odd")
-    lib = CModule.from_module(lower(parse_module(ODD_OUTPUTS), fuse=fuse))
+    lib = build_c_module(lower(parse_module(ODD_OUTPUTS), fuse=fuse))
     got = lib.get_function("ccompiler_odd")(x, y)
     assert len(got) == len(want)
     for g, w in zip(got, want, strict=True):
@@ -640,7 +642,7 @@ def test_random_dags_partitioned_and_compiled_match_reference(cache: Path, specs
     }
     expected = references(module, list(inputs), inputs)
     for fuse in (True, False):
-        lib = CModule.from_module(lower(module.clone(), fuse=fuse))
+        lib = build_c_module(lower(module.clone(), fuse=fuse))
         for name, args in inputs.items():
             outs = lib.get_function(name)(*args)
             outs = outs if isinstance(outs, tuple) else (outs,)
@@ -662,7 +664,7 @@ def test_argument_names_that_clash_with_c(cache: Path) -> None:
     """
     args = [np.full(4, v, np.float32) for v in (1, 2, 3, 4)]
     for fuse in (True, False):
-        lib = CModule.from_module(lower(parse_module(text), fuse=fuse))
+        lib = build_c_module(lower(parse_module(text), fuse=fuse))
         np.testing.assert_array_equal(lib.get_function("ccompiler_main_0")(*args), np.full(4, 9, np.float32))
 
 
@@ -694,7 +696,7 @@ def test_fusion_never_makes_a_cycle_between_groups(cache: Path) -> None:
     assert names == [["nn.relu"], ["nn.softmax"], ["nn.exp", "nn.add", "nn.add"]]
     x = np.random.default_rng(12).standard_normal((2, 8)).astype(np.float32)
     want = run_reference(parse_module(GROUP_CYCLE), [x], function="ccompiler_cycle")
-    got = CModule.from_module(lower(parse_module(GROUP_CYCLE))).get_function("ccompiler_cycle")(x)
+    got = build_c_module(lower(parse_module(GROUP_CYCLE))).get_function("ccompiler_cycle")(x)
     bounds = graph_bounds(parse_module(GROUP_CYCLE), [x], want, function="ccompiler_cycle")
     for g, w, b in zip(got, want, bounds, strict=True):
         assert_within(g, w, b)
@@ -743,5 +745,5 @@ def test_ccompiler_composites_are_inlined_and_fused(cache: Path) -> None:
     assert [f.sym_name.data for f in kernels] == ["ccompiler_comp_0", "ccompiler_comp_"]  # one fused loop
     rng = np.random.default_rng(13)
     x, b = rng.standard_normal((2, 4)).astype(np.float32), rng.standard_normal(4).astype(np.float32)
-    got = CModule.from_module(module).get_function("ccompiler_comp")(x, b)
+    got = build_c_module(module).get_function("ccompiler_comp")(x, b)
     np.testing.assert_array_equal(got, -np.maximum(x + b, 0))

@@ -16,12 +16,14 @@ import pytest
 from bounds import assert_softmax_and_logits
 
 import byoc
-from byoc.frontend.conformance import (
+from onnx_harness import (
     light_models,
     onnxruntime_execute,
     randomize_weights,
     softmax_logits_model,
 )
+
+import byoc
 from byoc.frontend.onnx import import_model
 
 DEFAULT = ("squeezenet", "resnet50")

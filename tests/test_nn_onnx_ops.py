@@ -13,13 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
+from onnx_harness import onnxruntime_execute
 from xdsl.dialects.builtin import f32, i64
 from xdsl.dialects.test import TestOp as _TestOp
 from xdsl.utils.exceptions import VerifyException
 
 from byoc import parse_module, run_reference
 from byoc.dialects import nn
-from byoc.frontend.conformance import onnxruntime_execute
+from onnx_harness import onnxruntime_execute
 from byoc.interpreters.kernels import KERNELS
 
 SETTINGS = settings(max_examples=40, deadline=None)

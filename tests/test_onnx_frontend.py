@@ -52,7 +52,7 @@ def ops_of(module: ModuleOp) -> list[str]:
 
 
 def ort_run(model: onnx.ModelProto, *inputs: np.ndarray[Any, Any]) -> list[np.ndarray[Any, Any]]:
-    from byoc.frontend.conformance import onnxruntime_execute
+    from onnx_harness import onnxruntime_execute
 
     return onnxruntime_execute(model, list(inputs))
 

@@ -25,7 +25,7 @@ from bounds import (
 
 import byoc
 from byoc.dialects import nn
-from byoc.frontend.conformance import (
+from onnx_harness import (
     accepting_targets,
     host_ops,
     light_model_output,
@@ -34,6 +34,9 @@ from byoc.frontend.conformance import (
     randomize_weights,
     softmax_logits_model,
 )
+
+import byoc
+from byoc.dialects import nn
 from byoc.frontend.onnx import import_model
 from byoc.interpreters import run_reference
 from byoc.passes.byoc_pipeline import partition_for

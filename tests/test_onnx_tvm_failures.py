@@ -25,12 +25,12 @@ import onnx
 import pytest
 from bounds import assert_graph_outputs
 from onnx import TensorProto, helper, numpy_helper
+from onnx_harness import host_ops, main_function, onnxruntime_execute
 
 import byoc
 from byoc.context import make_context
 from byoc.dialects import nn
 from byoc.dialects.byoc import TARGET_ATTR, RegionOp
-from byoc.frontend.conformance import host_ops, main_function, onnxruntime_execute
 from byoc.frontend.onnx import import_model
 from byoc.passes.annotate_target import AnnotateTargetPass
 from byoc.passes.byoc_pipeline import partition_for

@@ -38,6 +38,7 @@ from byoc.dialects import examplejson as ej
 from byoc.dialects.examplejson.text import parse_examplejson, to_text
 from byoc.dialects.nn import numpy_dtype, shape_of
 from byoc.interpreters.kernels import KERNELS
+from byoc.runtime.tensor import TensorSpec
 
 Array = np.ndarray[Any, Any]
 
@@ -59,15 +60,6 @@ class UnknownSubgraphError(ExampleJsonError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
-
-
-@dataclass(frozen=True)
-class TensorSpec:
-    shape: tuple[int, ...]
-    dtype: np.dtype[Any]
-
-    def __str__(self) -> str:
-        return f"{self.dtype}[{', '.join(map(str, self.shape))}]"
 
 
 @dataclass(frozen=True)
@@ -255,7 +247,8 @@ class ExampleJsonModule:
     `get_function` can be called from any thread, and so can what it returns.
     """
 
-    type_key = "examplejson"
+    kind = "examplejson"
+    """The component kind artifacts record (`byoc.runtime.component`)."""
 
     def __init__(self, graph: str | Operation, name: str = "<examplejson>"):
         if isinstance(graph, str):
@@ -357,6 +350,11 @@ class ExampleJsonModule:
         if zlib.crc32(payload) != crc:
             raise BinaryFormatError(f"{name}: corrupted: the checksum of the graph does not match")
         return cls(payload.decode("utf-8"), name)
+
+    @classmethod
+    def from_blobs(cls, blobs: Mapping[str, bytes]) -> ExampleJsonModule:
+        """The module `export()` described."""
+        return cls.load_from_binary(blobs["examplejson"], "<artifact>")
 
     def export(self) -> dict[str, bytes]:
         """Blobs for an artifact (`byoc.runtime.executable.RuntimeComponent`)."""

@@ -288,7 +288,7 @@ def build_options() -> tuple[tuple[str, ...], tuple[str, ...]]:
             "the cblas target needs OpenBLAS from the scipy-openblas32 wheel: "
             "pip install 'byoc[cblas]'"
         ) from e
-    from byoc.runtime.c_module import DEFAULT_FLAGS
+    from byoc.runtime.toolchain import DEFAULT_FLAGS
 
     libdir = openblas.get_lib_dir()
     flags = (*DEFAULT_FLAGS, "-D_GNU_SOURCE", f"-I{openblas.get_include_dir()}")
@@ -301,13 +301,13 @@ def codegen(module: ModuleOp, funcs: list[FuncOp]) -> CModule:
     from xdsl.dialects.builtin import ModuleOp as Module
 
     from byoc.context import make_context
+    from byoc.lowering.c_build import build_c_module
     from byoc.lowering.lower_to_c import LowerToCPass
-    from byoc.runtime.c_module import CModule
 
     unit = Module([f.clone() for f in funcs])
     LowerToCPass().apply(make_context(), unit)
     flags, libs = build_options()
-    return CModule.from_module(unit, flags=flags, libs=libs)
+    return build_c_module(unit, flags=flags, libs=libs)
 
 
 def load_component(blobs: dict[str, bytes]) -> CModule:

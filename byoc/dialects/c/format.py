@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.printer import Printer
 
+from byoc.dialects.dense import encode_hex
 from byoc.dialects.c.types import float32_repr, global_array
 from byoc.dialects.nn.format import ELIDE_CONSTANTS_LARGER_THAN, HEX_CONSTANTS_LARGER_THAN
 
@@ -45,7 +46,7 @@ def print_dense(printer: Printer, value: DenseIntOrFPElementsAttr[Any]) -> None:
     if elide is not None and n > elide:
         printer.print_string("dense_resource<__elided__>")
     elif n > HEX_CONSTANTS_LARGER_THAN:
-        printer.print_string('dense<"0x' + value.data.data.hex().upper() + '">')
+        printer.print_string(f'dense<"{encode_hex(value.data.data)}">')
     else:
         arr = global_array(value)
         vals = arr.reshape(-1).tolist()
@@ -58,7 +59,7 @@ def print_dense(printer: Printer, value: DenseIntOrFPElementsAttr[Any]) -> None:
         else:
             body = ", ".join(str(int(v)) for v in vals)
         if body is None:
-            printer.print_string('dense<"0x' + value.data.data.hex().upper() + '">')
+            printer.print_string(f'dense<"{encode_hex(value.data.data)}">')
         else:
             printer.print_string(f"dense<[{body}]>")
     printer.print_string(" : ")

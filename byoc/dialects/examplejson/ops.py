@@ -75,6 +75,7 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from byoc.dialects.dense import format_dense, parse_dense
 from byoc.dialects.nn import NN_OPS, NNOp, element_type_of, numpy_dtype, shape_of, tensor
 
 # --------------------------------------------------------------------------
@@ -220,15 +221,7 @@ class ConstOp(ValueOp):
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
-        arr = self.ndarray()
-        if arr.size > HEX_CONSTANTS_LARGER_THAN or (
-            arr.dtype.kind == "f" and not np.isfinite(arr).all()
-        ):
-            printer.print_string('dense<"0x' + self.payload().hex().upper() + '">')
-        elif arr.dtype.kind == "f":
-            printer.print_string("dense<[" + ", ".join(repr(float(v)) for v in arr.flat) + "]>")
-        else:
-            printer.print_string("dense<[" + ", ".join(str(int(v)) for v in arr.flat) + "]>")
+        printer.print_string(format_dense(self.ndarray(), self.payload(), HEX_CONSTANTS_LARGER_THAN))
         _print_extra_attributes(printer, self)
         printer.print_string(" : ")
         printer.print_attribute(self.tensor_type)
@@ -237,12 +230,7 @@ class ConstOp(ValueOp):
     def parse(cls, parser: Parser) -> ConstOp:
         start = parser.pos
         parser.parse_keyword("dense")
-        parser.parse_punctuation("<")
-        hex_text = parser.parse_optional_str_literal()
-        values: list[int | float] = []
-        if hex_text is None:
-            values = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_number)
-        parser.parse_punctuation(">")
+        payload = parse_dense(parser, start)
         extra = _parse_extra_attributes(parser)
         parser.parse_punctuation(":")
         ty = parser.parse_type()
@@ -255,14 +243,12 @@ class ConstOp(ValueOp):
         except VerifyException as e:
             parser.raise_error(str(e), start, parser.pos)
         n = math.prod(shape_of(ty))
-        if hex_text is not None:
-            if not hex_text.startswith("0x"):
-                parser.raise_error("a hex payload starts with 0x", start, parser.pos)
-            try:
-                raw = bytes.fromhex(hex_text[2:])
-            except ValueError:
-                parser.raise_error("malformed hex payload", start, parser.pos)
+        if isinstance(payload, bytes):
+            raw = payload
         else:
+            values = payload
+            if len(values) == 1 and n != 1:
+                values = values * n  # splat
             if len(values) != n:
                 parser.raise_error(f"{len(values)} values given, {ty} needs {n}", start, parser.pos)
             raw = np.asarray(values, dtype=dt).tobytes()

@@ -59,6 +59,7 @@ from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input, Span
 
+from byoc.dialects.dense import encode_hex
 from byoc.dialects.examplejson import ops as ej
 from byoc.dialects.nn import NNOp, numpy_dtype, tensor
 
@@ -112,7 +113,7 @@ def format_line(op: Operation, ids: Mapping[SSAValue, int]) -> str:
         return " ".join(["input", value_id, *dims, *dtype])
     if isinstance(op, ej.ConstOp):
         return " ".join(
-            ["const", value_id, *dims, *dtype, "data:", "0x" + op.payload().hex().upper()]
+            ["const", value_id, *dims, *dtype, "data:", encode_hex(op.payload())]
         )
     assert isinstance(op, ej.NodeOp)
     words = [op.op.data, value_id, "inputs:", *(str(ids[v]) for v in op.inputs), "shape:"]

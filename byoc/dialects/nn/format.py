@@ -34,6 +34,7 @@ from xdsl.ir import Attribute
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 
+from byoc.dialects.dense import format_dense, parse_dense
 from byoc.dialects.nn.types import is_known_element_type, numpy_dtype, shape_of
 
 if TYPE_CHECKING:
@@ -226,18 +227,9 @@ def print_constant(op: ConstantOp, printer: Printer) -> None:
     elide = ELIDE_CONSTANTS_LARGER_THAN[0]
     if elide is not None and n > elide:
         printer.print_string(" dense_resource<__elided__>")
-    elif n > HEX_CONSTANTS_LARGER_THAN or not np.isfinite(op.ndarray()).all():
-        # hex also for inf/nan, which have no number literal
-        printer.print_string(' dense<"0x' + op.value.data.data.hex().upper() + '">')
     else:
-        printer.print_string(" dense<")
-        arr = op.ndarray()
-        vals = arr.reshape(-1).tolist()
-        if arr.dtype.kind == "f":
-            printer.print_string("[" + ", ".join(repr(float(v)) for v in vals) + "]")
-        else:
-            printer.print_string("[" + ", ".join(str(int(v)) for v in vals) + "]")
-        printer.print_string(">")
+        dense = format_dense(op.ndarray(), op.value.data.data, HEX_CONSTANTS_LARGER_THAN)
+        printer.print_string(" " + dense)
     if op.attributes:
         printer.print_string(" ")
         printer.print_attr_dict(op.attributes)
@@ -255,12 +247,7 @@ def parse_constant(cls: type[ConstantOp], parser: Parser) -> ConstantOp:
             parser.pos,
         )
     parser.parse_keyword("dense")
-    parser.parse_punctuation("<")
-    hex_text = parser.parse_optional_str_literal()
-    values: list[float] = []
-    if hex_text is None:
-        values = _parse_dense_values(parser)
-    parser.parse_punctuation(">")
+    payload = parse_dense(parser, start)
     attributes = parser.parse_optional_attr_dict()
     parser.parse_punctuation(":")
     ty_pos = parser.pos
@@ -271,13 +258,8 @@ def parse_constant(cls: type[ConstantOp], parser: Parser) -> ConstantOp:
     dt = numpy_dtype(ty.element_type)
     n = math.prod(shape)
     arr: np.ndarray[Any, Any]
-    if hex_text is not None:
-        if not hex_text.startswith("0x"):
-            parser.raise_error("hex payload must start with 0x", start, parser.pos)
-        try:
-            raw = bytes.fromhex(hex_text[2:])
-        except ValueError:
-            parser.raise_error("malformed hex payload", start, parser.pos)
+    if isinstance(payload, bytes):
+        raw = payload
         if len(raw) != n * dt.itemsize:
             parser.raise_error(
                 f"hex payload holds {len(raw)} bytes, {ty} needs {n * dt.itemsize}",
@@ -286,6 +268,7 @@ def parse_constant(cls: type[ConstantOp], parser: Parser) -> ConstantOp:
             )
         arr = np.frombuffer(raw, dtype=dt)
     else:
+        values = payload
         if len(values) == 1 and n != 1:
             values = values * n  # splat
         if len(values) != n:
@@ -294,18 +277,3 @@ def parse_constant(cls: type[ConstantOp], parser: Parser) -> ConstantOp:
             )
         arr = np.asarray(values, dtype=dt)
     return cls.from_array(arr.reshape(shape), attributes)
-
-
-def _parse_dense_values(parser: Parser) -> list[float]:
-    """The values of `dense<...>`: a scalar (a splat) or a list, nested lists flattened."""
-    values: list[float] = []
-
-    def element() -> None:
-        if parser.parse_optional_punctuation("[") is None:
-            values.append(parser.parse_number())
-        elif parser.parse_optional_punctuation("]") is None:
-            parser.parse_comma_separated_list(parser.Delimiter.NONE, element)
-            parser.parse_punctuation("]")
-
-    element()
-    return values
