@@ -22,7 +22,8 @@ from xdsl.ir import Operation
 
 from byoc.dialects import byoc as byoc_d
 from byoc.dialects import nn
-from byoc.runtime.executable import Executable, PartitionInfo, RuntimeComponent
+from byoc.runtime.component import RuntimeComponent
+from byoc.runtime.executable import Executable, PartitionInfo
 from byoc.runtime.host import input_name, partition_target, plan_function
 from byoc.targets import Target, get_target
 from byoc.targets import register_target as _register_in_registry
@@ -37,12 +38,12 @@ ComponentBuilder = Callable[[ModuleOp, Target], RuntimeComponent]
 
 def _c_library(unit: ModuleOp, target: Target) -> RuntimeComponent:
     """The `c.module` of `unit` compiled into one shared library."""
-    from byoc.runtime.c_module import CModule
+    from byoc.lowering.c_build import build_c_module
 
     if target.c_build_options is None:
-        return CModule.from_module(unit)
+        return build_c_module(unit)
     flags, libs = target.c_build_options()
-    return CModule.from_module(unit, flags=flags, libs=libs)
+    return build_c_module(unit, flags=flags, libs=libs)
 
 
 def _examplejson_module(unit: ModuleOp, target: Target) -> RuntimeComponent:

@@ -115,7 +115,7 @@ def _ensure_builtin() -> None:
 def _register_nn_ops() -> None:
     """A record per `nn` op, from its IRDL definition and its numpy kernel."""
     from byoc.dialects.nn import NN_OPS
-    from byoc.kernels import KERNELS
+    from byoc.interpreters.kernels import KERNELS
 
     for name, cls in NN_OPS.items():
         op_def = cls.get_irdl_definition()

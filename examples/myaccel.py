@@ -17,7 +17,6 @@ from __future__ import annotations
 from xdsl.dialects.builtin import f32
 
 from byoc.targets import Target
-from byoc.targets.ccompiler import load_c_library
 from byoc.targets.patterns import is_constant, is_op, wildcard
 from byoc.targets.predicates import dtypes
 
@@ -43,8 +42,6 @@ MYACCEL = Target(
     #    `composite_lowering=` would name a hook emitting one kernel per composite (cblas).
     lowering="lower-to-c",
     component="c",
-    # 4. Loading an exported artifact: the component again from what its export() wrote.
-    load_component=load_c_library,
     # Also: c_includes (headers its kernels need), c_build_options (flags, libraries),
     # or codegen=fn(module, funcs) -> component, instead of lowering + component (an SDK).
     description="example accelerator: f32 add, multiply, relu and a fused scale-and-shift",

@@ -40,9 +40,6 @@ SupportFn = Callable[["Operation"], bool]
 Codegen = Callable[["ModuleOp", "Sequence[FuncOp]"], "RuntimeComponent"]
 """Every partition function of a target at once -> its runtime component."""
 
-ComponentLoader = Callable[[Mapping[str, bytes]], "RuntimeComponent"]
-"""The blobs a component's `export()` wrote into an artifact -> the component again."""
-
 SupportFromOps = Callable[[Sequence[str], Sequence[str]], dict[str, dict[str, SupportFn]]]
 """(targets of the run, `ops` option entries) -> per target of this kind, op name -> predicate."""
 
@@ -66,14 +63,12 @@ class Target:
     """CLI name of the pass that lowers its partitions (`lower-to-c`); None with `codegen`."""
 
     component: str | None = None
-    """Kind of runtime component its lowered partitions are built into (`c`, `examplejson`)."""
+    """Kind of runtime component its lowered partitions are built into (`c`, `examplejson`);
+    artifacts load it back by kind (`byoc.runtime.component.COMPONENT_LOADERS`)."""
 
     codegen: Codegen | None = None
     """Instead of `lowering` + `component`: build the component from the partitions directly
     (a vendor SDK)."""
-
-    load_component: ComponentLoader | None = None
-    """Rebuilds the component from an artifact."""
 
     c_includes: tuple[str, ...] = ()
     """Headers (byoc/runtime) lower-to-c includes for this target's kernels."""
@@ -127,4 +122,4 @@ class TargetFamily:
         return len(rest) > 1 and rest[0] in self.separators and "." not in rest
 
 
-__all__ = ["Codegen", "ComponentLoader", "SupportFn", "SupportFromOps", "Target", "TargetFamily"]
+__all__ = ["Codegen", "SupportFn", "SupportFromOps", "Target", "TargetFamily"]

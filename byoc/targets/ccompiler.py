@@ -13,17 +13,11 @@ regions of single ops are what it wants.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
-
 from xdsl.dialects.builtin import TensorType, f32, i32
 from xdsl.ir import Attribute, Operation
 
 from byoc.targets.base import Target
 from byoc.targets.predicates import Predicate
-
-if TYPE_CHECKING:
-    from byoc.runtime.c_module import CModule
 
 NAME = "ccompiler"
 
@@ -132,11 +126,6 @@ def _predicate(op_name: str) -> Predicate:
     return Predicate(is_supported, f"lower-to-c emits it (element types {types}, static shapes)")
 
 
-def load_c_library(blobs: Mapping[str, bytes]) -> CModule:
-    """A C library from the blobs its `export()` wrote into an artifact."""
-    from byoc.runtime.c_module import CModule
-
-    return CModule.from_blobs(dict(blobs))
 
 
 CCOMPILER = Target(
@@ -144,7 +133,6 @@ CCOMPILER = Target(
     support={name: _predicate(name) for name in SUPPORTED_OPS if name != "nn.constant"},
     lowering="lower-to-c",
     component="c",
-    load_component=load_c_library,
     description="C source (fused loops and byoc_kernels.h calls), one shared library",
 )
 
@@ -161,6 +149,5 @@ __all__ = [
     "SUPPORTED_OPS",
     "dtype_name",
     "is_supported",
-    "load_c_library",
     "unsupported_reason",
 ]

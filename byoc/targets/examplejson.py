@@ -17,18 +17,12 @@ ExampleJSON runtime module (component kind `examplejson`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
-
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation
 
 from byoc.dialects.examplejson import NAME_OF
 from byoc.targets.base import Target
 from byoc.targets.predicates import Predicate
-
-if TYPE_CHECKING:
-    from byoc.runtime.examplejson_module import ExampleJsonModule
 
 NAME = "examplejson"
 
@@ -44,18 +38,10 @@ SUPPORT: dict[str, Predicate] = dict.fromkeys(sorted(NAME_OF), STATIC)
 """nn op name -> predicate: every op with an ExampleJSON line, when its shapes are static."""
 
 
-def load_examplejson_module(blobs: Mapping[str, bytes]) -> ExampleJsonModule:
-    """The module an artifact stored (what `ExampleJsonModule.export()` wrote)."""
-    from byoc.runtime.examplejson_module import ExampleJsonModule
-
-    return ExampleJsonModule.load_from_binary(blobs["examplejson"], "<artifact>")
-
-
 EXAMPLEJSON = Target(
     name=NAME,
     support=SUPPORT,
     lowering="lower-to-examplejson",
     component="examplejson",
-    load_component=load_examplejson_module,
     description="ExampleJSON graphs run by the ExampleJSON runtime module (seed part 2)",
 )

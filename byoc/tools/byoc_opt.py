@@ -113,7 +113,7 @@ class ByocOptMain(xDSLOptMain):
         self.available_frontends["mlir"] = get_mlir
 
         def get_examplejson():
-            from byoc.runtime.examplejson_format import ExampleJsonFrontend
+            from byoc.frontend.examplejson import ExampleJsonFrontend
 
             return ExampleJsonFrontend
 
@@ -358,9 +358,9 @@ class ByocOptMain(xDSLOptMain):
         return any(d.severity == "error" for d in produced)
 
     def run_examplejson(self, name: str, data: bytes, output: StringIO) -> bool:
-        """ExampleJSON text in (byoc/runtime/examplejson_format.py); errors are file:line:col."""
+        """ExampleJSON text in (byoc/dialects/examplejson/text.py); errors are file:line:col."""
         from byoc.diagnostics import Diagnostic, ParsedSource, SourceBuffer
-        from byoc.runtime.examplejson_format import ExampleJsonSyntaxError, read_examplejson
+        from byoc.frontend.examplejson import ExampleJsonSyntaxError, read_examplejson
 
         try:
             with self.timing("Parser"):

@@ -361,7 +361,7 @@ class PartitionLowering:
 
 
 def scalar_op(b: CBuilder, n: Computation, args: list[SSAValue]) -> SSAValue:
-    """Emit the C expression of pointwise node `n` on scalar operands; matches byoc.kernels."""
+    """Emit the C expression of pointwise node `n` on scalar operands; matches byoc.interpreters.kernels."""
     name = n.op_name
     t = _elt(n.out.dtype)
     is_f = n.out.dtype == "f32"

@@ -207,7 +207,7 @@ class GraphBuilder:
         ins = [self.values[v] for v in op.operands]
         attrs = op.attr_values()
         if all(v.kind == "const" for v in ins):
-            from byoc.kernels import KERNELS
+            from byoc.interpreters.kernels import KERNELS
 
             out = KERNELS[name](*[v.array for v in ins], **attrs)
             self.values[op.results[0]] = self._const(np.asarray(out))

@@ -64,7 +64,6 @@ from byoc.targets.cblas.openblas import (
     get_num_threads,
     set_num_threads,
 )
-from byoc.targets.ccompiler import load_c_library
 
 NAME = "cblas"
 
@@ -76,7 +75,6 @@ CBLAS = Target(
     patterns=pattern_table(),
     lowering="lower-to-c",
     component="c",
-    load_component=load_c_library,
     c_includes=C_INCLUDES,
     c_build_options=build_options,
     composite_lowering="cblas",

@@ -13,14 +13,17 @@ def build_options() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Compiler flags and linker arguments for a library holding cblas kernels: the
     wheel's header and library, found through its helpers; the library directory is
     also the run path, so the library loads from a fresh process and from an artifact."""
+    from byoc.runtime.cpu import native_load
+
     try:
-        import scipy_openblas32 as openblas
+        with native_load():  # importing the wheel loads OpenBLAS, which reads its core type
+            import scipy_openblas32 as openblas
     except ImportError as e:  # pragma: no cover - a dependency of the cblas extra
         raise RuntimeError(
             "the cblas target needs OpenBLAS from the scipy-openblas32 wheel: "
             "pip install 'byoc[cblas]'"
         ) from e
-    from byoc.runtime.c_module import DEFAULT_FLAGS
+    from byoc.runtime.toolchain import DEFAULT_FLAGS
 
     libdir = openblas.get_lib_dir()
     flags = (*DEFAULT_FLAGS, "-D_GNU_SOURCE", f"-I{openblas.get_include_dir()}")
@@ -45,7 +48,10 @@ def get_num_threads() -> int:
 def _openblas() -> Any:
     import ctypes
 
-    import scipy_openblas32 as openblas
+    from byoc.runtime.cpu import native_load
+
+    with native_load():  # the import loads OpenBLAS
+        import scipy_openblas32 as openblas
 
     path = os.path.join(openblas.get_lib_dir(), openblas.get_library(fullname=True))
     return ctypes.CDLL(path)
