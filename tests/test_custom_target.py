@@ -109,6 +109,8 @@ def test_a_target_with_its_own_codegen() -> None:
     """`codegen` builds the component directly (a vendor SDK); here numpy stands in for it."""
 
     class Component:
+        kind = "numpy-sdk"
+
         def __init__(self, symbols: list[str]) -> None:
             self.symbols = symbols
 
