@@ -27,7 +27,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from byoc.context import make_context
 from byoc.diagnostics import EmitError, PassError
 from byoc.dialects import c, nn
-from byoc.lowering.emit_c import emit_c_source
+from byoc.lowering.emit.c import emit_c_source
 from byoc.lowering.lower_to_c import SUPPORTED_OPS, LowerToCPass, unsupported_reason
 from byoc.reference import run_reference
 from byoc.runtime.c_module import CFunctionError, CModule, CompileError, compile_source

@@ -99,6 +99,8 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from byoc.printer import elides_constant
+
 index = IndexType()
 
 C_KEYWORDS = frozenset(
@@ -315,8 +317,7 @@ def _print_dense(printer: Printer, value: DenseIntOrFPElementsAttr[Any]) -> None
     n = math.prod(ty.get_shape())
     from byoc.dialects import nn
 
-    elide = nn.ELIDE_CONSTANTS_LARGER_THAN[0]
-    if elide is not None and n > elide:
+    if elides_constant(printer, n):
         printer.print_string("dense_resource<__elided__>")
     elif n > nn.HEX_CONSTANTS_LARGER_THAN:
         printer.print_string('dense<"0x' + value.data.data.hex().upper() + '">')

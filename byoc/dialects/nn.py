@@ -59,6 +59,8 @@ from xdsl.printer import Printer
 from xdsl.traits import ConstantLike, Pure
 from xdsl.utils.exceptions import VerifyException
 
+from byoc.printer import elides_constant
+
 # --------------------------------------------------------------------------
 # Element types and helpers
 # --------------------------------------------------------------------------
@@ -1299,10 +1301,6 @@ class ReduceMaxOp(ReduceOp):
 # Constants: payload kept as bytes (numpy views it without copying)
 # --------------------------------------------------------------------------
 
-ELIDE_CONSTANTS_LARGER_THAN: list[int | None] = [None]
-"""Set [0] to N to print constants with more than N elements as `dense_resource<__elided__>`
-(display only: such text does not parse back). byoc-opt's `--elide-constants` sets it."""
-
 HEX_CONSTANTS_LARGER_THAN = 16
 """Constants with more elements print as a compact little-endian hex string."""
 
@@ -1365,8 +1363,7 @@ class ConstantOp(NNOp):
         ty = self.result.type
         assert isinstance(ty, TensorType)
         n = math.prod(shape_of(ty))
-        elide = ELIDE_CONSTANTS_LARGER_THAN[0]
-        if elide is not None and n > elide:
+        if elides_constant(printer, n):  # byoc-opt --elide-constants
             printer.print_string(" dense_resource<__elided__>")
         elif n > HEX_CONSTANTS_LARGER_THAN or not np.isfinite(self.ndarray()).all():
             # hex also for inf/nan, which have no number literal

@@ -332,7 +332,7 @@ class CModule:
     ) -> CModule:
         """Compile (or find in the cache) the `c.module` of a module after `lower-to-c`."""
         from byoc.dialects import c
-        from byoc.lowering.emit_c import emit_c_source
+        from byoc.lowering.emit.c import emit_c_source
         from byoc.lowering.lower_to_c import constants_of
 
         source = emit_c_source(module)
