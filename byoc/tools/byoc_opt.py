@@ -22,9 +22,7 @@ import time
 _START = time.perf_counter()
 
 import argparse  # noqa: E402
-import difflib  # noqa: E402
 import os  # noqa: E402
-import re  # noqa: E402
 import sys  # noqa: E402
 from collections.abc import Callable, Iterator, Sequence  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
@@ -42,30 +40,6 @@ if TYPE_CHECKING:
     from xdsl.utils.target import Target
 
     from byoc.diagnostics import Diagnostic, ParsedSource, SourceBuffer
-
-PIPELINE_NAME = "<pass-pipeline>"
-"""The file name diagnostics about `-p`/`--pass` use; the pipeline text is its only line."""
-
-# xDSL's generic passes that byoc-opt also offers: name -> (module, class).
-GENERIC_PASSES: dict[str, tuple[str, str]] = {
-    "canonicalize": ("xdsl.transforms.canonicalize", "CanonicalizePass"),
-    "cse": ("xdsl.transforms.common_subexpression_elimination", "CommonSubexpressionElimination"),
-    "dce": ("xdsl.transforms.dead_code_elimination", "DeadCodeElimination"),
-}
-_GENERIC_DOCS = {
-    "canonicalize": "Apply the canonicalization patterns of every loaded dialect (xDSL).",
-    "cse": "Eliminate common subexpressions: identical pure ops are merged (xDSL).",
-    "dce": "Remove pure ops whose results are unused (xDSL).",
-}
-
-
-def _lazy_class(module: str, cls: str) -> Callable[[], type[ModulePass]]:
-    def factory() -> type[ModulePass]:
-        from importlib import import_module
-
-        return getattr(import_module(module), cls)
-
-    return factory
 
 
 class _Timing:
@@ -200,11 +174,10 @@ class ByocOptMain(xDSLOptMain):
 
     def register_all_passes(self) -> None:
         from byoc.passes import ALL_PASSES
+        from byoc.tools.pipeline import GENERIC_PASSES
 
-        for name, factory in ALL_PASSES.items():
-            self.register_pass(name, factory)
-        for name, (module, cls) in GENERIC_PASSES.items():
-            self.register_pass(name, _lazy_class(module, cls))
+        self.available_passes.update(ALL_PASSES)
+        self.available_passes.update(GENERIC_PASSES)
 
     def register_all_targets(self) -> None:
         from byoc.lowering.emit import ALL_TARGETS
@@ -409,7 +382,9 @@ class ByocOptMain(xDSLOptMain):
         self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
     ) -> ModuleOp | None:
         frontend = self.make_frontend(self.args.frontend or file_extension)
-        return self.process_chunk(Chunk(self.get_input_name(), chunk.read(), start_offset, frontend))
+        return self.process_chunk(
+            Chunk(self.get_input_name(), chunk.read(), start_offset, frontend)
+        )
 
     def process_chunk(self, chunk: Chunk) -> ModuleOp | None:
         """Parse the chunk; its module, or None if it failed (the chunk is then finished)."""
@@ -450,6 +425,8 @@ class ByocOptMain(xDSLOptMain):
 
     def apply_passes(self, prog: ModuleOp) -> None:
         """Run the pipeline; a failure becomes a diagnostic of the chunk, at its op."""
+        from xdsl.utils.exceptions import ShrinkException
+
         from byoc.diagnostics import (
             OpError,
             SourceError,
@@ -468,6 +445,8 @@ class ByocOptMain(xDSLOptMain):
         with collect_diagnostics() as emitted:
             try:
                 self.pipeline.apply(self.ctx, prog)
+            except ShrinkException:  # xDSL's --shrink: its run() handles it
+                raise
             except SourceError as e:  # from between_passes: the IR does not verify
                 errors = e.diagnostics
             except Exception as e:
@@ -514,7 +493,9 @@ class ByocOptMain(xDSLOptMain):
                     raise SourceError([problem])
                 note = f"the IR does not verify after pass '{previous.name}'"
                 raise SourceError([problem, parsed.at_start(note, "note")])
-        if previous is not None and (self.args.print_ir_after_all or self.args.print_between_passes):
+        if previous is not None and (
+            self.args.print_ir_after_all or self.args.print_between_passes
+        ):
             self.dump_ir(previous, module)
         self._running = next_pass
         self._pass_started = time.perf_counter()
@@ -582,152 +563,24 @@ class ByocOptMain(xDSLOptMain):
     def build_pipeline(self) -> PassPipeline:
         """The passes of `-p` then each `--pass`; errors point into the pipeline text."""
         from xdsl.passes import PassPipeline
-        from xdsl.utils.arg_spec import ArgSpecParseError, parse_pipeline
 
-        from byoc.diagnostics import SourceBuffer, SourceError
+        from byoc.tools.pipeline import parse_pipeline_text
 
         text = ",".join(s for s in [self.args.passes, *self.args.extra_passes] if s)
-        source = SourceBuffer(PIPELINE_NAME, text)
-        if not text:
-            return PassPipeline((), self.between_passes)
-        try:
-            specs = list(parse_pipeline(text))
-        except ArgSpecParseError as e:
-            message = str(e)
-            m = re.search(r":1:(\d+)\n", message)
-            col = int(m.group(1)) if m else 1
-            detail = message.rstrip().splitlines()[-1].strip() if message.strip() else "malformed"
-            raise SourceError([source.at(col - 1, f"malformed pass pipeline: {detail}")]) from None
-        starts = _pass_name_offsets(text)
-        passes: list[ModulePass] = []
-        for index, spec in enumerate(specs):
-            offset = starts[index] if index < len(starts) else 0
-            factory = self.available_passes.get(spec.name)
-            if factory is None:
-                close = difflib.get_close_matches(spec.name, list(self.available_passes), n=3)
-                hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-                raise SourceError(
-                    [source.at(offset, f"unknown pass '{spec.name}'{hint} (see --list-passes)")]
-                )
-            try:
-                cls = factory()
-            except Exception as e:
-                raise SourceError(
-                    [
-                        source.at(
-                            offset, f"pass '{spec.name}' is unavailable: {type(e).__name__}: {e}"
-                        )
-                    ]
-                ) from None
-            try:
-                passes.append(cls.from_pass_spec(spec))
-            except Exception as e:
-                options = _option_summary(cls)
-                raise SourceError(
-                    [
-                        source.at(
-                            offset,
-                            f"invalid options for pass '{spec.name}': {e}"
-                            + (f" (options: {options})" if options else " (it takes no options)"),
-                        )
-                    ]
-                ) from None
-        return PassPipeline(tuple(passes), self.between_passes)
+        passes = parse_pipeline_text(text, self.available_passes)
+        return PassPipeline(passes, self.between_passes)
 
     def list_passes(self) -> str:
         from byoc.passes import ALL_PASSES
+        from byoc.tools.pipeline import GENERIC_PASSES, describe_passes
 
-        lines = ["Passes (use as --pass NAME or -p 'NAME{option=value}'):"]
-        for name, factory in self.available_passes.items():
-            if name in ALL_PASSES or name in GENERIC_PASSES:
-                lines.extend(_describe_pass(name, factory))
-        return "\n".join(lines) + "\n"
-
-
-def _pass_name_offsets(text: str) -> list[int]:
-    """Offsets of each top-level pass name in a (well-formed) pipeline string."""
-    from xdsl.utils.arg_spec import PipelineLexer, SpecTokenKind
-
-    lexer = PipelineLexer(text)
-    depth = 0
-    expect_name = True
-    out: list[int] = []
-    while True:
-        token = lexer.lex()
-        kind = token.kind
-        if kind is SpecTokenKind.EOF:
-            return out
-        if kind is SpecTokenKind.L_BRACE:
-            depth += 1
-        elif kind is SpecTokenKind.R_BRACE:
-            depth -= 1
-        elif kind is SpecTokenKind.COMMA and depth == 0:
-            expect_name = True
-        elif kind is SpecTokenKind.IDENT and depth == 0 and expect_name:
-            out.append(token.span.start)
-            expect_name = False
-
-
-def _field_docs(cls: type) -> dict[str, str]:
-    """Docstrings written under dataclass fields (`x: int = 1` then `\"\"\"doc\"\"\"`)."""
-    import ast
-    import inspect
-
-    docs: dict[str, str] = {}
-    for klass in reversed(cls.__mro__):
-        try:
-            tree = ast.parse(inspect.getsource(klass).lstrip())
-        except (OSError, TypeError, SyntaxError, IndentationError):
-            continue
-        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
-        for stmt, nxt in zip(body, body[1:], strict=False):
-            if (
-                isinstance(stmt, ast.AnnAssign)
-                and isinstance(stmt.target, ast.Name)
-                and isinstance(nxt, ast.Expr)
-                and isinstance(nxt.value, ast.Constant)
-                and isinstance(nxt.value.value, str)
-            ):
-                docs[stmt.target.id] = " ".join(nxt.value.value.split())
-    return docs
-
-
-def _option_summary(cls: type[ModulePass]) -> str:
-    from xdsl.passes import get_pass_option_infos
-
-    try:
-        return ", ".join(
-            f"{o.name.replace('_', '-')}: {o.expected_type.strip(chr(39))}"
-            for o in get_pass_option_infos(cls)
+        return describe_passes(
+            {
+                n: f
+                for n, f in self.available_passes.items()
+                if n in ALL_PASSES or n in GENERIC_PASSES
+            }
         )
-    except Exception:
-        return ""
-
-
-def _describe_pass(name: str, factory: Callable[[], type[ModulePass]]) -> list[str]:
-    try:
-        cls = factory()
-    except Exception as e:
-        return [f"  {name:<24} (unavailable: {type(e).__name__}: {e})"]
-    doc = (cls.__doc__ or "").strip()
-    if not doc or doc.startswith(cls.__name__ + "("):  # none, or the dataclass signature
-        first = _GENERIC_DOCS.get(name, "")
-    else:
-        first = doc.splitlines()[0].strip()
-    lines = [f"  {name:<24} {first}".rstrip()]
-    from xdsl.passes import get_pass_option_infos
-
-    try:
-        infos = get_pass_option_infos(cls)
-    except Exception:
-        infos = ()
-    docs = _field_docs(cls) if infos else {}
-    for info in infos:
-        default = f" = {info.default_value}" if info.default_value is not None else ""
-        option = f"{info.name.replace('_', '-')}: {info.expected_type.strip(chr(39))}{default}"
-        doc_text = docs.get(info.name, "")
-        lines.append(f"      {option}" + (f"  -- {doc_text}" if doc_text else ""))
-    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
