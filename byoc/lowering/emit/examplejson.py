@@ -9,6 +9,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.target import Target
 
+from byoc.lowering.emit_examplejson import emit_examplejson
+
 
 @dataclass(frozen=True)
 class ExampleJsonTarget(Target):
@@ -17,6 +19,4 @@ class ExampleJsonTarget(Target):
     name = "examplejson"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        from byoc.lowering.emit_examplejson import emit_examplejson
-
         emit_examplejson(module, output)
