@@ -338,14 +338,16 @@ class ByocOptMain(xDSLOptMain):
 
     def make_frontend(self, key: str) -> Frontend:
         """The frontend of spec `key` (`mlir`, `onnx{...}`)."""
+        from byoc.frontend.mlir import MLIRFrontend
+
         spec = parse_spec(key)
         factory = cast("Callable[[], type[Frontend]]", self.available_frontends[spec.name])
         try:
             frontend = factory().from_spec(spec)
         except ValueError as e:
             raise ToolError(f"invalid options for -f {spec.name}: {e}") from None
-        if spec.name == "mlir":
-            frontend = replace(frontend, no_implicit_module=self.args.no_implicit_module)  # pyright: ignore
+        if isinstance(frontend, MLIRFrontend) and self.args.no_implicit_module:
+            frontend = replace(frontend, no_implicit_module=True)
         return frontend
 
     def make_target(self) -> Target:
