@@ -248,11 +248,13 @@ def parse_error_diagnostic(error: ParseError) -> Diagnostic:
     span = error.span
     content = span.input.content
     text = content.decode("utf-8", "replace") if isinstance(content, bytes) else content
-    line, col = span.get_location()[1:]
+    location = span.get_location()
     start = text.rfind("\n", 0, span.start) + 1
     end = text.find("\n", span.start)
     source_line = text[start : end if end != -1 else len(text)].rstrip("\r")
-    return Diagnostic("error", error.msg, span.input.name, line, col, source_line)
+    return Diagnostic(
+        "error", error.msg, span.input.name, location.line, location.col, source_line
+    )
 
 
 def _parse_error_offset(error: ParseError, fallback: int) -> int:
