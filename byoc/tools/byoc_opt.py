@@ -28,10 +28,12 @@ from collections.abc import Callable, Iterator, Sequence  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
 from dataclasses import dataclass, field, replace  # noqa: E402
 from io import BytesIO, StringIO  # noqa: E402
-from typing import IO, TYPE_CHECKING, Any, cast  # noqa: E402
+from typing import IO, TYPE_CHECKING, Any, ClassVar, cast  # noqa: E402
 
 from xdsl.utils.arg_spec import parse_spec  # noqa: E402
 from xdsl.xdsl_opt_main import xDSLOptMain  # noqa: E402
+
+from byoc import __version__  # noqa: E402
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -140,6 +142,8 @@ class _ListPasses(argparse.Action):
 class ByocOptMain(xDSLOptMain):
     """The byoc-opt driver. `run()` returns the exit code."""
 
+    version_format: ClassVar[str] = f"byoc-opt {__version__} built on xDSL {{xdsl_version}}"
+
     pipeline: PassPipeline
     target: Target
     """The `-t` output, made once per run."""
@@ -227,6 +231,10 @@ class ByocOptMain(xDSLOptMain):
             "--parsing-diagnostics": "print parse errors to stdout and exit 0 (xDSL)",
             "--time-passes": "same as --timing",
             "--print-between-passes": "same as --print-ir-after-all",
+            "--frontend": f"input format ({', '.join(self.available_frontends)}); default: "
+            "the file extension's, MLIR text for any other extension and for stdin",
+            "--target": f"output format ({', '.join(self.available_targets)}; default mlir), "
+            "with options as a pass's: -t 'dot{function=f}'",
             "input_file": "path to input file (.mlir text, .examplejson, or an .onnx model); "
             "stdin if omitted",
         }
