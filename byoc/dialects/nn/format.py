@@ -35,6 +35,7 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 
 from byoc.dialects.dense import format_dense, parse_dense
+from byoc.printer import elides_constant
 from byoc.dialects.nn.types import is_known_element_type, numpy_dtype, shape_of
 
 if TYPE_CHECKING:
@@ -212,10 +213,6 @@ def parse_nn_op(cls: type[NNOp], parser: Parser) -> NNOp:
 
 # ---- nn.constant ------------------------------------------------------------------------
 
-ELIDE_CONSTANTS_LARGER_THAN: list[int | None] = [None]
-"""Set [0] to N to print constants with more than N elements as `dense_resource<__elided__>`
-(display only: such text does not parse back). byoc-opt's `--elide-constants` sets it."""
-
 HEX_CONSTANTS_LARGER_THAN = 16
 """Constants with more elements print as a compact little-endian hex string."""
 
@@ -224,8 +221,7 @@ def print_constant(op: ConstantOp, printer: Printer) -> None:
     ty = op.result.type
     assert isinstance(ty, TensorType)
     n = math.prod(shape_of(ty))
-    elide = ELIDE_CONSTANTS_LARGER_THAN[0]
-    if elide is not None and n > elide:
+    if elides_constant(printer, n):  # byoc-opt --elide-constants
         printer.print_string(" dense_resource<__elided__>")
     else:
         dense = format_dense(op.ndarray(), op.value.data.data, HEX_CONSTANTS_LARGER_THAN)
