@@ -29,9 +29,9 @@ from byoc.context import make_context
 from byoc.diagnostics import EmitError, PassError
 from byoc.dialects import c, nn
 from byoc.interpreters import run_reference
+from byoc.lowering.c_build import build_c_module
 from byoc.lowering.emit.c import emit_c_source
 from byoc.lowering.lower_to_c import SUPPORTED_OPS, LowerToCPass, unsupported_reason
-from byoc.lowering.c_build import build_c_module
 from byoc.runtime.c_module import CFunctionError, CModule
 from byoc.runtime.toolchain import CompileError, compile_source
 

@@ -15,8 +15,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.printer import Printer
 
-from byoc.dialects.dense import encode_hex
 from byoc.dialects.c.types import float32_repr, global_array
+from byoc.dialects.dense import encode_hex
 from byoc.dialects.nn.format import HEX_CONSTANTS_LARGER_THAN
 from byoc.printer import elides_constant
 
