@@ -30,7 +30,7 @@ from byoc.diagnostics import EmitError, PassError
 from byoc.dialects import c, nn
 from byoc.interpreters import run_reference
 from byoc.lowering.c_build import build_c_module
-from byoc.lowering.emit_c import emit_c_source
+from byoc.lowering.emit.c import emit_c_source
 from byoc.lowering.nn_to_c import LowerToCPass
 from byoc.runtime.c_module import CFunctionError, CModule
 from byoc.runtime.toolchain import CompileError, compile_source

@@ -14,8 +14,6 @@ import numpy as np
 import onnx
 import pytest
 from bounds import assert_softmax_and_logits
-
-import byoc
 from onnx_harness import (
     light_models,
     onnxruntime_execute,

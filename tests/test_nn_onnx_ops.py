@@ -20,7 +20,6 @@ from xdsl.utils.exceptions import VerifyException
 
 from byoc import parse_module, run_reference
 from byoc.dialects import nn
-from onnx_harness import onnxruntime_execute
 from byoc.interpreters.kernels import KERNELS
 
 SETTINGS = settings(max_examples=40, deadline=None)

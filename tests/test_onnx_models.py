@@ -22,9 +22,6 @@ from bounds import (
     reduction_length,
     softmax_bound,
 )
-
-import byoc
-from byoc.dialects import nn
 from onnx_harness import (
     accepting_targets,
     host_ops,

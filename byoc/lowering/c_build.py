@@ -19,7 +19,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from byoc.dialects import c
-from byoc.lowering.emit_c import emit_c_source
+from byoc.lowering.emit.c import emit_c_source
 from byoc.lowering.nn_to_c.pass_ import constants_of
 from byoc.runtime.c_module import CModule, CSignature
 from byoc.runtime.tensor import TensorSpec

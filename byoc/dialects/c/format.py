@@ -15,9 +15,10 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.printer import Printer
 
-from byoc.dialects.dense import encode_hex
 from byoc.dialects.c.types import float32_repr, global_array
-from byoc.dialects.nn.format import ELIDE_CONSTANTS_LARGER_THAN, HEX_CONSTANTS_LARGER_THAN
+from byoc.dialects.dense import encode_hex
+from byoc.dialects.nn.format import HEX_CONSTANTS_LARGER_THAN
+from byoc.printer import elides_constant
 
 
 def print_scalar(printer: Printer, value: IntegerAttr[Any] | FloatAttr[Any]) -> None:
@@ -42,8 +43,7 @@ def print_dense(printer: Printer, value: DenseIntOrFPElementsAttr[Any]) -> None:
     ty = value.type
     assert isinstance(ty, TensorType)
     n = math.prod(ty.get_shape())
-    elide = ELIDE_CONSTANTS_LARGER_THAN[0]
-    if elide is not None and n > elide:
+    if elides_constant(printer, n):
         printer.print_string("dense_resource<__elided__>")
     elif n > HEX_CONSTANTS_LARGER_THAN:
         printer.print_string(f'dense<"{encode_hex(value.data.data)}">')

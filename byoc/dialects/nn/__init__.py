@@ -13,7 +13,6 @@ from xdsl.dialects.builtin import (  # reached as nn.f32 / nn.IntegerType by old
 )
 
 from byoc.dialects.nn.format import (
-    ELIDE_CONSTANTS_LARGER_THAN,
     HEX_CONSTANTS_LARGER_THAN,
     parse_constant,
     parse_nn_op,
@@ -118,7 +117,6 @@ __all__ = [
     "DenseOp",
     "DivideOp",
     "ELEMENT_TYPES",
-    "ELIDE_CONSTANTS_LARGER_THAN",
     "ErfOp",
     "ExpOp",
     "FLOAT",

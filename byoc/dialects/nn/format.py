@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from io import StringIO
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -30,15 +30,16 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
 )
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, Operation
+from xdsl.irdl import IRDLOperation
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 
 from byoc.dialects.dense import format_dense, parse_dense
 from byoc.dialects.nn.types import is_known_element_type, numpy_dtype, shape_of
+from byoc.printer import elides_constant
 
-if TYPE_CHECKING:
-    from byoc.dialects.nn.ops import ConstantOp, NNOp
+_Op = TypeVar("_Op", bound=IRDLOperation)
 
 # ---- type text caches -------------------------------------------------------------
 
@@ -131,11 +132,11 @@ def _signature_text(in_types: Sequence[Attribute], out_types: Sequence[Attribute
 # ---- the format of every op but nn.constant ------------------------------------------
 
 
-def print_nn_op(op: NNOp, printer: Printer) -> None:
+def print_nn_op(op: Operation, defaults: Mapping[str, Attribute | None], printer: Printer) -> None:
+    """Print `op`, an nn op whose properties default to `defaults` (`NNOp.prop_defaults()`)."""
     if op.operands:
         printer.print_string(" ")
         printer.print_list(op.operands, printer.print_operand)
-    defaults = op.prop_defaults()
     shown: dict[str, Attribute] = {
         k: v for k, v in op.properties.items() if defaults.get(k, None) != v
     }
@@ -166,7 +167,8 @@ def print_nn_op(op: NNOp, printer: Printer) -> None:
             printer.print_string(")")
 
 
-def parse_nn_op(cls: type[NNOp], parser: Parser) -> NNOp:
+def parse_nn_op(cls: type[_Op], defaults: Mapping[str, Attribute | None], parser: Parser) -> _Op:
+    """Parse an op of class `cls`, whose properties default to `defaults`."""
     pos = parser.pos
     unresolved = parser.parse_optional_undelimited_comma_separated_list(
         parser.parse_optional_unresolved_operand, parser.parse_unresolved_operand
@@ -199,7 +201,6 @@ def parse_nn_op(cls: type[NNOp], parser: Parser) -> NNOp:
             parser.pos,
         )
     operands = parser.resolve_operands(unresolved, in_types, pos)
-    defaults = cls.prop_defaults()
     props = {k: v for k, v in attr_dict.items() if k in defaults}
     attributes = {k: v for k, v in attr_dict.items() if k not in defaults}
     return cls.create(
@@ -212,23 +213,21 @@ def parse_nn_op(cls: type[NNOp], parser: Parser) -> NNOp:
 
 # ---- nn.constant ------------------------------------------------------------------------
 
-ELIDE_CONSTANTS_LARGER_THAN: list[int | None] = [None]
-"""Set [0] to N to print constants with more than N elements as `dense_resource<__elided__>`
-(display only: such text does not parse back). byoc-opt's `--elide-constants` sets it."""
-
 HEX_CONSTANTS_LARGER_THAN = 16
 """Constants with more elements print as a compact little-endian hex string."""
 
 
-def print_constant(op: ConstantOp, printer: Printer) -> None:
-    ty = op.result.type
+def print_constant(
+    op: Operation, array: np.ndarray[Any, Any], payload: bytes, printer: Printer
+) -> None:
+    """Print `op`, an `nn.constant` of value `array` whose bytes are `payload`."""
+    ty = op.results[0].type
     assert isinstance(ty, TensorType)
     n = math.prod(shape_of(ty))
-    elide = ELIDE_CONSTANTS_LARGER_THAN[0]
-    if elide is not None and n > elide:
+    if elides_constant(printer, n):  # byoc-opt --elide-constants
         printer.print_string(" dense_resource<__elided__>")
     else:
-        dense = format_dense(op.ndarray(), op.value.data.data, HEX_CONSTANTS_LARGER_THAN)
+        dense = format_dense(array, payload, HEX_CONSTANTS_LARGER_THAN)
         printer.print_string(" " + dense)
     if op.attributes:
         printer.print_string(" ")
@@ -237,7 +236,8 @@ def print_constant(op: ConstantOp, printer: Printer) -> None:
     printer.print_attribute(ty)
 
 
-def parse_constant(cls: type[ConstantOp], parser: Parser) -> ConstantOp:
+def parse_constant(parser: Parser) -> tuple[np.ndarray[Any, Any], dict[str, Attribute]]:
+    """The value (shaped as the type says) and the attributes of an `nn.constant`."""
     start = parser.pos
     if parser.parse_optional_keyword("dense_resource") is not None:
         parser.raise_error(
@@ -276,4 +276,4 @@ def parse_constant(cls: type[ConstantOp], parser: Parser) -> ConstantOp:
                 f"constant has {len(values)} values, {ty} needs {n}", start, parser.pos
             )
         arr = np.asarray(values, dtype=dt)
-    return cls.from_array(arr.reshape(shape), attributes)
+    return arr.reshape(shape), attributes

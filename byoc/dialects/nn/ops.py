@@ -201,11 +201,11 @@ class NNOp(IRDLOperation):
 
     # ---- custom format (format.py) ----------------------------------------------
     def print(self, printer: Printer) -> None:
-        print_nn_op(self, printer)
+        print_nn_op(self, self.prop_defaults(), printer)
 
     @classmethod
     def parse(cls, parser: Parser) -> NNOp:
-        return parse_nn_op(cls, parser)
+        return parse_nn_op(cls, cls.prop_defaults(), parser)
 
 
 # --------------------------------------------------------------------------
@@ -1119,11 +1119,12 @@ class ConstantOp(NNOp):
             raise _fail(f"payload holds {len(self.value.data.data)} bytes, expected {n} elements")
 
     def print(self, printer: Printer) -> None:
-        print_constant(self, printer)
+        print_constant(self, self.ndarray(), self.value.data.data, printer)
 
     @classmethod
     def parse(cls, parser: Parser) -> ConstantOp:
-        return parse_constant(cls, parser)
+        array, attributes = parse_constant(parser)
+        return cls.from_array(array, attributes)
 
 
 Nn = Dialect(

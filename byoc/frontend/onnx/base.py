@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 from xdsl.ir import SSAValue
 
+from byoc.dialects import nn
 from byoc.frontend.onnx.errors import OnnxImportError
-
-if TYPE_CHECKING:
-    from byoc.frontend.onnx.importer import Importer
 
 Array = np.ndarray[Any, Any]
 Value = Array | SSAValue
@@ -54,7 +52,29 @@ class Node:
         return v
 
 
-Converter = Callable[["Importer", Node], Sequence[Value | None]]
+class Importer(Protocol):
+    """What converters use of the importer (`importer.Importer` is the one implementation)."""
+
+    def static(self, node: Node, i: int, what: str) -> Array | None:
+        """Input #i as a numpy array (None when absent); it must be known at import time."""
+        ...
+
+    def shape(self, v: Value, /) -> tuple[int, ...]: ...
+
+    def dtype(self, v: Value, /) -> np.dtype[Any]: ...
+
+    def emit_all(self, cls: type[nn.NNOp], *operands: Value, **attrs: Any) -> list[Value]:
+        """Apply an nn op: folded with its kernel when every operand is known, else emitted."""
+        ...
+
+    def emit(self, cls: type[nn.NNOp], *operands: Value, **attrs: Any) -> Value: ...
+
+    def reshape(self, v: Value, shape: Sequence[int]) -> Value: ...
+
+    def scalar_like(self, value: float, like: Value) -> Array: ...
+
+
+Converter = Callable[[Importer, Node], Sequence[Value | None]]
 CONVERTERS: dict[str, Converter] = {}
 
 

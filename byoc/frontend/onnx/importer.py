@@ -107,7 +107,8 @@ def node_label(node: Any, index: int, version: int) -> str:
 
 class Importer:
     """One import: the ONNX value environment, the nn ops emitted so far, and the helpers
-    converters call (`emit`, `static`, `shape`, `dtype`, `reshape`, `constant`)."""
+    converters call (`emit`, `static`, `shape`, `dtype`, `reshape`: the `base.Importer`
+    protocol, so that the converters need not import this module)."""
 
     def __init__(
         self, model: Any, input_shapes: Mapping[str, Sequence[int]], bind_inputs: Mapping[str, Any]

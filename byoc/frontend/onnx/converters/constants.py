@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from byoc.dialects import nn
 from byoc.frontend.onnx.base import (
+    Importer,
     Node,
     Value,
     converts,
@@ -16,8 +16,6 @@ from byoc.frontend.onnx.base import (
 )
 from byoc.frontend.onnx.errors import UnsupportedOnnxError
 
-if TYPE_CHECKING:
-    from byoc.frontend.onnx.importer import Importer
 
 @converts("Constant")
 def _constant(imp: Importer, node: Node) -> list[Value]:

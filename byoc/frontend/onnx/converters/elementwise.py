@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.ir import SSAValue
@@ -11,14 +10,12 @@ from xdsl.ir import SSAValue
 from byoc.dialects import nn
 from byoc.frontend.onnx.base import (
     NN_DTYPES,
+    Importer,
     Node,
     Value,
     converts,
 )
 from byoc.frontend.onnx.errors import OnnxImportError, UnsupportedOnnxError
-
-if TYPE_CHECKING:
-    from byoc.frontend.onnx.importer import Importer
 
 _UNARY: dict[str, type[nn.NNOp]] = {
     "Relu": nn.ReluOp,
@@ -164,7 +161,7 @@ def _dropout(imp: Importer, node: Node) -> list[Value | None]:
 
 @converts("Cast")
 def _cast(imp: Importer, node: Node) -> list[Value]:
-    from onnx import helper
+    from onnx import TensorProto, helper
 
     x = node.required(0)
     to = int(node.attr("to"))
@@ -174,13 +171,13 @@ def _cast(imp: Importer, node: Node) -> list[Value]:
         target = None
     if not isinstance(x, SSAValue):
         if target is None or target.kind not in "biuf":
-            raise UnsupportedOnnxError(f"Cast to {imp.onnx.TensorProto.DataType.Name(to)} is not supported")
+            raise UnsupportedOnnxError(f"Cast to {TensorProto.DataType.Name(to)} is not supported")
         return [np.asarray(x).astype(target)]
     if target == imp.dtype(x):
         return [x]
     if target not in NN_DTYPES:
         raise UnsupportedOnnxError(
-            f"Cast to {imp.onnx.TensorProto.DataType.Name(to)} is not supported; nn.cast targets f32, i32, i64"
+            f"Cast to {TensorProto.DataType.Name(to)} is not supported; nn.cast targets f32, i32, i64"
         )
     name = {np.dtype(np.float32): "f32", np.dtype(np.int32): "i32", np.dtype(np.int64): "i64"}[target]
     return [imp.emit(nn.CastOp, x, dtype=name)]

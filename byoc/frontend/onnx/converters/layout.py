@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from byoc.dialects import nn
 from byoc.frontend.onnx.base import (
+    Importer,
     Node,
     Value,
     converts,
@@ -18,9 +18,6 @@ from byoc.frontend.onnx.base import (
     string,
 )
 from byoc.frontend.onnx.errors import OnnxImportError, UnsupportedOnnxError
-
-if TYPE_CHECKING:
-    from byoc.frontend.onnx.importer import Importer
 
 
 @converts("Reshape")

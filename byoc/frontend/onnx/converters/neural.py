@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.ir import SSAValue
 
 from byoc.dialects import nn
 from byoc.frontend.onnx.base import (
+    Importer,
     Node,
     Value,
     converts,
@@ -19,8 +19,6 @@ from byoc.frontend.onnx.base import (
 )
 from byoc.frontend.onnx.errors import OnnxImportError, UnsupportedOnnxError
 
-if TYPE_CHECKING:
-    from byoc.frontend.onnx.importer import Importer
 
 def _auto_pads(
     auto_pad: str, sizes: Sequence[int], kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int]
