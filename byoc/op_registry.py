@@ -54,7 +54,7 @@ class OpRecord:
     support_level: int
     pattern_kind: str
     reference: Callable[..., Any]
-    """The numpy kernel (`byoc.kernels`)."""
+    """The numpy kernel (`byoc.interpreters.kernels`)."""
     op_class: type | None = None
     description: str = ""
     attrs: dict[str, tuple[Any, int]] = field(default_factory=dict)

@@ -12,7 +12,7 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "byoc"
+from paths import PACKAGE
 
 # Cycles in files another helper is still rewriting (issue 17). The merger
 # empties this set once those branches are in; do not add to it.

@@ -1,7 +1,7 @@
 """The light ONNX models (real architectures shipped with onnx) built for `cblas,ccompiler`.
 
 Each runs with seeded random weights (and its logits as an extra output) against
-onnxruntime on one thread, as tests/test_onnx_models.py does for the reference.
+onnxruntime on one thread, as tests/frontend/test_onnx_models.py does for the reference.
 squeezenet and resnet50 run by default; the others are `slow` (`make test-slow`).
 """
 

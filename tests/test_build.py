@@ -14,6 +14,7 @@ from bounds import assert_graph_outputs
 from dag_strategies import build_module, dags, random_inputs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from paths import EXAMPLES
 from xdsl.context import Context
 from xdsl.dialects.builtin import StringAttr
 from xdsl.passes import PassPipeline
@@ -24,8 +25,6 @@ from byoc.dialects.byoc import TARGET_ATTR
 from byoc.passes.merge_compiler_regions import MergeCompilerRegionsPass
 from byoc.passes.partition import PartitionPass
 from byoc.tools import byoc_run
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def _example(name: str) -> Any:

@@ -1,9 +1,8 @@
-"""The runtime layer imports nothing above it (passes, lowering, targets, ...), not even lazily,
-and its modules import each other without a cycle; artifacts name their components by kind."""
+"""Artifacts name their runtime components by kind, and loading one needs nothing above the
+runtime (tests/test_layering.py checks the imports themselves)."""
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 import subprocess
@@ -12,24 +11,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from paths import ROOT
 
 import byoc
 from byoc.runtime.artifact import _PREFIX, MAGIC, ArtifactError, ArtifactWriter, read_artifact
 from byoc.runtime.component import COMPONENT_LOADERS, UnknownComponentError, load_component
 from byoc.runtime.executable import load_executable
 
-ROOT = Path(__file__).resolve().parent.parent
 RUNTIME = ROOT / "byoc" / "runtime"
 ABOVE = ("byoc.passes", "byoc.lowering", "byoc.targets", "byoc.frontend", "byoc.tools", "byoc.build")
-
-KNOWN = {
-    # moves to byoc/build.py (the build driver sits above everything)
-    "build.py",
-    # the ExampleJSON reader/emitter imports; the examplejson rework moves them out of the runtime
-    "examplejson_format.py",
-    "examplejson_module.py",
-}
-"""Modules of byoc/runtime/ not yet held to the rule (each moves or is reworked elsewhere)."""
 
 SEED = """
 func.func @main(%a: tensor<10x10xf32>, %b: tensor<10x10xf32>) -> tensor<10x10xf32> {
@@ -38,58 +28,6 @@ func.func @main(%a: tensor<10x10xf32>, %b: tensor<10x10xf32>) -> tensor<10x10xf3
   func.return %1 : tensor<10x10xf32>
 }
 """
-
-
-def _imports(path: Path) -> set[str]:
-    """Every module `path` imports, at the top or inside a function."""
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            names.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-            names.update(f"{node.module}.{a.name}" for a in node.names)
-    return names
-
-
-def _runtime_modules() -> dict[str, Path]:
-    return {
-        "byoc.runtime." + p.relative_to(RUNTIME).with_suffix("").as_posix().replace("/", "."): p
-        for p in RUNTIME.rglob("*.py")
-        if p.name != "__init__.py"
-    }
-
-
-def test_runtime_imports_nothing_above_it() -> None:
-    bad = [
-        f"{path.name} imports {name}"
-        for path in _runtime_modules().values()
-        if path.name not in KNOWN
-        for name in sorted(_imports(path))
-        if name.startswith(ABOVE)
-    ]
-    assert not bad, bad
-
-
-def test_runtime_modules_import_no_cycle() -> None:
-    modules = _runtime_modules()
-    graph = {
-        name: {m for m in _imports(path) if m in modules and m != name}
-        for name, path in modules.items()
-    }
-    done: set[str] = set()
-
-    def visit(name: str, stack: list[str]) -> None:
-        if name in stack:
-            raise AssertionError("import cycle: " + " -> ".join([*stack[stack.index(name) :], name]))
-        if name in done:
-            return
-        for dep in sorted(graph[name]):
-            visit(dep, [*stack, name])
-        done.add(name)
-
-    for name in sorted(graph):
-        visit(name, [])
 
 
 def _export(tmp_path: Path) -> Path:

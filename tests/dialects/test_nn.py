@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from paths import FILECHECK
 from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, ModuleOp, f32, f64, i32, i64
 from xdsl.dialects.test import TestOp as _TestOp
 from xdsl.ir import Attribute, SSAValue
@@ -374,8 +375,7 @@ def test_elided_constants_print_a_placeholder() -> None:
 def test_every_op_is_in_the_round_trip_filecheck_test() -> None:
     """tests/filecheck/dialects/nn.mlir round-trips each op in both forms; a new op goes there too."""
     import re
-    from pathlib import Path
 
-    text = (Path(__file__).parent / "filecheck" / "dialects" / "nn.mlir").read_text()
+    text = (FILECHECK / "dialects" / "nn.mlir").read_text()
     missing = [name for name in nn.NN_OPS if not re.search(rf"= {re.escape(name)} ", text)]
     assert missing == []

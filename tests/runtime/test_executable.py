@@ -11,13 +11,12 @@ from typing import Any
 import numpy as np
 import pytest
 from bounds import assert_graph_outputs
+from paths import EXAMPLES
 
 import byoc
 from byoc.runtime.artifact import MAGIC, ArtifactError
 from byoc.runtime.executable import InputError
 from byoc.runtime.loaders import load_module
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def _module(name: str) -> Any:

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from paths import EXAMPLES
 
 import byoc
 import byoc.targets.patterns as byoc_patterns
 from byoc.build import BuildError
 from byoc.targets import Target, UnknownTargetError, get_target, register_target
 from byoc.targets.predicates import always
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 MODEL = """
 func.func @main(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<4x8xf32> {

@@ -9,7 +9,7 @@ random choice of patterns, through `byoc{targets=...}`:
 - `run_reference` gives the same outputs before and after;
 - running the pipeline again changes nothing.
 
-200 examples by default; `BYOC_HYPOTHESIS_EXAMPLES=10000 pytest tests/test_partition_properties.py`
+200 examples by default; `BYOC_HYPOTHESIS_EXAMPLES=10000 pytest tests/passes/test_pipeline_properties.py`
 runs more (the result of that run is in benchmarks/README.md).
 """
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from paths import ROOT
 from xdsl.dialects.builtin import StringAttr
 from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.passes import PassPipeline
@@ -15,8 +15,6 @@ from xdsl.traits import SymbolTable
 
 import byoc
 import byoc.passes
-
-ROOT = Path(__file__).resolve().parent.parent
 
 # nn.lrn has no ccompiler predicate, so the graph splits into two partitions around it.
 MODEL = """

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 from bounds import assert_graph_outputs, assert_within, graph_bounds
+from paths import ROOT, TESTS
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region, SSAValue
@@ -307,7 +308,7 @@ def test_composite_equals_reference(built: dict[str, Any], case: Case, tiles: st
 
 BASELINE_SCRIPT = """
 import sys
-sys.path[:0] = sys.argv[1:3]
+sys.path[:0] = sys.argv[1:4]
 import ctypes, os
 import numpy as np
 import byoc
@@ -329,12 +330,11 @@ def test_composites_under_the_baseline_dispatch(tmp_path: Path) -> None:
     composite in a fresh process with BYOC_CPU_DISPATCH=baseline: OpenBLAS takes its
     Nehalem (SSE4.2, no AVX) kernels, the C code its baseline build, and the results
     are within the f32 bound of the reference, as the best path's are above."""
-    tests = str(Path(__file__).parent)
-    root = str(Path(__file__).parent.parent)
+    tests, here, root = str(TESTS), str(TESTS / "targets"), str(ROOT)
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
     env.update(BYOC_CPU_DISPATCH="baseline", BYOC_CACHE_DIR=str(tmp_path))
     done = subprocess.run(
-        [sys.executable, "-c", BASELINE_SCRIPT, tests, root],
+        [sys.executable, "-c", BASELINE_SCRIPT, tests, here, root],
         capture_output=True, text=True, env=env, timeout=600, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
