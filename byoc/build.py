@@ -20,8 +20,8 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation
 
-from byoc.dialects import byoc as byoc_d
 from byoc.dialects import nn
+from byoc.dialects.byoc import CompositeOp, YieldOp
 from byoc.runtime.component import RuntimeComponent
 from byoc.runtime.executable import Executable, PartitionInfo
 from byoc.runtime.host import input_name, partition_target, plan_function
@@ -148,9 +148,9 @@ def bind_params(module: ModuleOp, params: Mapping[str, Any], function: str = "ma
 def _ops_of(func: FuncOp) -> tuple[str, ...]:
     names: list[str] = []
     for op in func.body.walk():
-        if op is func or isinstance(op, ReturnOp | byoc_d.YieldOp | nn.ConstantOp):
+        if op is func or isinstance(op, ReturnOp | YieldOp | nn.ConstantOp):
             continue
-        if isinstance(op, byoc_d.CompositeOp):
+        if isinstance(op, CompositeOp):
             names.append(op.composite.data)
             continue
         if _inside_composite(op):
@@ -162,7 +162,7 @@ def _ops_of(func: FuncOp) -> tuple[str, ...]:
 def _inside_composite(op: Operation) -> bool:
     parent = op.parent_op()
     while parent is not None:
-        if isinstance(parent, byoc_d.CompositeOp):
+        if isinstance(parent, CompositeOp):
             return True
         parent = parent.parent_op()
     return False

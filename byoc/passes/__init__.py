@@ -53,7 +53,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "partition": _lazy("byoc.passes.partition", "PartitionPass"),
     "byoc": _lazy("byoc.passes.byoc_pipeline", "ByocPass"),
     "lower-to-c": _lazy("byoc.lowering.nn_to_c.pass_", "LowerToCPass"),
-    "lower-to-examplejson": _lazy("byoc.lowering.lower_to_examplejson", "LowerToExampleJsonPass"),
+    "lower-to-examplejson": _lazy("byoc.lowering.nn_to_examplejson", "LowerToExampleJsonPass"),
 }
 
 # public name -> the module defining it, imported on first access

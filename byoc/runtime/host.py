@@ -28,8 +28,8 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
 
-from byoc.dialects import byoc as byoc_d
 from byoc.dialects import nn
+from byoc.dialects.byoc import COMPILER_ATTR, CompositeOp, RegionOp, YieldOp
 from byoc.interpreters.kernels import KERNELS
 from byoc.runtime.tensor import TensorSpec
 
@@ -117,7 +117,7 @@ class PlanError(ValueError):
 
 
 def partition_target(func: FuncOp) -> str | None:
-    attr = func.attributes.get(byoc_d.COMPILER_ATTR)
+    attr = func.attributes.get(COMPILER_ATTR)
     return attr.data if isinstance(attr, StringAttr) else None
 
 
@@ -147,7 +147,7 @@ class _Planner:
     def plan_block_ops(self, ops: Sequence[Operation]) -> list[SSAValue]:
         """Plan ops; return the values of the terminator (func.return / byoc.yield)."""
         for op in ops:
-            if isinstance(op, ReturnOp | byoc_d.YieldOp):
+            if isinstance(op, ReturnOp | YieldOp):
                 return list(op.operands)
             self.plan_op(op)
         raise PlanError("block has no terminator")
@@ -174,11 +174,11 @@ class _Planner:
             )
         elif isinstance(op, CallOp):
             self.plan_call(op)
-        elif isinstance(op, byoc_d.RegionOp):
+        elif isinstance(op, RegionOp):
             results = self.plan_block_ops(list(op.body.block.ops))
             for r, v in zip(op.results, results, strict=True):
                 self.slots[r] = self.slot(v)
-        elif isinstance(op, byoc_d.CompositeOp):
+        elif isinstance(op, CompositeOp):
             for arg, operand in zip(op.body.block.args, op.args, strict=True):
                 self.slots[arg] = self.slot(operand)
             results = self.plan_block_ops(list(op.body.block.ops))

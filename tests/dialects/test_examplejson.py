@@ -26,7 +26,7 @@ from byoc.dialects.byoc import COMPILER_ATTR
 from byoc.dialects.examplejson.text import to_text
 from byoc.frontend.examplejson import ExampleJsonSyntaxError, parse_examplejson
 from byoc.interpreters.kernels import KERNELS
-from byoc.lowering.lower_to_examplejson import LowerToExampleJsonPass
+from byoc.lowering.nn_to_examplejson import LowerToExampleJsonPass
 from byoc.runtime.examplejson_module import (
     MAGIC,
     BinaryFormatError,

@@ -37,8 +37,8 @@ import numpy as np
 from xdsl.ir import Attribute, OpResult, SSAValue
 
 from byoc.diagnostics import PassError
-from byoc.dialects import byoc as byoc_d
 from byoc.dialects import nn
+from byoc.dialects.byoc import CompositeOp, YieldOp
 from byoc.lowering.nn_to_c.graph import Computation, GraphBuilder, Tensor, i32_attr, i64_attr
 from byoc.targets.cblas.chain import GemmChain, gemm_chain
 
@@ -52,20 +52,20 @@ MIN_TILE = 64
 
 
 def lower_composite(
-    g: GraphBuilder, composite: byoc_d.CompositeOp, inputs: Sequence[Tensor]
+    g: GraphBuilder, composite: CompositeOp, inputs: Sequence[Tensor]
 ) -> list[Tensor]:
     body = composite.body.block
     values: dict[SSAValue, Tensor] = dict(zip(body.args, inputs, strict=True))
     members = []
     for op in body.ops:
-        if isinstance(op, byoc_d.YieldOp):
+        if isinstance(op, YieldOp):
             break
         if isinstance(op, nn.ConstantOp):
             values[op.result] = g._const(op.ndarray())  # pyright: ignore[reportPrivateUsage]
         else:
             members.append(op)
     last = body.last_op
-    assert isinstance(last, byoc_d.YieldOp)
+    assert isinstance(last, YieldOp)
     name = composite.composite.data
     if len(last.values) != 1 or not isinstance(last.values[0], OpResult):
         raise PassError(composite, f"lower-to-c: composite '{name}' must yield one op result")
@@ -110,7 +110,7 @@ class _ChainLowering:
         g: GraphBuilder,
         chain: GemmChain,
         values: dict[SSAValue, Tensor],
-        composite: byoc_d.CompositeOp,
+        composite: CompositeOp,
     ):
         self.g = g
         self.chain = chain

@@ -22,8 +22,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from byoc.diagnostics import PassError
-from byoc.dialects import byoc as byoc_d
 from byoc.dialects import nn
+from byoc.dialects.byoc import CompositeOp, YieldOp
 from byoc.runtime.host import partition_target
 from byoc.targets.ccompiler import (
     ALIAS_OPS,
@@ -34,7 +34,7 @@ from byoc.targets.ccompiler import (
 )
 from byoc.targets.ccompiler import NAME as CCOMPILER
 
-CompositeLowering = Callable[["GraphBuilder", byoc_d.CompositeOp, Sequence["Tensor"]], list["Tensor"]]
+CompositeLowering = Callable[["GraphBuilder", CompositeOp, Sequence["Tensor"]], list["Tensor"]]
 """A target's lower-to-c hook: adds a composite's nodes to the graph, returns its results."""
 
 
@@ -146,9 +146,9 @@ class GraphBuilder:
         for op in block.ops:
             if isinstance(op, func.ReturnOp):
                 self.outputs = [self.values[v] for v in op.arguments]
-            elif isinstance(op, byoc_d.YieldOp):
+            elif isinstance(op, YieldOp):
                 return
-            elif isinstance(op, byoc_d.CompositeOp):
+            elif isinstance(op, CompositeOp):
                 if not self._inlined(op):
                     self._target_composite(op)
                     continue
@@ -157,7 +157,7 @@ class GraphBuilder:
                     self.values[arg] = self.values[operand]
                 self._walk(body)
                 last = body.last_op
-                assert isinstance(last, byoc_d.YieldOp)
+                assert isinstance(last, YieldOp)
                 for res, val in zip(op.res, last.values, strict=True):
                     self.values[res] = self.values[val]
             elif isinstance(op, nn.NNOp):
@@ -170,13 +170,13 @@ class GraphBuilder:
                     op, f"lower-to-c: '{op.name}' cannot appear in a {self.target} partition"
                 )
 
-    def _inlined(self, op: byoc_d.CompositeOp) -> bool:
+    def _inlined(self, op: CompositeOp) -> bool:
         """Whether the composite's body is lowered op by op: a ccompiler composite, or one of
         the partition's own target when that target has no composite hook."""
         own = op.target_name == self.target and self.lower_composite is None
         return op.target_name == CCOMPILER or own
 
-    def _target_composite(self, op: byoc_d.CompositeOp) -> None:
+    def _target_composite(self, op: CompositeOp) -> None:
         """A composite of the partition's own target, lowered by the target's hook: it adds
         the nodes and returns the results."""
         if self.lower_composite is None or op.target_name != self.target:

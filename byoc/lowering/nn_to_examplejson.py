@@ -47,9 +47,9 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from byoc.diagnostics import PassError
-from byoc.dialects import byoc as byoc_d
 from byoc.dialects import examplejson as ej
 from byoc.dialects import nn
+from byoc.dialects.byoc import COMPILER_ATTR, CompositeOp, YieldOp
 
 TARGET = "examplejson"
 PASS = "lower-to-examplejson"
@@ -59,7 +59,7 @@ def is_examplejson_function(op: Operation) -> bool:
     """A `func.func` with a body and `byoc.compiler = "examplejson"`."""
     if not isinstance(op, FuncOp) or not op.body.blocks:
         return False
-    attr = op.attributes.get(byoc_d.COMPILER_ATTR)
+    attr = op.attributes.get(COMPILER_ATTR)
     return isinstance(attr, StringAttr) and attr.data == TARGET
 
 
@@ -79,9 +79,9 @@ def lower_function(func: FuncOp) -> ej.SubgraphOp:
     def lower_block(block: Block) -> list[SSAValue]:
         """Lower the ops of `block`; the values its terminator returns."""
         for op in block.ops:
-            if isinstance(op, ReturnOp | byoc_d.YieldOp):  # the block's terminator
+            if isinstance(op, ReturnOp | YieldOp):  # the block's terminator
                 return [lookup(v, op) for v in op.operands]
-            if isinstance(op, byoc_d.CompositeOp):  # inlined: one nn op per line
+            if isinstance(op, CompositeOp):  # inlined: one nn op per line
                 for arg, operand in zip(op.body.block.args, op.args, strict=True):
                     values[arg] = lookup(operand, op)
                 values.update(zip(op.results, lower_block(op.body.block), strict=True))
