@@ -12,7 +12,7 @@
    loop's speed. The per-call overhead at 10x10 is the generated partition's
    time minus the bare call's (both compute the same 100 elements).
 2. dense 1x1024 . (1024x1024)^T + bias, relu, and a 3x3 conv2d (padding 1)
-   of 1x64x56x56 by 64x64x3x3, against numpy (byoc.kernels, the reference)
+   of 1x64x56x56 by 64x64x3x3, against numpy (byoc.interpreters.kernels, the reference)
    and onnxruntime with intra_op_num_threads=1.
 
 Targets (issue 4): fused >= 2x numpy at both large sizes and >= 90 % of the
@@ -37,9 +37,11 @@ import cffi  # noqa: E402
 import numpy as np  # noqa: E402
 
 from byoc.context import make_context, parse_module  # noqa: E402
-from byoc.kernels import KERNELS  # noqa: E402
+from byoc.interpreters.kernels import KERNELS  # noqa: E402
+from byoc.lowering.c_build import build_c_module  # noqa: E402
 from byoc.lowering.lower_to_c import LowerToCPass  # noqa: E402
-from byoc.runtime.c_module import DEFAULT_FLAGS, CModule, compile_source  # noqa: E402
+from byoc.runtime.c_module import CModule  # noqa: E402
+from byoc.runtime.toolchain import DEFAULT_FLAGS, compile_source  # noqa: E402
 
 SEED = """
 func.func private @ccompiler_seed(%a: tensor<{s}xf32>, %b: tensor<{s}xf32>, %c: tensor<{s}xf32>, %d: tensor<{s}xf32>) -> tensor<{s}xf32> attributes {{byoc.compiler = "ccompiler"}} {{
@@ -116,7 +118,7 @@ def fmt(seconds: float) -> str:
 def lowered(text: str, fuse: bool) -> CModule:
     module = parse_module(text)
     LowerToCPass(fuse=fuse).apply(make_context(), module)
-    return CModule.from_module(module)
+    return build_c_module(module)
 
 
 def seed_row(n: int) -> dict[str, float]:

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -37,7 +39,10 @@ import onnxruntime as ort  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import byoc  # noqa: E402
-from byoc.frontend.conformance import light_models, randomize_weights  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the ONNX test harness
+from onnx_harness import light_models, randomize_weights  # noqa: E402
+
 from byoc.frontend.onnx import import_model  # noqa: E402
 
 Array = np.ndarray[Any, Any]

@@ -40,13 +40,17 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable, Iterator  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
+from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 
 import byoc  # noqa: E402
-from byoc.frontend.conformance import light_models, randomize_weights  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the ONNX test harness
+from onnx_harness import light_models, randomize_weights  # noqa: E402
+
 from byoc.frontend.onnx import import_model  # noqa: E402
 from byoc.passes.byoc_pipeline import partition_for  # noqa: E402
 

@@ -42,13 +42,10 @@ from xdsl.ir import Block, Region
 from byoc.context import make_context
 from byoc.dialects import nn
 from byoc.passes.annotate_target import AnnotateTargetPass
-from byoc.passes.merge_compiler_regions import (
-    MergeCompilerRegionsPass,
-    RegionGraph,
-    propose_regions,
-)
+from byoc.passes.merge_compiler_regions import MergeCompilerRegionsPass
 from byoc.passes.merge_composite import MergeCompositePass
 from byoc.passes.partition import PartitionPass
+from byoc.passes.region_proposal import RegionGraph, propose_regions
 
 OPS_PER_BLOCK = 5
 CHANNELS = 4

@@ -16,7 +16,7 @@ __version__ = "0.1.0"
 _LAZY: dict[str, str] = {
     "parse_module": "byoc.context:parse_module",
     "make_context": "byoc.context:make_context",
-    "run_reference": "byoc.reference:run_reference",
+    "run_reference": "byoc.interpreters:run_reference",
     "get_op": "byoc.op_registry:get_op",
     "list_op_names": "byoc.op_registry:list_op_names",
     "register_op_attr": "byoc.op_registry:register_op_attr",

@@ -26,10 +26,11 @@ import contextlib
 import difflib
 import re
 import warnings
+from abc import abstractmethod
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
@@ -37,6 +38,7 @@ from xdsl.ir import Operation
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import MultipleSpansParseError, ParseError
+from xdsl.utils.frontend import Frontend
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 SEVERITIES = ("error", "warning", "note", "remark")
@@ -219,6 +221,40 @@ class ParsedSource:
         if where is None:
             return Diagnostic(severity, message, self.source.name)
         return self.source.at_line(where[0], where[1], message, severity)
+
+    def at_start(self, message: str, severity: str = "error") -> Diagnostic:
+        """A diagnostic about the whole input: at its first line, if it is text."""
+        if not self.source.text:
+            return Diagnostic(severity, message, self.source.name)
+        return Diagnostic(severity, message, self.source.name, self.source.line_offset + 1, 1)
+
+
+@dataclass(frozen=True)
+class LocatingFrontend(Frontend):
+    """An xDSL `Frontend` that also tells where each op came from, for located diagnostics."""
+
+    @abstractmethod
+    def parse_source(
+        self, ctx: Context, data: bytes, name: str, line_offset: int = 0
+    ) -> ParsedSource:
+        """Parse `data`, lines `line_offset + 1`... of file `name`; a failure is a `SourceError`."""
+
+    def parse(self, ctx: Context, input: IO[bytes], input_name: str = "input") -> ModuleOp:
+        return self.parse_source(ctx, input.read(), input_name).module
+
+
+def parse_error_diagnostic(error: ParseError) -> Diagnostic:
+    """A `ParseError` of any xDSL parser or frontend, at its span."""
+    span = error.span
+    content = span.input.content
+    text = content.decode("utf-8", "replace") if isinstance(content, bytes) else content
+    location = span.get_location()
+    start = text.rfind("\n", 0, span.start) + 1
+    end = text.find("\n", span.start)
+    source_line = text[start : end if end != -1 else len(text)].rstrip("\r")
+    return Diagnostic(
+        "error", error.msg, span.input.name, location.line, location.col, source_line
+    )
 
 
 def _parse_error_offset(error: ParseError, fallback: int) -> int:

@@ -6,7 +6,7 @@ Called once by `byoc.op_registry` on first query; nothing else registers nn ops.
 from __future__ import annotations
 
 from byoc.dialects.nn import NN_OPS
-from byoc.kernels import KERNELS
+from byoc.interpreters.kernels import KERNELS
 from byoc.op_registry import Argument, OpRecord, register_op
 
 # support level as in TVM (1: basic nn, 2: conv/pool, 3: tensor transforms,

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from bounds import assert_graph_outputs
 from dag_strategies import build_module, dags, random_inputs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -46,8 +47,7 @@ def test_examples_equal_reference(example: str, targets: list[str]) -> None:
     assert exe.partitions(), "every op of the examples is supported: expected a partition"
     assert {p.target for p in exe.partitions()} == {targets[0]}
     xs = _inputs_for(exe)
-    for got, want in zip(exe(*xs), byoc.run_reference(module, xs), strict=True):
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert_graph_outputs(module, xs, exe(*xs), byoc.run_reference(module, xs))
 
 
 MIXED = """
@@ -83,8 +83,8 @@ def test_mixed_ccompiler_examplejson_and_host() -> None:
     host_ops = [s.name for s in exe.plan.steps if s.kind == "kernel"]
     assert host_ops == ["nn.tanh", "nn.exp"]
     xs = _inputs_for(exe, seed=4)
-    for got, want in zip(exe(*xs), byoc.run_reference(reference_module, xs), strict=True):
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    want = byoc.run_reference(reference_module, xs)
+    assert_graph_outputs(reference_module, xs, exe(*xs), want)
 
 
 _TAGS = st.sampled_from(["ccompiler", "examplejson", None])
@@ -108,8 +108,8 @@ def test_random_partitioned_dags_equal_reference(spec: Any, data: st.DataObject)
     _partition_tagged(module)
     exe = byoc.build(module)
     xs = random_inputs(spec, seed=1)
-    for got, want in zip(exe(*xs), byoc.run_reference(reference_module, xs), strict=True):
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    want = byoc.run_reference(reference_module, xs)
+    assert_graph_outputs(reference_module, xs, exe(*xs), want)
 
 
 def test_partitioned_threads_equal_serial() -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from bounds import assert_within, graph_bounds, reduction_bound
 from c_codegen_cases import CASES, Case, case_module, make_partition, random_dag, random_inputs
 from dag_strategies import INT_SAFE_OPS, build_module, dags
 from hypothesis import HealthCheck, given, settings
@@ -27,10 +28,12 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from byoc.context import make_context
 from byoc.diagnostics import EmitError, PassError
 from byoc.dialects import c, nn
-from byoc.lowering.emit_c import emit_c_source
+from byoc.interpreters import run_reference
+from byoc.lowering.c_build import build_c_module
+from byoc.lowering.emit.c import emit_c_source
 from byoc.lowering.lower_to_c import SUPPORTED_OPS, LowerToCPass, unsupported_reason
-from byoc.reference import run_reference
-from byoc.runtime.c_module import CFunctionError, CModule, CompileError, compile_source
+from byoc.runtime.c_module import CFunctionError, CModule
+from byoc.runtime.toolchain import CompileError, compile_source
 
 Array = np.ndarray[Any, Any]
 CASE_BY_NAME = {c.name: c for c in CASES}
@@ -56,36 +59,42 @@ def references(module: ModuleOp, names: list[str], inputs: dict[str, list[Array]
         return {n: run_reference(module, inputs[n], function=n) for n in names}
 
 
+MODES = ["fused", "per-op", "fused-baseline"]
+"""Lowering modes the cases are compiled in; `-baseline` compiles with
+BYOC_CPU_DISPATCH=baseline (no AVX2/FMA kernels), the rest with the CPU's best."""
+
+
 @pytest.fixture(scope="session")
 def compiled(cache: Path) -> dict[str, Any]:
-    """Both modes of every case, compiled once; inputs and expected outputs."""
+    """Every mode of every case, compiled once; inputs, expected outputs and bounds."""
     rng = np.random.default_rng(0)
     names = [f"ccompiler_{c.name}" for c in CASES]
     inputs = {f"ccompiler_{c.name}": random_inputs(c, rng) for c in CASES}
-    expected = references(case_module(CASES), names, inputs)
-    libs = {
-        mode: CModule.from_module(lower(case_module(CASES), fuse=mode == "fused"))
-        for mode in ("fused", "per-op")
-    }
-    return {"libs": libs, "inputs": inputs, "expected": expected}
+    module = case_module(CASES)
+    expected = references(module, names, inputs)
+    libs = {}
+    for mode in MODES:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("BYOC_CPU_DISPATCH", "baseline" if mode.endswith("-baseline") else "auto")
+            unit = lower(case_module(CASES), fuse=mode.startswith("fused"))
+            libs[mode] = build_c_module(unit)
+    bounds = {n: graph_bounds(module, inputs[n], expected[n], function=n) for n in names}
+    return {"libs": libs, "inputs": inputs, "expected": expected, "bounds": bounds}
 
 
-def check_close(got: Array, want: Array, tol: float, what: str) -> None:
-    assert got.dtype == want.dtype, what
-    assert got.shape == want.shape, what
-    if got.dtype.kind == "f":
-        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True, err_msg=what)
-    else:
-        np.testing.assert_array_equal(got, want, err_msg=what)
+def check_close(got: Array, want: Array, bound: Array, what: str) -> None:
+    """Floats within the f32 bound of the case (tests/bounds.py), NaNs in the same places;
+    integers equal."""
+    assert_within(got, want, bound, what)
 
 
-@pytest.mark.parametrize("mode", ["fused", "per-op"])
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_op_matches_reference(compiled: dict[str, Any], case: Case, mode: str) -> None:
     name = f"ccompiler_{case.name}"
     f = compiled["libs"][mode].get_function(name)
     got = f(*compiled["inputs"][name])
-    check_close(got, compiled["expected"][name][0], case.tol, f"{case.name} ({mode})")
+    check_close(got, compiled["expected"][name][0], compiled["bounds"][name][0], f"{case.name} ({mode})")
 
 
 def test_every_supported_op_has_a_case() -> None:
@@ -115,10 +124,11 @@ def random_partitions(cache: Path) -> dict[str, Any]:
     inputs = {n: [rng.standard_normal(s).astype(np.float32) for s, _ in specs[n]] for n in names}
     expected = references(module, names, inputs)
     libs = {
-        mode: CModule.from_module(lower(ModuleOp([f.clone() for f in funcs]), fuse=mode == "fused"))
+        mode: build_c_module(lower(ModuleOp([f.clone() for f in funcs]), fuse=mode == "fused"))
         for mode in ("fused", "per-op")
     }
-    return {"libs": libs, "inputs": inputs, "expected": expected, "names": names}
+    bounds = {n: graph_bounds(module, inputs[n], expected[n], function=n) for n in names}
+    return {"libs": libs, "inputs": inputs, "expected": expected, "names": names, "bounds": bounds}
 
 
 @pytest.mark.parametrize("mode", ["fused", "per-op"])
@@ -129,8 +139,9 @@ def test_random_partitions_match_reference(random_partitions: dict[str, Any], mo
         outs = outs if isinstance(outs, tuple) else (outs,)
         want = random_partitions["expected"][name]
         assert len(outs) == len(want)
-        for j, (g, w) in enumerate(zip(outs, want, strict=True)):
-            check_close(g, w, 1e-4, f"{name} output {j} ({mode})")
+        bounds = random_partitions["bounds"][name]
+        for j, (g, w, b) in enumerate(zip(outs, want, bounds, strict=True)):
+            check_close(g, w, b, f"{name} output {j} ({mode})")
 
 
 def test_fused_mode_uses_fewer_kernels(random_partitions: dict[str, Any]) -> None:
@@ -177,12 +188,13 @@ def test_pipeline_partitions_compile_and_match(cache: Path) -> None:
             rng.standard_normal(nn.shape_of(t)).astype(np.float32) for t in f.function_type.inputs.data
         ]
     expected = references(module, parts, inputs)
-    lib = CModule.from_module(lower(module))
+    bounds = {n: graph_bounds(module, inputs[n], expected[n], function=n) for n in parts}
+    lib = build_c_module(lower(module))
     for name in parts:
         outs = lib.get_function(name)(*inputs[name])
         outs = outs if isinstance(outs, tuple) else (outs,)
-        for g, w in zip(outs, expected[name], strict=True):
-            check_close(g, w, 1e-4, name)
+        for g, w, b in zip(outs, expected[name], bounds[name], strict=True):
+            check_close(g, w, b, name)
 
 
 # ---------------------------------------------------------------------------
@@ -289,15 +301,17 @@ def test_large_constants_are_bound_at_load_not_printed(cache: Path) -> None:
     assert sorted(g.init_index is not None for g in globals_) == [False, True]
     assert "2048" not in source.split("ccompiler_big_c0")[1].split(";")[0]  # a pointer, no data
     assert "0.25f" in source  # the small bias is printed
-    lib = CModule.from_module(module)
+    lib = build_c_module(module)
     x = np.random.default_rng(5).standard_normal((1, 2048)).astype(np.float32)
-    np.testing.assert_allclose(lib.get_function("ccompiler_big")(x), x.sum() + np.array([[0.5, -1, 2, 0.25]]), rtol=1e-4)
+    want = (x.sum() + np.array([[0.5, -1, 2, 0.25]])).astype(np.float32)
+    bound = reduction_bound(x.size + 1, np.abs(x).sum() + 2.0)
+    assert_within(lib.get_function("ccompiler_big")(x), want, bound)
     reopened = CModule.load(lib.library_path, lib.metadata(), lib.constants)
     np.testing.assert_allclose(reopened.get_function("ccompiler_big")(x), lib.get_function("ccompiler_big")(x))
 
 
 def test_second_build_hits_the_cache(compiled: dict[str, Any]) -> None:
-    again = CModule.from_module(lower(case_module(CASES), fuse=True))
+    again = build_c_module(lower(case_module(CASES), fuse=True))
     assert again.cache_hit
     assert again.library_path == compiled["libs"]["fused"].library_path
 
@@ -321,16 +335,17 @@ def test_concurrent_calls_from_threads(compiled: dict[str, Any]) -> None:
         args = random_inputs(case, rng)
         with np.errstate(all="ignore"):
             want = run_reference(case_module([case]), args, function=name)[0]
-        work.append((name, args, want))
+        (bound,) = graph_bounds(case_module([case]), args, [want], function=name)
+        work.append((name, args, want, bound))
     barrier = threading.Barrier(4)
 
     def run(chunk: int) -> int:
         barrier.wait()
         ok = 0
         for _ in range(5):
-            for name, args, want in work[chunk::4]:
+            for name, args, want, bound in work[chunk::4]:
                 got = lib.get_function(name)(*args)
-                np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+                assert_within(got, want, bound, name)
                 ok += 1
         return ok
 
@@ -476,7 +491,7 @@ def _harness(module: ModuleOp, cases: list[Case], n_consts: int) -> str:
 
 def test_sanitizers_on_a_standalone_harness(tmp_path: Path, compiled: dict[str, Any]) -> None:
     from byoc.lowering.lower_to_c import constants_of
-    from byoc.runtime.c_module import INCLUDE_DIR
+    from byoc.runtime.toolchain import INCLUDE_DIR
 
     cases = [CASE_BY_NAME[n] for n in SANITIZED]
     module = case_module(cases)
@@ -518,13 +533,15 @@ def test_sanitizers_on_a_standalone_harness(tmp_path: Path, compiled: dict[str, 
             want = expected[f"ccompiler_{c_.name}"][0]
             got = np.frombuffer(raw, dtype=want.dtype, count=want.size, offset=offset).reshape(want.shape)
             offset += want.nbytes
-            check_close(got, want, c_.tol, f"{c_.name} under sanitizers ({path})")
+            name = f"ccompiler_{c_.name}"
+            (bound,) = graph_bounds(module, inputs[name], [want], function=name)
+            check_close(got, want, bound, f"{c_.name} under sanitizers ({path})")
         assert offset == len(raw)
 
 
 def test_werror_build_of_the_emitted_text(compiled: dict[str, Any]) -> None:
     """Everything the tests compile uses -Werror (the default flags); check it is in the key."""
-    from byoc.runtime.c_module import DEFAULT_FLAGS
+    from byoc.runtime.toolchain import DEFAULT_FLAGS
 
     assert {"-Wall", "-Wextra", "-Werror"} <= set(DEFAULT_FLAGS)
     for lib in compiled["libs"].values():
@@ -549,7 +566,9 @@ def test_build_export_and_load_with_bound_constants(cache: Path, tmp_path: Path)
     component = exe.components["ccompiler"]
     assert isinstance(component, CModule) and len(component.constants) == 1
     (y,) = exe.run(x)
-    np.testing.assert_allclose(y, np.maximum(x @ w.T, 0), rtol=1e-4, atol=1e-4)
+    want = [np.maximum(x @ w.T, 0)]
+    (bound,) = graph_bounds(byoc.parse_module(text), [x, w], want)
+    assert_within(y, want[0], bound)
     exe.export_library(tmp_path / "model.byoc")
     (y2,) = byoc.load_module(tmp_path / "model.byoc").run(x)
     np.testing.assert_array_equal(y, y2)
@@ -577,7 +596,7 @@ def test_results_that_are_inputs_constants_aliases_or_repeated(cache: Path, fuse
     x = np.array([-1, 2, -3, 4], np.float32)
     y = np.array([[1, 2], [3, 4]], np.int32)
     want = run_reference(parse_module(ODD_OUTPUTS), [x, y], function="ccompiler_odd")
-    lib = CModule.from_module(lower(parse_module(ODD_OUTPUTS), fuse=fuse))
+    lib = build_c_module(lower(parse_module(ODD_OUTPUTS), fuse=fuse))
     got = lib.get_function("ccompiler_odd")(x, y)
     assert len(got) == len(want)
     for g, w in zip(got, want, strict=True):
@@ -623,12 +642,13 @@ def test_random_dags_partitioned_and_compiled_match_reference(cache: Path, specs
     }
     expected = references(module, list(inputs), inputs)
     for fuse in (True, False):
-        lib = CModule.from_module(lower(module.clone(), fuse=fuse))
+        lib = build_c_module(lower(module.clone(), fuse=fuse))
         for name, args in inputs.items():
             outs = lib.get_function(name)(*args)
             outs = outs if isinstance(outs, tuple) else (outs,)
-            for g, w in zip(outs, expected[name], strict=True):
-                check_close(g, w, 1e-4, f"{name} (fuse={fuse})")
+            bounds = graph_bounds(module, args, expected[name], function=name)
+            for g, w, b in zip(outs, expected[name], bounds, strict=True):
+                check_close(g, w, b, f"{name} (fuse={fuse})")
 
 
 def test_argument_names_that_clash_with_c(cache: Path) -> None:
@@ -644,7 +664,7 @@ def test_argument_names_that_clash_with_c(cache: Path) -> None:
     """
     args = [np.full(4, v, np.float32) for v in (1, 2, 3, 4)]
     for fuse in (True, False):
-        lib = CModule.from_module(lower(parse_module(text), fuse=fuse))
+        lib = build_c_module(lower(parse_module(text), fuse=fuse))
         np.testing.assert_array_equal(lib.get_function("ccompiler_main_0")(*args), np.full(4, 9, np.float32))
 
 
@@ -676,9 +696,10 @@ def test_fusion_never_makes_a_cycle_between_groups(cache: Path) -> None:
     assert names == [["nn.relu"], ["nn.softmax"], ["nn.exp", "nn.add", "nn.add"]]
     x = np.random.default_rng(12).standard_normal((2, 8)).astype(np.float32)
     want = run_reference(parse_module(GROUP_CYCLE), [x], function="ccompiler_cycle")
-    got = CModule.from_module(lower(parse_module(GROUP_CYCLE))).get_function("ccompiler_cycle")(x)
-    for g, w in zip(got, want, strict=True):
-        np.testing.assert_allclose(g, w, rtol=1e-6)
+    got = build_c_module(lower(parse_module(GROUP_CYCLE))).get_function("ccompiler_cycle")(x)
+    bounds = graph_bounds(parse_module(GROUP_CYCLE), [x], want, function="ccompiler_cycle")
+    for g, w, b in zip(got, want, bounds, strict=True):
+        assert_within(g, w, b)
 
 
 def test_fused_groups_run_after_everything_they_read() -> None:
@@ -724,5 +745,5 @@ def test_ccompiler_composites_are_inlined_and_fused(cache: Path) -> None:
     assert [f.sym_name.data for f in kernels] == ["ccompiler_comp_0", "ccompiler_comp_"]  # one fused loop
     rng = np.random.default_rng(13)
     x, b = rng.standard_normal((2, 4)).astype(np.float32), rng.standard_normal(4).astype(np.float32)
-    got = CModule.from_module(module).get_function("ccompiler_comp")(x, b)
+    got = build_c_module(module).get_function("ccompiler_comp")(x, b)
     np.testing.assert_array_equal(got, -np.maximum(x + b, 0))

@@ -12,9 +12,12 @@ the window lies inside the input and one at a time at the borders; these cases a
 wide enough for both, with NaNs (which must win, as numpy's maximum makes them),
 strides, padding, dilation and ceil_mode.
 
-Every case runs through `byoc.build(..., targets=["ccompiler"])` and is compared with
-the numpy reference (conv2d: the reference sums in float64 through BLAS, the C
-kernel in float32; max_pool2d: bit for bit).
+Every case runs through `byoc.build(..., targets=["ccompiler"])` under both dispatch
+levels (the best kernels the CPU has, and the x86-64 baseline that
+`BYOC_CPU_DISPATCH=baseline` forces) and is compared with the numpy reference
+(conv2d: within the f32 bound of tests/bounds.py, since the reference sums through
+BLAS and the kernel in its own order, with FMA where the CPU has it; max_pool2d: bit
+for bit).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from bounds import assert_graph_outputs, assert_within, graph_bounds
 from xdsl.dialects.builtin import ModuleOp, TensorType, f32
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Region
@@ -71,17 +75,42 @@ def _module(op: type[nn.NNOp], shapes: list[tuple[int, ...]], attrs: dict[str, A
 
 @pytest.mark.parametrize(("name", "x", "w", "attrs"), CONV_CASES, ids=[c[0] for c in CONV_CASES])
 def test_conv2d_kernel_matches_reference(
-    name: str, x: tuple[int, ...], w: tuple[int, ...], attrs: dict[str, Any]
+    name: str, x: tuple[int, ...], w: tuple[int, ...], attrs: dict[str, Any], dispatch: str
 ) -> None:
     module = _module(nn.Conv2DOp, [x, w], attrs)
     exe = byoc.build(module, targets=["ccompiler"])
     assert [p.ops for p in exe.partitions()] == [("nn.conv2d",)]
     rng = np.random.default_rng(len(name))
     xs = [rng.standard_normal(x, dtype=np.float32), rng.standard_normal(w, dtype=np.float32)]
-    (got,) = exe.run(*xs)
-    (want,) = byoc.run_reference(module, xs)
-    assert got.shape == want.shape
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    got = exe.run(*xs)
+    want = byoc.run_reference(module, xs)
+    assert_graph_outputs(module, xs, got, want, what=f"{name} ({dispatch})")
+
+
+def test_dispatch_levels_agree_within_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The baseline and the best path compile to different libraries and give results
+    within the f32 bound of each other (the FMA tile rounds once per step fewer)."""
+    _, x, w, attrs = CONV_CASES[0]
+    module = _module(nn.Conv2DOp, [x, w], attrs)
+    rng = np.random.default_rng(3)
+    xs = [rng.standard_normal(x, dtype=np.float32), rng.standard_normal(w, dtype=np.float32)]
+    got: dict[str, Any] = {}
+    libraries = set()
+    for level in ("auto", "baseline"):
+        monkeypatch.setenv("BYOC_CPU_DISPATCH", level)
+        exe = byoc.build(module, targets=["ccompiler"])
+        libraries |= {str(c.library_path) for c in exe.components.values()}
+        (got[level],) = exe.run(*xs)
+    assert len(libraries) == 2
+    (bound,) = graph_bounds(module, xs, [got["auto"]])
+    assert_within(got["baseline"], got["auto"], bound, "baseline vs auto")
+
+
+def test_unknown_dispatch_level_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BYOC_CPU_DISPATCH", "avx9")
+    module = _module(nn.ReluOp, [(2, 3)], {})
+    with pytest.raises(ValueError, match="BYOC_CPU_DISPATCH='avx9' is not one of auto, baseline"):
+        byoc.build(module, targets=["ccompiler"])
 
 
 POOL_CASES: list[tuple[str, tuple[int, ...], dict[str, Any]]] = [
@@ -112,7 +141,7 @@ POOL_CASES: list[tuple[str, tuple[int, ...], dict[str, Any]]] = [
 
 @pytest.mark.parametrize(("name", "x", "attrs"), POOL_CASES, ids=[c[0] for c in POOL_CASES])
 def test_max_pool2d_kernel_matches_reference(
-    name: str, x: tuple[int, ...], attrs: dict[str, Any]
+    name: str, x: tuple[int, ...], attrs: dict[str, Any], dispatch: str
 ) -> None:
     module = _module(nn.MaxPool2DOp, [x], attrs)
     exe = byoc.build(module, targets=["ccompiler"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import threading
 from collections.abc import Callable
@@ -11,9 +12,10 @@ from typing import Any
 import numpy as np
 import pytest
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, StringAttr, TensorType, i64
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Region
+from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.context import parse_module
@@ -21,10 +23,10 @@ from byoc.diagnostics import PassError
 from byoc.dialects import examplejson as ej
 from byoc.dialects import nn
 from byoc.dialects.byoc import COMPILER_ATTR
+from byoc.dialects.examplejson.text import to_text
+from byoc.frontend.examplejson import ExampleJsonSyntaxError, parse_examplejson
 from byoc.kernels import KERNELS
-from byoc.lowering.emit_examplejson import to_text
 from byoc.lowering.lower_to_examplejson import LowerToExampleJsonPass
-from byoc.runtime.examplejson_format import ExampleJsonSyntaxError, parse_examplejson
 from byoc.runtime.examplejson_module import (
     MAGIC,
     BinaryFormatError,
@@ -492,6 +494,19 @@ def test_load_module_from_text_file(tmp_path: Path) -> None:
         load_module(path, "tvm")
 
 
+def test_runtime_module_needs_only_the_dialect() -> None:
+    # the runtime layer reads and writes the text through the dialect, not lowering or frontend
+    code = (
+        "import sys, byoc.runtime.examplejson_module; "
+        "print(sorted(m for m in sys.modules if m.startswith('byoc.')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    for layer in ("byoc.lowering", "byoc.frontend", "byoc.passes", "byoc.targets"):
+        assert layer not in out, out
+
+
 def _flip(blob: bytes, index: int) -> bytes:
     return blob[:index] + bytes([blob[index] ^ 0x40]) + blob[index + 1 :]
 
@@ -588,9 +603,34 @@ def test_verifier_checks_ids_and_types() -> None:
     sub = ej.subgraphs_of(good)[0]
     node = sub.lines[-1]
     assert isinstance(node, ej.NodeOp)
-    node.tensor_type = TensorType(node.tensor_type.element_type, [4])
+    wrong = ej.NodeOp("relu", list(node.inputs), TensorType(node.tensor_type.element_type, [4]))
+    Rewriter.replace_op(node, wrong)
     with pytest.raises(VerifyException, match="line 'relu 1'.*declares tensor<4xf32>"):
         good.verify()
+
+
+def test_verifier_checks_line_order_and_text_ids() -> None:
+    module = parse_examplejson("g\n  input 0 3\n  input 1 3\n  add 2 inputs: 0 1 shape: 3\n")
+    sub = ej.subgraphs_of(module)[0]
+    assert sub.ids is None  # ids 0, 1, 2, ...: the lines' positions
+    _, second, node = sub.lines
+    node.detach()
+    sub.body.block.insert_op_before(node, second)  # now line 1 reads the input of line 2
+    with pytest.raises(
+        VerifyException, match="line 'add 1': input id 2 is not defined by an earlier"
+    ):
+        module.verify()
+
+    # other ids are kept, one per value line, to print the text back as it was read
+    module = parse_examplejson("g\n  input 7 3\n  input 2 3\n  add 0 inputs: 7 2 shape: 3\n")
+    sub = ej.subgraphs_of(module)[0]
+    assert list(sub.ids.get_values()) == [7, 2, 0]  # type: ignore[union-attr]
+    sub.ids = DenseArrayBase.from_list(i64, [7, 7, 0])
+    with pytest.raises(VerifyException, match="line 'input 7': id 7 is already defined"):
+        module.verify()
+    sub.ids = DenseArrayBase.from_list(i64, [7, 2])
+    with pytest.raises(VerifyException, match="2 ids for 3 value lines"):
+        module.verify()
 
 
 # --------------------------------------------------------------------------

@@ -360,13 +360,14 @@ def test_constant_large_payload_prints_as_hex_and_parses_back_exactly() -> None:
 
 
 def test_elided_constants_print_a_placeholder() -> None:
+    from io import StringIO
+
+    from byoc.printer import ByocPrinter
+
     module = ModuleOp([nn.ConstantOp.from_array(np.zeros(100, np.float32))])
-    old = nn.ELIDE_CONSTANTS_LARGER_THAN[0]
-    nn.ELIDE_CONSTANTS_LARGER_THAN[0] = 10
-    try:
-        assert "dense_resource<__elided__> : tensor<100xf32>" in str(module)
-    finally:
-        nn.ELIDE_CONSTANTS_LARGER_THAN[0] = old
+    out = StringIO()
+    ByocPrinter(out, elide_constants_larger_than=10).print_op(module)
+    assert "dense_resource<__elided__> : tensor<100xf32>" in out.getvalue()
     assert "__elided__" not in str(module)
 
 

@@ -7,7 +7,7 @@ of a batch become one model, so one C library is compiled per 100 cases instead 
 case (about 20 s with an empty library cache instead of about 130 s); a case that fails in a
 batch is run again alone, and that run is its result. Each test below then checks one op's
 share of the results. The slow test runs every case through its own `byoc.build`, as
-`python -m byoc.frontend.conformance` does when it writes docs/conformance.md.
+`python benchmarks/conformance.py` does when it writes docs/conformance.md.
 """
 
 from __future__ import annotations
@@ -20,9 +20,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
-
-import byoc
-from byoc.frontend.conformance import (
+from onnx_harness import (
     DEFAULT_TARGETS,
     HOST,
     BuildExecute,
@@ -37,6 +35,8 @@ from byoc.frontend.conformance import (
     run_cases_batched,
     select_cases,
 )
+
+import byoc
 from byoc.frontend.onnx import SUPPORTED_OPS, UnsupportedOnnxError
 
 # The ops issue 7 lists: each must pass at least one node test case.

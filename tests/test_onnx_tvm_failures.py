@@ -23,23 +23,19 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
+from bounds import assert_graph_outputs
 from onnx import TensorProto, helper, numpy_helper
+from onnx_harness import host_ops, main_function, onnxruntime_execute
 
 import byoc
 from byoc.context import make_context
 from byoc.dialects import nn
 from byoc.dialects.byoc import TARGET_ATTR, RegionOp
-from byoc.frontend.conformance import host_ops, main_function, onnxruntime_execute
 from byoc.frontend.onnx import import_model
 from byoc.passes.annotate_target import AnnotateTargetPass
 from byoc.passes.byoc_pipeline import partition_for
-from byoc.passes.merge_compiler_regions import (
-    MergeCompilerRegionsPass,
-    build_graph,
-    validate_region,
-)
-
-RTOL, ATOL = 1e-3, 1e-4
+from byoc.passes.merge_compiler_regions import MergeCompilerRegionsPass, build_graph
+from byoc.passes.region_proposal import validate_region
 
 
 class GraphBuilder:
@@ -115,10 +111,7 @@ def _check_against_onnxruntime(model: onnx.ModelProto, targets: list[str], seed:
     exe = byoc.build(module, targets=targets)
     actual = exe.run(*xs)
     expected = onnxruntime_execute(model, xs)
-    assert len(actual) == len(expected)
-    for a, e in zip(actual, expected, strict=True):
-        assert a.shape == e.shape
-        np.testing.assert_allclose(a, e, rtol=RTOL, atol=ATOL)
+    assert_graph_outputs(module, xs, actual, expected)
     return module, exe
 
 

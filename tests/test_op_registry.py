@@ -11,7 +11,7 @@ import pytest
 
 from byoc import get_op, get_op_attr, list_op_names, register_op_attr
 from byoc.dialects import nn
-from byoc.kernels import KERNELS
+from byoc.interpreters.kernels import KERNELS
 from byoc.op_registry import (
     PATTERN_KINDS,
     OpRecord,

@@ -29,10 +29,10 @@ from xdsl.dialects.func import CallOp, FuncOp
 from byoc.context import make_context
 from byoc.dialects.byoc import COMPILER_ATTR, TARGET_ATTR, CompositeOp
 from byoc.dialects.nn import ConstantOp, NNOp
+from byoc.interpreters import run_reference
 from byoc.passes.annotate_target import AnnotateTargetPass
 from byoc.passes.byoc_pipeline import ByocPass
 from byoc.passes.merge_composite import MergeCompositePass
-from byoc.reference import run_reference
 
 EXAMPLES = int(os.environ.get("BYOC_HYPOTHESIS_EXAMPLES", "200"))
 TARGETS = ("test_a", "test_b", "test_c")

@@ -11,6 +11,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from bounds import (
+    assert_within,
+    normwise_bound,
+    reduction_bound,
+    reduction_depth,
+    reduction_length,
+    ulp_bound,
+)
 from onnx import TensorProto, helper, numpy_helper
 from xdsl.dialects.builtin import FunctionType, ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
@@ -18,7 +26,7 @@ from xdsl.ir import Block, Region
 
 from byoc import parse_module, run_reference
 from byoc.dialects import nn
-from byoc.reference import NnFunctions
+from byoc.interpreters.nn import NnFunctions
 
 Array = np.ndarray[Any, Any]
 COVERED: set[str] = set()
@@ -34,6 +42,10 @@ def rand(*shape: int, low: float = -2.0, high: float = 2.0) -> Array:
     return RNG.uniform(low, high, size=shape).astype(np.float32)
 
 
+_last_graph: list[Any] = []
+"""The module and inputs of the latest `run_op`: `close` derives its bound from them."""
+
+
 def run_op(cls: type[nn.NNOp], inputs: Sequence[Array], **attrs: Any) -> list[Array]:
     """Build `@main` around one op (result types from `infer`) and run the reference."""
     arg_types = [nn.tensor(a.shape, nn.element_type_of(a.dtype)) for a in inputs]
@@ -46,6 +58,7 @@ def run_op(cls: type[nn.NNOp], inputs: Sequence[Array], **attrs: Any) -> list[Ar
     )
     module = ModuleOp([func])
     module.verify()
+    _last_graph[:] = [module, list(inputs)]
     outputs = run_reference(module, list(inputs))
     for out, result in zip(outputs, op.results, strict=True):
         assert out.shape == nn.shape_of(result.type), (
@@ -113,9 +126,29 @@ def ort(
     return [np.asarray(o) for o in session.run(None, feeds)]
 
 
-def close(actual: Array, expected: Array, rtol: float = 1e-5, atol: float = 1e-5) -> None:
+def max_magnitude(module: Any, inputs: Any, expected: Array) -> Array:
+    """The magnitude of the output shaped like `expected` (and at least |expected|)."""
+    from bounds import magnitude
+
+    e = np.abs(np.asarray(expected, dtype=np.float64))
+    for m in magnitude(module, inputs):
+        if m.shape == e.shape:
+            return np.maximum(m, e)
+    return e
+
+
+def close(actual: Array, expected: Array, module: Any = None, inputs: Any = None) -> None:
+    """`actual` (our reference) within the f32 bound (tests/bounds.py) of `expected`
+    (onnxruntime or numpy), for the graph of the latest `run_op` unless one is given."""
+    module, inputs = (module, inputs) if module is not None else _last_graph
     assert actual.shape == expected.shape, (actual.shape, expected.shape)
-    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol)
+    expected = expected.astype(actual.dtype)
+    k = reduction_length(module)
+    if reduction_depth(module) > 1:
+        bound = normwise_bound(k, expected)
+    else:
+        bound = reduction_bound(k, max_magnitude(module, inputs, expected)) + ulp_bound(expected)
+    assert_within(actual, expected, bound)
 
 
 # --------------------------------------------------------------------------
@@ -265,7 +298,7 @@ def test_conv2d_matches_onnx(
         dilations=list(dilation),
         group=groups,
     )
-    close(got, want, rtol=1e-4, atol=1e-4)
+    close(got, want)
 
 
 def test_conv2d_by_hand() -> None:
@@ -309,7 +342,7 @@ def test_conv2d_transpose_matches_onnx(
         output_padding=list(output_padding),
         group=groups,
     )
-    close(got, want, rtol=1e-4, atol=1e-4)
+    close(got, want)
 
 
 @covers("nn.dense")
@@ -357,7 +390,7 @@ def test_batch_norm_matches_onnx() -> None:
     var = rand(3, low=0.5, high=2.0)
     (got,) = run_op(nn.BatchNormOp, [x, gamma, beta, mean, var], epsilon=1e-3)
     (want,) = ort("BatchNormalization", [x, gamma, beta, mean, var], epsilon=1e-3)
-    close(got, want, rtol=1e-4, atol=1e-5)
+    close(got, want)
 
 
 @covers("nn.softmax")
@@ -650,7 +683,7 @@ def test_a_graph_runs_end_to_end_with_named_inputs() -> None:
     conv = ort("Conv", [a, w], pads=[1, 1, 1, 1])[0]
     pooled = np.maximum(conv, 0).mean(axis=(2, 3))
     e = np.exp(pooled - pooled.max())
-    close(by_position, e / e.sum(), rtol=1e-4)
+    close(by_position, (e / e.sum()).astype(np.float32), module, [a, w])
     assert by_name.tolist() == by_position.tolist()
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from byoc.passes.merge_compiler_regions import (
+from byoc.passes.region_proposal import (
     CycleError,
     RegionGraph,
     condensation_order,

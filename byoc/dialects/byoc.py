@@ -22,10 +22,11 @@ value it reads is a block argument. Its name is `<target>.<pattern>`.
 from __future__ import annotations
 
 from xdsl.dialects.builtin import StringAttr
-from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
+from xdsl.ir import Attribute, Dialect, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
+    lazy_traits_def,
     prop_def,
     region_def,
     traits_def,
@@ -34,7 +35,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import IsolatedFromAbove, IsTerminator
+from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, SingleBlockImplicitTerminator
 from xdsl.utils.exceptions import VerifyException
 
 TARGET_ATTR = "byoc.target"
@@ -49,7 +50,7 @@ class YieldOp(IRDLOperation):
 
     name = "byoc.yield"
     values = var_operand_def()
-    traits = traits_def(IsTerminator())
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(RegionOp, CompositeOp)))
 
     assembly_format = "attr-dict ($values^ `:` type($values))?"
 
@@ -58,8 +59,8 @@ class YieldOp(IRDLOperation):
 
     def verify_(self) -> None:
         parent = self.parent_op()
-        if not isinstance(parent, RegionOp | CompositeOp):
-            raise VerifyException("'byoc.yield' must be inside byoc.region or byoc.composite")
+        if parent is None:  # detached; HasParent checks the rest
+            return
         expected = list(parent.result_types)
         got = [v.type for v in self.values]
         if expected != got:
@@ -67,15 +68,6 @@ class YieldOp(IRDLOperation):
                 f"yields {len(got)} values of types ({', '.join(map(str, got))}) but the parent "
                 f"'{parent.name}' returns ({', '.join(map(str, expected))})"
             )
-
-
-def _check_single_block(op: IRDLOperation, region: Region) -> Block:
-    if len(region.blocks) != 1:
-        raise VerifyException(f"'{op.name}' must have exactly one block")
-    block = region.block
-    if not isinstance(block.last_op, YieldOp):
-        raise VerifyException(f"'{op.name}' body must end with byoc.yield")
-    return block
 
 
 @irdl_op_definition
@@ -86,6 +78,7 @@ class RegionOp(IRDLOperation):
     target = prop_def(StringAttr)
     res = var_result_def()
     body = region_def("single_block")
+    traits = traits_def(SingleBlockImplicitTerminator(YieldOp))
 
     def __init__(self, target: str, result_types: list[Attribute], body: Region):
         super().__init__(
@@ -93,8 +86,7 @@ class RegionOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        block = _check_single_block(self, self.body)
-        if block.args:
+        if self.body.block.args:
             raise VerifyException("'byoc.region' body takes no arguments; it uses outside values")
         if not self.target.data:
             raise VerifyException("'byoc.region' target must not be empty")
@@ -133,7 +125,7 @@ class CompositeOp(IRDLOperation):
     args = var_operand_def()
     res = var_result_def()
     body = region_def("single_block")
-    traits = traits_def(IsolatedFromAbove())
+    traits = traits_def(IsolatedFromAbove(), SingleBlockImplicitTerminator(YieldOp))
 
     def __init__(
         self, composite: str, args: list[SSAValue], result_types: list[Attribute], body: Region
@@ -157,8 +149,7 @@ class CompositeOp(IRDLOperation):
             raise VerifyException(
                 f"composite name '{name}' must have the form '<target>.<name>'"
             )
-        block = _check_single_block(self, self.body)
-        arg_types = [a.type for a in block.args]
+        arg_types = [a.type for a in self.body.block.args]
         operand_types = [o.type for o in self.args]
         if arg_types != operand_types:
             raise VerifyException(

@@ -370,7 +370,7 @@ class GraphBuilder:
         ins = [self.values[v] for v in op.operands]
         attrs = op.attr_values()
         if all(v.kind == "const" for v in ins):
-            from byoc.kernels import KERNELS
+            from byoc.interpreters.kernels import KERNELS
 
             out = KERNELS[name](*[v.array for v in ins], **attrs)
             self.values[op.results[0]] = self._const(np.asarray(out))
@@ -556,7 +556,7 @@ def _coalesce(dims: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 @dataclass(eq=False)
-class Step:
+class KernelGroup:
     """What one kernel function computes: a fused group of nodes, or one node."""
 
     nodes: list[Node]
@@ -817,7 +817,7 @@ class PartitionLowering:
                 self.copies.append((r, j))
         return storage
 
-    def _steps(self, groups: list[list[Node]], g: GraphBuilder, storage: dict[TValue, Storage]) -> list[Step]:
+    def _steps(self, groups: list[list[Node]], g: GraphBuilder, storage: dict[TValue, Storage]) -> list[KernelGroup]:
         """One step per group: what it reads (storage roots from outside the group) and
         what it must store (values read outside the group or returned)."""
         group_of: dict[Node, int] = {n: gi for gi, grp in enumerate(groups) for n in grp}
@@ -828,9 +828,9 @@ class PartitionLowering:
                     r = v.root()
                     if r.node is not None and group_of.get(r.node) != gi:
                         read_elsewhere.add(r)
-        steps: list[Step] = []
+        steps: list[KernelGroup] = []
         for gi, grp in enumerate(groups):
-            step = Step(grp)
+            step = KernelGroup(grp)
             for n in grp:
                 for v in n.inputs:
                     r = v.root()
@@ -850,10 +850,10 @@ class PartitionLowering:
             out = TValue(r.shape, r.dtype, "node")
             storage[out] = Storage("output", j)
             node = Node("copy", "copy", [r], out)
-            steps.append(Step([node], [r], [out]))
+            steps.append(KernelGroup([node], [r], [out]))
         return steps
 
-    def _plan_buffers(self, steps: list[Step], storage: dict[TValue, Storage], g: GraphBuilder) -> int:
+    def _plan_buffers(self, steps: list[KernelGroup], storage: dict[TValue, Storage], g: GraphBuilder) -> int:
         """Place every intermediate in the workspace. Fused mode reuses a buffer once its
         last reader has run (first fit by address); per-op mode gives each its own."""
         last_read: dict[TValue, int] = {}
@@ -898,7 +898,7 @@ class PartitionLowering:
         return name
 
     # ---- kernel functions ------------------------------------------------------------------
-    def _kernel_func(self, k: int, step: Step, storage: dict[TValue, Storage]) -> c.FuncOp:
+    def _kernel_func(self, k: int, step: KernelGroup, storage: dict[TValue, Storage]) -> c.FuncOp:
         ins = step.reads
         outs = step.writes
         tmps = step.scratch
@@ -949,7 +949,7 @@ class PartitionLowering:
         b.add(c.ReturnOp())
         return f
 
-    def _loop_nest(self, b: _Builder, step: Step, params: dict[TValue, SSAValue]) -> None:
+    def _loop_nest(self, b: _Builder, step: KernelGroup, params: dict[TValue, SSAValue]) -> None:
         """One loop nest over the group's shape: load every leaf once, evaluate the nodes, store."""
         shape = step.nodes[0].out.shape
         rank = len(shape)
@@ -1024,7 +1024,7 @@ class PartitionLowering:
         return tuple(0 if padded[d] == 1 else strides[d] for d in range(len(shape)))
 
     # ---- the subgraph function, the wrapper, the packed entry ---------------------------
-    def _subgraph_func(self, steps: list[Step], storage: dict[TValue, Storage], g: GraphBuilder, ws_size: int) -> c.FuncOp:
+    def _subgraph_func(self, steps: list[KernelGroup], storage: dict[TValue, Storage], g: GraphBuilder, ws_size: int) -> c.FuncOp:
         names = self._arg_names(g)
         types: list[Attribute] = [_ptr(v.dtype, True) for v in g.inputs] + [_ptr(v.dtype) for v in g.outputs]
         if ws_size:
@@ -1116,7 +1116,7 @@ class PartitionLowering:
 
 
 def scalar_op(b: _Builder, n: Node, args: list[SSAValue]) -> SSAValue:
-    """Emit the C expression of pointwise node `n` on scalar operands; matches byoc.kernels."""
+    """Emit the C expression of pointwise node `n` on scalar operands; matches byoc.interpreters.kernels."""
     name = n.op_name
     t = _elt(n.out.dtype)
     is_f = n.out.dtype == "f32"

@@ -92,7 +92,7 @@ def _external_operands(members: list[Any], values: dict[SSAValue, TValue]) -> li
 
 def _fold(members: list[Any], values: dict[SSAValue, TValue]) -> np.ndarray[Any, Any]:
     """A composite of constants only: computed now with the reference kernels."""
-    from byoc.kernels import KERNELS
+    from byoc.interpreters.kernels import KERNELS
 
     arrays: dict[SSAValue, Any] = {v: t.array for v, t in values.items()}
     result: Any = None
@@ -178,7 +178,7 @@ class _ChainLowering:
             if step.kind == "scale":
                 s = self.vector(step.operands[0])
                 t = None
-            else:  # batch_norm, as byoc.kernels.batch_norm computes it
+            else:  # batch_norm, as byoc.interpreters.kernels.batch_norm computes it
                 gamma, beta, mean, var = (self.vector(v) for v in step.operands)
                 eps = self._const([np.float32(step.op.attr_values()["epsilon"])])  # type: ignore[attr-defined]
                 s = self.binary("nn.divide", gamma, self.sqrt(self.binary("nn.add", var, eps)))

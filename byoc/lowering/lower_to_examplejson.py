@@ -19,16 +19,16 @@ end of the module if there is none):
         -> tensor<10x10xf32> attributes {byoc.compiler = "examplejson"}
     examplejson.module {
       examplejson.subgraph @examplejson_main_0 {
-        examplejson.input 0 : tensor<10x10xf32>
-        examplejson.input 1 : tensor<10x10xf32>
-        examplejson.node add 2 inputs(0, 1) : tensor<10x10xf32>
-        examplejson.output 2
+        %0 = examplejson.input : tensor<10x10xf32>
+        %1 = examplejson.input : tensor<10x10xf32>
+        %2 = examplejson.node add %0, %1 : tensor<10x10xf32>
+        examplejson.output %2 : tensor<10x10xf32>
       }
     }
 
-Ids: the arguments are 0..n-1 in order, then every constant and op in program
-order. Constants inside the function (`nn.constant`, e.g. bound by
-`partition`) become `const` lines carrying their data, so a subgraph is
+Lines: an input per argument in order, then a line per constant and op in
+program order (so the text numbers the arguments 0..n-1). Constants inside
+the function (`nn.constant`, e.g. bound by `partition`) become `const` lines carrying their data, so a subgraph is
 self-contained and its text is all a saved runtime module needs. Node
 attributes are the op's non-default properties. Functions of other targets
 are left alone.
@@ -44,6 +44,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from byoc.diagnostics import PassError
 from byoc.dialects import byoc as byoc_d
@@ -62,85 +63,66 @@ def is_examplejson_function(op: Operation) -> bool:
     return isinstance(attr, StringAttr) and attr.data == TARGET
 
 
-class _Builder:
-    """Numbers values and appends one line per op."""
+def lower_function(func: FuncOp) -> ej.SubgraphOp:
+    """The subgraph of one examplejson partition function (the function is not changed)."""
+    name = func.sym_name.data
+    values: dict[SSAValue, SSAValue] = {}
+    """func value -> the subgraph value that stands for it."""
+    lines: list[Operation] = []
 
-    def __init__(self, func: FuncOp):
-        self.func = func
-        self.ids: dict[SSAValue, int] = {}
-        self.lines: list[Operation] = []
-
-    def define(self, value: SSAValue, line: ej.LineOp) -> None:
-        self.ids[value] = line.value_id
-        self.lines.append(line)
-
-    def next_id(self) -> int:
-        return len(self.lines)
-
-    def id_of(self, value: SSAValue, user: Operation) -> int:
-        found = self.ids.get(value)
+    def lookup(value: SSAValue, user: Operation) -> SSAValue:
+        found = values.get(value)
         if found is None:
-            raise PassError(
-                user,
-                f"{PASS}: an operand of '{user.name}' is defined outside @{self.func.sym_name.data}",
-            )
+            raise PassError(user, f"{PASS}: an operand of '{user.name}' is defined outside @{name}")
         return found
 
-    def block(self, block: Block) -> list[SSAValue] | None:
-        """Lower the ops of `block`; the values its terminator returns, if it has one."""
+    def lower_block(block: Block) -> list[SSAValue]:
+        """Lower the ops of `block`; the values its terminator returns."""
         for op in block.ops:
-            if isinstance(op, ReturnOp | byoc_d.YieldOp):  # terminators: the block's last op
-                return list(op.operands)
-            self.op(op)
-        return None
+            if isinstance(op, ReturnOp | byoc_d.YieldOp):  # the block's terminator
+                return [lookup(v, op) for v in op.operands]
+            if isinstance(op, byoc_d.CompositeOp):  # inlined: one nn op per line
+                for arg, operand in zip(op.body.block.args, op.args, strict=True):
+                    values[arg] = lookup(operand, op)
+                values.update(zip(op.results, lower_block(op.body.block), strict=True))
+                continue
+            line = lower_op(op, [lookup(v, op) for v in op.operands])
+            lines.append(line)
+            values[op.results[0]] = line.result
+        return []
 
-    def op(self, op: Operation) -> None:
+    def lower_op(op: Operation, inputs: list[SSAValue]) -> ej.ValueOp:
         if isinstance(op, nn.ConstantOp):
-            self.define(op.result, ej.ConstOp(self.next_id(), op.value))
-            return
-        if isinstance(op, byoc_d.CompositeOp):
-            for arg, operand in zip(op.body.block.args, op.args, strict=True):
-                self.ids[arg] = self.id_of(operand, op)
-            returned = self.block(op.body.block) or []
-            for result, value in zip(op.results, returned, strict=True):
-                self.ids[result] = self.id_of(value, op)
-            return
+            return ej.ConstOp(op.value)
         if isinstance(op, nn.NNOp):
-            name = ej.NAME_OF.get(op.name)
-            if name is None or len(op.results) != 1:
+            kind = ej.NAME_OF.get(op.name)
+            if kind is None or len(op.results) != 1:
                 raise PassError(op, f"{PASS}: '{op.name}' has no ExampleJSON form")
             ty = op.results[0].type
             assert isinstance(ty, TensorType)
             defaults = type(op).prop_defaults()
             attrs = {k: v for k, v in op.properties.items() if defaults.get(k) != v}
-            inputs = [self.id_of(v, op) for v in op.operands]
-            self.define(op.results[0], ej.NodeOp(name, self.next_id(), inputs, ty, attrs))
-            return
+            return ej.NodeOp(kind, inputs, ty, attrs)
         raise PassError(
             op,
-            f"{PASS}: '{op.name}' in @{self.func.sym_name.data} cannot run on the ExampleJSON "
+            f"{PASS}: '{op.name}' in @{name} cannot run on the ExampleJSON "
             "runtime, which runs nn ops only; leave it out of the examplejson partition "
             "(its support predicates decide what annotate-target tags)",
         )
 
-
-def lower_function(func: FuncOp) -> ej.SubgraphOp:
-    """The subgraph of one examplejson partition function (the function is not changed)."""
-    builder = _Builder(func)
     block = func.body.block
     for arg in block.args:
-        ty = arg.type
-        if not isinstance(ty, TensorType):
+        if not isinstance(arg.type, TensorType):
             raise PassError(
-                func,
-                f"{PASS}: argument #{arg.index} of @{func.sym_name.data} is {ty}, not a tensor",
+                func, f"{PASS}: argument #{arg.index} of @{name} is {arg.type}, not a tensor"
             )
-        builder.define(arg, ej.InputOp(builder.next_id(), ty))
-    returned = builder.block(block)
+        line = ej.InputOp(arg.type)
+        lines.append(line)
+        values[arg] = line.result
+    returned = lower_block(block)
     if not returned:
-        raise PassError(func, f"{PASS}: @{func.sym_name.data} returns nothing")
-    outputs = [builder.id_of(v, block.last_op or func) for v in returned]
-    return ej.SubgraphOp(func.sym_name.data, [*builder.lines, ej.OutputOp(outputs)])
+        raise PassError(func, f"{PASS}: @{name} returns nothing")
+    return ej.SubgraphOp(name, [*lines, ej.OutputOp(returned)])
 
 
 def declaration_of(func: FuncOp) -> FuncOp:
@@ -161,7 +143,7 @@ def container_of(module: ModuleOp) -> ej.ExampleJsonModuleOp:
         if isinstance(op, ej.ExampleJsonModuleOp):
             return op
     container = ej.ExampleJsonModuleOp()
-    module.body.block.add_op(container)
+    Rewriter.insert_op(container, InsertPoint.at_end(module.body.block))
     return container
 
 
@@ -189,8 +171,5 @@ class LowerToExampleJsonPass(ModulePass):
                     func,
                     f"{PASS}: examplejson.module already holds a subgraph @{subgraph.sym_name.data}",
                 )
-            container.body.block.add_op(subgraph)
-            parent = func.parent_block()
-            assert parent is not None
-            parent.insert_op_before(declaration_of(func), func)
-            parent.erase_op(func)
+            Rewriter.insert_op(subgraph, InsertPoint.at_end(container.body.block))
+            Rewriter.replace_op(func, declaration_of(func))

@@ -34,8 +34,10 @@ from xdsl.passes import ModulePass
 from byoc.dialects.byoc import TARGET_ATTR, CompositeOp
 from byoc.dialects.nn import ConstantOp, NNOp
 from byoc.op_registry import get_op_attr
-from byoc.passes.common import as_names, check_targets, host_functions, paused_gc
+from byoc.passes.options import as_names, check_targets
+from byoc.passes.scope import host_functions
 from byoc.targets import get_target
+from byoc.utils.gc import paused_gc
 
 SupportFn = Callable[[Operation], bool]
 
@@ -99,6 +101,8 @@ def annotate(module: ModuleOp, support: list[tuple[str, Mapping[str, SupportFn] 
             lookup[op_name] = found
         return found
 
+    # Tagging sets an attribute and moves nothing, so a loop over the top-level ops suffices
+    # (a pattern walker would also visit every op nested in composites and regions).
     tagged = 0
     for func in host_functions(module):
         for block in func.body.blocks:

@@ -30,10 +30,11 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 
 from byoc.passes.annotate_target import AnnotateTargetPass
-from byoc.passes.common import as_names, paused_gc
 from byoc.passes.merge_compiler_regions import MergeCompilerRegionsPass
 from byoc.passes.merge_composite import MergeCompositePass
+from byoc.passes.options import as_names
 from byoc.passes.partition import PartitionPass
+from byoc.utils.gc import paused_gc
 
 
 @dataclass(frozen=True)

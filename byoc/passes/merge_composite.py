@@ -1,22 +1,21 @@
 """merge-composite: wrap each match of the targets' pattern tables in a `byoc.composite`.
 
 Contract:
-- Expects `nn` IR; may run on IR that already has composites or regions.
-- Applies the pattern table of each target in `targets`, target by target,
-  entry by entry (or the entries named by `patterns`, in that order). An entry
-  sees only the ops no earlier entry took, so earlier entries win (TVM's
-  MergeComposite). Each entry scans its block from the results back to the
-  inputs, so a chain is matched from its last op.
-- A match becomes `byoc.composite "<target>.<name>"` at the root's place:
-  its operands are the values matched by `wildcard()`/`is_var()` (and the
-  operands of an `is_op(...)` given no operand patterns), each once; constants
-  matched by `is_constant()` are copied inside. The body is never matched again.
-- A match is rejected when one of its non-root values is used outside it (TVM's
-  `test_partition_overused`), unless `extra-results` is set and that value can
-  become an extra result without a cycle. A match whose check returns false is
-  rejected; the next alternative of the pattern is tried.
-- Guarantees: the module verifies; the numbers it computes are unchanged;
-  running the pass twice changes nothing.
+- Expects `nn` IR; may already hold composites or regions.
+- Applies the table entries target by target, in table order (or those named by
+  `patterns`, in that order). An entry sees only the ops no earlier entry took,
+  so earlier entries win, as in TVM's MergeComposite; it scans its block from
+  the last op back, so a chain is matched from its end.
+- A match becomes `byoc.composite "<target>.<name>"` at the root's place. Its
+  operands are the values matched by `wildcard()`/`is_var()` (and the operands
+  of an `is_op(...)` given no operand patterns), each once; constants matched
+  by `is_constant()` are copied inside. A composite's body is never matched.
+- A match is rejected when a value inside it other than the root's is used
+  outside it, unless `extra-results` is set and that value can become an extra
+  result without a cycle; or when its check returns false (the pattern's next
+  alternative is tried).
+- Guarantees: the module verifies, computes the same numbers, and a second run
+  changes nothing.
 
     // merge-composite{targets=test patterns=conv2d_relu}
     %c = nn.conv2d %x, %w : (...) -> tensor<1x4x8x8xf32>
@@ -28,6 +27,10 @@ Contract:
       %1 = nn.relu %0 : tensor<1x4x8x8xf32>
       byoc.yield %1 : tensor<1x4x8x8xf32>
     }
+
+The priority scan is not a greedy pattern walk (an op one entry takes is never
+offered to a later one), so it is a loop: deciding on a match reads the IR only,
+and an accepted match is rewritten through `Rewriter` and `Builder`.
 """
 
 from __future__ import annotations
@@ -35,22 +38,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, OpResult, Region, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from byoc.dialects.byoc import CompositeOp, YieldOp
-from byoc.passes.common import (
-    ancestor_in,
-    as_names,
-    check_targets,
-    graph_blocks,
-    host_functions,
-    paused_gc,
-)
+from byoc.passes.options import as_names, check_targets
+from byoc.passes.scope import graph_blocks, host_functions
 from byoc.patterns import Match, TableEntry, table_entries
 from byoc.targets import get_target
+from byoc.utils.gc import paused_gc
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,8 @@ class MergeCompositePass(ModulePass):
 def merge_matches(block: Block, composite: str, entry: TableEntry, extra_results: bool) -> int:
     """Apply one table entry to `block`, from its last op back; return the number of composites."""
     ops = list(block.ops)
-    position = {id(o): i for i, o in enumerate(ops)}
+    position: dict[int, float] = {id(o): i for i, o in enumerate(ops)}
+    # where each op of the block sits, kept current as ops move (positions are only compared)
     claimed: set[int] = set()
     roots = entry.pattern.root_ops()
 
@@ -141,7 +142,7 @@ def merge_matches(block: Block, composite: str, entry: TableEntry, extra_results
             if not entry.accepts(match):
                 continue
             claimed.update(inside)
-            for const in _build_composite(name, match, escaping, inside, block, position):
+            for const in _wrap_in_composite(name, match, escaping, inside, block, position):
                 claimed.add(id(const))
             made += 1
             break
@@ -156,7 +157,7 @@ def _escaping_values(match: Match, inside: set[int], block: Block) -> list[SSAVa
             continue
         for result in o.results:
             for use in result.uses:
-                user = ancestor_in(use.operation, block)
+                user = block.find_ancestor_op_in_block(use.operation)
                 if user is None or id(user) not in inside:
                     out.append(result)
                     break
@@ -166,14 +167,18 @@ def _escaping_values(match: Match, inside: set[int], block: Block) -> list[SSAVa
 def _outside_users(value: SSAValue, inside: set[int], block: Block) -> list[Operation]:
     users: list[Operation] = []
     for use in value.uses:
-        user = ancestor_in(use.operation, block)
+        user = block.find_ancestor_op_in_block(use.operation)
         if user is not None and id(user) not in inside:
             users.append(user)
     return users
 
 
 def _no_cycle(
-    match: Match, escaping: list[SSAValue], inside: set[int], block: Block, position: dict[int, int]
+    match: Match,
+    escaping: list[SSAValue],
+    inside: set[int],
+    block: Block,
+    position: dict[int, float],
 ) -> bool:
     """Whether no outside user of an escaping value reaches an input of the match.
 
@@ -196,19 +201,19 @@ def _no_cycle(
             continue
         for result in o.results:
             for use in result.uses:
-                user = ancestor_in(use.operation, block)
+                user = block.find_ancestor_op_in_block(use.operation)
                 if user is not None and id(user) not in inside:
                     stack.append(user)
     return True
 
 
-def _build_composite(
+def _wrap_in_composite(
     name: StringAttr,
     match: Match,
     escaping: list[SSAValue],
     inside: set[int],
     block: Block,
-    position: dict[int, int],
+    position: dict[int, float],
 ) -> list[Operation]:
     """Replace the match by a composite at the root's place; return the constants moved into it."""
     root = match.root
@@ -223,36 +228,38 @@ def _build_composite(
         regions=[Region(body)],
         location=root.location,
     )
-    block.insert_op_before(composite, root)
+    Rewriter.insert_op(composite, InsertPoint.before(root))
     root.results[0].replace_all_uses_with(composite.res[0])  # the root's users are all outside
     for i, value in enumerate(escaping, start=1):
         value.replace_uses_with_if(
             composite.res[i],
-            lambda use: (u := ancestor_in(use.operation, block)) is None or id(u) not in inside,
+            lambda use: (
+                (u := block.find_ancestor_op_in_block(use.operation)) is None or id(u) not in inside
+            ),
         )
     if escaping:
         _move_after(composite, escaping, inside, block, position)
 
     mapping: dict[SSAValue, SSAValue] = dict(zip(match.inputs, body.args, strict=True))
     moved: list[Operation] = []
+    into_body = Builder(InsertPoint.at_end(body))
     for const in match.constants:
         value = const.results[0]
-        if all(id(ancestor_in(use.operation, block)) in inside for use in value.uses):
+        if all(id(block.find_ancestor_op_in_block(use.operation)) in inside for use in value.uses):
             const.detach()  # only the match reads it: move it in
-            body.add_op(const)
+            into_body.insert(const)
             moved.append(const)
         else:
-            copy = const.clone()
-            body.add_op(copy)
+            copy = into_body.insert(const.clone())
             mapping[value] = copy.results[0]
     for o in sorted(match.ops, key=lambda o: position[id(o)]):
         o.detach()
-        body.add_op(o)
+        into_body.insert(o)
         for i, operand in enumerate(o.operands):
             new = mapping.get(operand)
             if new is not None:
-                o.operands[i] = new
-    body.add_op(YieldOp.create(operands=results, location=root.location))
+                o.operands[i] = new  # an input becomes the composite's block argument
+    into_body.insert(YieldOp.create(operands=results, location=root.location))
     return moved
 
 
@@ -261,9 +268,13 @@ def _move_after(
     escaping: list[SSAValue],
     inside: set[int],
     block: Block,
-    position: dict[int, int],
+    position: dict[int, float],
 ) -> None:
-    """Move the outside ops that depend on an escaping value and sit before the composite after it."""
+    """Move the outside ops that depend on an escaping value and sit before the composite after it.
+
+    The moved ops get positions between the root's and the next op's, so a later match
+    (earlier in the block) sees where they are now.
+    """
     limit = _position_of_root(composite, position)
     first = min(position[id(v.owner)] for v in escaping if isinstance(v, OpResult))
     to_move: dict[int, Operation] = {}
@@ -280,17 +291,19 @@ def _move_after(
         to_move[id(o)] = o
         for result in o.results:
             for use in result.uses:
-                user = ancestor_in(use.operation, block)
+                user = block.find_ancestor_op_in_block(use.operation)
                 if user is not None:
                     stack.append(user)
     anchor: Operation = composite
-    for o in sorted(to_move.values(), key=lambda o: position[id(o)]):
+    step = 1 / (len(to_move) + 1)
+    for k, o in enumerate(sorted(to_move.values(), key=lambda o: position[id(o)]), start=1):
         o.detach()
-        block.insert_op_after(o, anchor)
+        Rewriter.insert_op(o, InsertPoint.after(anchor))
         anchor = o
+        position[id(o)] = limit + k * step
 
 
-def _position_of_root(composite: CompositeOp, position: dict[int, int]) -> int:
+def _position_of_root(composite: CompositeOp, position: dict[int, float]) -> float:
     nxt = composite.next_op
     assert nxt is not None and id(nxt) in position, "the composite sits right before its root"
     return position[id(nxt)]

@@ -3,24 +3,19 @@
 Contract:
 - Expects `byoc.region`s (merge-compiler-regions) and/or top-level ops and
   composites tagged `byoc.target`; a tagged op outside any region is outlined
-  on its own. Functions that already carry `byoc.compiler` are left alone. A
-  module with neither regions nor tagged ops is unchanged.
+  on its own. Functions with `byoc.compiler` are left alone.
 - Each region becomes `func.func private @<target>_<func>_<n>` with
-  `byoc.compiler = "<target>"` (the raw target name), called with `func.call`
-  where the region was. The symbol is the target and function names with
-  every character outside [A-Za-z0-9_] replaced by `_`, and `<n>` counts from 0
-  per prefix, skipping names the module already has: unique across functions.
+  `byoc.compiler = "<target>"`, called with `func.call` where the region was.
+  Characters outside [A-Za-z0-9_] become `_`; `<n>` counts from 0 per prefix,
+  skipping names the module already has.
 - Arguments are the distinct outside values the region reads, in first-use
-  order (a value read twice is passed once). With `bind-constants` (default) an
-  `nn.constant` is copied into the function instead of passed (moved, when
-  nothing else reads it). Results are the distinct values used
-  outside, in the region's order — never `(%0, %0, %0)`.
-- Errors (located at the op): an unknown target; an op tagged for a target
-  that has no predicate for it or whose predicate rejects it; a composite tagged
-  for another target than its name's; a region holding a region or an op
-  tagged for another target.
-- The `byoc.target` tags of outlined ops are dropped: the function's
-  `byoc.compiler` says it all.
+  order. With `bind-constants` (default) an `nn.constant` is copied into the
+  function instead (moved, when nothing else reads it). Results are the
+  distinct values used outside, in the region's order. Outlined ops lose their
+  `byoc.target`: the function's `byoc.compiler` says it.
+- Errors, at the op: an unknown target; an op its target has no predicate for
+  or whose predicate rejects it; a composite tagged for another target than
+  its name's; a region holding a region or an op tagged for another target.
 
     %r:2 = byoc.region "test" -> (tensor<4xf32>, tensor<4xf32>) {
       %a = nn.abs %x {byoc.target = "test"} : tensor<4xf32>
@@ -40,23 +35,27 @@ Contract:
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import ClassVar
 
+from xdsl.builder import Builder
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
+from xdsl.dialects.builtin import FunctionType, ModuleOp, StringAttr, SymbolRefAttr
 from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
-from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, OpResult, Region, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import IsolatedFromAbove, SymbolOpInterface
 
 from byoc.diagnostics import PassError
 from byoc.dialects.byoc import COMPILER_ATTR, TARGET_ATTR, CompositeOp, RegionOp, YieldOp
 from byoc.dialects.nn import ConstantOp
 from byoc.op_registry import get_op_attr
-from byoc.passes.common import AttrCache, erase, host_functions, paused_gc, target_of
-from byoc.targets import KNOWN_TARGETS, TARGET_FAMILIES, UnknownTargetError, get_target
+from byoc.passes.scope import host_functions, target_of
+from byoc.targets import UnknownTargetError, get_target
+from byoc.utils.gc import paused_gc
 
 _PRIVATE = StringAttr("private")
 _NOT_IDENT = re.compile(r"[^A-Za-z0-9_]")
@@ -71,7 +70,11 @@ def sanitize(name: str) -> str:
 
 
 class SymbolNamer:
-    """Fresh `<target>_<func>_<n>` names, unique in a module."""
+    """Fresh `<target>_<func>_<n>` names, unique in a module.
+
+    The module's symbols are read once: `SymbolTable.lookup_symbol` scans the module
+    on every call, which for thousands of partitions is quadratic.
+    """
 
     def __init__(self, module: ModuleOp):
         self.taken: set[str] = set()
@@ -108,47 +111,35 @@ class PartitionPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         namer = SymbolNamer(op)
-        attrs = AttrCache()
         with paused_gc():
             for func in host_functions(op):
-                anchor: Operation = func
-                for outlined in partition_function(func, namer, self.bind_constants, attrs):
-                    op.body.block.insert_op_after(outlined, anchor)
-                    anchor = outlined
+                outlined = partition_function(func, namer, self.bind_constants)
+                Rewriter.insert_op(outlined, InsertPoint.after(func))
 
 
 def partition_function(
-    func: FuncOp, namer: SymbolNamer, bind_constants: bool = True, attrs: AttrCache | None = None
+    func: FuncOp, namer: SymbolNamer, bind_constants: bool = True
 ) -> list[FuncOp]:
-    """Outline every region and tagged op of `func`; return the new functions in order."""
-    attrs = attrs if attrs is not None else AttrCache()
+    """Outline every region and tagged op of `func`; return the new (detached) functions in order."""
     out: list[FuncOp] = []
     func_name = func.sym_name.data
     for block in func.body.blocks:
         units = [o for o in block.ops if isinstance(o, RegionOp) or TARGET_ATTR in o.attributes]
         for unit in units:
             target = _checked_target(unit)
-            name = namer.fresh(target, func_name)
-            out.append(_outline(unit, target, name, bind_constants, attrs))
+            out.append(_outline(unit, target, namer.fresh(target, func_name), bind_constants))
     return out
 
 
-def _known_targets_text() -> str:
-    return ", ".join([*sorted(KNOWN_TARGETS), *(f"{p}_<suffix>" for p in TARGET_FAMILIES)])
-
-
 def _checked_target(unit: Operation) -> str:
+    """The target `unit` is for, after checking that it can take every op in `unit`."""
     target = target_of(unit)
     if target is None:
         raise PassError(unit, f"partition: '{unit.name}' has a non-string 'byoc.target'")
     try:
         module = get_target(target)
-    except UnknownTargetError:
-        raise PassError(
-            unit,
-            f"partition: '{unit.name}' is tagged for unknown target '{target}'; "
-            f"known targets: {_known_targets_text()}",
-        ) from None
+    except UnknownTargetError as err:
+        raise PassError(unit, f"partition: '{unit.name}' is tagged for {err}") from None
     per_run = hasattr(module, "support_from_ops")  # a test target: support chosen per run
     if isinstance(unit, RegionOp):
         for inner in unit.body.block.ops:
@@ -197,18 +188,74 @@ def _check_support(op: Operation, target: str, module: object, per_run: bool) ->
         )
 
 
-def _defined_under(value: SSAValue, body: Block) -> bool:
-    if isinstance(value, BlockArgument):
-        block: Block | None = value.block
+def _outline(unit: Operation, target: str, name: str, bind_constants: bool) -> FuncOp:
+    """Replace `unit` (a region or one tagged op) by a call of a new function; return it."""
+    if isinstance(unit, RegionOp):
+        call_point = InsertPoint.before(unit)
+        region = Rewriter.move_region_contents_to_new_regions(unit.body)
+        body = region.block
+        terminator = body.last_op
+        assert isinstance(terminator, YieldOp)
+        yielded = list(terminator.values)
+        Rewriter.erase_op(terminator)
+        replaced = list(unit.res)
     else:
-        assert isinstance(value, OpResult)
-        block = value.op.parent
-    while block is not None:
-        if block is body:
-            return True
-        parent = block.parent_op()
-        block = parent.parent if parent is not None else None
-    return False
+        call_point = InsertPoint.after(unit)  # stays valid once `unit` is moved out
+        body = Block()
+        region = Region(body)
+        unit.detach()
+        Rewriter.insert_op(unit, InsertPoint.at_end(body))
+        yielded = replaced = list(unit.results)
+
+    binder = _Binder(body, bind_constants)
+    for o in list(body.ops):
+        o.attributes.pop(TARGET_ATTR, None)
+        binder.bind(o)
+    results = list(dict.fromkeys(yielded))  # each value once, in the region's order
+    result_types = [v.type for v in results]
+
+    call = CallOp.create(
+        operands=binder.args,
+        result_types=result_types,
+        properties={"callee": SymbolRefAttr(name)},
+        location=unit.location,
+    )
+    Rewriter.insert_op(call, call_point)
+    index = {value: i for i, value in enumerate(results)}
+    for old, value in zip(replaced, yielded, strict=True):
+        new = call.res[index[value]]
+        if new.name_hint is None:
+            new.name_hint = old.name_hint
+        old.replace_all_uses_with(new)
+    if isinstance(unit, RegionOp):
+        Rewriter.erase_op(unit)
+
+    Rewriter.insert_op(
+        ReturnOp.create(operands=results, location=unit.location), InsertPoint.at_end(body)
+    )
+    return FuncOp.create(
+        properties={
+            "sym_name": StringAttr(name),
+            "function_type": _function_type(
+                tuple(a.type for a in binder.args), tuple(result_types)
+            ),
+            "sym_visibility": _PRIVATE,
+        },
+        attributes={COMPILER_ATTR: _compiler_tag(target)},
+        regions=[region],
+        location=unit.location,
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _function_type(inputs: tuple[Attribute, ...], outputs: tuple[Attribute, ...]) -> FunctionType:
+    """Partitions of a large graph share few signatures; attributes verify when made."""
+    return FunctionType.from_lists(list(inputs), list(outputs))
+
+
+@functools.lru_cache(maxsize=64)
+def _compiler_tag(target: str) -> StringAttr:
+    return StringAttr(target)
 
 
 class _Binder:
@@ -218,7 +265,8 @@ class _Binder:
     def __init__(self, body: Block, bind_constants: bool):
         self.body = body
         self.bind_constants = bind_constants
-        self.first = body.first_op
+        self.constants = Builder(InsertPoint.at_start(body))
+        """Bound constants go before the body's first op, in first-use order."""
         self.mapping: dict[SSAValue, SSAValue] = {}
         self.args: list[SSAValue] = []
         """The outside values passed as arguments, in first-use order."""
@@ -231,7 +279,7 @@ class _Binder:
                 continue  # defined by a top-level op of the body
             new = self.mapping.get(v)
             if new is None:
-                if _defined_under(v, body):
+                if _defined_in(v, body):
                     continue
                 new = self.mapping[v] = self._outside(v)
             op.operands[i] = new
@@ -242,10 +290,9 @@ class _Binder:
                         self.bind(inner)
 
     def _outside(self, value: SSAValue) -> SSAValue:
-        body = self.body
         if self.bind_constants and isinstance(value, OpResult) and isinstance(value.op, ConstantOp):
             const = value.op
-            if _only_used_under(value, body):
+            if _only_used_in(value, self.body):
                 const.detach()  # nothing else reads it: move it in
                 copy: Operation = const
             else:
@@ -257,100 +304,21 @@ class _Binder:
                 )
                 copy.results[0].name_hint = value.name_hint
             copy.attributes.pop(TARGET_ATTR, None)
-            if self.first is None:
-                body.add_op(copy)
-            else:
-                body.insert_op_before(copy, self.first)
+            self.constants.insert(copy)
             return copy.results[0]
-        arg = body.insert_arg(value.type, len(body.args))
+        arg = self.body.insert_arg(value.type, len(self.body.args))
         arg.name_hint = value.name_hint
         self.args.append(value)
         return arg
 
 
-def _outline(
-    unit: Operation, target: str, name: str, bind_constants: bool, attrs: AttrCache
-) -> FuncOp:
-    """Replace `unit` (a region or one tagged op) by a call of a new function; return it."""
-    parent = unit.parent
-    assert parent is not None
-    before: Operation | None  # the call goes right before this op of `parent` (None: at the end)
-    if isinstance(unit, RegionOp):
-        region = unit.detach_region(unit.body)
-        body = region.block
-        terminator = body.last_op
-        assert isinstance(terminator, YieldOp)
-        yielded = list(terminator.values)
-        erase(terminator)
-        old_results = list(unit.res)
-        before = unit  # the emptied region stays until its results are replaced
-    else:
-        body = Block()
-        region = Region(body)
-        yielded = list(unit.results)
-        old_results = list(unit.results)
-        before = unit.next_op
-        unit.detach()
-        body.add_op(unit)
-    binder = _Binder(body, bind_constants)
-    for o in list(body.ops):
-        o.attributes.pop(TARGET_ATTR, None)
-        binder.bind(o)
-    args = binder.args
-
-    results: list[SSAValue] = []
-    for v in yielded:
-        if v not in results:
-            results.append(v)
-    body.add_op(ReturnOp.create(operands=results, location=unit.location))
-    result_types = [v.type for v in results]
-    func = FuncOp.create(
-        properties={
-            "sym_name": StringAttr(name),
-            "function_type": attrs.function_type([a.type for a in args], result_types),
-            "sym_visibility": _PRIVATE,
-        },
-        attributes={COMPILER_ATTR: attrs.string(target)},
-        regions=[region],
-        location=unit.location,
-    )
-    call = CallOp.create(
-        operands=args,
-        result_types=result_types,
-        properties={"callee": SymbolRefAttr(name)},
-        location=unit.location,
-    )
-    if before is None:
-        parent.add_op(call)
-    else:
-        parent.insert_op_before(call, before)
-    index = {id(v): i for i, v in enumerate(results)}
-    returned = body.last_op
-    for old, value in zip(old_results, yielded, strict=True):
-        new = call.res[index[id(value)]]
-        if new.name_hint is None:
-            new.name_hint = old.name_hint
-        if old is value:  # a lone op: its results are also read by the return
-            old.replace_uses_with_if(new, lambda use: use.operation is not returned)
-        else:
-            old.replace_all_uses_with(new)
-    if isinstance(unit, RegionOp):
-        erase(unit)
-    return func
+def _defined_in(value: SSAValue, body: Block) -> bool:
+    """Whether `value` is defined in `body`, at any depth."""
+    owner = value.owner
+    op = owner if isinstance(owner, Operation) else owner.parent_op()
+    return op is not None and body.find_ancestor_op_in_block(op) is not None
 
 
-def _only_used_under(value: SSAValue, body: Block) -> bool:
+def _only_used_in(value: SSAValue, body: Block) -> bool:
     """Whether every use of `value` is in `body` (stops at the first use outside)."""
-    for use in value.uses:
-        if not _under(use.operation, body):
-            return False
-    return True
-
-
-def _under(op: Operation, block: Block) -> bool:
-    current: Operation | None = op
-    while current is not None:
-        if current.parent is block:
-            return True
-        current = current.parent_op()
-    return False
+    return all(body.find_ancestor_op_in_block(use.operation) is not None for use in value.uses)

@@ -1,11 +1,16 @@
-"""Single-file artifacts: `Executable.export_library(path)` and `load_module(path)`.
+"""The single-file artifact format: sections of bytes under a checksummed JSON header.
+
+`Executable.export_library(path)` and `load_module(path)` (in `executable.py`)
+decide what goes in the header and the sections; this module only writes and
+validates the container.
 
 Layout (all integers little-endian):
 
     magic    8 bytes  b"BYOCART\\x00"
     version  u32      FORMAT_VERSION
     hlen     u64      length of the header
-    header   hlen     JSON (UTF-8): plan, partitions, components, sections
+    header   hlen     JSON (UTF-8): plan, partitions, components (kind and
+                      sections of each), sections
     hsum     32 bytes sha256 of the header
     payload           the sections, back to back
 
@@ -24,17 +29,11 @@ import hashlib
 import json
 import struct
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import numpy as np
-
-from byoc.runtime.host import HostPlan
-
-if TYPE_CHECKING:
-    from byoc.runtime.executable import Executable
+from typing import Any
 
 MAGIC = b"BYOCART\x00"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""2: each component records its kind. Version 1 files are still read."""
 _PREFIX = struct.Struct("<8sIQ")
 
 
@@ -42,7 +41,9 @@ class ArtifactError(ValueError):
     """The file is not a byoc artifact this version can read; the message says why."""
 
 
-class _Writer:
+class ArtifactWriter:
+    """Collects sections (stored once per content) and writes the file."""
+
     def __init__(self) -> None:
         self.sections: list[dict[str, Any]] = []
         self.chunks: list[bytes] = []
@@ -50,6 +51,7 @@ class _Writer:
         self.by_digest: dict[str, int] = {}
 
     def add(self, data: bytes) -> int:
+        """The index of a section holding `data`."""
         digest = hashlib.sha256(data).hexdigest()
         index = self.by_digest.get(digest)
         if index is not None:
@@ -61,40 +63,23 @@ class _Writer:
         self.by_digest[digest] = index
         return index
 
-
-def export_executable(exe: Executable, path: str | Path) -> None:
-    writer = _Writer()
-    constants = []
-    for arr in exe.constants:
-        a = np.ascontiguousarray(arr)
-        constants.append(
-            {"section": writer.add(a.tobytes()), "dtype": a.dtype.str, "shape": list(a.shape)}
-        )
-    components: dict[str, dict[str, int]] = {}
-    for target, component in sorted(exe.components.items()):
-        components[target] = {
-            name: writer.add(blob) for name, blob in sorted(component.export().items())
+    def write(self, path: str | Path, header: dict[str, Any]) -> None:
+        """Write `header` (plus the format fields and the section table) and the sections."""
+        header = {
+            **header,
+            "format": "byoc-artifact",
+            "version": FORMAT_VERSION,
+            "sections": self.sections,
         }
-    header = {
-        "format": "byoc-artifact",
-        "version": FORMAT_VERSION,
-        "plan": exe.plan.to_json(),
-        "constants": constants,
-        "components": components,
-        "partitions": [
-            {"symbol": p.symbol, "target": p.target, "ops": list(p.ops)} for p in exe.partitions()
-        ],
-        "sections": writer.sections,
-    }
-    hbytes = json.dumps(header, separators=(",", ":"), sort_keys=True).encode()
-    tmp = Path(str(path) + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(_PREFIX.pack(MAGIC, FORMAT_VERSION, len(hbytes)))
-        f.write(hbytes)
-        f.write(hashlib.sha256(hbytes).digest())
-        for chunk in writer.chunks:
-            f.write(chunk)
-    tmp.replace(path)
+        hbytes = json.dumps(header, separators=(",", ":"), sort_keys=True).encode()
+        tmp = Path(str(path) + ".tmp")
+        with open(tmp, "wb") as f:
+            f.write(_PREFIX.pack(MAGIC, FORMAT_VERSION, len(hbytes)))
+            f.write(hbytes)
+            f.write(hashlib.sha256(hbytes).digest())
+            for chunk in self.chunks:
+                f.write(chunk)
+        tmp.replace(path)
 
 
 def read_artifact(path: str | Path) -> tuple[dict[str, Any], list[bytes]]:
@@ -143,25 +128,3 @@ def read_artifact(path: str | Path) -> tuple[dict[str, Any], list[bytes]]:
             f"{path}: corrupted artifact ({len(data) - expected_size:+d} bytes after the last section)"
         )
     return header, sections
-
-
-def load_executable(path: str | Path) -> Executable:
-    from byoc.runtime.executable import Executable, PartitionInfo
-    from byoc.targets import get_target
-
-    header, sections = read_artifact(path)
-    plan = HostPlan.from_json(header["plan"])
-    constants = []
-    for c in header["constants"]:
-        arr = np.frombuffer(sections[c["section"]], dtype=np.dtype(c["dtype"]))
-        constants.append(arr.reshape(c["shape"]))
-    components = {}
-    for target, blobs in header["components"].items():
-        module = get_target(target)
-        components[target] = module.load_component(
-            {name: sections[index] for name, index in blobs.items()}
-        )
-    partitions = [
-        PartitionInfo(p["symbol"], p["target"], tuple(p["ops"])) for p in header["partitions"]
-    ]
-    return Executable(plan, constants, components, partitions)

@@ -50,7 +50,8 @@ typedef float byoc_v8f_ __attribute__((vector_size(32)));
  * run time) it fuses each multiply-add, so its sums differ from the baseline's
  * by rounding only (same products, same order, one rounding per step fewer).
  */
-#if defined(__x86_64__) && defined(__ELF__) && defined(__has_attribute)
+/* -DBYOC_BASELINE_ONLY (BYOC_CPU_DISPATCH=baseline) keeps every kernel on baseline x86-64. */
+#if defined(__x86_64__) && defined(__ELF__) && defined(__has_attribute) && !defined(BYOC_BASELINE_ONLY)
 #if __has_attribute(target_clones) && !defined(__SANITIZE_ADDRESS__)
 #define BYOC_CLONES __attribute__((target_clones("avx2", "default")))
 #endif
@@ -427,7 +428,7 @@ static inline float byoc_max_window_(const float* restrict xc, int64_t H, int64_
   return m;
 }
 
-#if defined(__x86_64__) && defined(__has_attribute)
+#if defined(__x86_64__) && defined(__has_attribute) && !defined(BYOC_BASELINE_ONLY)
 #if __has_attribute(target) && !defined(__SANITIZE_ADDRESS__)
 #define BYOC_AVX2 __attribute__((target("avx2")))
 #endif

@@ -1,18 +1,12 @@
-"""The C runtime module: compile, cache, load and call the C code of `lower-to-c`.
+"""The C runtime module: load a library of C partitions and call them with numpy arrays.
 
-    lib = CModule.from_module(module)            # module after lower-to-c
+    lib = CModule.from_source(source, signatures, constants)   # compiled or found in the cache
     f = lib.get_function("ccompiler_main_0")
     out = f(a, b, c, d)                          # allocates the output
     f(a, b, c, d, out)                           # or writes into yours (destination passing)
 
-Compilation. The `c.module` is printed by `emit_c` into one translation unit
-and compiled with the system compiler (`$CC`, default `cc`) and
-`DEFAULT_FLAGS` into a shared library. Libraries are cached under
-`$BYOC_CACHE_DIR`, else `$XDG_CACHE_HOME/byoc`, else `~/.cache/byoc`, keyed by
-a hash of the source, the flags, the runtime headers and the compiler's
-`--version`: a second build of the same module is a file lookup. The source is
-kept next to the library; a failed compile raises `CompileError` with the
-compiler's output and that path.
+The source and the signatures are data: the C lowering produces them
+(`byoc.lowering.c_build`), the toolchain (`byoc.runtime.toolchain`) compiles.
 
 Calls. The library is loaded with cffi (ABI mode, `dlopen`). A call builds
 DLPack `DLTensor`s around the numpy arrays (no copy) and calls the partition's
@@ -31,43 +25,32 @@ Constants too large for the source are handed to `byoc_init` once, at load;
 the CModule keeps them alive. Concurrent calls from several threads are safe:
 the generated code keeps intermediates in a per-thread workspace.
 
-For `byoc.build`: `from_module` puts every partition of a module in one
-library; `metadata()` (JSON-able) plus `constants` is all `load(path, ...)`
-needs to reopen an exported library without recompiling.
+`metadata()` (JSON-able) plus `constants` is all `load(path, ...)` needs to
+reopen an exported library without recompiling; `export()` / `from_blobs()`
+are the artifact round trip.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shlex
-import subprocess
-import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import cffi
 import numpy as np
 
-INCLUDE_DIR = Path(__file__).resolve().parent
-"""Where dlpack.h, byoc_runtime.h and byoc_kernels.h live (`-I` for the generated C)."""
-RUNTIME_HEADERS = ("dlpack.h", "byoc_runtime.h", "byoc_kernels.h", "byoc_cblas.h")
-
-DEFAULT_FLAGS: tuple[str, ...] = (
-    "-std=c11",
-    "-O2",
-    "-Wall",
-    "-Wextra",
-    "-Werror",
-    "-fPIC",
-    "-shared",
-    "-fvisibility=hidden",
+from byoc.runtime.cpu import native_load
+from byoc.runtime.tensor import TensorSpec
+from byoc.runtime.toolchain import (
+    DEFAULT_FLAGS,
+    INCLUDE_DIR,
+    CompileError,
+    cache_dir,
+    cache_library,
+    compile_source,
 )
-LIBS: tuple[str, ...] = ("-lm", "-pthread")
 
 _CDEF = """
 typedef struct { int32_t device_type; int32_t device_id; } DLDevice;
@@ -91,19 +74,6 @@ KDL_CPU = 1
 _DL_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
 
 
-class CompileError(RuntimeError):
-    """The C compiler rejected the generated source."""
-
-    def __init__(self, command: Sequence[str], output: str, source_path: Path):
-        self.command = list(command)
-        self.output = output
-        self.source_path = source_path
-        super().__init__(
-            f"C compilation failed (source kept at {source_path}):\n"
-            f"$ {shlex.join(self.command)}\n{output.rstrip()}"
-        )
-
-
 class CFunctionError(RuntimeError):
     """A partition returned an error code; the message is the library's byoc_last_error()."""
 
@@ -113,152 +83,12 @@ class CFunctionError(RuntimeError):
         super().__init__(message or f"{function} returned {code}")
 
 
-# ---------------------------------------------------------------------------
-# Compiling and caching
-# ---------------------------------------------------------------------------
-
-
-def cache_dir() -> Path:
-    """`$BYOC_CACHE_DIR`, else `$XDG_CACHE_HOME/byoc`, else `~/.cache/byoc`."""
-    explicit = os.environ.get("BYOC_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "byoc"
-
-
-def compiler() -> str:
-    return os.environ.get("CC", "cc")
-
-
-@lru_cache(maxsize=8)
-def compiler_version(cc: str) -> str:
-    """`cc --version` (part of the cache key: a compiler upgrade rebuilds)."""
-    try:
-        done = subprocess.run([cc, "--version"], capture_output=True, text=True, check=False)
-    except OSError as e:
-        raise CompileError([cc, "--version"], f"cannot run the C compiler: {e}", Path("-")) from None
-    return done.stdout + done.stderr
-
-
-@lru_cache(maxsize=1)
-def _headers_digest() -> str:
-    h = hashlib.sha256()
-    for name in RUNTIME_HEADERS:
-        h.update(name.encode())
-        h.update((INCLUDE_DIR / name).read_bytes())
-    return h.hexdigest()
-
-
-def library_key(
-    source: str, flags: Sequence[str], cc: str | None = None, libs: Sequence[str] = ()
-) -> str:
-    cc = cc or compiler()
-    h = hashlib.sha256()
-    link = "\0".join((*LIBS, *libs))
-    for part in (compiler_version(cc), cc, "\0".join(flags), link, _headers_digest(), source):
-        h.update(part.encode())
-        h.update(b"\x00")
-    return h.hexdigest()[:40]
-
-
-@dataclass(frozen=True)
-class BuildResult:
-    library_path: Path
-    source_path: Path
-    cache_hit: bool
-
-
-def compile_source(
-    source: str,
-    flags: Sequence[str] = DEFAULT_FLAGS,
-    *,
-    directory: Path | None = None,
-    cc: str | None = None,
-    libs: Sequence[str] = (),
-) -> BuildResult:
-    """Compile `source` into a shared library, or find it in the cache. `libs` (linker
-    arguments such as `-L<dir> -lfoo -Wl,-rpath,<dir>`) go after the source."""
-    cc = cc or compiler()
-    directory = directory or cache_dir()
-    directory.mkdir(parents=True, exist_ok=True)
-    key = library_key(source, flags, cc, libs)
-    library = directory / f"byoc_{key}.so"
-    src = directory / f"byoc_{key}.c"
-    if library.exists():
-        return BuildResult(library, src, True)
-    _write_atomic(src, source.encode())
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".build_", suffix=".so")
-    os.close(fd)
-    command = [cc, *flags, f"-I{INCLUDE_DIR}", "-o", tmp, str(src), *LIBS, *libs]
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-    except OSError as e:
-        os.unlink(tmp)
-        raise CompileError(command, f"cannot run the C compiler: {e}", src) from None
-    if done.returncode != 0:
-        os.unlink(tmp)
-        raise CompileError(command, done.stdout + done.stderr, src)
-    os.replace(tmp, library)
-    return BuildResult(library, src, False)
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".src_")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
-
-
-# ---------------------------------------------------------------------------
-# Signatures
-# ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TensorSpec:
-    name: str
-    shape: tuple[int, ...]
-    dtype: np.dtype[Any]
-
-    def to_json(self) -> list[Any]:
-        return [self.name, list(self.shape), self.dtype.str]
-
-    @staticmethod
-    def from_json(data: Sequence[Any]) -> TensorSpec:
-        return TensorSpec(str(data[0]), tuple(int(d) for d in data[1]), np.dtype(data[2]))
-
-
 @dataclass(frozen=True)
 class CSignature:
     """Arguments of a partition's packed entry: inputs, then outputs."""
 
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
-
-
-def signatures_of(module: Any) -> dict[str, CSignature]:
-    """Partition name -> signature, read from the argument checks of each `<sym>_wrapper`."""
-    from byoc.dialects import c, nn
-
-    units = [op for op in module.walk() if isinstance(op, c.ModuleOp)]
-    out: dict[str, CSignature] = {}
-    for unit in units:
-        funcs = {f.sym_name.data: f for f in unit.ops if isinstance(f, c.FuncOp)}
-        for name, f in funcs.items():
-            wrapper = funcs.get(name + "_wrapper")
-            if f.is_static or wrapper is None:
-                continue
-            ins: list[TensorSpec] = []
-            outs: list[TensorSpec] = []
-            for op in wrapper.body.block.ops:
-                if isinstance(op, c.CheckTensorOp):
-                    t = op.expected
-                    spec = TensorSpec(op.arg_name.data, tuple(t.get_shape()), nn.numpy_dtype(t.element_type))
-                    (ins if op.role.data == "input" else outs).append(spec)
-            out[name] = CSignature(tuple(ins), tuple(outs))
-    return out
 
 
 # ---------------------------------------------------------------------------
@@ -292,12 +122,16 @@ class CModule:
             + "\n".join(f"int32_t {sym}(DLTensor** args, int32_t num_args);" for sym in self.functions)
         )
         try:
-            self.lib: Any = self.ffi.dlopen(str(self.library_path))
+            with native_load():
+                self.lib: Any = self.ffi.dlopen(str(self.library_path))
         except OSError as e:
             raise OSError(f"cannot load the C library {self.library_path}: {e}") from None
         self._init_constants()
         self._functions: dict[str, CFunction] = {}
         self._lock = threading.Lock()
+
+    kind = "c"
+    """The component kind artifacts record (`byoc.runtime.component`)."""
 
     # ---- construction ----------------------------------------------------------
     @classmethod
@@ -319,28 +153,6 @@ class CModule:
             source_path=built.source_path,
             source=source,
             cache_hit=built.cache_hit,
-        )
-
-    @classmethod
-    def from_module(
-        cls,
-        module: Any,
-        *,
-        flags: Sequence[str] = DEFAULT_FLAGS,
-        directory: Path | None = None,
-        libs: Sequence[str] = (),
-    ) -> CModule:
-        """Compile (or find in the cache) the `c.module` of a module after `lower-to-c`."""
-        from byoc.dialects import c
-        from byoc.lowering.emit_c import emit_c_source
-        from byoc.lowering.lower_to_c import constants_of
-
-        source = emit_c_source(module)
-        constants: list[np.ndarray[Any, Any]] = []
-        for unit in (op for op in module.walk() if isinstance(op, c.ModuleOp)):
-            constants.extend(constants_of(unit))
-        return cls.from_source(
-            source, signatures_of(module), constants, flags=flags, directory=directory, libs=libs
         )
 
     @classmethod
@@ -413,11 +225,7 @@ class CModule:
             if data is None:
                 raise ValueError(f"C module export lacks constant {i} of {n}")
             constants.append(np.load(io.BytesIO(data), allow_pickle=False))
-        directory = directory or cache_dir()
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / f"byoc_lib_{hashlib.sha256(library).hexdigest()[:40]}.so"
-        if not path.exists():
-            _write_atomic(path, library)
+        path = cache_library(library, directory)
         return cls.load(path, metadata, constants)
 
     def _init_constants(self) -> None:
@@ -642,12 +450,11 @@ __all__ = [
     "CModule",
     "CFunction",
     "CSignature",
-    "TensorSpec",
-    "CompileError",
     "CFunctionError",
-    "compile_source",
-    "cache_dir",
+    # the toolchain, re-exported from its new home (byoc.runtime.toolchain); removed after the merge
     "DEFAULT_FLAGS",
     "INCLUDE_DIR",
-    "signatures_of",
+    "CompileError",
+    "cache_dir",
+    "compile_source",
 ]

@@ -7,13 +7,13 @@
     blob = mod.save_to_binary()                   # ExampleJsonModule.load_from_binary(blob)
 
 Each subgraph is planned once, when the module is built: a flat list of steps
-(the node's numpy kernel from `byoc.kernels`, its attributes bound as keyword
+(the node's numpy kernel, its attributes bound as keyword
 arguments, the slots it reads and the slot it writes). A call gets its own list
 of slots, so functions fetched in any order run the subgraph they name, and
-concurrent calls from threads never share a tensor: there is no
-`curr_subgraph_` and no shared `data_entry_` (the seed's bugs). Arguments are
-matched to the `input` lines in their order, whatever their ids (the seed
-assumed ids 0..n-1). Inputs are numpy arrays or anything with `__dlpack__`;
+concurrent calls from threads never share a tensor (TVM's module keeps a
+current subgraph, `curr_subgraph_`, and one tensor pool, `data_entry_`, for
+all calls: neither exists here). Arguments are matched to the `input` lines in
+their order, whatever their ids. Inputs are numpy arrays or anything with `__dlpack__`;
 their shape and dtype must match the `input` lines exactly.
 
 The binary form (`save_to_binary`) is a 24-byte header — magic `BYOC-EJS`,
@@ -32,11 +32,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 
 from byoc.dialects import examplejson as ej
+from byoc.dialects.examplejson.text import parse_examplejson, to_text
 from byoc.dialects.nn import numpy_dtype, shape_of
-from byoc.kernels import KERNELS
+from byoc.interpreters.kernels import KERNELS
+from byoc.runtime.tensor import TensorSpec
 
 Array = np.ndarray[Any, Any]
 
@@ -58,15 +60,6 @@ class UnknownSubgraphError(ExampleJsonError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
-
-
-@dataclass(frozen=True)
-class TensorSpec:
-    shape: tuple[int, ...]
-    dtype: np.dtype[Any]
-
-    def __str__(self) -> str:
-        return f"{self.dtype}[{', '.join(map(str, self.shape))}]"
 
 
 @dataclass(frozen=True)
@@ -121,15 +114,17 @@ def _spec(t: Any) -> TensorSpec:
 
 
 def plan_subgraph(subgraph: ej.SubgraphOp) -> SubgraphPlan:
-    """Plan a (verified) subgraph: slots by line, kernels and attributes bound once."""
+    """Plan a (verified) subgraph: a slot per line, kernels and attributes bound once."""
     lines = subgraph.lines
-    slot = {op.value_id: k for k, op in enumerate(lines)}
-    outputs = tuple(slot[i] for i in subgraph.output.output_ids)
+    slot: dict[SSAValue, int] = {op.result: k for k, op in enumerate(lines)}
+    ids = subgraph.value_ids()
+    output_values = list(subgraph.output.outputs)
+    outputs = tuple(slot[v] for v in output_values)
     nodes = [op for op in lines if isinstance(op, ej.NodeOp)]
     last_use: dict[int, int] = {}
     for n, node in enumerate(nodes):
-        for i in node.input_ids:
-            last_use[slot[i]] = n
+        for v in node.inputs:
+            last_use[slot[v]] = n
     frees: list[list[int]] = [[] for _ in nodes]
     for s, n in last_use.items():
         if s not in outputs:
@@ -137,30 +132,29 @@ def plan_subgraph(subgraph: ej.SubgraphOp) -> SubgraphPlan:
     steps = tuple(
         Step(
             kernel=KERNELS[node.nn_class.name],
-            args=tuple(slot[i] for i in node.input_ids),
-            out=slot[node.value_id],
+            args=tuple(slot[v] for v in node.inputs),
+            out=slot[node.result],
             kwargs=node.kernel_attrs(),
             frees=tuple(sorted(frees[n])),
-            line=f"{node.op.data} {node.value_id}",
+            line=f"{node.op.data} {ids[node.result]}",
         )
         for n, node in enumerate(nodes)
     )
-    consts = []
+    consts: list[tuple[int, Array]] = []
     for op in lines:
         if isinstance(op, ej.ConstOp):
             arr = op.ndarray().copy()
             arr.flags.writeable = False
-            consts.append((slot[op.value_id], arr))
-    types = subgraph.types()
+            consts.append((slot[op.result], arr))
     return SubgraphPlan(
         name=subgraph.sym_name.data,
         num_slots=len(lines),
-        inputs=tuple(slot[op.value_id] for op in subgraph.inputs),
+        inputs=tuple(slot[op.result] for op in subgraph.inputs),
         input_specs=tuple(_spec(op.tensor_type) for op in subgraph.inputs),
         consts=tuple(consts),
         steps=steps,
         outputs=outputs,
-        output_specs=tuple(_spec(types[i]) for i in subgraph.output.output_ids),
+        output_specs=tuple(_spec(v.type) for v in output_values),
     )
 
 
@@ -253,12 +247,10 @@ class ExampleJsonModule:
     `get_function` can be called from any thread, and so can what it returns.
     """
 
-    type_key = "examplejson"
+    kind = "examplejson"
+    """The component kind artifacts record (`byoc.runtime.component`)."""
 
     def __init__(self, graph: str | Operation, name: str = "<examplejson>"):
-        from byoc.lowering.emit_examplejson import to_text
-        from byoc.runtime.examplejson_format import parse_examplejson
-
         if isinstance(graph, str):
             ir: Operation = parse_examplejson(graph, name)
             self._source = graph
@@ -358,6 +350,11 @@ class ExampleJsonModule:
         if zlib.crc32(payload) != crc:
             raise BinaryFormatError(f"{name}: corrupted: the checksum of the graph does not match")
         return cls(payload.decode("utf-8"), name)
+
+    @classmethod
+    def from_blobs(cls, blobs: Mapping[str, bytes]) -> ExampleJsonModule:
+        """The module `export()` described."""
+        return cls.load_from_binary(blobs["examplejson"], "<artifact>")
 
     def export(self) -> dict[str, bytes]:
         """Blobs for an artifact (`byoc.runtime.executable.RuntimeComponent`)."""

@@ -1,28 +1,24 @@
-"""`Executable`: a built model — the host plan, its constants and the targets' runtime modules."""
+"""`Executable`: a built model — the host plan, its constants and the targets' runtime components.
+
+`export_library(path)` writes it as one artifact (`artifact.py`, the container);
+`load_executable(path)` reads it back, each component through the loader of its
+kind (`component.py`), with no recompilation.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from byoc.runtime.artifact import ArtifactError, ArtifactWriter, read_artifact
+from byoc.runtime.component import RuntimeComponent, kind_of_blobs, load_component
 from byoc.runtime.host import BoundPlan, HostPlan
 
 Array = np.ndarray[Any, Any]
-
-
-class RuntimeComponent(Protocol):
-    """What a target's codegen hook returns: the compiled partitions of that target."""
-
-    def get_function(self, symbol: str) -> Callable[..., Any]:
-        """A callable `f(*inputs, *outputs)` writing the outputs (destination passing)."""
-        ...
-
-    def export(self) -> dict[str, bytes]:
-        """Named blobs an artifact stores; the target's `load_component` reads them back."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -82,7 +78,7 @@ class Executable:
 
         self._bound = BoundPlan.bind(plan, self.constants, function)
         self._checks = [
-            (name, np.dtype(spec.dtype), tuple(spec.shape))
+            (name, spec.dtype, spec.shape)
             for name, spec in zip(plan.input_names, plan.input_specs, strict=True)
         ]
 
@@ -150,6 +146,63 @@ class Executable:
 
     def export_library(self, path: str) -> None:
         """Write one artifact file: library, ExampleJSON subgraphs, host graph, constants."""
-        from byoc.runtime.artifact import export_executable
-
         export_executable(self, path)
+
+
+def export_executable(exe: Executable, path: str | Path) -> None:
+    writer = ArtifactWriter()
+    constants = []
+    for arr in exe.constants:
+        a = np.ascontiguousarray(arr)
+        constants.append(
+            {"section": writer.add(a.tobytes()), "dtype": a.dtype.str, "shape": list(a.shape)}
+        )
+    components: dict[str, dict[str, Any]] = {}
+    for target, component in sorted(exe.components.items()):
+        blobs = {name: writer.add(blob) for name, blob in sorted(component.export().items())}
+        components[target] = {"kind": component.kind, "blobs": blobs}
+    header = {
+        "plan": exe.plan.to_json(),
+        "constants": constants,
+        "components": components,
+        "partitions": [
+            {"symbol": p.symbol, "target": p.target, "ops": list(p.ops)} for p in exe.partitions()
+        ],
+    }
+    writer.write(path, header)
+
+
+def load_executable(path: str | Path) -> Executable:
+    """The executable `export_library` wrote to `path`; nothing is recompiled."""
+    header, sections = read_artifact(path)
+    plan = HostPlan.from_json(header["plan"])
+    constants = []
+    for c in header["constants"]:
+        arr = np.frombuffer(sections[c["section"]], dtype=np.dtype(c["dtype"]))
+        constants.append(arr.reshape(c["shape"]))
+    components: dict[str, RuntimeComponent] = {}
+    for target, entry in header["components"].items():
+        if header.get("version", 1) >= 2:
+            kind, indices = entry["kind"], entry["blobs"]
+            blobs = {name: sections[index] for name, index in indices.items()}
+        else:  # format 1 did not record the kind: tell it by the blob names
+            blobs = {name: sections[index] for name, index in entry.items()}
+            kind = kind_of_blobs(blobs)
+            if kind is None:
+                raise ArtifactError(f"{path}: cannot tell the kind of the '{target}' component")
+        components[target] = load_component(kind, blobs)
+    partitions = [
+        PartitionInfo(p["symbol"], p["target"], tuple(p["ops"])) for p in header["partitions"]
+    ]
+    return Executable(plan, constants, components, partitions)
+
+
+__all__ = [
+    "Executable",
+    "InputError",
+    "PartitionInfo",
+    "RuntimeComponent",
+    "as_array",
+    "export_executable",
+    "load_executable",
+]

@@ -2,7 +2,7 @@
 
 Planning walks the IR a single time; running a plan never touches the IR:
 
-- `kernel` steps call a numpy kernel from `byoc.kernels` with the op's
+- `kernel` steps call a numpy kernel from `byoc.interpreters.kernels` with the op's
   properties bound in advance;
 - `call` steps call a partition function of a target's runtime module
   (destination passing: outputs are allocated by the host and written by
@@ -24,33 +24,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
 
 from byoc.dialects import byoc as byoc_d
 from byoc.dialects import nn
-from byoc.kernels import KERNELS
+from byoc.interpreters.kernels import KERNELS
+from byoc.runtime.tensor import TensorSpec
 
 Array = np.ndarray[Any, Any]
-
-
-@dataclass(frozen=True)
-class TensorSpec:
-    shape: tuple[int, ...]
-    dtype: str
-
-    @staticmethod
-    def of(ty: Any) -> TensorSpec:
-        assert isinstance(ty, TensorType)
-        return TensorSpec(tuple(ty.get_shape()), nn.numpy_dtype(ty.element_type).name)
-
-    def to_json(self) -> list[Any]:
-        return [list(self.shape), self.dtype]
-
-    @staticmethod
-    def from_json(data: Sequence[Any]) -> TensorSpec:
-        return TensorSpec(tuple(int(d) for d in data[0]), str(data[1]))
 
 
 @dataclass(frozen=True)
@@ -274,7 +257,8 @@ def plan_function(module: ModuleOp, function: str = "main") -> tuple[HostPlan, l
 Runner = Callable[[list[Any]], None]
 
 
-def _kernel_runner(step: Step) -> Runner:
+def kernel_runner(step: Step) -> Runner:
+    """A `kernel` step as a closure over the slots, its attributes bound once."""
     fn = functools.partial(KERNELS[step.name], **step.attrs)
     ins, outs = step.inputs, step.outputs
     if len(outs) == 1:
@@ -295,7 +279,7 @@ def _kernel_runner(step: Step) -> Runner:
 
 def _call_runner(step: Step, function: Callable[..., Any]) -> Runner:
     ins, outs = step.inputs, step.outputs
-    specs = [(s.shape, np.dtype(s.dtype)) for s in step.out_specs]
+    specs = [(s.shape, s.dtype) for s in step.out_specs]
 
     def run(slots: list[Any]) -> None:
         results = [np.empty(shape, dtype) for shape, dtype in specs]
@@ -327,7 +311,7 @@ class BoundPlan:
             if step.kind == "kernel":
                 if step.name not in KERNELS:
                     raise PlanError(f"no host kernel for '{step.name}'")
-                runners.append(_kernel_runner(step))
+                runners.append(kernel_runner(step))
             elif step.kind == "call":
                 runners.append(_call_runner(step, functions(step.target, step.name)))
             else:

@@ -7,6 +7,10 @@
 or `.examplejson` suffix, or the magic bytes an exported artifact or
 `ExampleJsonModule.save_to_binary` writes. `byoc.load_module` is this function:
 "byoc" gives an `Executable` from an exported artifact. Adding a format is adding a line to `LOADERS`.
+
+Inside an artifact, each target's component is loaded by the kind it recorded
+("c", "examplejson", ...) through the table of `byoc.runtime.component`
+(`COMPONENT_LOADERS`, `register_component_loader`), never through a target.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ def _load_examplejson(path: Path) -> Any:
 
 
 def _load_artifact(path: Path) -> Any:
-    from byoc.runtime.artifact import load_executable
+    from byoc.runtime.executable import load_executable
 
     return load_executable(path)
 

@@ -278,14 +278,17 @@ def build_options() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Compiler flags and linker arguments for a library holding cblas kernels: the
     wheel's header and library, found through its helpers; the library directory is
     also the run path, so the library loads from a fresh process and from an artifact."""
+    from byoc.runtime.cpu import native_load
+
     try:
-        import scipy_openblas32 as openblas
+        with native_load():  # importing the wheel loads OpenBLAS, which reads its core type
+            import scipy_openblas32 as openblas
     except ImportError as e:  # pragma: no cover - a dependency of the cblas extra
         raise RuntimeError(
             "the cblas target needs OpenBLAS from the scipy-openblas32 wheel: "
             "pip install 'byoc[cblas]'"
         ) from e
-    from byoc.runtime.c_module import DEFAULT_FLAGS
+    from byoc.runtime.toolchain import DEFAULT_FLAGS
 
     libdir = openblas.get_lib_dir()
     flags = (*DEFAULT_FLAGS, "-D_GNU_SOURCE", f"-I{openblas.get_include_dir()}")
@@ -298,13 +301,13 @@ def codegen(module: ModuleOp, funcs: list[FuncOp]) -> CModule:
     from xdsl.dialects.builtin import ModuleOp as Module
 
     from byoc.context import make_context
+    from byoc.lowering.c_build import build_c_module
     from byoc.lowering.lower_to_c import LowerToCPass
-    from byoc.runtime.c_module import CModule
 
     unit = Module([f.clone() for f in funcs])
     LowerToCPass().apply(make_context(), unit)
     flags, libs = build_options()
-    return CModule.from_module(unit, flags=flags, libs=libs)
+    return build_c_module(unit, flags=flags, libs=libs)
 
 
 def load_component(blobs: dict[str, bytes]) -> CModule:
@@ -331,7 +334,10 @@ def get_num_threads() -> int:
 def _openblas() -> Any:
     import ctypes
 
-    import scipy_openblas32 as openblas
+    from byoc.runtime.cpu import native_load
+
+    with native_load():  # the import loads OpenBLAS
+        import scipy_openblas32 as openblas
 
     path = os.path.join(openblas.get_lib_dir(), openblas.get_library(fullname=True))
     return ctypes.CDLL(path)

@@ -55,12 +55,12 @@ def codegen(module: ModuleOp, funcs: list[FuncOp]) -> CModule:
     from xdsl.dialects.builtin import ModuleOp as Module
 
     from byoc.context import make_context
+    from byoc.lowering.c_build import build_c_module
     from byoc.lowering.lower_to_c import LowerToCPass
-    from byoc.runtime.c_module import CModule
 
     unit = Module([f.clone() for f in funcs])
     LowerToCPass().apply(make_context(), unit)
-    return CModule.from_module(unit)
+    return build_c_module(unit)
 
 
 def load_component(blobs: dict[str, bytes]) -> CModule:

@@ -1,15 +1,18 @@
-"""byoc-opt: xDSL's opt driver with byoc's dialects, passes and output formats.
+"""byoc-opt: xDSL's opt driver with byoc's dialects, passes, input and output formats.
 
     byoc-opt model.mlir --pass merge-composite --pass 'annotate-target{targets=ccompiler}'
     byoc-opt model.onnx -p 'byoc{targets=ccompiler},lower-to-c' -t c -o model.c
     byoc-opt invalid.mlir --split-input-file --verify-diagnostics
 
-Built on `xDSLOptMain` (argument set, pass and target registries), with its
-own `run()`: every failure (bad input, verifier error, unknown pass, a pass
-that raises) is printed as `file:line:col: error: message` with the source
-line and a caret, and the exit code is 1 — never a Python traceback.
-Heavy modules (numpy, onnx, the passes) are imported only when used, so
-`byoc-opt --help` starts fast.
+`ByocOptMain` extends `xDSLOptMain` through its hooks: the registries (dialects,
+frontends by file extension, passes, `-t` targets), the input and output
+streams, the per-chunk parse / apply-passes / print steps, and the pass
+pipeline's callback (timing, verification and printing between passes).
+Every failure (bad input, verifier error, unknown pass, a pass that raises)
+is a diagnostic `file:line:col: error: message` with the source line and a
+caret, recorded on its `// -----` chunk; the exit code is 1, never a Python
+traceback. Heavy modules (numpy, onnx, the passes) are imported only when
+used, so `byoc-opt --help` starts fast.
 """
 
 from __future__ import annotations
@@ -19,46 +22,26 @@ import time
 _START = time.perf_counter()
 
 import argparse  # noqa: E402
-import difflib  # noqa: E402
 import os  # noqa: E402
-import re  # noqa: E402
 import sys  # noqa: E402
 from collections.abc import Callable, Iterator, Sequence  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
-from io import StringIO  # noqa: E402
-from typing import IO, TYPE_CHECKING, Any  # noqa: E402
+from dataclasses import dataclass, field, replace  # noqa: E402
+from io import BytesIO, StringIO  # noqa: E402
+from typing import IO, TYPE_CHECKING, Any, ClassVar, cast  # noqa: E402
 
+from xdsl.utils.arg_spec import parse_spec  # noqa: E402
 from xdsl.xdsl_opt_main import xDSLOptMain  # noqa: E402
+
+from byoc import __version__  # noqa: E402
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
-    from xdsl.passes import ModulePass
+    from xdsl.passes import ModulePass, PassPipeline
+    from xdsl.utils.frontend import Frontend
+    from xdsl.utils.target import Target
 
     from byoc.diagnostics import Diagnostic, ParsedSource, SourceBuffer
-
-PIPELINE_NAME = "<pass-pipeline>"
-"""The file name diagnostics about `-p`/`--pass` use; the pipeline text is its only line."""
-
-# xDSL's generic passes that byoc-opt also offers: name -> (module, class).
-GENERIC_PASSES: dict[str, tuple[str, str]] = {
-    "canonicalize": ("xdsl.transforms.canonicalize", "CanonicalizePass"),
-    "cse": ("xdsl.transforms.common_subexpression_elimination", "CommonSubexpressionElimination"),
-    "dce": ("xdsl.transforms.dead_code_elimination", "DeadCodeElimination"),
-}
-_GENERIC_DOCS = {
-    "canonicalize": "Apply the canonicalization patterns of every loaded dialect (xDSL).",
-    "cse": "Eliminate common subexpressions: identical pure ops are merged (xDSL).",
-    "dce": "Remove pure ops whose results are unused (xDSL).",
-}
-
-
-def _lazy_class(module: str, cls: str) -> Callable[[], type[ModulePass]]:
-    def factory() -> type[ModulePass]:
-        from importlib import import_module
-
-        return getattr(import_module(module), cls)
-
-    return factory
 
 
 class _Timing:
@@ -67,13 +50,16 @@ class _Timing:
     def __init__(self) -> None:
         self.phases: dict[str, float] = {}
 
+    def add(self, name: str, seconds: float) -> None:
+        self.phases[name] = self.phases.get(name, 0.0) + seconds
+
     @contextmanager
     def __call__(self, name: str) -> Iterator[None]:
         start = time.perf_counter()
         try:
             yield
         finally:
-            self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - start
+            self.add(name, time.perf_counter() - start)
 
     def report(self) -> str:
         total = time.perf_counter() - _START
@@ -95,8 +81,89 @@ class _Timing:
         return "\n".join(lines) + "\n"
 
 
+class ToolError(Exception):
+    """A failure of the run as a whole (unreadable input, bad `-f`/`-t` options):
+    printed as `byoc-opt: error: <message>`."""
+
+
+class _OutputBuffer(StringIO):
+    """`-o`: the output is kept in memory, so a run that fails leaves no file behind.
+
+    xDSL's `run()` closes the output stream; the text stays readable for the driver,
+    which writes it to the file once the run succeeded."""
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class Chunk:
+    """One input (or one `// -----` chunk of it) and the diagnostics it produced."""
+
+    name: str
+    data: bytes
+    line_offset: int
+    """Lines of the file before this chunk."""
+    frontend: Frontend
+    parsed: ParsedSource | None = None
+    diagnostics: list[Diagnostic] = field(default_factory=list["Diagnostic"])
+
+    @property
+    def failed(self) -> bool:
+        return any(d.severity == "error" for d in self.diagnostics)
+
+    def source(self) -> SourceBuffer:
+        """The chunk's text, where `expected-error` comments are looked for."""
+        if self.parsed is not None and self.parsed.source.text:
+            return self.parsed.source
+        from byoc.diagnostics import SourceBuffer
+
+        return SourceBuffer(self.name, self.data.decode("utf-8", "replace"), self.line_offset)
+
+
+class _ListPasses(argparse.Action):
+    """`--list-passes`: print the passes with their options and exit (as `--version` does)."""
+
+    def __init__(self, *args: Any, tool: ByocOptMain, **kwargs: Any) -> None:
+        super().__init__(*args, nargs=0, **kwargs)
+        self.tool = tool
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        sys.stdout.write(self.tool.list_passes())
+        parser.exit()
+
+
 class ByocOptMain(xDSLOptMain):
     """The byoc-opt driver. `run()` returns the exit code."""
+
+    version_format: ClassVar[str] = f"byoc-opt {__version__} built on xDSL {{xdsl_version}}"
+
+    pipeline: PassPipeline
+    target: Target
+    """The `-t` output, made once per run."""
+    chunk: Chunk
+    """The chunk being processed."""
+
+    def __init__(
+        self, description: str = "byoc modular optimizer driver", args: Sequence[str] | None = None
+    ) -> None:
+        self.timing = _Timing()
+        self.failed = False
+        self.output: _OutputBuffer | None = None
+        self._running: ModulePass | None = None
+        """The pass being applied."""
+        self._pass_started = 0.0
+        super().__init__(description, args)
+
+    # ------------------------------------------------------------------
+    # registries
+    # ------------------------------------------------------------------
 
     def register_all_dialects(self) -> None:
         from byoc.dialects import ALL_DIALECTS
@@ -105,44 +172,21 @@ class ByocOptMain(xDSLOptMain):
             self.ctx.register_dialect(name, factory)
 
     def register_all_frontends(self) -> None:
-        def get_mlir() -> Any:
-            from xdsl.frontend.mlir import MLIRFrontend
+        from byoc.frontend import ALL_FRONTENDS
 
-            return MLIRFrontend
-
-        self.available_frontends["mlir"] = get_mlir
-
-        def get_examplejson():
-            from byoc.runtime.examplejson_format import ExampleJsonFrontend
-
-            return ExampleJsonFrontend
-
-        self.available_frontends["examplejson"] = get_examplejson
-        self.available_frontends["onnx"] = _import_onnx
+        self.available_frontends.update(ALL_FRONTENDS)
 
     def register_all_passes(self) -> None:
         from byoc.passes import ALL_PASSES
+        from byoc.tools.pipeline import GENERIC_PASSES
 
-        for name, factory in ALL_PASSES.items():
-            self.register_pass(name, factory)
-        for name, (module, cls) in GENERIC_PASSES.items():
-            self.register_pass(name, _lazy_class(module, cls))
+        self.available_passes.update(ALL_PASSES)
+        self.available_passes.update(GENERIC_PASSES)
 
     def register_all_targets(self) -> None:
-        def get_mlir() -> Any:
-            from xdsl.targets.mlir import MLIRTarget
+        from byoc.lowering.emit import ALL_TARGETS
 
-            return MLIRTarget
-
-        self.available_targets["mlir"] = get_mlir
-        from byoc.lowering import ALL_EMITTERS
-
-        for name, factory in ALL_EMITTERS.items():
-            # legacy-style target: (module, stream) -> None, imported on use
-            def emit(module: ModuleOp, stream: IO[str], _factory: Any = factory) -> None:
-                _factory()(module, stream)
-
-            self.available_targets[name] = emit
+        self.available_targets.update(ALL_TARGETS)
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
@@ -167,7 +211,8 @@ class ByocOptMain(xDSLOptMain):
         )
         arg_parser.add_argument(
             "--list-passes",
-            action="store_true",
+            action=_ListPasses,
+            tool=self,
             help="list the available passes with their options and exit",
         )
         arg_parser.add_argument(
@@ -186,7 +231,12 @@ class ByocOptMain(xDSLOptMain):
             "--parsing-diagnostics": "print parse errors to stdout and exit 0 (xDSL)",
             "--time-passes": "same as --timing",
             "--print-between-passes": "same as --print-ir-after-all",
-            "input_file": "path to input file (.mlir text, or an .onnx model); stdin if omitted",
+            "--frontend": f"input format ({', '.join(self.available_frontends)}); default: "
+            "the file extension's, MLIR text for any other extension and for stdin",
+            "--target": f"output format ({', '.join(self.available_targets)}; default mlir), "
+            "with options as a pass's: -t 'dot{function=f}'",
+            "input_file": "path to input file (.mlir text, .examplejson, or an .onnx model); "
+            "stdin if omitted",
         }
         for action in arg_parser._actions:  # argparse has no public way to edit a help text
             for key, text in helps.items():
@@ -194,15 +244,26 @@ class ByocOptMain(xDSLOptMain):
                     action.help = text
 
     def setup_pipeline(self) -> None:
-        """Deferred to `run()`, so a bad pipeline is a diagnostic rather than a traceback."""
+        """Deferred to `run()`: passes registered after construction are found, and a bad
+        pipeline is a diagnostic rather than a traceback."""
 
     # ------------------------------------------------------------------
-    # run
+    # the run: xDSL's, with the exit code and the failures handled here
     # ------------------------------------------------------------------
 
     def run(self) -> int:  # type: ignore[override]
+        from byoc.diagnostics import SourceError
+
         try:
-            return self._run()
+            self.pipeline = self.build_pipeline()
+            self.target = self.make_target()
+            super().run()
+        except SourceError as e:
+            self.report(e.diagnostics)
+            return 1
+        except ToolError as e:
+            print(f"byoc-opt: error: {e}", file=sys.stderr)
+            return 1
         except KeyboardInterrupt:
             print("byoc-opt: interrupted", file=sys.stderr)
             return 130
@@ -225,470 +286,311 @@ class ByocOptMain(xDSLOptMain):
                 file=sys.stderr,
             )
             return 1
-
-    def _run(self) -> int:
-        if self.args.list_passes:
-            sys.stdout.write(self.list_passes())
-            return 0
-        if self.args.elide_constants is not None:
-            from byoc.dialects import nn
-
-            nn.ELIDE_CONSTANTS_LARGER_THAN[0] = self.args.elide_constants
-
-        self.timing = _Timing()
-        self.show_timing = self.args.timing or self.args.time_passes
-        self.print_after_all = self.args.print_ir_after_all or self.args.print_between_passes
-
-        from byoc.diagnostics import SourceError
-
-        try:
-            self.passes = self.build_pipeline()
-        except SourceError as e:
-            self.report(e.diagnostics)
+        if self.args.timing or self.args.time_passes:
+            sys.stderr.write(self.timing.report())
+        if self.failed:
             return 1
+        return self.write_output_file()
 
-        name = self.args.input_file or "<stdin>"
+    def get_input_name(self) -> str:
+        return self.args.input_file or "<stdin>"
+
+    def prepare_input(self) -> tuple[list[tuple[IO[bytes], int]], str]:
+        """The input's chunks with their line offsets, and the frontend to read them.
+
+        The frontend is `-f`'s, else the file extension's; an unknown extension is
+        MLIR text. Only MLIR text is split at `// -----` lines (--split-input-file).
+        """
+        from byoc.diagnostics import decode_source, split_input
+
+        name = self.get_input_name()
         try:
-            if self.args.input_file is None:
-                data = sys.stdin.buffer.read()
-            else:
-                with open(self.args.input_file, "rb") as f:
-                    data = f.read()
+            stream, extension = self.get_input_stream()
+            try:
+                data = stream.read()
+            finally:
+                if self.args.input_file is not None:
+                    stream.close()
+        except OSError as e:
+            raise ToolError(f"cannot open input file '{name}': {e.strerror or e}") from None
+        if extension not in self.available_frontends:
+            extension = "mlir"
+        frontend = self.make_frontend(self.args.frontend or extension)
+        if not (self.args.split_input_file and frontend.name == "mlir"):
+            return [(BytesIO(data), 0)], extension
+        with self.timing("Parser"):
+            text = decode_source(data, name)
+        chunks = split_input(text, name)
+        return [(BytesIO(c.text.encode()), c.line_offset) for c in chunks], extension
+
+    def prepare_output(self) -> IO[str]:
+        if self.args.output_file is None:
+            return sys.stdout
+        self.output = _OutputBuffer()
+        return self.output
+
+    def write_output_file(self) -> int:
+        if self.output is None:
+            return 0
+        try:
+            with open(self.args.output_file, "w") as f:
+                f.write(self.output.getvalue())
         except OSError as e:
             print(
-                f"byoc-opt: error: cannot open input file '{name}': {e.strerror or e}",
+                f"byoc-opt: error: cannot write output file '{self.args.output_file}': "
+                f"{e.strerror or e}",
                 file=sys.stderr,
             )
             return 1
-
-        output = StringIO()
-        failed = False
-        frontend = self.args.frontend or (
-            os.path.splitext(name)[1].lstrip(".") if self.args.input_file else "mlir"
-        )
-        if frontend == "onnx":
-            failed = self.run_onnx(name, data, output)
-        elif frontend == "examplejson":
-            failed = self.run_examplejson(name, data, output)
-        else:
-            failed = self.run_text(name, data, output)
-
-        if self.show_timing:
-            sys.stderr.write(self.timing.report())
-        if failed:
-            if self.args.output_file is None:
-                sys.stdout.write(output.getvalue())
-            return 1
-        if self.args.output_file is None:
-            sys.stdout.write(output.getvalue())
-            sys.stdout.flush()
-        else:
-            try:
-                with open(self.args.output_file, "w") as f:
-                    f.write(output.getvalue())
-            except OSError as e:
-                print(
-                    f"byoc-opt: error: cannot write output file '{self.args.output_file}': "
-                    f"{e.strerror or e}",
-                    file=sys.stderr,
-                )
-                return 1
         return 0
+
+    def make_frontend(self, key: str) -> Frontend:
+        """The frontend of spec `key` (`mlir`, `onnx{...}`)."""
+        from byoc.frontend.mlir import MLIRFrontend
+
+        spec = parse_spec(key)
+        factory = cast("Callable[[], type[Frontend]]", self.available_frontends[spec.name])
+        try:
+            frontend = factory().from_spec(spec)
+        except ValueError as e:
+            raise ToolError(f"invalid options for -f {spec.name}: {e}") from None
+        if isinstance(frontend, MLIRFrontend) and self.args.no_implicit_module:
+            frontend = replace(frontend, no_implicit_module=True)
+        return frontend
+
+    def make_target(self) -> Target:
+        """The target of `-t`, with the printing flags applied to `mlir`."""
+        from xdsl.targets.mlir import MLIRTarget as XdslMLIRTarget
+
+        from byoc.lowering.emit.mlir import MLIRTarget
+
+        spec = parse_spec(self.args.target)
+        factory = cast("Callable[[], type[Target]]", self.available_targets[spec.name])
+        try:
+            target = factory().from_spec(spec)
+        except ValueError as e:
+            raise ToolError(f"invalid options for -t {spec.name}: {e}") from None
+        if isinstance(target, XdslMLIRTarget):
+            args = self.args
+            target = replace(
+                target,
+                print_generic_format=target.print_generic_format or args.print_op_generic,
+                print_properties_as_attributes=target.print_properties_as_attributes
+                or args.print_no_properties,
+                print_debuginfo=target.print_debuginfo or args.print_debuginfo,
+                syntax_highlight=target.syntax_highlight or args.syntax_highlight,
+            )
+        if isinstance(target, MLIRTarget) and self.args.elide_constants is not None:
+            target = replace(target, elide_constants=self.args.elide_constants)
+        return target
+
+    # ------------------------------------------------------------------
+    # one chunk: parse_chunk, apply_passes, output_resulting_program
+    # ------------------------------------------------------------------
+
+    def parse_chunk(
+        self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
+    ) -> ModuleOp | None:
+        frontend = self.make_frontend(self.args.frontend or file_extension)
+        return self.process_chunk(
+            Chunk(self.get_input_name(), chunk.read(), start_offset, frontend)
+        )
+
+    def process_chunk(self, chunk: Chunk) -> ModuleOp | None:
+        """Parse the chunk; its module, or None if it failed (the chunk is then finished)."""
+        from xdsl.utils.exceptions import ParseError
+
+        from byoc.diagnostics import (
+            Diagnostic,
+            LocatingFrontend,
+            ParsedSource,
+            SourceBuffer,
+            SourceError,
+            describe_exception,
+            parse_error_diagnostic,
+        )
+
+        self.chunk = chunk
+        frontend = chunk.frontend
+        try:
+            with self.timing("Parser"):
+                if isinstance(frontend, LocatingFrontend):
+                    chunk.parsed = frontend.parse_source(
+                        self.ctx, chunk.data, chunk.name, chunk.line_offset
+                    )
+                else:
+                    module = frontend.parse(self.ctx, BytesIO(chunk.data), chunk.name)
+                    chunk.parsed = ParsedSource(module, SourceBuffer(chunk.name, ""), {})
+        except SourceError as e:
+            chunk.diagnostics += e.diagnostics
+        except ParseError as e:
+            chunk.diagnostics.append(parse_error_diagnostic(e))
+        except Exception as e:
+            message = f"cannot read the input: {describe_exception(e)}"
+            chunk.diagnostics.append(Diagnostic("error", message, chunk.name))
+        if chunk.parsed is None:
+            self.finish_chunk()
+            return None
+        return chunk.parsed.module
+
+    def apply_passes(self, prog: ModuleOp) -> None:
+        """Run the pipeline; a failure becomes a diagnostic of the chunk, at its op."""
+        from xdsl.utils.exceptions import ShrinkException
+
+        from byoc.diagnostics import (
+            OpError,
+            SourceError,
+            collect_diagnostics,
+            describe_exception,
+            materialize_locations,
+        )
+
+        parsed = self.chunk.parsed
+        assert parsed is not None
+        if self.pipeline.passes and parsed.op_offsets:
+            with self.timing("Parser"):  # so that ops cloned by passes keep their position
+                materialize_locations(parsed)
+        errors: list[Diagnostic] = []
+        self._running = None
+        with collect_diagnostics() as emitted:
+            try:
+                self.pipeline.apply(self.ctx, prog)
+            except ShrinkException:  # xDSL's --shrink: its run() handles it
+                raise
+            except SourceError as e:  # from between_passes: the IR does not verify
+                errors = e.diagnostics
+            except Exception as e:
+                p = self._running
+                if p is None:
+                    raise
+                self.timing.add(p.name, time.perf_counter() - self._pass_started)
+                if isinstance(e, OpError):
+                    message = e.message
+                    if not message.startswith(f"{p.name}:"):
+                        message = f"{p.name}: {message}"
+                    errors = [parsed.diagnostic(e.op, message)]
+                elif isinstance(e, RecursionError):
+                    errors = [parsed.at_start(f"pass '{p.name}' failed: recursion too deep")]
+                else:
+                    kind = (
+                        "failed"
+                        if type(e).__name__.endswith("Exception")
+                        else "crashed (internal error)"
+                    )
+                    errors = [parsed.at_start(f"pass '{p.name}' {kind}: {describe_exception(e)}")]
+        self.chunk.diagnostics += [
+            parsed.diagnostic(op, message, severity) for severity, op, message in emitted
+        ]
+        self.chunk.diagnostics += errors
+
+    def between_passes(
+        self, previous: ModulePass | None, module: ModuleOp, next_pass: ModulePass | None
+    ) -> None:
+        """The pipeline's callback, before the first pass and after each: time the pass
+        that ran, verify the IR (a `SourceError` stops the pipeline), print it if asked."""
+        from byoc.diagnostics import SourceError, verify_module
+
+        if previous is not None:
+            self.timing.add(previous.name, time.perf_counter() - self._pass_started)
+            self._running = None
+        parsed = self.chunk.parsed
+        assert parsed is not None
+        if not self.args.disable_verify:
+            with self.timing("Verifier"):
+                problem = verify_module(parsed, module)
+            if problem is not None:
+                if previous is None:
+                    raise SourceError([problem])
+                note = f"the IR does not verify after pass '{previous.name}'"
+                raise SourceError([problem, parsed.at_start(note, "note")])
+        if previous is not None and (
+            self.args.print_ir_after_all or self.args.print_between_passes
+        ):
+            self.dump_ir(previous, module)
+        self._running = next_pass
+        self._pass_started = time.perf_counter()
+
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        """The chunk's text in the `-t` format, "" if the chunk failed; this finishes it."""
+        from byoc.diagnostics import OpError, describe_exception
+
+        chunk = self.chunk
+        parsed = chunk.parsed
+        assert parsed is not None
+        output = StringIO()
+        if not chunk.failed:
+            try:
+                with self.timing("Output"):
+                    self.target.emit(self.ctx, prog, output)
+            except OpError as e:
+                message = f"-t {self.args.target}: {e.message}"
+                chunk.diagnostics.append(parsed.diagnostic(e.op, message))
+            except Exception as e:
+                message = f"-t {self.args.target}: {describe_exception(e)}"
+                chunk.diagnostics.append(parsed.at_start(message))
+        self.finish_chunk()
+        return "" if chunk.failed else output.getvalue()
+
+    def finish_chunk(self) -> None:
+        """Report the chunk's diagnostics, or under --verify-diagnostics check them against
+        its `expected-*` comments and report the mismatches."""
+        from byoc.diagnostics import check_expectations
+
+        chunk = self.chunk
+        if self.args.verify_diagnostics:
+            problems = check_expectations(chunk.source(), chunk.diagnostics)
+            self.report(problems)
+            self.failed |= bool(problems)
+        elif self.args.parsing_diagnostics and chunk.diagnostics:
+            self.report(chunk.diagnostics, sys.stdout)
+        else:
+            self.report(chunk.diagnostics)
+            self.failed |= chunk.failed
 
     def report(self, diagnostics: Sequence[Diagnostic], stream: IO[str] | None = None) -> None:
         stream = sys.stderr if stream is None else stream
         for d in diagnostics:
             stream.write(d.render() + "\n")
 
-    # ------------------------------------------------------------------
-    # inputs
-    # ------------------------------------------------------------------
-
-    def run_text(self, name: str, data: bytes, output: StringIO) -> bool:
-        """Process MLIR text (split into chunks if asked); True if anything failed."""
-        from byoc.diagnostics import (
-            SourceBuffer,
-            SourceError,
-            check_expectations,
-            decode_source,
-            split_input,
-        )
-
-        try:
-            with self.timing("Parser"):
-                text = decode_source(data, name)
-        except SourceError as e:
-            self.report(e.diagnostics)
-            return True
-        chunks = (
-            split_input(text, name) if self.args.split_input_file else [SourceBuffer(name, text)]
-        )
-        failed = False
-        for i, chunk in enumerate(chunks):
-            if i:
-                output.write("// -----\n")
-            produced, result = self.process_chunk(chunk)
-            if result is not None:
-                output.write(result)
-            if self.args.verify_diagnostics:
-                problems = check_expectations(chunk, produced)
-                self.report(problems)
-                failed |= bool(problems)
-            elif self.args.parsing_diagnostics and produced:
-                self.report(produced, sys.stdout)
-            else:
-                self.report(produced)
-                failed |= any(d.severity == "error" for d in produced)
-        return failed
-
-    def run_onnx(self, name: str, data: bytes, output: StringIO) -> bool:
-        from byoc.diagnostics import Diagnostic, ParsedSource, SourceBuffer
-
-        try:
-            with self.timing("ONNX import"):
-                module = _import_onnx_bytes(name, data, self.args.input_file)
-        except _FrontendError as e:
-            self.report([Diagnostic("error", str(e), name)])
-            return True
-        parsed = ParsedSource(module, SourceBuffer(name, ""), {}, textual=False)
-        produced, result = self.process_module(parsed)
-        if result is not None:
-            output.write(result)
-        self.report(produced)
-        return any(d.severity == "error" for d in produced)
-
-    def run_examplejson(self, name: str, data: bytes, output: StringIO) -> bool:
-        """ExampleJSON text in (byoc/runtime/examplejson_format.py); errors are file:line:col."""
-        from byoc.diagnostics import Diagnostic, ParsedSource, SourceBuffer
-        from byoc.runtime.examplejson_format import ExampleJsonSyntaxError, read_examplejson
-
-        try:
-            with self.timing("Parser"):
-                module = read_examplejson(data, name)
-        except ExampleJsonSyntaxError as e:
-            self.report([Diagnostic("error", e.msg, name, e.line, e.column, e.source_line)])
-            return True
-        produced, result = self.process_module(ParsedSource(module, SourceBuffer(name, ""), {}))
-        if result is not None:
-            output.write(result)
-        self.report(produced)
-        return any(d.severity == "error" for d in produced)
-
-    # ------------------------------------------------------------------
-    # one chunk: parse, verify, passes, output
-    # ------------------------------------------------------------------
-
-    def process_chunk(self, chunk: SourceBuffer) -> tuple[list[Diagnostic], str | None]:
-        """Diagnostics produced by the chunk, and its output text (None if it failed)."""
-        from byoc.diagnostics import SourceError, parse_source
-
-        try:
-            with self.timing("Parser"):
-                parsed = parse_source(self.ctx, chunk, not self.args.no_implicit_module)
-        except SourceError as e:
-            return e.diagnostics, None
-        return self.process_module(parsed)
-
-    def process_module(self, parsed: ParsedSource) -> tuple[list[Diagnostic], str | None]:
-        from byoc.diagnostics import (
-            Diagnostic,
-            OpError,
-            collect_diagnostics,
-            materialize_locations,
-            verify_module,
-        )
-
-        module = parsed.module
-        produced: list[Diagnostic] = []
-        if not self.args.disable_verify:
-            with self.timing("Verifier"):
-                problem = verify_module(parsed)
-            if problem is not None:
-                return [problem], None
-        if self.passes and parsed.op_offsets:
-            with self.timing("Parser"):
-                materialize_locations(parsed)
-
-        def chunk_start(message: str, severity: str = "error") -> Diagnostic:
-            src = parsed.source
-            if not src.text:
-                return Diagnostic(severity, message, src.name)
-            return Diagnostic(severity, message, src.name, src.line_offset + 1, 1)
-
-        with collect_diagnostics() as emitted:
-            for p in self.passes:
-                try:
-                    with self.timing(p.name):
-                        p.apply(self.ctx, module)
-                except OpError as e:
-                    message = (
-                        e.message
-                        if e.message.startswith(f"{p.name}:")
-                        else f"{p.name}: {e.message}"
-                    )
-                    produced.append(parsed.diagnostic(e.op, message))
-                    break
-                except RecursionError:
-                    produced.append(chunk_start(f"pass '{p.name}' failed: recursion too deep"))
-                    break
-                except Exception as e:
-                    from byoc.diagnostics import describe_exception
-
-                    kind = (
-                        "failed"
-                        if type(e).__name__.endswith("Exception")
-                        else "crashed (internal error)"
-                    )
-                    produced.append(chunk_start(f"pass '{p.name}' {kind}: {describe_exception(e)}"))
-                    break
-                if not self.args.disable_verify:
-                    with self.timing("Verifier"):
-                        problem = verify_module(parsed)
-                    if problem is not None:
-                        produced.append(problem)
-                        produced.append(
-                            chunk_start(f"the IR does not verify after pass '{p.name}'", "note")
-                        )
-                        break
-                if self.print_after_all:
-                    self.dump_ir(p, module)
-            produced[:0] = [
-                parsed.diagnostic(op, message, severity) for severity, op, message in emitted
-            ]
-        if any(d.severity == "error" for d in produced):
-            return produced, None
-
-        try:
-            with self.timing("Output"):
-                text = self.emit(module)
-        except OpError as e:
-            produced.append(parsed.diagnostic(e.op, f"-t {self.args.target}: {e.message}"))
-            return produced, None
-        except Exception as e:
-            from byoc.diagnostics import describe_exception
-
-            produced.append(chunk_start(f"-t {self.args.target}: {describe_exception(e)}"))
-            return produced, None
-        return produced, text
-
     def dump_ir(self, p: ModulePass, module: ModuleOp) -> None:
-        from xdsl.printer import Printer
+        from byoc.lowering.emit.mlir import make_printer
 
         stream = StringIO()
         stream.write(f"// -----// IR Dump After {type(p).__name__} ({p.name}) //----- //\n")
-        Printer(stream=stream, print_generic_format=self.args.print_op_generic).print_op(module)
+        printer = make_printer(
+            stream,
+            print_generic_format=self.args.print_op_generic,
+            elide_constants_larger_than=self.args.elide_constants,
+        )
+        printer.print_op(module)
         stream.write("\n\n")
         sys.stderr.write(stream.getvalue())
-
-    def emit(self, module: ModuleOp) -> str:
-        from xdsl.utils.arg_spec import parse_spec
-
-        out = StringIO()
-        spec = parse_spec(self.args.target)
-        if spec.name == "mlir":
-            from xdsl.targets.mlir import MLIRTarget
-
-            target = MLIRTarget(
-                print_generic_format=self.args.print_op_generic,
-                print_properties_as_attributes=self.args.print_no_properties,
-                print_debuginfo=self.args.print_debuginfo,
-                syntax_highlight=self.args.syntax_highlight,
-            )
-            target.emit(self.ctx, module, out)
-        else:
-            return self.output_resulting_program(module)
-        return out.getvalue()
 
     # ------------------------------------------------------------------
     # the pass pipeline
     # ------------------------------------------------------------------
 
-    def build_pipeline(self) -> list[ModulePass]:
+    def build_pipeline(self) -> PassPipeline:
         """The passes of `-p` then each `--pass`; errors point into the pipeline text."""
-        from xdsl.utils.arg_spec import ArgSpecParseError, parse_pipeline
+        from xdsl.passes import PassPipeline
 
-        from byoc.diagnostics import SourceBuffer, SourceError
+        from byoc.tools.pipeline import parse_pipeline_text
 
         text = ",".join(s for s in [self.args.passes, *self.args.extra_passes] if s)
-        source = SourceBuffer(PIPELINE_NAME, text)
-        if not text:
-            return []
-        try:
-            specs = list(parse_pipeline(text))
-        except ArgSpecParseError as e:
-            message = str(e)
-            m = re.search(r":1:(\d+)\n", message)
-            col = int(m.group(1)) if m else 1
-            detail = message.rstrip().splitlines()[-1].strip() if message.strip() else "malformed"
-            raise SourceError([source.at(col - 1, f"malformed pass pipeline: {detail}")]) from None
-        starts = _pass_name_offsets(text)
-        passes: list[ModulePass] = []
-        for index, spec in enumerate(specs):
-            offset = starts[index] if index < len(starts) else 0
-            factory = self.available_passes.get(spec.name)
-            if factory is None:
-                close = difflib.get_close_matches(spec.name, list(self.available_passes), n=3)
-                hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-                raise SourceError(
-                    [source.at(offset, f"unknown pass '{spec.name}'{hint} (see --list-passes)")]
-                )
-            try:
-                cls = factory()
-            except Exception as e:
-                raise SourceError(
-                    [
-                        source.at(
-                            offset, f"pass '{spec.name}' is unavailable: {type(e).__name__}: {e}"
-                        )
-                    ]
-                ) from None
-            try:
-                passes.append(cls.from_pass_spec(spec))
-            except Exception as e:
-                options = _option_summary(cls)
-                raise SourceError(
-                    [
-                        source.at(
-                            offset,
-                            f"invalid options for pass '{spec.name}': {e}"
-                            + (f" (options: {options})" if options else " (it takes no options)"),
-                        )
-                    ]
-                ) from None
-        return passes
+        passes = parse_pipeline_text(text, self.available_passes)
+        return PassPipeline(passes, self.between_passes)
 
     def list_passes(self) -> str:
         from byoc.passes import ALL_PASSES
+        from byoc.tools.pipeline import GENERIC_PASSES, describe_passes
 
-        lines = ["Passes (use as --pass NAME or -p 'NAME{option=value}'):"]
-        for name, factory in self.available_passes.items():
-            if name in ALL_PASSES or name in GENERIC_PASSES:
-                lines.extend(_describe_pass(name, factory))
-        return "\n".join(lines) + "\n"
-
-
-def _pass_name_offsets(text: str) -> list[int]:
-    """Offsets of each top-level pass name in a (well-formed) pipeline string."""
-    from xdsl.utils.arg_spec import PipelineLexer, SpecTokenKind
-
-    lexer = PipelineLexer(text)
-    depth = 0
-    expect_name = True
-    out: list[int] = []
-    while True:
-        token = lexer.lex()
-        kind = token.kind
-        if kind is SpecTokenKind.EOF:
-            return out
-        if kind is SpecTokenKind.L_BRACE:
-            depth += 1
-        elif kind is SpecTokenKind.R_BRACE:
-            depth -= 1
-        elif kind is SpecTokenKind.COMMA and depth == 0:
-            expect_name = True
-        elif kind is SpecTokenKind.IDENT and depth == 0 and expect_name:
-            out.append(token.span.start)
-            expect_name = False
-
-
-def _field_docs(cls: type) -> dict[str, str]:
-    """Docstrings written under dataclass fields (`x: int = 1` then `\"\"\"doc\"\"\"`)."""
-    import ast
-    import inspect
-
-    docs: dict[str, str] = {}
-    for klass in reversed(cls.__mro__):
-        try:
-            tree = ast.parse(inspect.getsource(klass).lstrip())
-        except (OSError, TypeError, SyntaxError, IndentationError):
-            continue
-        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
-        for stmt, nxt in zip(body, body[1:], strict=False):
-            if (
-                isinstance(stmt, ast.AnnAssign)
-                and isinstance(stmt.target, ast.Name)
-                and isinstance(nxt, ast.Expr)
-                and isinstance(nxt.value, ast.Constant)
-                and isinstance(nxt.value.value, str)
-            ):
-                docs[stmt.target.id] = " ".join(nxt.value.value.split())
-    return docs
-
-
-def _option_summary(cls: type[ModulePass]) -> str:
-    from xdsl.passes import get_pass_option_infos
-
-    try:
-        return ", ".join(
-            f"{o.name.replace('_', '-')}: {o.expected_type.strip(chr(39))}"
-            for o in get_pass_option_infos(cls)
+        return describe_passes(
+            {
+                n: f
+                for n, f in self.available_passes.items()
+                if n in ALL_PASSES or n in GENERIC_PASSES
+            }
         )
-    except Exception:
-        return ""
-
-
-def _describe_pass(name: str, factory: Callable[[], type[ModulePass]]) -> list[str]:
-    try:
-        cls = factory()
-    except Exception as e:
-        return [f"  {name:<24} (unavailable: {type(e).__name__}: {e})"]
-    doc = (cls.__doc__ or "").strip()
-    if not doc or doc.startswith(cls.__name__ + "("):  # none, or the dataclass signature
-        first = _GENERIC_DOCS.get(name, "")
-    else:
-        first = doc.splitlines()[0].strip()
-    lines = [f"  {name:<24} {first}".rstrip()]
-    from xdsl.passes import get_pass_option_infos
-
-    try:
-        infos = get_pass_option_infos(cls)
-    except Exception:
-        infos = ()
-    docs = _field_docs(cls) if infos else {}
-    for info in infos:
-        default = f" = {info.default_value}" if info.default_value is not None else ""
-        option = f"{info.name.replace('_', '-')}: {info.expected_type.strip(chr(39))}{default}"
-        doc_text = docs.get(info.name, "")
-        lines.append(f"      {option}" + (f"  -- {doc_text}" if doc_text else ""))
-    return lines
-
-
-# ----------------------------------------------------------------------
-# ONNX input
-# ----------------------------------------------------------------------
-
-
-class _FrontendError(Exception):
-    pass
-
-
-def _load_onnx_importer() -> Callable[..., ModuleOp]:
-    try:
-        from byoc.frontend.onnx import import_model
-    except ImportError as e:
-        raise _FrontendError(
-            f"cannot read ONNX models: the ONNX frontend failed to load ({e}); "
-            "install the 'onnx' package (pip install onnx)"
-        ) from None
-    return import_model
-
-
-def _import_onnx(stream: IO[bytes]) -> ModuleOp:
-    """xDSL legacy frontend entry `(stream) -> module` for `-f onnx` / `.onnx` files."""
-    name = getattr(stream, "name", "<stdin>")
-    return _import_onnx_bytes(str(name), stream.read(), None)
-
-
-def _import_onnx_bytes(name: str, data: bytes, path: str | None) -> ModuleOp:
-    import_model = _load_onnx_importer()
-    try:
-        return import_model(path if path is not None else data)
-    except _FrontendError:
-        raise
-    except Exception as e:
-        from byoc.diagnostics import describe_exception
-
-        raise _FrontendError(f"cannot import the ONNX model: {describe_exception(e)}") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -51,7 +51,7 @@ func.func @f(%x: tensor<4xf32>) {
 
 /// byoc.yield terminates only byoc.region and byoc.composite.
 func.func @f(%x: tensor<4xf32>) {
-  // expected-error@+1 {{must be inside byoc.region or byoc.composite}}
+  // expected-error@+1 {{expects parent op to be one of 'byoc.region', 'byoc.composite'}}
   byoc.yield %x : tensor<4xf32>
 }
 

@@ -22,6 +22,14 @@ c.module {
 
 // -----
 
+/// An op that can fail returns -1 from its function, so it lives in one.
+c.module {
+  // expected-error@+1 {{'c.workspace' op expects ancestor op 'c.func'}}
+  %ws = c.workspace 64 : !c.ptr<i8>
+}
+
+// -----
+
 c.module {
   // expected-error@+1 {{function name 'not-c' is not a valid C identifier}}
   c.func static @"not-c"() {

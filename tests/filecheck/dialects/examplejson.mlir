@@ -6,45 +6,45 @@
 // (xdslproject/xdsl#3370), so the generic form does not read them back exactly.
 
 /// Every line kind round-trips through the custom form (and the generic form).
-// CHECK-LABEL: examplejson.subgraph @lines {
-// CHECK-NEXT:    examplejson.input 3 : tensor<2x3xf32>
-// CHECK-NEXT:    examplejson.input 0 : tensor<3xi32>
-// CHECK-NEXT:    examplejson.const 7 dense<[0.5, -1.0, 2.0]> : tensor<3xf32>
-// CHECK-NEXT:    examplejson.const 8 dense<"0x0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F"> : tensor<17xf32>
-// CHECK-NEXT:    examplejson.node add 1 inputs(3, 7) : tensor<2x3xf32>
-// CHECK-NEXT:    examplejson.node leaky_relu 2 inputs(1) {alpha = 2.000000e-01 : f64} : tensor<2x3xf32>
-// CHECK-NEXT:    examplejson.node cast 4 inputs(0) {dtype = "f32"} : tensor<3xf32>
-// CHECK-NEXT:    examplejson.node concatenate 5 inputs(4, 4, 7) : tensor<9xf32>
-// CHECK-NEXT:    examplejson.output 2, 5
+// CHECK-LABEL: examplejson.subgraph @lines ids(3, 0, 7, 8, 1, 2, 4, 5) {
+// CHECK-NEXT:    %[[X:.*]] = examplejson.input : tensor<2x3xf32>
+// CHECK-NEXT:    %[[I:.*]] = examplejson.input : tensor<3xi32>
+// CHECK-NEXT:    %[[C:.*]] = examplejson.const dense<[0.5, -1.0, 2.0]> : tensor<3xf32>
+// CHECK-NEXT:    %{{.*}} = examplejson.const dense<"0x0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F"> : tensor<17xf32>
+// CHECK-NEXT:    %[[A:.*]] = examplejson.node add %[[X]], %[[C]] : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %[[L:.*]] = examplejson.node leaky_relu %[[A]] {alpha = 2.000000e-01 : f64} : tensor<2x3xf32>
+// CHECK-NEXT:    %[[F:.*]] = examplejson.node cast %[[I]] {dtype = "f32"} : (tensor<3xi32>) -> tensor<3xf32>
+// CHECK-NEXT:    %[[K:.*]] = examplejson.node concatenate %[[F]], %[[F]], %[[C]] : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<9xf32>
+// CHECK-NEXT:    examplejson.output %[[L]], %[[K]] : tensor<2x3xf32>, tensor<9xf32>
 // CHECK-NEXT:  }
 // CHECK-NEXT:  examplejson.subgraph @seed {
-// CHECK-NEXT:    examplejson.input 0 : tensor<10x10xf32>
-// CHECK-NEXT:    examplejson.node mul 1 inputs(0, 0) : tensor<10x10xf32>
-// CHECK-NEXT:    examplejson.output 1
+// CHECK-NEXT:    %[[S:.*]] = examplejson.input : tensor<10x10xf32>
+// CHECK-NEXT:    %[[M:.*]] = examplejson.node mul %[[S]], %[[S]] : tensor<10x10xf32>
+// CHECK-NEXT:    examplejson.output %[[M]] : tensor<10x10xf32>
 // CHECK-NEXT:  }
 // CUSTOM-NEXT: examplejson.subgraph @nonfinite {
-// CUSTOM-NEXT:   examplejson.const 0 dense<"0x0000807F0000C07F"> : tensor<2xf32>
-// CUSTOM-NEXT:   examplejson.output 0
+// CUSTOM-NEXT:   %[[N:.*]] = examplejson.const dense<"0x0000807F0000C07F"> : tensor<2xf32>
+// CUSTOM-NEXT:   examplejson.output %[[N]] : tensor<2xf32>
 // CUSTOM-NEXT: }
 examplejson.module {
-  examplejson.subgraph @lines {
-    examplejson.input 3 : tensor<2x3xf32>
-    examplejson.input 0 : tensor<3xi32>
-    examplejson.const 7 dense<[0.5, -1.0, 2.0]> : tensor<3xf32>
-    examplejson.const 8 dense<"0x0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F"> : tensor<17xf32>
-    examplejson.node add 1 inputs(3, 7) : tensor<2x3xf32>
-    examplejson.node leaky_relu 2 inputs(1) {alpha = 0.2 : f64} : tensor<2x3xf32>
-    examplejson.node cast 4 inputs(0) {dtype = "f32"} : tensor<3xf32>
-    examplejson.node concatenate 5 inputs(4, 4, 7) : tensor<9xf32>
-    examplejson.output 2, 5
+  examplejson.subgraph @lines ids(3, 0, 7, 8, 1, 2, 4, 5) {
+    %x = examplejson.input : tensor<2x3xf32>
+    %i = examplejson.input : tensor<3xi32>
+    %c = examplejson.const dense<[0.5, -1.0, 2.0]> : tensor<3xf32>
+    %big = examplejson.const dense<"0x0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F0000803F"> : tensor<17xf32>
+    %a = examplejson.node add %x, %c : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+    %l = examplejson.node leaky_relu %a {alpha = 0.2 : f64} : tensor<2x3xf32>
+    %f = examplejson.node cast %i {dtype = "f32"} : (tensor<3xi32>) -> tensor<3xf32>
+    %k = examplejson.node concatenate %f, %f, %c : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<9xf32>
+    examplejson.output %l, %k : tensor<2x3xf32>, tensor<9xf32>
   }
   examplejson.subgraph @seed {
-    examplejson.input 0 : tensor<10x10xf32>
-    examplejson.node mul 1 inputs(0, 0) : tensor<10x10xf32>
-    examplejson.output 1
+    %0 = examplejson.input : tensor<10x10xf32>
+    %1 = examplejson.node mul %0, %0 : tensor<10x10xf32>
+    examplejson.output %1 : tensor<10x10xf32>
   }
   examplejson.subgraph @nonfinite {
-    examplejson.const 0 dense<"0x0000807F0000C07F"> : tensor<2xf32>
-    examplejson.output 0
+    %0 = examplejson.const dense<"0x0000807F0000C07F"> : tensor<2xf32>
+    examplejson.output %0 : tensor<2xf32>
   }
 }

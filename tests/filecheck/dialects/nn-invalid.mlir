@@ -1,4 +1,4 @@
-// Every verifier error of the nn dialect (byoc/dialects/nn.py), one case a chunk,
+// Every verifier error of the nn dialect (byoc/dialects/nn/), one case a chunk,
 // and the errors of its custom parser.
 // RUN: %byoc-opt %s --split-input-file --verify-diagnostics
 

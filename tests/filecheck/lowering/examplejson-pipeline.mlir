@@ -34,16 +34,16 @@ func.func @main(%a: tensor<10x10xf32>, %b: tensor<10x10xf32>, %c: tensor<10x10xf
 // CHECK-NEXT:    %[[R:.*]] = func.call @examplejson_conv_split_1(%[[S]], %[[T]])
 // CHECK:       examplejson.module {
 // CHECK-NEXT:    examplejson.subgraph @examplejson_conv_split_0 {
-// CHECK-NEXT:      examplejson.input 0 : tensor<1x3x8x8xf32>
-// CHECK-NEXT:      examplejson.const 1 dense<"0x0000003F{{(0000003F)+}}"> : tensor<4x3x3x3xf32>
-// CHECK-NEXT:      examplejson.node conv2d 2 inputs(0, 1) {padding = array<i64: 1, 1, 1, 1>} : tensor<1x4x8x8xf32>
-// CHECK-NEXT:      examplejson.node relu 3 inputs(2) : tensor<1x4x8x8xf32>
-// CHECK-NEXT:      examplejson.output 3
+// CHECK-NEXT:      %[[X:.*]] = examplejson.input : tensor<1x3x8x8xf32>
+// CHECK-NEXT:      %[[W:.*]] = examplejson.const dense<"0x0000003F{{(0000003F)+}}"> : tensor<4x3x3x3xf32>
+// CHECK-NEXT:      %[[CONV:.*]] = examplejson.node conv2d %[[X]], %[[W]] {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
+// CHECK-NEXT:      %[[RELU:.*]] = examplejson.node relu %[[CONV]] : tensor<1x4x8x8xf32>
+// CHECK-NEXT:      examplejson.output %[[RELU]] : tensor<1x4x8x8xf32>
 // CHECK-NEXT:    }
 // CHECK-NEXT:    examplejson.subgraph @examplejson_conv_split_1 {
-// CHECK-NEXT:      examplejson.input 0 : tensor<1x4x4x8xf32>
-// CHECK-NEXT:      examplejson.input 1 : tensor<1x4x4x8xf32>
-// CHECK-NEXT:      examplejson.node add 2 inputs(0, 1) : tensor<1x4x4x8xf32>
+// CHECK-NEXT:      %[[TOP:.*]] = examplejson.input : tensor<1x4x4x8xf32>
+// CHECK-NEXT:      %[[BOTTOM:.*]] = examplejson.input : tensor<1x4x4x8xf32>
+// CHECK-NEXT:      %{{.*}} = examplejson.node add %[[TOP]], %[[BOTTOM]] : tensor<1x4x4x8xf32>
 
 // TEXT:      {{^}}examplejson_conv_split_0{{$}}
 // TEXT-NEXT: {{^}}  input 0 1 3 8 8{{$}}

@@ -22,8 +22,8 @@ func.func private @helper(tensor<4xf32>) -> tensor<4xf32>
 /// A subgraph name may be taken only once in the examplejson.module.
 examplejson.module {
   examplejson.subgraph @examplejson_main_0 {
-    examplejson.input 0 : tensor<4xf32>
-    examplejson.output 0
+    %0 = examplejson.input : tensor<4xf32>
+    examplejson.output %0 : tensor<4xf32>
   }
 }
 // expected-error@+1 {{lower-to-examplejson: examplejson.module already holds a subgraph @examplejson_main_0}}

@@ -5,14 +5,14 @@
 // CHECK-LABEL: func.func private @subgraph_0(tensor<10x10xf32>, tensor<10x10xf32>, tensor<10x10xf32>, tensor<10x10xf32>) -> tensor<10x10xf32> attributes {byoc.compiler = "examplejson"}
 // CHECK-NEXT:  examplejson.module {
 // CHECK-NEXT:    examplejson.subgraph @subgraph_0 {
-// CHECK-NEXT:      examplejson.input 0 : tensor<10x10xf32>
-// CHECK-NEXT:      examplejson.input 1 : tensor<10x10xf32>
-// CHECK-NEXT:      examplejson.input 2 : tensor<10x10xf32>
-// CHECK-NEXT:      examplejson.input 3 : tensor<10x10xf32>
-// CHECK-NEXT:      examplejson.node add 4 inputs(0, 1) : tensor<10x10xf32>
-// CHECK-NEXT:      examplejson.node sub 5 inputs(4, 2) : tensor<10x10xf32>
-// CHECK-NEXT:      examplejson.node mul 6 inputs(5, 3) : tensor<10x10xf32>
-// CHECK-NEXT:      examplejson.output 6
+// CHECK-NEXT:      %[[A:.*]] = examplejson.input : tensor<10x10xf32>
+// CHECK-NEXT:      %[[B:.*]] = examplejson.input : tensor<10x10xf32>
+// CHECK-NEXT:      %[[C:.*]] = examplejson.input : tensor<10x10xf32>
+// CHECK-NEXT:      %[[D:.*]] = examplejson.input : tensor<10x10xf32>
+// CHECK-NEXT:      %[[ADD:.*]] = examplejson.node add %[[A]], %[[B]] : tensor<10x10xf32>
+// CHECK-NEXT:      %[[SUB:.*]] = examplejson.node sub %[[ADD]], %[[C]] : tensor<10x10xf32>
+// CHECK-NEXT:      %[[MUL:.*]] = examplejson.node mul %[[SUB]], %[[D]] : tensor<10x10xf32>
+// CHECK-NEXT:      examplejson.output %[[MUL]] : tensor<10x10xf32>
 // CHECK-NEXT:    }
 // CHECK-NEXT:  }
 
@@ -58,12 +58,12 @@ func.func private @examplejson_main_0(%x: tensor<4xf32>) -> tensor<4xf32> attrib
 
 /// A diamond: one value feeds two nodes that meet again (a DAG, not a chain).
 // CHECK-LABEL: examplejson.subgraph @examplejson_diamond_0
-// CHECK-NEXT:    examplejson.input 0 : tensor<2x3xf32>
-// CHECK-NEXT:    examplejson.node abs 1 inputs(0) : tensor<2x3xf32>
-// CHECK-NEXT:    examplejson.node exp 2 inputs(1) : tensor<2x3xf32>
-// CHECK-NEXT:    examplejson.node sqrt 3 inputs(1) : tensor<2x3xf32>
-// CHECK-NEXT:    examplejson.node add 4 inputs(2, 3) : tensor<2x3xf32>
-// CHECK-NEXT:    examplejson.output 4
+// CHECK-NEXT:    %[[X:.*]] = examplejson.input : tensor<2x3xf32>
+// CHECK-NEXT:    %[[ABS:.*]] = examplejson.node abs %[[X]] : tensor<2x3xf32>
+// CHECK-NEXT:    %[[EXP:.*]] = examplejson.node exp %[[ABS]] : tensor<2x3xf32>
+// CHECK-NEXT:    %[[SQRT:.*]] = examplejson.node sqrt %[[ABS]] : tensor<2x3xf32>
+// CHECK-NEXT:    %[[ADD:.*]] = examplejson.node add %[[EXP]], %[[SQRT]] : tensor<2x3xf32>
+// CHECK-NEXT:    examplejson.output %[[ADD]] : tensor<2x3xf32>
 
 // TEXT:      {{^}}examplejson_diamond_0{{$}}
 // TEXT-NEXT: {{^}}  input 0 2 3{{$}}
@@ -84,9 +84,11 @@ func.func private @examplejson_diamond_0(%x: tensor<2x3xf32>) -> tensor<2x3xf32>
 
 /// Several results, one of them an argument: an explicit output line, in return order.
 // CHECK-LABEL: examplejson.subgraph @examplejson_multi_0
-// CHECK:         examplejson.node sigmoid 2 inputs(0) : tensor<4xf32>
-// CHECK-NEXT:    examplejson.node mul 3 inputs(2, 1) : tensor<4xf32>
-// CHECK-NEXT:    examplejson.output 3, 2, 1
+// CHECK-NEXT:    %[[X:.*]] = examplejson.input : tensor<4xf32>
+// CHECK-NEXT:    %[[Y:.*]] = examplejson.input : tensor<4xf32>
+// CHECK-NEXT:    %[[S:.*]] = examplejson.node sigmoid %[[X]] : tensor<4xf32>
+// CHECK-NEXT:    %[[M:.*]] = examplejson.node mul %[[S]], %[[Y]] : tensor<4xf32>
+// CHECK-NEXT:    examplejson.output %[[M]], %[[S]], %[[Y]] : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 
 // TEXT:      {{^}}examplejson_multi_0{{$}}
 // TEXT-NEXT: {{^}}  input 0 4{{$}}
@@ -105,12 +107,13 @@ func.func private @examplejson_multi_0(%x: tensor<4xf32>, %y: tensor<4xf32>) -> 
 
 /// Ops with attributes carry the non-default ones after the shape (`attrs:`).
 // CHECK-LABEL: examplejson.subgraph @examplejson_layers_0
-// CHECK:         examplejson.node conv2d 2 inputs(0, 1) {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : tensor<1x4x4x4xf32>
-// CHECK-NEXT:    examplejson.node max_pool2d 3 inputs(2) {pool_size = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<1x4x2x2xf32>
-// CHECK-NEXT:    examplejson.node leaky_relu 4 inputs(3) {alpha = 1.000000e-01 : f64} : tensor<1x4x2x2xf32>
-// CHECK-NEXT:    examplejson.node reshape 5 inputs(4) {newshape = array<i64: 4, 4>} : tensor<4x4xf32>
-// CHECK-NEXT:    examplejson.node softmax 6 inputs(5) {axis = 0 : i64} : tensor<4x4xf32>
-// CHECK-NEXT:    examplejson.node avg_pool2d 7 inputs(3) {pool_size = array<i64: 2, 2>, ceil_mode = true, count_include_pad = true} : tensor<1x4x1x1xf32>
+// CHECK:         %[[CONV:.*]] = examplejson.node conv2d %{{.*}}, %{{.*}} {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x4x4xf32>
+// CHECK-NEXT:    %[[POOL:.*]] = examplejson.node max_pool2d %[[CONV]] {pool_size = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x4x4x4xf32>) -> tensor<1x4x2x2xf32>
+// CHECK-NEXT:    %[[LRELU:.*]] = examplejson.node leaky_relu %[[POOL]] {alpha = 1.000000e-01 : f64} : tensor<1x4x2x2xf32>
+// CHECK-NEXT:    %[[RESHAPE:.*]] = examplejson.node reshape %[[LRELU]] {newshape = array<i64: 4, 4>} : (tensor<1x4x2x2xf32>) -> tensor<4x4xf32>
+// CHECK-NEXT:    %[[SOFTMAX:.*]] = examplejson.node softmax %[[RESHAPE]] {axis = 0 : i64} : tensor<4x4xf32>
+// CHECK-NEXT:    %[[AVG:.*]] = examplejson.node avg_pool2d %[[POOL]] {pool_size = array<i64: 2, 2>, ceil_mode = true, count_include_pad = true} : (tensor<1x4x2x2xf32>) -> tensor<1x4x1x1xf32>
+// CHECK-NEXT:    examplejson.output %[[SOFTMAX]], %[[AVG]] : tensor<4x4xf32>, tensor<1x4x1x1xf32>
 
 // TEXT:      {{^}}examplejson_layers_0{{$}}
 // TEXT-NEXT: {{^}}  input 0 1 3 8 8{{$}}
@@ -138,10 +141,11 @@ func.func private @examplejson_layers_0(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x
 /// Constants bound into the partition become `const` lines with their data; non-f32
 /// element types are written after the shape (`dtype:`).
 // CHECK-LABEL: examplejson.subgraph @examplejson_consts_0
-// CHECK-NEXT:    examplejson.input 0 : tensor<3xi32>
-// CHECK-NEXT:    examplejson.const 1 dense<[1, 2, 3]> : tensor<3xi32>
-// CHECK-NEXT:    examplejson.node add 2 inputs(0, 1) : tensor<3xi32>
-// CHECK-NEXT:    examplejson.node cast 3 inputs(2) {dtype = "f32"} : tensor<3xf32>
+// CHECK-NEXT:    %[[X:.*]] = examplejson.input : tensor<3xi32>
+// CHECK-NEXT:    %[[C:.*]] = examplejson.const dense<[1, 2, 3]> : tensor<3xi32>
+// CHECK-NEXT:    %[[ADD:.*]] = examplejson.node add %[[X]], %[[C]] : tensor<3xi32>
+// CHECK-NEXT:    %[[CAST:.*]] = examplejson.node cast %[[ADD]] {dtype = "f32"} : (tensor<3xi32>) -> tensor<3xf32>
+// CHECK-NEXT:    examplejson.output %[[CAST]] : tensor<3xf32>
 
 // TEXT:      {{^}}examplejson_consts_0{{$}}
 // TEXT-NEXT: {{^}}  input 0 3 dtype: i32{{$}}
@@ -160,13 +164,13 @@ func.func private @examplejson_consts_0(%x: tensor<3xi32>) -> tensor<3xf32> attr
 
 /// A composite's body is inlined: the runtime runs one nn op per line.
 // CHECK-LABEL: examplejson.subgraph @examplejson_composite_0
-// CHECK-NEXT:    examplejson.input 0 : tensor<1x4xf32>
-// CHECK-NEXT:    examplejson.input 1 : tensor<3x4xf32>
-// CHECK-NEXT:    examplejson.input 2 : tensor<3xf32>
-// CHECK-NEXT:    examplejson.node dense 3 inputs(0, 1) : tensor<1x3xf32>
-// CHECK-NEXT:    examplejson.node bias_add 4 inputs(3, 2) : tensor<1x3xf32>
-// CHECK-NEXT:    examplejson.node relu 5 inputs(4) : tensor<1x3xf32>
-// CHECK-NEXT:    examplejson.output 5
+// CHECK-NEXT:    %[[X:.*]] = examplejson.input : tensor<1x4xf32>
+// CHECK-NEXT:    %[[W:.*]] = examplejson.input : tensor<3x4xf32>
+// CHECK-NEXT:    %[[B:.*]] = examplejson.input : tensor<3xf32>
+// CHECK-NEXT:    %[[D:.*]] = examplejson.node dense %[[X]], %[[W]] : (tensor<1x4xf32>, tensor<3x4xf32>) -> tensor<1x3xf32>
+// CHECK-NEXT:    %[[BA:.*]] = examplejson.node bias_add %[[D]], %[[B]] : (tensor<1x3xf32>, tensor<3xf32>) -> tensor<1x3xf32>
+// CHECK-NEXT:    %[[R:.*]] = examplejson.node relu %[[BA]] : tensor<1x3xf32>
+// CHECK-NEXT:    examplejson.output %[[R]] : tensor<1x3xf32>
 func.func private @examplejson_composite_0(%x: tensor<1x4xf32>, %w: tensor<3x4xf32>, %b: tensor<3xf32>) -> tensor<1x3xf32> attributes {byoc.compiler = "examplejson"} {
   %0 = byoc.composite "examplejson.dense_bias"(%x, %w, %b) : (tensor<1x4xf32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<1x3xf32> {
   ^bb0(%a: tensor<1x4xf32>, %aw: tensor<3x4xf32>, %ab: tensor<3xf32>):

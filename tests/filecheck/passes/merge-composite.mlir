@@ -4,6 +4,7 @@
 // RUN: %byoc-opt %s --split-input-file -p 'merge-composite{targets=test patterns=conv2d_bias_relu,conv2d_relu_groups1,mul_clip_add,dense_bias,add_const_relu,relu_or_tanh_of_input}' | %filecheck %s
 // RUN: %byoc-opt %s --split-input-file -p 'merge-composite{targets=test patterns=conv2d_bias_relu,conv2d_relu_groups1,mul_clip_add,dense_bias,add_const_relu,relu_or_tanh_of_input},merge-composite{targets=test patterns=conv2d_bias_relu,conv2d_relu_groups1,mul_clip_add,dense_bias,add_const_relu,relu_or_tanh_of_input}' | %filecheck %s
 // RUN: %byoc-opt %s --split-input-file -p 'merge-composite{targets=test patterns=conv2d_relu_groups1,conv2d_add_relu extra-results=true}' | %filecheck %s --check-prefix=EXTRA
+// RUN: %byoc-opt %s --split-input-file -p 'merge-composite{targets=test patterns=abs_relu extra-results=true}' | %filecheck %s --check-prefix=MOVED
 
 /// Table order decides overlaps (TVM's test_merge_order): on add -> abs -> relu,
 /// A = add_abs_relu, B = add_abs, C = abs_relu; the first entry applied wins.
@@ -158,6 +159,26 @@ func.func @extra_result_cycle(%x: tensor<1x4x8x8xf32>, %w: tensor<4x4x3x3xf32>) 
   %a = nn.add %c, %t : tensor<1x4x6x6xf32>
   %r = nn.relu %a : tensor<1x4x6x6xf32>
   func.return %r : tensor<1x4x6x6xf32>
+}
+
+// -----
+
+/// An op moved after one composite (maximum, after the one of relu(%1)) keeps its
+/// new place when a composite earlier in the block moves the ops that feed it.
+// MOVED-LABEL: func.func @moved_twice
+// MOVED-NEXT:    %[[R0:[^,]*]], %[[A0:.*]] = byoc.composite "test.abs_relu"(%x)
+// MOVED:         %[[N:.*]] = nn.negative %[[A0]]
+// MOVED-NEXT:    %[[R1:[^,]*]], %[[A1:.*]] = byoc.composite "test.abs_relu"(%x)
+// MOVED:         %[[M:.*]] = nn.maximum %[[N]], %[[A1]]
+// MOVED-NEXT:    func.return %[[M]], %[[R0]], %[[R1]]
+func.func @moved_twice(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %0 = nn.abs %x : tensor<4xf32>
+  %1 = nn.abs %x : tensor<4xf32>
+  %2 = nn.negative %0 : tensor<4xf32>
+  %3 = nn.maximum %2, %1 : tensor<4xf32>
+  %4 = nn.relu %0 : tensor<4xf32>
+  %5 = nn.relu %1 : tensor<4xf32>
+  func.return %3, %4, %5 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }
 
 // -----

@@ -1,4 +1,4 @@
-"""The `nn` dialect: a tensor graph with the op set of TVM Relay.
+"""The ops of the `nn` dialect: a tensor graph with the op set of TVM Relay.
 
 Every op is an IRDL operation over builtin `tensor<...>` types. Its type
 relation lives in one static method, `infer(operand_types, attrs)`, which the
@@ -7,23 +7,13 @@ builders and importers call so that nobody computes result types by hand:
 
     y = nn.Conv2DOp.build(x, w, padding=(1, 1, 1, 1))
 
-Custom assembly, shared by all ops (except `nn.constant`):
-
-    %2 = nn.add %0, %1 : tensor<10x10xf32>                      // all types agree
-    %3 = nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>}
-           : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
-
-Only properties that differ from their default are printed; any other
-(discardable) attribute, such as `byoc.target`, is printed in the same
-dictionary and kept as an attribute when parsed.
+The text format is in `format.py`, element types and property values in `types.py`.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
-from io import StringIO
 from typing import Any, ClassVar
 
 import numpy as np
@@ -34,12 +24,8 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     FloatAttr,
     IntegerAttr,
-    IntegerType,
-    NoneAttr,
     StringAttr,
     TensorType,
-    f32,
-    f64,
     i32,
     i64,
 )
@@ -59,94 +45,25 @@ from xdsl.printer import Printer
 from xdsl.traits import ConstantLike, Pure
 from xdsl.utils.exceptions import VerifyException
 
-# --------------------------------------------------------------------------
-# Element types and helpers
-# --------------------------------------------------------------------------
-
-FLOAT: tuple[Attribute, ...] = (f32,)
-NUMERIC: tuple[Attribute, ...] = (f32, i32, i64)
-
-_NP_DTYPES: dict[Attribute, np.dtype[Any]] = {
-    f32: np.dtype(np.float32),
-    f64: np.dtype(np.float64),
-    i32: np.dtype(np.int32),
-    i64: np.dtype(np.int64),
-    IntegerType(1): np.dtype(np.bool_),
-}
-
-
-def numpy_dtype(element_type: Attribute) -> np.dtype[Any]:
-    """The numpy dtype of a builtin element type (f32, f64, i32, i64, i1)."""
-    try:
-        return _NP_DTYPES[element_type]
-    except KeyError:
-        raise VerifyException(f"unsupported element type {element_type}") from None
-
-
-def element_type_of(dtype: Any) -> Attribute:
-    """The builtin element type of a numpy dtype."""
-    dt = np.dtype(dtype)
-    for attr, npdt in _NP_DTYPES.items():
-        if npdt == dt:
-            return attr
-    raise ValueError(f"unsupported numpy dtype {dt}")
-
-
-def tensor(shape: Sequence[int], element_type: Attribute = f32) -> TensorType[Any]:
-    return TensorType(element_type, list(shape))
-
-
-def shape_of(t: Attribute) -> tuple[int, ...]:
-    assert isinstance(t, TensorType)
-    return tuple(t.get_shape())
-
-
-def ints(*values: int) -> DenseArrayBase[Any]:
-    return DenseArrayBase.from_list(i64, list(values))
-
-
-def _int(v: int) -> IntegerAttr[Any]:
-    return IntegerAttr(v, i64)
-
-
-def _float(v: float) -> FloatAttr[Any]:
-    return FloatAttr(v, f64)
+from byoc.dialects.nn.format import parse_constant, parse_nn_op, print_constant, print_nn_op
+from byoc.dialects.nn.types import (
+    FLOAT,
+    NUMERIC,
+    element_type_named,
+    element_type_of,
+    float_attr,
+    from_python,
+    int_attr,
+    ints,
+    numpy_dtype,
+    shape_of,
+    tensor,
+    to_python,
+)
 
 
 def _fail(msg: str) -> VerifyException:
     return VerifyException(msg)
-
-
-def to_python(attr: Attribute) -> Any:
-    """Convert a property value to the Python value kernels receive."""
-    if isinstance(attr, DenseArrayBase):
-        return tuple(int(v) for v in attr.get_values())
-    if isinstance(attr, IntegerAttr):
-        if attr.type == IntegerType(1):
-            return bool(attr.value.data)
-        return int(attr.value.data)
-    if isinstance(attr, FloatAttr):
-        return float(attr.value.data)
-    if isinstance(attr, StringAttr):
-        return attr.data
-    return attr
-
-
-def from_python(value: Any, like: Attribute | None) -> Attribute:
-    """Convert a Python value to a property value shaped like `like` (its default)."""
-    if isinstance(value, Attribute):
-        return value
-    if isinstance(like, DenseArrayBase) or isinstance(value, tuple | list):
-        return ints(*[int(v) for v in value])
-    if isinstance(value, bool) or (isinstance(like, IntegerAttr) and like.type == IntegerType(1)):
-        return BoolAttr.from_bool(bool(value))
-    if isinstance(like, FloatAttr) or isinstance(value, float):
-        return _float(float(value))
-    if isinstance(value, int):
-        return _int(value)
-    if isinstance(value, str):
-        return StringAttr(value)
-    raise TypeError(f"cannot convert {value!r} to an attribute")
 
 
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
@@ -173,91 +90,7 @@ def _norm_axis(axis: int, rank: int, what: str = "axis") -> int:
 
 
 # --------------------------------------------------------------------------
-# Type text caches: a model repeats a few tensor types thousands of times, and
-# xDSL parses and prints each one token by token (most of an op's parse time).
-# --------------------------------------------------------------------------
-
-_PLAIN_TENSOR_TYPE = re.compile(r"tensor<(?:[0-9]+x)*(?:f16|bf16|f32|f64|i1|i8|i16|i32|i64)>")
-_PARSED_TYPES: dict[str, Attribute] = {}
-_PRINTED_TYPES: dict[Attribute, str] = {}
-_TYPE_CACHE_LIMIT = 4096
-
-
-def _parse_optional_type(parser: Parser) -> Attribute | None:
-    """`parser.parse_optional_type()`, served from a cache for static tensor types."""
-    start = parser.pos
-    match = _PLAIN_TENSOR_TYPE.match(parser.lexer.input.content, start)  # type: ignore[arg-type]
-    if match is None:
-        return parser.parse_optional_type()
-    cached = _PARSED_TYPES.get(match.group())
-    if cached is None:
-        cached = parser.parse_optional_type()
-        if cached is not None and len(_PARSED_TYPES) < _TYPE_CACHE_LIMIT:
-            _PARSED_TYPES[match.group()] = cached
-        return cached
-    parser._resume_from(match.end())  # pyright: ignore[reportPrivateUsage]
-    return cached
-
-
-def _parse_type(parser: Parser) -> Attribute:
-    found = _parse_optional_type(parser)
-    if found is None:
-        parser.raise_error("Expected type")
-    return found
-
-
-_PRINTED_TYPES_BY_ID: dict[int, tuple[Attribute, str]] = {}
-_PRINTED_ATTR_DICTS: dict[tuple[tuple[str, Attribute], ...], str] = {}
-_STATELESS_ATTRS = (IntegerAttr, FloatAttr, StringAttr, DenseArrayBase)
-"""Attributes whose text does not depend on the printer's state (aliases, resources)."""
-
-
-def _type_text(t: Attribute) -> str | None:
-    """The text of a tensor type without encoding, from a cache; None for other types."""
-    entry = _PRINTED_TYPES_BY_ID.get(id(t))
-    if entry is not None and entry[0] is t:
-        return entry[1]
-    if not isinstance(t, TensorType) or not isinstance(t.encoding, NoneAttr):
-        return None
-    text = _PRINTED_TYPES.get(t)
-    if text is None:
-        text = str(t)
-        if len(_PRINTED_TYPES) < _TYPE_CACHE_LIMIT:
-            _PRINTED_TYPES[t] = text
-    if len(_PRINTED_TYPES_BY_ID) < _TYPE_CACHE_LIMIT:
-        _PRINTED_TYPES_BY_ID[id(t)] = (t, text)  # holds t, so its id stays unique
-    return text
-
-
-def _attr_dict_text(attrs: dict[str, Attribute]) -> str | None:
-    """The text of an attribute dictionary of plain builtin values, from a cache."""
-    if not all(isinstance(v, _STATELESS_ATTRS) for v in attrs.values()):
-        return None
-    key = tuple(attrs.items())
-    text = _PRINTED_ATTR_DICTS.get(key)
-    if text is None:
-        stream = StringIO()
-        Printer(stream=stream).print_attr_dict(attrs)
-        text = stream.getvalue()
-        if len(_PRINTED_ATTR_DICTS) < _TYPE_CACHE_LIMIT:
-            _PRINTED_ATTR_DICTS[key] = text
-    return text
-
-
-def _signature_text(in_types: Sequence[Attribute], out_types: Sequence[Attribute]) -> str | None:
-    """`T` when all types agree, else `(Ts) -> T` or `(Ts) -> (Ts)`; None if a type is not cached."""
-    texts = [_type_text(t) for t in (*in_types, *out_types)]
-    if any(t is None for t in texts):
-        return None
-    ins, outs = texts[: len(in_types)], texts[len(in_types) :]
-    if len(outs) == 1 and all(t == outs[0] for t in ins):
-        return outs[0]
-    result = outs[0] if len(outs) == 1 else "(" + ", ".join(outs) + ")"  # type: ignore[arg-type]
-    return "(" + ", ".join(ins) + ") -> " + result  # type: ignore[arg-type]
-
-
-# --------------------------------------------------------------------------
-# The shared base: custom format, verification through `infer`, builders
+# The shared base: verification through `infer`, builders
 # --------------------------------------------------------------------------
 
 
@@ -366,83 +199,13 @@ class NNOp(IRDLOperation):
                         f"all operands must have the same element type, got {first} and {t.element_type}"
                     )
 
-    # ---- custom format ----------------------------------------------------------
+    # ---- custom format (format.py) ----------------------------------------------
     def print(self, printer: Printer) -> None:
-        if self.operands:
-            printer.print_string(" ")
-            printer.print_list(self.operands, printer.print_operand)
-        defaults = self.prop_defaults()
-        shown: dict[str, Attribute] = {
-            k: v for k, v in self.properties.items() if defaults.get(k, None) != v
-        }
-        shown.update(self.attributes)
-        in_types = [o.type for o in self.operands]
-        out_types = list(self.result_types)
-        if type(printer) is Printer:  # not a subclass (e.g. syntax highlighting): use the caches
-            attr_text = _attr_dict_text(shown) if shown else ""
-            signature = _signature_text(in_types, out_types)
-            if attr_text is not None and signature is not None:
-                printer.print_string((" " + attr_text if attr_text else "") + " : " + signature)
-                return
-        if shown:
-            printer.print_string(" ")
-            printer.print_attr_dict(shown)
-        printer.print_string(" : ")
-        if len(out_types) == 1 and all(t == out_types[0] for t in in_types):
-            printer.print_attribute(out_types[0])
-        else:
-            printer.print_string("(")
-            printer.print_list(in_types, printer.print_attribute)
-            printer.print_string(") -> ")
-            if len(out_types) == 1:
-                printer.print_attribute(out_types[0])
-            else:
-                printer.print_string("(")
-                printer.print_list(out_types, printer.print_attribute)
-                printer.print_string(")")
+        print_nn_op(self, self.prop_defaults(), printer)
 
     @classmethod
     def parse(cls, parser: Parser) -> NNOp:
-        pos = parser.pos
-        unresolved = parser.parse_optional_undelimited_comma_separated_list(
-            parser.parse_optional_unresolved_operand, parser.parse_unresolved_operand
-        ) or []
-        attr_dict = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        def parse_type() -> Attribute:
-            return _parse_type(parser)
-
-        if parser.parse_optional_punctuation("(") is not None:
-            in_types = parser.parse_optional_undelimited_comma_separated_list(
-                lambda: _parse_optional_type(parser), parse_type
-            ) or []
-            parser.parse_punctuation(")")
-            parser.parse_punctuation("->")
-            if parser.parse_optional_punctuation("(") is not None:
-                out_types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parse_type)
-                parser.parse_punctuation(")")
-            else:
-                out_types = [parse_type()]
-        else:
-            single = parse_type()
-            in_types = [single] * len(unresolved)
-            out_types = [single]
-        if len(in_types) != len(unresolved):
-            parser.raise_error(
-                f"'{cls.name}' has {len(unresolved)} operands but {len(in_types)} operand types",
-                pos,
-                parser.pos,
-            )
-        operands = parser.resolve_operands(unresolved, in_types, pos)
-        defaults = cls.prop_defaults()
-        props = {k: v for k, v in attr_dict.items() if k in defaults}
-        attributes = {k: v for k, v in attr_dict.items() if k not in defaults}
-        return cls.create(
-            operands=operands,
-            result_types=out_types,
-            properties=props,
-            attributes=attributes,
-        )
+        return parse_nn_op(cls, cls.prop_defaults(), parser)
 
 
 # --------------------------------------------------------------------------
@@ -583,8 +346,8 @@ class HardSwishOp(UnaryOp):
 @irdl_op_definition
 class ClipOp(UnaryOp):
     name = "nn.clip"
-    a_min = prop_def(FloatAttr, default_value=_float(-math.inf))
-    a_max = prop_def(FloatAttr, default_value=_float(math.inf))
+    a_min = prop_def(FloatAttr, default_value=float_attr(-math.inf))
+    a_max = prop_def(FloatAttr, default_value=float_attr(math.inf))
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -596,7 +359,7 @@ class ClipOp(UnaryOp):
 @irdl_op_definition
 class LeakyReluOp(UnaryOp):
     name = "nn.leaky_relu"
-    alpha = prop_def(FloatAttr, default_value=_float(0.01))
+    alpha = prop_def(FloatAttr, default_value=float_attr(0.01))
 
 
 @irdl_op_definition
@@ -604,8 +367,8 @@ class HardSigmoidOp(UnaryOp):
     """max(0, min(1, alpha * x + beta))."""
 
     name = "nn.hard_sigmoid"
-    alpha = prop_def(FloatAttr, default_value=_float(0.2))
-    beta = prop_def(FloatAttr, default_value=_float(0.5))
+    alpha = prop_def(FloatAttr, default_value=float_attr(0.2))
+    beta = prop_def(FloatAttr, default_value=float_attr(0.5))
 
 
 @irdl_op_definition
@@ -616,12 +379,13 @@ class CastOp(UnaryOp):
     dtype = prop_def(StringAttr)
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
     SAME_DTYPE: ClassVar[bool] = False
-    _TARGETS: ClassVar[dict[str, Attribute]] = {"f32": f32, "i32": i32, "i64": i64}
+    TARGETS: ClassVar[tuple[str, ...]] = ("f32", "i32", "i64")
+    """The element types `dtype` may name (short names of types.ELEMENT_TYPES)."""
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        target = cls._TARGETS.get(attrs["dtype"])
-        if target is None:
+        target = element_type_named(attrs["dtype"])
+        if attrs["dtype"] not in cls.TARGETS or target is None:
             raise _fail(f"cast to '{attrs['dtype']}' is not supported (f32, i32, i64)")
         return [tensor(shape_of(types[0]), target)]
 
@@ -680,7 +444,7 @@ class Conv2DOp(NNOp):
     strides = prop_def(DenseArrayBase, default_value=ints(1, 1))
     padding = prop_def(DenseArrayBase, default_value=ints(0, 0, 0, 0))
     dilation = prop_def(DenseArrayBase, default_value=ints(1, 1))
-    groups = prop_def(IntegerAttr, default_value=_int(1))
+    groups = prop_def(IntegerAttr, default_value=int_attr(1))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "out-elementwise-fusable"
 
@@ -718,7 +482,7 @@ class Conv2DTransposeOp(NNOp):
     padding = prop_def(DenseArrayBase, default_value=ints(0, 0, 0, 0))
     output_padding = prop_def(DenseArrayBase, default_value=ints(0, 0))
     dilation = prop_def(DenseArrayBase, default_value=ints(1, 1))
-    groups = prop_def(IntegerAttr, default_value=_int(1))
+    groups = prop_def(IntegerAttr, default_value=int_attr(1))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "out-elementwise-fusable"
 
@@ -808,7 +572,7 @@ class BiasAddOp(NNOp):
     data = operand_def(TensorType)
     bias = operand_def(TensorType)
     result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=_int(1))
+    axis = prop_def(IntegerAttr, default_value=int_attr(1))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "broadcast"
 
@@ -833,8 +597,8 @@ class BatchNormOp(NNOp):
     moving_mean = operand_def(TensorType)
     moving_var = operand_def(TensorType)
     result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=_int(1))
-    epsilon = prop_def(FloatAttr, default_value=_float(1e-5))
+    axis = prop_def(IntegerAttr, default_value=int_attr(1))
+    epsilon = prop_def(FloatAttr, default_value=float_attr(1e-5))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "broadcast"
 
@@ -915,7 +679,7 @@ class SoftmaxOp(NNOp):
     name = "nn.softmax"
     data = operand_def(TensorType)
     result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=_int(-1))
+    axis = prop_def(IntegerAttr, default_value=int_attr(-1))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "opaque"
 
@@ -937,10 +701,10 @@ class LRNOp(NNOp):
     data = operand_def(TensorType)
     result = result_def(TensorType)
     size = prop_def(IntegerAttr)
-    axis = prop_def(IntegerAttr, default_value=_int(1))
-    alpha = prop_def(FloatAttr, default_value=_float(1e-4))
-    beta = prop_def(FloatAttr, default_value=_float(0.75))
-    bias = prop_def(FloatAttr, default_value=_float(1.0))
+    axis = prop_def(IntegerAttr, default_value=int_attr(1))
+    alpha = prop_def(FloatAttr, default_value=float_attr(1e-4))
+    beta = prop_def(FloatAttr, default_value=float_attr(0.75))
+    bias = prop_def(FloatAttr, default_value=float_attr(1.0))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "opaque"
 
@@ -989,7 +753,7 @@ class FlattenOp(NNOp):
     name = "nn.flatten"
     data = operand_def(TensorType)
     result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=_int(1))
+    axis = prop_def(IntegerAttr, default_value=int_attr(1))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
@@ -1030,7 +794,7 @@ class ConcatenateOp(NNOp):
     name = "nn.concatenate"
     inputs = var_operand_def(TensorType)
     result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=_int(0))
+    axis = prop_def(IntegerAttr, default_value=int_attr(0))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
@@ -1068,7 +832,7 @@ class TakeOp(NNOp):
     data = operand_def(TensorType)
     indices = operand_def(TensorType)
     result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=_int(0))
+    axis = prop_def(IntegerAttr, default_value=int_attr(0))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
@@ -1097,7 +861,7 @@ class PadOp(NNOp):
     data = operand_def(TensorType)
     result = result_def(TensorType)
     pad_width = prop_def(DenseArrayBase)
-    pad_value = prop_def(FloatAttr, default_value=_float(0.0))
+    pad_value = prop_def(FloatAttr, default_value=float_attr(0.0))
     pad_mode = prop_def(StringAttr, default_value=StringAttr("constant"))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
@@ -1130,7 +894,7 @@ class SplitOp(NNOp):
     data = operand_def(TensorType)
     outputs = var_result_def(TensorType)
     indices = prop_def(DenseArrayBase)
-    axis = prop_def(IntegerAttr, default_value=_int(0))
+    axis = prop_def(IntegerAttr, default_value=int_attr(0))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
@@ -1216,8 +980,8 @@ class Resize2DOp(NNOp):
     method = prop_def(StringAttr, default_value=StringAttr("nearest_neighbor"))
     coordinate_transformation_mode = prop_def(StringAttr, default_value=StringAttr("half_pixel"))
     rounding_method = prop_def(StringAttr, default_value=StringAttr("round_prefer_floor"))
-    scale_h = prop_def(FloatAttr, default_value=_float(0.0))
-    scale_w = prop_def(FloatAttr, default_value=_float(0.0))
+    scale_h = prop_def(FloatAttr, default_value=float_attr(0.0))
+    scale_w = prop_def(FloatAttr, default_value=float_attr(0.0))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
 
@@ -1299,13 +1063,6 @@ class ReduceMaxOp(ReduceOp):
 # Constants: payload kept as bytes (numpy views it without copying)
 # --------------------------------------------------------------------------
 
-ELIDE_CONSTANTS_LARGER_THAN: list[int | None] = [None]
-"""Set [0] to N to print constants with more than N elements as `dense_resource<__elided__>`
-(display only: such text does not parse back). byoc-opt's `--elide-constants` sets it."""
-
-HEX_CONSTANTS_LARGER_THAN = 16
-"""Constants with more elements print as a compact little-endian hex string."""
-
 
 @irdl_op_definition
 class ConstantOp(NNOp):
@@ -1362,95 +1119,12 @@ class ConstantOp(NNOp):
             raise _fail(f"payload holds {len(self.value.data.data)} bytes, expected {n} elements")
 
     def print(self, printer: Printer) -> None:
-        ty = self.result.type
-        assert isinstance(ty, TensorType)
-        n = math.prod(shape_of(ty))
-        elide = ELIDE_CONSTANTS_LARGER_THAN[0]
-        if elide is not None and n > elide:
-            printer.print_string(" dense_resource<__elided__>")
-        elif n > HEX_CONSTANTS_LARGER_THAN or not np.isfinite(self.ndarray()).all():
-            # hex also for inf/nan, which have no number literal
-            printer.print_string(' dense<"0x' + self.value.data.data.hex().upper() + '">')
-        else:
-            printer.print_string(" dense<")
-            arr = self.ndarray()
-            vals = arr.reshape(-1).tolist()
-            if arr.dtype.kind == "f":
-                printer.print_string("[" + ", ".join(repr(float(v)) for v in vals) + "]")
-            else:
-                printer.print_string("[" + ", ".join(str(int(v)) for v in vals) + "]")
-            printer.print_string(">")
-        if self.attributes:
-            printer.print_string(" ")
-            printer.print_attr_dict(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(ty)
+        print_constant(self, self.ndarray(), self.value.data.data, printer)
 
     @classmethod
     def parse(cls, parser: Parser) -> ConstantOp:
-        start = parser.pos
-        if parser.parse_optional_keyword("dense_resource") is not None:
-            parser.raise_error(
-                "an elided constant (dense_resource<__elided__>) cannot be read back; "
-                "print the IR without --elide-constants",
-                start,
-                parser.pos,
-            )
-        parser.parse_keyword("dense")
-        parser.parse_punctuation("<")
-        hex_text = parser.parse_optional_str_literal()
-        values: list[float] = []
-        if hex_text is None:
-            values = _parse_dense_values(parser)
-        parser.parse_punctuation(">")
-        attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        ty_pos = parser.pos
-        ty = parser.parse_type()
-        if not isinstance(ty, TensorType) or ty.element_type not in _NP_DTYPES:
-            parser.raise_error(f"nn.constant needs a tensor of f32/i32/i64, got {ty}", ty_pos, parser.pos)
-        shape = shape_of(ty)
-        dt = numpy_dtype(ty.element_type)
-        n = math.prod(shape)
-        if hex_text is not None:
-            if not hex_text.startswith("0x"):
-                parser.raise_error("hex payload must start with 0x", start, parser.pos)
-            try:
-                raw = bytes.fromhex(hex_text[2:])
-            except ValueError:
-                parser.raise_error("malformed hex payload", start, parser.pos)
-            if len(raw) != n * dt.itemsize:
-                parser.raise_error(
-                    f"hex payload holds {len(raw)} bytes, {ty} needs {n * dt.itemsize}",
-                    start,
-                    parser.pos,
-                )
-            arr = np.frombuffer(raw, dtype=dt)
-        else:
-            if len(values) == 1 and n != 1:
-                values = values * n  # splat
-            if len(values) != n:
-                parser.raise_error(
-                    f"constant has {len(values)} values, {ty} needs {n}", start, parser.pos
-                )
-            arr = np.asarray(values, dtype=dt)
-        op = ConstantOp.from_array(arr.reshape(shape), attributes)
-        return op
-
-
-def _parse_dense_values(parser: Parser) -> list[float]:
-    """The values of `dense<...>`: a scalar (a splat) or a list, nested lists flattened."""
-    values: list[float] = []
-
-    def element() -> None:
-        if parser.parse_optional_punctuation("[") is None:
-            values.append(parser.parse_number())
-        elif parser.parse_optional_punctuation("]") is None:
-            parser.parse_comma_separated_list(parser.Delimiter.NONE, element)
-            parser.parse_punctuation("]")
-
-    element()
-    return values
+        array, attributes = parse_constant(parser)
+        return cls.from_array(array, attributes)
 
 
 Nn = Dialect(
@@ -1510,5 +1184,3 @@ Nn = Dialect(
 
 NN_OPS: dict[str, type[NNOp]] = {op.name: op for op in Nn.operations}  # type: ignore[misc]
 """op name -> op class, for every nn op."""
-
-__all__ = ["Nn", "NN_OPS", "NNOp", "var_result_def"]

@@ -27,9 +27,10 @@ when the importer rejects it cleanly (`UnsupportedOnnxError`: an element
 type, attribute or mode outside nn's subset); anything else (a crash, a wrong
 shape, dtype or value) *fails*.
 
-`python -m byoc.frontend.conformance` writes the table in
-`docs/conformance.md` from the build path, one `byoc.build` per case
-(`--reference` for the numpy reference).
+`python benchmarks/conformance.py` writes the table in `docs/conformance.md`
+from the build path, one `byoc.build` per case (`--reference` for the numpy
+reference). This module lives with the tests: it is a test and report
+harness, not part of the `byoc` package.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def reference_execute(
     module: ModuleOp, inputs: Sequence[np.ndarray[Any, Any]]
 ) -> list[np.ndarray[Any, Any]]:
     """The numpy reference (`byoc.run_reference`)."""
-    from byoc.reference import run_reference
+    from byoc.interpreters import run_reference
 
     return run_reference(module, list(inputs))
 
@@ -102,7 +103,7 @@ class BuildExecute:
     def __call__(
         self, module: ModuleOp, inputs: Sequence[np.ndarray[Any, Any]]
     ) -> list[np.ndarray[Any, Any]]:
-        from byoc.runtime.build import build
+        from byoc import build
 
         self.last = None
         start = time.perf_counter()
@@ -342,7 +343,7 @@ def run_cases_batched(
     region size (the build path's targets), where an op runs depends only on
     the targets' predicates on that op.
     """
-    from byoc.runtime.build import build
+    from byoc import build
 
     execute = BuildExecute(tuple(targets))
     results: dict[str, CaseResult] = {}
@@ -758,91 +759,6 @@ def render_models_markdown(results: Sequence[ModelResult], built: bool = False) 
                 f"{r.stored_error:.2e} | {r.onnxruntime_error:.2e} | {verdict} |"
             )
     return "\n".join(lines) + "\n"
-
-
-# --------------------------------------------------------------------------
-# Command line: write docs/conformance.md
-# --------------------------------------------------------------------------
-
-
-def write_report(
-    path: str,
-    command: str,
-    execute: Execute = reference_execute,
-    executor: str = "the numpy reference (`byoc.run_reference`)",
-    models: bool = True,
-    model_execute: Execute | None = None,
-) -> tuple[list[CaseResult], list[ModelResult]]:
-    """Run the node tests (one `execute` per case) and the light models; write the markdown."""
-    start = time.perf_counter()
-    cases = load_node_cases()
-    results = run_cases(select_cases(cases), execute)
-    seconds = time.perf_counter() - start
-    text = render_markdown(
-        results, total_cases=len(cases), executor=executor, command=command, seconds=seconds
-    )
-    model_execute = model_execute or execute
-    model_results = (
-        [run_light_model(name, model_execute) for name in light_models()] if models else []
-    )
-    if model_results:
-        head, sep, rest = text.partition("\n## Per op\n")
-        built = isinstance(model_execute, BuildExecute)
-        text = head + "\n" + render_models_markdown(model_results, built) + sep + rest
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path, "w") as f:
-        f.write(text)
-    return results, model_results
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "-o", "--output", default="docs/conformance.md", help="where to write the table"
-    )
-    parser.add_argument(
-        "--no-models", action="store_true", help="skip the light_* models (a few minutes)"
-    )
-    parser.add_argument(
-        "--reference",
-        action="store_true",
-        help="run on the numpy reference instead of byoc.build (ccompiler, examplejson)",
-    )
-    args = parser.parse_args(argv)
-    command = "python -m byoc.frontend.conformance" + (" --reference" if args.reference else "")
-    if args.reference:
-        results, models = write_report(args.output, command, models=not args.no_models)
-    else:
-        targets = ", ".join(f'"{t}"' for t in DEFAULT_TARGETS)
-        results, models = write_report(
-            args.output,
-            command,
-            BuildExecute(DEFAULT_TARGETS),
-            f"`byoc.build(module, targets=[{targets}])` then `run`, one build per case",
-            models=not args.no_models,
-            model_execute=BuildExecute(("ccompiler",)),
-        )
-    count = collections.Counter(r.status for r in results)
-    print(
-        f"{len(results)} cases: {count['passed']} passed, {count['failed']} failed, "
-        f"{count['skipped']} skipped -> {args.output}"
-    )
-    for r in results:
-        if r.status == "failed":
-            print(f"FAILED {r.name}: {r.reason}")
-    for m in models:
-        print(
-            f"{m.name}: {'passed' if m.passed else 'FAILED'} (vs stored {m.stored_error:.1e}, "
-            f"vs onnxruntime {m.onnxruntime_error:.1e} relative)"
-            + (f"; host ops that a target takes: {', '.join(m.misplaced)}" if m.misplaced else "")
-        )
-    return 1 if count["failed"] or not all(m.passed for m in models) else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
 
 
 __all__ = [

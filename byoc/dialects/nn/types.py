@@ -1,0 +1,148 @@
+"""Element types, tensor types and property values of the tensor dialects.
+
+`ELEMENT_TYPES` is the one table of element types byoc knows: the builtin
+type, the numpy dtype and the short name (`f32`) that the ExampleJSON text and
+`nn.cast` use. Every dtype conversion goes through it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    BoolAttr,
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    TensorType,
+    f32,
+    f64,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute
+from xdsl.utils.exceptions import VerifyException
+
+
+@dataclass(frozen=True)
+class DType:
+    """One element type: its builtin type, numpy dtype and short name."""
+
+    name: str
+    element_type: Attribute
+    numpy: np.dtype[Any]
+
+
+ELEMENT_TYPES: tuple[DType, ...] = (
+    DType("f32", f32, np.dtype(np.float32)),
+    DType("f64", f64, np.dtype(np.float64)),
+    DType("i32", i32, np.dtype(np.int32)),
+    DType("i64", i64, np.dtype(np.int64)),
+    DType("i1", IntegerType(1), np.dtype(np.bool_)),
+)
+"""Every element type a tensor of the nn, examplejson and c dialects may hold."""
+
+_BY_TYPE: dict[Attribute, DType] = {d.element_type: d for d in ELEMENT_TYPES}
+_BY_NAME: dict[str, DType] = {d.name: d for d in ELEMENT_TYPES}
+
+DTYPE_NAMES: dict[Attribute, str] = {d.element_type: d.name for d in ELEMENT_TYPES}
+"""Element type -> short name (f32, f64, i32, i64, i1)."""
+
+FLOAT: tuple[Attribute, ...] = (f32,)
+"""Element types of ops defined on floats only."""
+NUMERIC: tuple[Attribute, ...] = (f32, i32, i64)
+"""Element types of ops that also make sense on integers."""
+
+
+def is_known_element_type(element_type: Attribute) -> bool:
+    """Whether `element_type` is in the table (has a numpy dtype)."""
+    return element_type in _BY_TYPE
+
+
+def numpy_dtype(element_type: Attribute) -> np.dtype[Any]:
+    """The numpy dtype of a builtin element type (f32, f64, i32, i64, i1)."""
+    entry = _BY_TYPE.get(element_type)
+    if entry is None:
+        raise VerifyException(f"unsupported element type {element_type}")
+    return entry.numpy
+
+
+def element_type_of(dtype: Any) -> Attribute:
+    """The builtin element type of a numpy dtype."""
+    dt = np.dtype(dtype)
+    for entry in ELEMENT_TYPES:
+        if entry.numpy == dt:
+            return entry.element_type
+    raise ValueError(f"unsupported numpy dtype {dt}")
+
+
+def element_type_named(name: str) -> Attribute | None:
+    """The builtin element type of a short name (`f32`), or None if there is none."""
+    entry = _BY_NAME.get(name)
+    return None if entry is None else entry.element_type
+
+
+# ---- tensor types --------------------------------------------------------------
+
+
+def tensor(shape: Sequence[int], element_type: Attribute = f32) -> TensorType[Any]:
+    return TensorType(element_type, list(shape))
+
+
+def shape_of(t: Attribute) -> tuple[int, ...]:
+    assert isinstance(t, TensorType)
+    return tuple(t.get_shape())
+
+
+# ---- property values <-> Python values ------------------------------------------
+
+
+def ints(*values: int) -> DenseArrayBase[Any]:
+    return DenseArrayBase.from_list(i64, list(values))
+
+
+def int_attr(v: int) -> IntegerAttr[Any]:
+    """An i64 property value."""
+    return IntegerAttr(v, i64)
+
+
+def float_attr(v: float) -> FloatAttr[Any]:
+    """An f64 property value."""
+    return FloatAttr(v, f64)
+
+
+def to_python(attr: Attribute) -> Any:
+    """Convert a property value to the Python value kernels receive."""
+    if isinstance(attr, DenseArrayBase):
+        return tuple(int(v) for v in attr.get_values())
+    if isinstance(attr, IntegerAttr):
+        if attr.type == IntegerType(1):
+            return bool(attr.value.data)
+        return int(attr.value.data)
+    if isinstance(attr, FloatAttr):
+        return float(attr.value.data)
+    if isinstance(attr, StringAttr):
+        return attr.data
+    return attr
+
+
+def from_python(value: Any, like: Attribute | None) -> Attribute:
+    """Convert a Python value to a property value shaped like `like` (its default)."""
+    if isinstance(value, Attribute):
+        return value
+    if isinstance(like, DenseArrayBase) or isinstance(value, tuple | list):
+        return ints(*[int(v) for v in value])
+    if isinstance(value, bool) or (isinstance(like, IntegerAttr) and like.type == IntegerType(1)):
+        return BoolAttr.from_bool(bool(value))
+    if isinstance(like, FloatAttr) or isinstance(value, float):
+        return float_attr(float(value))
+    if isinstance(value, int):
+        return int_attr(value)
+    if isinstance(value, str):
+        return StringAttr(value)
+    raise TypeError(f"cannot convert {value!r} to an attribute")

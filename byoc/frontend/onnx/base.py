@@ -1,0 +1,106 @@
+"""What the importer and the converters share: the node being converted and the converter table."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+from xdsl.ir import SSAValue
+
+from byoc.dialects import nn
+from byoc.frontend.onnx.errors import OnnxImportError
+
+Array = np.ndarray[Any, Any]
+Value = Array | SSAValue
+"""An ONNX value during import: a numpy array when known at import time, else an SSA value."""
+
+NN_DTYPES = (np.dtype(np.float32), np.dtype(np.int32), np.dtype(np.int64))
+"""The element types an nn value may have."""
+
+
+@dataclass
+class Node:
+    """One ONNX node while it is converted: its inputs resolved, its attributes decoded."""
+
+    proto: Any
+    version: int
+    """The since_version of the op's schema in effect at the model's opset."""
+    inputs: list[Value | None]
+    attrs: dict[str, Any]
+    input_names: list[str] = field(default_factory=list)
+
+    @property
+    def op_type(self) -> str:
+        return str(self.proto.op_type)
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self.proto.output)
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        return self.attrs.get(name, default)
+
+    def input(self, i: int) -> Value | None:
+        return self.inputs[i] if i < len(self.inputs) else None
+
+    def required(self, i: int) -> Value:
+        v = self.input(i)
+        if v is None:
+            raise OnnxImportError(f"{self.op_type} needs input #{i}")
+        return v
+
+
+class Importer(Protocol):
+    """What converters use of the importer (`importer.Importer` is the one implementation)."""
+
+    def static(self, node: Node, i: int, what: str) -> Array | None:
+        """Input #i as a numpy array (None when absent); it must be known at import time."""
+        ...
+
+    def shape(self, v: Value, /) -> tuple[int, ...]: ...
+
+    def dtype(self, v: Value, /) -> np.dtype[Any]: ...
+
+    def emit_all(self, cls: type[nn.NNOp], *operands: Value, **attrs: Any) -> list[Value]:
+        """Apply an nn op: folded with its kernel when every operand is known, else emitted."""
+        ...
+
+    def emit(self, cls: type[nn.NNOp], *operands: Value, **attrs: Any) -> Value: ...
+
+    def reshape(self, v: Value, shape: Sequence[int]) -> Value: ...
+
+    def scalar_like(self, value: float, like: Value) -> Array: ...
+
+
+Converter = Callable[[Importer, Node], Sequence[Value | None]]
+CONVERTERS: dict[str, Converter] = {}
+
+
+def converts(*op_types: str) -> Callable[[Converter], Converter]:
+    def register(fn: Converter) -> Converter:
+        for op_type in op_types:
+            CONVERTERS[op_type] = fn
+        return fn
+
+    return register
+
+
+
+def ints(v: Any) -> list[int]:
+    return [int(x) for x in np.asarray(v).reshape(-1)]
+
+
+def string(v: Any) -> str:
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def normalize_axes(axes: Sequence[int], rank: int, what: str = "axis") -> list[int]:
+    out = []
+    for a in axes:
+        if not -rank <= a < rank:
+            raise OnnxImportError(f"{what} {a} is out of range for rank {rank}")
+        out.append(a % rank)
+    return out
+

@@ -1,0 +1,183 @@
+"""Elementwise ONNX ops: activations, arithmetic with broadcasting, Clip, Cast."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from xdsl.ir import SSAValue
+
+from byoc.dialects import nn
+from byoc.frontend.onnx.base import (
+    NN_DTYPES,
+    Importer,
+    Node,
+    Value,
+    converts,
+)
+from byoc.frontend.onnx.errors import OnnxImportError, UnsupportedOnnxError
+
+_UNARY: dict[str, type[nn.NNOp]] = {
+    "Relu": nn.ReluOp,
+    "Sigmoid": nn.SigmoidOp,
+    "Tanh": nn.TanhOp,
+    "Exp": nn.ExpOp,
+    "Log": nn.LogOp,
+    "Sqrt": nn.SqrtOp,
+    "Neg": nn.NegativeOp,
+    "Abs": nn.AbsOp,
+    "Erf": nn.ErfOp,
+    "Reciprocal": nn.ReciprocalOp,
+    "HardSwish": nn.HardSwishOp,
+}
+
+
+@converts(*_UNARY)
+def _unary(imp: Importer, node: Node) -> list[Value]:
+    return [imp.emit(_UNARY[node.op_type], node.required(0))]
+
+
+@converts("LeakyRelu")
+def _leaky_relu(imp: Importer, node: Node) -> list[Value]:
+    return [imp.emit(nn.LeakyReluOp, node.required(0), alpha=float(node.attr("alpha", 0.01)))]
+
+
+@converts("HardSigmoid")
+def _hard_sigmoid(imp: Importer, node: Node) -> list[Value]:
+    return [
+        imp.emit(
+            nn.HardSigmoidOp,
+            node.required(0),
+            alpha=float(node.attr("alpha", 0.2)),
+            beta=float(node.attr("beta", 0.5)),
+        )
+    ]
+
+
+@converts("PRelu")
+def _prelu(imp: Importer, node: Node) -> list[Value]:
+    return [imp.emit(nn.PReluOp, node.required(0), node.required(1))]
+
+
+_BINARY: dict[str, type[nn.NNOp]] = {
+    "Add": nn.AddOp,
+    "Sub": nn.SubtractOp,
+    "Mul": nn.MultiplyOp,
+    "Div": nn.DivideOp,
+}
+
+
+def _check_legacy_broadcast(node: Node) -> None:
+    if node.attr("broadcast") and node.attr("axis") is not None:
+        raise UnsupportedOnnxError("legacy broadcasting with an explicit 'axis' is not supported")
+
+
+@converts(*_BINARY)
+def _binary(imp: Importer, node: Node) -> list[Value]:
+    _check_legacy_broadcast(node)
+    a, b = node.required(0), node.required(1)
+    if imp.dtype(a) != imp.dtype(b):
+        raise OnnxImportError(f"operand element types differ: {imp.dtype(a)} and {imp.dtype(b)}")
+    if node.op_type == "Div" and imp.dtype(a).kind in "iu":
+        if isinstance(a, SSAValue) or isinstance(b, SSAValue):
+            raise UnsupportedOnnxError("integer Div at run time is not supported (nn.divide is f32)")
+        q = np.abs(a) // np.abs(b)
+        return [np.asarray(q * np.sign(a) * np.sign(b), dtype=a.dtype)]
+    return [imp.emit(_BINARY[node.op_type], a, b)]
+
+
+@converts("Pow")
+def _pow(imp: Importer, node: Node) -> list[Value]:
+    a, b = node.required(0), node.required(1)
+    if not isinstance(a, SSAValue) and not isinstance(b, SSAValue):
+        return [np.asarray(np.power(a, b), dtype=a.dtype)]
+    if imp.dtype(a) != np.float32:
+        raise UnsupportedOnnxError(f"Pow with a {imp.dtype(a)} base is not supported (nn.power is f32)")
+    if imp.dtype(b) != imp.dtype(a):
+        b = np.asarray(b).astype(np.float32) if not isinstance(b, SSAValue) else imp.emit(nn.CastOp, b, dtype="f32")
+    return [imp.emit(nn.PowerOp, a, b)]
+
+
+_VARIADIC: dict[str, type[nn.NNOp]] = {
+    "Max": nn.MaximumOp,
+    "Min": nn.MinimumOp,
+    "Sum": nn.AddOp,
+    "Mean": nn.AddOp,
+}
+
+
+@converts(*_VARIADIC)
+def _variadic(imp: Importer, node: Node) -> list[Value]:
+    values = [v for v in node.inputs if v is not None]
+    if not values:
+        raise OnnxImportError(f"{node.op_type} needs at least one input")
+    acc = values[0]
+    for v in values[1:]:
+        acc = imp.emit(_VARIADIC[node.op_type], acc, v)
+    if node.op_type == "Mean" and len(values) > 1:
+        acc = imp.emit(nn.DivideOp, acc, imp.scalar_like(len(values), acc))
+    return [acc]
+
+
+@converts("Clip")
+def _clip(imp: Importer, node: Node) -> list[Value]:
+    x = node.required(0)
+    if node.version < 11:
+        lo: Value | None = np.asarray(node.attr("min", -3.4028234663852886e38), dtype=imp.dtype(x))
+        hi: Value | None = np.asarray(node.attr("max", 3.4028234663852886e38), dtype=imp.dtype(x))
+    else:
+        lo, hi = node.input(1), node.input(2)
+    static = all(v is None or not isinstance(v, SSAValue) for v in (lo, hi))
+    if static and imp.dtype(x) == np.float32:
+        a_min = -math.inf if lo is None else float(np.asarray(lo))
+        a_max = math.inf if hi is None else float(np.asarray(hi))
+        if a_min <= a_max:
+            return [imp.emit(nn.ClipOp, x, a_min=a_min, a_max=a_max)]
+    # dynamic bounds (or min > max, which ONNX defines as all max): max then min
+    y = x
+    if lo is not None:
+        y = imp.emit(nn.MaximumOp, y, lo)
+    if hi is not None:
+        y = imp.emit(nn.MinimumOp, y, hi)
+    return [y]
+
+
+@converts("Identity")
+def _identity(imp: Importer, node: Node) -> list[Value]:
+    return [node.required(0)]
+
+
+@converts("Dropout")
+def _dropout(imp: Importer, node: Node) -> list[Value | None]:
+    if node.version >= 12 and node.input(2) is not None:
+        training = imp.static(node, 2, "training_mode")
+        if training is not None and bool(np.asarray(training)):
+            raise UnsupportedOnnxError("Dropout in training mode is not supported")
+    if node.version < 7 and not node.attr("is_test", 0):
+        raise UnsupportedOnnxError("Dropout in training mode (is_test = 0) is not supported")
+    # the mask output (bool, all true at inference) has no nn type
+    return [node.required(0), None]
+
+
+@converts("Cast")
+def _cast(imp: Importer, node: Node) -> list[Value]:
+    from onnx import TensorProto, helper
+
+    x = node.required(0)
+    to = int(node.attr("to"))
+    try:
+        target = np.dtype(helper.tensor_dtype_to_np_dtype(to))
+    except Exception:
+        target = None
+    if not isinstance(x, SSAValue):
+        if target is None or target.kind not in "biuf":
+            raise UnsupportedOnnxError(f"Cast to {TensorProto.DataType.Name(to)} is not supported")
+        return [np.asarray(x).astype(target)]
+    if target == imp.dtype(x):
+        return [x]
+    if target not in NN_DTYPES:
+        raise UnsupportedOnnxError(
+            f"Cast to {TensorProto.DataType.Name(to)} is not supported; nn.cast targets f32, i32, i64"
+        )
+    name = {np.dtype(np.float32): "f32", np.dtype(np.int32): "i32", np.dtype(np.int64): "i64"}[target]
+    return [imp.emit(nn.CastOp, x, dtype=name)]

@@ -1,0 +1,29 @@
+"""The errors of the ONNX importer."""
+
+from __future__ import annotations
+
+
+class OnnxImportError(Exception):
+    """The model cannot be imported: it is malformed, or an op fails its type relation."""
+
+    def __init__(self, message: str, *, node: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.node = node
+        """Where it happened: `node 'conv1' (Conv-11)`; set by the importer."""
+
+    def __str__(self) -> str:
+        return f"{self.node}: {self.message}" if self.node else self.message
+
+
+class UnsupportedOnnxError(OnnxImportError):
+    """A valid model uses an op type, attribute value or element type outside the supported subset."""
+
+
+class StaticValueRequired(UnsupportedOnnxError):
+    """An input the importer must know (a shape, pads, axes, ...) is only known at run time."""
+
+    def __init__(self, message: str, *, input_name: str | None = None, node: str | None = None):
+        super().__init__(message, node=node)
+        self.input_name = input_name
+        """The graph input the value is, when it is one (bind it with `bind_inputs`)."""

@@ -1,0 +1,407 @@
+"""The ONNX importer: walks the graph, types every value, folds what is known at import time.
+
+    module = import_model("resnet50.onnx")                        # a path
+    module = import_model(model_proto, input_shapes={"x": (1, 3, 224, 224)})
+    module = import_model_from_bytes(data)                        # serialized bytes
+
+Contract:
+- Every tensor type is static. Graph inputs whose shape has symbolic or
+  unknown dimensions take their shape from `input_shapes`, or the import fails
+  asking for it.
+- Initializers and `Constant`s become `nn.constant`s whose payload stays a
+  numpy array (never printed and parsed back).
+- Values known at import time are folded: `Constant`, `ConstantOfShape`,
+  `Shape`, `Size`, `Range`, and every other op whose inputs are all known (with the same numpy kernels the reference uses), so a `Reshape` fed by
+  a computed shape gets a static `newshape`. `Identity` and inference-mode
+  `Dropout` disappear.
+- Result types come from each nn op's `infer`, never from ONNX's declared
+  value infos.
+- The `nn` dialect is f32-first (i32/i64 where an op allows them). A model
+  that would need anything else (f64, f16, bool, uint8, ...) is rejected with
+  `UnsupportedOnnxError`; nothing is silently converted.
+
+Opsets 7 to 21 are covered for the ops in `SUPPORTED_OPS` (later opsets
+where the op is unchanged); models below opset 7 are first brought to opset 13
+with `onnx.version_converter`. Semantics that changed between opsets (Softmax
+before 13, attributes that became inputs, Resize before 11) are dispatched on
+the version of the op's schema in effect.
+
+Errors: `OnnxImportError` (a malformed model, or an op that fails its type
+relation) and its subclass `UnsupportedOnnxError` (a valid model using
+something outside the supported subset: op type, attribute value, element
+type). Both name the node (`node 'conv1' (Conv-11)`), and an unsupported op
+type lists the supported ones. `StaticValueRequired` says which graph input
+must be known at import time (pass it in `bind_inputs`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import IO, Any
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from byoc.dialects import nn
+from byoc.frontend.onnx.base import NN_DTYPES, Array, Node, Value
+from byoc.frontend.onnx.converters import CONVERTERS, SUPPORTED_OPS
+from byoc.frontend.onnx.errors import OnnxImportError, StaticValueRequired, UnsupportedOnnxError
+from byoc.kernels import KERNELS
+
+MIN_OPSET = 7
+"""Models below this opset are converted with onnx.version_converter first."""
+CONVERT_OLD_OPSETS_TO = 13
+
+
+def import_model(
+    model: str | os.PathLike[str] | bytes | IO[bytes] | Any,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    bind_inputs: Mapping[str, Any] | None = None,
+) -> ModuleOp:
+    """Import an ONNX model (a path, serialized bytes, a binary stream or a ModelProto).
+
+    `input_shapes` gives the static shape of graph inputs whose declared shape is
+    symbolic. `bind_inputs` binds graph inputs to constant arrays (TVM's
+    `bind_params_by_name`): they become constants, and the function no longer
+    takes them. Returns a verified `builtin.module` holding `func.func @main`.
+    """
+    import onnx
+
+    if isinstance(model, bytes | bytearray):
+        proto = onnx.load_model_from_string(bytes(model))
+    elif isinstance(model, str | os.PathLike):
+        proto = onnx.load(os.fspath(model))
+    elif isinstance(model, onnx.ModelProto):
+        proto = model
+    elif hasattr(model, "read"):
+        proto = onnx.load_model_from_string(model.read())
+    else:
+        raise TypeError(f"import_model takes a path, bytes, a stream or a ModelProto, got {type(model)}")
+    return Importer(proto, input_shapes or {}, bind_inputs or {}).run()
+
+
+def import_model_from_bytes(
+    data: bytes,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    bind_inputs: Mapping[str, Any] | None = None,
+) -> ModuleOp:
+    """`import_model` on a serialized ModelProto (what `byoc-opt` reads from its input stream)."""
+    return import_model(bytes(data), input_shapes, bind_inputs)
+
+
+def node_label(node: Any, index: int, version: int) -> str:
+    """`node 'conv1' (Conv-11)`, or `node #3 (Conv-11)` for an unnamed node."""
+    name = f"'{node.name}'" if node.name else f"#{index}"
+    return f"node {name} ({node.op_type}-{version})" if version else f"node {name} ({node.op_type})"
+
+
+class Importer:
+    """One import: the ONNX value environment, the nn ops emitted so far, and the helpers
+    converters call (`emit`, `static`, `shape`, `dtype`, `reshape`: the `base.Importer`
+    protocol, so that the converters need not import this module)."""
+
+    def __init__(
+        self, model: Any, input_shapes: Mapping[str, Sequence[int]], bind_inputs: Mapping[str, Any]
+    ) -> None:
+        import onnx
+
+        self.model = model
+        self.opset = self._default_opset(model)
+        if self.opset < MIN_OPSET:
+            from onnx import version_converter
+
+            try:
+                self.model = version_converter.convert_version(model, CONVERT_OLD_OPSETS_TO)
+            except Exception as e:  # the converter raises bare RuntimeErrors
+                raise UnsupportedOnnxError(
+                    f"the model's opset {self.opset} is below {MIN_OPSET} and "
+                    f"onnx.version_converter could not convert it: {e}"
+                ) from e
+            self.opset = CONVERT_OLD_OPSETS_TO
+        self.onnx = onnx
+        self.input_shapes = dict(input_shapes)
+        self.bind_inputs = dict(bind_inputs)
+        self.env: dict[str, Value] = {}
+        self.ops: list[Operation] = []
+        self._constants: dict[int, tuple[Array, SSAValue]] = {}
+        self._graph_input_of: dict[SSAValue, str] = {}
+        self._used: set[str] = set()
+
+    @staticmethod
+    def _default_opset(model: Any) -> int:
+        for imp in model.opset_import:
+            if imp.domain in ("", "ai.onnx"):
+                return int(imp.version)
+        return 1 if not model.opset_import else MIN_OPSET
+
+    # ---- values ---------------------------------------------------------------
+    def constant(self, array: Any) -> SSAValue:
+        """An nn.constant for a known value (one per array)."""
+        arr = np.asarray(array)
+        cached = self._constants.get(id(arr))
+        if cached is not None and cached[0] is arr:
+            return cached[1]
+        if arr.dtype not in NN_DTYPES:
+            raise UnsupportedOnnxError(
+                f"a constant of element type {arr.dtype} is needed at run time; "
+                "nn supports float32, int32 and int64"
+            )
+        op = nn.ConstantOp.from_array(arr)
+        self.ops.append(op)
+        self._constants[id(arr)] = (arr, op.result)
+        return op.result
+
+    def ssa(self, v: Value) -> SSAValue:
+        return v if isinstance(v, SSAValue) else self.constant(v)
+
+    def static(self, node: Node, i: int, what: str) -> Array | None:
+        """Input #i as a numpy array (None when absent); it must be known at import time."""
+        v = node.input(i)
+        if v is None:
+            return None
+        if isinstance(v, SSAValue):
+            name = self._graph_input_of.get(v)
+            hint = (
+                f"; it is the graph input '{name}': bind it with bind_inputs={{'{name}': ...}}"
+                if name
+                else ""
+            )
+            raise StaticValueRequired(
+                f"the {what} (input #{i}) must be known at import time, but is computed at run time{hint}",
+                input_name=name,
+            )
+        return v
+
+    @staticmethod
+    def shape(v: Value) -> tuple[int, ...]:
+        if isinstance(v, SSAValue):
+            return nn.shape_of(v.type)
+        return tuple(v.shape)
+
+    @staticmethod
+    def dtype(v: Value) -> np.dtype[Any]:
+        if isinstance(v, SSAValue):
+            assert isinstance(v.type, TensorType)
+            return nn.numpy_dtype(v.type.element_type)
+        return v.dtype
+
+    # ---- emitting nn ops -----------------------------------------------------------
+    def emit_all(self, cls: type[nn.NNOp], *operands: Value, **attrs: Any) -> list[Value]:
+        """Apply an nn op: folded with its kernel when every operand is known, else emitted."""
+        defaults = cls.prop_defaults()
+        props = {k: nn.from_python(v, defaults[k]) for k, v in attrs.items() if v is not None}
+        if all(not isinstance(o, SSAValue) for o in operands):
+            out = KERNELS[cls.name](*[np.asarray(o) for o in operands], **cls.python_attrs(props))
+            return [np.asarray(r) for r in out] if isinstance(out, tuple) else [np.asarray(out)]
+        values = [self.ssa(o) for o in operands]
+        op = cls.build(*values, **attrs)
+        try:
+            op.check_dtypes([v.type for v in values])  # type: ignore[misc]
+        except VerifyException as e:
+            raise UnsupportedOnnxError(f"'{cls.name}': {e}") from None
+        self.ops.append(op)
+        return list(op.results)
+
+    def emit(self, cls: type[nn.NNOp], *operands: Value, **attrs: Any) -> Value:
+        (out,) = self.emit_all(cls, *operands, **attrs)
+        return out
+
+    def reshape(self, v: Value, shape: Sequence[int]) -> Value:
+        if tuple(shape) == self.shape(v):
+            return v
+        return self.emit(nn.ReshapeOp, v, newshape=tuple(int(d) for d in shape))
+
+    def scalar_like(self, value: float, like: Value) -> Array:
+        return np.asarray(value, dtype=self.dtype(like))
+
+    # ---- the graph ----------------------------------------------------------------
+    def _input_type(self, vi: Any) -> tuple[tuple[int, ...], np.dtype[Any]]:
+        from onnx import helper
+
+        name = vi.name
+        tt = vi.type.tensor_type
+        if not vi.type.HasField("tensor_type"):
+            raise UnsupportedOnnxError(f"graph input '{name}' is not a tensor")
+        try:
+            dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tt.elem_type))
+        except Exception:
+            dtype = None
+        if dtype not in NN_DTYPES:
+            tname = self.onnx.TensorProto.DataType.Name(tt.elem_type)
+            raise UnsupportedOnnxError(
+                f"graph input '{name}' has element type {tname}; nn supports FLOAT, INT32 and INT64"
+            )
+        if name in self.input_shapes:
+            shape = tuple(int(d) for d in self.input_shapes[name])
+            if tt.HasField("shape"):
+                declared = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+                if len(declared) != len(shape) or any(
+                    d is not None and d != s for d, s in zip(declared, shape, strict=False)
+                ):
+                    raise OnnxImportError(
+                        f"input_shapes gives '{name}' the shape {list(shape)}, but the model "
+                        f"declares {['?' if d is None else d for d in declared]}"
+                    )
+            return shape, dtype
+        if not tt.HasField("shape"):
+            raise OnnxImportError(
+                f"graph input '{name}' has no declared shape; pass input_shapes={{'{name}': (...)}}"
+            )
+        dims = list(tt.shape.dim)
+        unknown = [d.dim_param or "?" for d in dims if not d.HasField("dim_value")]
+        if unknown:
+            shown = ["x".join(d.dim_param or "?" if not d.HasField("dim_value") else str(d.dim_value) for d in dims)]
+            raise OnnxImportError(
+                f"graph input '{name}' has symbolic dimension(s) {unknown} (shape {shown[0]}); "
+                f"byoc needs static shapes: pass input_shapes={{'{name}': (...)}}"
+            )
+        return tuple(int(d.dim_value) for d in dims), dtype
+
+    def run(self) -> ModuleOp:
+        from onnx import numpy_helper
+
+        graph = self.model.graph
+        if len(graph.sparse_initializer):
+            raise UnsupportedOnnxError("sparse initializers are not supported")
+        for init in graph.initializer:
+            self.env[init.name] = numpy_helper.to_array(init)
+        unknown = set(self.bind_inputs) - {vi.name for vi in graph.input}
+        if unknown:
+            raise OnnxImportError(f"bind_inputs names unknown graph input(s) {sorted(unknown)}")
+
+        arg_types: list[TensorType[Any]] = []
+        arg_names: list[str] = []
+        for vi in graph.input:
+            if vi.name in self.env and vi.name not in self.bind_inputs:
+                continue  # an initializer listed as an input (IR version < 4): a constant
+            if vi.name in self.bind_inputs:
+                self.env[vi.name] = np.asarray(self.bind_inputs[vi.name])
+                continue
+            shape, dtype = self._input_type(vi)
+            arg_types.append(nn.tensor(shape, nn.element_type_of(dtype)))
+            arg_names.append(vi.name)
+        block = Block(arg_types=arg_types)
+        for arg, name in zip(block.args, arg_names, strict=True):
+            arg.name_hint = _ssa_name(name)
+            self.env[name] = arg
+            self._graph_input_of[arg] = name
+
+        self._used = {name for n in graph.node for name in n.input} | {
+            vi.name for vi in graph.output
+        }
+        for index, proto in enumerate(graph.node):
+            self._convert(proto, index)
+
+        results: list[SSAValue] = []
+        for vi in graph.output:
+            if vi.name not in self.env:
+                raise OnnxImportError(f"graph output '{vi.name}' is not produced by any node")
+            v = self.env[vi.name]
+            results.append(self.ssa(v))
+            self._check_output_dtype(vi, results[-1])
+
+        block.add_ops([*self.ops, func.ReturnOp(*results)])
+        arg_attrs = ArrayAttr(
+            [DictionaryAttr({"onnx.name": StringAttr(n)}) for n in arg_names]
+        )
+        main = func.FuncOp(
+            "main",
+            (arg_types, [r.type for r in results]),
+            Region(block),
+            # the ONNX names, when the printed SSA names differ (xDSL drops a `_<digits>` suffix)
+            arg_attrs=arg_attrs
+            if any(a.name_hint != n for a, n in zip(block.args, arg_names, strict=True))
+            else None,
+        )
+        module = ModuleOp([main])
+        try:
+            module.verify()
+        except VerifyException as e:
+            raise OnnxImportError(f"the imported module does not verify: {e}") from e
+        return module
+
+    def _check_output_dtype(self, vi: Any, value: SSAValue) -> None:
+        from onnx import helper
+
+        elem = vi.type.tensor_type.elem_type
+        if not elem:
+            return
+        want = np.dtype(helper.tensor_dtype_to_np_dtype(elem))
+        got = self.dtype(value)
+        if want != got:
+            raise OnnxImportError(
+                f"graph output '{vi.name}' is declared {want} but computes {got}"
+            )
+
+    def _convert(self, proto: Any, index: int) -> None:
+        from onnx import defs, helper
+
+        domain = proto.domain or ""
+        version = 0
+        if domain in ("", "ai.onnx"):
+            try:
+                version = defs.get_schema(proto.op_type, self.opset, "").since_version
+            except Exception:
+                version = 0
+        label = node_label(proto, index, version)
+        converter = CONVERTERS.get(proto.op_type) if domain in ("", "ai.onnx") else None
+        if converter is not None and not version:
+            raise OnnxImportError(
+                f"'{proto.op_type}' does not exist in opset {self.opset} (the model's opset)",
+                node=label,
+            )
+        if converter is None:
+            op = proto.op_type if not domain else f"{domain}.{proto.op_type}"
+            raise UnsupportedOnnxError(
+                f"unsupported ONNX op type '{op}' (node '{proto.name or index}'); "
+                f"supported: {', '.join(sorted(SUPPORTED_OPS))}",
+                node=label,
+            )
+        inputs: list[Value | None] = []
+        for name in proto.input:
+            if not name:
+                inputs.append(None)
+            elif name in self.env:
+                inputs.append(self.env[name])
+            else:
+                raise OnnxImportError(f"input '{name}' is not defined before its use", node=label)
+        node = Node(
+            proto,
+            version,
+            inputs,
+            {a.name: helper.get_attribute_value(a) for a in proto.attribute},
+            list(proto.input),
+        )
+        try:
+            outputs = list(converter(self, node))
+        except OnnxImportError as e:
+            e.node = e.node or label
+            raise
+        except VerifyException as e:
+            raise OnnxImportError(str(e), node=label) from e
+        for i, name in enumerate(proto.output):
+            if not name or name not in self._used:
+                continue  # an optional output nobody reads (Dropout's mask, MaxPool's indices)
+            if i >= len(outputs) or outputs[i] is None:
+                raise UnsupportedOnnxError(
+                    f"output #{i} ('{name}') of {proto.op_type} is not supported", node=label
+                )
+            self.env[name] = outputs[i]  # type: ignore[assignment]
+
+
+def _ssa_name(name: str) -> str:
+    cleaned = "".join(c if c.isalnum() or c in "_$.-" else "_" for c in name)
+    if not cleaned or cleaned[0].isdigit():
+        cleaned = "v" + cleaned
+    return cleaned
+

@@ -1,0 +1,85 @@
+"""The numpy reference: run a function of a module in xDSL's interpreter.
+
+`run_reference(module, inputs)` runs `@main` (or any function) of a module
+with numpy arrays and returns the outputs, with `func`, `nn` (`nn.py`) and
+`byoc` (`byoc.py`) implementations registered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.func import FuncOp
+from xdsl.interpreter import Interpreter
+from xdsl.interpreters.func import FuncFunctions
+from xdsl.traits import SymbolTable
+
+from byoc.dialects import nn
+from byoc.interpreters.byoc import ByocFunctions
+from byoc.interpreters.nn import NnFunctions
+
+
+def make_interpreter(module: ModuleOp) -> Interpreter:
+    interpreter = Interpreter(module)
+    interpreter.register_implementations(FuncFunctions())
+    interpreter.register_implementations(NnFunctions())
+    interpreter.register_implementations(ByocFunctions())
+    return interpreter
+
+
+def find_function(module: ModuleOp, name: str) -> FuncOp:
+    func = SymbolTable.lookup_symbol(module, name)
+    if isinstance(func, FuncOp):
+        return func
+    names = [op.sym_name.data for op in module.ops if isinstance(op, FuncOp)]
+    raise KeyError(f"no function '@{name}' in the module (functions: {', '.join(names) or 'none'})")
+
+
+def coerce_inputs(
+    func: FuncOp, inputs: Sequence[Any] | Mapping[str, Any]
+) -> list[np.ndarray[Any, Any]]:
+    """Order and check inputs against the function signature (by position or arg name)."""
+    arg_types = list(func.function_type.inputs)
+    block_args = func.body.block.args if func.body.blocks else ()
+    names = [a.name_hint or f"arg{i}" for i, a in enumerate(block_args)] or [
+        f"arg{i}" for i in range(len(arg_types))
+    ]
+    if isinstance(inputs, Mapping):
+        unknown = set(inputs) - set(names)
+        if unknown:
+            raise KeyError(f"unknown input(s) {sorted(unknown)}; inputs are {names}")
+        missing = [n for n in names if n not in inputs]
+        if missing:
+            raise KeyError(f"missing input(s) {missing}")
+        values = [inputs[n] for n in names]
+    else:
+        values = list(inputs)
+        if len(values) != len(arg_types):
+            raise ValueError(f"@{func.sym_name.data} takes {len(arg_types)} inputs, got {len(values)}")
+    out: list[np.ndarray[Any, Any]] = []
+    for name, value, ty in zip(names, values, arg_types, strict=True):
+        assert isinstance(ty, TensorType)
+        arr = np.asarray(value)
+        want_dtype = nn.numpy_dtype(ty.element_type)
+        want_shape = tuple(ty.get_shape())
+        if arr.shape != want_shape:
+            raise ValueError(f"input '{name}' has shape {arr.shape}, expected {want_shape}")
+        if arr.dtype != want_dtype:
+            raise TypeError(f"input '{name}' has dtype {arr.dtype}, expected {want_dtype}")
+        out.append(arr)
+    return out
+
+
+def run_reference(
+    module: ModuleOp,
+    inputs: Sequence[Any] | Mapping[str, Any],
+    function: str = "main",
+) -> list[np.ndarray[Any, Any]]:
+    """Run `@function` of `module` on numpy inputs with the numpy reference; return its outputs."""
+    func = find_function(module, function)
+    args = coerce_inputs(func, inputs)
+    results = make_interpreter(module).call_op(function, tuple(args))
+    return [np.asarray(r) for r in results]

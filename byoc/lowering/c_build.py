@@ -1,0 +1,81 @@
+"""From IR after `lower-to-c` to what the C runtime loads: source, signatures, constants.
+
+    lib = build_c_module(module)        # module after lower-to-c: compiled (or cached), loaded
+    src = c_library(module)             # or the data alone: CLibrary(source, functions, constants)
+
+The runtime takes the source and the signatures as data (`CModule.from_source`);
+this module is the glue that reads them off the `c` dialect, so the runtime
+never imports the lowering.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+
+from byoc.dialects import c
+from byoc.lowering.emit.c import emit_c_source
+from byoc.lowering.lower_to_c import constants_of
+from byoc.runtime.c_module import CModule, CSignature
+from byoc.runtime.tensor import TensorSpec
+from byoc.runtime.toolchain import DEFAULT_FLAGS
+
+
+@dataclass(frozen=True)
+class CLibrary:
+    """One translation unit of C partitions, ready for `CModule.from_source`."""
+
+    source: str
+    functions: dict[str, CSignature]
+    """Partition symbol -> the arguments of its packed entry."""
+    constants: list[np.ndarray[Any, Any]] = field(default_factory=list[np.ndarray[Any, Any]])
+    """The arrays `byoc_init` binds, in order."""
+
+
+def signatures_of(module: ModuleOp | c.ModuleOp) -> dict[str, CSignature]:
+    """Partition name -> signature, read from the argument checks of each `<sym>_wrapper`."""
+    out: dict[str, CSignature] = {}
+    for unit in (op for op in module.walk() if isinstance(op, c.ModuleOp)):
+        funcs = {f.sym_name.data: f for f in unit.ops if isinstance(f, c.FuncOp)}
+        for name, f in funcs.items():
+            wrapper = funcs.get(name + "_wrapper")
+            if f.is_static or wrapper is None:
+                continue
+            ins: list[TensorSpec] = []
+            outs: list[TensorSpec] = []
+            for op in wrapper.body.block.ops:
+                if isinstance(op, c.CheckTensorOp):
+                    spec = TensorSpec.of(op.expected, op.arg_name.data)
+                    (ins if op.role.data == "input" else outs).append(spec)
+            out[name] = CSignature(tuple(ins), tuple(outs))
+    return out
+
+
+def c_library(module: ModuleOp) -> CLibrary:
+    """The C source of every `c.module` in `module`, their signatures and bound constants."""
+    constants: list[np.ndarray[Any, Any]] = []
+    for unit in (op for op in module.walk() if isinstance(op, c.ModuleOp)):
+        constants.extend(constants_of(unit))
+    return CLibrary(emit_c_source(module), signatures_of(module), constants)
+
+
+def build_c_module(
+    module: ModuleOp,
+    *,
+    flags: Sequence[str] = DEFAULT_FLAGS,
+    directory: Path | None = None,
+    libs: Sequence[str] = (),
+) -> CModule:
+    """Compile (or find in the cache) and load the `c.module` of a module after `lower-to-c`."""
+    lib = c_library(module)
+    return CModule.from_source(
+        lib.source, lib.functions, lib.constants, flags=flags, directory=directory, libs=libs
+    )
+
+
+__all__ = ["CLibrary", "build_c_module", "c_library", "signatures_of"]

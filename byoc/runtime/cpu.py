@@ -1,0 +1,57 @@
+"""Which CPU code paths native kernels take: the best the CPU has, or a forced baseline.
+
+Kernels in the generated C pick AVX2/FMA versions at run time (function
+multiversioning and `__builtin_cpu_supports`), and OpenBLAS picks its kernels by
+CPU model. `BYOC_CPU_DISPATCH=baseline` forces the paths every x86-64 CPU runs,
+so what an older or different CPU computes can be reproduced and tested on any
+machine:
+
+- generated C is compiled with `-DBYOC_BASELINE_ONLY` (no clones, no AVX2/FMA
+  paths; the flag is part of the library cache key);
+- OpenBLAS is told to use its `Nehalem` kernels (SSE4.2, no AVX) through
+  `OPENBLAS_CORETYPE`, unless that variable is already set. OpenBLAS reads it
+  once, when it is first loaded into the process; the variable is set only
+  while byoc loads it, so child processes and other libraries do not see it.
+
+`BYOC_CPU_DISPATCH=auto` (the default) takes the best path the CPU supports.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+DISPATCH_ENV = "BYOC_CPU_DISPATCH"
+DISPATCH_LEVELS = ("auto", "baseline")
+OPENBLAS_BASELINE_CORE = "Nehalem"
+
+
+def dispatch_level() -> str:
+    """`auto` or `baseline`, from $BYOC_CPU_DISPATCH (unset or empty: `auto`)."""
+    level = os.environ.get(DISPATCH_ENV, "").strip().lower() or "auto"
+    if level not in DISPATCH_LEVELS:
+        raise ValueError(
+            f"{DISPATCH_ENV}={level!r} is not one of {', '.join(DISPATCH_LEVELS)}"
+        )
+    return level
+
+
+def c_dispatch_flags() -> tuple[str, ...]:
+    """Compiler flags that select the dispatch level of the kernels in byoc_kernels.h."""
+    return ("-DBYOC_BASELINE_ONLY",) if dispatch_level() == "baseline" else ()
+
+
+@contextmanager
+def native_load() -> Iterator[None]:
+    """Around loading a library that may pull in OpenBLAS: under the baseline level,
+    OPENBLAS_CORETYPE names its baseline kernels while the load runs (an explicit
+    OPENBLAS_CORETYPE wins), and is restored afterwards."""
+    if dispatch_level() != "baseline" or "OPENBLAS_CORETYPE" in os.environ:
+        yield
+        return
+    os.environ["OPENBLAS_CORETYPE"] = OPENBLAS_BASELINE_CORE
+    try:
+        yield
+    finally:
+        os.environ.pop("OPENBLAS_CORETYPE", None)

@@ -1,0 +1,1 @@
+"""Helpers that know nothing of the IR: graph orders, garbage-collector control."""
