@@ -39,7 +39,7 @@ import numpy as np  # noqa: E402
 from byoc.context import make_context, parse_module  # noqa: E402
 from byoc.interpreters.kernels import KERNELS  # noqa: E402
 from byoc.lowering.c_build import build_c_module  # noqa: E402
-from byoc.lowering.lower_to_c import LowerToCPass  # noqa: E402
+from byoc.lowering.nn_to_c import LowerToCPass  # noqa: E402
 from byoc.runtime.c_module import CModule  # noqa: E402
 from byoc.runtime.toolchain import DEFAULT_FLAGS, compile_source  # noqa: E402
 

@@ -7,8 +7,8 @@ kind, numpy reference) and per-op attributes keyed by name, with TVM's rules:
 
 A higher level overrides a lower one; registering the same key for the same op
 twice at the same level is an error; a lower level than the current one is
-ignored. The `nn` records are registered by the explicit module
-`byoc.nn_ops`, loaded on first query.
+ignored. The `nn` records are made here from the dialect's op classes and the
+numpy kernels (`_register_nn_ops`), once, on the first query.
 """
 
 from __future__ import annotations
@@ -54,11 +54,46 @@ class OpRecord:
     support_level: int
     pattern_kind: str
     reference: Callable[..., Any]
-    """The numpy kernel (`byoc.kernels`)."""
+    """The numpy kernel (`byoc.interpreters.kernels`)."""
     op_class: type | None = None
     description: str = ""
     attrs: dict[str, tuple[Any, int]] = field(default_factory=dict)
     """key -> (value, level)."""
+
+
+# support level as in TVM (1: basic nn, 2: conv/pool, 3: tensor transforms,
+# 4: broadcast and reductions, 10: misc).
+_LEVELS: dict[str, int] = {
+    **dict.fromkeys(
+        [
+            "nn.add", "nn.subtract", "nn.multiply", "nn.divide", "nn.relu", "nn.sigmoid",
+            "nn.tanh", "nn.exp", "nn.log", "nn.sqrt", "nn.dense", "nn.bias_add",
+            "nn.batch_norm", "nn.softmax", "nn.concatenate", "nn.erf",
+        ],
+        1,
+    ),
+    **dict.fromkeys(
+        [
+            "nn.conv2d", "nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d",
+            "nn.global_max_pool2d", "nn.pad", "nn.conv2d_transpose", "nn.lrn",
+        ],
+        2,
+    ),
+    **dict.fromkeys(
+        [
+            "nn.reshape", "nn.flatten", "nn.transpose", "nn.clip", "nn.abs", "nn.negative",
+            "nn.leaky_relu", "nn.prelu", "nn.cast", "nn.hard_sigmoid", "nn.hard_swish",
+            "nn.reciprocal", "nn.split", "nn.take",
+        ],
+        3,
+    ),
+    **dict.fromkeys(
+        ["nn.maximum", "nn.minimum", "nn.power", "nn.reduce_mean", "nn.reduce_sum",
+         "nn.reduce_max", "nn.matmul", "nn.strided_slice"],
+        4,
+    ),
+    "nn.resize2d": 5,
+}
 
 
 _lock = threading.RLock()
@@ -74,9 +109,33 @@ def _ensure_builtin() -> None:
         if _builtin_loaded:
             return
         _builtin_loaded = True
-        from byoc.nn_ops import register_nn_ops
+        _register_nn_ops()
 
-        register_nn_ops()
+
+def _register_nn_ops() -> None:
+    """A record per `nn` op, from its IRDL definition and its numpy kernel."""
+    from byoc.dialects.nn import NN_OPS
+    from byoc.interpreters.kernels import KERNELS
+
+    for name, cls in NN_OPS.items():
+        op_def = cls.get_irdl_definition()
+        variadic = any(type(d).__name__.startswith("Var") for _, d in op_def.operands)
+        args = tuple(
+            Argument(opname, "Tensor", f"operand '{opname}' of {name}") for opname, _ in op_def.operands
+        )
+        doc = (cls.__doc__ or "").strip().splitlines()
+        register_op(
+            OpRecord(
+                name=name,
+                num_inputs=-1 if variadic else len(args),
+                arguments=args,
+                support_level=_LEVELS.get(name, 10),
+                pattern_kind=cls.KIND,
+                reference=KERNELS[name],
+                op_class=cls,
+                description=doc[0] if doc else "",
+            )
+        )
 
 
 def register_op(record: OpRecord) -> OpRecord:

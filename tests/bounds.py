@@ -144,7 +144,7 @@ def magnitude(module: Any, inputs: Sequence[Array], function: str | None = None)
     """The outputs of `module` run on the absolute values of its inputs and float
     constants: for sums of products, the sum of |terms| that the bound scales."""
     from byoc.dialects import nn
-    from byoc.reference import run_reference
+    from byoc.interpreters import run_reference
 
     clone = module.clone()
     for op in list(clone.walk()):

@@ -52,7 +52,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     ),
     "partition": _lazy("byoc.passes.partition", "PartitionPass"),
     "byoc": _lazy("byoc.passes.byoc_pipeline", "ByocPass"),
-    "lower-to-c": _lazy("byoc.lowering.lower_to_c", "LowerToCPass"),
+    "lower-to-c": _lazy("byoc.lowering.nn_to_c.pass_", "LowerToCPass"),
     "lower-to-examplejson": _lazy("byoc.lowering.lower_to_examplejson", "LowerToExampleJsonPass"),
 }
 

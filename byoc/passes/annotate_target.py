@@ -64,10 +64,11 @@ class AnnotateTargetPass(ModulePass):
     def support(self) -> list[tuple[str, Mapping[str, SupportFn] | None]]:
         """Per target in priority order: op name -> predicate from `ops`, or None (the registry)."""
         configured: dict[str, Mapping[str, SupportFn]] = {}
-        configurable = [t for t in self.targets if hasattr(get_target(t), "support_from_ops")]
+        configurable = [t for t in self.targets if get_target(t).support_from_ops is not None]
         if configurable:
-            module = get_target(configurable[0])
-            configured = module.support_from_ops(configurable, self.ops)
+            parse = get_target(configurable[0]).support_from_ops
+            assert parse is not None
+            configured = parse(configurable, self.ops)
         elif self.ops:
             raise ValueError(
                 "the 'ops' option chooses the support of test targets (test, test_<x>), "

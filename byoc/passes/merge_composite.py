@@ -48,8 +48,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from byoc.dialects.byoc import CompositeOp, YieldOp
 from byoc.passes.options import as_names, check_targets
 from byoc.passes.scope import graph_blocks, host_functions
-from byoc.patterns import Match, TableEntry, table_entries
 from byoc.targets import get_target
+from byoc.targets.patterns import Match, TableEntry
 from byoc.utils.gc import paused_gc
 
 
@@ -78,7 +78,7 @@ class MergeCompositePass(ModulePass):
 
     def schedule(self) -> list[tuple[str, TableEntry]]:
         """(target, entry) pairs in the order they apply."""
-        tables = {t: table_entries(get_target(t).pattern_table(), t) for t in self.targets}
+        tables = {t: list(get_target(t).patterns) for t in self.targets}
         if not self.patterns:
             return [(t, e) for t in self.targets for e in tables[t]]
         known = [f"{t}.{e.name}" for t in self.targets for e in tables[t]]

@@ -54,7 +54,7 @@ from byoc.dialects.byoc import COMPILER_ATTR, TARGET_ATTR, CompositeOp, RegionOp
 from byoc.dialects.nn import ConstantOp
 from byoc.op_registry import get_op_attr
 from byoc.passes.scope import host_functions, target_of
-from byoc.targets import UnknownTargetError, get_target
+from byoc.targets import Target, UnknownTargetError, get_target
 from byoc.utils.gc import paused_gc
 
 _PRIVATE = StringAttr("private")
@@ -140,7 +140,7 @@ def _checked_target(unit: Operation) -> str:
         module = get_target(target)
     except UnknownTargetError as err:
         raise PassError(unit, f"partition: '{unit.name}' is tagged for {err}") from None
-    per_run = hasattr(module, "support_from_ops")  # a test target: support chosen per run
+    per_run = module.support_from_ops is not None  # a test target: support chosen per run
     if isinstance(unit, RegionOp):
         for inner in unit.body.block.ops:
             if isinstance(inner, RegionOp):
@@ -159,7 +159,7 @@ def _checked_target(unit: Operation) -> str:
     return target
 
 
-def _check_support(op: Operation, target: str, module: object, per_run: bool) -> None:
+def _check_support(op: Operation, target: str, module: Target, per_run: bool) -> None:
     """A composite must belong to `target`; a plain op must pass `target.<target>`."""
     if isinstance(op, CompositeOp):
         if op.target_name != target:
@@ -175,8 +175,7 @@ def _check_support(op: Operation, target: str, module: object, per_run: bool) ->
         return
     predicate = get_op_attr(op.name, f"target.{target}")
     if predicate is None:
-        has_patterns = bool(getattr(module, "pattern_table", list)())
-        hint = "; run merge-composite first" if has_patterns else ""
+        hint = "; run merge-composite first" if module.patterns else ""
         raise PassError(
             op,
             f"partition: '{op.name}' is tagged for '{target}', which has no 'target.{target}' "

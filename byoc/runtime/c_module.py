@@ -43,14 +43,7 @@ import numpy as np
 
 from byoc.runtime.cpu import native_load
 from byoc.runtime.tensor import TensorSpec
-from byoc.runtime.toolchain import (
-    DEFAULT_FLAGS,
-    INCLUDE_DIR,
-    CompileError,
-    cache_dir,
-    cache_library,
-    compile_source,
-)
+from byoc.runtime.toolchain import DEFAULT_FLAGS, cache_library, compile_source
 
 _CDEF = """
 typedef struct { int32_t device_type; int32_t device_id; } DLDevice;
@@ -451,10 +444,4 @@ __all__ = [
     "CFunction",
     "CSignature",
     "CFunctionError",
-    # the toolchain, re-exported from its new home (byoc.runtime.toolchain); removed after the merge
-    "DEFAULT_FLAGS",
-    "INCLUDE_DIR",
-    "CompileError",
-    "cache_dir",
-    "compile_source",
 ]

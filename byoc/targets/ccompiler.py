@@ -1,13 +1,11 @@
 """The `ccompiler` target: partitions become C source (seed part 1), built into one library.
 
-Support is the table `SUPPORT`: op name -> predicate on the typed op (see
-`byoc.support`). The C codegen owns it, and derives it from
-`byoc.lowering.lower_to_c.unsupported_reason`, the function `lower-to-c`
-itself checks: an op is tagged for ccompiler exactly when lower-to-c can emit
-it (the op, its element types — f32, plus i32 for elementwise, layout ops and
-sum/max — and static, non-empty shapes of rank <= 16). An unsupported form
-is left to the host, never miscompiled. `register()` puts each predicate in
-the op registry as `target.ccompiler`; annotate-target reads it from there.
+Its support is what `lower-to-c` can emit, stated once here: the tables below
+(op -> element types), static non-empty shapes, rank <= 16. lower-to-c
+imports them (`unsupported_reason`) to reject what it cannot lower, and the
+predicates registered as `target.ccompiler` are the same check, so an op is
+tagged for ccompiler exactly when lower-to-c can emit it. An unsupported form
+is left to the host, never miscompiled.
 
 The C codegen fuses elementwise chains itself, so the pattern table is empty:
 regions of single ops are what it wants.
@@ -15,18 +13,112 @@ regions of single ops are what it wants.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from xdsl.dialects.builtin import TensorType, f32, i32
+from xdsl.ir import Attribute, Operation
 
-from byoc.lowering.lower_to_c import SUPPORTED_OPS, is_supported
-from byoc.support import Predicate, register_support
-
-if TYPE_CHECKING:
-    from xdsl.dialects.builtin import ModuleOp
-    from xdsl.dialects.func import FuncOp
-
-    from byoc.runtime.c_module import CModule
+from byoc.targets.base import Target
+from byoc.targets.predicates import Predicate
 
 NAME = "ccompiler"
+
+F32 = ("f32",)
+F32_I32 = ("f32", "i32")
+
+POINTWISE_OPS: dict[str, tuple[str, ...]] = {
+    "nn.add": F32_I32,
+    "nn.subtract": F32_I32,
+    "nn.multiply": F32_I32,
+    "nn.maximum": F32_I32,
+    "nn.minimum": F32_I32,
+    "nn.divide": F32,
+    "nn.power": F32,
+    "nn.prelu": F32,
+    "nn.relu": F32_I32,
+    "nn.negative": F32_I32,
+    "nn.abs": F32_I32,
+    "nn.sigmoid": F32,
+    "nn.tanh": F32,
+    "nn.exp": F32,
+    "nn.log": F32,
+    "nn.sqrt": F32,
+    "nn.erf": F32,
+    "nn.reciprocal": F32,
+    "nn.hard_swish": F32,
+    "nn.clip": F32_I32,
+    "nn.leaky_relu": F32,
+    "nn.hard_sigmoid": F32,
+    "nn.cast": F32_I32,
+    "nn.bias_add": F32,
+    "nn.batch_norm": F32,
+}
+"""Elementwise and broadcast ops: generated as (fused) loops."""
+
+KERNEL_OPS: dict[str, tuple[str, ...]] = {
+    "nn.conv2d": F32,
+    "nn.dense": F32,
+    "nn.matmul": F32,
+    "nn.max_pool2d": F32,
+    "nn.avg_pool2d": F32,
+    "nn.global_avg_pool2d": F32,
+    "nn.global_max_pool2d": F32,
+    "nn.softmax": F32,
+    "nn.reduce_sum": F32_I32,
+    "nn.reduce_mean": F32,
+    "nn.reduce_max": F32_I32,
+    "nn.transpose": F32_I32,
+    "nn.concatenate": F32_I32,
+    "nn.pad": F32_I32,
+}
+"""Ops lowered to a call of a byoc_kernels.h kernel."""
+
+ALIAS_OPS: dict[str, tuple[str, ...]] = {"nn.reshape": F32_I32, "nn.flatten": F32_I32}
+"""Ops that only reinterpret the shape: the result shares its operand's buffer."""
+
+SUPPORTED_OPS: dict[str, tuple[str, ...]] = {
+    **POINTWISE_OPS,
+    **KERNEL_OPS,
+    **ALIAS_OPS,
+    "nn.constant": F32_I32,
+}
+
+MAX_RANK = 16
+"""BYOC_MAX_RANK of byoc_kernels.h."""
+
+
+def dtype_name(t: Attribute) -> str:
+    return {f32: "f32", i32: "i32"}.get(t, str(t))  # type: ignore[arg-type]
+
+
+def unsupported_reason(op: Operation) -> str | None:
+    """Why the C codegen cannot lower `op`, or None if it can.
+
+    The single source of truth: the ccompiler predicates are
+    `unsupported_reason(op) is None`, and lower-to-c reports this reason at an
+    op it cannot lower, so an op the predicate accepts is an op lower-to-c emits.
+    """
+    allowed = SUPPORTED_OPS.get(op.name)
+    if allowed is None:
+        return f"'{op.name}' has no C lowering"
+    for kind, values in (("operand", op.operands), ("result", op.results)):
+        for i, v in enumerate(values):
+            t = v.type
+            if not isinstance(t, TensorType):
+                return f"{kind} #{i} of '{op.name}' is not a ranked tensor"
+            if dtype_name(t.element_type) not in allowed:
+                return (
+                    f"'{op.name}' on {t.element_type} is not supported by the C codegen "
+                    f"(supported: {', '.join(allowed)})"
+                )
+            shape = t.get_shape()
+            if any(d <= 0 for d in shape):
+                return f"{kind} #{i} of '{op.name}' has a dynamic or zero-size shape {list(shape)}"
+            if len(shape) > MAX_RANK:
+                return f"{kind} #{i} of '{op.name}' has rank {len(shape)} (at most {MAX_RANK})"
+    return None
+
+
+def is_supported(op: Operation) -> bool:
+    return unsupported_reason(op) is None
 
 
 def _predicate(op_name: str) -> Predicate:
@@ -34,37 +126,28 @@ def _predicate(op_name: str) -> Predicate:
     return Predicate(is_supported, f"lower-to-c emits it (element types {types}, static shapes)")
 
 
-SUPPORT: dict[str, Predicate] = {
-    name: _predicate(name) for name in SUPPORTED_OPS if name != "nn.constant"
-}
-"""Every op lower-to-c lowers: elementwise and broadcast ops (fused loops), conv2d
-(strides, padding, dilation, groups incl. depthwise), dense, matmul, pooling, softmax,
-reductions, transpose, concatenate, pad, reshape/flatten, cast."""
 
 
-def register() -> None:
-    register_support(NAME, SUPPORT)
+CCOMPILER = Target(
+    name=NAME,
+    support={name: _predicate(name) for name in SUPPORTED_OPS if name != "nn.constant"},
+    lowering="lower-to-c",
+    component="c",
+    description="C source (fused loops and byoc_kernels.h calls), one shared library",
+)
 
 
-def pattern_table() -> list[tuple[object, ...]]:
-    return []
-
-
-def codegen(module: ModuleOp, funcs: list[FuncOp]) -> CModule:
-    """Every ccompiler partition in one shared library (lower-to-c, then the C compiler)."""
-    from xdsl.dialects.builtin import ModuleOp as Module
-
-    from byoc.context import make_context
-    from byoc.lowering.c_build import build_c_module
-    from byoc.lowering.lower_to_c import LowerToCPass
-
-    unit = Module([f.clone() for f in funcs])
-    LowerToCPass().apply(make_context(), unit)
-    return build_c_module(unit)
-
-
-def load_component(blobs: dict[str, bytes]) -> CModule:
-    """The library `codegen` built, from the blobs its `export()` wrote into an artifact."""
-    from byoc.runtime.c_module import CModule
-
-    return CModule.from_blobs(blobs)
+__all__ = [
+    "ALIAS_OPS",
+    "CCOMPILER",
+    "F32",
+    "F32_I32",
+    "KERNEL_OPS",
+    "MAX_RANK",
+    "NAME",
+    "POINTWISE_OPS",
+    "SUPPORTED_OPS",
+    "dtype_name",
+    "is_supported",
+    "unsupported_reason",
+]

@@ -1,7 +1,7 @@
 """The `examplejson` target: partitions become ExampleJSON graphs (seed part 2).
 
 Support is the table `SUPPORT` below (op name -> predicate, see
-`byoc.support`), owned by the ExampleJSON codegen: it lists exactly the ops
+`byoc.targets.predicates`), owned by the ExampleJSON codegen: it lists exactly the ops
 `lower-to-examplejson` emits and `ExampleJsonModule` executes — every `nn` op
 with an ExampleJSON line (`byoc.dialects.examplejson.NAME_OF`: all of them
 but multi-result ops, and constants, which become `const` lines). The runtime
@@ -11,24 +11,18 @@ since every line states its shape. The seed's three ops are add, sub and mul;
 the others travel with their attributes in the format's extension (README).
 
 The runtime executes one op per line, so the pattern table is empty.
-`codegen` / `load_component` are the hooks `byoc.build` and artifacts use.
+Partitions are lowered by `lower-to-examplejson` and built into an
+ExampleJSON runtime module (component kind `examplejson`).
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation
 
 from byoc.dialects.examplejson import NAME_OF
-from byoc.support import Predicate, register_support
-
-if TYPE_CHECKING:
-    from xdsl.dialects.builtin import ModuleOp
-    from xdsl.dialects.func import FuncOp
-
-    from byoc.runtime.examplejson_module import ExampleJsonModule
+from byoc.targets.base import Target
+from byoc.targets.predicates import Predicate
 
 NAME = "examplejson"
 
@@ -44,24 +38,10 @@ SUPPORT: dict[str, Predicate] = dict.fromkeys(sorted(NAME_OF), STATIC)
 """nn op name -> predicate: every op with an ExampleJSON line, when its shapes are static."""
 
 
-def register() -> None:
-    register_support(NAME, SUPPORT)
-
-
-def pattern_table() -> list[tuple[object, ...]]:
-    return []
-
-
-def codegen(module: ModuleOp, funcs: list[FuncOp]) -> ExampleJsonModule:
-    """One ExampleJSON runtime module holding a subgraph per partition function."""
-    from byoc.lowering.lower_to_examplejson import lower_functions
-    from byoc.runtime.examplejson_module import ExampleJsonModule
-
-    return ExampleJsonModule.from_ir(lower_functions(funcs), "<build>")
-
-
-def load_component(blobs: dict[str, bytes]) -> ExampleJsonModule:
-    """The module `codegen` built, from the blobs its `export()` wrote into an artifact."""
-    from byoc.runtime.examplejson_module import ExampleJsonModule
-
-    return ExampleJsonModule.load_from_binary(blobs["examplejson"], "<artifact>")
+EXAMPLEJSON = Target(
+    name=NAME,
+    support=SUPPORT,
+    lowering="lower-to-examplejson",
+    component="examplejson",
+    description="ExampleJSON graphs run by the ExampleJSON runtime module (seed part 2)",
+)

@@ -1,9 +1,10 @@
 """The `test` targets: support chosen per run, for lit tests, property tests and benchmarks.
 
 Every target named `test`, `test_<suffix>` or `test-<suffix>` (any suffix
-without a `.`, e.g. `test_a`, `test_b`, `test-npu+`) is served by this
-module. A test target registers no predicates: the ops it supports in a run
-are listed by the `ops` option of `annotate-target` (and `byoc`):
+without a `.`, e.g. `test_a`, `test_b`, `test-npu+`) is a member of
+`TEST_FAMILY`, made on first use. A test target registers no predicates:
+the ops it supports in a run are listed by the `ops` option of
+`annotate-target` (and `byoc`):
 
     annotate-target{targets=test ops=add,relu}                 // nn.add, nn.relu
     annotate-target{targets=test_a,test_b ops="test_a:add","test_b:nn.relu"}
@@ -24,8 +25,9 @@ import difflib
 from collections.abc import Sequence
 
 from byoc.dialects.nn import NN_OPS
-from byoc.patterns import Match, is_constant, is_op, is_var, wildcard
-from byoc.support import Predicate, always
+from byoc.targets.base import Target, TargetFamily
+from byoc.targets.patterns import Match, is_constant, is_op, is_var, wildcard
+from byoc.targets.predicates import Predicate, always
 
 NAME = "test"
 
@@ -34,24 +36,8 @@ SEPARATORS = ("_", "-")
 
 
 def is_test_target(name: str) -> bool:
-    """Whether `name` is served by this module."""
-    if name == NAME:
-        return True
-    suffix = name[len(NAME) + 1 :]
-    return (
-        name.startswith(NAME)
-        and len(name) > len(NAME) + 1
-        and name[len(NAME)] in SEPARATORS
-        and "." not in suffix
-    )
-
-
-serves = is_test_target
-"""The family hook of `byoc.targets.TARGET_FAMILIES`."""
-
-
-def register() -> None:
-    """Nothing to register: a test target's support comes from the `ops` option."""
+    """Whether `name` names a test target."""
+    return name in TEST_FAMILY
 
 
 def _op_name(text: str) -> str:
@@ -144,4 +130,25 @@ def pattern_table() -> list[tuple[object, ...]]:
     ]
 
 
-__all__ = ["NAME", "is_test_target", "pattern_table", "register", "serves", "support_from_ops"]
+def make_test_target(name: str) -> Target:
+    """The member `name` of the family: no registered support (the `ops` option chooses it)
+    and the whole pattern library."""
+    return Target(
+        name=name,
+        patterns=pattern_table(),
+        support_from_ops=support_from_ops,
+        description="support chosen per run (annotate-target's `ops` option)",
+    )
+
+
+TEST_FAMILY = TargetFamily(NAME, make_test_target, SEPARATORS)
+
+
+__all__ = [
+    "NAME",
+    "TEST_FAMILY",
+    "is_test_target",
+    "make_test_target",
+    "pattern_table",
+    "support_from_ops",
+]

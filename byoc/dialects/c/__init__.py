@@ -105,8 +105,6 @@ from byoc.dialects.c.unit import (
     lookup_global,
 )
 
-_BinaryOp = BinaryOp  # older code reaches the base as c._BinaryOp; removed after the merge
-
 C = Dialect(
     "c",
     [

@@ -56,7 +56,7 @@ from byoc.dialects import nn
 from byoc.frontend.onnx.base import NN_DTYPES, Array, Node, Value
 from byoc.frontend.onnx.converters import CONVERTERS, SUPPORTED_OPS
 from byoc.frontend.onnx.errors import OnnxImportError, StaticValueRequired, UnsupportedOnnxError
-from byoc.kernels import KERNELS
+from byoc.interpreters.kernels import KERNELS
 
 MIN_OPSET = 7
 """Models below this opset are converted with onnx.version_converter first."""

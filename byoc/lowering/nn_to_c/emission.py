@@ -1,0 +1,467 @@
+"""lower-to-c's emission: one partition's steps as C dialect functions (kernels, the
+subgraph function, the DLTensor wrapper and the packed entry) and constant globals."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import numpy as np
+from xdsl.builder import Builder
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    IndexType,
+    IntegerAttr,
+    StringAttr,
+    f32,
+    i32,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from byoc.diagnostics import PassError
+from byoc.dialects import c, nn
+from byoc.lowering.nn_to_c.buffers import Storage, bind_outputs, copy_plans, plan_buffers
+from byoc.lowering.nn_to_c.fusion import KernelPlan, fuse_groups, kernel_plans
+from byoc.lowering.nn_to_c.graph import (
+    CompositeLowering,
+    Computation,
+    GraphBuilder,
+    Tensor,
+    contiguous_strides,
+    i64_attr,
+    live_computations,
+)
+
+INIT_FUNCTION = "byoc_init"
+"""The C function binding large constants at load time."""
+
+index = IndexType()
+
+
+def _elt(dtype: str) -> Attribute:
+    return f32 if dtype == "f32" else i32
+
+
+def _ptr(dtype: str, const: bool = False) -> c.PtrType:
+    return c.PtrType(_elt(dtype), const)
+
+
+class CBuilder:
+    """Inserts C ops at the end of a block through xDSL's `Builder`; each constant is made
+    once per block."""
+
+    def __init__(self, block: Block):
+        self.builder = Builder(InsertPoint.at_end(block))
+        self.consts: dict[tuple[Any, Attribute], SSAValue] = {}
+
+    def add(self, op: Operation, hint: str | None = None) -> SSAValue:
+        self.builder.insert(op)
+        if op.results:
+            if hint is not None:
+                op.results[0].name_hint = hint
+            return op.results[0]
+        return None  # type: ignore[return-value]
+
+    def const(self, v: float | int, t: Attribute) -> SSAValue:
+        key = (float(v) if not isinstance(t, IndexType) and t == f32 else int(v), t)
+        if key not in self.consts:
+            self.consts[key] = self.add(c.ConstantOp.of(v, t))
+        return self.consts[key]
+
+
+class PartitionLowering:
+    """Lowers one partition function into C ops appended to `unit`."""
+
+    def __init__(
+        self,
+        fn: func.FuncOp,
+        fuse: bool,
+        const_threshold: int,
+        init_base: int,
+        lower_composite: CompositeLowering | None = None,
+    ):
+        self.fn = fn
+        self.lower_composite = lower_composite
+        self.sym = fn.sym_name.data
+        self.fuse = fuse
+        self.const_threshold = const_threshold
+        self.init_base = init_base
+        self.globals: list[c.GlobalOp] = []
+        self.const_names: dict[Tensor, str] = {}
+        self.init_arrays: list[np.ndarray[Any, Any]] = []
+
+    # ---- entry ---------------------------------------------------------------------
+    def lower(self) -> list[Operation]:
+        if not c.is_c_identifier(self.sym) or self.sym == INIT_FUNCTION:
+            raise PassError(self.fn, f"lower-to-c: '@{self.sym}' is not usable as a C function name")
+        g = GraphBuilder(self.fn, self.lower_composite)
+        g.build()
+        groups = fuse_groups(live_computations(g), self.fuse)
+        storage, copies = bind_outputs(g)
+        steps = kernel_plans(groups, g.outputs) + copy_plans(copies, storage)
+        ws_size = plan_buffers(steps, storage, reuse=self.fuse)
+        kernels = [self._kernel_func(k, step, storage) for k, step in enumerate(steps)]
+        subgraph = self._subgraph_func(steps, storage, g, ws_size)
+        wrapper = self._wrapper_func(g, ws_size)
+        packed = self._packed_func(g)
+        return [*self.globals, *kernels, subgraph, wrapper, packed]
+
+    def _arg_names(self, g: GraphBuilder) -> list[str]:
+        names: list[str] = []
+        for i, arg in enumerate(self.fn.body.block.args):
+            hint = arg.name_hint
+            name = hint if hint is not None and c.is_c_identifier(hint) else f"arg{i}"
+            while name in names:
+                name += "_"
+            names.append(name)
+        outs = [f"out{j}" for j in range(len(g.outputs))]
+        for j, o in enumerate(outs):
+            while o in names:
+                o += "_"
+            outs[j] = o
+            names.append(o)
+        return names
+
+    # ---- constants -----------------------------------------------------------------------
+    def _global_for(self, v: Tensor) -> str:
+        name = self.const_names.get(v)
+        if name is not None:
+            return name
+        arr = v.array
+        assert arr is not None
+        name = f"{self.sym}_c{len(self.const_names)}"
+        ty = nn.tensor(arr.shape, _elt(v.dtype))
+        dense = DenseIntOrFPElementsAttr(ty, BytesAttr(np.ascontiguousarray(arr).tobytes()))
+        init = None
+        if arr.size > self.const_threshold:
+            init = self.init_base + len(self.init_arrays)
+            self.init_arrays.append(arr)
+        self.globals.append(c.GlobalOp(name, dense, init))
+        self.const_names[v] = name
+        return name
+
+    # ---- kernel functions ------------------------------------------------------------------
+    def _kernel_func(self, k: int, step: KernelPlan, storage: dict[Tensor, Storage]) -> c.FuncOp:
+        ins = step.reads
+        outs = step.writes
+        tmps = step.scratch
+        types = [_ptr(v.dtype, True) for v in ins] + [_ptr(v.dtype) for v in [*outs, *tmps]]
+        names = (
+            [f"in{i}" for i in range(len(ins))]
+            + [f"out{j}" for j in range(len(outs))]
+            + [f"tmp{j}" for j in range(len(tmps))]
+        )
+        f = c.FuncOp(f"{self.sym}_{k}", types, (), ("static", "noalias"), arg_names=names)
+        block = f.body.block
+        b = CBuilder(block)
+        params = dict(zip([*ins, *outs, *tmps], block.args, strict=True))
+        described = ", ".join(n.op_name for n in step.nodes)
+        out0 = step.nodes[-1].out
+        b.add(c.VerbatimOp(f"/* {described}: {'x'.join(map(str, out0.shape)) or 'scalar'} {out0.dtype} */"))
+        first = step.nodes[0]
+        if first.kind == "pointwise":
+            self._loop_nest(b, step, params)
+        elif first.kind == "kernel":
+            args = [params[first.inputs[i].root()] for i in range(len(first.inputs))]
+            args.append(params[first.out])
+            args.extend(params[t] for t in tmps)
+            literal: list[Attribute] = [IntegerAttr(i, index) for i in range(len(args))] + first.args
+            b.add(c.CallOpaqueOp(first.callee, args, (), literal))
+        elif first.kind == "concat":
+            out = params[first.out]
+            axis = first.params["axis"]
+            shape = first.out.shape
+            outer = math.prod(shape[:axis])
+            out_inner = math.prod(shape[axis:])
+            offset = 0
+            for v in first.inputs:
+                block_elems = math.prod(v.shape[axis:])
+                dst = out if offset == 0 else b.add(c.PtrOffsetOp(out, b.const(offset, index)))
+                b.add(
+                    c.CallOpaqueOp(
+                        "byoc_copy_blocks",
+                        [params[v.root()], dst],
+                        (),
+                        [IntegerAttr(0, index), IntegerAttr(1, index), i64_attr(outer), i64_attr(block_elems * 4), i64_attr(out_inner * 4)],
+                    )
+                )
+                offset += block_elems
+        else:  # copy
+            src = params[first.inputs[0].root()]
+            b.add(c.CallOpaqueOp("byoc_copy", [src, params[first.out]], (), [IntegerAttr(0, index), IntegerAttr(1, index), i64_attr(first.out.nbytes)]))
+        b.add(c.ReturnOp())
+        return f
+
+    def _loop_nest(self, b: CBuilder, step: KernelPlan, params: dict[Tensor, SSAValue]) -> None:
+        """One loop nest over the group's shape: load every leaf once, evaluate the nodes, store."""
+        shape = step.nodes[0].out.shape
+        rank = len(shape)
+        members = set(step.nodes)
+        # every (root, view) read, and every stored value, with its strides over `shape`
+        leaf_keys: list[tuple[Tensor, tuple[int, ...]]] = []
+        for n in step.nodes:
+            for v, view in zip(n.inputs, n.views, strict=True):
+                r = v.root()
+                if r.node in members:
+                    continue
+                key = (r, tuple(view))
+                if key not in leaf_keys:
+                    leaf_keys.append(key)
+        # accesses with the same strides share their offset computation
+        access_of: list[int] = []
+        accesses: list[tuple[int, ...]] = []
+        for strides in [self._broadcast_strides(view, shape) for _, view in leaf_keys] + [
+            self._broadcast_strides(shape, shape) for _ in step.writes
+        ]:
+            if strides not in accesses:
+                accesses.append(strides)
+            access_of.append(accesses.index(strides))
+        dims: list[tuple[int, list[int]]] = []
+        for d in range(rank):
+            if shape[d] == 1:
+                continue
+            strides = [a[d] for a in accesses]
+            if dims and all(prev == s * shape[d] for prev, s in zip(dims[-1][1], strides, strict=True)):
+                dims[-1] = (dims[-1][0] * shape[d], strides)
+            else:
+                dims.append((shape[d], strides))
+        offsets: list[SSAValue | None] = [None] * len(accesses)  # None: offset 0
+        body = b
+        for level, (extent, strides) in enumerate(dims):
+            loop = c.ForOp(0, extent, iv_name=f"i{level}")
+            body.add(loop)
+            inner = CBuilder(loop.body.block)
+            inner.consts = {}
+            iv = loop.induction_variable
+            new_offsets: list[SSAValue | None] = []
+            for a, off in enumerate(offsets):
+                s = strides[a]
+                if s == 0:
+                    new_offsets.append(off)
+                    continue
+                term = iv if s == 1 else inner.add(c.MulOp(iv, inner.const(s, index)))
+                new_offsets.append(term if off is None else inner.add(c.AddOp(off, term)))
+            offsets = new_offsets
+            body = inner
+        final = [body.const(0, index) if offsets[a] is None else offsets[a] for a in access_of]
+        scalars: dict[tuple[Tensor, tuple[int, ...]], SSAValue] = {}
+        for a, key in enumerate(leaf_keys):
+            scalars[key] = body.add(c.LoadOp(params[key[0]], final[a]))
+        values: dict[Tensor, SSAValue] = {}
+        for n in step.nodes:
+            args: list[SSAValue] = []
+            for v, view in zip(n.inputs, n.views, strict=True):
+                r = v.root()
+                if r.node in members:
+                    args.append(values[r])
+                else:
+                    args.append(scalars[(r, tuple(view))])
+            values[n.out] = scalar_op(body, n, args)
+        for a, v in enumerate(step.writes):
+            body.add(c.StoreOp(values[v], params[v], final[len(leaf_keys) + a]))
+
+    @staticmethod
+    def _broadcast_strides(view: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
+        padded = (1,) * (len(shape) - len(view)) + tuple(view)
+        strides = contiguous_strides(padded)
+        return tuple(0 if padded[d] == 1 else strides[d] for d in range(len(shape)))
+
+    # ---- the subgraph function, the wrapper, the packed entry ---------------------------
+    def _subgraph_func(self, steps: list[KernelPlan], storage: dict[Tensor, Storage], g: GraphBuilder, ws_size: int) -> c.FuncOp:
+        names = self._arg_names(g)
+        types: list[Attribute] = [_ptr(v.dtype, True) for v in g.inputs] + [_ptr(v.dtype) for v in g.outputs]
+        if ws_size:
+            types.append(c.PtrType(nn.IntegerType(8)))
+            names = [*names, "ws"]
+        f = c.FuncOp(f"{self.sym}_", types, (), ("static",), arg_names=names)
+        block = f.body.block
+        b = CBuilder(block)
+        n_in = len(g.inputs)
+        ptrs: dict[Tensor, SSAValue] = {}
+        const_ptrs: dict[Tensor, SSAValue] = {}
+        counter = itertools.count()
+
+        def pointer(v: Tensor, const: bool) -> SSAValue:
+            st = storage.get(v)
+            if v.kind == "const":
+                if v not in ptrs:
+                    ptrs[v] = b.add(c.GetGlobalOp(self._global_for(v), _ptr(v.dtype, True)))
+                return ptrs[v]
+            assert st is not None
+            if v not in ptrs:
+                if st.kind == "input":
+                    ptrs[v] = block.args[st.index]
+                elif st.kind == "output":
+                    ptrs[v] = block.args[n_in + st.index]
+                else:
+                    ptrs[v] = b.add(
+                        c.BufferOp(block.args[-1], st.offset, st.size, _ptr(v.dtype)),
+                        hint=f"buf{next(counter)}",
+                    )
+            p = ptrs[v]
+            if const and isinstance(p.type, c.PtrType) and not p.type.const:
+                if v not in const_ptrs:
+                    const_ptrs[v] = b.add(c.CastOp(p, _ptr(v.dtype, True)))
+                return const_ptrs[v]
+            return p
+
+        for k, step in enumerate(steps):
+            args = [pointer(r, True) for r in step.reads] + [
+                pointer(w, False) for w in [*step.writes, *step.scratch]
+            ]
+            b.add(c.CallOp(f"{self.sym}_{k}", args))
+        b.add(c.ReturnOp())
+        return f
+
+    def _wrapper_func(self, g: GraphBuilder, ws_size: int) -> c.FuncOp:
+        names = self._arg_names(g)
+        n_in, n_out = len(g.inputs), len(g.outputs)
+        f = c.FuncOp(f"{self.sym}_wrapper", [c.DLTENSOR_PTR] * (n_in + n_out), [i32], (), arg_names=names)
+        f.attributes["c.diagnostic_name"] = StringAttr(self.sym)
+        block = f.body.block
+        b = CBuilder(block)
+        values = [*g.inputs, *g.outputs]
+        for i, (arg, v) in enumerate(zip(block.args, values, strict=True)):
+            role, pos = ("input", i) if i < n_in else ("output", i - n_in)
+            b.add(c.CheckTensorOp(arg, role, pos, names[i], nn.tensor(v.shape, _elt(v.dtype))))
+        if n_out:
+            b.add(c.CheckDisjointOp(list(block.args), names, [v.nbytes for v in values], n_out))
+        for gl in self.globals:
+            if gl.init_index is not None:
+                b.add(c.CheckBoundOp(gl.sym_name.data))
+        data = [
+            b.add(c.TensorDataOp(arg, _ptr(v.dtype, i < n_in)), hint=f"{names[i]}_data")
+            for i, (arg, v) in enumerate(zip(block.args, values, strict=True))
+        ]
+        if ws_size:
+            data.append(b.add(c.WorkspaceOp(ws_size), hint="ws"))
+        b.add(c.CallOp(f"{self.sym}_", data))
+        b.add(c.ReturnOp(b.const(0, i32)))
+        return f
+
+    def _packed_func(self, g: GraphBuilder) -> c.FuncOp:
+        n_in, n_out = len(g.inputs), len(g.outputs)
+        args_t = c.PtrType(c.DLTENSOR_PTR)
+        f = c.FuncOp(self.sym, [args_t, i32], [i32], (), arg_names=["args", "num_args"])
+        f.attributes["c.diagnostic_name"] = StringAttr(self.sym)
+        block = f.body.block
+        b = CBuilder(block)
+        b.add(c.CheckArgCountOp(block.args[1], n_in, n_out))
+        tensors = [b.add(c.LoadOp(block.args[0], b.const(i, index))) for i in range(n_in + n_out)]
+        result = b.add(c.CallOp(f"{self.sym}_wrapper", tensors, [i32]))
+        b.add(c.ReturnOp(result))
+        return f
+
+
+# Scalar semantics of the pointwise ops (f32 and wrapping i32)
+
+
+def scalar_op(b: CBuilder, n: Computation, args: list[SSAValue]) -> SSAValue:
+    """Emit the C expression of pointwise node `n` on scalar operands; matches byoc.interpreters.kernels."""
+    name = n.op_name
+    t = _elt(n.out.dtype)
+    is_f = n.out.dtype == "f32"
+    p = n.params
+
+    def k(v: float | int) -> SSAValue:
+        return b.const(float(np.float32(v)) if is_f else int(v), t)
+
+    def call(fn: str, *xs: SSAValue) -> SSAValue:
+        return b.add(c.CallOpaqueOp(fn, list(xs), [t]))
+
+    def cmp(pred: str, x: SSAValue, y: SSAValue) -> SSAValue:
+        return b.add(c.CmpOp(pred, x, y))
+
+    def sel(cond: SSAValue, x: SSAValue, y: SSAValue) -> SSAValue:
+        return b.add(c.SelectOp(cond, x, y))
+
+    def add(x: SSAValue, y: SSAValue) -> SSAValue:
+        return b.add(c.AddOp(x, y))
+
+    def mul(x: SSAValue, y: SSAValue) -> SSAValue:
+        return b.add(c.MulOp(x, y))
+
+    def clamp(x: SSAValue, lo: float | None, hi: float | None) -> SSAValue:
+        """numpy.clip: NaN passes through; an absent bound is not applied."""
+        if lo is not None:
+            x = sel(cmp("lt", x, k(lo)), k(lo), x)
+        if hi is not None:
+            x = sel(cmp("gt", x, k(hi)), k(hi), x)
+        return x
+
+    def nan_max(x: SSAValue, y: SSAValue, pred: str) -> SSAValue:
+        if not is_f:
+            return sel(cmp(pred, x, y), x, y)
+        cond = b.add(c.LogicalOrOp(cmp(pred, x, y), cmp("ne", x, x)))
+        return sel(cond, x, y)
+
+    if name == "nn.add":
+        return add(*args)
+    if name == "nn.subtract":
+        return b.add(c.SubOp(*args))
+    if name == "nn.multiply":
+        return mul(*args)
+    if name == "nn.divide":
+        return b.add(c.DivOp(*args))
+    if name == "nn.maximum":
+        return nan_max(args[0], args[1], "ge")
+    if name == "nn.minimum":
+        return nan_max(args[0], args[1], "le")
+    if name == "nn.power":
+        return call("powf", *args)
+    if name == "nn.prelu":
+        x, slope = args
+        return sel(cmp("ge", x, k(0)), x, mul(x, slope))
+    x = args[0]
+    if name == "nn.relu":
+        return sel(cmp("lt", x, k(0)), k(0), x)
+    if name == "nn.negative":
+        return b.add(c.NegOp(x))
+    if name == "nn.abs":
+        return call("fabsf", x) if is_f else sel(cmp("lt", x, k(0)), b.add(c.NegOp(x)), x)
+    if name == "nn.sigmoid":
+        return b.add(c.DivOp(k(1), add(k(1), call("expf", b.add(c.NegOp(x))))))
+    if name in ("nn.tanh", "nn.exp", "nn.log", "nn.sqrt", "nn.erf"):
+        return call(name.removeprefix("nn.") + "f", x)
+    if name == "nn.reciprocal":
+        return b.add(c.DivOp(k(1), x))
+    if name == "nn.hard_swish":
+        return b.add(c.DivOp(mul(x, clamp(add(x, k(3)), 0, 6)), k(6)))
+    if name == "nn.clip":
+        lo, hi = p["a_min"], p["a_max"]
+        if is_f:
+            return clamp(x, None if math.isinf(lo) else lo, None if math.isinf(hi) else hi)
+        lo_i = None if math.isinf(lo) or math.ceil(lo) <= -(2**31) else min(math.ceil(lo), 2**31 - 1)
+        hi_i = None if math.isinf(hi) or math.floor(hi) >= 2**31 - 1 else max(math.floor(hi), -(2**31))
+        return clamp(x, lo_i, hi_i)
+    if name == "nn.leaky_relu":
+        return sel(cmp("ge", x, k(0)), x, mul(x, k(p["alpha"])))
+    if name == "nn.hard_sigmoid":
+        return clamp(add(mul(x, k(p["alpha"])), k(p["beta"])), 0, 1)
+    if name == "nn.cast":
+        src = n.inputs[0].dtype
+        if src == "f32" and n.out.dtype == "i32":
+            # in range: truncate toward zero; NaN and out of range give INT32_MIN, as numpy on x86
+            ok = b.add(
+                c.LogicalAndOp(
+                    cmp("ge", x, b.const(-2147483648.0, f32)), cmp("lt", x, b.const(2147483648.0, f32))
+                )
+            )
+            safe = sel(ok, x, b.const(0.0, f32))
+            return sel(ok, b.add(c.CastOp(safe, i32)), b.const(-(2**31), i32))
+        return b.add(c.CastOp(x, t))
+    if name == "nn.bias_add":
+        return add(x, args[1])
+    if name == "scale_shift":
+        return add(mul(x, args[1]), args[2])
+    if name == "nn.batch_norm":
+        gamma, beta, mean, var = args[1:]
+        scale = b.add(c.DivOp(gamma, call("sqrtf", add(var, k(p["epsilon"])))))
+        shift = b.add(c.SubOp(beta, mul(mean, scale)))
+        return add(mul(x, scale), shift)
+    raise AssertionError(f"no scalar lowering for {name}")  # ccompiler.POINTWISE_OPS lists exactly these
+
