@@ -8,7 +8,7 @@ but multi-result ops, and constants, which become `const` lines). The runtime
 runs each op with its numpy kernel, so any element type the op itself accepts
 (f32, and i32/i64 where nn allows them) is supported; shapes must be static,
 since every line states its shape. The seed's three ops are add, sub and mul;
-the others travel with their attributes in the format's extension (README).
+the others travel with their attributes in the format's extension (docs/examplejson.md).
 
 The runtime executes one op per line, so the pattern table is empty.
 Partitions are lowered by `lower-to-examplejson` and built into an
