@@ -24,8 +24,8 @@ from bounds import assert_graph_outputs, assert_within
 
 import byoc
 from byoc.runtime.c_module import CFunctionError
-from byoc.runtime.executable import InputError, load_executable
 from byoc.runtime.examplejson_module import ExampleJsonModule
+from byoc.runtime.executable import InputError, load_executable
 
 Array = np.ndarray[Any, Any]
 
@@ -162,9 +162,9 @@ def test_matrix_inputs_to_an_examplejson_function() -> None:
     f = exe.components["examplejson"].get_function(partition.symbol)
     a = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
     n_in = len(f.plan.inputs)
-    outs = f(*[np.asmatrix(a)] * n_in)
-    plain = f(*[a] * n_in)
-    for o, p in zip(outs if isinstance(outs, tuple) else (outs,), plain if isinstance(plain, tuple) else (plain,), strict=True):
+    outs, plain = f(*[np.asmatrix(a)] * n_in), f(*[a] * n_in)
+    assert isinstance(outs, tuple) and isinstance(plain, tuple)
+    for o, p in zip(outs, plain, strict=True):
         assert type(o) is np.ndarray
         assert_within(o, p, 0.0, "examplejson function")
 
