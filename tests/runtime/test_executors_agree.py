@@ -306,3 +306,18 @@ def test_examplejson_function_accepts_a_misaligned_input() -> None:
     assert isinstance(module, ExampleJsonModule)
     f = module.get_function(partition.symbol)
     assert_within(f(_misaligned(xs[0]), *xs[1:]), f(*xs), 0.0, "examplejson function")
+
+
+@pytest.mark.parametrize("executor", list(TARGETS))
+def test_outputs_of_a_loaded_artifact_are_fresh(executor: str, tmp_path: Path) -> None:
+    """Constants read back from an artifact are read-only views of its sections: an
+    output that is one of them is still a writable copy of its own."""
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    path = tmp_path / "alias.byoc"
+    byoc.build(byoc.parse_module(ALIAS_GRAPH), targets=TARGETS[executor]).export_library(str(path))
+    exe = load_executable(path)
+    first, second = exe(a), exe(a)
+    _assert_owned(first, [a], f"loaded {executor}")
+    assert not np.shares_memory(first[2], second[2])
+    first[2][...] = 0.0
+    np.testing.assert_array_equal(exe(a)[2], [1.0, 2.0, 3.0])
