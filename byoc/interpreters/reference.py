@@ -82,4 +82,4 @@ def run_reference(
     func = find_function(module, function)
     args = coerce_inputs(func, inputs)
     results = make_interpreter(module).call_op(function, tuple(args))
-    return [np.asarray(r) for r in results]
+    return [np.array(r) for r in results]  # fresh arrays: never an input or a view of one

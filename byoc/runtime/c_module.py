@@ -255,6 +255,10 @@ class CModule:
         return f"CModule({self.library_path.name}, functions={sorted(self.functions)})"
 
 
+_COPIED = object()
+"""Marks, in what `CFunction._describe` keeps alive, an argument it had to copy."""
+
+
 class _ThreadState:
     """One thread's DLTensor structs for one function, and the arrays they point into."""
 
@@ -334,6 +338,7 @@ class CFunction:
     def _rebind(self, st: _ThreadState, arrays: tuple[Any, ...], ids: tuple[int, ...]) -> None:
         old = st.ids
         st.ids = None
+        copied = False
         for i, a in enumerate(arrays):
             if old is None or old[i] != ids[i]:
                 prev = st.keep[i]
@@ -349,8 +354,11 @@ class CFunction:
                     st.tensors[i].data = buf
                     st.keep[i] = [a, a, buf]
                 else:
-                    st.keep[i] = self._describe(st.tensors[i], a, i)
-        st.ids = ids
+                    keep = st.keep[i] = self._describe(st.tensors[i], a, i)
+                    copied = copied or keep[0] is _COPIED
+        # a struct that points into a copy (a list, a misaligned array) must not be reused
+        # by the next call with the same object: the caller may have changed it meanwhile
+        st.ids = None if copied else ids
 
     def _same_layout(self, described: Any, a: Any, i: int) -> bool:
         """`a` can reuse the struct that describes `described` (same dtype, shape; compact)."""
@@ -360,6 +368,7 @@ class CFunction:
             and a.shape == described.shape
             and a.size > 0
             and a.flags.c_contiguous
+            and a.flags.aligned
             and described.flags.c_contiguous
             and (a.flags.writeable or not self._n_in <= i < self._n)
         )
@@ -389,6 +398,7 @@ class CFunction:
         """Fill DLTensor `t` for argument `i` from an array, zero-copy; returns what must stay alive."""
         ffi = self._ffi
         writable = self._n_in <= i < self._n
+        copied = False
         if isinstance(value, np.ndarray):
             a = value
         elif writable:
@@ -400,6 +410,12 @@ class CFunction:
             a = np.from_dlpack(value)
         else:  # a list or scalar has no dtype of its own: take the expected one
             a = np.asarray(value, dtype=self._dtypes[i] if i < self._n else None)
+            copied = True
+        if not writable and not a.flags.aligned and a.flags.c_contiguous:
+            # a valid input at an address that is not a multiple of its item size (a view
+            # at an odd byte offset): the C code reads an aligned copy, as host kernels would
+            a = a.copy()
+            copied = True
         dt = a.dtype
         if dt.kind not in _DL_CODES or dt.hasobject or not dt.isnative:
             raise TypeError(f"{self._label(i)} has dtype {dt}, which has no DLPack equivalent")
@@ -412,7 +428,8 @@ class CFunction:
         t.dtype.bits = 8 if dt.kind == "b" else dt.itemsize * 8
         t.dtype.lanes = 1
         t.byte_offset = 0
-        keep: list[Any] = [value, a]
+        # keep[0] is _COPIED when `a` is a copy: the struct must not outlive this call
+        keep: list[Any] = [_COPIED if copied else value, a]
         if i < self._n and a.shape == self._shapes[i]:
             t.shape = self._shape_arrays[i]
         else:

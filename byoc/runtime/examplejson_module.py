@@ -38,7 +38,7 @@ from byoc.dialects import examplejson as ej
 from byoc.dialects.examplejson.text import parse_examplejson, to_text
 from byoc.dialects.nn import numpy_dtype, shape_of
 from byoc.interpreters.kernels import KERNELS
-from byoc.runtime.tensor import TensorSpec
+from byoc.runtime.tensor import TensorSpec, fresh_outputs
 
 Array = np.ndarray[Any, Any]
 
@@ -160,7 +160,8 @@ def plan_subgraph(subgraph: ej.SubgraphOp) -> SubgraphPlan:
 
 def _as_array(value: Any) -> Array:
     if isinstance(value, np.ndarray):
-        return value
+        # a subclass (np.matrix: `*` is a matrix product) as a plain ndarray, as np.asarray does
+        return value if type(value) is np.ndarray else value.view(np.ndarray)
     if hasattr(value, "__dlpack__"):
         return np.from_dlpack(value)
     return np.asarray(value)
@@ -225,16 +226,8 @@ class ExampleJsonFunction:
             for d, r in zip(dests, results, strict=True):
                 np.copyto(d, r)
             return dests[0] if n_out == 1 else tuple(dests)
-        outs: list[Array] = []
-        for r in results:
-            # a fresh array for the caller: never a view of an input or a constant
-            if (
-                not r.flags.writeable
-                or any(r is o for o in outs)
-                or any(np.may_share_memory(r, x) for x in inputs)
-            ):
-                r = r.copy()
-            outs.append(r)
+        # fresh arrays for the caller: never an input, a view of one, or a (read-only) constant
+        outs = fresh_outputs(results, inputs)
         return outs[0] if n_out == 1 else tuple(outs)
 
 

@@ -38,9 +38,13 @@ class InputError(ValueError):
 
 
 def as_array(value: Any, name: str) -> Array:
-    """A numpy view of an input: ndarray, any `__dlpack__` exporter, or array-like."""
+    """A numpy view of an input: ndarray, any `__dlpack__` exporter, or array-like.
+
+    An ndarray subclass (`np.matrix`, a masked array) is viewed as a plain ndarray of its
+    data, as `np.asarray` does: its operators (`*` is a matrix product on `np.matrix`)
+    must not reach the kernels."""
     if isinstance(value, np.ndarray):
-        return value
+        return value if type(value) is np.ndarray else value.view(np.ndarray)
     if hasattr(value, "__dlpack__"):
         try:
             return np.from_dlpack(value)
@@ -96,8 +100,15 @@ class Executable:
         out: list[Array] = []
         for (name, dtype, shape), value in zip(checks, values, strict=True):
             arr = value if type(value) is np.ndarray else as_array(value, name)
-            if arr.dtype != dtype or arr.shape != shape or not arr.flags.c_contiguous:
+            if arr.dtype != dtype or arr.shape != shape:
                 self._reject(name, dtype, shape, arr)
+            flags = arr.flags
+            if not (flags.c_contiguous and flags.aligned):
+                if not flags.c_contiguous:
+                    self._reject(name, dtype, shape, arr)
+                # valid but misaligned (a view at an odd byte offset): every executor
+                # gets an aligned copy; the C partitions would reject it
+                arr = arr.copy()
             out.append(arr)
         return out
 

@@ -31,7 +31,7 @@ from xdsl.ir import Operation, SSAValue
 from byoc.dialects import nn
 from byoc.dialects.byoc import COMPILER_ATTR, CompositeOp, RegionOp, YieldOp
 from byoc.interpreters.kernels import KERNELS
-from byoc.runtime.tensor import TensorSpec
+from byoc.runtime.tensor import TensorSpec, fresh_outputs
 
 Array = np.ndarray[Any, Any]
 
@@ -298,6 +298,8 @@ class BoundPlan:
     runners: list[Runner]
     initial: list[Any]
     """Slot values at the start of a call (constants filled in, the rest None)."""
+    constant_ids: frozenset[int] = frozenset()
+    """ids of the constant arrays in `initial`: an output that is one of them is copied."""
 
     @staticmethod
     def bind(
@@ -319,7 +321,7 @@ class BoundPlan:
         initial: list[Any] = [None] * plan.num_slots
         for slot, cid in plan.constant_slots.items():
             initial[slot] = constants[cid]
-        return BoundPlan(plan, runners, initial)
+        return BoundPlan(plan, runners, initial, frozenset(id(v) for v in initial if v is not None))
 
     def run(self, inputs: Sequence[Array]) -> list[Array]:
         slots = list(self.initial)
@@ -327,7 +329,11 @@ class BoundPlan:
             slots[slot] = value
         for runner in self.runners:
             runner(slots)
-        return [np.asarray(slots[s]) for s in self.plan.output_slots]
+        return self._outputs(slots, inputs)
+
+    def _outputs(self, slots: list[Any], inputs: Sequence[Array]) -> list[Array]:
+        """Fresh arrays the caller owns: never an input, a view of one, or a shared constant."""
+        return fresh_outputs([slots[s] for s in self.plan.output_slots], inputs, self.constant_ids)
 
     def run_profiled(self, inputs: Sequence[Array]) -> tuple[list[Array], list[float]]:
         """Like run, and also the wall time of each step (seconds)."""
@@ -340,4 +346,4 @@ class BoundPlan:
             t0 = clock()
             runner(slots)
             times.append(clock() - t0)
-        return [np.asarray(slots[s]) for s in self.plan.output_slots], times
+        return self._outputs(slots, inputs), times

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,3 +43,31 @@ class TensorSpec:
         if len(data) == 2:
             return TensorSpec(tuple(data[0]), np.dtype(data[1]))
         return TensorSpec(tuple(data[1]), np.dtype(data[2]), str(data[0]))
+
+
+def fresh_outputs(
+    values: Sequence[Any], inputs: Sequence[Any], constants: AbstractSet[int] = frozenset()
+) -> list[np.ndarray[Any, Any]]:
+    """The outputs of a call as arrays the caller owns: C-contiguous, writable, each its own memory.
+
+    A value is returned as it is only when it owns its (writable, C-ordered) data and is
+    none of `inputs`, of the arrays whose ids are in `constants`, or of the earlier
+    outputs; anything else (a view such as a reshape of an input, an input or a constant
+    passed through, a read-only or broadcast array, one array returned twice) is copied.
+    An array that owns its data shares it with nothing that existed before the call, so
+    no comparison of memory ranges is needed.
+    """
+    taken = {id(v) for v in inputs}
+    outs: list[np.ndarray[Any, Any]] = []
+    for v in values:
+        r = v if type(v) is np.ndarray else np.asarray(v)
+        flags = r.flags
+        if (
+            not (flags.owndata and flags.writeable and flags.c_contiguous)
+            or id(r) in taken
+            or id(r) in constants
+        ):
+            r = np.array(r, order="C", copy=True)
+        taken.add(id(r))
+        outs.append(r)
+    return outs

@@ -433,6 +433,11 @@ def scalar_op(b: CBuilder, n: Computation, args: list[SSAValue]) -> SSAValue:
         return b.add(c.DivOp(mul(x, clamp(add(x, k(3)), 0, 6)), k(6)))
     if name == "nn.clip":
         lo, hi = p["a_min"], p["a_max"]
+        if is_f and (math.isnan(lo) or math.isnan(hi)):
+            # numpy.clip and ONNX Clip (Min(max, Max(x, min))): a NaN bound makes every element
+            # NaN; a comparison with NaN is false, so clamp() would skip the bound instead.
+            # x + NaN is NaN for every x (and keeps x a used operand)
+            return add(x, k(math.nan))
         if is_f:
             return clamp(x, None if math.isinf(lo) else lo, None if math.isinf(hi) else hi)
         lo_i = None if math.isinf(lo) or math.ceil(lo) <= -(2**31) else min(math.ceil(lo), 2**31 - 1)
