@@ -273,9 +273,11 @@ def private_copy(data: bytes, directory: Path | None = None) -> Iterator[Path]:
         private.rmdir()
 
 
-def sweep_orphans(directory: Path, age: float = ORPHAN_AGE) -> list[Path]:
+def sweep_orphans(directory: Path, age: float | None = None) -> list[Path]:
     """Remove the temporaries (`.build_*`, `.src_*`, `.load_*`) of processes that were killed:
-    those whose process no longer runs and which are older than `age` seconds. Returns them."""
+    those whose process no longer runs and which are older than `age` seconds (default
+    `ORPHAN_AGE`: a cache shared between machines sees other machines' pids). Returns them."""
+    age = ORPHAN_AGE if age is None else age
     removed: list[Path] = []
     now = time.time()
     try:
