@@ -18,9 +18,14 @@ Each section (a constant, a compiled library, an ExampleJSON graph, ...) is
 listed in the header with its offset, size and sha256, and sections with the
 same content are stored once — a weight bound into a partition and also used
 on the host is written once (TVM users saw model size double, apache/tvm#7564).
-Loading checks every checksum, never recompiles and runs no stored code except
-dlopen of the library it wrote; there is no pickle. A truncated, corrupted,
+Reading checks every checksum and the section table (sections back to back
+from offset 0, integer sizes, no NaN, no recursion error on a deep header); the
+loader then checks every other field before using it. A truncated, corrupted,
 foreign or newer file is rejected with an `ArtifactError` saying which.
+Loading never recompiles and has no pickle, but it dlopens the C library the
+artifact holds, which runs its code: the checksums catch damage, not tampering.
+Writing goes through a temporary of its own, renamed over the path when
+complete (concurrent writers to one path do not share a temporary).
 """
 
 from __future__ import annotations

@@ -28,6 +28,14 @@ the generated code keeps intermediates in a per-thread workspace.
 `metadata()` (JSON-able) plus `constants` is all `load(path, ...)` needs to
 reopen an exported library without recompiling; `export()` / `from_blobs()`
 are the artifact round trip.
+
+Loading. A CModule never dlopens the cached file itself: it loads a private copy
+of bytes it has read (and, from the cache or an artifact, checked against their
+hash), so each CModule is its own instance of the library — two models with the
+same code and different constants bound by `byoc_init` do not share them.
+`from_blobs` checks everything an artifact says before using it
+(`parse_metadata`, `check_shared_object`, each constant's .npy header and its
+dtype and shape against the spec the metadata records).
 """
 
 from __future__ import annotations

@@ -380,3 +380,21 @@ def test_failed_export_leaves_no_temporary(tmp_path: Path) -> None:
     with pytest.raises(TypeError):
         writer.write(tmp_path / "out.byoc", {})
     assert list(tmp_path.iterdir()) == []
+
+
+def test_crafted_examplejson_graph_with_valid_checksums(tmp_path: Path) -> None:
+    import zlib
+
+    from byoc.runtime.examplejson_module import _HEADER
+    from byoc.runtime.examplejson_module import MAGIC as EJ_MAGIC
+    from byoc.runtime.examplejson_module import VERSION as EJ_VERSION
+
+    good = tmp_path / "ej.byoc"
+    byoc.build(byoc.parse_module(BIG), targets=["examplejson"]).export_library(str(good))
+    for payload in (b"{", b"\xff", b"[" * 100_000):
+        blob = _HEADER.pack(EJ_MAGIC, EJ_VERSION, 0, zlib.crc32(payload), len(payload)) + payload
+        bad = _rewrite(
+            good, tmp_path / "bad.byoc", edit_blob=lambda n, b, blob=blob: blob if n == "examplejson" else b
+        )
+        with pytest.raises(ArtifactError, match="examplejson"):
+            load_executable(bad)
