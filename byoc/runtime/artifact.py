@@ -35,6 +35,7 @@ import json
 import os
 import struct
 import tempfile
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -170,8 +171,16 @@ def brief(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
+@lru_cache(maxsize=1)
 def _umask() -> int:
-    mask = os.umask(0o022)
+    """The process umask (an export gets the permissions a plain `open` would give it)."""
+    try:  # Linux: read it without changing it (os.umask would race with other threads)
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o077)
     os.umask(mask)
     return mask
 

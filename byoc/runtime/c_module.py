@@ -567,6 +567,8 @@ def check_shared_object(data: bytes) -> str | None:
     import platform
     import struct
 
+    if not sys.platform.startswith("linux"):
+        return None  # other systems' formats are not checked here
     if data[:4] != b"\x7fELF":
         return "not an ELF file"
     if len(data) < 64 or data[4] != 2 or data[5] != (1 if sys.byteorder == "little" else 2):

@@ -216,9 +216,14 @@ def _load(header: dict[str, Any], sections: list[bytes]) -> Executable:
     partitions = []
     for p in _list(header, "partitions"):
         symbol, target, ops = (p.get(k) if isinstance(p, dict) else None for k in ("symbol", "target", "ops"))
-        if not (isinstance(symbol, str) and isinstance(target, str) and isinstance(ops, list)):
-            raise ArtifactError("a partition needs a 'symbol', a 'target' and a list of 'ops'")
-        partitions.append(PartitionInfo(symbol, target, tuple(str(o) for o in ops)))
+        if not (
+            isinstance(symbol, str)
+            and isinstance(target, str)
+            and isinstance(ops, list)
+            and all(isinstance(o, str) for o in ops)
+        ):
+            raise ArtifactError("a partition needs a 'symbol', a 'target' and a list of op names")
+        partitions.append(PartitionInfo(symbol, target, tuple(ops)))
     return Executable(plan, constants, components, partitions)
 
 

@@ -242,6 +242,7 @@ EDITS: dict[str, Callable[[dict[str, Any]], None]] = {
     "no-metadata-blob": _delete("components", "ccompiler", "blobs", "metadata"),
     "no-constant-blob": _delete("components", "ccompiler", "blobs", "constant0"),
     "partition-int": _set(("partitions",), [1]),
+    "partition-ops-nested": _set(("partitions", 0, "ops"), [[["x"]]]),
 }
 
 
@@ -398,3 +399,17 @@ def test_crafted_examplejson_graph_with_valid_checksums(tmp_path: Path) -> None:
         )
         with pytest.raises(ArtifactError, match="examplejson"):
             load_executable(bad)
+
+
+def test_export_gets_the_permissions_of_a_plain_open(exported: Path, tmp_path: Path) -> None:
+    """The temporary is created private (0600); the renamed file is 0666 minus the umask."""
+    mask = os.umask(0o027)
+    try:
+        from byoc.runtime import artifact
+
+        artifact._umask.cache_clear()
+        load_executable(exported).export_library(str(tmp_path / "out.byoc"))
+    finally:
+        os.umask(mask)
+        artifact._umask.cache_clear()
+    assert (tmp_path / "out.byoc").stat().st_mode & 0o777 == 0o640
