@@ -28,10 +28,21 @@ the generated code keeps intermediates in a per-thread workspace.
 `metadata()` (JSON-able) plus `constants` is all `load(path, ...)` needs to
 reopen an exported library without recompiling; `export()` / `from_blobs()`
 are the artifact round trip.
+
+Loading. A CModule never dlopens the cached file itself: it loads a private copy
+of bytes it has read (and, from the cache or an artifact, checked against their
+hash), so each CModule is its own instance of the library — two models with the
+same code and different constants bound by `byoc_init` do not share them.
+`from_blobs` checks everything an artifact says before using it
+(`parse_metadata`, `check_shared_object`, each constant's .npy header and its
+dtype and shape against the spec the metadata records).
 """
 
 from __future__ import annotations
 
+import math
+import re
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -42,8 +53,8 @@ import cffi
 import numpy as np
 
 from byoc.runtime.cpu import native_load
-from byoc.runtime.tensor import TensorSpec
-from byoc.runtime.toolchain import DEFAULT_FLAGS, cache_library, compile_source
+from byoc.runtime.tensor import TensorSpec, checked_dtype, checked_shape
+from byoc.runtime.toolchain import DEFAULT_FLAGS, cache_library, compile_source, private_copy
 
 _CDEF = """
 typedef struct { int32_t device_type; int32_t device_id; } DLDevice;
@@ -101,8 +112,20 @@ class CModule:
         source_path: Path | None = None,
         source: str | None = None,
         cache_hit: bool = False,
+        library: bytes | None = None,
+        directory: Path | None = None,
     ):
+        """`library` is the content of `library_path` when the caller has read (and checked)
+        it already. What is loaded is a private copy of that content (in `directory`, by
+        default the cache), never the file itself: each CModule is its own instance of the
+        library, and nothing can swap the file between a check and the load."""
         self.library_path = Path(library_path)
+        if library is None:
+            try:
+                library = self.library_path.read_bytes()
+            except OSError as e:
+                raise OSError(f"cannot load the C library {self.library_path}: {e}") from None
+        self._library = library
         self.source_path = source_path
         self.source = source
         self.cache_hit = cache_hit
@@ -115,10 +138,13 @@ class CModule:
             + "\n".join(f"int32_t {sym}(DLTensor** args, int32_t num_args);" for sym in self.functions)
         )
         try:
-            with native_load():
-                self.lib: Any = self.ffi.dlopen(str(self.library_path))
+            with native_load(), private_copy(library, directory) as copy:
+                self.lib: Any = self.ffi.dlopen(str(copy))
         except OSError as e:
             raise OSError(f"cannot load the C library {self.library_path}: {e}") from None
+        missing = [sym for sym in self.functions if not hasattr(self.lib, sym)]
+        if missing:
+            raise ValueError(f"the C library {self.library_path} has no function {', '.join(missing)}")
         self._init_constants()
         self._functions: dict[str, CFunction] = {}
         self._lock = threading.Lock()
@@ -146,6 +172,8 @@ class CModule:
             source_path=built.source_path,
             source=source,
             cache_hit=built.cache_hit,
+            library=built.library,
+            directory=directory,
         )
 
     @classmethod
@@ -154,20 +182,23 @@ class CModule:
         library_path: Path | str,
         metadata: Mapping[str, Any],
         constants: Sequence[np.ndarray[Any, Any]] = (),
+        *,
+        library: bytes | None = None,
+        directory: Path | None = None,
     ) -> CModule:
-        """Open an already built library (e.g. from an exported artifact)."""
-        functions = {
-            sym: CSignature(
-                tuple(TensorSpec.from_json(s) for s in spec["inputs"]),
-                tuple(TensorSpec.from_json(s) for s in spec["outputs"]),
-            )
-            for sym, spec in metadata["functions"].items()
-        }
-        if len(constants) != int(metadata.get("num_constants", 0)):
-            raise ValueError(
-                f"the library expects {metadata.get('num_constants', 0)} constants, got {len(constants)}"
-            )
-        return cls(library_path, functions, constants)
+        """Open an already built library (e.g. from an exported artifact). `metadata` is
+        checked first (a ValueError says what is wrong): the signatures, and each constant
+        against the dtype and shape the library binds it as, when the metadata records them."""
+        functions, specs = parse_metadata(metadata)
+        if len(constants) != len(specs):
+            raise ValueError(f"the library expects {len(specs)} constants, got {len(constants)}")
+        for i, (arr, spec) in enumerate(zip(constants, specs, strict=True)):
+            if spec is not None and (arr.dtype != spec.dtype or arr.shape != spec.shape):
+                raise ValueError(
+                    f"constant {i} is {arr.dtype}{list(arr.shape)}, the library binds "
+                    f"{spec.dtype}{list(spec.shape)}"
+                )
+        return cls(library_path, functions, constants, library=library, directory=directory)
 
     def metadata(self) -> dict[str, Any]:
         """JSON-able description for `load`: signatures and the number of constants."""
@@ -180,6 +211,7 @@ class CModule:
                 for sym, sig in self.functions.items()
             },
             "num_constants": len(self.constants),
+            "constants": [TensorSpec(a.shape, a.dtype).to_json() for a in self.constants],
         }
 
     # ---- artifacts ---------------------------------------------------------------------
@@ -190,7 +222,7 @@ class CModule:
         import json
 
         blobs = {
-            "library": self.library_path.read_bytes(),
+            "library": self._library,
             "metadata": json.dumps(self.metadata(), sort_keys=True).encode(),
         }
         for i, arr in enumerate(self.constants):
@@ -201,25 +233,33 @@ class CModule:
 
     @classmethod
     def from_blobs(cls, blobs: Mapping[str, bytes], *, directory: Path | None = None) -> CModule:
-        """The module `export()` described: the library is written once into the cache
-        (named by its content hash) and loaded; nothing is recompiled."""
-        import io
+        """The module `export()` described: the library is stored in the cache (named by its
+        content hash) and a private copy of it is loaded; nothing is recompiled. Every blob
+        is checked before it is used (a ValueError says what is wrong): the library is a
+        complete shared object for this machine, the metadata is well formed, and each
+        constant has the dtype and shape the library binds it as."""
         import json
 
+        library = blobs.get("library")
+        meta = blobs.get("metadata")
+        if not isinstance(library, bytes) or not isinstance(meta, bytes):
+            raise ValueError("not a C module export: it needs a 'library' and a 'metadata' blob")
         try:
-            library = blobs["library"]
-            metadata = json.loads(blobs["metadata"].decode())
-        except (KeyError, ValueError) as e:
-            raise ValueError(f"not a C module export: {e}") from None
-        n = int(metadata.get("num_constants", 0))
+            metadata = json.loads(meta.decode(), parse_constant=_no_constant)
+        except (ValueError, RecursionError) as e:
+            raise ValueError(f"C module metadata is not JSON: {e}") from None
+        _, specs = parse_metadata(metadata)
+        problem = check_shared_object(library)
+        if problem is not None:
+            raise ValueError(f"the C library is not loadable: {problem}")
         constants = []
-        for i in range(n):
+        for i in range(len(specs)):
             data = blobs.get(f"constant{i}")
-            if data is None:
-                raise ValueError(f"C module export lacks constant {i} of {n}")
-            constants.append(np.load(io.BytesIO(data), allow_pickle=False))
+            if not isinstance(data, bytes):
+                raise ValueError(f"C module export lacks constant {i} of {len(specs)}")
+            constants.append(_load_npy(data, f"constant {i}"))
         path = cache_library(library, directory)
-        return cls.load(path, metadata, constants)
+        return cls.load(path, metadata, constants, library=library, directory=directory)
 
     def _init_constants(self) -> None:
         ffi = self.ffi
@@ -454,6 +494,127 @@ class CFunction:
             t.strides = strides
             t.data = ffi.cast("void*", a.__array_interface__["data"][0])
         return keep
+
+
+# ---------------------------------------------------------------------------
+# Checking what an artifact says before it is used
+# ---------------------------------------------------------------------------
+
+_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
+_RESERVED = {"byoc_init", "byoc_last_error"}
+
+
+def parse_metadata(
+    metadata: Any,
+) -> tuple[dict[str, CSignature], list[TensorSpec | None]]:
+    """The signatures and constant specs `metadata()` described; a ValueError if any field
+    is missing, of the wrong type, or out of range (a symbol that is not a C identifier, a
+    spec the runtime cannot pass, a constant count that disagrees with the specs). The
+    constants' specs are None for exports made before they were recorded."""
+    if not isinstance(metadata, dict) or not isinstance(metadata.get("functions"), dict):
+        raise ValueError("C module metadata must be an object with a 'functions' object")
+    functions: dict[str, CSignature] = {}
+    for sym, spec in metadata["functions"].items():
+        if _SYMBOL.fullmatch(sym) is None or sym in _RESERVED:
+            raise ValueError(f"C module metadata: {sym[:60]!r} is not a partition symbol")
+        if not isinstance(spec, dict) or not all(
+            isinstance(spec.get(k), list) for k in ("inputs", "outputs")
+        ):
+            raise ValueError(f"C module metadata: function '{sym}' needs 'inputs' and 'outputs' lists")
+        try:
+            functions[sym] = CSignature(
+                tuple(TensorSpec.from_json(s) for s in spec["inputs"]),
+                tuple(TensorSpec.from_json(s) for s in spec["outputs"]),
+            )
+        except ValueError as e:
+            raise ValueError(f"C module metadata: function '{sym}': {e}") from None
+    count = metadata.get("num_constants", 0)
+    if type(count) is not int or not 0 <= count <= 1 << 20:
+        raise ValueError(
+            f"C module metadata: num_constants is {count if type(count) is int else type(count).__name__}"
+        )
+    recorded = metadata.get("constants")
+    if recorded is None:
+        return functions, [None] * count
+    if not isinstance(recorded, list) or len(recorded) != count:
+        raise ValueError("C module metadata: 'constants' must list num_constants specs")
+    try:
+        specs: list[TensorSpec | None] = [TensorSpec.from_json(s) for s in recorded]
+    except ValueError as e:
+        raise ValueError(f"C module metadata: a constant: {e}") from None
+    return functions, specs
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a valid JSON value here")
+
+
+def _load_npy(data: bytes, what: str) -> np.ndarray[Any, Any]:
+    """An .npy blob as an array, after checking its header against its size (np.load
+    would allocate what a header claims before reading)."""
+    import io
+
+    buf = io.BytesIO(data)
+    try:
+        version = np.lib.format.read_magic(buf)
+        read_header = (
+            np.lib.format.read_array_header_1_0
+            if version == (1, 0)
+            else np.lib.format.read_array_header_2_0
+        )
+        shape, _, dtype = read_header(buf)
+        dtype = checked_dtype(dtype.str)
+        checked_shape(list(shape), dtype.itemsize)
+        if len(data) - buf.tell() != math.prod(shape) * dtype.itemsize:
+            raise ValueError(
+                f"{len(data) - buf.tell()} bytes of data for {list(shape)} x {dtype}"
+            )
+        return np.load(io.BytesIO(data), allow_pickle=False)
+    except (ValueError, TypeError, SyntaxError, EOFError, OSError) as e:
+        raise ValueError(f"C module export: {what} is not a valid .npy array ({e})") from None
+
+
+_ELF_MACHINES = {"x86_64": 62, "amd64": 62, "aarch64": 183, "arm64": 183, "ppc64le": 21, "riscv64": 243}
+
+
+def check_shared_object(data: bytes) -> str | None:
+    """Why `data` cannot be a shared library of this machine (None if it can): not ELF,
+    another class, byte order or machine, or a table or segment that runs past its end
+    (dlopen of a truncated library dies with SIGBUS, it does not fail)."""
+    import platform
+    import struct
+
+    if not sys.platform.startswith("linux"):
+        return None  # other systems' formats are not checked here
+    if data[:4] != b"\x7fELF":
+        return "not an ELF file"
+    if len(data) < 64 or data[4] != 2 or data[5] != (1 if sys.byteorder == "little" else 2):
+        return "not a 64-bit ELF file in this machine's byte order"
+    end = "<" if data[5] == 1 else ">"
+    e_type, e_machine = struct.unpack_from(end + "HH", data, 16)
+    phoff, shoff = struct.unpack_from(end + "QQ", data, 32)
+    phentsize, phnum, shentsize, shnum = struct.unpack_from(end + "HHHH", data, 54)
+    if e_type != 3:
+        return f"not a shared object (ELF type {e_type})"
+    machine = _ELF_MACHINES.get(platform.machine().lower())
+    if machine is not None and e_machine != machine:
+        return f"built for another machine (ELF machine {e_machine}, this is {platform.machine()})"
+    size = len(data)
+    if phentsize < 56 or phoff + phnum * phentsize > size:
+        return "truncated (its program headers run past the end)"
+    for i in range(phnum):
+        p_type, _, p_offset = struct.unpack_from(end + "IIQ", data, phoff + i * phentsize)
+        p_filesz = struct.unpack_from(end + "Q", data, phoff + i * phentsize + 32)[0]
+        if p_offset + p_filesz > size:
+            return f"truncated (segment {i} runs past the end)"
+    if shnum and (shentsize < 64 or shoff + shnum * shentsize > size):
+        return "truncated (its section headers run past the end)"
+    for i in range(shnum):
+        sh_type = struct.unpack_from(end + "I", data, shoff + i * shentsize + 4)[0]
+        sh_offset, sh_size = struct.unpack_from(end + "QQ", data, shoff + i * shentsize + 24)
+        if sh_type != 8 and sh_offset + sh_size > size:  # 8: SHT_NOBITS (.bss) has no bytes
+            return f"truncated (section {i} runs past the end)"
+    return None
 
 
 __all__ = [

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.ir import Operation, SSAValue
+from xdsl.utils.exceptions import ParseError, VerifyException
 
 from byoc.dialects import examplejson as ej
 from byoc.dialects.examplejson.text import parse_examplejson, to_text
@@ -342,12 +343,21 @@ class ExampleJsonModule:
             )
         if zlib.crc32(payload) != crc:
             raise BinaryFormatError(f"{name}: corrupted: the checksum of the graph does not match")
-        return cls(payload.decode("utf-8"), name)
+        # an intact checksum does not make the text a graph: whatever it is, it is this error
+        try:
+            return cls(payload.decode("utf-8"), name)
+        except ExampleJsonError:
+            raise
+        except (UnicodeDecodeError, ParseError, VerifyException, RecursionError) as e:
+            raise BinaryFormatError(f"{name}: the saved graph is not valid ExampleJSON: {e}") from None
 
     @classmethod
     def from_blobs(cls, blobs: Mapping[str, bytes]) -> ExampleJsonModule:
         """The module `export()` described."""
-        return cls.load_from_binary(blobs["examplejson"], "<artifact>")
+        blob = blobs.get("examplejson")
+        if not isinstance(blob, bytes):
+            raise BinaryFormatError("<artifact>: no 'examplejson' blob")
+        return cls.load_from_binary(blob, "<artifact>")
 
     def export(self) -> dict[str, bytes]:
         """Blobs for an artifact (`byoc.runtime.executable.RuntimeComponent`)."""

@@ -7,6 +7,7 @@ kind (`component.py`), with no recompilation.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from byoc.runtime.artifact import ArtifactError, ArtifactWriter, read_artifact
+from byoc.runtime.artifact import ArtifactError, ArtifactWriter, brief, read_artifact
 from byoc.runtime.component import RuntimeComponent, kind_of_blobs, load_component
 from byoc.runtime.host import BoundPlan, HostPlan
+from byoc.runtime.tensor import checked_dtype, checked_shape
 
 Array = np.ndarray[Any, Any]
 
@@ -184,28 +186,145 @@ def export_executable(exe: Executable, path: str | Path) -> None:
 
 
 def load_executable(path: str | Path) -> Executable:
-    """The executable `export_library` wrote to `path`; nothing is recompiled."""
+    """The executable `export_library` wrote to `path`; nothing is recompiled.
+
+    Every header field is checked against what is done with it before it is used, so a
+    file whose checksums are valid but whose header is not what `export_library` writes
+    is an `ArtifactError` naming the field, never a KeyError, a huge allocation or a crash.
+    The checks cannot vouch for the library itself: loading runs its native code."""
     header, sections = read_artifact(path)
-    plan = HostPlan.from_json(header["plan"])
-    constants = []
-    for c in header["constants"]:
-        arr = np.frombuffer(sections[c["section"]], dtype=np.dtype(c["dtype"]))
-        constants.append(arr.reshape(c["shape"]))
+    try:
+        return _load(header, sections)
+    except (ValueError, KeyError, TypeError) as exc:
+        if isinstance(exc, ArtifactError):
+            raise
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        raise ArtifactError(f"{path}: {message}") from exc
+
+
+def _load(header: dict[str, Any], sections: list[bytes]) -> Executable:
+    version = header.get("version", 1)
+    constants = [_constant(c, sections, i) for i, c in enumerate(_list(header, "constants"))]
+    plan = _plan(_dict(header, "plan"), len(constants))
     components: dict[str, RuntimeComponent] = {}
-    for target, entry in header["components"].items():
-        if header.get("version", 1) >= 2:
-            kind, indices = entry["kind"], entry["blobs"]
-            blobs = {name: sections[index] for name, index in indices.items()}
+    for target, entry in _dict(header, "components").items():
+        if version >= 2:
+            kind = _dict({"c": entry}, "c", f"component '{target}'").get("kind")
+            if not isinstance(kind, str):
+                raise ArtifactError(f"component '{target}' has no kind")
+            indices = _dict(entry, "blobs", f"component '{target}'")
         else:  # format 1 did not record the kind: tell it by the blob names
-            blobs = {name: sections[index] for name, index in entry.items()}
-            kind = kind_of_blobs(blobs)
-            if kind is None:
-                raise ArtifactError(f"{path}: cannot tell the kind of the '{target}' component")
-        components[target] = load_component(kind, blobs)
-    partitions = [
-        PartitionInfo(p["symbol"], p["target"], tuple(p["ops"])) for p in header["partitions"]
-    ]
+            indices = _dict({"c": entry}, "c", f"component '{target}'")
+            kind = None
+        blobs = {name: sections[_index(i, len(sections), f"blob '{name}'")] for name, i in indices.items()}
+        kind = kind or kind_of_blobs(blobs)
+        if kind is None:
+            raise ArtifactError(f"cannot tell the kind of the '{target}' component")
+        try:
+            components[target] = load_component(kind, blobs)
+        except ValueError as exc:
+            raise ArtifactError(f"component '{target}': {exc}") from exc
+    partitions = []
+    for p in _list(header, "partitions"):
+        symbol, target, ops = (p.get(k) if isinstance(p, dict) else None for k in ("symbol", "target", "ops"))
+        if not (
+            isinstance(symbol, str)
+            and isinstance(target, str)
+            and isinstance(ops, list)
+            and all(isinstance(o, str) for o in ops)
+        ):
+            raise ArtifactError("a partition needs a 'symbol', a 'target' and a list of op names")
+        partitions.append(PartitionInfo(symbol, target, tuple(ops)))
     return Executable(plan, constants, components, partitions)
+
+
+def _dict(obj: dict[str, Any], key: str, where: str = "the header") -> dict[str, Any]:
+    value = obj.get(key)
+    if not isinstance(value, dict):
+        raise ArtifactError(f"{where}: '{key}' must be an object, got {brief(value)}")
+    return value
+
+
+def _list(obj: dict[str, Any], key: str, where: str = "the header") -> list[Any]:
+    value = obj.get(key)
+    if not isinstance(value, list):
+        raise ArtifactError(f"{where}: '{key}' must be a list, got {brief(value)}")
+    return value
+
+
+def _index(value: Any, n: int, what: str) -> int:
+    if type(value) is not int or not 0 <= value < n:
+        raise ArtifactError(f"{what}: {brief(value)} is not an index below {n}")
+    return value
+
+
+def _constant(entry: Any, sections: list[bytes], i: int) -> Array:
+    if not isinstance(entry, dict):
+        raise ArtifactError(f"constant {i} must be an object")
+    data = sections[_index(entry.get("section"), len(sections), f"constant {i}: section")]
+    try:
+        dtype = checked_dtype(entry.get("dtype"))
+        shape = checked_shape(entry.get("shape"), dtype.itemsize)
+    except ValueError as exc:
+        raise ArtifactError(f"constant {i}: {exc}") from None
+    if len(data) != math.prod(shape) * dtype.itemsize:
+        raise ArtifactError(
+            f"constant {i}: {len(data)} bytes cannot hold {dtype}{list(shape)}"
+        )
+    return np.frombuffer(data, dtype=dtype).reshape(shape)
+
+
+def _plan(data: dict[str, Any], num_constants: int) -> HostPlan:
+    """The host plan, after checking that every slot it names exists and is defined once,
+    by an input, a constant or a step (so `num_slots` is bounded by the plan's size)."""
+    steps = _list(data, "steps", "the plan")
+    num_slots = data.get("num_slots")
+    defined = (
+        len(_list(data, "input_slots", "the plan"))
+        + len(_list(data, "constant_slots", "the plan"))
+        + sum(len(s.get("outputs", ())) if isinstance(s, dict) else 0 for s in steps)
+    )
+    if type(num_slots) is not int or not 0 <= num_slots <= defined:
+        raise ArtifactError(
+            f"the plan: num_slots is {brief(num_slots)}, its inputs, constants and steps define {defined}"
+        )
+
+    def slots(values: Any, what: str) -> list[int]:
+        if not isinstance(values, list):
+            raise ArtifactError(f"the plan: {what} must be a list of slots")
+        return [_index(v, num_slots, f"the plan: {what}") for v in values]
+
+    inputs = slots(data["input_slots"], "input_slots")
+    outputs = slots(data.get("output_slots"), "output_slots")
+    pairs = data["constant_slots"]
+    if not all(isinstance(pair, list) and len(pair) == 2 for pair in pairs):
+        raise ArtifactError("the plan: constant_slots must be [slot, constant] pairs")
+    for slot, cid in pairs:
+        _index(slot, num_slots, "the plan: a constant slot")
+        _index(cid, num_constants, "the plan: a constant index")
+    names = _list(data, "input_names", "the plan")
+    in_specs = _list(data, "input_specs", "the plan")
+    out_specs = _list(data, "output_specs", "the plan")
+    if not all(isinstance(n, str) for n in names) or not len(names) == len(in_specs) == len(inputs):
+        raise ArtifactError("the plan: input_names, input_specs and input_slots must match")
+    if len(out_specs) != len(outputs):
+        raise ArtifactError("the plan: output_specs and output_slots must match")
+    written = [*inputs, *(slot for slot, _ in pairs)]
+    for k, step in enumerate(steps):
+        if not isinstance(step, dict) or step.get("kind") not in ("kernel", "call"):
+            raise ArtifactError(f"the plan: step {k} is not a kernel or a call")
+        if not isinstance(step.get("name"), str) or not isinstance(step.get("attrs"), dict):
+            raise ArtifactError(f"the plan: step {k} needs a 'name' and 'attrs'")
+        if not isinstance(step.get("target", ""), str) or not isinstance(step.get("out_specs", []), list):
+            raise ArtifactError(f"the plan: step {k} has a malformed 'target' or 'out_specs'")
+        slots(step.get("inputs"), f"step {k} inputs")
+        written += slots(step.get("outputs"), f"step {k} outputs")
+    if len(set(written)) != len(written):
+        raise ArtifactError("the plan: a slot is defined twice")
+    try:
+        return HostPlan.from_json(data)
+    except ValueError as exc:
+        raise ArtifactError(f"the plan: {exc}") from None
 
 
 __all__ = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -37,12 +38,62 @@ class TensorSpec:
     def to_json(self) -> list[Any]:
         return [self.name, list(self.shape), self.dtype.str]
 
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.dtype.itemsize
+
     @staticmethod
-    def from_json(data: Sequence[Any]) -> TensorSpec:
-        """From `to_json()`; also reads the `[shape, dtype]` pairs of format-1 artifacts."""
-        if len(data) == 2:
-            return TensorSpec(tuple(data[0]), np.dtype(data[1]))
-        return TensorSpec(tuple(data[1]), np.dtype(data[2]), str(data[0]))
+    def from_json(data: Any) -> TensorSpec:
+        """From `to_json()`; also reads the `[shape, dtype]` pairs of format-1 artifacts.
+        Anything else (a wrong type, a negative dim, a dtype the runtimes cannot pass, a
+        size beyond `MAX_BYTES`) is a ValueError saying what."""
+        if not isinstance(data, list) or len(data) not in (2, 3):
+            raise ValueError(f"a tensor spec is [name, shape, dtype], got {_short(data)}")
+        name = data[0] if len(data) == 3 else ""
+        if not isinstance(name, str):
+            raise ValueError(f"a tensor name must be a string, got {_short(name)}")
+        dtype = checked_dtype(data[-1])
+        return TensorSpec(checked_shape(data[-2], dtype.itemsize), dtype, name)
+
+
+MAX_BYTES = 1 << 62
+"""The largest tensor (in bytes) a spec, a constant or a shape in an artifact may describe."""
+MAX_RANK = 32
+
+
+def checked_dtype(value: Any) -> np.dtype[Any]:
+    """The numpy dtype `value` names if the runtimes can hold it (bool, integer, float or
+    complex scalars in native byte order); otherwise a ValueError."""
+    try:
+        dt = np.dtype(value) if isinstance(value, str) else None
+    except (TypeError, ValueError):
+        dt = None
+    if dt is None or dt.kind not in "biufc" or not dt.isnative or dt.shape or dt.names:
+        raise ValueError(f"not a supported element type: {_short(value)}")
+    return dt
+
+
+def checked_shape(value: Any, itemsize: int = 1) -> tuple[int, ...]:
+    """`value` as a shape: a list of at most MAX_RANK non-negative integers whose element
+    count times `itemsize` is at most MAX_BYTES; otherwise a ValueError."""
+    if not isinstance(value, list) or len(value) > MAX_RANK:
+        raise ValueError(f"a shape is a list of at most {MAX_RANK} dims, got {_short(value)}")
+    if not all(type(d) is int and d >= 0 for d in value):
+        raise ValueError(f"a shape's dims are non-negative integers, got {_short(value)}")
+    if math.prod(value) * max(itemsize, 1) > MAX_BYTES:
+        raise ValueError(f"shape {value} is too large")
+    return tuple(value)
+
+
+def _short(value: Any) -> str:
+    """A short description for a message (no repr of a deeply nested structure)."""
+    if isinstance(value, list) and all(v is None or isinstance(v, bool | int | float | str) for v in value[:8]):
+        text = repr(value[:8])[:-1] + (", ...]" if len(value) > 8 else "]")
+    elif value is None or isinstance(value, bool | int | float | str):
+        text = repr(value)
+    else:
+        text = f"a {type(value).__name__}"
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def fresh_outputs(

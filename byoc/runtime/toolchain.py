@@ -6,19 +6,38 @@ The source is compiled with the system compiler (`$CC`, default `cc`) and
 `DEFAULT_FLAGS` (plus `-I` the runtime headers). Libraries are cached under
 `$BYOC_CACHE_DIR`, else `$XDG_CACHE_HOME/byoc`, else `~/.cache/byoc`, keyed by
 a hash of the source, the flags, the link arguments, the runtime headers and
-the compiler's `--version`: a second build of the same source is a file
-lookup. The source is kept next to the library; a failed compile raises
-`CompileError` with the compiler's output and that path.
+the compiler's `--version`; the source is kept next to the library and a failed
+compile raises `CompileError` with the compiler's output and that path.
+
+The cache is not trusted by file name. The key names a small index file
+(`byoc_<key>.lib`) that names the library by the sha256 of its content
+(`byoc_lib_<sha256>.so`, where artifacts' libraries go too); a hit reads the
+library and checks it against that hash, and a truncated or replaced library
+is rebuilt. The checked bytes are what is loaded: `private_copy` writes them
+into a fresh directory only this process can write, to be dlopened and
+removed at once, so each load is its own instance of the library. Every
+write is atomic (a temporary file, then a rename), and the temporaries of a
+killed process (`.build_<pid>_*`, `.src_<pid>_*`, `.load_<pid>_*`) are removed
+by the next compile once that process is gone (`sweep_orphans`).
+
+The hashes catch a damaged cache, not an attacker: whoever can write the cache
+directory can write a library and an index that agree, and that library's code
+runs when it is loaded. The cache directory is created readable and writable by
+its owner only.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shlex
+import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -107,8 +126,12 @@ def library_key(
 @dataclass(frozen=True)
 class BuildResult:
     library_path: Path
+    """The library in the cache, named by the sha256 of its content."""
     source_path: Path
     cache_hit: bool
+    library: bytes = b""
+    """The library's content, checked against its name: load this (`private_copy`), not
+    the file, which another process could change after the check."""
 
 
 def compile_source(
@@ -120,44 +143,174 @@ def compile_source(
     libs: Sequence[str] = (),
 ) -> BuildResult:
     """Compile `source` into a shared library, or find it in the cache. `libs` (linker
-    arguments such as `-L<dir> -lfoo -Wl,-rpath,<dir>`) go after the source."""
+    arguments such as `-L<dir> -lfoo -Wl,-rpath,<dir>`) go after the source.
+
+    The cache maps the build key to the content hash of the library (`byoc_<key>.lib`,
+    a text file) and stores the library under its content hash (`byoc_lib_<sha256>.so`).
+    A hit reads the library and checks it against that hash; a missing, truncated or
+    replaced library is rebuilt."""
     cc = cc or compiler()
     directory = directory or cache_dir()
-    directory.mkdir(parents=True, exist_ok=True)
+    _make_cache_dir(directory)
     flags = (*flags, *c_dispatch_flags())
     key = library_key(source, flags, cc, libs)
-    library = directory / f"byoc_{key}.so"
     src = directory / f"byoc_{key}.c"
-    if library.exists():
-        return BuildResult(library, src, True)
+    index = directory / f"byoc_{key}.lib"
+    cached = _cached_build(directory, index)
+    if cached is not None:
+        return BuildResult(cached[0], src, True, cached[1])
+    sweep_orphans(directory)
     write_atomic(src, source.encode())
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".build_", suffix=".so")
-    os.close(fd)
-    command = [cc, *flags, f"-I{INCLUDE_DIR}", "-o", tmp, str(src), *LIBS, *libs]
+    tmp = _temp_path(directory, ".build_", ".so")
+    command = [cc, *flags, f"-I{INCLUDE_DIR}", "-o", str(tmp), str(src), *LIBS, *libs]
     try:
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-    except OSError as e:
-        os.unlink(tmp)
-        raise CompileError(command, f"cannot run the C compiler: {e}", src) from None
-    if done.returncode != 0:
-        os.unlink(tmp)
-        raise CompileError(command, done.stdout + done.stderr, src)
-    os.replace(tmp, library)
-    return BuildResult(library, src, False)
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, check=False)
+        except OSError as e:
+            raise CompileError(command, f"cannot run the C compiler: {e}", src) from None
+        if done.returncode != 0:
+            raise CompileError(command, done.stdout + done.stderr, src)
+        data = tmp.read_bytes()
+    finally:
+        tmp.unlink(missing_ok=True)
+    library = cache_library(data, directory)
+    write_atomic(index, library.name.encode())
+    return BuildResult(library, src, False, data)
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".src_")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
+def _cached_build(directory: Path, index: Path) -> tuple[Path, bytes] | None:
+    """The library the index names, if it is there and its content matches its name."""
+    try:
+        name = index.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if _LIBRARY_NAME.fullmatch(name) is None:
+        return None
+    path = directory / name
+    data = verified_library(path)
+    return None if data is None else (path, data)
+
+
+_LIBRARY_NAME = re.compile(r"byoc_lib_([0-9a-f]{64})\.so")
+
+
+def verified_library(path: Path) -> bytes | None:
+    """The content of the cached library at `path` if its sha256 is the one in its name."""
+    match = _LIBRARY_NAME.fullmatch(path.name)
+    if match is None:
+        return None
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return data if hashlib.sha256(data).hexdigest() == match.group(1) else None
 
 
 def cache_library(data: bytes, directory: Path | None = None) -> Path:
-    """Store an already built library (from an artifact) in the cache, named by its content hash."""
+    """Store a built library in the cache, named by its content hash (`byoc_lib_<sha256>.so`).
+    A file already under that name is kept only if its content matches."""
     directory = directory or cache_dir()
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"byoc_lib_{hashlib.sha256(data).hexdigest()[:40]}.so"
-    if not path.exists():
+    _make_cache_dir(directory)
+    path = directory / f"byoc_lib_{hashlib.sha256(data).hexdigest()}.so"
+    if verified_library(path) is None:
         write_atomic(path, data)
     return path
+
+
+# ---------------------------------------------------------------------------
+# Files: atomic writes, private copies to load, and what killed processes left
+# ---------------------------------------------------------------------------
+
+_TEMP_PREFIXES = (".build_", ".src_", ".load_")
+ORPHAN_AGE = 600.0
+"""Seconds after which a temporary file of a process that no longer exists is removed."""
+
+
+def _make_cache_dir(directory: Path) -> None:
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+def _temp_path(directory: Path, prefix: str, suffix: str = "") -> Path:
+    """A new empty file in `directory` whose name records this process (`sweep_orphans`)."""
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f"{prefix}{os.getpid()}_", suffix=suffix)
+    os.close(fd)
+    return Path(tmp)
+
+
+def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Write `path` as a whole: readers see the old file or the new one, never a part; a
+    failed write leaves nothing behind. Concurrent writers each use their own temporary."""
+    tmp = _temp_path(path.parent, ".src_")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def private_copy(data: bytes, directory: Path | None = None) -> Iterator[Path]:
+    """A file holding `data` that only this process can write, removed on exit: dlopen it
+    inside the block. Each load gets its own copy, hence its own instance of the library
+    (its globals, such as the constants byoc_init binds, are not shared)."""
+    directory = directory or cache_dir()
+    _make_cache_dir(directory)
+    private = Path(tempfile.mkdtemp(dir=directory, prefix=f".load_{os.getpid()}_"))
+    path = private / "lib.so"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o700)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
+        private.rmdir()
+
+
+def sweep_orphans(directory: Path, age: float | None = None) -> list[Path]:
+    """Remove the temporaries (`.build_*`, `.src_*`, `.load_*`) of processes that were killed:
+    those whose process no longer runs and which are older than `age` seconds (default
+    `ORPHAN_AGE`: a cache shared between machines sees other machines' pids). Returns them."""
+    age = ORPHAN_AGE if age is None else age
+    removed: list[Path] = []
+    now = time.time()
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed
+    for entry in entries:
+        prefix = next((p for p in _TEMP_PREFIXES if entry.name.startswith(p)), None)
+        if prefix is None:
+            continue
+        pid_text = entry.name[len(prefix) :].split("_", 1)[0]
+        try:
+            if not pid_text.isdigit() or _alive(int(pid_text)):
+                continue
+            if now - entry.stat(follow_symlinks=False).st_mtime < age:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            continue
+        removed.append(Path(entry.path))
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True

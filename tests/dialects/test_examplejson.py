@@ -707,3 +707,20 @@ def test_partitioned_model_matches_reference_and_round_trips_text() -> None:
     np.testing.assert_allclose(
         runtime.get_function("examplejson_main_1")(top, bottom), expected, rtol=1e-6
     )
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [b"\xff\xfe", b"{", b"[" * 100_000, b"%0 = 1", b"@x"],
+    ids=["not-utf8", "brace", "deep", "no-subgraph", "at"],
+)
+def test_intact_checksum_around_a_non_graph_is_a_binary_format_error(payload: bytes) -> None:
+    """A blob whose CRC is right but whose text is no ExampleJSON graph (a crafted artifact)
+    raises BinaryFormatError, like every other bad blob."""
+    import zlib
+
+    from byoc.runtime.examplejson_module import _HEADER, MAGIC, VERSION
+
+    blob = _HEADER.pack(MAGIC, VERSION, 0, zlib.crc32(payload), len(payload)) + payload
+    with pytest.raises(BinaryFormatError):
+        ExampleJsonModule.load_from_binary(blob)

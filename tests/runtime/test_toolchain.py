@@ -1,0 +1,189 @@
+"""The library cache is not trusted by file name (issue 14, item 3): a truncated or planted
+library is rebuilt, not loaded; each load is a private instance; killed compiles leave nothing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from paths import ROOT
+
+import byoc
+from byoc.runtime import toolchain
+from byoc.runtime.toolchain import compile_source, sweep_orphans
+
+SEED = """
+func.func @main(%a: tensor<10x10xf32>, %b: tensor<10x10xf32>) -> tensor<10x10xf32> {
+  %0 = nn.add %a, %b : tensor<10x10xf32>
+  %1 = nn.multiply %0, %b : tensor<10x10xf32>
+  func.return %1 : tensor<10x10xf32>
+}
+"""
+
+BIG = """
+func.func @main(%x: tensor<1x2048xf32>, %w: tensor<1x2048xf32>) -> tensor<1x2048xf32> {
+  %0 = nn.add %x, %w : tensor<1x2048xf32>
+  func.return %0 : tensor<1x2048xf32>
+}
+"""
+
+# build (or find in the cache) the seed model and check one answer; exit 0 when right
+BUILD_AND_RUN = textwrap.dedent(
+    f"""
+    import sys
+    import numpy as np
+    import byoc
+    exe = byoc.build(byoc.parse_module({SEED!r}), targets=["ccompiler"])
+    (lib,) = exe.components.values()
+    a = np.full((10, 10), 3, np.float32)
+    sys.exit(0 if (exe(a, a)[0] == 18).all() else 3)
+    """
+)
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    path = tmp_path / "cache"
+    monkeypatch.setenv("BYOC_CACHE_DIR", str(path))
+    yield path
+
+
+def _run(code: str, cache: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """`code` in a fresh interpreter (a crash is an exit status, not a dead test run)."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "BYOC_CACHE_DIR": str(cache), **env},
+        timeout=300,
+        check=False,
+    )
+
+
+def _libraries(cache: Path) -> list[Path]:
+    return sorted(cache.glob("byoc_lib_*.so"))
+
+
+def test_truncated_cached_library_is_rebuilt(cache: Path) -> None:
+    """Truncating the cached .so made the next build of the same model die with SIGBUS."""
+    first = _run(BUILD_AND_RUN, cache)
+    assert first.returncode == 0, first.stderr
+    (library,) = _libraries(cache)
+    size = library.stat().st_size
+    with open(library, "r+b") as f:
+        f.truncate(size // 2)
+    again = _run(BUILD_AND_RUN, cache)
+    assert again.returncode == 0, (again.returncode, again.stderr)
+    assert library.stat().st_size == size  # rebuilt in place
+
+
+def test_truncated_cached_library_of_an_artifact_is_rewritten(cache: Path, tmp_path: Path) -> None:
+    """load_module of a good artifact whose library in the cache was truncated: SIGBUS before."""
+    artifact = tmp_path / "m.byoc"
+    byoc.build(byoc.parse_module(SEED), targets=["ccompiler"]).export_library(str(artifact))
+    for library in _libraries(cache):
+        with open(library, "r+b") as f:
+            f.truncate(100)
+    code = (
+        "import sys, numpy as np, byoc\n"
+        f"exe = byoc.load_module({str(artifact)!r})\n"
+        "a = np.full((10, 10), 3, np.float32)\n"
+        "sys.exit(0 if (exe(a, a)[0] == 18).all() else 3)\n"
+    )
+    done = _run(code, cache)
+    assert done.returncode == 0, (done.returncode, done.stderr)
+
+
+def _planted_library(tmp_path: Path, status: int) -> bytes:
+    """A shared object whose constructor ends the process with `status`."""
+    src = tmp_path / "planted.c"
+    src.write_text(
+        "#include <unistd.h>\n"
+        f"__attribute__((constructor)) static void planted(void) {{ _exit({status}); }}\n"
+    )
+    out = tmp_path / "planted.so"
+    subprocess.run([toolchain.compiler(), "-shared", "-fPIC", "-o", str(out), str(src)], check=True)
+    return out.read_bytes()
+
+
+def test_library_planted_under_the_expected_name_does_not_run(cache: Path, tmp_path: Path) -> None:
+    first = _run(BUILD_AND_RUN, cache)
+    assert first.returncode == 0, first.stderr
+    (library,) = _libraries(cache)
+    library.write_bytes(_planted_library(tmp_path, 77))
+    done = _run(BUILD_AND_RUN, cache)  # the build finds the mismatch and rebuilds
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    artifact = tmp_path / "m.byoc"
+    byoc.build(byoc.parse_module(SEED), targets=["ccompiler"]).export_library(str(artifact))
+    library.write_bytes(_planted_library(tmp_path, 77))
+    done = _run(f"import byoc; byoc.load_module({str(artifact)!r})", cache)
+    assert done.returncode == 0, (done.returncode, done.stderr)
+
+
+def test_models_sharing_a_library_keep_their_own_constants(cache: Path) -> None:
+    """Two models with the same code and different large weights compile to one library;
+    loaded from one file they shared its globals, and the first answered with the second's
+    weights. Each load is a private instance."""
+    x = np.zeros((1, 2048), np.float32)
+    exes = [
+        byoc.build(
+            byoc.parse_module(BIG),
+            targets=["ccompiler"],
+            params={"w": np.full((1, 2048), value, np.float32)},
+        )
+        for value in (1.0, 2.0)
+    ]
+    libraries = {lib.library_path for exe in exes for lib in exe.components.values()}
+    assert len(libraries) == 1
+    np.testing.assert_array_equal(exes[0](x)[0], np.full((1, 2048), 1.0, np.float32))
+    np.testing.assert_array_equal(exes[1](x)[0], np.full((1, 2048), 2.0, np.float32))
+
+
+def test_load_leaves_no_private_copy(cache: Path) -> None:
+    exe = byoc.build(byoc.parse_module(SEED), targets=["ccompiler"])
+    assert exe(np.ones((10, 10), np.float32), np.ones((10, 10), np.float32))[0][0, 0] == 2
+    assert sorted(p.name[:5] for p in cache.iterdir()) == ["byoc_", "byoc_", "byoc_"]
+
+
+def test_failed_compile_leaves_no_temporary(cache: Path) -> None:
+    with pytest.raises(toolchain.CompileError):
+        compile_source("this is not C;", directory=cache)
+    assert not [p for p in cache.iterdir() if p.name.startswith(".")]
+
+
+def test_killed_compile_leaves_an_orphan_the_next_compile_removes(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A compile killed with SIGKILL cannot clean up after itself: its `.build_<pid>_*`
+    is removed by the next compile once that process is gone (and ORPHAN_AGE has passed)."""
+    cc = tmp_path / "killer-cc"
+    cc.write_text('#!/bin/sh\n[ "$1" = --version ] && exec cc --version\nkill -KILL $PPID\nsleep 5\n')
+    cc.chmod(0o755)
+    code = (
+        "from byoc.runtime.toolchain import compile_source\n"
+        "compile_source('int byoc_x(void) { return 1; }')\n"
+    )
+    done = _run(code, cache, CC=str(cc))
+    assert done.returncode == -signal.SIGKILL
+    orphans = [p for p in cache.iterdir() if p.name.startswith(".build_")]
+    assert len(orphans) == 1
+    assert sweep_orphans(cache) == []  # too recent: it could be another machine's compile
+    monkeypatch.setattr(toolchain, "ORPHAN_AGE", 0.0)
+    compile_source("int byoc_y(void) { return 2; }", directory=cache)
+    assert not [p for p in cache.iterdir() if p.name.startswith(".")]
+
+
+def test_temporaries_of_live_processes_are_kept(cache: Path) -> None:
+    cache.mkdir()
+    mine = cache / f".build_{os.getpid()}_abc.so"
+    mine.write_bytes(b"")
+    assert sweep_orphans(cache, age=0.0) == []
+    assert mine.exists()
