@@ -98,6 +98,19 @@ MAX_TENSOR_BYTES = 2**63 - 1
 """The largest byte size of a tensor: every dim, element count and byte offset fits int64."""
 
 
+FOLD_LIMIT_BYTES = 1 << 30
+"""The largest value (1 GiB) a stage computes ahead of run time: the ONNX importer's
+folding and lower-to-c's folding of ops over constants. A larger value stays an op."""
+
+
+def nbytes_of(t: TensorType[Any]) -> int:
+    """The byte size of a tensor type, as an exact Python int."""
+    n = numpy_dtype(t.element_type).itemsize
+    for d in t.get_shape():
+        n *= d
+    return n
+
+
 def check_static_shape(t: TensorType[Any]) -> None:
     """Raise VerifyException unless `t` has a static shape whose byte size fits int64.
 

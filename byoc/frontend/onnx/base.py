@@ -19,7 +19,7 @@ Value = Array | SSAValue
 NN_DTYPES = (np.dtype(np.float32), np.dtype(np.int32), np.dtype(np.int64))
 """The element types an nn value may have."""
 
-FOLD_LIMIT_BYTES = 1 << 30
+FOLD_LIMIT_BYTES = nn.FOLD_LIMIT_BYTES
 """The largest tensor (in bytes) the importer computes at import time (1 GiB).
 
 A value known at import time but larger than this (`ConstantOfShape([60000, 60000])`,
