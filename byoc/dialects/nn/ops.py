@@ -641,8 +641,8 @@ class Pool2DOp(NNOp):
         span_h, span_w = dh * (kh - 1) + 1, dw * (kw - 1) + 1
         if pt >= span_h or pb >= span_h or pl >= span_w or pr >= span_w:
             raise _fail(
-                f"padding {[pt, pl, pb, pr]} must be smaller than the dilated pooling window "
-                f"{span_h}x{span_w}"
+                "padding must be smaller than the pooling window "
+                f"(dilated extent {span_h}x{span_w}), got {[pt, pl, pb, pr]}"
             )
         cm = attrs["ceil_mode"]
         oh = _window_out(h, kh, sh, pt, pb, dh, cm)
