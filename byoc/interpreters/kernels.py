@@ -242,6 +242,18 @@ def batch_norm(
     return _same(x * scale.reshape(shape) + shift.reshape(shape), x)
 
 
+def _pool_out(size: int, k: int, s: int, lo: int, hi: int, d: int, ceil_mode: bool) -> int:
+    """Output extent of one pooled axis: the type relation of nn.max_pool2d/avg_pool2d."""
+    span = d * (k - 1) + 1
+    avail = size + lo + hi - span
+    if not ceil_mode:
+        return avail // s + 1
+    out = -(-avail // s) + 1
+    if (out - 1) * s >= size + lo:  # the last window would start in the bottom padding
+        out -= 1
+    return out
+
+
 def _pool_pads(
     x: Array,
     pool_size: Sequence[int],
@@ -249,24 +261,21 @@ def _pool_pads(
     padding: Sequence[int],
     dilation: Sequence[int],
     ceil_mode: bool,
-) -> tuple[int, int, int, int]:
-    """Padding actually needed, with the extra bottom/right rows ceil_mode reads."""
+) -> tuple[tuple[int, int, int, int], tuple[int, int]]:
+    """Padding actually needed (with the extra bottom/right rows ceil_mode reads) and the
+    output extents (OH, OW), which the windows of the padded input are cut to."""
     pt, pl, pb, pr = padding
-    if not ceil_mode:
-        return pt, pl, pb, pr
     h, w = x.shape[2:]
-    extra = []
+    extra, outs = [], []
     for size, k, s, lo, hi, d in (
         (h, pool_size[0], strides[0], pt, pb, dilation[0]),
         (w, pool_size[1], strides[1], pl, pr, dilation[1]),
     ):
         span = d * (k - 1) + 1
-        avail = size + lo + hi - span
-        out = -(-avail // s) + 1
-        if (out - 1) * s >= size + lo:
-            out -= 1
+        out = _pool_out(size, k, s, lo, hi, d, ceil_mode)
+        outs.append(out)
         extra.append(max(0, (out - 1) * s + span - (size + lo + hi)))
-    return pt, pl, pb + extra[0], pr + extra[1]
+    return (pt, pl, pb + extra[0], pr + extra[1]), (outs[0], outs[1])
 
 
 @kernel("nn.max_pool2d")
@@ -279,10 +288,10 @@ def max_pool2d(
     dilation: Sequence[int],
     ceil_mode: bool,
 ) -> Array:
-    pads = _pool_pads(x, pool_size, strides, padding, dilation, ceil_mode)
+    pads, (oh, ow) = _pool_pads(x, pool_size, strides, padding, dilation, ceil_mode)
     lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     xp = _pad_nchw(x, pads, lowest)
-    win = _windows(xp, pool_size[0], pool_size[1], strides, dilation)
+    win = _windows(xp, pool_size[0], pool_size[1], strides, dilation)[:, :, :oh, :ow]
     return np.ascontiguousarray(win.max(axis=(4, 5)))
 
 
@@ -297,9 +306,9 @@ def avg_pool2d(
     ceil_mode: bool,
     count_include_pad: bool,
 ) -> Array:
-    pads = _pool_pads(x, pool_size, strides, padding, dilation, ceil_mode)
+    pads, (oh, ow) = _pool_pads(x, pool_size, strides, padding, dilation, ceil_mode)
     xp = _pad_nchw(x, pads, 0.0)
-    win = _windows(xp, pool_size[0], pool_size[1], strides, dilation)
+    win = _windows(xp, pool_size[0], pool_size[1], strides, dilation)[:, :, :oh, :ow]
     total = win.sum(axis=(4, 5), dtype=np.float64)
     # Count the window elements that are real input (or, with count_include_pad,
     # inside the user's padding but not the extra ceil_mode rows).
@@ -310,7 +319,7 @@ def avg_pool2d(
         ones = _pad_nchw(ones, extra, 0.0)
     else:
         ones = _pad_nchw(ones, pads, 0.0)
-    counts = _windows(ones, pool_size[0], pool_size[1], strides, dilation).sum(axis=(4, 5))
+    counts = _windows(ones, pool_size[0], pool_size[1], strides, dilation)[:, :, :oh, :ow].sum(axis=(4, 5))
     return np.ascontiguousarray((total / np.maximum(counts, 1)).astype(x.dtype))
 
 

@@ -49,6 +49,7 @@ from byoc.dialects.nn.format import parse_constant, parse_nn_op, print_constant,
 from byoc.dialects.nn.types import (
     FLOAT,
     NUMERIC,
+    check_static_shape,
     element_type_named,
     element_type_of,
     float_attr,
@@ -173,10 +174,12 @@ class NNOp(IRDLOperation):
             t = operand.type
             if not isinstance(t, TensorType):
                 raise _fail(f"operand #{i} must be a ranked tensor, got {t}")
+            check_static_shape(t)
             types.append(t)
         for t in self.result_types:
             if not isinstance(t, TensorType):
                 raise _fail(f"results must be ranked tensors, got {t}")
+            check_static_shape(t)
         self.check_dtypes(types)
         expected = self.infer(types, self.attr_values())
         actual = list(self.result_types)
@@ -633,8 +636,14 @@ class Pool2DOp(NNOp):
         dh, dw = _check_len(attrs, "dilation", 2)
         if kh < 1 or kw < 1:
             raise _fail("pool_size must be positive")
-        if pt >= kh * dh or pb >= kh * dh or pl >= kw * dw or pr >= kw * dw:
-            raise _fail("padding must be smaller than the pooling window")
+        if min(dh, dw) < 1:
+            raise _fail("strides and dilation must be positive")
+        span_h, span_w = dh * (kh - 1) + 1, dw * (kw - 1) + 1
+        if pt >= span_h or pb >= span_h or pl >= span_w or pr >= span_w:
+            raise _fail(
+                "padding must be smaller than the pooling window "
+                f"(dilated extent {span_h}x{span_w}), got {[pt, pl, pb, pr]}"
+            )
         cm = attrs["ceil_mode"]
         oh = _window_out(h, kh, sh, pt, pb, dh, cm)
         ow = _window_out(w, kw, sw, pl, pr, dw, cm)
@@ -850,6 +859,21 @@ class TakeOp(NNOp):
         return [tensor(out, types[0].element_type)]
 
 
+def _check_fits(value: float, element_type: Attribute, what: str) -> None:
+    """Raise unless the f64 property `value` is exactly a value of `element_type`.
+
+    Integers take finite integral values in their range (no inf, nan, 0.5 or
+    2**31 for i32); f32 takes inf and nan but no finite value beyond its range.
+    """
+    dt = numpy_dtype(element_type)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        if not (math.isfinite(value) and value == int(value) and info.min <= int(value) <= info.max):
+            raise _fail(f"{what} {value} is not a value of the element type {element_type}")
+    elif dt.kind == "f" and math.isfinite(value) and abs(value) > float(np.finfo(dt).max):
+        raise _fail(f"{what} {value} is out of the range of the element type {element_type}")
+
+
 @irdl_op_definition
 class PadOp(NNOp):
     """Pad with `pad_width` = (before_0, after_0, before_1, after_1, ...).
@@ -880,6 +904,7 @@ class PadOp(NNOp):
             pw[2 * i] >= d or pw[2 * i + 1] >= d for i, d in enumerate(s) if pw[2 * i] or pw[2 * i + 1]
         ):
             raise _fail("reflect padding must be smaller than the dimension")
+        _check_fits(attrs["pad_value"], types[0].element_type, "pad_value")
         return [tensor(out, types[0].element_type)]
 
 
@@ -1112,6 +1137,7 @@ class ConstantOp(NNOp):
             raise _fail("result must be a ranked tensor")
         if ty.element_type not in self.DTYPES:
             raise _fail(f"element type {ty.element_type} is not supported")
+        check_static_shape(ty)
         if self.value.type != ty:
             raise _fail(f"value type {self.value.type} does not match result type {ty}")
         n = math.prod(shape_of(ty))

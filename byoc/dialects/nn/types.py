@@ -94,6 +94,50 @@ def tensor(shape: Sequence[int], element_type: Attribute = f32) -> TensorType[An
     return TensorType(element_type, list(shape))
 
 
+MAX_TENSOR_BYTES = 2**63 - 1
+"""The largest byte size of a tensor: every dim, element count and byte offset fits int64."""
+
+
+FOLD_LIMIT_BYTES = 1 << 30
+"""The largest value (1 GiB) a stage computes ahead of run time: the ONNX importer's
+folding and lower-to-c's folding of ops over constants. A larger value stays an op."""
+
+
+def nbytes_of(t: TensorType[Any]) -> int:
+    """The byte size of a tensor type, as an exact Python int."""
+    n = numpy_dtype(t.element_type).itemsize
+    for d in t.get_shape():
+        n *= d
+    return n
+
+
+def check_static_shape(t: TensorType[Any]) -> None:
+    """Raise VerifyException unless `t` has a static shape whose byte size fits int64.
+
+    Every dim is a non-negative integer (no `?`, no negative dim) and the element
+    count times the element size is at most 2**63 - 1 bytes, so the C code (int64
+    loop bounds and offsets), numpy and the runtime can all represent the tensor.
+    """
+    shape = t.get_shape()
+    for d in shape:
+        if d < 0:
+            dims = "x".join("?" if d in (-1, -(2**63)) else str(d) for d in shape)
+            raise VerifyException(
+                f"tensor<{dims}x{t.element_type}> must have a static, non-negative shape"
+            )
+        if d > MAX_TENSOR_BYTES:
+            raise VerifyException(f"dimension {d} of {t} does not fit int64")
+    entry = _BY_TYPE.get(t.element_type)
+    size = entry.numpy.itemsize if entry is not None else 8
+    count = 1
+    for d in shape:
+        count *= d
+    if count * size > MAX_TENSOR_BYTES:
+        raise VerifyException(
+            f"{t} has {count} elements of {size} bytes: its byte size does not fit int64"
+        )
+
+
 def shape_of(t: Attribute) -> tuple[int, ...]:
     assert isinstance(t, TensorType)
     return tuple(t.get_shape())

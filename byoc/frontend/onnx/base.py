@@ -19,6 +19,22 @@ Value = Array | SSAValue
 NN_DTYPES = (np.dtype(np.float32), np.dtype(np.int32), np.dtype(np.int64))
 """The element types an nn value may have."""
 
+FOLD_LIMIT_BYTES = nn.FOLD_LIMIT_BYTES
+"""The largest tensor (in bytes) the importer computes at import time (1 GiB).
+
+A value known at import time but larger than this (`ConstantOfShape([60000, 60000])`,
+`Range(0, 3e9)`, an op over constants with a huge result) is not folded: the op is
+kept in the graph and computes it at run time. `import_model(fold_limit_bytes=...)`
+changes it for one import."""
+
+
+def nbytes(shape: Sequence[int], dtype: Any) -> int:
+    """The byte size of a tensor of `shape` and `dtype`, as an exact Python int."""
+    n = np.dtype(dtype).itemsize
+    for d in shape:
+        n *= int(d)
+    return n
+
 
 @dataclass
 class Node:
@@ -72,6 +88,15 @@ class Importer(Protocol):
     def reshape(self, v: Value, shape: Sequence[int]) -> Value: ...
 
     def scalar_like(self, value: float, like: Value) -> Array: ...
+
+    def constant(self, array: Any, /) -> SSAValue:
+        """An nn.constant for a known value (a folded value that an emitted op needs)."""
+        ...
+
+    @property
+    def fold_limit_bytes(self) -> int:
+        """The largest value this import computes at import time (FOLD_LIMIT_BYTES by default)."""
+        ...
 
 
 Converter = Callable[[Importer, Node], Sequence[Value | None]]

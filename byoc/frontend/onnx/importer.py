@@ -13,7 +13,13 @@ Contract:
 - Values known at import time are folded: `Constant`, `ConstantOfShape`,
   `Shape`, `Size`, `Range`, and every other op whose inputs are all known (with the same numpy kernels the reference uses), so a `Reshape` fed by
   a computed shape gets a static `newshape`. `Identity` and inference-mode
-  `Dropout` disappear.
+  `Dropout` disappear. A folded value larger than `fold_limit_bytes`
+  (`base.FOLD_LIMIT_BYTES`, 1 GiB) is not computed: the op stays in the graph
+  (`ConstantOfShape` as an `nn.pad` of its one value, `Range` as a broadcast
+  add of two short aranges) and computes it at run time.
+- Dims are non-negative and every tensor's byte size fits int64 (the nn
+  verifier's rule); a graph input or `input_shapes` entry that breaks it is an
+  `OnnxImportError`.
 - Result types come from each nn op's `infer`, never from ONNX's declared
   value infos.
 - The `nn` dialect is f32-first (i32/i64 where an op allows them). A model
@@ -53,7 +59,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects import nn
-from byoc.frontend.onnx.base import NN_DTYPES, Array, Node, Value
+from byoc.frontend.onnx.base import FOLD_LIMIT_BYTES, NN_DTYPES, Array, Node, Value, nbytes
 from byoc.frontend.onnx.converters import CONVERTERS, SUPPORTED_OPS
 from byoc.frontend.onnx.errors import OnnxImportError, StaticValueRequired, UnsupportedOnnxError
 from byoc.interpreters.kernels import KERNELS
@@ -67,13 +73,17 @@ def import_model(
     model: str | os.PathLike[str] | bytes | IO[bytes] | Any,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     bind_inputs: Mapping[str, Any] | None = None,
+    *,
+    fold_limit_bytes: int = FOLD_LIMIT_BYTES,
 ) -> ModuleOp:
     """Import an ONNX model (a path, serialized bytes, a binary stream or a ModelProto).
 
     `input_shapes` gives the static shape of graph inputs whose declared shape is
     symbolic. `bind_inputs` binds graph inputs to constant arrays (TVM's
     `bind_params_by_name`): they become constants, and the function no longer
-    takes them. Returns a verified `builtin.module` holding `func.func @main`.
+    takes them. Values known at import time are computed only up to
+    `fold_limit_bytes` each; larger ones stay ops of the graph. Returns a
+    verified `builtin.module` holding `func.func @main`.
     """
     import onnx
 
@@ -87,7 +97,7 @@ def import_model(
         proto = onnx.load_model_from_string(model.read())
     else:
         raise TypeError(f"import_model takes a path, bytes, a stream or a ModelProto, got {type(model)}")
-    return Importer(proto, input_shapes or {}, bind_inputs or {}).run()
+    return Importer(proto, input_shapes or {}, bind_inputs or {}, fold_limit_bytes).run()
 
 
 def import_model_from_bytes(
@@ -111,11 +121,16 @@ class Importer:
     protocol, so that the converters need not import this module)."""
 
     def __init__(
-        self, model: Any, input_shapes: Mapping[str, Sequence[int]], bind_inputs: Mapping[str, Any]
+        self,
+        model: Any,
+        input_shapes: Mapping[str, Sequence[int]],
+        bind_inputs: Mapping[str, Any],
+        fold_limit_bytes: int = FOLD_LIMIT_BYTES,
     ) -> None:
         import onnx
 
         self.model = model
+        self.fold_limit_bytes = int(fold_limit_bytes)
         self.opset = self._default_opset(model)
         if self.opset < MIN_OPSET:
             from onnx import version_converter
@@ -200,7 +215,7 @@ class Importer:
         """Apply an nn op: folded with its kernel when every operand is known, else emitted."""
         defaults = cls.prop_defaults()
         props = {k: nn.from_python(v, defaults[k]) for k, v in attrs.items() if v is not None}
-        if all(not isinstance(o, SSAValue) for o in operands):
+        if all(not isinstance(o, SSAValue) for o in operands) and self._may_fold(cls, operands, props):
             out = KERNELS[cls.name](*[np.asarray(o) for o in operands], **cls.python_attrs(props))
             return [np.asarray(r) for r in out] if isinstance(out, tuple) else [np.asarray(out)]
         values = [self.ssa(o) for o in operands]
@@ -211,6 +226,31 @@ class Importer:
             raise UnsupportedOnnxError(f"'{cls.name}': {e}") from None
         self.ops.append(op)
         return list(op.results)
+
+    def _may_fold(
+        self, cls: type[nn.NNOp], operands: Sequence[Value], props: Mapping[str, Any]
+    ) -> bool:
+        """Whether every result of `cls` on these known operands is at most fold_limit_bytes.
+
+        The type relation runs first (on stand-in types for element types nn lacks),
+        so the kernel never sees attributes the verifier would reject.
+        """
+        types = [
+            nn.tensor(
+                np.shape(o),
+                nn.element_type_of(np.asarray(o).dtype)
+                if np.asarray(o).dtype in NN_DTYPES
+                else nn.element_type_of(np.float32),
+            )
+            for o in operands
+        ]
+        results = cls.infer(types, cls.python_attrs(props))
+        widest = max([1, *(np.asarray(o).dtype.itemsize for o in operands)])
+        return all(
+            nbytes(nn.shape_of(t), np.uint8) * max(widest, nn.numpy_dtype(t.element_type).itemsize)
+            <= self.fold_limit_bytes
+            for t in results
+        )
 
     def emit(self, cls: type[nn.NNOp], *operands: Value, **attrs: Any) -> Value:
         (out,) = self.emit_all(cls, *operands, **attrs)
@@ -241,6 +281,16 @@ class Importer:
             raise UnsupportedOnnxError(
                 f"graph input '{name}' has element type {tname}; nn supports FLOAT, INT32 and INT64"
             )
+        shape, dtype = self._input_shape(vi, name, tt, dtype)
+        try:
+            nn.check_static_shape(nn.tensor(shape, nn.element_type_of(dtype)))
+        except (VerifyException, ValueError) as e:
+            raise OnnxImportError(f"graph input '{name}': {e}") from None
+        return shape, dtype
+
+    def _input_shape(
+        self, vi: Any, name: str, tt: Any, dtype: Any
+    ) -> tuple[tuple[int, ...], np.dtype[Any]]:
         if name in self.input_shapes:
             shape = tuple(int(d) for d in self.input_shapes[name])
             if tt.HasField("shape"):

@@ -81,7 +81,9 @@ def lower_composite(
             composite,
             f"lower-to-c: composite '{name}' holds ops outside its GEMM chain: {', '.join(stray)}",
         )
-    if all(values[v].kind == "const" for v in _external_operands(members, values)):
+    if all(values[v].kind == "const" for v in _external_operands(members, values)) and all(
+        nn.nbytes_of(t) <= nn.FOLD_LIMIT_BYTES for op in members for t in op.result_types
+    ):
         return [g._const(_fold(members, values))]  # pyright: ignore[reportPrivateUsage]
     return [_ChainLowering(g, chain, values, composite).lower()]
 

@@ -206,7 +206,9 @@ class GraphBuilder:
             return
         ins = [self.values[v] for v in op.operands]
         attrs = op.attr_values()
-        if all(v.kind == "const" for v in ins):
+        if all(v.kind == "const" for v in ins) and all(
+            nn.nbytes_of(t) <= nn.FOLD_LIMIT_BYTES for t in op.result_types  # type: ignore[arg-type]
+        ):
             from byoc.interpreters.kernels import KERNELS
 
             out = KERNELS[name](*[v.array for v in ins], **attrs)

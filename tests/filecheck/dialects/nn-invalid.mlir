@@ -629,3 +629,112 @@ func.func @f() {
   %0 = nn.constant dense_resource<__elided__> : tensor<64xf32>
   func.return
 }
+
+// -----
+
+/// Issue 14 item 8: a dim above int64 is rejected, not carried to the C code.
+func.func @f(%a: tensor<99999999999999999999xf32>) {
+  // expected-error@+1 {{dimension 99999999999999999999 of tensor<99999999999999999999xf32> does not fit int64}}
+  %0 = nn.relu %a : tensor<99999999999999999999xf32>
+  func.return
+}
+
+// -----
+
+/// An element count whose byte size overflows int64 (2**62 * 4 elements of 4 bytes).
+func.func @f(%a: tensor<4611686018427387904x4xf32>) {
+  // expected-error@+1 {{tensor<4611686018427387904x4xf32> has 18446744073709551616 elements of 4 bytes: its byte size does not fit int64}}
+  %0 = nn.relu %a : tensor<4611686018427387904x4xf32>
+  func.return
+}
+
+// -----
+
+/// The byte size, not only the element count: 2**61 i64 elements are 2**64 bytes.
+func.func @f(%a: tensor<2305843009213693952xi64>) {
+  // expected-error@+1 {{has 2305843009213693952 elements of 8 bytes: its byte size does not fit int64}}
+  %0 = nn.relu %a : tensor<2305843009213693952xi64>
+  func.return
+}
+
+// -----
+
+/// A dynamic dim: nn shapes are static.
+func.func @f(%a: tensor<?x3xf32>) {
+  // expected-error@+1 {{tensor<?x3xf32> must have a static, non-negative shape}}
+  %0 = nn.relu %a : tensor<?x3xf32>
+  func.return
+}
+
+// -----
+
+/// A result type is checked too (a reshape into a byte size above int64).
+func.func @f(%a: tensor<4xf32>) {
+  // expected-error@+1 {{has 4611686018427387904 elements of 4 bytes}}
+  %0 = nn.reshape %a {newshape = array<i64: 4611686018427387904>} : (tensor<4xf32>) -> tensor<4611686018427387904xf32>
+  func.return
+}
+
+// -----
+
+/// Issue 14 item 12: an i32 pad_value must be an i32 (inf).
+func.func @f(%a: tensor<2xi32>) {
+  // expected-error@+1 {{pad_value inf is not a value of the element type i32}}
+  %0 = nn.pad %a {pad_width = array<i64: 1, 1>, pad_value = 0x7FF0000000000000 : f64} : (tensor<2xi32>) -> tensor<4xi32>
+  func.return
+}
+
+// -----
+
+/// 1e20 does not fit i32.
+func.func @f(%a: tensor<2xi32>) {
+  // expected-error@+1 {{pad_value 1e+20 is not a value of the element type i32}}
+  %0 = nn.pad %a {pad_width = array<i64: 1, 1>, pad_value = 1.0e20 : f64} : (tensor<2xi32>) -> tensor<4xi32>
+  func.return
+}
+
+// -----
+
+/// 2**31 is one above the largest i32.
+func.func @f(%a: tensor<2xi32>) {
+  // expected-error@+1 {{pad_value 2147483648.0 is not a value of the element type i32}}
+  %0 = nn.pad %a {pad_width = array<i64: 1, 1>, pad_value = 2147483648.0 : f64} : (tensor<2xi32>) -> tensor<4xi32>
+  func.return
+}
+
+// -----
+
+/// A fraction is not an integer value.
+func.func @f(%a: tensor<2xi64>) {
+  // expected-error@+1 {{pad_value 0.5 is not a value of the element type i64}}
+  %0 = nn.pad %a {pad_width = array<i64: 1, 1>, pad_value = 0.5 : f64} : (tensor<2xi64>) -> tensor<4xi64>
+  func.return
+}
+
+// -----
+
+/// An f32 pad_value beyond f32's range (inf and nan are f32 values, 1e300 is not).
+func.func @f(%a: tensor<2xf32>) {
+  // expected-error@+1 {{pad_value 1e+300 is out of the range of the element type f32}}
+  %0 = nn.pad %a {pad_width = array<i64: 1, 1>, pad_value = 1.0e300 : f64} : (tensor<2xf32>) -> tensor<4xf32>
+  func.return
+}
+
+// -----
+
+/// Issue 14 item 13: pool padding is checked against the dilated window (k - 1) * d + 1 = 3,
+/// not k * d = 4: padding 3 with a 2x2 window of dilation 2 is rejected.
+func.func @f(%x: tensor<1x1x5x5xf32>) {
+  // expected-error@+1 {{padding must be smaller than the pooling window (dilated extent 3x3), got [3, 3, 3, 3]}}
+  %0 = nn.max_pool2d %x {pool_size = array<i64: 2, 2>, padding = array<i64: 3, 3, 3, 3>, dilation = array<i64: 2, 2>} : (tensor<1x1x5x5xf32>) -> tensor<1x1x9x9xf32>
+  func.return
+}
+
+// -----
+
+/// The same rule for one side only (bottom), and for avg_pool2d.
+func.func @f(%x: tensor<1x1x5x5xf32>) {
+  // expected-error@+1 {{padding must be smaller than the pooling window (dilated extent 3x3), got [0, 0, 3, 0]}}
+  %0 = nn.avg_pool2d %x {pool_size = array<i64: 2, 2>, padding = array<i64: 0, 0, 3, 0>, dilation = array<i64: 2, 2>, ceil_mode = true} : (tensor<1x1x5x5xf32>) -> tensor<1x1x7x4xf32>
+  func.return
+}
