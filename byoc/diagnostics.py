@@ -41,6 +41,10 @@ from xdsl.utils.exceptions import MultipleSpansParseError, ParseError
 from xdsl.utils.frontend import Frontend
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
+from byoc.utils import xdsl_lexer
+
+xdsl_lexer.install()  # no input makes the parser below take exponential time
+
 SEVERITIES = ("error", "warning", "note", "remark")
 
 
@@ -293,15 +297,22 @@ def decode_source(data: bytes, name: str) -> str:
 
 def parse_source(ctx: Context, source: SourceBuffer, implicit_module: bool = True) -> ParsedSource:
     """Parse `source.text` into a module; any failure is a `SourceError` with its location."""
-    parser = LocatingParser(ctx, source.text, source.name)
+    try:
+        # xDSL lexes the first token here: a lexer error on it is an error of the input too
+        parser = LocatingParser(ctx, source.text, source.name)
+    except ParseError as e:
+        offset, message = _lexer_problem(e, source.text)
+        raise SourceError([source.at(offset, message)]) from None
+    except Exception as e:  # noqa: BLE001 - reported at the start of the input, never raised
+        raise SourceError([source.at(0, describe_exception(e))]) from None
     try:
         if implicit_module and parser._current_token.kind is MLIRTokenKind.EOF:
             # only blanks and comments: an empty module, as in MLIR
             return ParsedSource(ModuleOp([]), source, {})
         module = parser.parse_module(implicit_module)
     except ParseError as e:
-        message = (getattr(e, "msg", None) or str(e)).strip()
-        found = [source.at(_parse_error_offset(e, parser.pos), message)]
+        offset, message = _lexer_problem(e, source.text, parser.pos)
+        found = [source.at(offset, message)]
         undefined = [n for n in parser.forward_ssa_references if n in parser.forward_uses]
         if message.startswith("values used but not defined") and undefined:
             # xDSL notices at the end of the input; point at each first use instead
@@ -328,6 +339,60 @@ def parse_source(ctx: Context, source: SourceBuffer, implicit_module: bool = Tru
     except Exception as e:  # a custom parser or attribute builder failed without a ParseError
         raise SourceError([source.at(parser.pos, describe_exception(e))]) from None
     return ParsedSource(module, source, parser.op_offsets)
+
+
+_HEX = "0123456789abcdefABCDEF"
+
+
+def _lexer_problem(error: ParseError, text: str, fallback: int = 0) -> tuple[int, str]:
+    """Where a parse error is and what it says; xDSL's lexer messages said more plainly."""
+    message = (getattr(error, "msg", None) or str(error)).strip()
+    start = _parse_error_offset(error, fallback)
+    if not 0 <= start < len(text):
+        return start, message
+    if message.startswith("Expected suffix identifier after"):  # xDSL forgot the f-string
+        return start, (
+            f"expected an identifier after '{text[start]}' (digits, or a letter or one of "
+            "'$._-' followed by letters, digits and '$._-')"
+        )
+    if message.startswith("End of file reached before closing string literal"):
+        problem = _string_literal_problem(text, start)
+        if problem is not None:
+            return problem
+    return start, message
+
+
+def _string_literal_problem(text: str, start: int) -> tuple[int, str] | None:
+    """Where and why the string literal opening at `start` does not lex (one linear scan)."""
+    if text[start] != '"':
+        return None
+    i, n = start + 1, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            return None
+        if c in "\n\v\f":
+            return start, "string literal is not closed before the end of the line"
+        if c == "\\":
+            nxt = text[i + 1 : i + 3]
+            if nxt[:1] and nxt[0] in '"nt\\':
+                i += 2
+                continue
+            if len(nxt) == 2 and nxt[0] in _HEX and nxt[1] in _HEX:
+                i += 3
+                continue
+            if not nxt:
+                shown = "'\\' at the end of the input"
+            elif nxt[0].isprintable():
+                shown = f"'\\{nxt[0]}'"
+            else:
+                shown = f"'\\' followed by {nxt[0]!r}"
+            return i, (
+                f"invalid escape in string literal: {shown} "
+                '(allowed: \\n \\t \\\\ \\" and two hex digits)'
+            )
+        i += 1
+    return start, "string literal is not closed before the end of the input"
 
 
 def _unclosed_brace(text: str) -> int | None:
