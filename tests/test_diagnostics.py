@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -472,6 +473,27 @@ def test_expectation_designators() -> None:
         ("error", "six", 3),
         ("error", "x {{[0-9]+}} y", 11),
     ]
+
+
+def test_expectations_are_read_in_linear_time() -> None:
+    """A long line of unclosed `expected-error{{` took time quadratic in its length (10,000 of
+    them: about half a minute); the bound is generous and far below that."""
+    line = "// " + "expected-error{{" * 10_000
+    start = time.perf_counter()
+    assert parse_expectations(SourceBuffer("f", line)) == []
+    assert parse_expectations(SourceBuffer("f", "// expected-error-re {{" + "{{" * 10_000 + "}}"))
+    many = "\n".join(["%0 = nn.nope  // expected-error {{x}}"] * 5_000)
+    diagnostics = [Diagnostic("error", "x", "f", n, 1) for n in range(1, 5_001)]
+    assert check_expectations(SourceBuffer("f", many), diagnostics) == []
+    elapsed = time.perf_counter() - start
+    assert elapsed < 5.0, f"{elapsed:.1f} s to read the expectations"
+
+
+def test_invalid_regex_expectation_is_reported_at_it() -> None:
+    source = SourceBuffer("f", "// expected-error-re@+1 {{a{{(}}b}}\nop")
+    (problem,) = check_expectations(source, [Diagnostic("error", "a(b", "f", 2, 1)])[1:]
+    assert (problem.line, problem.col) == (1, 4)
+    assert problem.message.startswith("invalid regular expression in expected-error-re: missing )")
 
 
 def test_regex_expectation_and_line_offsets() -> None:
