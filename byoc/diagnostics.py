@@ -41,6 +41,10 @@ from xdsl.utils.exceptions import MultipleSpansParseError, ParseError
 from xdsl.utils.frontend import Frontend
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
+from byoc.utils import xdsl_lexer
+
+xdsl_lexer.install()  # no input makes the parser below take exponential time
+
 SEVERITIES = ("error", "warning", "note", "remark")
 
 
@@ -293,15 +297,22 @@ def decode_source(data: bytes, name: str) -> str:
 
 def parse_source(ctx: Context, source: SourceBuffer, implicit_module: bool = True) -> ParsedSource:
     """Parse `source.text` into a module; any failure is a `SourceError` with its location."""
-    parser = LocatingParser(ctx, source.text, source.name)
+    try:
+        # xDSL lexes the first token here: a lexer error on it is an error of the input too
+        parser = LocatingParser(ctx, source.text, source.name)
+    except ParseError as e:
+        offset, message = _lexer_problem(e, source.text)
+        raise SourceError([source.at(offset, message)]) from None
+    except Exception as e:  # noqa: BLE001 - reported at the start of the input, never raised
+        raise SourceError([source.at(0, describe_exception(e))]) from None
     try:
         if implicit_module and parser._current_token.kind is MLIRTokenKind.EOF:
             # only blanks and comments: an empty module, as in MLIR
             return ParsedSource(ModuleOp([]), source, {})
         module = parser.parse_module(implicit_module)
     except ParseError as e:
-        message = (getattr(e, "msg", None) or str(e)).strip()
-        found = [source.at(_parse_error_offset(e, parser.pos), message)]
+        offset, message = _lexer_problem(e, source.text, parser.pos)
+        found = [source.at(offset, message)]
         undefined = [n for n in parser.forward_ssa_references if n in parser.forward_uses]
         if message.startswith("values used but not defined") and undefined:
             # xDSL notices at the end of the input; point at each first use instead
@@ -328,6 +339,60 @@ def parse_source(ctx: Context, source: SourceBuffer, implicit_module: bool = Tru
     except Exception as e:  # a custom parser or attribute builder failed without a ParseError
         raise SourceError([source.at(parser.pos, describe_exception(e))]) from None
     return ParsedSource(module, source, parser.op_offsets)
+
+
+_HEX = "0123456789abcdefABCDEF"
+
+
+def _lexer_problem(error: ParseError, text: str, fallback: int = 0) -> tuple[int, str]:
+    """Where a parse error is and what it says; xDSL's lexer messages said more plainly."""
+    message = (getattr(error, "msg", None) or str(error)).strip()
+    start = _parse_error_offset(error, fallback)
+    if not 0 <= start < len(text):
+        return start, message
+    if message.startswith("Expected suffix identifier after"):  # xDSL forgot the f-string
+        return start, (
+            f"expected an identifier after '{text[start]}' (digits, or a letter or one of "
+            "'$._-' followed by letters, digits and '$._-')"
+        )
+    if message.startswith("End of file reached before closing string literal"):
+        problem = _string_literal_problem(text, start)
+        if problem is not None:
+            return problem
+    return start, message
+
+
+def _string_literal_problem(text: str, start: int) -> tuple[int, str] | None:
+    """Where and why the string literal opening at `start` does not lex (one linear scan)."""
+    if text[start] != '"':
+        return None
+    i, n = start + 1, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            return None
+        if c in "\n\v\f":
+            return start, "string literal is not closed before the end of the line"
+        if c == "\\":
+            nxt = text[i + 1 : i + 3]
+            if nxt[:1] and nxt[0] in '"nt\\':
+                i += 2
+                continue
+            if len(nxt) == 2 and nxt[0] in _HEX and nxt[1] in _HEX:
+                i += 3
+                continue
+            if not nxt:
+                shown = "'\\' at the end of the input"
+            elif nxt[0].isprintable():
+                shown = f"'\\{nxt[0]}'"
+            else:
+                shown = f"'\\' followed by {nxt[0]!r}"
+            return i, (
+                f"invalid escape in string literal: {shown} "
+                '(allowed: \\n \\t \\\\ \\" and two hex digits)'
+            )
+        i += 1
+    return start, "string literal is not closed before the end of the input"
 
 
 def _unclosed_brace(text: str) -> int | None:
@@ -464,10 +529,24 @@ def collect_diagnostics() -> Iterator[list[tuple[str, Operation | None, str]]]:
 # --verify-diagnostics: MLIR's `// expected-error@+1 {{...}}` comments
 # --------------------------------------------------------------------------
 
-_EXPECTED = re.compile(
-    r"expected-(error|warning|note|remark)(-re)?"
-    r"(?:@([+-]\d+|above|below))?\s*\{\{(.*)\}\}"
+_EXPECTED_HEAD = re.compile(
+    r"expected-(error|warning|note|remark)(-re)?(?:@([+-]\d+|above|below))?\s*\{\{"
 )
+
+
+def _expectation_in(line: str) -> tuple[str, str | None, str | None, str, int] | None:
+    """(severity, "-re" or None, designator or None, text, column offset) of the
+    `expected-<severity>[...] {{text}}` on the line (text ends at its last `}}`), or None.
+
+    The same as one regex ending in `\\{\\{(.*)\\}\\}`, but linear in the line's length: that
+    regex backtracks over the rest of the line from every `expected-`, quadratic in it."""
+    m = _EXPECTED_HEAD.search(line)
+    if m is None:
+        return None
+    end = line.rfind("}}")
+    if end < m.end():
+        return None  # no later `expected-` can close either: they start further right
+    return m.group(1), m.group(2), m.group(3), line[m.end() : end], m.start()
 
 
 @dataclass
@@ -480,9 +559,11 @@ class Expectation:
     where: tuple[int, int]
     """(line, col) of the comment itself."""
     matched: bool = False
+    invalid: str | None = None
+    """Why the `-re` text is not a regular expression; such an expectation matches nothing."""
 
     def matches(self, d: Diagnostic) -> bool:
-        if d.severity != self.severity or d.line != self.line:
+        if d.severity != self.severity or d.line != self.line or self.invalid is not None:
             return False
         if self.regex is not None:
             return self.regex.search(d.message) is not None
@@ -490,22 +571,32 @@ class Expectation:
 
 
 def _regex_of(text: str) -> re.Pattern[str]:
-    """MLIR's `-re` syntax: literal text with `{{regex}}` fragments."""
-    parts = re.split(r"\{\{(.*?)\}\}", text)
-    pattern = "".join(re.escape(p) if i % 2 == 0 else f"(?:{p})" for i, p in enumerate(parts))
-    return re.compile(pattern)
+    """MLIR's `-re` syntax: literal text with `{{regex}}` fragments (`re.error` if one is bad).
+
+    Split by hand, in linear time: `re.split(r"\\{\\{(.*?)\\}\\}")` rescans the rest of the
+    text from every unclosed `{{`."""
+    pattern: list[str] = []
+    start = 0
+    while (open_ := text.find("{{", start)) != -1:
+        close = text.find("}}", open_ + 2)
+        if close == -1:
+            break
+        pattern += [re.escape(text[start:open_]), f"(?:{text[open_ + 2 : close]})"]
+        start = close + 2
+    pattern.append(re.escape(text[start:]))
+    return re.compile("".join(pattern))
 
 
 def parse_expectations(source: SourceBuffer) -> list[Expectation]:
     """Every `expected-<severity>[@+N|@-N|@above|@below] {{text}}` in the buffer."""
     lines = source.text.split("\n")
-    designated = [_EXPECTED.search(line) is not None for line in lines]
+    found = [_expectation_in(line) for line in lines]
+    designated = [m is not None for m in found]
     out: list[Expectation] = []
-    for index, line in enumerate(lines):
-        m = _EXPECTED.search(line)
+    for index, m in enumerate(found):
         if m is None:
             continue
-        severity, is_re, at, text = m.group(1), m.group(2), m.group(3), m.group(4)
+        severity, is_re, at, text, column = m
         target = index
         if at == "above":
             target = index - 1
@@ -517,13 +608,21 @@ def parse_expectations(source: SourceBuffer) -> list[Expectation]:
                 target += 1
         elif at is not None:
             target = index + int(at)
+        regex: re.Pattern[str] | None = None
+        invalid: str | None = None
+        if is_re:
+            try:
+                regex = _regex_of(text)
+            except re.error as e:
+                invalid = str(e)
         out.append(
             Expectation(
                 severity,
                 text,
-                _regex_of(text) if is_re else None,
+                regex,
                 target + 1 + source.line_offset,
-                (index + 1 + source.line_offset, m.start() + 1),
+                (index + 1 + source.line_offset, column + 1),
+                invalid=invalid,
             )
         )
     return out
@@ -532,9 +631,12 @@ def parse_expectations(source: SourceBuffer) -> list[Expectation]:
 def check_expectations(source: SourceBuffer, produced: Sequence[Diagnostic]) -> list[Diagnostic]:
     """Match produced diagnostics against the buffer's expectations; the mismatches, as errors."""
     expectations = parse_expectations(source)
+    by_place: dict[tuple[str, int], list[Expectation]] = {}
+    for e in expectations:  # only these can match: linear in diagnostics + expectations
+        by_place.setdefault((e.severity, e.line), []).append(e)
     problems: list[Diagnostic] = []
     for d in produced:
-        for e in expectations:
+        for e in by_place.get((d.severity, d.line), []) if d.line is not None else []:
             if not e.matched and e.matches(d):
                 e.matched = True
                 break
@@ -549,8 +651,11 @@ def check_expectations(source: SourceBuffer, produced: Sequence[Diagnostic]) -> 
             )
             problems.append(shown)
     for e in expectations:
-        if not e.matched:
-            line, col = e.where
+        line, col = e.where
+        if e.invalid is not None:
+            message = f"invalid regular expression in expected-{e.severity}-re: {e.invalid}"
+            problems.append(source.at_line(line, col, message))
+        elif not e.matched:
             problems.append(
                 source.at_line(line, col, f'expected {e.severity} "{e.text}" was not produced')
             )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -21,8 +22,10 @@ from byoc.diagnostics import (
     Diagnostic,
     PassError,
     SourceBuffer,
+    SourceError,
     check_expectations,
     parse_expectations,
+    parse_source,
     split_input,
     warn,
 )
@@ -129,6 +132,8 @@ BAD_INPUTS: dict[str, tuple[bytes, tuple[int, int], str]] = {
         (1, 18),
         "cannot be read back",
     ),
+    "lexer error on the first token": (b"// a comment\n\n  #\n", (3, 3), "after '#'"),
+    "unterminated string literal": (b'\n  "' + b"a" * 40 + b"\n", (2, 3), "is not closed"),
     "redefined value": (
         b"func.func @main(%a: tensor<4xf32>) {\n  %0 = nn.relu %a : tensor<4xf32>\n"
         b"  %0 = nn.relu %a : tensor<4xf32>\n  func.return\n}\n",
@@ -470,6 +475,27 @@ def test_expectation_designators() -> None:
     ]
 
 
+def test_expectations_are_read_in_linear_time() -> None:
+    """A long line of unclosed `expected-error{{` took time quadratic in its length (10,000 of
+    them: about half a minute); the bound is generous and far below that."""
+    line = "// " + "expected-error{{" * 10_000
+    start = time.perf_counter()
+    assert parse_expectations(SourceBuffer("f", line)) == []
+    assert parse_expectations(SourceBuffer("f", "// expected-error-re {{" + "{{" * 10_000 + "}}"))
+    many = "\n".join(["%0 = nn.nope  // expected-error {{x}}"] * 5_000)
+    diagnostics = [Diagnostic("error", "x", "f", n, 1) for n in range(1, 5_001)]
+    assert check_expectations(SourceBuffer("f", many), diagnostics) == []
+    elapsed = time.perf_counter() - start
+    assert elapsed < 5.0, f"{elapsed:.1f} s to read the expectations"
+
+
+def test_invalid_regex_expectation_is_reported_at_it() -> None:
+    source = SourceBuffer("f", "// expected-error-re@+1 {{a{{(}}b}}\nop")
+    (problem,) = check_expectations(source, [Diagnostic("error", "a(b", "f", 2, 1)])[1:]
+    assert (problem.line, problem.col) == (1, 4)
+    assert problem.message.startswith("invalid regular expression in expected-error-re: missing )")
+
+
 def test_regex_expectation_and_line_offsets() -> None:
     source = SourceBuffer(
         "f", "a\n// expected-error-re@-1 {{cannot {{[a-z]+}} 12 elements}}", line_offset=10
@@ -500,6 +526,53 @@ def test_split_input_keeps_file_line_numbers() -> None:
     assert chunks[2].line_col(2) == (7, 1)
     assert chunks[2].line_text(7) == "e"
     assert chunks[2].line_text(3) is None
+
+
+# first token of the chunk -> (line, col) in the chunk, a fragment of the message
+FIRST_TOKEN_ERRORS: dict[str, tuple[tuple[int, int], str]] = {
+    "@": ((1, 1), "Unexpected end of file after @"),
+    "@ x": ((1, 1), "@ identifier expected"),
+    "  #": ((1, 3), "expected an identifier after '#'"),
+    "%": ((1, 1), "expected an identifier after '%'"),
+    "\n^": ((2, 1), "expected an identifier after '^'"),
+    "!\n": ((1, 1), "expected an identifier after '!'"),
+    "..": ((1, 1), "Expected three consecutive '.'"),
+    '"abc': ((1, 1), "string literal is not closed before the end of the input"),
+    '"abc\n"': ((1, 1), "string literal is not closed before the end of the line"),
+    '@"abc': ((1, 2), "string literal is not closed"),
+    '"ab \\q"': ((1, 5), "invalid escape in string literal: '\\q'"),
+    '"ab \\': ((1, 5), "invalid escape in string literal: '\\' at the end of the input"),
+    "$": ((1, 1), "Unexpected character: $"),
+}
+
+
+@pytest.mark.parametrize("text", sorted(FIRST_TOKEN_ERRORS))
+def test_lexer_error_on_the_first_token_is_placed_in_its_chunk(text: str) -> None:
+    """xDSL lexes the first token while making the parser: that error is placed like any
+    other, at its line of the whole file (issue 14, item 7)."""
+    (line, col), fragment = FIRST_TOKEN_ERRORS[text]
+    with pytest.raises(SourceError) as info:
+        parse_source(Context(), SourceBuffer("f.mlir", "// c\n" + text, line_offset=10))
+    (error,) = info.value.diagnostics
+    assert (error.file, error.line, error.col) == ("f.mlir", line + 11, col)
+    assert fragment in error.message
+
+
+def test_lexer_errors_in_chunks_do_not_stop_the_others(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = "func.func @{}() {{\n  func.return\n}}\n"
+    chunks = [good.format("a"), "%", good.format("b"), '  "abc', good.format("c")]
+    text = "\n// -----\n".join(chunks)
+    code, out, err = run_in_process(tmp_path, capsys, "--split-input-file", text=text)
+    assert code == 1
+    assert [c.count("func.func") for c in out.split("// -----")] == [1, 0, 1, 0, 1]
+    path = tmp_path / "prog.mlir"
+    assert re.findall(r"^(.*?):(\d+):(\d+): error: ", err, re.MULTILINE) == [
+        (str(path), "6", "1"),
+        (str(path), "13", "3"),
+    ]
+    assert "internal error" not in err
 
 
 def test_render_aligns_the_caret_under_tabs() -> None:

@@ -6,6 +6,10 @@ from collections.abc import Callable
 
 from xdsl.ir import Dialect
 
+from byoc.utils import xdsl_lexer
+
+xdsl_lexer.install()  # every parse of byoc IR lexes string literals in linear time
+
 
 def _nn() -> Dialect:
     from byoc.dialects.nn import Nn
