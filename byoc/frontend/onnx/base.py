@@ -16,7 +16,8 @@ Array = np.ndarray[Any, Any]
 Value = Array | SSAValue
 """An ONNX value during import: a numpy array when known at import time, else an SSA value."""
 
-NN_DTYPES = (np.dtype(np.float32), np.dtype(np.int32), np.dtype(np.int64))
+NN_DTYPES = tuple(nn.numpy_dtype(t) for t in nn.NUMERIC)
+"""The numpy dtypes of the nn element types ONNX values may take (f32, i32, i64)."""
 """The element types an nn value may have."""
 
 FOLD_LIMIT_BYTES = nn.FOLD_LIMIT_BYTES

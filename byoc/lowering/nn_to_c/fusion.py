@@ -3,12 +3,12 @@ resulting steps run, and what each step reads and stores."""
 
 from __future__ import annotations
 
-import heapq
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from byoc.lowering.nn_to_c.graph import Computation, Tensor
+from byoc.utils.toposort import stable_topological_order
 
 
 @dataclass(eq=False)
@@ -132,23 +132,8 @@ def _schedule(groups: list[list[Computation]]) -> list[list[Computation]]:
             for p in _producers(m):
                 if of[p] != gi:
                     deps[gi].add(of[p])
-    waiting = [len(d) for d in deps]
-    users: list[list[int]] = [[] for _ in groups]
-    for gi, d in enumerate(deps):
-        for p in d:
-            users[p].append(gi)
-    ready = [(g[0].index, gi) for gi, g in enumerate(groups) if waiting[gi] == 0]
-    heapq.heapify(ready)
-    order: list[list[Computation]] = []
-    while ready:
-        _, gi = heapq.heappop(ready)
-        order.append(groups[gi])
-        for u in users[gi]:
-            waiting[u] -= 1
-            if waiting[u] == 0:
-                heapq.heappush(ready, (groups[u][0].index, u))
-    assert len(order) == len(groups), "fusion created a cycle"
-    return order
+    order = stable_topological_order(deps, key=[g[0].index for g in groups])
+    return [groups[gi] for gi in order]
 
 
 def kernel_plans(groups: list[list[Computation]], outputs: Sequence[Tensor]) -> list[KernelPlan]:

@@ -179,5 +179,5 @@ def _cast(imp: Importer, node: Node) -> list[Value]:
         raise UnsupportedOnnxError(
             f"Cast to {TensorProto.DataType.Name(to)} is not supported; nn.cast targets f32, i32, i64"
         )
-    name = {np.dtype(np.float32): "f32", np.dtype(np.int32): "i32", np.dtype(np.int64): "i64"}[target]
+    name = nn.DTYPE_NAMES[nn.element_type_of(target)]
     return [imp.emit(nn.CastOp, x, dtype=name)]
