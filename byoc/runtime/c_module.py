@@ -25,6 +25,11 @@ Constants too large for the source are handed to `byoc_init` once, at load;
 the CModule keeps them alive. Concurrent calls from several threads are safe:
 the generated code keeps intermediates in a per-thread workspace.
 
+Unloading. When the CModule is garbage (with its CFunctions), the library's
+`byoc_release()` frees every thread's workspace and removes its thread-exit
+hook, then the library is closed: freeing a model leaks nothing, and threads
+that outlive it exit cleanly.
+
 `metadata()` (JSON-able) plus `constants` is all `load(path, ...)` needs to
 reopen an exported library without recompiling; `export()` / `from_blobs()`
 are the artifact round trip.
@@ -33,6 +38,7 @@ are the artifact round trip.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,7 +67,26 @@ typedef struct {
 _LIBRARY_CDEF = """
 const char* byoc_last_error(void);
 int32_t byoc_init(const void* const* consts, int32_t n);
+int32_t byoc_retain(void);
+int32_t byoc_release(void);
 """
+
+_PINNED: list[Any] = []
+"""Libraries built before `byoc_release` existed: never unloaded (see `_unload`)."""
+
+
+def _unload(ffi: Any, lib: Any, released: bool) -> None:
+    """Release the library's per-thread workspaces, then unload it.
+
+    Runs when its CModule is garbage (no CFunction of it is left, so no call
+    is in flight). A library without `byoc_release` (an artifact from an
+    older byoc) stays loaded: unloading it would leave its thread-exit
+    destructor pointing into unmapped code."""
+    if not released:
+        _PINNED.append(lib)
+        return
+    lib.byoc_release()
+    ffi.dlclose(lib)
 
 KDL_CPU = 1
 _DL_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
@@ -119,6 +144,13 @@ class CModule:
                 self.lib: Any = self.ffi.dlopen(str(self.library_path))
         except OSError as e:
             raise OSError(f"cannot load the C library {self.library_path}: {e}") from None
+        try:
+            self.lib.byoc_retain()
+            released = True
+        except AttributeError:  # built by an older byoc
+            released = False
+        unload = weakref.finalize(self, _unload, self.ffi, self.lib, released)
+        unload.atexit = False  # at exit, daemon threads may still be in a call
         self._init_constants()
         self._functions: dict[str, CFunction] = {}
         self._lock = threading.Lock()
