@@ -88,6 +88,7 @@ def _unload(ffi: Any, lib: Any, released: bool) -> None:
     lib.byoc_release()
     ffi.dlclose(lib)
 
+
 KDL_CPU = 1
 _DL_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
 

@@ -110,21 +110,26 @@ class PartitionLowering:
         packed = self._packed_func(g)
         return [*self.globals, *kernels, subgraph, wrapper, packed]
 
-    def _arg_names(self, g: GraphBuilder) -> list[str]:
-        names: list[str] = []
+    def _arg_names(self, g: GraphBuilder) -> tuple[list[str], list[str]]:
+        """(labels, C names) of the inputs then the outputs. A label is the name messages
+        show (the input's name when it has one, else `arg<i>`; `out<j>`); the C names are
+        `in<i>` and `out<j>`: a user's name never becomes a C identifier, so an input
+        called `EOF` or `expf` cannot collide with what the C headers define."""
+        labels: list[str] = []
         for i, arg in enumerate(self.fn.body.block.args):
             hint = arg.name_hint
             name = hint if hint is not None and c.is_c_identifier(hint) else f"arg{i}"
-            while name in names:
+            while name in labels:
                 name += "_"
-            names.append(name)
+            labels.append(name)
         outs = [f"out{j}" for j in range(len(g.outputs))]
         for j, o in enumerate(outs):
-            while o in names:
+            while o in labels:
                 o += "_"
             outs[j] = o
-            names.append(o)
-        return names
+            labels.append(o)
+        c_names = [f"in{i}" for i in range(len(g.inputs))] + [f"out{j}" for j in range(len(g.outputs))]
+        return labels, c_names
 
     # ---- constants -----------------------------------------------------------------------
     def _global_for(self, v: Tensor) -> str:
@@ -272,7 +277,7 @@ class PartitionLowering:
 
     # ---- the subgraph function, the wrapper, the packed entry ---------------------------
     def _subgraph_func(self, steps: list[KernelPlan], storage: dict[Tensor, Storage], g: GraphBuilder, ws_size: int) -> c.FuncOp:
-        names = self._arg_names(g)
+        _, names = self._arg_names(g)
         types: list[Attribute] = [_ptr(v.dtype, True) for v in g.inputs] + [_ptr(v.dtype) for v in g.outputs]
         if ws_size:
             types.append(c.PtrType(nn.IntegerType(8)))
@@ -318,9 +323,9 @@ class PartitionLowering:
         return f
 
     def _wrapper_func(self, g: GraphBuilder, ws_size: int) -> c.FuncOp:
-        names = self._arg_names(g)
+        names, c_names = self._arg_names(g)
         n_in, n_out = len(g.inputs), len(g.outputs)
-        f = c.FuncOp(f"{self.sym}_wrapper", [c.DLTENSOR_PTR] * (n_in + n_out), [i32], (), arg_names=names)
+        f = c.FuncOp(f"{self.sym}_wrapper", [c.DLTENSOR_PTR] * (n_in + n_out), [i32], (), arg_names=c_names)
         f.attributes["c.diagnostic_name"] = StringAttr(self.sym)
         block = f.body.block
         b = CBuilder(block)
@@ -334,7 +339,7 @@ class PartitionLowering:
             if gl.init_index is not None:
                 b.add(c.CheckBoundOp(gl.sym_name.data))
         data = [
-            b.add(c.TensorDataOp(arg, _ptr(v.dtype, i < n_in)), hint=f"{names[i]}_data")
+            b.add(c.TensorDataOp(arg, _ptr(v.dtype, i < n_in)), hint=f"{c_names[i]}_data")
             for i, (arg, v) in enumerate(zip(block.args, values, strict=True))
         ]
         if ws_size:

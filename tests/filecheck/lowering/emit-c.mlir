@@ -17,24 +17,24 @@
 // PEROP:          out0[i0] = (in0[i0] - in1[i0]);
 // PEROP:      static void ccompiler_main_0_2(const float* restrict in0, const float* restrict in1, float* restrict out0) {
 // PEROP:          out0[i0] = (in0[i0] * in1[i0]);
-// PEROP:      static void ccompiler_main_0_(const float* a, const float* b, const float* c, const float* d, float* out0, int8_t* ws) {
+// PEROP:      static void ccompiler_main_0_(const float* in0, const float* in1, const float* in2, const float* in3, float* out0, int8_t* ws) {
 // PEROP-NEXT:   float* buf0 = ((float*)(ws + 0));
-// PEROP-NEXT:   ccompiler_main_0_0(a, b, buf0);
+// PEROP-NEXT:   ccompiler_main_0_0(in0, in1, buf0);
 // PEROP-NEXT:   float* buf1 = ((float*)(ws + 448));
-// PEROP-NEXT:   ccompiler_main_0_1(buf0, c, buf1);
-// PEROP-NEXT:   ccompiler_main_0_2(buf1, d, out0);
+// PEROP-NEXT:   ccompiler_main_0_1(buf0, in2, buf1);
+// PEROP-NEXT:   ccompiler_main_0_2(buf1, in3, out0);
 // PEROP-NEXT: }
 // PEROP-EMPTY:
 // PEROP-NEXT: BYOC_EXPORT int32_t ccompiler_main_0_wrapper(DLTensor*, DLTensor*, DLTensor*, DLTensor*, DLTensor*);
-// PEROP-NEXT: BYOC_EXPORT int32_t ccompiler_main_0_wrapper(DLTensor* a, DLTensor* b, DLTensor* c, DLTensor* d, DLTensor* out0) {
-// PEROP-NEXT:   if (byoc_check_tensor("ccompiler_main_0", "input 'a' (#0)", a, kDLFloat, 32, 2, (const int64_t[]){10, 10}) != 0) return -1;
+// PEROP-NEXT: BYOC_EXPORT int32_t ccompiler_main_0_wrapper(DLTensor* in0, DLTensor* in1, DLTensor* in2, DLTensor* in3, DLTensor* out0) {
+// PEROP-NEXT:   if (byoc_check_tensor("ccompiler_main_0", "input 'a' (#0)", in0, kDLFloat, 32, 2, (const int64_t[]){10, 10}) != 0) return -1;
 // PEROP:        if (byoc_check_tensor("ccompiler_main_0", "output 'out0' (#0)", out0, kDLFloat, 32, 2, (const int64_t[]){10, 10}) != 0) return -1;
-// PEROP-NEXT:   if (byoc_check_disjoint("ccompiler_main_0", 5, 1, (const DLTensor* const[]){a, b, c, d, out0}, (const char* const[]){"a", "b", "c", "d", "out0"}, (const int64_t[]){400, 400, 400, 400, 400}) != 0) return -1;
-// PEROP-NEXT:   const float* a_data = ((const float*)byoc_tensor_data(a));
+// PEROP-NEXT:   if (byoc_check_disjoint("ccompiler_main_0", 5, 1, (const DLTensor* const[]){in0, in1, in2, in3, out0}, (const char* const[]){"a", "b", "c", "d", "out0"}, (const int64_t[]){400, 400, 400, 400, 400}) != 0) return -1;
+// PEROP-NEXT:   const float* in0_data = ((const float*)byoc_tensor_data(in0));
 // PEROP:        float* out0_data = ((float*)byoc_tensor_data(out0));
 // PEROP-NEXT:   int8_t* ws = (int8_t*)byoc_workspace(896u);
 // PEROP-NEXT:   if (ws == NULL) return byoc_fail("%s: cannot allocate 896 bytes of workspace", "ccompiler_main_0");
-// PEROP-NEXT:   ccompiler_main_0_(a_data, b_data, c_data, d_data, out0_data, ws);
+// PEROP-NEXT:   ccompiler_main_0_(in0_data, in1_data, in2_data, in3_data, out0_data, ws);
 // PEROP-NEXT:   return 0;
 // PEROP-NEXT: }
 // PEROP-EMPTY:
@@ -59,8 +59,8 @@
 // FUSED-NEXT:   }
 // FUSED-NEXT: }
 // FUSED-EMPTY:
-// FUSED-NEXT: static void ccompiler_main_0_(const float* a, const float* b, const float* c, const float* d, float* out0) {
-// FUSED-NEXT:   ccompiler_main_0_0(a, b, c, d, out0);
+// FUSED-NEXT: static void ccompiler_main_0_(const float* in0, const float* in1, const float* in2, const float* in3, float* out0) {
+// FUSED-NEXT:   ccompiler_main_0_0(in0, in1, in2, in3, out0);
 // FUSED-NEXT: }
 // FUSED-NOT:  byoc_workspace
 // FUSED:      BYOC_EXPORT int32_t ccompiler_main_0(DLTensor** args, int32_t num_args) {

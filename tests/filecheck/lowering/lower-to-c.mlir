@@ -25,14 +25,14 @@
 // PEROP:           c.sub
 // PEROP:         c.func static noalias @ccompiler_main_0_2(
 // PEROP:           c.mul
-// PEROP:         c.func static @ccompiler_main_0_(%a: !c.ptr<f32, const>, %b: !c.ptr<f32, const>, %c: !c.ptr<f32, const>, %d: !c.ptr<f32, const>, %out0: !c.ptr<f32>, %ws: !c.ptr<i8>) {
+// PEROP:         c.func static @ccompiler_main_0_(%in0: !c.ptr<f32, const>, %in1: !c.ptr<f32, const>, %in2: !c.ptr<f32, const>, %in3: !c.ptr<f32, const>, %out0: !c.ptr<f32>, %ws: !c.ptr<i8>) {
 // PEROP-NEXT:      %[[BUF0:.*]] = c.buffer %ws[0, 400] : !c.ptr<f32>
-// PEROP-NEXT:      c.call @ccompiler_main_0_0(%a, %b, %[[BUF0]])
+// PEROP-NEXT:      c.call @ccompiler_main_0_0(%in0, %in1, %[[BUF0]])
 // PEROP-NEXT:      %[[CBUF0:.*]] = c.cast %[[BUF0]] : !c.ptr<f32> to !c.ptr<f32, const>
 // PEROP-NEXT:      %[[BUF1:.*]] = c.buffer %ws[448, 400] : !c.ptr<f32>
-// PEROP-NEXT:      c.call @ccompiler_main_0_1(%[[CBUF0]], %c, %[[BUF1]])
+// PEROP-NEXT:      c.call @ccompiler_main_0_1(%[[CBUF0]], %in2, %[[BUF1]])
 // PEROP-NEXT:      %[[CBUF1:.*]] = c.cast %[[BUF1]] : !c.ptr<f32> to !c.ptr<f32, const>
-// PEROP-NEXT:      c.call @ccompiler_main_0_2(%[[CBUF1]], %d, %out0)
+// PEROP-NEXT:      c.call @ccompiler_main_0_2(%[[CBUF1]], %in3, %out0)
 // PEROP-NEXT:      c.return
 // PEROP-NEXT:    }
 
@@ -50,23 +50,23 @@
 // FUSED-NEXT:      }
 // FUSED-NEXT:      c.return
 // FUSED-NEXT:    }
-// FUSED-NEXT:    c.func static @ccompiler_main_0_(%a: !c.ptr<f32, const>, %b: !c.ptr<f32, const>, %c: !c.ptr<f32, const>, %d: !c.ptr<f32, const>, %out0: !c.ptr<f32>) {
-// FUSED-NEXT:      c.call @ccompiler_main_0_0(%a, %b, %c, %d, %out0)
+// FUSED-NEXT:    c.func static @ccompiler_main_0_(%in0: !c.ptr<f32, const>, %in1: !c.ptr<f32, const>, %in2: !c.ptr<f32, const>, %in3: !c.ptr<f32, const>, %out0: !c.ptr<f32>) {
+// FUSED-NEXT:      c.call @ccompiler_main_0_0(%in0, %in1, %in2, %in3, %out0)
 // FUSED-NEXT:      c.return
 // FUSED-NEXT:    }
 
-// CHECK-NEXT:    c.func @ccompiler_main_0_wrapper(%a: !c.ptr<!c.opaque<"DLTensor">>, %b: !c.ptr<!c.opaque<"DLTensor">>, %c: !c.ptr<!c.opaque<"DLTensor">>, %d: !c.ptr<!c.opaque<"DLTensor">>, %out0: !c.ptr<!c.opaque<"DLTensor">>) -> i32 attributes {c.diagnostic_name = "ccompiler_main_0"} {
-// CHECK-NEXT:      c.check_tensor %a, input 0 "a" : tensor<10x10xf32>
-// CHECK-NEXT:      c.check_tensor %b, input 1 "b" : tensor<10x10xf32>
-// CHECK-NEXT:      c.check_tensor %c, input 2 "c" : tensor<10x10xf32>
-// CHECK-NEXT:      c.check_tensor %d, input 3 "d" : tensor<10x10xf32>
+// CHECK-NEXT:    c.func @ccompiler_main_0_wrapper(%in0: !c.ptr<!c.opaque<"DLTensor">>, %in1: !c.ptr<!c.opaque<"DLTensor">>, %in2: !c.ptr<!c.opaque<"DLTensor">>, %in3: !c.ptr<!c.opaque<"DLTensor">>, %out0: !c.ptr<!c.opaque<"DLTensor">>) -> i32 attributes {c.diagnostic_name = "ccompiler_main_0"} {
+// CHECK-NEXT:      c.check_tensor %in0, input 0 "a" : tensor<10x10xf32>
+// CHECK-NEXT:      c.check_tensor %in1, input 1 "b" : tensor<10x10xf32>
+// CHECK-NEXT:      c.check_tensor %in2, input 2 "c" : tensor<10x10xf32>
+// CHECK-NEXT:      c.check_tensor %in3, input 3 "d" : tensor<10x10xf32>
 // CHECK-NEXT:      c.check_tensor %out0, output 0 "out0" : tensor<10x10xf32>
-// CHECK-NEXT:      c.check_disjoint(%a, %b, %c, %d, %out0) {names = ["a", "b", "c", "d", "out0"], nbytes = array<i64: 400, 400, 400, 400, 400>, num_outputs = 1 : i64}
-// CHECK-NEXT:      %a_data = c.tensor_data %a : !c.ptr<f32, const>
+// CHECK-NEXT:      c.check_disjoint(%in0, %in1, %in2, %in3, %out0) {names = ["a", "b", "c", "d", "out0"], nbytes = array<i64: 400, 400, 400, 400, 400>, num_outputs = 1 : i64}
+// CHECK-NEXT:      %in0_data = c.tensor_data %in0 : !c.ptr<f32, const>
 // CHECK:           %out0_data = c.tensor_data %out0 : !c.ptr<f32>
 // PEROP-NEXT:      %ws = c.workspace 896 : !c.ptr<i8>
-// PEROP-NEXT:      c.call @ccompiler_main_0_(%a_data, %b_data, %c_data, %d_data, %out0_data, %ws)
-// FUSED-NEXT:      c.call @ccompiler_main_0_(%a_data, %b_data, %c_data, %d_data, %out0_data)
+// PEROP-NEXT:      c.call @ccompiler_main_0_(%in0_data, %in1_data, %in2_data, %in3_data, %out0_data, %ws)
+// FUSED-NEXT:      c.call @ccompiler_main_0_(%in0_data, %in1_data, %in2_data, %in3_data, %out0_data)
 // CHECK-NEXT:      %[[Z:.*]] = c.constant 0 : i32
 // CHECK-NEXT:      c.return %[[Z]] : i32
 // CHECK-NEXT:    }
@@ -121,9 +121,9 @@ func.func private @ccompiler_diamond(%x: tensor<4x8xf32>) -> tensor<4x8xf32> att
 // FUSED-NEXT:    %[[T:.*]] = c.call_opaque "tanhf"(%[[S]])
 // FUSED-NEXT:    c.store %[[S]], %out0[%{{.*}}]
 // FUSED-NEXT:    c.store %[[T]], %out1[%{{.*}}]
-// CHECK:       c.func static @ccompiler_multi_(%x: !c.ptr<f32, const>, %y: !c.ptr<f32, const>, %out0: !c.ptr<f32>, %out1: !c.ptr<f32>) {
-// FUSED-NEXT:    c.call @ccompiler_multi_0(%x, %y, %out0, %out1)
-// PEROP-NEXT:    c.call @ccompiler_multi_0(%x, %y, %out0)
+// CHECK:       c.func static @ccompiler_multi_(%in0: !c.ptr<f32, const>, %in1: !c.ptr<f32, const>, %out0: !c.ptr<f32>, %out1: !c.ptr<f32>) {
+// FUSED-NEXT:    c.call @ccompiler_multi_0(%in0, %in1, %out0, %out1)
+// PEROP-NEXT:    c.call @ccompiler_multi_0(%in0, %in1, %out0)
 // PEROP-NEXT:    %[[C:.*]] = c.cast %out0 : !c.ptr<f32> to !c.ptr<f32, const>
 // PEROP-NEXT:    c.call @ccompiler_multi_1(%[[C]], %out1)
 // CHECK:       c.check_arg_count %num_args, 2 inputs, 2 outputs
@@ -171,7 +171,7 @@ func.func private @ccompiler_bcast(%x: tensor<3x1xf32>, %y: tensor<5xf32>) -> te
 // CHECK:       c.func static @ccompiler_conv_(
 // CHECK-NEXT:    %[[BUF:.*]] = c.buffer %ws[0, 1024] : !c.ptr<f32>
 // CHECK-NEXT:    %[[TMP:.*]] = c.buffer %ws[1024, {{.*}}] : !c.ptr<f32>
-// CHECK-NEXT:    c.call @ccompiler_conv_0(%x, %w, %[[BUF]], %[[TMP]])
+// CHECK-NEXT:    c.call @ccompiler_conv_0(%in0, %in1, %[[BUF]], %[[TMP]])
 func.func private @ccompiler_conv(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>) -> tensor<1x4x8x8xf32> attributes {byoc.compiler = "ccompiler"} {
   %0 = nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
   %1 = nn.bias_add %0, %b : (tensor<1x4x8x8xf32>, tensor<4xf32>) -> tensor<1x4x8x8xf32>
