@@ -75,18 +75,31 @@ _PINNED: list[Any] = []
 """Libraries built before `byoc_release` existed: never unloaded (see `_unload`)."""
 
 
-def _unload(ffi: Any, lib: Any, released: bool) -> None:
+def _unload(ffi: Any, lib: Any, released: bool, more: list[tuple[Any, Any]]) -> None:
     """Release the library's per-thread workspaces, then unload it.
 
     Runs when its CModule is garbage (no CFunction of it is left, so no call
-    is in flight). A library without `byoc_release` (an artifact from an
-    older byoc) stays loaded: unloading it would leave its thread-exit
-    destructor pointing into unmapped code."""
+    is in flight). `more` are further handles on the same library (`CModule._entry`).
+    A library without `byoc_release` (an artifact from an older byoc) stays
+    loaded: unloading it would leave its thread-exit destructor pointing into
+    unmapped code."""
     if not released:
-        _PINNED.append(lib)
+        _PINNED.append((lib, more))
         return
     lib.byoc_release()
+    for other_ffi, other in more:
+        other_ffi.dlclose(other)
     ffi.dlclose(lib)
+
+
+PARTITION_PREFIX = "byoc_p_"
+"""The C names of a partition's functions and globals start with this; `byoc_runtime.h`
+defines no name under it, so no partition name can collide with the runtime or libc."""
+
+
+def c_entry_symbol(partition: str) -> str:
+    """The exported C name of partition `partition`'s packed entry."""
+    return PARTITION_PREFIX + partition
 
 
 KDL_CPU = 1
@@ -138,7 +151,10 @@ class CModule:
         self.ffi.cdef(
             _CDEF
             + _LIBRARY_CDEF
-            + "\n".join(f"int32_t {sym}(DLTensor** args, int32_t num_args);" for sym in self.functions)
+            + "\n".join(
+                f"int32_t {c_entry_symbol(sym)}(DLTensor** args, int32_t num_args);"
+                for sym in self.functions
+            )
         )
         try:
             with native_load():
@@ -150,7 +166,8 @@ class CModule:
             released = True
         except AttributeError:  # built by an older byoc
             released = False
-        unload = weakref.finalize(self, _unload, self.ffi, self.lib, released)
+        self._bare_handles: list[tuple[Any, Any]] = []
+        unload = weakref.finalize(self, _unload, self.ffi, self.lib, released, self._bare_handles)
         unload.atexit = False  # at exit, daemon threads may still be in a call
         self._init_constants()
         self._functions: dict[str, CFunction] = {}
@@ -268,6 +285,25 @@ class CModule:
     def last_error(self) -> str:
         return self.ffi.string(self.lib.byoc_last_error()).decode("utf-8", "replace")
 
+    def _entry(self, sym: str) -> Any:
+        """The packed entry of partition `sym`: `c_entry_symbol(sym)`, or `sym` itself in a
+        library from an older byoc or of hand-written C (looked up through a second
+        declaration, since `sym` may be any C name, even one of this FFI's)."""
+        try:
+            return getattr(self.lib, c_entry_symbol(sym))
+        except AttributeError:
+            pass
+        bare = cffi.FFI()
+        bare.cdef(f"int32_t {sym}(void** args, int32_t num_args);")
+        with native_load():
+            lib = bare.dlopen(str(self.library_path))
+        try:
+            address = int(bare.cast("intptr_t", getattr(lib, sym)))
+        except AttributeError:
+            raise KeyError(f"{self.library_path.name} has no C function for partition '{sym}'") from None
+        self._bare_handles.append((bare, lib))  # closed with the module (see _unload)
+        return self.ffi.cast("int32_t(*)(DLTensor**, int32_t)", address)
+
     def get_function(self, sym: str) -> CFunction:
         fn = self._functions.get(sym)
         if fn is not None:
@@ -323,7 +359,7 @@ class CFunction:
         self.module = module
         self.name = sym
         self.signature = signature
-        self._fn = getattr(module.lib, sym)
+        self._fn = module._entry(sym)
         self._ffi = module.ffi
         specs = [*signature.inputs, *signature.outputs]
         self._names = [s.name for s in specs]
