@@ -743,8 +743,8 @@ def test_ccompiler_composites_are_inlined_and_fused(cache: Path) -> None:
     }
     """
     module = lower(parse_module(text))
-    kernels = [f for f in module.walk() if isinstance(f, c.FuncOp) and f.sym_name.data.startswith("ccompiler_comp_") and f.is_static]
-    assert [f.sym_name.data for f in kernels] == ["ccompiler_comp_0", "ccompiler_comp_"]  # one fused loop
+    kernels = [f for f in module.walk() if isinstance(f, c.FuncOp) and f.sym_name.data.startswith("byoc_p_ccompiler_comp_") and f.is_static]
+    assert [f.sym_name.data for f in kernels] == ["byoc_p_ccompiler_comp_0", "byoc_p_ccompiler_comp_"]  # one fused loop
     rng = np.random.default_rng(13)
     x, b = rng.standard_normal((2, 4)).astype(np.float32), rng.standard_normal(4).astype(np.float32)
     got = build_c_module(module).get_function("ccompiler_comp")(x, b)
