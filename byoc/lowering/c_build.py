@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 from byoc.dialects import c
 from byoc.lowering.emit.c import emit_c_source
@@ -38,7 +38,9 @@ class CLibrary:
 
 
 def signatures_of(module: ModuleOp | c.ModuleOp) -> dict[str, CSignature]:
-    """Partition name -> signature, read from the argument checks of each `<sym>_wrapper`."""
+    """Partition name -> signature, read from the argument checks of each `<sym>_wrapper`.
+    The partition's name is the entry's `c.diagnostic_name` (its C name is
+    `c_entry_symbol(name)`), or the C name of a hand-written entry without one."""
     out: dict[str, CSignature] = {}
     for unit in (op for op in module.walk() if isinstance(op, c.ModuleOp)):
         funcs = {f.sym_name.data: f for f in unit.ops if isinstance(f, c.FuncOp)}
@@ -52,7 +54,8 @@ def signatures_of(module: ModuleOp | c.ModuleOp) -> dict[str, CSignature]:
                 if isinstance(op, c.CheckTensorOp):
                     spec = TensorSpec.of(op.expected, op.arg_name.data)
                     (ins if op.role.data == "input" else outs).append(spec)
-            out[name] = CSignature(tuple(ins), tuple(outs))
+            label = f.attributes.get("c.diagnostic_name")
+            out[label.data if isinstance(label, StringAttr) else name] = CSignature(tuple(ins), tuple(outs))
     return out
 
 

@@ -173,10 +173,13 @@ static inline void byoc_cblas_phases_(const float* restrict x, float* restrict x
           if (SW == 1) {
             memcpy(dst + lo, src + lo, (size_t)(hi - lo) * sizeof(float));
           } else {
-            int64_t q = lo;
-            for (; q + 8 <= hi; q += 8)
+            /* trip counts fixed up front, as in byoc_max_pool2d_avx2_ (issue 14 item 9) */
+            const int64_t nblocks = (hi - lo) / 8, tail = lo + 8 * nblocks;
+            for (int64_t b = 0; b < nblocks; ++b) {
+              const int64_t q = lo + 8 * b;
               for (int j = 0; j < 8; ++j) dst[q + j] = src[(q + j) * SW];
-            for (; q < hi; ++q) dst[q] = src[q * SW];
+            }
+            for (int64_t q = tail; q < hi; ++q) dst[q] = src[q * SW];
           }
           if (hi < Wq) memset(dst + hi, 0, (size_t)(Wq - hi) * sizeof(float));
         }

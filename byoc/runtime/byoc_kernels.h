@@ -452,18 +452,26 @@ static BYOC_AVX2 BYOC_MAYBE_UNUSED void byoc_max_pool2d_avx2_(
     const float* restrict x, float* restrict y, int64_t NC, int64_t H, int64_t W, int64_t OH,
     int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
     int64_t DH, int64_t DW) {
+  /*
+   * Columns [0, lo) and [lo + 8 * nvec, OW) one at a time, nvec blocks of 8
+   * from lo in between. Every bound is computed once, clamped to [0, OW], and
+   * each loop counts up from a start it cannot pass: no loop's trip count
+   * depends on an index that could overflow (gcc derived one from `ow + 8 <=
+   * hi` and rejected a 1x8x2x96 2x2/2 pool with -Waggressive-loop-optimizations).
+   */
   const int64_t last = W - 1 - (KW - 1) * DW + PL; /* the last column's window start, shifted */
   int64_t lo = (PL + SW - 1) / SW, hi = last >= 0 ? last / SW + 1 : 0;
   hi = hi < OW ? hi : OW;
   lo = lo < hi ? lo : hi;
+  const int64_t nvec = (hi - lo) / 8, tail = lo + 8 * nvec;
   for (int64_t c = 0; c < NC; ++c) {
     const float* xc = x + c * H * W;
     float* yc = y + c * OH * OW;
     for (int64_t oh = 0; oh < OH; ++oh) {
       const int64_t top = oh * SH - PT;
-      int64_t ow = 0;
-      for (; ow < lo; ++ow) yc[oh * OW + ow] = byoc_max_window_(xc, H, W, KH, KW, DH, DW, top, ow * SW - PL);
-      for (; ow + 8 <= hi; ow += 8) {
+      for (int64_t ow = 0; ow < lo; ++ow) yc[oh * OW + ow] = byoc_max_window_(xc, H, W, KH, KW, DH, DW, top, ow * SW - PL);
+      for (int64_t b = 0; b < nvec; ++b) {
+        const int64_t ow = lo + 8 * b;
         byoc_v8f_ m = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
                        -INFINITY, -INFINITY, -INFINITY, -INFINITY};
         for (int64_t kh = 0; kh < KH; ++kh) {
@@ -484,7 +492,7 @@ static BYOC_AVX2 BYOC_MAYBE_UNUSED void byoc_max_pool2d_avx2_(
         }
         memcpy(yc + oh * OW + ow, &m, sizeof m);
       }
-      for (; ow < OW; ++ow) yc[oh * OW + ow] = byoc_max_window_(xc, H, W, KH, KW, DH, DW, top, ow * SW - PL);
+      for (int64_t ow = tail; ow < OW; ++ow) yc[oh * OW + ow] = byoc_max_window_(xc, H, W, KH, KW, DH, DW, top, ow * SW - PL);
     }
   }
 }

@@ -2,7 +2,8 @@
  * byoc_runtime.h — support code for the C that `lower-to-c` generates.
  *
  * Included by exactly one translation unit (the generated library): it
- * defines the exported `byoc_last_error`. Everything else is `static inline`,
+ * defines the exported `byoc_last_error`, `byoc_retain` and `byoc_release`.
+ * Everything else is `static inline`,
  * so helpers a library does not use cost nothing and raise no warnings.
  *
  *   - error reporting: `byoc_fail(fmt, ...)` records a message in a
@@ -12,8 +13,10 @@
  *     (`byoc_check_disjoint`);
  *   - the per-thread workspace holding intermediate buffers
  *     (`byoc_workspace`): allocated on a thread's first call, grown if a
- *     bigger partition needs more, freed when the thread exits. No call
- *     allocates after the first, and concurrent calls never share one.
+ *     bigger partition needs more, freed when the thread exits or when the
+ *     library is released (`byoc_retain` / `byoc_release`, called by the
+ *     loader around the library's lifetime). No call allocates after the
+ *     first, and concurrent calls never share one.
  */
 #ifndef BYOC_RUNTIME_H_
 #define BYOC_RUNTIME_H_
@@ -188,33 +191,125 @@ static inline int32_t byoc_check_disjoint(const char* fn, int32_t n, int32_t n_o
 
 #define BYOC_ALIGNMENT 64
 
-static _Thread_local void* byoc_ws_ptr_;
-static _Thread_local size_t byoc_ws_size_;
-static pthread_key_t byoc_ws_key_;
-static pthread_once_t byoc_ws_once_ = PTHREAD_ONCE_INIT;
-static int byoc_ws_key_ok_;
+/*
+ * Every thread's workspace is a block on one list, so that `byoc_release`
+ * can free them all before the library is unloaded. A block is also the
+ * value of the thread's slot under `byoc_ws_key_`, whose destructor frees it
+ * when the thread exits first. `byoc_release` deletes the key (no destructor
+ * of this library runs after it returns) and bumps the generation, so a
+ * thread's cached block from before is never used again if the same library
+ * is loaded anew. All list and key changes hold `byoc_ws_mutex_`.
+ */
+typedef struct byoc_ws_block_ {
+  struct byoc_ws_block_* prev;
+  struct byoc_ws_block_* next;
+  void* data;
+  size_t size;
+} byoc_ws_block_;
 
-static inline void byoc_ws_release_(void* p) { free(p); }
-static inline void byoc_ws_make_key_(void) {
-  byoc_ws_key_ok_ = pthread_key_create(&byoc_ws_key_, byoc_ws_release_) == 0;
+static pthread_mutex_t byoc_ws_mutex_ = PTHREAD_MUTEX_INITIALIZER;
+static byoc_ws_block_ byoc_ws_all_ = {&byoc_ws_all_, &byoc_ws_all_, NULL, 0};
+static pthread_key_t byoc_ws_key_;
+static int byoc_ws_key_ok_;
+static unsigned long byoc_ws_generation_ = 1;
+static long byoc_users_;
+static _Thread_local byoc_ws_block_* byoc_ws_mine_;
+static _Thread_local unsigned long byoc_ws_mine_generation_;
+
+static inline void byoc_ws_unlink_(byoc_ws_block_* b) {
+  b->prev->next = b->next;
+  b->next->prev = b->prev;
+  free(b->data);
+  free(b);
+}
+
+/* Thread exit: free the thread's block unless `byoc_release` already did. */
+static BYOC_MAYBE_UNUSED void byoc_ws_thread_exit_(void* p) {
+  pthread_mutex_lock(&byoc_ws_mutex_);
+  for (byoc_ws_block_* b = byoc_ws_all_.next; b != &byoc_ws_all_; b = b->next) {
+    if (b == p) {
+      byoc_ws_unlink_(b);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&byoc_ws_mutex_);
+}
+
+static BYOC_MAYBE_UNUSED void* byoc_workspace_grow_(size_t size) {
+  size_t rounded = (size + BYOC_ALIGNMENT - 1) / BYOC_ALIGNMENT * BYOC_ALIGNMENT;
+  if (rounded < size) return NULL; /* size near SIZE_MAX */
+  if (rounded == 0) rounded = BYOC_ALIGNMENT;
+  void* p = aligned_alloc(BYOC_ALIGNMENT, rounded);
+  if (p == NULL) return NULL;
+  pthread_mutex_lock(&byoc_ws_mutex_);
+  byoc_ws_block_* b = byoc_ws_mine_;
+  if (b == NULL || byoc_ws_mine_generation_ != byoc_ws_generation_) {
+    b = (byoc_ws_block_*)calloc(1, sizeof *b);
+    if (b == NULL) {
+      pthread_mutex_unlock(&byoc_ws_mutex_);
+      free(p);
+      return NULL;
+    }
+    b->next = &byoc_ws_all_;
+    b->prev = byoc_ws_all_.prev;
+    b->prev->next = b;
+    byoc_ws_all_.prev = b;
+    if (!byoc_ws_key_ok_) byoc_ws_key_ok_ = pthread_key_create(&byoc_ws_key_, byoc_ws_thread_exit_) == 0;
+    /* without a key (all taken) the block lives until byoc_release */
+    if (byoc_ws_key_ok_) pthread_setspecific(byoc_ws_key_, b);
+    byoc_ws_mine_ = b;
+    byoc_ws_mine_generation_ = byoc_ws_generation_;
+  } else {
+    free(b->data);
+  }
+  b->data = p;
+  b->size = rounded;
+  pthread_mutex_unlock(&byoc_ws_mutex_);
+  return p;
 }
 
 /*
  * A 64-byte aligned scratch area of at least `size` bytes, private to the
  * calling thread. Allocated on the thread's first call (and when a larger
- * size is asked for), freed when the thread exits. NULL if out of memory.
+ * size is asked for), freed when the thread exits or by `byoc_release`.
+ * NULL if out of memory.
  */
 static inline void* byoc_workspace(size_t size) {
-  if (size <= byoc_ws_size_) return byoc_ws_ptr_;
-  pthread_once(&byoc_ws_once_, byoc_ws_make_key_);
-  const size_t rounded = (size + BYOC_ALIGNMENT - 1) / BYOC_ALIGNMENT * BYOC_ALIGNMENT;
-  void* p = aligned_alloc(BYOC_ALIGNMENT, rounded);
-  if (p == NULL) return NULL;
-  free(byoc_ws_ptr_);
-  byoc_ws_ptr_ = p;
-  byoc_ws_size_ = rounded;
-  if (byoc_ws_key_ok_) pthread_setspecific(byoc_ws_key_, p);
-  return p;
+  byoc_ws_block_* b = byoc_ws_mine_;
+  if (b != NULL && byoc_ws_mine_generation_ == byoc_ws_generation_ && size <= b->size)
+    return b->data;
+  return byoc_workspace_grow_(size);
+}
+
+/*
+ * Loader protocol: whoever loads the library calls `byoc_retain()` once, and
+ * `byoc_release()` once when it is done with it, with no call of the library
+ * in flight, before it unloads it. The last release frees every thread's
+ * workspace and deletes the thread-exit hook, so unloading neither leaks the
+ * workspaces nor leaves a destructor pointing into unmapped code. Both return
+ * the number of users left.
+ */
+BYOC_EXPORT int32_t byoc_retain(void);
+BYOC_EXPORT int32_t byoc_retain(void) {
+  pthread_mutex_lock(&byoc_ws_mutex_);
+  long users = ++byoc_users_;
+  pthread_mutex_unlock(&byoc_ws_mutex_);
+  return (int32_t)users;
+}
+
+BYOC_EXPORT int32_t byoc_release(void);
+BYOC_EXPORT int32_t byoc_release(void) {
+  pthread_mutex_lock(&byoc_ws_mutex_);
+  if (byoc_users_ > 0) --byoc_users_;
+  long users = byoc_users_;
+  if (users == 0) {
+    if (byoc_ws_key_ok_) pthread_key_delete(byoc_ws_key_);
+    byoc_ws_key_ok_ = 0;
+    while (byoc_ws_all_.next != &byoc_ws_all_) byoc_ws_unlink_(byoc_ws_all_.next);
+    ++byoc_ws_generation_;
+  }
+  pthread_mutex_unlock(&byoc_ws_mutex_);
+  return (int32_t)users;
 }
 
 #endif /* BYOC_RUNTIME_H_ */

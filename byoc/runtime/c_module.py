@@ -25,6 +25,11 @@ Constants too large for the source are handed to `byoc_init` once, at load;
 the CModule keeps them alive. Concurrent calls from several threads are safe:
 the generated code keeps intermediates in a per-thread workspace.
 
+Unloading. When the CModule is garbage (with its CFunctions), the library's
+`byoc_release()` frees every thread's workspace and removes its thread-exit
+hook, then the library is closed: freeing a model leaks nothing, and threads
+that outlive it exit cleanly.
+
 `metadata()` (JSON-able) plus `constants` is all `load(path, ...)` needs to
 reopen an exported library without recompiling; `export()` / `from_blobs()`
 are the artifact round trip.
@@ -44,6 +49,7 @@ import math
 import re
 import sys
 import threading
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,7 +78,40 @@ typedef struct {
 _LIBRARY_CDEF = """
 const char* byoc_last_error(void);
 int32_t byoc_init(const void* const* consts, int32_t n);
+int32_t byoc_retain(void);
+int32_t byoc_release(void);
 """
+
+_PINNED: list[Any] = []
+"""Libraries built before `byoc_release` existed: never unloaded (see `_unload`)."""
+
+
+def _unload(ffi: Any, lib: Any, released: bool, more: list[tuple[Any, Any]]) -> None:
+    """Release the library's per-thread workspaces, then unload it.
+
+    Runs when its CModule is garbage (no CFunction of it is left, so no call
+    is in flight). `more` are further handles on the same library (`CModule._resolve`).
+    A library without `byoc_release` (an artifact from an older byoc) stays
+    loaded: unloading it would leave its thread-exit destructor pointing into
+    unmapped code."""
+    if not released:
+        _PINNED.append((lib, more))
+        return
+    lib.byoc_release()
+    for other_ffi, other in more:
+        other_ffi.dlclose(other)
+    ffi.dlclose(lib)
+
+
+PARTITION_PREFIX = "byoc_p_"
+"""The C names of a partition's functions and globals start with this; `byoc_runtime.h`
+defines no name under it, so no partition name can collide with the runtime or libc."""
+
+
+def c_entry_symbol(partition: str) -> str:
+    """The exported C name of partition `partition`'s packed entry."""
+    return PARTITION_PREFIX + partition
+
 
 KDL_CPU = 1
 _DL_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
@@ -135,14 +174,28 @@ class CModule:
         self.ffi.cdef(
             _CDEF
             + _LIBRARY_CDEF
-            + "\n".join(f"int32_t {sym}(DLTensor** args, int32_t num_args);" for sym in self.functions)
+            + "\n".join(
+                f"int32_t {c_entry_symbol(sym)}(DLTensor** args, int32_t num_args);"
+                for sym in self.functions
+            )
         )
+        self._bare_handles: list[tuple[Any, Any]] = []
         try:
             with native_load(), private_copy(library, directory) as copy:
                 self.lib: Any = self.ffi.dlopen(str(copy))
+                # entries resolved while the private copy exists: a bare-named entry is
+                # looked up through the same file, so it shares the library's globals
+                self._entries = {sym: self._resolve(sym, copy) for sym in self.functions}
         except OSError as e:
             raise OSError(f"cannot load the C library {self.library_path}: {e}") from None
-        missing = [sym for sym in self.functions if not hasattr(self.lib, sym)]
+        try:
+            self.lib.byoc_retain()
+            released = True
+        except AttributeError:  # built by an older byoc
+            released = False
+        unload = weakref.finalize(self, _unload, self.ffi, self.lib, released, self._bare_handles)
+        unload.atexit = False  # at exit, daemon threads may still be in a call
+        missing = [sym for sym, entry in self._entries.items() if entry is None]
         if missing:
             raise ValueError(f"the C library {self.library_path} has no function {', '.join(missing)}")
         self._init_constants()
@@ -275,6 +328,31 @@ class CModule:
     def last_error(self) -> str:
         return self.ffi.string(self.lib.byoc_last_error()).decode("utf-8", "replace")
 
+    def _resolve(self, sym: str, path: Path) -> Any:
+        """The packed entry of partition `sym`: `c_entry_symbol(sym)`, or `sym` itself in a
+        library from an older byoc or of hand-written C (looked up through a second
+        declaration of the same file, since `sym` may be any C name, even one of this
+        FFI's); None if the library has neither."""
+        try:
+            return getattr(self.lib, c_entry_symbol(sym))
+        except AttributeError:
+            pass
+        bare = cffi.FFI()
+        bare.cdef(f"int32_t {sym}(void** args, int32_t num_args);")
+        lib = bare.dlopen(str(path))
+        self._bare_handles.append((bare, lib))  # closed with the module (see _unload)
+        try:
+            address = int(bare.cast("intptr_t", getattr(lib, sym)))
+        except AttributeError:
+            return None
+        return self.ffi.cast("int32_t(*)(DLTensor**, int32_t)", address)
+
+    def _entry(self, sym: str) -> Any:
+        entry = self._entries.get(sym)
+        if entry is None:
+            raise KeyError(f"{self.library_path.name} has no C function for partition '{sym}'")
+        return entry
+
     def get_function(self, sym: str) -> CFunction:
         fn = self._functions.get(sym)
         if fn is not None:
@@ -334,7 +412,7 @@ class CFunction:
         self.module = module
         self.name = sym
         self.signature = signature
-        self._fn = getattr(module.lib, sym)
+        self._fn = module._entry(sym)
         self._ffi = module.ffi
         specs = [*signature.inputs, *signature.outputs]
         self._names = [s.name for s in specs]

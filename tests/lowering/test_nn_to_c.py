@@ -32,7 +32,7 @@ from byoc.interpreters import run_reference
 from byoc.lowering.c_build import build_c_module
 from byoc.lowering.emit.c import emit_c_source
 from byoc.lowering.nn_to_c import LowerToCPass
-from byoc.runtime.c_module import CFunctionError, CModule
+from byoc.runtime.c_module import CFunctionError, CModule, c_entry_symbol
 from byoc.runtime.toolchain import CompileError, compile_source
 from byoc.targets.ccompiler import SUPPORTED_OPS, unsupported_reason
 
@@ -455,6 +455,7 @@ def _harness(module: ModuleOp, cases: list[Case], n_consts: int) -> str:
     ]
     for k, case in enumerate(cases):
         name = f"ccompiler_{case.name}"
+        entry = c_entry_symbol(name)
         f = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == name)
         types = [*f.function_type.inputs.data, *f.function_type.outputs.data]
         lines.append("  {")
@@ -472,11 +473,11 @@ def _harness(module: ModuleOp, cases: list[Case], n_consts: int) -> str:
         argv = ", ".join(f"&t{i}" for i in range(len(types)))
         lines.append(f"    DLTensor* args[] = {{{argv}}};")
         lines.append(
-            f"    if ({name}(args, {len(types)}) != 0) {{ fprintf(stderr, \"%s\\n\", byoc_last_error()); return 3; }}"
+            f"    if ({entry}(args, {len(types)}) != 0) {{ fprintf(stderr, \"%s\\n\", byoc_last_error()); return 3; }}"
         )
-        lines.append(f"    if ({name}(args, {len(types) - 1}) == 0) return 4;  /* wrong count is rejected */")
+        lines.append(f"    if ({entry}(args, {len(types) - 1}) == 0) return 4;  /* wrong count is rejected */")
         lines.append("    s0[0] += 1;")
-        lines.append(f"    if ({name}(args, {len(types)}) == 0) return 5;  /* wrong shape is rejected */")
+        lines.append(f"    if ({entry}(args, {len(types)}) == 0) return 5;  /* wrong shape is rejected */")
         lines.append("    s0[0] -= 1;")
         for i in range(len(f.function_type.inputs.data), len(types)):
             n = int(np.prod(nn.shape_of(types[i])))
@@ -742,8 +743,8 @@ def test_ccompiler_composites_are_inlined_and_fused(cache: Path) -> None:
     }
     """
     module = lower(parse_module(text))
-    kernels = [f for f in module.walk() if isinstance(f, c.FuncOp) and f.sym_name.data.startswith("ccompiler_comp_") and f.is_static]
-    assert [f.sym_name.data for f in kernels] == ["ccompiler_comp_0", "ccompiler_comp_"]  # one fused loop
+    kernels = [f for f in module.walk() if isinstance(f, c.FuncOp) and f.sym_name.data.startswith("byoc_p_ccompiler_comp_") and f.is_static]
+    assert [f.sym_name.data for f in kernels] == ["byoc_p_ccompiler_comp_0", "byoc_p_ccompiler_comp_"]  # one fused loop
     rng = np.random.default_rng(13)
     x, b = rng.standard_normal((2, 4)).astype(np.float32), rng.standard_normal(4).astype(np.float32)
     got = build_c_module(module).get_function("ccompiler_comp")(x, b)

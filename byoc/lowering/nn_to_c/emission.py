@@ -35,6 +35,7 @@ from byoc.lowering.nn_to_c.graph import (
     i64_attr,
     live_computations,
 )
+from byoc.runtime.c_module import c_entry_symbol
 
 INIT_FUNCTION = "byoc_init"
 """The C function binding large constants at load time."""
@@ -87,6 +88,8 @@ class PartitionLowering:
         self.fn = fn
         self.lower_composite = lower_composite
         self.sym = fn.sym_name.data
+        self.c_sym = c_entry_symbol(self.sym)
+        """The C name of the partition's entry; its helpers' names extend it."""
         self.fuse = fuse
         self.const_threshold = const_threshold
         self.init_base = init_base
@@ -96,7 +99,7 @@ class PartitionLowering:
 
     # ---- entry ---------------------------------------------------------------------
     def lower(self) -> list[Operation]:
-        if not c.is_c_identifier(self.sym) or self.sym == INIT_FUNCTION:
+        if not c.is_c_identifier(self.c_sym):
             raise PassError(self.fn, f"lower-to-c: '@{self.sym}' is not usable as a C function name")
         g = GraphBuilder(self.fn, self.lower_composite)
         g.build()
@@ -110,21 +113,26 @@ class PartitionLowering:
         packed = self._packed_func(g)
         return [*self.globals, *kernels, subgraph, wrapper, packed]
 
-    def _arg_names(self, g: GraphBuilder) -> list[str]:
-        names: list[str] = []
+    def _arg_names(self, g: GraphBuilder) -> tuple[list[str], list[str]]:
+        """(labels, C names) of the inputs then the outputs. A label is the name messages
+        show (the input's name when it has one, else `arg<i>`; `out<j>`); the C names are
+        `in<i>` and `out<j>`: a user's name never becomes a C identifier, so an input
+        called `EOF` or `expf` cannot collide with what the C headers define."""
+        labels: list[str] = []
         for i, arg in enumerate(self.fn.body.block.args):
             hint = arg.name_hint
             name = hint if hint is not None and c.is_c_identifier(hint) else f"arg{i}"
-            while name in names:
+            while name in labels:
                 name += "_"
-            names.append(name)
+            labels.append(name)
         outs = [f"out{j}" for j in range(len(g.outputs))]
         for j, o in enumerate(outs):
-            while o in names:
+            while o in labels:
                 o += "_"
             outs[j] = o
-            names.append(o)
-        return names
+            labels.append(o)
+        c_names = [f"in{i}" for i in range(len(g.inputs))] + [f"out{j}" for j in range(len(g.outputs))]
+        return labels, c_names
 
     # ---- constants -----------------------------------------------------------------------
     def _global_for(self, v: Tensor) -> str:
@@ -133,7 +141,7 @@ class PartitionLowering:
             return name
         arr = v.array
         assert arr is not None
-        name = f"{self.sym}_c{len(self.const_names)}"
+        name = f"{self.c_sym}_c{len(self.const_names)}"
         ty = nn.tensor(arr.shape, _elt(v.dtype))
         dense = DenseIntOrFPElementsAttr(ty, BytesAttr(np.ascontiguousarray(arr).tobytes()))
         init = None
@@ -155,7 +163,7 @@ class PartitionLowering:
             + [f"out{j}" for j in range(len(outs))]
             + [f"tmp{j}" for j in range(len(tmps))]
         )
-        f = c.FuncOp(f"{self.sym}_{k}", types, (), ("static", "noalias"), arg_names=names)
+        f = c.FuncOp(f"{self.c_sym}_{k}", types, (), ("static", "noalias"), arg_names=names)
         block = f.body.block
         b = CBuilder(block)
         params = dict(zip([*ins, *outs, *tmps], block.args, strict=True))
@@ -272,12 +280,12 @@ class PartitionLowering:
 
     # ---- the subgraph function, the wrapper, the packed entry ---------------------------
     def _subgraph_func(self, steps: list[KernelPlan], storage: dict[Tensor, Storage], g: GraphBuilder, ws_size: int) -> c.FuncOp:
-        names = self._arg_names(g)
+        _, names = self._arg_names(g)
         types: list[Attribute] = [_ptr(v.dtype, True) for v in g.inputs] + [_ptr(v.dtype) for v in g.outputs]
         if ws_size:
             types.append(c.PtrType(nn.IntegerType(8)))
             names = [*names, "ws"]
-        f = c.FuncOp(f"{self.sym}_", types, (), ("static",), arg_names=names)
+        f = c.FuncOp(f"{self.c_sym}_", types, (), ("static",), arg_names=names)
         block = f.body.block
         b = CBuilder(block)
         n_in = len(g.inputs)
@@ -313,14 +321,14 @@ class PartitionLowering:
             args = [pointer(r, True) for r in step.reads] + [
                 pointer(w, False) for w in [*step.writes, *step.scratch]
             ]
-            b.add(c.CallOp(f"{self.sym}_{k}", args))
+            b.add(c.CallOp(f"{self.c_sym}_{k}", args))
         b.add(c.ReturnOp())
         return f
 
     def _wrapper_func(self, g: GraphBuilder, ws_size: int) -> c.FuncOp:
-        names = self._arg_names(g)
+        names, c_names = self._arg_names(g)
         n_in, n_out = len(g.inputs), len(g.outputs)
-        f = c.FuncOp(f"{self.sym}_wrapper", [c.DLTENSOR_PTR] * (n_in + n_out), [i32], (), arg_names=names)
+        f = c.FuncOp(f"{self.c_sym}_wrapper", [c.DLTENSOR_PTR] * (n_in + n_out), [i32], (), arg_names=c_names)
         f.attributes["c.diagnostic_name"] = StringAttr(self.sym)
         block = f.body.block
         b = CBuilder(block)
@@ -334,25 +342,25 @@ class PartitionLowering:
             if gl.init_index is not None:
                 b.add(c.CheckBoundOp(gl.sym_name.data))
         data = [
-            b.add(c.TensorDataOp(arg, _ptr(v.dtype, i < n_in)), hint=f"{names[i]}_data")
+            b.add(c.TensorDataOp(arg, _ptr(v.dtype, i < n_in)), hint=f"{c_names[i]}_data")
             for i, (arg, v) in enumerate(zip(block.args, values, strict=True))
         ]
         if ws_size:
             data.append(b.add(c.WorkspaceOp(ws_size), hint="ws"))
-        b.add(c.CallOp(f"{self.sym}_", data))
+        b.add(c.CallOp(f"{self.c_sym}_", data))
         b.add(c.ReturnOp(b.const(0, i32)))
         return f
 
     def _packed_func(self, g: GraphBuilder) -> c.FuncOp:
         n_in, n_out = len(g.inputs), len(g.outputs)
         args_t = c.PtrType(c.DLTENSOR_PTR)
-        f = c.FuncOp(self.sym, [args_t, i32], [i32], (), arg_names=["args", "num_args"])
+        f = c.FuncOp(self.c_sym, [args_t, i32], [i32], (), arg_names=["args", "num_args"])
         f.attributes["c.diagnostic_name"] = StringAttr(self.sym)
         block = f.body.block
         b = CBuilder(block)
         b.add(c.CheckArgCountOp(block.args[1], n_in, n_out))
         tensors = [b.add(c.LoadOp(block.args[0], b.const(i, index))) for i in range(n_in + n_out)]
-        result = b.add(c.CallOp(f"{self.sym}_wrapper", tensors, [i32]))
+        result = b.add(c.CallOp(f"{self.c_sym}_wrapper", tensors, [i32]))
         b.add(c.ReturnOp(result))
         return f
 

@@ -5,13 +5,15 @@ Contract. Expects functions `func.func @<sym>(...) attributes {byoc.compiler =
 myaccel...), whose bodies hold `nn` ops that `ccompiler.unsupported_reason`
 accepts and `byoc.composite` ops (inlined, or handed to the target's
 `composite_lowering` hook); anything else is a `PassError` at the op. Guarantees: one `c.module` (created once, appended to)
-holds, per partition,
+holds, per partition, under the C name `E = byoc_p_<sym>` (`c_entry_symbol`: the
+user's `<sym>` is never a C name of its own, so `@expf` or `@byoc_fail` build),
 
-    <sym>_<k>        one static kernel per step (a loop nest or a library call)
-    <sym>_           the subgraph function: typed pointers in, calls the kernels
-    <sym>_wrapper    the seed-style typed entry `int32_t (DLTensor* a, ..., DLTensor* out0)`:
+    E_<k>            one static kernel per step (a loop nest or a library call)
+    E_               the subgraph function: typed pointers in, calls the kernels
+    E_wrapper        the seed-style typed entry `int32_t (DLTensor* in0, ..., DLTensor* out0)`:
                      checks every argument, takes the per-thread workspace
-    <sym>            the packed entry `int32_t (DLTensor** args, int32_t num_args)`
+    E                the packed entry `int32_t (DLTensor** args, int32_t num_args)`
+    E_c<n>           constants
 
 plus `byoc_init(const void* const* consts, int32_t n)`, which binds the
 constants too large to print (more than `const_threshold` elements) at load

@@ -8,10 +8,10 @@
 // CHECK-LABEL: c.module
 // CHECK:         c.include "byoc_kernels.h"
 // CHECK-NEXT:    c.include "byoc_cblas.h"
-// CHECK:         c.func static noalias @cblas_conv_bias_relu_0_0(%in0: !c.ptr<f32, const>, %in1: !c.ptr<f32, const>, %in2: !c.ptr<f32, const>, %out0: !c.ptr<f32>, %tmp0: !c.ptr<f32>)
+// CHECK:         c.func static noalias @byoc_p_cblas_conv_bias_relu_0_0(%in0: !c.ptr<f32, const>, %in1: !c.ptr<f32, const>, %in2: !c.ptr<f32, const>, %out0: !c.ptr<f32>, %tmp0: !c.ptr<f32>)
 // CHECK:           c.call_opaque "byoc_cblas_conv2d_bias_f32"(%in0, %in1, %in2, %out0, %tmp0)
 // CHECK-SAME:        args = [0 : index, 1 : index, 2 : index, 3 : index, 4 : index, 2 : i64, 3 : i64, 9 : i64, 9 : i64, 4 : i64, 3 : i64, 3 : i64, 5 : i64, 5 : i64, 2 : i64, 2 : i64, 1 : i64, 1 : i64, 1 : i64, 1 : i64, 5 : i64, 1 : i32]
-// CHECK:         c.func @cblas_conv_bias_relu_0_wrapper
+// CHECK:         c.func @byoc_p_cblas_conv_bias_relu_0_wrapper
 // CHECK:           c.workspace
 // C:           #include "byoc_cblas.h"
 // C:           /* cblas.conv2d_bias_relu: 2x4x5x5 f32 */
@@ -28,10 +28,10 @@ func.func @conv_bias_relu(%x: tensor<2x3x9x9xf32>, %w: tensor<4x3x3x3xf32>, %b: 
 /// A 1x1 convolution with unit strides reads the image directly: no scratch. The batch_norm
 /// and multiply fold into two constant vectors (scale, shift) at compile time.
 // CHECK-LABEL: c.module
-// CHECK:         c.global @cblas_conv_1x1_bn_0_c0 = dense<[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]> : tensor<2x3x1x1xf32>
-// CHECK-NEXT:    c.global @cblas_conv_1x1_bn_0_c1 = dense<[0.4999975, 0.3535525]> : tensor<2xf32>
-// CHECK-NEXT:    c.global @cblas_conv_1x1_bn_0_c2 = dense<[2.503395e-06, -0.20710498]> : tensor<2xf32>
-// CHECK-NEXT:    c.func static noalias @cblas_conv_1x1_bn_0_0(%in0: !c.ptr<f32, const>, %in1: !c.ptr<f32, const>, %in2: !c.ptr<f32, const>, %in3: !c.ptr<f32, const>, %out0: !c.ptr<f32>)
+// CHECK:         c.global @byoc_p_cblas_conv_1x1_bn_0_c0 = dense<[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]> : tensor<2x3x1x1xf32>
+// CHECK-NEXT:    c.global @byoc_p_cblas_conv_1x1_bn_0_c1 = dense<[0.4999975, 0.3535525]> : tensor<2xf32>
+// CHECK-NEXT:    c.global @byoc_p_cblas_conv_1x1_bn_0_c2 = dense<[2.503395e-06, -0.20710498]> : tensor<2xf32>
+// CHECK-NEXT:    c.func static noalias @byoc_p_cblas_conv_1x1_bn_0_0(%in0: !c.ptr<f32, const>, %in1: !c.ptr<f32, const>, %in2: !c.ptr<f32, const>, %in3: !c.ptr<f32, const>, %out0: !c.ptr<f32>)
 // CHECK:           c.call_opaque "byoc_cblas_conv2d_1x1_affine_f32"(%in0, %in1, %in2, %in3, %out0)
 // C:           byoc_cblas_conv2d_1x1_affine_f32(in0, in1, in2, in3, out0, 1, 3, 4, 4, 2, 1, 1, 4, 4, 1, 1, 0, 0, 1, 1, 16, 0);
 func.func @conv_1x1_bn(%x: tensor<1x3x4x4xf32>) -> tensor<1x2x4x4xf32> {
@@ -50,10 +50,10 @@ func.func @conv_1x1_bn(%x: tensor<1x3x4x4xf32>) -> tensor<1x2x4x4xf32> {
 /// weights are rearranged tap by tap at compile time (a new constant). A bias known only at
 /// run time and a scalar add are combined into the shift vector by a loop over the channels.
 // CHECK-LABEL: c.module
-// CHECK:         c.global @cblas_conv_taps_0_c0 init 0 = dense<{{.*}}> : tensor<9x8x64xf32>
-// CHECK:         c.func static noalias @cblas_conv_taps_0_0(%in0: !c.ptr<f32, const>, %in1: !c.ptr<f32, const>, %out0: !c.ptr<f32>)
+// CHECK:         c.global @byoc_p_cblas_conv_taps_0_c0 init 0 = dense<{{.*}}> : tensor<9x8x64xf32>
+// CHECK:         c.func static noalias @byoc_p_cblas_conv_taps_0_0(%in0: !c.ptr<f32, const>, %in1: !c.ptr<f32, const>, %out0: !c.ptr<f32>)
 // CHECK:           c.for %i0 = 0 to 8
-// CHECK:         c.func static noalias @cblas_conv_taps_0_1(
+// CHECK:         c.func static noalias @byoc_p_cblas_conv_taps_0_1(
 // CHECK:           c.call_opaque "byoc_cblas_conv2d_taps_bias_f32"
 // C:           byoc_cblas_conv2d_taps_bias_f32(in0, in1, in2, out0, tmp0, 1, 64, 24, 24, 8, 3, 3, 24, 24, 1, 1, 1, 1, 1, 1, 24, 0);
 func.func @conv_taps(%x: tensor<1x64x24x24xf32>, %b: tensor<8xf32>, %c: tensor<1xf32>) -> tensor<1x8x24x24xf32> {

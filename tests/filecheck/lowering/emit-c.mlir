@@ -7,43 +7,43 @@
 // PEROP:      #include "byoc_runtime.h"
 // PEROP-NEXT: #include "byoc_kernels.h"
 // PEROP-EMPTY:
-// PEROP-NEXT: static void ccompiler_main_0_0(const float* restrict in0, const float* restrict in1, float* restrict out0) {
+// PEROP-NEXT: static void byoc_p_ccompiler_main_0_0(const float* restrict in0, const float* restrict in1, float* restrict out0) {
 // PEROP-NEXT:   /* nn.add: 10x10 f32 */
 // PEROP-NEXT:   for (int64_t i0 = 0; i0 < 100; ++i0) {
 // PEROP-NEXT:     out0[i0] = (in0[i0] + in1[i0]);
 // PEROP-NEXT:   }
 // PEROP-NEXT: }
-// PEROP:      static void ccompiler_main_0_1(const float* restrict in0, const float* restrict in1, float* restrict out0) {
+// PEROP:      static void byoc_p_ccompiler_main_0_1(const float* restrict in0, const float* restrict in1, float* restrict out0) {
 // PEROP:          out0[i0] = (in0[i0] - in1[i0]);
-// PEROP:      static void ccompiler_main_0_2(const float* restrict in0, const float* restrict in1, float* restrict out0) {
+// PEROP:      static void byoc_p_ccompiler_main_0_2(const float* restrict in0, const float* restrict in1, float* restrict out0) {
 // PEROP:          out0[i0] = (in0[i0] * in1[i0]);
-// PEROP:      static void ccompiler_main_0_(const float* a, const float* b, const float* c, const float* d, float* out0, int8_t* ws) {
+// PEROP:      static void byoc_p_ccompiler_main_0_(const float* in0, const float* in1, const float* in2, const float* in3, float* out0, int8_t* ws) {
 // PEROP-NEXT:   float* buf0 = ((float*)(ws + 0));
-// PEROP-NEXT:   ccompiler_main_0_0(a, b, buf0);
+// PEROP-NEXT:   byoc_p_ccompiler_main_0_0(in0, in1, buf0);
 // PEROP-NEXT:   float* buf1 = ((float*)(ws + 448));
-// PEROP-NEXT:   ccompiler_main_0_1(buf0, c, buf1);
-// PEROP-NEXT:   ccompiler_main_0_2(buf1, d, out0);
+// PEROP-NEXT:   byoc_p_ccompiler_main_0_1(buf0, in2, buf1);
+// PEROP-NEXT:   byoc_p_ccompiler_main_0_2(buf1, in3, out0);
 // PEROP-NEXT: }
 // PEROP-EMPTY:
-// PEROP-NEXT: BYOC_EXPORT int32_t ccompiler_main_0_wrapper(DLTensor*, DLTensor*, DLTensor*, DLTensor*, DLTensor*);
-// PEROP-NEXT: BYOC_EXPORT int32_t ccompiler_main_0_wrapper(DLTensor* a, DLTensor* b, DLTensor* c, DLTensor* d, DLTensor* out0) {
-// PEROP-NEXT:   if (byoc_check_tensor("ccompiler_main_0", "input 'a' (#0)", a, kDLFloat, 32, 2, (const int64_t[]){10, 10}) != 0) return -1;
+// PEROP-NEXT: BYOC_EXPORT int32_t byoc_p_ccompiler_main_0_wrapper(DLTensor*, DLTensor*, DLTensor*, DLTensor*, DLTensor*);
+// PEROP-NEXT: BYOC_EXPORT int32_t byoc_p_ccompiler_main_0_wrapper(DLTensor* in0, DLTensor* in1, DLTensor* in2, DLTensor* in3, DLTensor* out0) {
+// PEROP-NEXT:   if (byoc_check_tensor("ccompiler_main_0", "input 'a' (#0)", in0, kDLFloat, 32, 2, (const int64_t[]){10, 10}) != 0) return -1;
 // PEROP:        if (byoc_check_tensor("ccompiler_main_0", "output 'out0' (#0)", out0, kDLFloat, 32, 2, (const int64_t[]){10, 10}) != 0) return -1;
-// PEROP-NEXT:   if (byoc_check_disjoint("ccompiler_main_0", 5, 1, (const DLTensor* const[]){a, b, c, d, out0}, (const char* const[]){"a", "b", "c", "d", "out0"}, (const int64_t[]){400, 400, 400, 400, 400}) != 0) return -1;
-// PEROP-NEXT:   const float* a_data = ((const float*)byoc_tensor_data(a));
+// PEROP-NEXT:   if (byoc_check_disjoint("ccompiler_main_0", 5, 1, (const DLTensor* const[]){in0, in1, in2, in3, out0}, (const char* const[]){"a", "b", "c", "d", "out0"}, (const int64_t[]){400, 400, 400, 400, 400}) != 0) return -1;
+// PEROP-NEXT:   const float* in0_data = ((const float*)byoc_tensor_data(in0));
 // PEROP:        float* out0_data = ((float*)byoc_tensor_data(out0));
 // PEROP-NEXT:   int8_t* ws = (int8_t*)byoc_workspace(896u);
 // PEROP-NEXT:   if (ws == NULL) return byoc_fail("%s: cannot allocate 896 bytes of workspace", "ccompiler_main_0");
-// PEROP-NEXT:   ccompiler_main_0_(a_data, b_data, c_data, d_data, out0_data, ws);
+// PEROP-NEXT:   byoc_p_ccompiler_main_0_(in0_data, in1_data, in2_data, in3_data, out0_data, ws);
 // PEROP-NEXT:   return 0;
 // PEROP-NEXT: }
 // PEROP-EMPTY:
-// PEROP-NEXT: BYOC_EXPORT int32_t ccompiler_main_0(DLTensor**, int32_t);
-// PEROP-NEXT: BYOC_EXPORT int32_t ccompiler_main_0(DLTensor** args, int32_t num_args) {
+// PEROP-NEXT: BYOC_EXPORT int32_t byoc_p_ccompiler_main_0(DLTensor**, int32_t);
+// PEROP-NEXT: BYOC_EXPORT int32_t byoc_p_ccompiler_main_0(DLTensor** args, int32_t num_args) {
 // PEROP-NEXT:   if (num_args != 5) {
 // PEROP-NEXT:     return byoc_fail("%s: expected 5 arguments (4 inputs, 1 output), got %d", "ccompiler_main_0", (int)num_args);
 // PEROP-NEXT:   }
-// PEROP-NEXT:   const int32_t v0 = ccompiler_main_0_wrapper(args[0], args[1], args[2], args[3], args[4]);
+// PEROP-NEXT:   const int32_t v0 = byoc_p_ccompiler_main_0_wrapper(args[0], args[1], args[2], args[3], args[4]);
 // PEROP-NEXT:   return v0;
 // PEROP-NEXT: }
 // PEROP-EMPTY:
@@ -52,18 +52,18 @@
 // PEROP-NEXT:   (void)consts;
 
 /// Fused mode: one loop reading the four inputs, no workspace.
-// FUSED:      static void ccompiler_main_0_0(const float* restrict in0, const float* restrict in1, const float* restrict in2, const float* restrict in3, float* restrict out0) {
+// FUSED:      static void byoc_p_ccompiler_main_0_0(const float* restrict in0, const float* restrict in1, const float* restrict in2, const float* restrict in3, float* restrict out0) {
 // FUSED-NEXT:   /* nn.add, nn.subtract, nn.multiply: 10x10 f32 */
 // FUSED-NEXT:   for (int64_t i0 = 0; i0 < 100; ++i0) {
 // FUSED-NEXT:     out0[i0] = (((in0[i0] + in1[i0]) - in2[i0]) * in3[i0]);
 // FUSED-NEXT:   }
 // FUSED-NEXT: }
 // FUSED-EMPTY:
-// FUSED-NEXT: static void ccompiler_main_0_(const float* a, const float* b, const float* c, const float* d, float* out0) {
-// FUSED-NEXT:   ccompiler_main_0_0(a, b, c, d, out0);
+// FUSED-NEXT: static void byoc_p_ccompiler_main_0_(const float* in0, const float* in1, const float* in2, const float* in3, float* out0) {
+// FUSED-NEXT:   byoc_p_ccompiler_main_0_0(in0, in1, in2, in3, out0);
 // FUSED-NEXT: }
 // FUSED-NOT:  byoc_workspace
-// FUSED:      BYOC_EXPORT int32_t ccompiler_main_0(DLTensor** args, int32_t num_args) {
+// FUSED:      BYOC_EXPORT int32_t byoc_p_ccompiler_main_0(DLTensor** args, int32_t num_args) {
 func.func private @ccompiler_main_0(%a: tensor<10x10xf32>, %b: tensor<10x10xf32>, %c: tensor<10x10xf32>, %d: tensor<10x10xf32>) -> tensor<10x10xf32> attributes {byoc.compiler = "ccompiler"} {
   %0 = nn.add %a, %b : tensor<10x10xf32>
   %1 = nn.subtract %0, %c : tensor<10x10xf32>
