@@ -95,6 +95,10 @@ def main() -> None:
     elif kind == "onnx":
         from onnx_cases import run_onnx_case as handler
     elif kind == "artifact":
+        import resource
+
+        # a crafted size must not take the machine's memory: 3 GiB of address space
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
         from artifact_cases import run_artifact_case as handler
     elif kind == "differential":
         from differential import run_differential_case as handler
