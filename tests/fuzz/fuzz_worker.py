@@ -93,6 +93,10 @@ def main() -> None:
 
         handler = run_opt
     elif kind == "onnx":
+        import resource
+
+        # import-time folding of a huge tensor must not take the machine's memory (item 8)
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
         from onnx_cases import run_onnx_case as handler
     elif kind == "artifact":
         import resource
