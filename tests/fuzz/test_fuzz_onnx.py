@@ -20,6 +20,10 @@ def attribute_known(case: dict[str, Any], outcome: str, detail: str) -> str:
         return "new-A-range-operands"  # see test_range_with_nan_or_zero_delta_is_an_import_error
     if "buffer size must be a multiple of element size" in detail or "numpy_helper.py" in detail:
         return "new-B-initializer-size"  # see test_initializer_with_short_data_is_an_import_error
+    if outcome == "wrong-error" and "kernels.py" in detail:
+        return "new-E-folding"  # see test_folding_invalid_constants_is_an_import_error
+    if outcome == "wrong-error" and "NoneType" in detail:
+        return "new-F-missing-attribute"  # see test_missing_required_attribute_is_an_import_error
     return outcome
 
 
@@ -87,3 +91,43 @@ def test_initializer_with_short_data_is_an_import_error() -> None:
         [helper.make_node("Add", ["x", "w"], ["y"])], "short", [x], [y], initializer=[w]
     )
     _import_error(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+
+
+def _model(nodes: list[Any], inits: list[Any], inputs: list[Any]) -> Any:
+    from onnx import TensorProto, helper
+
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    graph = helper.make_graph(nodes, "repro", inputs, [y], initializer=inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("case", ["reshape-minus-3", "add-not-broadcastable"])
+@pytest.mark.xfail(
+    strict=True,
+    reason="new defect found by tests/fuzz: import-time folding raises numpy's ValueError",
+)
+def test_folding_invalid_constants_is_an_import_error(case: str) -> None:
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    c = numpy_helper.from_array(np.ones(4, np.float32), "c")
+    if case == "reshape-minus-3":
+        s = numpy_helper.from_array(np.array([-3, -3], np.int64), "s")
+        model = _model([helper.make_node("Reshape", ["c", "s"], ["y"])], [c, s], [])
+    else:
+        d = numpy_helper.from_array(np.ones((2, 3), np.float32), "d")
+        model = _model([helper.make_node("Add", ["c", "d"], ["y"])], [c, d], [])
+    _import_error(model)
+
+
+@pytest.mark.parametrize("op", ["Concat", "MaxPool"])
+@pytest.mark.xfail(
+    strict=True,
+    reason="new defect found by tests/fuzz: a missing required attribute raises TypeError",
+)
+def test_missing_required_attribute_is_an_import_error(op: str) -> None:
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])
+    inputs = ["x", "x"] if op == "Concat" else ["x"]
+    _import_error(_model([helper.make_node(op, inputs, ["y"])], [], [x]))
