@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 import pytest
-from fuzz_harness import REPO, Report, assert_clean, env_count, run_campaign, seeded_cases
+from fuzz_harness import Report, assert_clean, env_count, run_campaign, seeded_cases
 from fuzz_worker import FILECHECK, opt_args, opt_input
 
 LIT_FILES = sorted(p.relative_to(FILECHECK).as_posix() for p in FILECHECK.rglob("*.mlir"))
@@ -97,7 +97,3 @@ def test_lexer_error_on_a_chunks_first_token_is_placed_in_its_chunk(tmp_path: An
     assert code == 1
     assert f"{path}:5:1: error:" in err.getvalue(), err.getvalue()
     assert out.getvalue().count("func.func") == 2
-
-
-def test_repository_layout() -> None:
-    assert (REPO / "tests" / "filecheck" / "lit.cfg").exists()
