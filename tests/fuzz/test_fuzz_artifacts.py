@@ -84,8 +84,6 @@ RECIPES = [
 ]
 
 
-REJECTED_TODAY = {"slot-not-int"}
-
 
 @pytest.fixture(scope="module")
 def recipe_outcomes(artifacts: list[str]) -> dict[str, str]:
@@ -106,12 +104,7 @@ def recipe_outcomes(artifacts: list[str]) -> dict[str, str]:
 @pytest.mark.parametrize(
     "recipe",
     [
-        pytest.param(
-            r,
-            marks=[]
-            if r in REJECTED_TODAY
-            else pytest.mark.xfail(strict=True, reason="issue 14 item 4"),
-        )
+        r
         for r in RECIPES
     ],
 )

@@ -42,7 +42,6 @@ def test_random_graphs_agree_everywhere_long() -> None:
     assert_clean(report)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14 item 11")
 def test_clip_with_a_nan_bound_agrees_everywhere() -> None:
     # seed 17: a graph with nn.clip(a_min or a_max = NaN); C keeps the other bound
     report = run_campaign("differential", [{"seed": 17}], PER_CASE_SECONDS)

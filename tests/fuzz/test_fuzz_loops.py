@@ -102,13 +102,11 @@ def test_build_run_free_loop_short() -> None:
     print(check(run_script(body)))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14 item 2")
 def test_unloading_a_model_frees_its_workspace() -> None:
     # 4 MiB of workspace a cycle: 20 cycles leak 80 MiB today
     print(check(run_script(loop_script(["ccompiler"], "BIG_WORKSPACE", 25, bound=40.0))))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14 item 1")
 def test_model_freed_while_its_thread_pool_is_alive() -> None:
     check(
         run_script(
@@ -124,7 +122,6 @@ def test_model_freed_while_its_thread_pool_is_alive() -> None:
     )
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14 item 1")
 def test_loaded_module_freed_while_its_thread_pool_is_alive(tmp_path: object) -> None:
     check(
         run_script(

@@ -71,7 +71,6 @@ def test_mutated_lit_inputs_long() -> None:
 # The exact cases of known defects the mutator produces: they turn green when fixed.
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14 item 6")
 def test_mutated_case_with_unterminated_string_found_by_the_fuzzer() -> None:
     case = {"file": "tools/output-file.mlir", "seed": 3106266458, "args": []}
     assert _has_unterminated_string(opt_input(case))
@@ -82,7 +81,6 @@ def test_mutated_case_with_unterminated_string_found_by_the_fuzzer() -> None:
 SPLIT_WITH_BAD_FIRST_TOKEN = "func.func @f() {\n  func.return\n}\n// -----\n#\n// -----\nfunc.func @g() {\n  func.return\n}\n"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14 item 7")
 def test_lexer_error_on_a_chunks_first_token_is_placed_in_its_chunk(tmp_path: Any) -> None:
     from byoc.tools import byoc_opt
 

@@ -59,6 +59,13 @@ class Node:
     def attr(self, name: str, default: Any = None) -> Any:
         return self.attrs.get(name, default)
 
+    def required_attr(self, name: str) -> Any:
+        """An attribute the op's schema requires; a model without it is malformed."""
+        value = self.attrs.get(name)
+        if value is None:
+            raise OnnxImportError(f"{self.op_type} needs attribute '{name}'")
+        return value
+
     def input(self, i: int) -> Value | None:
         return self.inputs[i] if i < len(self.inputs) else None
 

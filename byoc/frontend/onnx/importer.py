@@ -324,7 +324,10 @@ class Importer:
         if len(graph.sparse_initializer):
             raise UnsupportedOnnxError("sparse initializers are not supported")
         for init in graph.initializer:
-            self.env[init.name] = numpy_helper.to_array(init)
+            try:
+                self.env[init.name] = numpy_helper.to_array(init)
+            except (ValueError, TypeError) as e:  # data that does not fill its dims
+                raise OnnxImportError(f"initializer '{init.name}' is malformed: {e}") from None
         unknown = set(self.bind_inputs) - {vi.name for vi in graph.input}
         if unknown:
             raise OnnxImportError(f"bind_inputs names unknown graph input(s) {sorted(unknown)}")

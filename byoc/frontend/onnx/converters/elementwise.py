@@ -164,7 +164,7 @@ def _cast(imp: Importer, node: Node) -> list[Value]:
     from onnx import TensorProto, helper
 
     x = node.required(0)
-    to = int(node.attr("to"))
+    to = int(node.required_attr("to"))
     try:
         target = np.dtype(helper.tensor_dtype_to_np_dtype(to))
     except Exception:

@@ -24,7 +24,7 @@ from byoc.frontend.onnx.errors import OnnxImportError, UnsupportedOnnxError
 def _reshape(imp: Importer, node: Node) -> list[Value]:
     x = node.required(0)
     if node.version < 5:
-        target = list(node.attr("shape"))
+        target = list(node.required_attr("shape"))
     else:
         static = imp.static(node, 1, "shape")
         if static is None:
@@ -65,7 +65,7 @@ def _concat(imp: Importer, node: Node) -> list[Value]:
     values = [v for v in node.inputs if v is not None]
     if len(values) == 1:
         return [values[0]]
-    return [imp.emit(nn.ConcatenateOp, *values, axis=int(node.attr("axis")))]
+    return [imp.emit(nn.ConcatenateOp, *values, axis=int(node.required_attr("axis")))]
 
 
 @converts("Split")
@@ -131,7 +131,7 @@ def _slice(imp: Importer, node: Node) -> list[Value]:
     x = node.required(0)
     rank = len(imp.shape(x))
     if node.version < 10:
-        starts, ends = list(node.attr("starts")), list(node.attr("ends"))
+        starts, ends = list(node.required_attr("starts")), list(node.required_attr("ends"))
         axes = list(node.attr("axes", range(len(starts))))
         steps = [1] * len(starts)
     else:
@@ -260,7 +260,7 @@ def _resize(imp: Importer, node: Node) -> list[Value]:
     if node.op_type == "Upsample" or node.version < 11:
         # Upsample / Resize-10: asymmetric coordinates, nearest rounds down
         if node.version < 9 and node.op_type == "Upsample":
-            scales = list(node.attr("scales"))
+            scales = list(node.required_attr("scales"))
         else:
             scales = [float(s) for s in np.asarray(imp.static(node, 1, "scales")).reshape(-1)]
         coord, rounding, sizes = "asymmetric", "floor", None

@@ -158,7 +158,7 @@ def _conv_transpose(imp: Importer, node: Node) -> list[Value]:
 def _pool(imp: Importer, node: Node) -> list[Value]:
     x = node.required(0)
     n = _spatial(imp, node, x)
-    kernel = list(node.attr("kernel_shape"))
+    kernel = list(node.required_attr("kernel_shape"))
     strides = list(node.attr("strides", [1] * n))
     dilations = list(node.attr("dilations", [1] * n))
     pads = _auto_pads(string(node.attr("auto_pad", "NOTSET")), imp.shape(x)[2:], kernel, strides, dilations)
@@ -221,7 +221,7 @@ def _lrn(imp: Importer, node: Node) -> list[Value]:
         imp.emit(
             nn.LRNOp,
             node.required(0),
-            size=int(node.attr("size")),
+            size=int(node.required_attr("size")),
             axis=1,
             alpha=float(node.attr("alpha", 1e-4)),
             beta=float(node.attr("beta", 0.75)),
