@@ -37,7 +37,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, OpResult, Region, SSAValue
@@ -48,7 +47,7 @@ from xdsl.traits import IsolatedFromAbove, IsTerminator
 from byoc.diagnostics import PassError
 from byoc.dialects.byoc import TARGET_ATTR, CompositeOp, RegionOp, YieldOp
 from byoc.passes.region_proposal import RegionGraph, condensation_order, propose_regions
-from byoc.passes.scope import host_functions, target_of
+from byoc.passes.scope import blocks_within, host_functions, target_of
 from byoc.targets import UnknownTargetError, get_target
 from byoc.utils.gc import paused_gc
 
@@ -203,17 +202,24 @@ def _make_region(target: StringAttr, members: list[Operation]) -> RegionOp:
     """A detached region holding `members` in order; regions among them are flattened into it."""
     body = Block()
     end = InsertPoint.at_end(body)
+    pending: list[Operation] = []  # consecutive plain members, inserted together
     for o in members:
         o.detach()
         if isinstance(o, RegionOp):
+            if pending:
+                Rewriter.insert_op(pending, end)
+                pending = []
             _dissolve(o, end)
         else:
-            Rewriter.insert_op(o, end)
+            pending.append(o)
+    if pending:
+        Rewriter.insert_op(pending, end)
+    blocks = blocks_within(body)  # an op is in the region when its block is one of these
     escaping = [
         result
         for o in body.ops
         for result in o.results
-        if any(body.find_ancestor_op_in_block(use.operation) is None for use in result.uses)
+        if any(use.operation.parent not in blocks for use in result.uses)
     ]
     region = RegionOp.create(
         properties={"target": target},
@@ -222,10 +228,8 @@ def _make_region(target: StringAttr, members: list[Operation]) -> RegionOp:
         location=members[0].location,
     )
     for value, result in zip(escaping, region.res, strict=True):
-        value.replace_uses_with_if(
-            result, lambda use: body.find_ancestor_op_in_block(use.operation) is None
-        )
-    Builder(end).insert(YieldOp.create(operands=escaping, location=members[0].location))
+        value.replace_uses_with_if(result, lambda use: use.operation.parent not in blocks)
+    Rewriter.insert_op(YieldOp.create(operands=escaping, location=members[0].location), end)
     return region
 
 

@@ -38,7 +38,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, OpResult, Region, SSAValue
@@ -242,24 +241,26 @@ def _wrap_in_composite(
 
     mapping: dict[SSAValue, SSAValue] = dict(zip(match.inputs, body.args, strict=True))
     moved: list[Operation] = []
-    into_body = Builder(InsertPoint.at_end(body))
+    contents: list[Operation] = []  # the body, inserted in one go
     for const in match.constants:
         value = const.results[0]
         if all(id(block.find_ancestor_op_in_block(use.operation)) in inside for use in value.uses):
             const.detach()  # only the match reads it: move it in
-            into_body.insert(const)
+            contents.append(const)
             moved.append(const)
         else:
-            copy = into_body.insert(const.clone())
+            copy = const.clone()
+            contents.append(copy)
             mapping[value] = copy.results[0]
     for o in sorted(match.ops, key=lambda o: position[id(o)]):
         o.detach()
-        into_body.insert(o)
+        contents.append(o)
         for i, operand in enumerate(o.operands):
             new = mapping.get(operand)
             if new is not None:
                 o.operands[i] = new  # an input becomes the composite's block argument
-    into_body.insert(YieldOp.create(operands=results, location=root.location))
+    contents.append(YieldOp.create(operands=results, location=root.location))
+    Rewriter.insert_op(contents, InsertPoint.at_end(body))
     return moved
 
 

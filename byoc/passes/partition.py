@@ -40,7 +40,6 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar
 
-from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects.builtin import FunctionType, ModuleOp, StringAttr, SymbolRefAttr
 from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
@@ -53,7 +52,7 @@ from byoc.diagnostics import PassError
 from byoc.dialects.byoc import COMPILER_ATTR, TARGET_ATTR, CompositeOp, RegionOp, YieldOp
 from byoc.dialects.nn import ConstantOp
 from byoc.op_registry import get_op_attr
-from byoc.passes.scope import host_functions, target_of
+from byoc.passes.scope import blocks_within, host_functions, target_of
 from byoc.targets import Target, UnknownTargetError, get_target
 from byoc.utils.gc import paused_gc
 
@@ -210,6 +209,8 @@ def _outline(unit: Operation, target: str, name: str, bind_constants: bool) -> F
     for o in list(body.ops):
         o.attributes.pop(TARGET_ATTR, None)
         binder.bind(o)
+    if binder.constants:
+        Rewriter.insert_op(binder.constants, InsertPoint.at_start(body))
     results = list(dict.fromkeys(yielded))  # each value once, in the region's order
     result_types = [v.type for v in results]
 
@@ -264,24 +265,26 @@ class _Binder:
     def __init__(self, body: Block, bind_constants: bool):
         self.body = body
         self.bind_constants = bind_constants
-        self.constants = Builder(InsertPoint.at_start(body))
-        """Bound constants go before the body's first op, in first-use order."""
+        self.blocks = blocks_within(body)
+        """A value is defined in `body` (at any depth) when its owner's block is one of
+        these; an op is in `body` when its block is."""
+        self.constants: list[Operation] = []
+        """Bound constants, in first-use order; they go before the body's first op."""
         self.mapping: dict[SSAValue, SSAValue] = {}
         self.args: list[SSAValue] = []
         """The outside values passed as arguments, in first-use order."""
 
     def bind(self, op: Operation) -> None:
-        body = self.body
+        blocks = self.blocks
         for i, v in enumerate(op.operands):
             owner = v.owner
-            if (owner.parent if isinstance(owner, Operation) else owner) is body:
-                continue  # defined by a top-level op of the body
+            if (owner.parent if isinstance(owner, Operation) else owner) in blocks:
+                continue  # defined in the body
             new = self.mapping.get(v)
             if new is None:
-                if _defined_in(v, body):
-                    continue
                 new = self.mapping[v] = self._outside(v)
-            op.operands[i] = new
+            if new is not v:  # a constant moved in keeps its value
+                op.operands[i] = new
         if op.regions and not op.has_trait(IsolatedFromAbove):
             for region in op.regions:
                 for blk in region.blocks:
@@ -291,7 +294,7 @@ class _Binder:
     def _outside(self, value: SSAValue) -> SSAValue:
         if self.bind_constants and isinstance(value, OpResult) and isinstance(value.op, ConstantOp):
             const = value.op
-            if _only_used_in(value, self.body):
+            if all(use.operation.parent in self.blocks for use in value.uses):
                 const.detach()  # nothing else reads it: move it in
                 copy: Operation = const
             else:
@@ -303,21 +306,9 @@ class _Binder:
                 )
                 copy.results[0].name_hint = value.name_hint
             copy.attributes.pop(TARGET_ATTR, None)
-            self.constants.insert(copy)
+            self.constants.append(copy)
             return copy.results[0]
         arg = self.body.insert_arg(value.type, len(self.body.args))
         arg.name_hint = value.name_hint
         self.args.append(value)
         return arg
-
-
-def _defined_in(value: SSAValue, body: Block) -> bool:
-    """Whether `value` is defined in `body`, at any depth."""
-    owner = value.owner
-    op = owner if isinstance(owner, Operation) else owner.parent_op()
-    return op is not None and body.find_ancestor_op_in_block(op) is not None
-
-
-def _only_used_in(value: SSAValue, body: Block) -> bool:
-    """Whether every use of `value` is in `body` (stops at the first use outside)."""
-    return all(body.find_ancestor_op_in_block(use.operation) is not None for use in value.uses)

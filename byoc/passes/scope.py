@@ -29,6 +29,17 @@ def graph_blocks(func: FuncOp) -> Iterator[Block]:
                 yield from op.body.blocks
 
 
+def blocks_within(block: Block) -> set[Block]:
+    """`block` and every block nested in its ops: an op is within `block` (at any depth) when
+    its parent block is one of these. Only ops with regions are descended into."""
+    out = {block}
+    for op in block.ops:
+        for region in op.regions:
+            for inner in region.blocks:
+                out |= blocks_within(inner)
+    return out
+
+
 def target_of(op: Operation) -> str | None:
     """The target a region is for, or the one an op is tagged for (`byoc.target`); None if
     the op has no tag or a tag that is not a string."""
