@@ -440,6 +440,7 @@ def test_sanitizers_on_a_standalone_harness(tmp_path: Path, built: dict[str, Any
     (OpenBLAS itself is not instrumented): im2col bounds, the padded copy and its slack."""
     from byoc.context import make_context
     from byoc.lowering.c_build import signatures_of
+    from byoc.runtime.c_module import c_entry_symbol
     from byoc.lowering.emit.c import emit_c_source
     from byoc.lowering.nn_to_c import LowerToCPass, constants_of
     from byoc.passes.byoc_pipeline import partition_for
@@ -464,7 +465,8 @@ def test_sanitizers_on_a_standalone_harness(tmp_path: Path, built: dict[str, Any
     consts = constants_of(unit)
     ((symbol, sig),) = signatures_of(module).items()
     shapes = [s.shape for s in (*sig.inputs, *sig.outputs)]
-    source = emit_c_source(module) + _harness(symbol, len(sig.inputs), shapes, len(consts))
+    entry = c_entry_symbol(symbol)  # the partition's exported C name
+    source = emit_c_source(module) + _harness(entry, len(sig.inputs), shapes, len(consts))
     (tmp_path / "harness.c").write_text(source)
     flags, libs = cblas.build_options()
     sanitize = ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
