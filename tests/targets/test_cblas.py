@@ -440,10 +440,10 @@ def test_sanitizers_on_a_standalone_harness(tmp_path: Path, built: dict[str, Any
     (OpenBLAS itself is not instrumented): im2col bounds, the padded copy and its slack."""
     from byoc.context import make_context
     from byoc.lowering.c_build import signatures_of
-    from byoc.runtime.c_module import c_entry_symbol
     from byoc.lowering.emit.c import emit_c_source
     from byoc.lowering.nn_to_c import LowerToCPass, constants_of
     from byoc.passes.byoc_pipeline import partition_for
+    from byoc.runtime.c_module import c_entry_symbol
     from byoc.runtime.toolchain import INCLUDE_DIR
 
     module = built["module"].clone()
