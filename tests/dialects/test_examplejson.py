@@ -551,7 +551,7 @@ def test_damaged_binary_is_a_clear_error(mutate: Callable[[bytes], bytes], messa
         ),
         ("g\n  input x 3\n", 2, 9, "expected an id, got 'x'"),
         ("g\n  input 0 3 -1\n", 2, 13, "a dimension"),
-        ("g\n  input 0 3 dtype: f16\n", 2, 20, "unknown dtype 'f16'"),
+        ("g\n  input 0 3 dtype: bf16\n", 2, 20, "unknown dtype 'bf16'"),
         ("g\n  input 0 3\n  relu 1 shape: 3\n", 3, 10, "expected 'inputs: <ids> shape: <dims>'"),
         ("g\n  input 0 3\n  relu 1 inputs: 0\n", 3, 18, "expected 'shape: <dims>'"),
         (

@@ -18,10 +18,14 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     IntegerType,
+    Signedness,
     StringAttr,
     TensorType,
+    f16,
     f32,
     f64,
+    i8,
+    i16,
     i32,
     i64,
 )
@@ -38,14 +42,29 @@ class DType:
     numpy: np.dtype[Any]
 
 
+ui8 = IntegerType(8, Signedness.UNSIGNED)
+ui16 = IntegerType(16, Signedness.UNSIGNED)
+ui32 = IntegerType(32, Signedness.UNSIGNED)
+ui64 = IntegerType(64, Signedness.UNSIGNED)
+
 ELEMENT_TYPES: tuple[DType, ...] = (
     DType("f32", f32, np.dtype(np.float32)),
     DType("f64", f64, np.dtype(np.float64)),
+    DType("f16", f16, np.dtype(np.float16)),
     DType("i32", i32, np.dtype(np.int32)),
     DType("i64", i64, np.dtype(np.int64)),
+    DType("i8", i8, np.dtype(np.int8)),
+    DType("i16", i16, np.dtype(np.int16)),
+    DType("ui8", ui8, np.dtype(np.uint8)),
+    DType("ui16", ui16, np.dtype(np.uint16)),
+    DType("ui32", ui32, np.dtype(np.uint32)),
+    DType("ui64", ui64, np.dtype(np.uint64)),
     DType("i1", IntegerType(1), np.dtype(np.bool_)),
 )
-"""Every element type a tensor of the nn, examplejson and c dialects may hold."""
+"""Every element type a tensor of the nn, examplejson and c dialects may hold.
+
+Signless `iN` is signed (ONNX INTn), `uiN` unsigned (ONNX UINTn), `i1` bool. Which
+ops accept which types is each op's `DTYPES`; the table only names them."""
 
 _BY_TYPE: dict[Attribute, DType] = {d.element_type: d for d in ELEMENT_TYPES}
 _BY_NAME: dict[str, DType] = {d.name: d for d in ELEMENT_TYPES}
