@@ -92,7 +92,8 @@ def check_tensor_type(t: Attribute, what: str) -> TensorType[Any]:
         raise VerifyException(f"{what}: expected a tensor type, got {t}")
     shape = t.get_shape()
     if any(d < 0 for d in shape):
-        raise VerifyException(f"{what}: shape {list(shape)} must be static")
+        dims = "x".join("?" if d < 0 else str(d) for d in shape)
+        raise VerifyException(f"{what}: shape {dims} must be static")
     if len(shape) > MAX_RANK:
         raise VerifyException(f"{what}: rank {len(shape)} is above the runtime's {MAX_RANK}")
     try:

@@ -63,6 +63,12 @@ def _is_graph_target(name: str) -> bool:
         return False
 
 
+def is_graph_partition(op: Operation) -> bool:
+    """A partition function (with a body) of a target whose component is of kind "graph"."""
+    compiler = _compiler(op)
+    return compiler is not None and _is_graph_target(compiler)
+
+
 class _Constants:
     """The module's graph.constant ops, found by content so that each is stored once."""
 
