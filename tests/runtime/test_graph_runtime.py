@@ -468,11 +468,39 @@ def test_eight_threads_agree_with_serial_runs() -> None:
     threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
     for th in threads:
         th.start()
+    comp = exe.components["graphref"]
+    n = 0
+    while any(th.is_alive() for th in threads):  # the thread count changes under the runs
+        comp.set_num_threads(1 + n % 3)
+        n += 1
     for th in threads:
         th.join()
     assert not errors, errors
     for (t, rep), out in results.items():
         np.testing.assert_array_equal(out, serial[(t * 7 + rep) % len(batches)])
+
+
+def test_modules_unload_cleanly_after_threads_ran_them(built: tuple[GraphModule, gf.GraphSet]) -> None:
+    """Each module is its own instance of the library: loading and dropping many, run from
+    threads that exit before or after the module goes, frees them and leaves no hook behind."""
+    import gc
+    import weakref
+
+    mod, gs = built
+    blob = gf.encode(gs)
+    x, y = np.ones((2, 16), np.float32), np.ones((2, 8), np.float32)
+    want = mod.get_function("graphref_main_0")(x, y)
+    refs = []
+    for _ in range(20):
+        m = GraphModule(blob, mod._library, engine="reference", num_threads=1)
+        f = m.get_function("graphref_main_0")
+        th = threading.Thread(target=lambda f=f: np.testing.assert_array_equal(f(x, y), want))
+        th.start()
+        th.join()
+        refs.append(weakref.ref(m))
+        del m, f
+    gc.collect()
+    assert all(r() is None for r in refs)
 
 
 def test_set_num_threads(built: tuple[GraphModule, gf.GraphSet], monkeypatch: pytest.MonkeyPatch) -> None:
