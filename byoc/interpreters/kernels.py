@@ -493,9 +493,14 @@ def reduce_sum(x: Array, *, axes: Sequence[int], keepdims: bool) -> Array:
 
 @kernel("nn.reduce_max")
 def reduce_max(x: Array, *, axes: Sequence[int], keepdims: bool) -> Array:
-    return np.asarray(x.max(axis=_axes(x, axes), keepdims=keepdims), dtype=x.dtype)
+    lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min  # an empty max is -inf
+    return np.asarray(x.max(axis=_axes(x, axes), keepdims=keepdims, initial=lowest), dtype=x.dtype)
 
 
 @kernel("nn.constant")
 def constant(*, value: Array) -> Array:
     return value
+
+
+# ---- kernels of the ONNX-coverage ops (issue #16), in their own modules -------------------
+from byoc.interpreters import kernels_logic, kernels_math  # noqa: E402, F401

@@ -78,7 +78,13 @@ from byoc.dialects.nn.ops import (
     UnaryOp,
     broadcast_shapes,
 )
+from byoc.dialects.nn import logic_ops, math_ops  # the ONNX-coverage ops (issue #16)
 from byoc.dialects.nn.types import (
+    ANY,
+    BOOL,
+    FLOATS,
+    INTEGERS,
+    NUMBERS,
     DTYPE_NAMES,
     ELEMENT_TYPES,
     FLOAT,
@@ -102,6 +108,13 @@ from byoc.dialects.nn.types import (
 )
 
 __all__ = [
+    "ANY",
+    "BOOL",
+    "FLOATS",
+    "INTEGERS",
+    "NUMBERS",
+    "logic_ops",
+    "math_ops",
     "IntegerType",
     "f32",
     "AbsOp",

@@ -169,15 +169,22 @@ def _cast(imp: Importer, node: Node) -> list[Value]:
         target = np.dtype(helper.tensor_dtype_to_np_dtype(to))
     except Exception:
         target = None
-    if not isinstance(x, SSAValue):
-        if target is None or target.kind not in "biuf":
-            raise UnsupportedOnnxError(f"Cast to {TensorProto.DataType.Name(to)} is not supported")
-        return [np.asarray(x).astype(target)]
-    if target == imp.dtype(x):
-        return [x]
-    if target not in NN_DTYPES:
+    if target is None or target not in NN_DTYPES:
         raise UnsupportedOnnxError(
-            f"Cast to {TensorProto.DataType.Name(to)} is not supported; nn.cast targets f32, i32, i64"
+            f"Cast to {TensorProto.DataType.Name(to)} is not supported; nn.cast targets "
+            "the nn element types (f32, f64, f16, i8..i64, ui8..ui64, bool)"
         )
+    return [cast_to(imp, x, target)]
+
+
+def cast_to(imp: Importer, x: Value, target: np.dtype) -> Value:  # type: ignore[type-arg]
+    """`x` converted to `target` (an nn element type's dtype): folded when known, else nn.cast."""
+    if target not in NN_DTYPES:
+        raise UnsupportedOnnxError(f"a cast to {target} is not supported (no nn element type)")
+    if not isinstance(x, SSAValue):
+        with np.errstate(all="ignore"):
+            return np.asarray(x).astype(target)
+    if target == imp.dtype(x):
+        return x
     name = nn.DTYPE_NAMES[nn.element_type_of(target)]
-    return [imp.emit(nn.CastOp, x, dtype=name)]
+    return imp.emit(nn.CastOp, x, dtype=name)
