@@ -122,16 +122,26 @@ kernel("nn.bitwise_not")(lambda x: np.invert(x))
 
 @kernel("nn.bit_shift")
 def bit_shift(a: Array, b: Array, *, direction: str) -> Array:
+    """A shift by a negative count or by the bit width or more gives 0 (-1 for a negative
+    value shifted right); a signed left shift wraps, as on the unsigned bits."""
     a, b = np.broadcast_arrays(a, b)
     bits = a.dtype.itemsize * 8
-    small = b.astype(np.uint64) < bits
-    safe = np.where(small, b, 0).astype(a.dtype)
-    shifted = np.left_shift(a, safe) if direction == "left" else np.right_shift(a, safe)
-    return np.where(small, shifted, 0).astype(a.dtype)
+    valid = (b >= 0) & (b < bits)
+    count = np.where(valid, b, 0)
+    if direction == "right":
+        shifted = np.right_shift(a, count.astype(a.dtype))
+        spill = np.where(a < 0, -1, 0) if a.dtype.kind == "i" else 0
+    else:
+        unsigned = np.dtype(f"u{a.dtype.itemsize}")
+        shifted = np.left_shift(a.view(unsigned), count.astype(unsigned)).view(a.dtype)
+        spill = 0
+    return np.ascontiguousarray(np.where(valid, shifted, spill).astype(a.dtype))
 
 
 # ---- reductions: an empty reduction gives the operation's identity -----------------------
 def _extreme(dtype: np.dtype[Any], high: bool) -> Any:
+    if dtype.kind == "b":
+        return high
     if dtype.kind == "f":
         return np.inf if high else -np.inf
     info = np.iinfo(dtype)

@@ -41,7 +41,6 @@ from byoc.dialects.nn.types import (
     FLOATS,
     INTEGERS,
     NUMBERS,
-    UNSIGNED_INTS,
     float_attr,
     int_attr,
     shape_of,
@@ -299,12 +298,13 @@ class BitwiseNotOp(UnaryOp):
 
 @irdl_op_definition
 class BitShiftOp(BinaryOp):
-    """Shift unsigned integers `direction` (left or right) by the second operand; a shift
-    by the bit width or more gives 0."""
+    """Shift integers `direction` (left or right) by the second operand (ONNX BitShift); a
+    shift by a negative count or the bit width or more gives 0, or -1 for a negative value
+    shifted right."""
 
     name = "nn.bit_shift"
     direction = prop_def(StringAttr)
-    DTYPES: ClassVar[tuple[Attribute, ...]] = UNSIGNED_INTS
+    DTYPES: ClassVar[tuple[Attribute, ...]] = INTEGERS
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -323,6 +323,7 @@ class NumberReduceOp(ReduceOp):
 @irdl_op_definition
 class ReduceMinOp(NumberReduceOp):
     name = "nn.reduce_min"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS + BOOL
 
 
 @irdl_op_definition

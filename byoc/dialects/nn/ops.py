@@ -250,8 +250,9 @@ class MultiplyOp(BinaryOp):
 
 @irdl_op_definition
 class DivideOp(BinaryOp):
+    """Integers divide truncating toward zero (ONNX Div)."""
+
     name = "nn.divide"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 
 
 @irdl_op_definition
@@ -1086,7 +1087,7 @@ class ReduceSumOp(ReduceOp):
 @irdl_op_definition
 class ReduceMaxOp(ReduceOp):
     name = "nn.reduce_max"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
 
 
 # --------------------------------------------------------------------------

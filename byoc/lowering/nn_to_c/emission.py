@@ -26,6 +26,7 @@ from byoc.diagnostics import PassError
 from byoc.dialects import c, nn
 from byoc.lowering.nn_to_c.buffers import Storage, bind_outputs, copy_plans, plan_buffers
 from byoc.lowering.nn_to_c.fusion import KernelPlan, fuse_groups, kernel_plans
+from byoc.lowering.nn_to_c.math_scalar import math_scalar_op
 from byoc.lowering.nn_to_c.graph import (
     CompositeLowering,
     Computation,
@@ -36,6 +37,7 @@ from byoc.lowering.nn_to_c.graph import (
     live_computations,
 )
 from byoc.runtime.c_module import c_entry_symbol
+from byoc.targets.ccompiler import MATH_POINTWISE_OPS
 
 INIT_FUNCTION = "byoc_init"
 """The C function binding large constants at load time."""
@@ -476,5 +478,7 @@ def scalar_op(b: CBuilder, n: Computation, args: list[SSAValue]) -> SSAValue:
         scale = b.add(c.DivOp(gamma, call("sqrtf", add(var, k(p["epsilon"])))))
         shift = b.add(c.SubOp(beta, mul(mean, scale)))
         return add(mul(x, scale), shift)
+    if name in MATH_POINTWISE_OPS:
+        return math_scalar_op(b, name, p, args)
     raise AssertionError(f"no scalar lowering for {name}")  # ccompiler.POINTWISE_OPS lists exactly these
 
