@@ -507,7 +507,3 @@ def reduce_max(x: Array, *, axes: Sequence[int], keepdims: bool) -> Array:
 @kernel("nn.constant")
 def constant(*, value: Array) -> Array:
     return value
-
-
-# ---- kernels of the ONNX-coverage ops (issue #16), in their own modules -------------------
-from byoc.interpreters import kernels_logic, kernels_math  # noqa: E402, F401

@@ -1159,9 +1159,6 @@ class ConstantOp(NNOp):
         return cls.from_array(array, attributes)
 
 
-# ---- ops of the ONNX coverage work (issue #16): their own modules import this one ----
-from byoc.dialects.nn import logic_ops, math_ops  # noqa: E402
-
 Nn = Dialect(
     "nn",
     [
@@ -1213,11 +1210,9 @@ Nn = Dialect(
         ReduceSumOp,
         ReduceMaxOp,
         ConstantOp,
-        *math_ops.OPS,
-        *logic_ops.OPS,
     ],
     [],
 )
 
 NN_OPS: dict[str, type[NNOp]] = {op.name: op for op in Nn.operations}  # type: ignore[misc]
-"""op name -> op class, for every nn op."""
+"""op name -> op class, for every op of this module (`byoc.dialects.nn.NN_OPS` has them all)."""

@@ -26,7 +26,6 @@ from byoc.diagnostics import PassError
 from byoc.dialects import c, nn
 from byoc.lowering.nn_to_c.buffers import Storage, bind_outputs, copy_plans, plan_buffers
 from byoc.lowering.nn_to_c.fusion import KernelPlan, fuse_groups, kernel_plans
-from byoc.lowering.nn_to_c.math_scalar import math_scalar_op
 from byoc.lowering.nn_to_c.graph import (
     CompositeLowering,
     Computation,
@@ -36,6 +35,7 @@ from byoc.lowering.nn_to_c.graph import (
     i64_attr,
     live_computations,
 )
+from byoc.lowering.nn_to_c.math_scalar import math_scalar_op
 from byoc.runtime.c_module import c_entry_symbol
 from byoc.targets.ccompiler import MATH_POINTWISE_OPS
 
