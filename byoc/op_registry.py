@@ -93,7 +93,30 @@ _LEVELS: dict[str, int] = {
         4,
     ),
     "nn.resize2d": 5,
-}
+    # ---- nn.math_ops and nn.logic_ops (ONNX coverage, issue #16) ----
+    **dict.fromkeys(
+        [
+            "nn.sin", "nn.cos", "nn.tan", "nn.asin", "nn.acos", "nn.atan", "nn.sinh",
+            "nn.cosh", "nn.asinh", "nn.acosh", "nn.atanh", "nn.floor", "nn.ceil", "nn.round",
+            "nn.sign", "nn.is_nan", "nn.is_inf", "nn.softplus", "nn.softsign", "nn.mish",
+            "nn.gelu", "nn.elu", "nn.selu", "nn.celu", "nn.thresholded_relu", "nn.swish",
+            "nn.shrink", "nn.tile", "nn.broadcast_to", "nn.where", "nn.logical_not",
+            "nn.bitwise_not",
+        ],
+        3,
+    ),
+    **dict.fromkeys(
+        [
+            "nn.mod", "nn.bitwise_and", "nn.bitwise_or", "nn.bitwise_xor", "nn.bit_shift",
+            "nn.equal", "nn.less", "nn.greater", "nn.less_equal", "nn.greater_equal",
+            "nn.logical_and", "nn.logical_or", "nn.logical_xor", "nn.reduce_min",
+            "nn.reduce_prod", "nn.reduce_l1", "nn.reduce_l2", "nn.reduce_sum_square",
+            "nn.reduce_log_sum", "nn.reduce_log_sum_exp", "nn.argmax", "nn.argmin",
+        ],
+        4,
+    ),
+    **dict.fromkeys(["nn.cumsum", "nn.topk", "nn.einsum"], 10),
+}  # fmt: skip
 
 
 _lock = threading.RLock()

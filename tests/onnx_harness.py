@@ -219,6 +219,16 @@ class CaseResult:
     """With `BuildExecute`: (nn op, target or 'host') for every op the case ran."""
 
 
+def as_array(value: Any) -> np.ndarray[Any, Any]:
+    """A data set's value as numpy: some cases store TensorProtos (the Cast tests), some
+    numpy scalars."""
+    from onnx import TensorProto, numpy_helper
+
+    if isinstance(value, TensorProto):
+        return numpy_helper.to_array(value)
+    return np.asarray(value)
+
+
 def _graph_inputs(model: Any) -> list[str]:
     initializers = {t.name for t in model.graph.initializer}
     return [vi.name for vi in model.graph.input if vi.name not in initializers]
@@ -235,7 +245,7 @@ def import_case(case: Any) -> tuple[ModuleOp, dict[str, np.ndarray[Any, Any]]]:
     """
     model = case.model
     names = _graph_inputs(model)
-    values = {n: np.asarray(v) for n, v in zip(names, case.data_sets[0][0], strict=False)}
+    values = {n: as_array(v) for n, v in zip(names, case.data_sets[0][0], strict=False)}
     bound: dict[str, np.ndarray[Any, Any]] = {}
     while True:
         try:
@@ -258,7 +268,7 @@ def compare_outputs(
     if len(expected) != len(actual):
         raise AssertionError(f"{len(actual)} outputs, expected {len(expected)}")
     for i, (ref, out) in enumerate(zip(expected, actual, strict=True)):
-        ref, out = np.asarray(ref), np.asarray(out)
+        ref, out = as_array(ref), np.asarray(out)
         if out.shape != ref.shape:
             raise AssertionError(f"output {i} has shape {out.shape}, expected {ref.shape}")
         if out.dtype != ref.dtype:
@@ -278,7 +288,7 @@ def run_case(case: Any, execute: Execute = reference_execute) -> CaseResult:
     names = _graph_inputs(case.model)
     placement: set[tuple[str, str]] = set()
     for inputs, outputs in case.data_sets:
-        given = [np.asarray(v) for n, v in zip(names, inputs, strict=False) if n not in bound]
+        given = [as_array(v) for n, v in zip(names, inputs, strict=False) if n not in bound]
         try:
             with np.errstate(all="ignore"):
                 actual = execute(module, given)
@@ -361,7 +371,7 @@ def run_cases_batched(
         for case, _, bound in batch:
             names = _graph_inputs(case.model)
             values = case.data_sets[0][0]
-            inputs += [np.asarray(v) for n, v in zip(names, values, strict=False) if n not in bound]
+            inputs += [as_array(v) for n, v in zip(names, values, strict=False) if n not in bound]
         try:
             exe = build(merged, targets=list(targets))
             with np.errstate(all="ignore"):
@@ -768,6 +778,7 @@ __all__ = [
     "Execute",
     "ModelResult",
     "accepting_targets",
+    "as_array",
     "compare_outputs",
     "expected_placement",
     "host_ops",

@@ -41,7 +41,13 @@ def _same(x: Array, like: Array) -> Array:
 kernel("nn.add")(lambda a, b: np.add(a, b))
 kernel("nn.subtract")(lambda a, b: np.subtract(a, b))
 kernel("nn.multiply")(lambda a, b: np.multiply(a, b))
-kernel("nn.divide")(lambda a, b: np.divide(a, b))
+@kernel("nn.divide")
+def divide(a: Array, b: Array) -> Array:
+    """Integers: the quotient truncated toward zero (ONNX Div); a zero divisor is undefined."""
+    if a.dtype.kind == "f":
+        return np.divide(a, b)
+    with np.errstate(all="ignore"):
+        return np.divide(a, b).astype(a.dtype)
 kernel("nn.maximum")(lambda a, b: np.maximum(a, b))
 kernel("nn.minimum")(lambda a, b: np.minimum(a, b))
 
@@ -493,7 +499,9 @@ def reduce_sum(x: Array, *, axes: Sequence[int], keepdims: bool) -> Array:
 
 @kernel("nn.reduce_max")
 def reduce_max(x: Array, *, axes: Sequence[int], keepdims: bool) -> Array:
-    return np.asarray(x.max(axis=_axes(x, axes), keepdims=keepdims), dtype=x.dtype)
+    # an empty max is the lowest value
+    lowest = -np.inf if x.dtype.kind == "f" else False if x.dtype.kind == "b" else np.iinfo(x.dtype).min
+    return np.asarray(x.max(axis=_axes(x, axes), keepdims=keepdims, initial=lowest), dtype=x.dtype)
 
 
 @kernel("nn.constant")

@@ -53,6 +53,18 @@ POINTWISE_OPS: dict[str, tuple[str, ...]] = {
 }
 """Elementwise and broadcast ops: generated as (fused) loops."""
 
+MATH_POINTWISE_OPS: dict[str, tuple[str, ...]] = dict.fromkeys(
+    [
+        "nn.sin", "nn.cos", "nn.tan", "nn.asin", "nn.acos", "nn.atan", "nn.sinh", "nn.cosh",
+        "nn.asinh", "nn.acosh", "nn.atanh", "nn.floor", "nn.ceil", "nn.round", "nn.softplus",
+        "nn.softsign", "nn.mish", "nn.gelu", "nn.elu", "nn.selu", "nn.celu",
+        "nn.thresholded_relu", "nn.swish", "nn.shrink", "nn.sign", "nn.mod",
+    ],
+    F32,
+)  # fmt: skip
+"""The f32 pointwise ops of nn.math_ops (issue #16): lowering/nn_to_c/math_scalar.py."""
+POINTWISE_OPS.update(MATH_POINTWISE_OPS)
+
 KERNEL_OPS: dict[str, tuple[str, ...]] = {
     "nn.conv2d": F32,
     "nn.dense": F32,
@@ -139,6 +151,7 @@ CCOMPILER = Target(
 
 __all__ = [
     "ALIAS_OPS",
+    "MATH_POINTWISE_OPS",
     "CCOMPILER",
     "F32",
     "F32_I32",

@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation
 
 from byoc.dialects.examplejson import NAME_OF
+from byoc.dialects.examplejson.text import format_value
 from byoc.targets.base import Target
 from byoc.targets.predicates import Predicate
 
@@ -29,10 +30,17 @@ NAME = "examplejson"
 
 def _static(op: Operation) -> bool:
     types = [v.type for v in op.operands] + [r.type for r in op.results]
-    return all(isinstance(t, TensorType) and t.has_static_shape() for t in types)
+    if not all(isinstance(t, TensorType) and t.has_static_shape() for t in types):
+        return False
+    try:  # every property has a spelling (an einsum equation "ij,jk->ik" has none)
+        for value in op.properties.values():
+            format_value(value)
+    except ValueError:
+        return False
+    return True
 
 
-STATIC = Predicate(_static, "static tensor shapes")
+STATIC = Predicate(_static, "static tensor shapes, properties the text can spell")
 
 SUPPORT: dict[str, Predicate] = dict.fromkeys(sorted(NAME_OF), STATIC)
 """nn op name -> predicate: every op with an ExampleJSON line, when its shapes are static."""

@@ -147,7 +147,47 @@ CASES: dict[str, Callable[[], tuple[list[Array], dict[str, Any]]]] = {
     "take": lambda: ([f32(5, 3), np.array([4, 0, 2, 2], dtype=np.int64)], {"axis": 0}),
     "strided_slice": lambda: ([f32(4, 5)], {"begin": (0, 1), "end": (3, 4), "strides": (2, 1)}),
     "resize2d": lambda: ([f32(1, 2, 3, 4)], {"size": (6, 8), "method": "linear"}),
+    # ---- nn.math_ops and nn.logic_ops (ONNX coverage, issue #16) ----
+    **{n: (lambda: ([f32(3, 4, low=-0.9, high=0.9)], {})) for n in (
+        "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "atanh", "floor",
+        "ceil", "round", "softplus", "softsign", "mish", "gelu", "elu", "selu", "celu",
+        "thresholded_relu", "swish", "shrink", "sign", "is_nan", "is_inf",
+    )},  # fmt: skip
+    "acosh": lambda: ([f32(3, 4, low=1.0, high=3.0)], {}),
+    "mod": lambda: ([f32(3, 4), f32(4, low=0.5, high=2.0)], {"fmod": True}),
+    "bitwise_and": lambda: ([_ints(3, 4), _ints(4)], {}),
+    "bitwise_or": lambda: ([_ints(3, 4), _ints(3, 4)], {}),
+    "bitwise_xor": lambda: ([_ints(3, 4), _ints(3, 4)], {}),
+    "bitwise_not": lambda: ([_ints(3, 4)], {}),
+    "bit_shift": lambda: ([_ints(3, 4), _ints(3, 4) % 9], {"direction": "left"}),
+    "reduce_min": lambda: ([f32(2, 3, 4)], {"axes": (1,)}),
+    "reduce_prod": lambda: ([f32(2, 3, 4)], {"axes": (0, 2), "keepdims": True}),
+    "reduce_l1": lambda: ([f32(2, 3, 4)], {}),
+    "reduce_l2": lambda: ([f32(2, 3, 4)], {"axes": (-1,)}),
+    "reduce_sum_square": lambda: ([f32(2, 3, 4)], {"axes": (0,)}),
+    "reduce_log_sum": lambda: ([f32(2, 3, 4, low=0.1, high=1.0)], {"axes": (2,)}),
+    "reduce_log_sum_exp": lambda: ([f32(2, 3, 4)], {"axes": (2,)}),
+    "argmax": lambda: ([f32(3, 4)], {"axis": 1}),
+    "argmin": lambda: ([f32(3, 4)], {"keepdims": False, "select_last_index": True}),
+    "cumsum": lambda: ([f32(3, 4)], {"axis": 1, "exclusive": True, "reverse": True}),
+    "einsum": lambda: ([f32(2, 3)], {"equation": "ji"}),  # a spellable one: implicit transpose
+    "tile": lambda: ([f32(2, 3)], {"reps": (2, 1)}),
+    "broadcast_to": lambda: ([f32(3, 1)], {"shape": (2, 3, 4)}),
+    "equal": lambda: ([_ints(3, 4) % 3, _ints(4) % 3], {}),
+    "less": lambda: ([f32(3, 4), f32(4)], {}),
+    "greater": lambda: ([f32(3, 4), f32(3, 4)], {}),
+    "less_equal": lambda: ([_ints(3, 4) % 3, _ints(3, 4) % 3], {}),
+    "greater_equal": lambda: ([f32(3, 4), f32(3, 1)], {}),
+    "logical_and": lambda: ([f32(3, 4) > 0, f32(4) > 0], {}),
+    "logical_or": lambda: ([f32(3, 4) > 0, f32(3, 4) > 0], {}),
+    "logical_xor": lambda: ([f32(3, 4) > 0, f32(3, 4) > 0], {}),
+    "logical_not": lambda: ([f32(3, 4) > 0], {}),
+    "where": lambda: ([f32(3, 1) > 0, f32(3, 4), f32(4)], {}),
 }
+
+
+def _ints(*shape: int) -> Array:
+    return np.random.default_rng(len(shape)).integers(0, 200, shape, dtype=np.uint8)
 
 
 def test_every_runtime_op_has_a_case() -> None:

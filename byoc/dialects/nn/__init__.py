@@ -11,7 +11,9 @@ from xdsl.dialects.builtin import (  # reached as nn.f32 / nn.IntegerType by old
     IntegerType,
     f32,
 )
+from xdsl.ir import Dialect
 
+from byoc.dialects.nn import logic_ops, math_ops, ops  # the ONNX-coverage ops (issue #16)
 from byoc.dialects.nn.format import (
     HEX_CONSTANTS_LARGER_THAN,
     parse_constant,
@@ -20,7 +22,6 @@ from byoc.dialects.nn.format import (
     print_nn_op,
 )
 from byoc.dialects.nn.ops import (
-    NN_OPS,
     AbsOp,
     AddOp,
     AvgPool2DOp,
@@ -52,7 +53,6 @@ from byoc.dialects.nn.ops import (
     MinimumOp,
     MultiplyOp,
     NegativeOp,
-    Nn,
     NNOp,
     PadOp,
     Pool2DOp,
@@ -79,11 +79,16 @@ from byoc.dialects.nn.ops import (
     broadcast_shapes,
 )
 from byoc.dialects.nn.types import (
+    ANY,
+    BOOL,
     DTYPE_NAMES,
     ELEMENT_TYPES,
     FLOAT,
+    FLOATS,
     FOLD_LIMIT_BYTES,
+    INTEGERS,
     MAX_TENSOR_BYTES,
+    NUMBERS,
     NUMERIC,
     DType,
     check_static_shape,
@@ -101,7 +106,22 @@ from byoc.dialects.nn.types import (
     to_python,
 )
 
+Nn = Dialect(
+    "nn", [*ops.Nn.operations, *math_ops.OPS, *logic_ops.OPS], list(ops.Nn.attributes)
+)
+"""The nn dialect: the ops of `ops`, then those of `math_ops` and `logic_ops`."""
+
+NN_OPS: dict[str, type[NNOp]] = {op.name: op for op in Nn.operations}  # type: ignore[misc]
+"""op name -> op class, for every nn op."""
+
 __all__ = [
+    "ANY",
+    "BOOL",
+    "FLOATS",
+    "INTEGERS",
+    "NUMBERS",
+    "logic_ops",
+    "math_ops",
     "IntegerType",
     "f32",
     "AbsOp",

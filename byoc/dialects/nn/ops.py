@@ -47,8 +47,11 @@ from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.nn.format import parse_constant, parse_nn_op, print_constant, print_nn_op
 from byoc.dialects.nn.types import (
+    ANY,
+    ELEMENT_TYPES,
     FLOAT,
-    NUMERIC,
+    FLOATS,
+    NUMBERS,
     check_static_shape,
     element_type_named,
     element_type_of,
@@ -250,7 +253,7 @@ class BinaryOp(NNOp):
     result = result_def(TensorType)
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "broadcast"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
+    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -275,8 +278,9 @@ class MultiplyOp(BinaryOp):
 
 @irdl_op_definition
 class DivideOp(BinaryOp):
+    """Integers divide truncating toward zero (ONNX Div)."""
+
     name = "nn.divide"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOAT
 
 
 @irdl_op_definition
@@ -292,7 +296,7 @@ class MinimumOp(BinaryOp):
 @irdl_op_definition
 class PowerOp(BinaryOp):
     name = "nn.power"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOAT
+    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 
 
 @irdl_op_definition
@@ -300,7 +304,7 @@ class PReluOp(BinaryOp):
     """x if x >= 0 else slope * x; slope broadcasts against x (ONNX PRelu)."""
 
     name = "nn.prelu"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOAT
+    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 
 
 class UnaryOp(NNOp):
@@ -308,6 +312,7 @@ class UnaryOp(NNOp):
     result = result_def(TensorType)
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "elementwise"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -317,7 +322,7 @@ class UnaryOp(NNOp):
 @irdl_op_definition
 class ReluOp(UnaryOp):
     name = "nn.relu"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
+    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
 
 @irdl_op_definition
@@ -348,13 +353,13 @@ class SqrtOp(UnaryOp):
 @irdl_op_definition
 class NegativeOp(UnaryOp):
     name = "nn.negative"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
+    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
 
 @irdl_op_definition
 class AbsOp(UnaryOp):
     name = "nn.abs"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
+    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
 
 @irdl_op_definition
@@ -404,20 +409,20 @@ class HardSigmoidOp(UnaryOp):
 
 @irdl_op_definition
 class CastOp(UnaryOp):
-    """Convert the element type: `dtype` is one of f32, i32, i64."""
+    """Convert the element type: `dtype` is the short name of an element type (f32, i64, i1...)."""
 
     name = "nn.cast"
     dtype = prop_def(StringAttr)
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
     SAME_DTYPE: ClassVar[bool] = False
-    TARGETS: ClassVar[tuple[str, ...]] = ("f32", "i32", "i64")
+    TARGETS: ClassVar[tuple[str, ...]] = tuple(d.name for d in ELEMENT_TYPES)
     """The element types `dtype` may name (short names of types.ELEMENT_TYPES)."""
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         target = element_type_named(attrs["dtype"])
         if attrs["dtype"] not in cls.TARGETS or target is None:
-            raise _fail(f"cast to '{attrs['dtype']}' is not supported (f32, i32, i64)")
+            raise _fail(f"cast to '{attrs['dtype']}' is not supported ({', '.join(cls.TARGETS)})")
         return [tensor(shape_of(types[0]), target)]
 
 
@@ -768,7 +773,7 @@ class ReshapeOp(NNOp):
     newshape = prop_def(DenseArrayBase)
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -793,7 +798,7 @@ class FlattenOp(NNOp):
     axis = prop_def(IntegerAttr, default_value=int_attr(1))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -815,7 +820,7 @@ class TransposeOp(NNOp):
     axes = prop_def(DenseArrayBase, default_value=ints())
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -834,7 +839,7 @@ class ConcatenateOp(NNOp):
     axis = prop_def(IntegerAttr, default_value=int_attr(0))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -872,7 +877,7 @@ class TakeOp(NNOp):
     axis = prop_def(IntegerAttr, default_value=int_attr(0))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
     SAME_DTYPE: ClassVar[bool] = False
 
     @classmethod
@@ -917,7 +922,7 @@ class PadOp(NNOp):
     pad_mode = prop_def(StringAttr, default_value=StringAttr("constant"))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -950,7 +955,7 @@ class SplitOp(NNOp):
     axis = prop_def(IntegerAttr, default_value=int_attr(0))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -987,7 +992,7 @@ class StridedSliceOp(NNOp):
     strides = prop_def(DenseArrayBase, default_value=ints())
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
 
     @staticmethod
     def extent(dim: int, begin: int, end: int, stride: int) -> int:
@@ -1098,18 +1103,19 @@ class ReduceOp(NNOp):
 @irdl_op_definition
 class ReduceMeanOp(ReduceOp):
     name = "nn.reduce_mean"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 
 
 @irdl_op_definition
 class ReduceSumOp(ReduceOp):
     name = "nn.reduce_sum"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
+    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
 
 @irdl_op_definition
 class ReduceMaxOp(ReduceOp):
     name = "nn.reduce_max"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
 
 
 # --------------------------------------------------------------------------
@@ -1133,7 +1139,7 @@ class ConstantOp(NNOp):
     result = result_def(TensorType)
     traits = traits_def(ConstantLike(), Pure())
     KIND: ClassVar[str] = "opaque"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -1237,4 +1243,4 @@ Nn = Dialect(
 )
 
 NN_OPS: dict[str, type[NNOp]] = {op.name: op for op in Nn.operations}  # type: ignore[misc]
-"""op name -> op class, for every nn op."""
+"""op name -> op class, for every op of this module (`byoc.dialects.nn.NN_OPS` has them all)."""

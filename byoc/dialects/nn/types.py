@@ -209,3 +209,17 @@ def from_python(value: Any, like: Attribute | None) -> Attribute:
     if isinstance(value, str):
         return StringAttr(value)
     raise TypeError(f"cannot convert {value!r} to an attribute")
+
+
+# ---- wider element-type groups (ONNX operator coverage, issue #16) ------------------
+FLOATS: tuple[Attribute, ...] = (f32, f64, f16)
+"""Every float element type."""
+SIGNED_INTS: tuple[Attribute, ...] = (i8, i16, i32, i64)
+UNSIGNED_INTS: tuple[Attribute, ...] = (ui8, ui16, ui32, ui64)
+INTEGERS: tuple[Attribute, ...] = SIGNED_INTS + UNSIGNED_INTS
+"""Every integer element type but bool."""
+BOOL: tuple[Attribute, ...] = (IntegerType(1),)
+NUMBERS: tuple[Attribute, ...] = FLOATS + INTEGERS
+"""Every element type but bool."""
+ANY: tuple[Attribute, ...] = NUMBERS + BOOL
+"""Every element type of ELEMENT_TYPES: ops that only move data."""

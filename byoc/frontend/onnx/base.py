@@ -16,9 +16,10 @@ Array = np.ndarray[Any, Any]
 Value = Array | SSAValue
 """An ONNX value during import: a numpy array when known at import time, else an SSA value."""
 
-NN_DTYPES = tuple(nn.numpy_dtype(t) for t in nn.NUMERIC)
-"""The numpy dtypes of the nn element types ONNX values may take (f32, i32, i64)."""
-"""The element types an nn value may have."""
+NN_DTYPES = tuple(d.numpy for d in nn.ELEMENT_TYPES)
+"""The numpy dtypes of the nn element types ONNX values may take (every entry of
+`nn.ELEMENT_TYPES`: f32 f64 f16, signed and unsigned 8 to 64-bit integers, bool); which
+ops accept which of them is each op's `DTYPES`."""
 
 FOLD_LIMIT_BYTES = nn.FOLD_LIMIT_BYTES
 """The largest tensor (in bytes) the importer computes at import time (1 GiB).

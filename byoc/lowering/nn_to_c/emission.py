@@ -34,7 +34,9 @@ from byoc.lowering.nn_to_c.graph import (
     i64_attr,
     live_computations,
 )
+from byoc.lowering.nn_to_c.math_scalar import math_scalar_op
 from byoc.runtime.c_module import c_entry_symbol
+from byoc.targets.ccompiler import MATH_POINTWISE_OPS
 
 INIT_FUNCTION = "byoc_init"
 """The C function binding large constants at load time."""
@@ -477,5 +479,7 @@ def scalar_op(b: CBuilder, n: Computation, args: list[SSAValue]) -> SSAValue:
         scale = b.add(c.DivOp(gamma, call("sqrtf", add(var, k(p["epsilon"])))))
         shift = b.add(c.SubOp(beta, mul(mean, scale)))
         return add(mul(x, scale), shift)
+    if name in MATH_POINTWISE_OPS:
+        return math_scalar_op(b, name, p, args)
     raise AssertionError(f"no scalar lowering for {name}")  # ccompiler.POINTWISE_OPS lists exactly these
 

@@ -78,11 +78,6 @@ def _binary(imp: Importer, node: Node) -> list[Value]:
     a, b = node.required(0), node.required(1)
     if imp.dtype(a) != imp.dtype(b):
         raise OnnxImportError(f"operand element types differ: {imp.dtype(a)} and {imp.dtype(b)}")
-    if node.op_type == "Div" and imp.dtype(a).kind in "iu":
-        if isinstance(a, SSAValue) or isinstance(b, SSAValue):
-            raise UnsupportedOnnxError("integer Div at run time is not supported (nn.divide is f32)")
-        q = np.abs(a) // np.abs(b)
-        return [np.asarray(q * np.sign(a) * np.sign(b), dtype=a.dtype)]
     return [imp.emit(_BINARY[node.op_type], a, b)]
 
 
@@ -91,11 +86,13 @@ def _pow(imp: Importer, node: Node) -> list[Value]:
     a, b = node.required(0), node.required(1)
     if not isinstance(a, SSAValue) and not isinstance(b, SSAValue):
         return [np.asarray(np.power(a, b), dtype=a.dtype)]
-    if imp.dtype(a) != np.float32:
-        raise UnsupportedOnnxError(f"Pow with a {imp.dtype(a)} base is not supported (nn.power is f32)")
-    if imp.dtype(b) != imp.dtype(a):
-        b = np.asarray(b).astype(np.float32) if not isinstance(b, SSAValue) else imp.emit(nn.CastOp, b, dtype="f32")
-    return [imp.emit(nn.PowerOp, a, b)]
+    base = imp.dtype(a)
+    if base.kind != "f":  # ONNX: numpy.power(a, b).astype(a.dtype); computed in f64
+        if base.kind not in "iu":
+            raise UnsupportedOnnxError(f"Pow with a {base} base is not supported")
+        f64 = np.dtype(np.float64)
+        return [cast_to(imp, imp.emit(nn.PowerOp, cast_to(imp, a, f64), cast_to(imp, b, f64)), base)]
+    return [imp.emit(nn.PowerOp, a, cast_to(imp, b, base))]
 
 
 _VARIADIC: dict[str, type[nn.NNOp]] = {
@@ -169,15 +166,22 @@ def _cast(imp: Importer, node: Node) -> list[Value]:
         target = np.dtype(helper.tensor_dtype_to_np_dtype(to))
     except Exception:
         target = None
-    if not isinstance(x, SSAValue):
-        if target is None or target.kind not in "biuf":
-            raise UnsupportedOnnxError(f"Cast to {TensorProto.DataType.Name(to)} is not supported")
-        return [np.asarray(x).astype(target)]
-    if target == imp.dtype(x):
-        return [x]
-    if target not in NN_DTYPES:
+    if target is None or target not in NN_DTYPES:
         raise UnsupportedOnnxError(
-            f"Cast to {TensorProto.DataType.Name(to)} is not supported; nn.cast targets f32, i32, i64"
+            f"Cast to {TensorProto.DataType.Name(to)} is not supported; nn.cast targets "
+            "the nn element types (f32, f64, f16, i8..i64, ui8..ui64, bool)"
         )
+    return [cast_to(imp, x, target)]
+
+
+def cast_to(imp: Importer, x: Value, target: np.dtype) -> Value:  # type: ignore[type-arg]
+    """`x` converted to `target` (an nn element type's dtype): folded when known, else nn.cast."""
+    if target not in NN_DTYPES:
+        raise UnsupportedOnnxError(f"a cast to {target} is not supported (no nn element type)")
+    if not isinstance(x, SSAValue):
+        with np.errstate(all="ignore"):
+            return np.asarray(x).astype(target)
+    if target == imp.dtype(x):
+        return x
     name = nn.DTYPE_NAMES[nn.element_type_of(target)]
-    return [imp.emit(nn.CastOp, x, dtype=name)]
+    return imp.emit(nn.CastOp, x, dtype=name)

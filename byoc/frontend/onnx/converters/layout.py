@@ -245,7 +245,7 @@ def _reduce(imp: Importer, node: Node) -> list[Value]:
             return [x]
         axes = list(range(len(shape)))
     axes = normalize_axes(axes, len(shape))
-    if node.op_type != "ReduceSum" and any(shape[a] == 0 for a in axes):
+    if node.op_type == "ReduceMean" and any(shape[a] == 0 for a in axes):
         raise UnsupportedOnnxError(f"{node.op_type} over an empty axis is not supported")
     keepdims = bool(node.attr("keepdims", 1))
     return [imp.emit(cls, x, axes=tuple(axes), keepdims=keepdims)]

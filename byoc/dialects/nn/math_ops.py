@@ -1,0 +1,568 @@
+"""nn ops for ONNX's math, activation, reduction, arg, scan and tensor-building operators.
+
+Unary float functions (trigonometric, rounding, the activations Gelu, Mish,
+Softplus, Softsign, Elu, Selu, Celu, ThresholdedRelu, Swish, Shrink), `sign`,
+`is_nan`/`is_inf` (bool results), `mod` and the bitwise ops, the reductions
+beyond mean/sum/max, `argmax`/`argmin`, `cumsum`, `topk`, `einsum`, `tile` and
+`broadcast_to` (ONNX Expand). Each op's `infer` is its type relation; the
+numpy kernels are in `byoc.interpreters.kernels_math`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from xdsl.dialects.builtin import (
+    BoolAttr,
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    StringAttr,
+    TensorType,
+    i64,
+)
+from xdsl.ir import Attribute
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from byoc.dialects.nn.ops import BinaryOp, NNOp, ReduceOp, UnaryOp, _norm_axis, broadcast_shapes
+from byoc.dialects.nn.types import (
+    BOOL,
+    FLOATS,
+    INTEGERS,
+    NUMBERS,
+    float_attr,
+    int_attr,
+    shape_of,
+    tensor,
+)
+
+I1 = BOOL[0]
+
+
+def _bool(value: bool) -> IntegerAttr[Any]:
+    return BoolAttr.from_bool(value)
+
+
+# ---- unary float functions ------------------------------------------------------------
+
+
+class FloatUnaryOp(UnaryOp):
+    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+
+
+@irdl_op_definition
+class SinOp(FloatUnaryOp):
+    name = "nn.sin"
+
+
+@irdl_op_definition
+class CosOp(FloatUnaryOp):
+    name = "nn.cos"
+
+
+@irdl_op_definition
+class TanOp(FloatUnaryOp):
+    name = "nn.tan"
+
+
+@irdl_op_definition
+class AsinOp(FloatUnaryOp):
+    name = "nn.asin"
+
+
+@irdl_op_definition
+class AcosOp(FloatUnaryOp):
+    name = "nn.acos"
+
+
+@irdl_op_definition
+class AtanOp(FloatUnaryOp):
+    name = "nn.atan"
+
+
+@irdl_op_definition
+class SinhOp(FloatUnaryOp):
+    name = "nn.sinh"
+
+
+@irdl_op_definition
+class CoshOp(FloatUnaryOp):
+    name = "nn.cosh"
+
+
+@irdl_op_definition
+class AsinhOp(FloatUnaryOp):
+    name = "nn.asinh"
+
+
+@irdl_op_definition
+class AcoshOp(FloatUnaryOp):
+    name = "nn.acosh"
+
+
+@irdl_op_definition
+class AtanhOp(FloatUnaryOp):
+    name = "nn.atanh"
+
+
+@irdl_op_definition
+class FloorOp(FloatUnaryOp):
+    name = "nn.floor"
+
+
+@irdl_op_definition
+class CeilOp(FloatUnaryOp):
+    name = "nn.ceil"
+
+
+@irdl_op_definition
+class RoundOp(FloatUnaryOp):
+    """Round half to even (ONNX Round, numpy.round)."""
+
+    name = "nn.round"
+
+
+@irdl_op_definition
+class SoftplusOp(FloatUnaryOp):
+    """log(1 + exp(x))."""
+
+    name = "nn.softplus"
+
+
+@irdl_op_definition
+class SoftsignOp(FloatUnaryOp):
+    """x / (1 + |x|)."""
+
+    name = "nn.softsign"
+
+
+@irdl_op_definition
+class MishOp(FloatUnaryOp):
+    """x * tanh(softplus(x))."""
+
+    name = "nn.mish"
+
+
+@irdl_op_definition
+class GeluOp(FloatUnaryOp):
+    """x * Phi(x); `approximate` is none (erf) or tanh."""
+
+    name = "nn.gelu"
+    approximate = prop_def(StringAttr, default_value=StringAttr("none"))
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        if attrs["approximate"] not in ("none", "tanh"):
+            raise VerifyException(f"approximate '{attrs['approximate']}' is not one of none, tanh")
+        return [types[0]]
+
+
+@irdl_op_definition
+class EluOp(FloatUnaryOp):
+    """x if x > 0 else alpha * (exp(x) - 1)."""
+
+    name = "nn.elu"
+    alpha = prop_def(FloatAttr, default_value=float_attr(1.0))
+
+
+@irdl_op_definition
+class SeluOp(FloatUnaryOp):
+    """gamma * (x if x > 0 else alpha * (exp(x) - 1))."""
+
+    name = "nn.selu"
+    alpha = prop_def(FloatAttr, default_value=float_attr(1.67326319217681884765625))
+    gamma = prop_def(FloatAttr, default_value=float_attr(1.05070102214813232421875))
+
+
+@irdl_op_definition
+class CeluOp(FloatUnaryOp):
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)); alpha must be non-zero."""
+
+    name = "nn.celu"
+    alpha = prop_def(FloatAttr, default_value=float_attr(1.0))
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        if attrs["alpha"] == 0:
+            raise VerifyException("celu alpha must be non-zero")
+        return [types[0]]
+
+
+@irdl_op_definition
+class ThresholdedReluOp(FloatUnaryOp):
+    """x if x > alpha else 0."""
+
+    name = "nn.thresholded_relu"
+    alpha = prop_def(FloatAttr, default_value=float_attr(1.0))
+
+
+@irdl_op_definition
+class SwishOp(FloatUnaryOp):
+    """x * sigmoid(alpha * x)."""
+
+    name = "nn.swish"
+    alpha = prop_def(FloatAttr, default_value=float_attr(1.0))
+
+
+@irdl_op_definition
+class ShrinkOp(UnaryOp):
+    """x - bias if x > lambd, x + bias if x < -lambd, else 0 (ONNX Shrink)."""
+
+    name = "nn.shrink"
+    bias = prop_def(FloatAttr, default_value=float_attr(0.0))
+    lambd = prop_def(FloatAttr, default_value=float_attr(0.5))
+    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
+
+
+@irdl_op_definition
+class SignOp(UnaryOp):
+    """-1, 0 or 1 (NaN stays NaN)."""
+
+    name = "nn.sign"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
+
+
+class FloatPredicateOp(UnaryOp):
+    """A float test per element: the result is i1 of the operand's shape."""
+
+    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        return [tensor(shape_of(types[0]), I1)]
+
+
+@irdl_op_definition
+class IsNanOp(FloatPredicateOp):
+    name = "nn.is_nan"
+
+
+@irdl_op_definition
+class IsInfOp(FloatPredicateOp):
+    """True at +inf (if detect_positive) and -inf (if detect_negative)."""
+
+    name = "nn.is_inf"
+    detect_positive = prop_def(IntegerAttr, default_value=_bool(True))
+    detect_negative = prop_def(IntegerAttr, default_value=_bool(True))
+
+
+# ---- binary -------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ModOp(BinaryOp):
+    """Remainder: with `fmod` the sign of the dividend (C fmod), else of the divisor
+    (Python %, numpy.mod; on floats too, as ONNX Mod allows from opset 28). Integer
+    division by zero gives 0."""
+
+    name = "nn.mod"
+    fmod = prop_def(IntegerAttr, default_value=_bool(False))
+    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
+
+
+class BitwiseBinaryOp(BinaryOp):
+    DTYPES: ClassVar[tuple[Attribute, ...]] = INTEGERS
+
+
+@irdl_op_definition
+class BitwiseAndOp(BitwiseBinaryOp):
+    name = "nn.bitwise_and"
+
+
+@irdl_op_definition
+class BitwiseOrOp(BitwiseBinaryOp):
+    name = "nn.bitwise_or"
+
+
+@irdl_op_definition
+class BitwiseXorOp(BitwiseBinaryOp):
+    name = "nn.bitwise_xor"
+
+
+@irdl_op_definition
+class BitwiseNotOp(UnaryOp):
+    name = "nn.bitwise_not"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = INTEGERS
+
+
+@irdl_op_definition
+class BitShiftOp(BinaryOp):
+    """Shift integers `direction` (left or right) by the second operand (ONNX BitShift); a
+    shift by a negative count or the bit width or more gives 0, or -1 for a negative value
+    shifted right."""
+
+    name = "nn.bit_shift"
+    direction = prop_def(StringAttr)
+    DTYPES: ClassVar[tuple[Attribute, ...]] = INTEGERS
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        if attrs["direction"] not in ("left", "right"):
+            raise VerifyException(f"direction '{attrs['direction']}' is not one of left, right")
+        return super().infer(types, attrs)
+
+
+# ---- reductions ----------------------------------------------------------------------
+
+
+class NumberReduceOp(ReduceOp):
+    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
+
+
+@irdl_op_definition
+class ReduceMinOp(NumberReduceOp):
+    name = "nn.reduce_min"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS + BOOL
+
+
+@irdl_op_definition
+class ReduceProdOp(NumberReduceOp):
+    name = "nn.reduce_prod"
+
+
+@irdl_op_definition
+class ReduceL1Op(NumberReduceOp):
+    """sum(|x|)."""
+
+    name = "nn.reduce_l1"
+
+
+@irdl_op_definition
+class ReduceL2Op(NumberReduceOp):
+    """sqrt(sum(x * x))."""
+
+    name = "nn.reduce_l2"
+
+
+@irdl_op_definition
+class ReduceSumSquareOp(NumberReduceOp):
+    name = "nn.reduce_sum_square"
+
+
+@irdl_op_definition
+class ReduceLogSumOp(ReduceOp):
+    """log(sum(x))."""
+
+    name = "nn.reduce_log_sum"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+
+
+@irdl_op_definition
+class ReduceLogSumExpOp(ReduceOp):
+    """log(sum(exp(x))), computed stably."""
+
+    name = "nn.reduce_log_sum_exp"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+
+
+# ---- arg reductions, scans, top-k --------------------------------------------------------
+
+
+class ArgReduceOp(NNOp):
+    """The index (i64) of the extreme element along `axis`; ties take the first index, or
+    the last with `select_last_index`."""
+
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr, default_value=int_attr(0))
+    keepdims = prop_def(IntegerAttr, default_value=_bool(True))
+    select_last_index = prop_def(IntegerAttr, default_value=_bool(False))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "reduce"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
+    SAME_DTYPE: ClassVar[bool] = False
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        s = shape_of(types[0])
+        axis = _norm_axis(attrs["axis"], len(s))
+        if not s or s[axis] == 0:
+            raise VerifyException(f"cannot take the arg extreme of the empty axis {axis}")
+        out = [1 if i == axis else d for i, d in enumerate(s)] if attrs["keepdims"] else [
+            d for i, d in enumerate(s) if i != axis
+        ]
+        return [tensor(out, i64)]
+
+
+@irdl_op_definition
+class ArgMaxOp(ArgReduceOp):
+    name = "nn.argmax"
+
+
+@irdl_op_definition
+class ArgMinOp(ArgReduceOp):
+    name = "nn.argmin"
+
+
+@irdl_op_definition
+class CumSumOp(NNOp):
+    """Running sum along `axis`; `exclusive` leaves each element out, `reverse` runs from the end."""
+
+    name = "nn.cumsum"
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr, default_value=int_attr(0))
+    exclusive = prop_def(IntegerAttr, default_value=_bool(False))
+    reverse = prop_def(IntegerAttr, default_value=_bool(False))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "opaque"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        _norm_axis(attrs["axis"], len(shape_of(types[0])))
+        return [types[0]]
+
+
+@irdl_op_definition
+class TopKOp(NNOp):
+    """The `k` largest (or smallest) elements along `axis`, sorted, and their i64 indices;
+    equal values keep the lower index first (ONNX TopK)."""
+
+    name = "nn.topk"
+    data = operand_def(TensorType)
+    values = result_def(TensorType)
+    indices = result_def(TensorType)
+    k = prop_def(IntegerAttr)
+    axis = prop_def(IntegerAttr, default_value=int_attr(-1))
+    largest = prop_def(IntegerAttr, default_value=_bool(True))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "opaque"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
+    SAME_DTYPE: ClassVar[bool] = False
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        s = list(shape_of(types[0]))
+        axis = _norm_axis(attrs["axis"], len(s))
+        k = attrs["k"]
+        if not 0 <= k <= s[axis]:
+            raise VerifyException(f"k {k} is out of range [0, {s[axis]}] for axis {axis}")
+        s[axis] = k
+        return [tensor(s, types[0].element_type), tensor(s, i64)]
+
+
+_EINSUM_TERM = re.compile(r"^[A-Za-z]*(\.\.\.)?[A-Za-z]*$")
+
+
+def einsum_output_shape(equation: str, shapes: Sequence[Sequence[int]]) -> tuple[int, ...]:
+    """The result shape of numpy.einsum(equation, *operands of `shapes`); raises
+    VerifyException on a malformed equation or inconsistent dimensions."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(shapes):
+        raise VerifyException(f"equation '{equation}' has {len(terms)} inputs, got {len(shapes)} operands")
+    dims: dict[str, int] = {}
+    ell_shapes: list[tuple[int, ...]] = []
+    counts: dict[str, int] = {}
+    for term, shape in zip(terms, shapes, strict=True):
+        if not _EINSUM_TERM.match(term):
+            raise VerifyException(f"equation '{equation}' has a malformed term '{term}'")
+        head, ell, tail = term.partition("...")
+        letters = head + tail
+        n_ell = len(shape) - len(letters)
+        if n_ell < 0 or (n_ell and not ell):
+            raise VerifyException(f"term '{term}' does not match an operand of rank {len(shape)}")
+        ell_shapes.append(tuple(shape[len(head) : len(head) + n_ell]))
+        for ch, d in zip(letters, [*shape[: len(head)], *shape[len(head) + n_ell :]], strict=True):
+            counts[ch] = counts.get(ch, 0) + 1
+            if dims.setdefault(ch, d) != d:
+                raise VerifyException(f"label '{ch}' has sizes {dims[ch]} and {d}")
+    ell_out = broadcast_shapes(*ell_shapes) if ell_shapes else ()
+    if arrow:
+        if not _EINSUM_TERM.match(rhs):
+            raise VerifyException(f"equation '{equation}' has a malformed output '{rhs}'")
+        head, ell, tail = rhs.partition("...")
+        out_letters = head + tail
+        if any(ch not in dims for ch in out_letters) or len(set(out_letters)) != len(out_letters):
+            raise VerifyException(f"output '{rhs}' names a label no input has, or repeats one")
+        return (*[dims[c] for c in head], *(ell_out if ell else ()), *[dims[c] for c in tail])
+    implicit = sorted(c for c, n in counts.items() if n == 1)
+    return (*ell_out, *[dims[c] for c in implicit])
+
+
+@irdl_op_definition
+class EinsumOp(NNOp):
+    """numpy.einsum(equation, *operands) (ONNX Einsum)."""
+
+    name = "nn.einsum"
+    inputs = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    equation = prop_def(StringAttr)
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "opaque"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        if not types:
+            raise VerifyException("einsum needs at least one operand")
+        out = einsum_output_shape(attrs["equation"], [shape_of(t) for t in types])
+        return [tensor(out, types[0].element_type)]
+
+
+# ---- tensor building ------------------------------------------------------------------
+
+
+@irdl_op_definition
+class TileOp(NNOp):
+    """Repeat the tensor `reps[i]` times along each axis i (numpy.tile, ONNX Tile)."""
+
+    name = "nn.tile"
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
+    reps = prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "injective"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS + BOOL
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        s = shape_of(types[0])
+        reps = attrs["reps"]
+        if len(reps) != len(s) or any(r < 0 for r in reps):
+            raise VerifyException(f"reps {list(reps)} must be {len(s)} non-negative values")
+        return [tensor([d * r for d, r in zip(s, reps, strict=True)], types[0].element_type)]
+
+
+@irdl_op_definition
+class BroadcastToOp(NNOp):
+    """Broadcast to numpy's broadcast of the operand's shape and `shape` (ONNX Expand)."""
+
+    name = "nn.broadcast_to"
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
+    shape = prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "broadcast"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS + BOOL
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        if any(d < 0 for d in attrs["shape"]):
+            raise VerifyException(f"shape {list(attrs['shape'])} must be non-negative")
+        out = broadcast_shapes(shape_of(types[0]), attrs["shape"])
+        return [tensor(out, types[0].element_type)]
+
+
+OPS: tuple[type[NNOp], ...] = (
+    SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp,
+    FloorOp, CeilOp, RoundOp, SoftplusOp, SoftsignOp, MishOp, GeluOp, EluOp, SeluOp, CeluOp,
+    ThresholdedReluOp, SwishOp, ShrinkOp, SignOp, IsNanOp, IsInfOp, ModOp, BitwiseAndOp,
+    BitwiseOrOp, BitwiseXorOp, BitwiseNotOp, BitShiftOp, ReduceMinOp, ReduceProdOp, ReduceL1Op,
+    ReduceL2Op, ReduceSumSquareOp, ReduceLogSumOp, ReduceLogSumExpOp, ArgMaxOp, ArgMinOp,
+    CumSumOp, TopKOp, EinsumOp, TileOp, BroadcastToOp,
+)  # fmt: skip
+"""The ops of this module, in the order the Nn dialect lists them."""
