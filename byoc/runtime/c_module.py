@@ -82,6 +82,33 @@ int32_t byoc_retain(void);
 int32_t byoc_release(void);
 """
 
+_OPENMP_RUNTIMES: list[Any] = []
+"""The OpenMP runtime (libgomp), loaded once and never unloaded (`pin_openmp_runtime`)."""
+
+
+def pin_openmp_runtime() -> None:
+    """Load gcc's OpenMP runtime for good before the first library that links it.
+
+    libgomp's worker threads outlive the parallel regions that started them,
+    parked inside libgomp; if unloading the last library that linked it unmapped
+    libgomp, those threads would wake into unmapped code. Holding one handle for
+    the life of the process keeps it mapped (its pool stays sized by the thread
+    setting: a region's team never exceeds the count the kernel asked for)."""
+    if _OPENMP_RUNTIMES:
+        return
+    import ctypes
+    import ctypes.util
+
+    for name in ("libgomp.so.1", ctypes.util.find_library("gomp")):
+        if not name:
+            continue
+        try:
+            _OPENMP_RUNTIMES.append(ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL))
+            return
+        except OSError:
+            continue
+
+
 _PINNED: list[Any] = []
 """Libraries built before `byoc_release` existed: never unloaded (see `_unload`)."""
 
@@ -181,6 +208,7 @@ class CModule:
         )
         self._bare_handles: list[tuple[Any, Any]] = []
         try:
+            pin_openmp_runtime()
             with native_load(), private_copy(library, directory) as copy:
                 self.lib: Any = self.ffi.dlopen(str(copy))
                 # entries resolved while the private copy exists: a bare-named entry is
