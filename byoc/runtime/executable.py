@@ -20,8 +20,8 @@ from byoc.runtime.artifact import ArtifactError, ArtifactWriter, brief, read_art
 from byoc.runtime.component import RuntimeComponent, kind_of_blobs, load_component
 from byoc.runtime.host import BoundPlan, HostPlan
 from byoc.runtime.parallel import BranchGraph, HostPool, run_branches
-from byoc.runtime.threads import check_num_threads, resolve_num_threads
 from byoc.runtime.tensor import checked_dtype, checked_shape
+from byoc.runtime.threads import check_num_threads, resolve_num_threads
 
 Array = np.ndarray[Any, Any]
 
