@@ -139,6 +139,8 @@ static inline void byoc_cblas_rows_epilogue_(float* y, int64_t R, int64_t L, int
                                              const float* scale, const float* shift,
                                              int32_t relu) {
   if (scale == NULL && shift == NULL && !relu) return;
+  const int32_t nt = byoc_threads_for(R * L, BYOC_PAR_GRAIN);
+  BYOC_PARALLEL_FOR(nt)
   for (int64_t r = 0; r < R; ++r)
     byoc_cblas_affine_row_(y + r * ld, y + r * ld, L, scale != NULL ? scale[r] : 1.0f,
                            shift != NULL ? shift[r] : 0.0f, relu);
@@ -227,6 +229,8 @@ static inline void byoc_cblas_phases_(const float* restrict x, float* restrict x
       int64_t hi = W - 1 + PL - pw >= 0 ? (W - 1 + PL - pw) / SW + 1 : 0;
       if (hi > Wq) hi = Wq;
       if (lo > hi) lo = hi;
+      const int32_t nt = byoc_threads_for(C * Hq * Wq, BYOC_PAR_GRAIN);
+      BYOC_PARALLEL_FOR(nt)
       for (int64_t c = 0; c < C; ++c) {
         for (int64_t r = 0; r < Hq; ++r) {
           float* restrict dst = base + (c * Hq + r) * Wq;
@@ -292,6 +296,8 @@ static inline void byoc_cblas_conv2d_planes_(const float* restrict x, const floa
                            (oh0 + kh * DH / SH) * Wq + kw * DW / SW;
           byoc_cblas_sgemm_(0, O, q, C, w + k * O * C, C, b, plane, k ? 1.0f : 0.0f, work, q);
         }
+        const int32_t nt = byoc_threads_for(O * rows * OW, BYOC_PAR_GRAIN);
+        BYOC_PARALLEL_FOR(nt)
         for (int64_t o = 0; o < O; ++o) {
           const float s = scale != NULL ? scale[o] : 1.0f;
           const float t = shift != NULL ? shift[o] : 0.0f;
@@ -301,6 +307,8 @@ static inline void byoc_cblas_conv2d_planes_(const float* restrict x, const floa
         }
       } else {
         const int64_t t = rows * OW;
+        const int32_t nt = byoc_threads_for(K * t, BYOC_PAR_GRAIN);
+        BYOC_PARALLEL_FOR(nt)
         for (int64_t c = 0; c < C; ++c) {
           for (int64_t kh = 0; kh < KH; ++kh) {
             for (int64_t kw = 0; kw < KW; ++kw) {
