@@ -282,47 +282,57 @@ static inline void byoc_cblas_conv2d_planes_(const float* restrict x, const floa
   const int64_t K = C * KH * KW;
   float* restrict xq = scratch;
   float* restrict work = scratch + nph * npw * block;
+  /* One region per image: every thread takes its share of the rows of each block (the
+   * GEMMs' columns), runs the block's GEMMs on them and their epilogue; rows are disjoint,
+   * so no thread waits for another inside the region. */
+  const int32_t nt = byoc_threads_for(O * K * OH * OW, BYOC_CBLAS_GRAIN);
   for (int64_t n = 0; n < N; ++n) {
     float* yn = y + n * O * OH * OW;
     byoc_cblas_phases_(x + n * C * H * W, xq, C, H, W, SH, SW, PT, PL, Hq, Wq, slack, npw,
                        ph_index, pw_index);
-    for (int64_t oh0 = 0; oh0 < OH; oh0 += R) {
-      const int64_t rows = OH - oh0 < R ? OH - oh0 : R;
-      if (taps) {
-        const int64_t q = rows * Wq;
-        for (int64_t k = 0; k < KH * KW; ++k) {
-          const int64_t kh = k / KW, kw = k - kh * KW;
-          const float* b = xq + (ph_index[(kh * DH) % SH] * npw + pw_index[(kw * DW) % SW]) * block +
-                           (oh0 + kh * DH / SH) * Wq + kw * DW / SW;
-          byoc_cblas_sgemm_(0, O, q, C, w + k * O * C, C, b, plane, k ? 1.0f : 0.0f, work, q);
-        }
-        const int32_t nt = byoc_threads_for(O * rows * OW, BYOC_PAR_GRAIN);
-        BYOC_PARALLEL_FOR(nt)
-        for (int64_t o = 0; o < O; ++o) {
-          const float s = scale != NULL ? scale[o] : 1.0f;
-          const float t = shift != NULL ? shift[o] : 0.0f;
-          for (int64_t i = 0; i < rows; ++i)
-            byoc_cblas_affine_row_(yn + (o * OH + oh0 + i) * OW, work + o * q + i * Wq, OW, s, t,
-                                   relu);
-        }
-      } else {
-        const int64_t t = rows * OW;
-        const int32_t nt = byoc_threads_for(K * t, BYOC_PAR_GRAIN);
-        BYOC_PARALLEL_FOR(nt)
-        for (int64_t c = 0; c < C; ++c) {
-          for (int64_t kh = 0; kh < KH; ++kh) {
-            for (int64_t kw = 0; kw < KW; ++kw) {
-              float* restrict dst = work + ((c * KH + kh) * KW + kw) * t;
-              const float* src = xq +
-                                 (ph_index[(kh * DH) % SH] * npw + pw_index[(kw * DW) % SW]) * block +
-                                 c * plane + (oh0 + kh * DH / SH) * Wq + kw * DW / SW;
-              for (int64_t i = 0; i < rows; ++i)
-                memcpy(dst + i * OW, src + i * Wq, (size_t)OW * sizeof(float));
+    BYOC_PARALLEL(nt) {
+      const int64_t team = byoc_team_size(), me = byoc_thread_id();
+      for (int64_t oh0 = 0; oh0 < OH; oh0 += R) {
+        const int64_t rows = OH - oh0 < R ? OH - oh0 : R;
+        const int64_t i0 = rows * me / team, i1 = rows * (me + 1) / team;
+        if (i0 >= i1) continue;
+        if (taps) {
+          const int64_t q = rows * Wq;
+          for (int64_t k = 0; k < KH * KW; ++k) {
+            const int64_t kh = k / KW, kw = k - kh * KW;
+            const float* b = xq +
+                             (ph_index[(kh * DH) % SH] * npw + pw_index[(kw * DW) % SW]) * block +
+                             (oh0 + kh * DH / SH) * Wq + kw * DW / SW;
+            byoc_cblas_sgemm_(0, O, (i1 - i0) * Wq, C, w + k * O * C, C, b + i0 * Wq, plane,
+                              k ? 1.0f : 0.0f, work + i0 * Wq, q);
+          }
+          for (int64_t o = 0; o < O; ++o) {
+            const float s = scale != NULL ? scale[o] : 1.0f;
+            const float t = shift != NULL ? shift[o] : 0.0f;
+            for (int64_t i = i0; i < i1; ++i)
+              byoc_cblas_affine_row_(yn + (o * OH + oh0 + i) * OW, work + o * q + i * Wq, OW, s,
+                                     t, relu);
+          }
+        } else {
+          const int64_t t = rows * OW;
+          for (int64_t c = 0; c < C; ++c) {
+            for (int64_t kh = 0; kh < KH; ++kh) {
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                float* restrict dst = work + ((c * KH + kh) * KW + kw) * t;
+                const float* src = xq +
+                                   (ph_index[(kh * DH) % SH] * npw + pw_index[(kw * DW) % SW]) *
+                                       block +
+                                   c * plane + (oh0 + kh * DH / SH) * Wq + kw * DW / SW;
+                for (int64_t i = i0; i < i1; ++i)
+                  memcpy(dst + i * OW, src + i * Wq, (size_t)OW * sizeof(float));
+              }
             }
           }
+          byoc_cblas_sgemm_(0, O, (i1 - i0) * OW, K, w, K, work + i0 * OW, t, 0.0f,
+                            yn + (oh0 + i0) * OW, OH * OW);
+          byoc_cblas_rows_epilogue_(yn + (oh0 + i0) * OW, O, (i1 - i0) * OW, OH * OW, scale,
+                                    shift, relu);
         }
-        byoc_cblas_sgemm_(0, O, t, K, w, K, work, t, 0.0f, yn + oh0 * OW, OH * OW);
-        byoc_cblas_rows_epilogue_(yn + oh0 * OW, O, t, OH * OW, scale, shift, relu);
       }
     }
   }
@@ -336,13 +346,21 @@ static inline void byoc_cblas_conv2d_direct_(const float* restrict x, const floa
                                              const float* scale, const float* shift,
                                              float* restrict y, int64_t N, int64_t C, int64_t O,
                                              int64_t P, int64_t T, int32_t relu) {
-  for (int64_t n = 0; n < N; ++n) {
-    const float* xn = x + n * C * P;
-    float* yn = y + n * O * P;
-    for (int64_t p0 = 0; p0 < P; p0 += T) {
-      const int64_t t = P - p0 < T ? P - p0 : T;
-      byoc_cblas_sgemm_(0, O, t, C, w, C, xn + p0, P, 0.0f, yn + p0, P);
-      byoc_cblas_rows_epilogue_(yn + p0, O, t, P, scale, shift, relu);
+  /* one region: every thread takes its share (16-aligned) of each block's pixels */
+  const int32_t nt = byoc_threads_for(O * C * N * P, BYOC_CBLAS_GRAIN);
+  BYOC_PARALLEL(nt) {
+    const int64_t team = byoc_team_size(), me = byoc_thread_id();
+    for (int64_t n = 0; n < N; ++n) {
+      const float* xn = x + n * C * P;
+      float* yn = y + n * O * P;
+      for (int64_t p0 = 0; p0 < P; p0 += T) {
+        const int64_t t = P - p0 < T ? P - p0 : T;
+        const int64_t chunk = ((t + team - 1) / team + 15) / 16 * 16;
+        const int64_t lo = me * chunk, hi = lo + chunk < t ? lo + chunk : t;
+        if (lo >= hi) continue;
+        byoc_cblas_sgemm_(0, O, hi - lo, C, w, C, xn + p0 + lo, P, 0.0f, yn + p0 + lo, P);
+        byoc_cblas_rows_epilogue_(yn + p0 + lo, O, hi - lo, P, scale, shift, relu);
+      }
     }
   }
 }

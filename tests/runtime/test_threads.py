@@ -166,27 +166,47 @@ def test_split_elementwise_loops_are_bit_identical() -> None:
         np.testing.assert_array_equal(many, one)
 
 
-def test_cblas_gemms_split_across_threads_agree() -> None:
+CONV = """
+func.func @main(%x: tensor<1x{c}x{h}x{h}xf32>, %w: tensor<{o}x{c}x{k}x{k}xf32>) -> tensor<1x{o}x{h}x{h}xf32> {{
+  %0 = nn.conv2d %x, %w {{padding = array<i64: {p}, {p}, {p}, {p}>}} : (tensor<1x{c}x{h}x{h}xf32>, tensor<{o}x{c}x{k}x{k}xf32>) -> tensor<1x{o}x{h}x{h}xf32>
+  %1 = nn.relu %0 : tensor<1x{o}x{h}x{h}xf32>
+  func.return %1 : tensor<1x{o}x{h}x{h}xf32>
+}}
+"""
+DENSE = """
+func.func @main(%x: tensor<{m}x{k}xf32>, %w: tensor<{n}x{k}xf32>) -> tensor<{m}x{n}xf32> {{
+  %0 = nn.dense %x, %w : (tensor<{m}x{k}xf32>, tensor<{n}x{k}xf32>) -> tensor<{m}x{n}xf32>
+  func.return %0 : tensor<{m}x{n}xf32>
+}}
+"""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        CONV.format(c=32, o=32, h=32, k=3, p=1),  # im2col
+        CONV.format(c=64, o=64, h=32, k=3, p=1),  # taps (constant weights, C >= 48)
+        CONV.format(c=64, o=96, h=28, k=1, p=0),  # direct 1x1
+        DENSE.format(m=1, k=2048, n=2048),  # sgemv, rows split
+        DENSE.format(m=96, k=512, n=256),  # sgemm, columns split
+    ],
+    ids=["im2col", "taps", "1x1", "gemv", "gemm"],
+)
+def test_cblas_gemms_split_across_threads_agree(text: str) -> None:
+    """The cblas kernels split their GEMMs across the team (OpenBLAS on one thread a
+    block): 1 and 2 threads both within the f32 bound of the reference."""
     pytest.importorskip("scipy_openblas32")
     rng = np.random.default_rng(1)
-    w = rng.standard_normal((32, 32, 3, 3)).astype(np.float32)
-    text = """
-    func.func @main(%x: tensor<1x32x32x32xf32>, %w: tensor<32x32x3x3xf32>) -> tensor<1x32x32x32xf32> {
-      %0 = nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x32x32x32xf32>, tensor<32x32x3x3xf32>) -> tensor<1x32x32x32xf32>
-      %1 = nn.relu %0 : tensor<1x32x32x32xf32>
-      func.return %1 : tensor<1x32x32x32xf32>
-    }
-    """
     module = byoc.parse_module(text)
-    x = rng.standard_normal((1, 32, 32, 32)).astype(np.float32)
+    x, w = (rng.standard_normal(s.shape).astype(np.float32) for s in byoc.build(module, num_threads=1).plan.input_specs)
     exe = byoc.build(module, params={"w": w}, targets=["cblas"], num_threads=1)
+    assert exe.partitions() and exe.partitions()[0].target == "cblas"
     (one,) = exe.run(x)
     exe.set_num_threads(2)
     (two,) = exe.run(x)
-    reference = byoc.parse_module(text)
-    want = byoc.run_reference(reference, [x, w])
-    assert_graph_outputs(reference, [x, w], [one], want)
-    assert_graph_outputs(reference, [x, w], [two], want)
+    want = byoc.run_reference(module, [x, w])
+    assert_graph_outputs(module, [x, w], [one], want)
+    assert_graph_outputs(module, [x, w], [two], want)
 
 
 def test_branches_run_at_once_and_agree() -> None:
