@@ -16,7 +16,11 @@
  *     bigger partition needs more, freed when the thread exits or when the
  *     library is released (`byoc_retain` / `byoc_release`, called by the
  *     loader around the library's lifetime). No call allocates after the
- *     first, and concurrent calls never share one.
+ *     first, and concurrent calls never share one;
+ *   - threads (`byoc_threads_for`, `BYOC_PARALLEL_FOR`): loops split across an
+ *     OpenMP team sized by the thread setting (`byoc_set_num_threads`, and a
+ *     per-calling-thread budget `byoc_set_call_threads`), never below a work
+ *     threshold. See "threads" below.
  */
 #ifndef BYOC_RUNTIME_H_
 #define BYOC_RUNTIME_H_
@@ -282,6 +286,29 @@ static inline void* byoc_workspace(size_t size) {
 }
 
 /*
+ * The calling thread is done with this library: free its workspace now and
+ * clear its thread-exit hook, so that no code of the library runs when the
+ * thread exits. Worker threads of the loader (the host executor's pool) call
+ * it before they end; calling it with no workspace is harmless.
+ */
+BYOC_EXPORT void byoc_thread_release(void);
+BYOC_EXPORT void byoc_thread_release(void) {
+  pthread_mutex_lock(&byoc_ws_mutex_);
+  byoc_ws_block_* mine = byoc_ws_mine_;
+  if (mine != NULL && byoc_ws_mine_generation_ == byoc_ws_generation_) {
+    for (byoc_ws_block_* b = byoc_ws_all_.next; b != &byoc_ws_all_; b = b->next) {
+      if (b == mine) {
+        byoc_ws_unlink_(b);
+        break;
+      }
+    }
+    if (byoc_ws_key_ok_) pthread_setspecific(byoc_ws_key_, NULL);
+  }
+  byoc_ws_mine_ = NULL;
+  pthread_mutex_unlock(&byoc_ws_mutex_);
+}
+
+/*
  * Loader protocol: whoever loads the library calls `byoc_retain()` once, and
  * `byoc_release()` once when it is done with it, with no call of the library
  * in flight, before it unloads it. The last release frees every thread's
@@ -311,5 +338,132 @@ BYOC_EXPORT int32_t byoc_release(void) {
   pthread_mutex_unlock(&byoc_ws_mutex_);
   return (int32_t)users;
 }
+
+/* ---- threads ------------------------------------------------------------- */
+
+/*
+ * Intra-op parallelism: OpenMP from the compiler's runtime (gcc's libgomp;
+ * the library is compiled and linked with -fopenmp). Without -fopenmp (a
+ * sanitizer build, a compiler without OpenMP) every macro below is a no-op
+ * and every loop runs on the calling thread.
+ *
+ * How many threads a call may use:
+ *   - the library's setting, `byoc_set_num_threads(n)` (exported; the runtime
+ *     calls it at load and whenever `Executable.set_num_threads` changes it).
+ *     Each loaded library is its own instance (the loader dlopens a private
+ *     copy), so two models in one process keep their own settings;
+ *   - overridden, for the calls made from one thread, by
+ *     `byoc_set_call_threads(n)` (exported; thread-local; 0 clears it): the
+ *     host executor gives each of the branches it runs at once a share of the
+ *     budget this way;
+ *   - 1 inside an OpenMP parallel region (no nested teams).
+ * `byoc_threads()` is that count. Nothing here reads OMP_NUM_THREADS: every
+ * region names its team size (`num_threads`), so the setting alone decides.
+ *
+ * A kernel parallelises a loop with
+ *
+ *     const int32_t nt = byoc_threads_for(work, BYOC_PAR_GRAIN);
+ *     BYOC_PARALLEL_FOR(nt)
+ *     for (int64_t i = 0; i < n; ++i) { ... }        // iterations independent
+ *
+ * where `work` estimates the loop's total cost in simple operations (e.g.
+ * multiply-adds, or elements for an elementwise loop). `byoc_threads_for`
+ * gives at most `byoc_threads()` threads and at least `grain` work to each, so
+ * a loop too small to gain from a second thread (waking one costs a few
+ * microseconds) runs on the caller alone, with no region at all (`if`).
+ * The schedule is static: iteration i always runs the same code on the same
+ * data, so a loop whose iterations do not accumulate into a shared value
+ * gives bit-identical results at any thread count. Reductions must keep
+ * their summation order per output element (split over outputs, not over
+ * the reduced axis) to stay identical.
+ *
+ * Other forms: `BYOC_PARALLEL_FOR_COLLAPSE(nt, k)` (k perfectly nested
+ * loops); `BYOC_PARALLEL(nt)` before a block, with `BYOC_FOR` before a loop
+ * in it, and `byoc_thread_id()` / `byoc_team_size()` inside.
+ *
+ * Per-thread scratch inside a region: take it from the calling thread's
+ * workspace *before* the region (`nt` slices, one per thread, indexed by
+ * `byoc_thread_id()`); do not call `byoc_workspace` inside a region. OpenMP
+ * team threads then hold nothing of the library, so their exit (whenever
+ * libgomp ends them) runs no code of a library that may be unloaded by then.
+ * `byoc_fail` is safe anywhere (its buffer needs no cleanup), but a failure
+ * found inside a region must be reported after it, by the calling thread.
+ */
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#ifndef BYOC_PAR_GRAIN
+/* Default minimum work per thread (simple operations): ~10-20 us of work. */
+#define BYOC_PAR_GRAIN 32768
+#endif
+#define BYOC_MAX_THREADS 1024
+
+static int32_t byoc_num_threads_ = 1;
+static _Thread_local int32_t byoc_call_threads_;
+
+static inline int32_t byoc_clamp_threads_(int32_t n) {
+  return n < 1 ? 1 : n > BYOC_MAX_THREADS ? BYOC_MAX_THREADS : n;
+}
+
+/* The library's thread setting (at least 1); returns the previous one. */
+BYOC_EXPORT int32_t byoc_set_num_threads(int32_t n);
+BYOC_EXPORT int32_t byoc_set_num_threads(int32_t n) {
+  return __atomic_exchange_n(&byoc_num_threads_, byoc_clamp_threads_(n), __ATOMIC_RELAXED);
+}
+
+BYOC_EXPORT int32_t byoc_get_num_threads(void);
+BYOC_EXPORT int32_t byoc_get_num_threads(void) {
+  return __atomic_load_n(&byoc_num_threads_, __ATOMIC_RELAXED);
+}
+
+/* The calling thread's budget for its next calls (0: the library's setting); returns the
+ * previous one. */
+BYOC_EXPORT int32_t byoc_set_call_threads(int32_t n);
+BYOC_EXPORT int32_t byoc_set_call_threads(int32_t n) {
+  int32_t old = byoc_call_threads_;
+  byoc_call_threads_ = n <= 0 ? 0 : byoc_clamp_threads_(n);
+  return old;
+}
+
+/* Threads this call may use now (see above). */
+static inline int32_t byoc_threads(void) {
+#ifdef _OPENMP
+  if (omp_in_parallel()) return 1;
+#endif
+  int32_t n = byoc_call_threads_;
+  if (n <= 0) n = __atomic_load_n(&byoc_num_threads_, __ATOMIC_RELAXED);
+  return n < 1 ? 1 : n;
+}
+
+/* Threads for a loop of `work` operations: at most byoc_threads(), at least `grain` work
+ * each; 1 means "run it on the calling thread". */
+static inline int32_t byoc_threads_for(int64_t work, int64_t grain) {
+  int32_t n = byoc_threads();
+  if (n <= 1) return 1;
+  if (grain < 1) grain = 1;
+  int64_t most = work / grain;
+  if (most < 2) return 1;
+  return most < (int64_t)n ? (int32_t)most : n;
+}
+
+#define BYOC_PRAGMA_(x) _Pragma(#x)
+#ifdef _OPENMP
+#define BYOC_PARALLEL_FOR(nt) \
+  BYOC_PRAGMA_(omp parallel for num_threads(nt) if ((nt) > 1) schedule(static))
+#define BYOC_PARALLEL_FOR_COLLAPSE(nt, k) \
+  BYOC_PRAGMA_(omp parallel for collapse(k) num_threads(nt) if ((nt) > 1) schedule(static))
+#define BYOC_PARALLEL(nt) BYOC_PRAGMA_(omp parallel num_threads(nt) if ((nt) > 1))
+#define BYOC_FOR BYOC_PRAGMA_(omp for schedule(static))
+static inline int32_t byoc_thread_id(void) { return (int32_t)omp_get_thread_num(); }
+static inline int32_t byoc_team_size(void) { return (int32_t)omp_get_num_threads(); }
+#else
+#define BYOC_PARALLEL_FOR(nt)
+#define BYOC_PARALLEL_FOR_COLLAPSE(nt, k)
+#define BYOC_PARALLEL(nt)
+#define BYOC_FOR
+static inline int32_t byoc_thread_id(void) { return 0; }
+static inline int32_t byoc_team_size(void) { return 1; }
+#endif
 
 #endif /* BYOC_RUNTIME_H_ */

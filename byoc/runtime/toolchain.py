@@ -3,7 +3,9 @@
     built = compile_source(source)          # BuildResult(library_path, source_path, cache_hit)
 
 The source is compiled with the system compiler (`$CC`, default `cc`) and
-`DEFAULT_FLAGS` (plus `-I` the runtime headers). Libraries are cached under
+`DEFAULT_FLAGS` (plus `-I` the runtime headers). `-fopenmp` is one of them:
+the kernels split loops across an OpenMP team (gcc's libgomp) sized by the
+thread setting (`byoc_runtime.h`, docs/threads.md). Libraries are cached under
 `$BYOC_CACHE_DIR`, else `$XDG_CACHE_HOME/byoc`, else `~/.cache/byoc`, keyed by
 a hash of the source, the flags, the link arguments, the runtime headers and
 the compiler's `--version`; the source is kept next to the library and a failed
@@ -64,6 +66,7 @@ DEFAULT_FLAGS: tuple[str, ...] = (
     "-fPIC",
     "-shared",
     "-fvisibility=hidden",
+    "-fopenmp",
 )
 LIBS: tuple[str, ...] = ("-lm", "-pthread")
 
