@@ -264,8 +264,7 @@ class GraphBuilder:
             dh, dw = a["dilation"]
             ints = [n, cin, h, w, o, kh, kw, oh, ow, sh, sw, pt, pl, dh, dw, a["groups"]]
             padded_w = (-(-ow // 8) * 8 - 1) * sw + (kw - 1) * dw + 1
-            panel = 16 * min(cin // a["groups"] * kh * kw, 1024)  # BYOC_CONV2D_KC rows
-            scratch = cin * ((oh - 1) * sh + (kh - 1) * dh + 1) * padded_w + panel  # BYOC_CONV2D_SCRATCH
+            scratch = cin * ((oh - 1) * sh + (kh - 1) * dh + 1) * padded_w  # BYOC_CONV2D_SCRATCH
             node = Computation("kernel", name, ins, out, callee="byoc_conv2d_f32", args=[i64_attr(v) for v in ints],
                         scratch=scratch, source=op)
             self._node(node)
