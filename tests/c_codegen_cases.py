@@ -130,8 +130,41 @@ _CONVS: list[tuple[str, tuple[int, ...], tuple[int, ...], dict[str, Any]]] = [
     ("conv_1x1", (3, 8, 5, 5), (4, 8, 1, 1), {}),
     ("conv_5x5_s3", (1, 2, 13, 11), (3, 2, 5, 5), {"strides": (3, 3), "padding": (2, 1, 2, 1)}),
 ]
+_CONVS += [
+    ("conv_depthwise_s2", (1, 5, 11, 13), (5, 1, 3, 3), {"groups": 5, "strides": (2, 2), "padding": (1, 1, 1, 1)}),
+    ("conv_depthwise_s2_d2", (1, 3, 12, 9), (3, 1, 3, 3), {"groups": 3, "strides": (2, 2), "dilation": (2, 2), "padding": (0, 2, 1, 1)}),
+    ("conv_depthwise_5x5_s3", (1, 2, 10, 10), (2, 1, 5, 5), {"groups": 2, "strides": (3, 3), "padding": (2, 2, 2, 2)}),
+    ("conv_1x1_wide", (1, 40, 3, 7), (13, 40, 1, 1), {}),
+]
 for _name, _x, _w, _attrs in _CONVS:
     case(_name, [(_x, F32), (_w, F32)], op(nn.Conv2DOp, **_attrs), tol=1e-4)
+
+# ---- conv2d_transpose, resize2d, lrn (issue 15) -----------------------------------------------
+_CONVS_T: list[tuple[str, tuple[int, ...], tuple[int, ...], dict[str, Any]]] = [
+    ("conv_t_2x2_s2", (1, 4, 5, 6), (4, 3, 2, 2), {"strides": (2, 2)}),
+    ("conv_t_3x3_pad", (2, 3, 4, 4), (3, 5, 3, 3), {"strides": (2, 2), "padding": (1, 1, 1, 1), "output_padding": (1, 1)}),
+    ("conv_t_groups_dil", (1, 4, 5, 3), (4, 2, 3, 2), {"groups": 2, "dilation": (2, 1), "padding": (0, 1, 2, 0)}),
+    ("conv_t_s1", (1, 6, 7, 7), (6, 2, 3, 3), {"padding": (1, 1, 1, 1)}),
+    ("conv_t_odd_s3", (1, 3, 3, 5), (3, 4, 4, 3), {"strides": (3, 2), "padding": (2, 0, 1, 3)}),
+]
+for _name, _x, _w, _attrs in _CONVS_T:
+    case(_name, [(_x, F32), (_w, F32)], op(nn.Conv2DTransposeOp, **_attrs))
+_RESIZES: list[tuple[str, tuple[int, ...], tuple[int, int], dict[str, Any]]] = [
+    ("resize_nearest_x2", (1, 3, 5, 4), (10, 8), {}),
+    ("resize_nearest_asym_floor", (2, 2, 5, 7), (9, 3), {"coordinate_transformation_mode": "asymmetric", "rounding_method": "floor"}),
+    ("resize_nearest_ceil_tf", (1, 2, 4, 6), (7, 13), {"coordinate_transformation_mode": "tf_half_pixel_for_nn", "rounding_method": "ceil"}),
+    ("resize_nearest_prefer_ceil", (1, 1, 6, 6), (4, 9), {"rounding_method": "round_prefer_ceil"}),
+    ("resize_linear_half_pixel", (1, 3, 5, 4), (11, 7), {"method": "linear"}),
+    ("resize_linear_align", (2, 2, 4, 5), (7, 9), {"method": "linear", "coordinate_transformation_mode": "align_corners"}),
+    ("resize_linear_pytorch", (1, 2, 6, 1), (3, 5), {"method": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"}),
+    ("resize_linear_symmetric_scale", (1, 2, 5, 5), (10, 5), {"method": "linear", "coordinate_transformation_mode": "half_pixel_symmetric", "scale_h": 2.0}),
+    ("resize_linear_w_only", (1, 2, 3, 4), (3, 8), {"method": "linear"}),
+    ("resize_linear_h_only", (1, 2, 3, 4), (7, 4), {"method": "linear", "coordinate_transformation_mode": "asymmetric"}),
+]
+for _name, _x, _size, _attrs in _RESIZES:
+    case(_name, [(_x, F32)], op(nn.Resize2DOp, size=_size, **_attrs))
+case("lrn", [((2, 7, 3, 4), F32)], op(nn.LRNOp, size=5, alpha=1e-2, beta=0.75, bias=1.0))
+case("lrn_even_last_axis", [((3, 2, 9), F32)], op(nn.LRNOp, size=4, axis=-1, alpha=0.3, beta=0.5, bias=2.0))
 
 # ---- dense, matmul -------------------------------------------------------------------------------
 case("dense_1x16", [((1, 16), F32), ((9, 16), F32)], op(nn.DenseOp), tol=1e-4)
