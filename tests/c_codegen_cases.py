@@ -166,6 +166,75 @@ for _name, _x, _size, _attrs in _RESIZES:
 case("lrn", [((2, 7, 3, 4), F32)], op(nn.LRNOp, size=5, alpha=1e-2, beta=0.75, bias=1.0))
 case("lrn_even_last_axis", [((3, 2, 9), F32)], op(nn.LRNOp, size=4, axis=-1, alpha=0.3, beta=0.5, bias=2.0))
 
+# ---- epilogues: conv2d/dense followed by bias_add, batch_norm, an activation (issue 15) ------------
+Step = tuple[type[nn.NNOp], int, dict[str, Any]]
+"""An op applied to the previous result: its class, how many extra operands it takes
+(from the case's remaining arguments and constants, in order), its attributes."""
+
+
+def _epilogue(kernel: Build, *steps: Step) -> Build:
+    """kernel(args[0], args[1]), then each step on the previous result."""
+
+    def build(vs: list[SSAValue]) -> list[Operation]:
+        made = kernel(vs[:2])
+        out = made if isinstance(made, list) else [made]
+        extra = list(vs[2:])
+        for cls, n_extra, attrs in steps:
+            out.append(cls.build(out[-1].results[0], *extra[:n_extra], **attrs))
+            extra = extra[n_extra:]
+        return out
+
+    return build
+
+
+def _s(cls: type[nn.NNOp], n_extra: int = 0, **attrs: Any) -> Step:
+    return (cls, n_extra, attrs)
+
+
+def _bn_consts(n: int) -> list[np.ndarray[Any, Any]]:
+    return [
+        _rng.standard_normal(n).astype(np.float32),
+        _rng.standard_normal(n).astype(np.float32),
+        _rng.standard_normal(n).astype(np.float32),
+        (_rng.random(n) + 0.5).astype(np.float32),
+    ]
+
+
+_CONV = op(nn.Conv2DOp, padding=(1, 1, 1, 1))
+_DW = op(nn.Conv2DOp, groups=6, strides=(2, 2), padding=(1, 1, 1, 1))
+case("ep_conv_bias_relu", [((1, 3, 9, 7), F32), ((8, 3, 3, 3), F32), ((8,), F32)],
+     _epilogue(_CONV, _s(nn.BiasAddOp, 1), _s(nn.ReluOp)), tol=1e-4)
+case("ep_conv_bn_hard_swish", [((2, 3, 6, 6), F32), ((7, 3, 3, 3), F32)],
+     _epilogue(_CONV, _s(nn.BatchNormOp, 4), _s(nn.HardSwishOp)), consts=_bn_consts(7), tol=1e-4)
+case("ep_conv_bias_bn_sigmoid", [((1, 4, 5, 5), F32), ((5, 4, 3, 3), F32), ((5,), F32)],
+     _epilogue(_CONV, _s(nn.BiasAddOp, 1), _s(nn.BatchNormOp, 4), _s(nn.SigmoidOp)), consts=_bn_consts(5), tol=1e-4)
+case("ep_conv_clip", [((1, 3, 8, 8), F32), ((6, 3, 3, 3), F32)],
+     _epilogue(_CONV, _s(nn.ClipOp, a_min=-0.5, a_max=0.5)), tol=1e-4)
+case("ep_conv_clip_nan", [((1, 2, 4, 4), F32), ((3, 2, 3, 3), F32)],
+     _epilogue(_CONV, _s(nn.ClipOp, a_min=float("nan"), a_max=1.0)), tol=1e-4)
+case("ep_conv_leaky", [((1, 3, 7, 5), F32), ((4, 3, 3, 3), F32)],
+     _epilogue(_CONV, _s(nn.LeakyReluOp, alpha=0.1)), tol=1e-4)
+case("ep_conv_hard_sigmoid_tanh", [((1, 3, 5, 5), F32), ((4, 3, 3, 3), F32)],
+     _epilogue(_CONV, _s(nn.HardSigmoidOp, alpha=0.2, beta=0.5), _s(nn.TanhOp)), tol=1e-4)
+case("ep_dw_bias_relu", [((1, 6, 9, 11), F32), ((6, 1, 3, 3), F32), ((6,), F32)],
+     _epilogue(_DW, _s(nn.BiasAddOp, 1), _s(nn.ReluOp)), tol=1e-4)
+case("ep_dense_bias_relu", [((5, 12), F32), ((9, 12), F32), ((9,), F32)],
+     _epilogue(op(nn.DenseOp), _s(nn.BiasAddOp, 1, axis=-1), _s(nn.ReluOp)), tol=1e-4)
+case("ep_dense_batched_tanh", [((2, 3, 10), F32), ((6, 10), F32)],
+     _epilogue(op(nn.DenseOp), _s(nn.TanhOp)), tol=1e-4)
+case("ep_dense_bias_wrong_axis", [((4, 4), F32), ((4, 4), F32), ((4,), F32)],
+     _epilogue(op(nn.DenseOp), _s(nn.BiasAddOp, 1, axis=0), _s(nn.ReluOp)), tol=1e-4)
+
+
+def _shared_conv(vs: list[SSAValue]) -> list[Operation]:
+    """conv -> relu, and the conv's result also returned through an add: no epilogue."""
+    conv = nn.Conv2DOp.build(vs[0], vs[1], padding=(1, 1, 1, 1))
+    relu = nn.ReluOp.build(conv)
+    return [conv, relu, nn.AddOp.build(relu, conv)]
+
+
+case("ep_conv_shared", [((1, 3, 6, 6), F32), ((4, 3, 3, 3), F32)], _shared_conv, tol=1e-4)
+
 # ---- dense, matmul -------------------------------------------------------------------------------
 case("dense_1x16", [((1, 16), F32), ((9, 16), F32)], op(nn.DenseOp), tol=1e-4)
 case("dense_batched", [((3, 5, 13), F32), ((7, 13), F32)], op(nn.DenseOp), tol=1e-4)

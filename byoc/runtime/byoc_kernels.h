@@ -773,16 +773,21 @@ static inline BYOC_MAYBE_UNUSED void byoc_lrn_f32(const float* restrict x, float
 
 /* ---- dense and matmul ------------------------------------------------------ */
 
-/* y[m, n] = sum_k x[m, k] * w[n, k]  (x: M x K, w: N x K, y: M x N). */
-BYOC_KERNEL void byoc_dense_f32(const float* restrict x, const float* restrict w,
-                                  float* restrict y, int64_t M, int64_t N, int64_t K) {
+/*
+ * y[m, n] = sum_k x[m, k] * w[n, k]  (x: M x K, w: N x K, y: M x N), rows [m0, m1) and
+ * columns [n0, n1), each row segment then through the epilogue `ep` (NULL: none).
+ * The sum of each output does not depend on the range: the same code computes it.
+ */
+BYOC_KERNEL void byoc_dense_part_(const float* restrict x, const float* restrict w,
+                                  float* restrict y, int64_t N, int64_t K, int64_t m0, int64_t m1,
+                                  int64_t n0, int64_t n1, const byoc_epilogue_* ep) {
   enum { L = 8 };
   const int64_t K8 = K - K % L;
-  const int64_t N4 = N - N % 4;
-  for (int64_t m = 0; m < M; ++m) {
+  const int64_t N4 = n0 + (n1 - n0) / 4 * 4;
+  for (int64_t m = m0; m < m1; ++m) {
     const float* xr = x + m * K;
     float* yr = y + m * N;
-    for (int64_t n = 0; n < N4; n += 4) {
+    for (int64_t n = n0; n < N4; n += 4) {
       const float* w0 = w + n * K;
       const float* w1 = w0 + K;
       const float* w2 = w1 + K;
@@ -815,7 +820,7 @@ BYOC_KERNEL void byoc_dense_f32(const float* restrict x, const float* restrict w
       yr[n + 2] = t2;
       yr[n + 3] = t3;
     }
-    for (int64_t n = N4; n < N; ++n) {
+    for (int64_t n = N4; n < n1; ++n) {
       const float* w0 = w + n * K;
       float s0[L] = {0};
       for (int64_t k = 0; k < K8; k += L)
@@ -825,7 +830,50 @@ BYOC_KERNEL void byoc_dense_f32(const float* restrict x, const float* restrict w
       for (int64_t k = K8; k < K; ++k) t0 += xr[k] * w0[k];
       yr[n] = t0;
     }
+    if (ep != NULL) byoc_epilogue_row_(ep, n0, yr + n0, n1 - n0);
   }
+}
+
+/*
+ * Threads split the rows when there are enough of them, else the columns
+ * (in multiples of 4, so every column is summed by the same code as with one
+ * thread: identical results at any thread count).
+ */
+static inline void byoc_dense_run_(const float* restrict x, const float* restrict w,
+                                   float* restrict y, int64_t M, int64_t N, int64_t K,
+                                   const byoc_epilogue_* ep) {
+  const int32_t nt = byoc_threads_for(M * N * K, BYOC_PAR_GRAIN);
+  if (nt <= 1) {
+    byoc_dense_part_(x, w, y, N, K, 0, M, 0, N, ep);
+    return;
+  }
+  if (M >= 2 * (int64_t)nt) {
+    BYOC_PARALLEL_FOR(nt)
+    for (int32_t t = 0; t < nt; ++t) byoc_dense_part_(x, w, y, N, K, M * t / nt, M * (t + 1) / nt, 0, N, ep);
+    return;
+  }
+  const int64_t quads = (N + 3) / 4;
+  BYOC_PARALLEL_FOR(nt)
+  for (int32_t t = 0; t < nt; ++t) {
+    const int64_t q0 = quads * t / nt, q1 = quads * (t + 1) / nt;
+    const int64_t n0 = 4 * q0, n1 = 4 * q1 < N ? 4 * q1 : N;
+    if (n0 < n1) byoc_dense_part_(x, w, y, N, K, 0, M, n0, n1, ep);
+  }
+}
+
+static inline BYOC_MAYBE_UNUSED void byoc_dense_f32(const float* restrict x, const float* restrict w,
+                                                    float* restrict y, int64_t M, int64_t N,
+                                                    int64_t K) {
+  byoc_dense_run_(x, w, y, M, N, K, NULL);
+}
+
+/* dense with an epilogue (per output column n): see byoc_conv2d_ep_f32. */
+static inline BYOC_MAYBE_UNUSED void byoc_dense_ep_f32(
+    const float* restrict x, const float* restrict w, const float* bias, const float* scale,
+    const float* shift, float* restrict y, int64_t M, int64_t N, int64_t K, int32_t parts,
+    int32_t act, float alpha, float beta) {
+  const byoc_epilogue_ ep = byoc_epilogue_of_(parts, bias, scale, shift, act, alpha, beta);
+  byoc_dense_run_(x, w, y, M, N, K, &ep);
 }
 
 /* One matrix product y (M x N) = a (M x K) . b (K x N). */
