@@ -174,12 +174,19 @@ def build(
     targets: Sequence[str] | str | None = None,
     *,
     progress: Callable[[str], None] | None = None,
+    num_threads: int | None = None,
 ) -> Executable:
     """Build `module` (not modified) into an `Executable`.
 
     With `targets`, the `byoc` pipeline partitions it first; without, the module
     may already be partitioned (functions with `byoc.compiler`) or run on the host.
+    `num_threads` bounds the threads of every run (default `$BYOC_NUM_THREADS`, else
+    the cores the process may use; `Executable.set_num_threads` changes it; docs/threads.md).
     """
+    if num_threads is not None:
+        from byoc.runtime.threads import check_num_threads
+
+        check_num_threads(num_threads)
     module = module.clone()
     if params:
         bind_params(module, params)
@@ -210,4 +217,4 @@ def build(
         for target, funcs in by_target.items()
         for f in funcs
     ]
-    return Executable(plan, constants, components, partitions)
+    return Executable(plan, constants, components, partitions, num_threads=num_threads)

@@ -22,8 +22,14 @@
  *
  * Compile with -D_GNU_SOURCE (the wheel's cblas.h names cpu_set_t) and
  * `-I<scipy_openblas32.get_include_dir()>`; link `-lscipy_openblas`.
- * Loading a library that includes this header sets OpenBLAS's thread count
- * from $BYOC_CBLAS_THREADS, default 1.
+ *
+ * Threads: OpenBLAS stays on one thread (set when the library is loaded;
+ * $BYOC_CBLAS_THREADS overrides it, for experiments only) and every GEMM/GEMV
+ * is split by byoc into column (or row) blocks run across the OpenMP team of
+ * the thread setting (`byoc_cblas_sgemm_`, `byoc_cblas_sgemv_`): one pool in
+ * the process, sized per call, so concurrent runs and models with different
+ * settings never resize a process-wide OpenBLAS pool, and no OpenBLAS pool
+ * spins against byoc's threads.
  */
 #ifndef BYOC_CBLAS_H_
 #define BYOC_CBLAS_H_
@@ -36,11 +42,72 @@
 
 /* ---- threads ----------------------------------------------------------------- */
 
-/* Run once when the library is loaded: OpenBLAS single-threaded unless asked otherwise. */
+/* Run once when the library is loaded: OpenBLAS single-threaded (byoc splits GEMMs across its
+ * own threads), unless $BYOC_CBLAS_THREADS asks otherwise. */
 __attribute__((constructor)) static void byoc_cblas_init_threads_(void) {
   const char* s = getenv("BYOC_CBLAS_THREADS");
   long n = s != NULL && *s != '\0' ? strtol(s, NULL, 10) : 1;
   scipy_openblas_set_num_threads(n > 0 && n <= 1024 ? (int)n : 1);
+}
+
+#ifndef BYOC_CBLAS_GRAIN
+/* Multiply-adds a thread must get before a GEMM is split (~50-100 us of work). */
+#define BYOC_CBLAS_GRAIN (1 << 21)
+#endif
+
+/*
+ * C (M x N, row stride ldc) = A (M x K) . op(B) + beta * C, row-major, op(B) = B (K x N,
+ * row stride ldb) or B^T (B: N x K). Split across byoc_threads_for(M*N*K) threads into
+ * blocks of columns (whole rows when N is the smaller side), each one OpenBLAS call on
+ * the thread that runs it.
+ */
+static inline void byoc_cblas_sgemm_(int32_t trans_b, int64_t M, int64_t N, int64_t K,
+                                     const float* a, int64_t lda, const float* b, int64_t ldb,
+                                     float beta, float* c, int64_t ldc) {
+  const enum CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
+  const int32_t nt = byoc_threads_for(M * N * K, BYOC_CBLAS_GRAIN);
+  if (nt <= 1) {
+    scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, (blasint)M, (blasint)N, (blasint)K, 1.0f,
+                      a, (blasint)lda, b, (blasint)ldb, beta, c, (blasint)ldc);
+    return;
+  }
+  const int32_t by_rows = N < M;
+  const int64_t extent = by_rows ? M : N;
+  const int64_t align = by_rows ? 1 : 16; /* column blocks: whole vector registers */
+  BYOC_PARALLEL(nt) {
+    const int64_t T = byoc_team_size(), t = byoc_thread_id();
+    const int64_t chunk = ((extent + T - 1) / T + align - 1) / align * align;
+    const int64_t lo = t * chunk, hi = lo + chunk < extent ? lo + chunk : extent;
+    if (lo < hi) {
+      if (by_rows)
+        scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, (blasint)(hi - lo), (blasint)N,
+                          (blasint)K, 1.0f, a + lo * lda, (blasint)lda, b, (blasint)ldb, beta,
+                          c + lo * ldc, (blasint)ldc);
+      else
+        scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, (blasint)M, (blasint)(hi - lo),
+                          (blasint)K, 1.0f, a, (blasint)lda, trans_b ? b + lo * ldb : b + lo,
+                          (blasint)ldb, beta, c + lo, (blasint)ldc);
+    }
+  }
+}
+
+/* y (N) = w (N x K, row stride ldw) . x (K): rows of w split across threads. */
+static inline void byoc_cblas_sgemv_(int64_t N, int64_t K, const float* w, int64_t ldw,
+                                     const float* x, float* y) {
+  const int32_t nt = byoc_threads_for(N * K, BYOC_CBLAS_GRAIN);
+  if (nt <= 1) {
+    scipy_cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)N, (blasint)K, 1.0f, w, (blasint)ldw,
+                      x, 1, 0.0f, y, 1);
+    return;
+  }
+  BYOC_PARALLEL(nt) {
+    const int64_t T = byoc_team_size(), t = byoc_thread_id();
+    const int64_t chunk = ((N + T - 1) / T + 15) / 16 * 16;
+    const int64_t lo = t * chunk, hi = lo + chunk < N ? lo + chunk : N;
+    if (lo < hi)
+      scipy_cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)(hi - lo), (blasint)K, 1.0f,
+                        w + lo * ldw, (blasint)ldw, x, 1, 0.0f, y + lo, 1);
+  }
 }
 
 /* ---- epilogues ----------------------------------------------------------------- */
@@ -223,9 +290,7 @@ static inline void byoc_cblas_conv2d_planes_(const float* restrict x, const floa
           const int64_t kh = k / KW, kw = k - kh * KW;
           const float* b = xq + (ph_index[(kh * DH) % SH] * npw + pw_index[(kw * DW) % SW]) * block +
                            (oh0 + kh * DH / SH) * Wq + kw * DW / SW;
-          scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)O, (blasint)q,
-                            (blasint)C, 1.0f, w + k * O * C, (blasint)C, b, (blasint)plane,
-                            k ? 1.0f : 0.0f, work, (blasint)q);
+          byoc_cblas_sgemm_(0, O, q, C, w + k * O * C, C, b, plane, k ? 1.0f : 0.0f, work, q);
         }
         for (int64_t o = 0; o < O; ++o) {
           const float s = scale != NULL ? scale[o] : 1.0f;
@@ -248,9 +313,7 @@ static inline void byoc_cblas_conv2d_planes_(const float* restrict x, const floa
             }
           }
         }
-        scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)O, (blasint)t,
-                          (blasint)K, 1.0f, w, (blasint)K, work, (blasint)t, 0.0f,
-                          yn + oh0 * OW, (blasint)(OH * OW));
+        byoc_cblas_sgemm_(0, O, t, K, w, K, work, t, 0.0f, yn + oh0 * OW, OH * OW);
         byoc_cblas_rows_epilogue_(yn + oh0 * OW, O, t, OH * OW, scale, shift, relu);
       }
     }
@@ -270,9 +333,7 @@ static inline void byoc_cblas_conv2d_direct_(const float* restrict x, const floa
     float* yn = y + n * O * P;
     for (int64_t p0 = 0; p0 < P; p0 += T) {
       const int64_t t = P - p0 < T ? P - p0 : T;
-      scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)O, (blasint)t,
-                        (blasint)C, 1.0f, w, (blasint)C, xn + p0, (blasint)P, 0.0f, yn + p0,
-                        (blasint)P);
+      byoc_cblas_sgemm_(0, O, t, C, w, C, xn + p0, P, 0.0f, yn + p0, P);
       byoc_cblas_rows_epilogue_(yn + p0, O, t, P, scale, shift, relu);
     }
   }
@@ -336,16 +397,13 @@ static inline void byoc_cblas_dense_(const float* restrict x, const float* restr
                                      const float* scale, const float* shift, float* restrict y,
                                      int64_t M, int64_t N, int64_t K, int64_t T, int32_t relu) {
   if (M == 1) {
-    scipy_cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)N, (blasint)K, 1.0f, w, (blasint)K,
-                      x, 1, 0.0f, y, 1);
+    byoc_cblas_sgemv_(N, K, w, K, x, y);
     byoc_cblas_cols_epilogue_(y, 1, N, scale, shift, relu);
     return;
   }
   for (int64_t m0 = 0; m0 < M; m0 += T) {
     const int64_t t = M - m0 < T ? M - m0 : T;
-    scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)t, (blasint)N,
-                      (blasint)K, 1.0f, x + m0 * K, (blasint)K, w, (blasint)K, 0.0f, y + m0 * N,
-                      (blasint)N);
+    byoc_cblas_sgemm_(1, t, N, K, x + m0 * K, K, w, K, 0.0f, y + m0 * N, N);
     byoc_cblas_cols_epilogue_(y + m0 * N, t, N, scale, shift, relu);
   }
 }
@@ -386,17 +444,13 @@ static inline void byoc_cblas_matmul_f32(const float* a, const float* b, float* 
     expect *= bshape[d];
   }
   if (b_shared && a_compact) {
-    scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)(total * M),
-                      (blasint)N, (blasint)K, 1.0f, a, (blasint)K, b, (blasint)N, 0.0f, y,
-                      (blasint)N);
+    byoc_cblas_sgemm_(0, total * M, N, K, a, K, b, N, 0.0f, y, N);
     return;
   }
   int64_t idx[BYOC_CBLAS_MAX_BATCH_RANK_] = {0};
   int64_t ao = 0, bo = 0;
   for (int64_t t = 0; t < total; ++t) {
-    scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)M, (blasint)N,
-                      (blasint)K, 1.0f, a + ao, (blasint)K, b + bo, (blasint)N, 0.0f,
-                      y + t * M * N, (blasint)N);
+    byoc_cblas_sgemm_(0, M, N, K, a + ao, K, b + bo, N, 0.0f, y + t * M * N, N);
     for (int32_t d = nb - 1; d >= 0; --d) {
       ao += astr[d];
       bo += bstr[d];

@@ -286,6 +286,29 @@ static inline void* byoc_workspace(size_t size) {
 }
 
 /*
+ * The calling thread is done with this library: free its workspace now and
+ * clear its thread-exit hook, so that no code of the library runs when the
+ * thread exits. Worker threads of the loader (the host executor's pool) call
+ * it before they end; calling it with no workspace is harmless.
+ */
+BYOC_EXPORT void byoc_thread_release(void);
+BYOC_EXPORT void byoc_thread_release(void) {
+  pthread_mutex_lock(&byoc_ws_mutex_);
+  byoc_ws_block_* mine = byoc_ws_mine_;
+  if (mine != NULL && byoc_ws_mine_generation_ == byoc_ws_generation_) {
+    for (byoc_ws_block_* b = byoc_ws_all_.next; b != &byoc_ws_all_; b = b->next) {
+      if (b == mine) {
+        byoc_ws_unlink_(b);
+        break;
+      }
+    }
+    if (byoc_ws_key_ok_) pthread_setspecific(byoc_ws_key_, NULL);
+  }
+  byoc_ws_mine_ = NULL;
+  pthread_mutex_unlock(&byoc_ws_mutex_);
+}
+
+/*
  * Loader protocol: whoever loads the library calls `byoc_retain()` once, and
  * `byoc_release()` once when it is done with it, with no call of the library
  * in flight, before it unloads it. The last release frees every thread's
@@ -356,9 +379,15 @@ BYOC_EXPORT int32_t byoc_release(void) {
  *
  * Other forms: `BYOC_PARALLEL_FOR_COLLAPSE(nt, k)` (k perfectly nested
  * loops); `BYOC_PARALLEL(nt)` before a block, with `BYOC_FOR` before a loop
- * in it, and `byoc_thread_id()` / `byoc_team_size()` inside (per-thread
- * scratch: `byoc_workspace` called inside the region returns the executing
- * thread's own workspace).
+ * in it, and `byoc_thread_id()` / `byoc_team_size()` inside.
+ *
+ * Per-thread scratch inside a region: take it from the calling thread's
+ * workspace *before* the region (`nt` slices, one per thread, indexed by
+ * `byoc_thread_id()`); do not call `byoc_workspace` inside a region. OpenMP
+ * team threads then hold nothing of the library, so their exit (whenever
+ * libgomp ends them) runs no code of a library that may be unloaded by then.
+ * `byoc_fail` is safe anywhere (its buffer needs no cleanup), but a failure
+ * found inside a region must be reported after it, by the calling thread.
  */
 #ifdef _OPENMP
 #include <omp.h>

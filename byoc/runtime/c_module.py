@@ -80,6 +80,10 @@ const char* byoc_last_error(void);
 int32_t byoc_init(const void* const* consts, int32_t n);
 int32_t byoc_retain(void);
 int32_t byoc_release(void);
+int32_t byoc_set_num_threads(int32_t n);
+int32_t byoc_get_num_threads(void);
+int32_t byoc_set_call_threads(int32_t n);
+void byoc_thread_release(void);
 """
 
 _OPENMP_RUNTIMES: list[Any] = []
@@ -93,20 +97,37 @@ def pin_openmp_runtime() -> None:
     parked inside libgomp; if unloading the last library that linked it unmapped
     libgomp, those threads would wake into unmapped code. Holding one handle for
     the life of the process keeps it mapped (its pool stays sized by the thread
-    setting: a region's team never exceeds the count the kernel asked for)."""
+    setting: a region's team never exceeds the count the kernel asked for).
+
+    Idle team threads spin `OPENMP_SPINCOUNT` rounds before they sleep, unless the
+    user chose (`OMP_WAIT_POLICY` or `GOMP_SPINCOUNT` set): libgomp's default spins
+    about 100 times longer, which on a machine shared with other work takes the core
+    the other team member needs. libgomp reads it once, when it is first loaded."""
     if _OPENMP_RUNTIMES:
         return
     import ctypes
     import ctypes.util
+    import os
 
-    for name in ("libgomp.so.1", ctypes.util.find_library("gomp")):
-        if not name:
-            continue
-        try:
-            _OPENMP_RUNTIMES.append(ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL))
-            return
-        except OSError:
-            continue
+    chosen = "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ
+    if not chosen:
+        os.environ["GOMP_SPINCOUNT"] = str(OPENMP_SPINCOUNT)
+    try:
+        for name in ("libgomp.so.1", ctypes.util.find_library("gomp")):
+            if not name:
+                continue
+            try:
+                _OPENMP_RUNTIMES.append(ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL))
+                return
+            except OSError:
+                continue
+    finally:
+        if not chosen:
+            os.environ.pop("GOMP_SPINCOUNT", None)
+
+
+OPENMP_SPINCOUNT = 10000
+"""Rounds an idle OpenMP thread spins before it sleeps (libgomp's GOMP_SPINCOUNT), by default."""
 
 
 _PINNED: list[Any] = []
@@ -227,6 +248,12 @@ class CModule:
         if missing:
             raise ValueError(f"the C library {self.library_path} has no function {', '.join(missing)}")
         self._init_constants()
+        try:  # libraries built before the thread setting have neither
+            self._set_num_threads: Any = self.lib.byoc_set_num_threads
+            self._set_call_threads: Any = self.lib.byoc_set_call_threads
+            self._thread_release: Any = self.lib.byoc_thread_release
+        except AttributeError:
+            self._set_num_threads = self._set_call_threads = self._thread_release = None
         self._functions: dict[str, CFunction] = {}
         self._lock = threading.Lock()
 
@@ -351,6 +378,30 @@ class CModule:
         rc = self.lib.byoc_init(ptrs, len(self._const_buffers))
         if rc != 0:
             raise CFunctionError("byoc_init", rc, self.last_error())
+
+    # ---- threads -------------------------------------------------------------------
+    def set_num_threads(self, n: int) -> None:
+        """Threads this library's kernels may use from now on (its OpenMP teams, and the
+        GEMMs of cblas kernels); 1 starts none. The runtime component protocol: the
+        Executable calls it at build and load, and on `Executable.set_num_threads`."""
+        if self._set_num_threads is not None:
+            self._set_num_threads(int(n))
+
+    def get_num_threads(self) -> int:
+        """The library's setting (1 for a library built before the setting existed)."""
+        return int(self.lib.byoc_get_num_threads()) if self._set_num_threads is not None else 1
+
+    def set_call_threads(self, n: int) -> None:
+        """For calls from the calling thread only: use at most `n` threads (0: the setting).
+        The host executor gives each branch it runs at once its share this way."""
+        if self._set_call_threads is not None:
+            self._set_call_threads(int(n))
+
+    def thread_release(self) -> None:
+        """The calling thread will make no more calls: free its workspace now, so that its
+        exit runs no code of this library (worker threads of the host pool call it)."""
+        if self._thread_release is not None:
+            self._thread_release()
 
     # ---- calling -------------------------------------------------------------------
     def last_error(self) -> str:

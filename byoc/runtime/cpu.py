@@ -46,12 +46,19 @@ def c_dispatch_flags() -> tuple[str, ...]:
 def native_load() -> Iterator[None]:
     """Around loading a library that may pull in OpenBLAS: under the baseline level,
     OPENBLAS_CORETYPE names its baseline kernels while the load runs (an explicit
-    OPENBLAS_CORETYPE wins), and is restored afterwards."""
-    if dispatch_level() != "baseline" or "OPENBLAS_CORETYPE" in os.environ:
-        yield
-        return
-    os.environ["OPENBLAS_CORETYPE"] = OPENBLAS_BASELINE_CORE
+    OPENBLAS_CORETYPE wins), and is restored afterwards. OPENBLAS_NUM_THREADS is 1
+    while it loads, unless the user set it: OpenBLAS would otherwise start a pool of
+    one thread per core as it loads, which the cblas kernels never use (they keep
+    OpenBLAS on one thread and split GEMMs across byoc's own threads, docs/threads.md)."""
+    added: list[str] = []
+    if dispatch_level() == "baseline" and "OPENBLAS_CORETYPE" not in os.environ:
+        os.environ["OPENBLAS_CORETYPE"] = OPENBLAS_BASELINE_CORE
+        added.append("OPENBLAS_CORETYPE")
+    if "OPENBLAS_NUM_THREADS" not in os.environ:
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
+        added.append("OPENBLAS_NUM_THREADS")
     try:
         yield
     finally:
-        os.environ.pop("OPENBLAS_CORETYPE", None)
+        for name in added:
+            os.environ.pop(name, None)

@@ -8,6 +8,7 @@ kind (`component.py`), with no recompilation.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,9 @@ import numpy as np
 from byoc.runtime.artifact import ArtifactError, ArtifactWriter, brief, read_artifact
 from byoc.runtime.component import RuntimeComponent, kind_of_blobs, load_component
 from byoc.runtime.host import BoundPlan, HostPlan
+from byoc.runtime.parallel import BranchGraph, HostPool, run_branches
 from byoc.runtime.tensor import checked_dtype, checked_shape
+from byoc.runtime.threads import check_num_threads, resolve_num_threads
 
 Array = np.ndarray[Any, Any]
 
@@ -62,6 +65,12 @@ class Executable:
     """Run a built model: `run(*args, **kwargs)` / `__call__` return a list of numpy arrays.
 
     Thread-safe: each call has its own value slots; partitions are re-entrant.
+
+    Threads: `num_threads` (default `BYOC_NUM_THREADS`, else the cores the process may
+    use; `set_num_threads` changes it) bounds every pool a run uses — each component's
+    (`set_num_threads`, called on every component that has it) and the host's pool for
+    independent branches (`byoc.runtime.parallel`), which this Executable owns and shuts
+    down when it is freed.
     """
 
     def __init__(
@@ -70,6 +79,8 @@ class Executable:
         constants: Sequence[Array],
         components: Mapping[str, RuntimeComponent],
         partitions: Sequence[PartitionInfo],
+        *,
+        num_threads: int | None = None,
     ):
         self.plan = plan
         self.constants = list(constants)
@@ -87,6 +98,75 @@ class Executable:
             (name, spec.dtype, spec.shape)
             for name, spec in zip(plan.input_names, plan.input_specs, strict=True)
         ]
+        self._graph = BranchGraph.of(plan)
+        self._setters = [
+            getattr(self.components.get(step.target), "set_call_threads", None)
+            if step.kind == "call"
+            else None
+            for step in plan.steps
+        ]
+        self._pool: HostPool | None = None
+        self._pool_lock = threading.Lock()
+        self._num_threads = 1
+        self.set_num_threads(resolve_num_threads(num_threads))
+
+    # ---- threads ----------------------------------------------------------------
+    @property
+    def num_threads(self) -> int:
+        """The thread setting of this Executable (`set_num_threads`)."""
+        return self._num_threads
+
+    def set_num_threads(self, n: int) -> None:
+        """Use at most `n` threads per run from now on (1: no thread is started). Tells
+        every component (`set_num_threads(n)`), and resizes the host pool."""
+        n = check_num_threads(n)
+        self._num_threads = n
+        for component in self.components.values():
+            setter = getattr(component, "set_num_threads", None)
+            if setter is not None:
+                setter(n)
+        with self._pool_lock:
+            pool = self._pool
+            if pool is not None and pool.workers != n:
+                self._pool = None
+                pool.retired = True
+                if pool.users == 0:
+                    pool.close()
+
+    def _acquire_pool(self) -> HostPool:
+        """The host pool, sized by the setting now; started here on first use."""
+        with self._pool_lock:
+            n = self._num_threads
+            pool = self._pool
+            if pool is not None and pool.workers != n:
+                pool.retired = True
+                if pool.users == 0:
+                    pool.close()
+                pool = None
+            if pool is None:
+                hooks = [
+                    c.thread_release
+                    for c in self.components.values()
+                    if callable(getattr(c, "thread_release", None))
+                ]
+                pool = self._pool = HostPool(self, n, hooks)
+            pool.users += 1
+            return pool
+
+    def _release_pool(self, pool: HostPool) -> None:
+        with self._pool_lock:
+            pool.users -= 1
+            if pool.retired and pool.users == 0:
+                pool.close()
+
+    def close(self) -> None:
+        """Stop the host pool now (it is also stopped when the Executable is freed)."""
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+            if pool is not None:
+                pool.retired = True
+                if pool.users == 0:
+                    pool.close()
 
     # ---- inputs -----------------------------------------------------------------
     @property
@@ -140,7 +220,18 @@ class Executable:
 
     # ---- running ----------------------------------------------------------------
     def run(self, *args: Any, **kwargs: Any) -> list[Array]:
-        return self._bound.run(self._coerce(args, kwargs))
+        inputs = self._coerce(args, kwargs)
+        n = self._num_threads
+        if n == 1 or not self._graph.parallel:
+            return self._bound.run(inputs)
+        bound = self._bound
+        slots = bound.start(inputs)
+        pool = self._acquire_pool()
+        try:
+            run_branches(self._graph, bound.runners, self._setters, slots, pool.workers, pool)
+        finally:
+            self._release_pool(pool)
+        return bound._outputs(slots, inputs)
 
     __call__ = run
 

@@ -323,10 +323,15 @@ class BoundPlan:
             initial[slot] = constants[cid]
         return BoundPlan(plan, runners, initial, frozenset(id(v) for v in initial if v is not None))
 
-    def run(self, inputs: Sequence[Array]) -> list[Array]:
+    def start(self, inputs: Sequence[Array]) -> list[Any]:
+        """The slots of a new call: constants and `inputs` filled in."""
         slots = list(self.initial)
         for slot, value in zip(self.plan.input_slots, inputs, strict=True):
             slots[slot] = value
+        return slots
+
+    def run(self, inputs: Sequence[Array]) -> list[Array]:
+        slots = self.start(inputs)
         for runner in self.runners:
             runner(slots)
         return self._outputs(slots, inputs)

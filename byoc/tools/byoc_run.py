@@ -1,13 +1,17 @@
 """byoc-run: build a model for the given targets, run it, check it against the reference.
 
     byoc-run MODEL [--targets ccompiler,examplejson] [--inputs x.npz] [--repeat N]
-                   [--export out.byoc] [--seed S] [--rtol R] [--atol A]
+                   [--export out.byoc] [--seed S] [--rtol R] [--atol A] [--threads N]
 
 MODEL is `.mlir`, `.onnx` or an exported `.byoc` artifact. Inputs come from an
 `.npz` file (by input name, or `arr_0`, `arr_1`, ... by position) or are seeded
 random. Prints a table of partitions (target, op count, time), host time,
 total, and the max abs/rel error against `run_reference`; exits 1 when the
 error is beyond tolerance, and on any bad input (never a traceback).
+`--threads N` is the thread setting of the run (default `$BYOC_NUM_THREADS`,
+else the cores the process may use); the partition times come from runs that
+take the steps one after another, the total from ordinary runs (independent
+branches at once).
 """
 
 from __future__ import annotations
@@ -34,6 +38,13 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument("--rtol", type=float, default=1e-3)
     p.add_argument("--atol", type=float, default=1e-4)
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="threads per run (default: $BYOC_NUM_THREADS, else the cores this process may use)",
+    )
     p.add_argument(
         "--input-shape",
         action="append",
@@ -137,9 +148,13 @@ def _run(args: argparse.Namespace) -> int:
         if targets:
             raise RunError("--targets cannot re-partition an exported artifact")
         exe = load_module(str(path))
+        if args.threads is not None:
+            exe.set_num_threads(args.threads)
     else:
         module = _load_ir(path, args)
-        exe = byoc.build(module, targets=targets or None, progress=_progress)
+        exe = byoc.build(
+            module, targets=targets or None, progress=_progress, num_threads=args.threads
+        )
     build_time = time.perf_counter() - t0
     if sys.stderr.isatty():
         sys.stderr.write("\r\033[K")
@@ -153,15 +168,20 @@ def _run(args: argparse.Namespace) -> int:
     outputs, _ = exe.run_profiled(*inputs)  # warm-up (and first-call checks)
     totals: dict[str, float] = {}
     repeat = max(1, args.repeat)
+    for _ in range(repeat):
+        outputs, table = exe.run_profiled(*inputs)
+        for key, value in table.items():
+            totals[key] = totals.get(key, 0.0) + value
     wall = 0.0
     for _ in range(repeat):
         t = time.perf_counter()
-        outputs, table = exe.run_profiled(*inputs)
+        outputs = exe.run(*inputs)
         wall += time.perf_counter() - t
-        for key, value in table.items():
-            totals[key] = totals.get(key, 0.0) + value
 
-    print(f"model: {path}  targets: {', '.join(targets) or '(none: host only)'}")
+    print(
+        f"model: {path}  targets: {', '.join(targets) or '(none: host only)'}  "
+        f"threads: {exe.num_threads}"
+    )
     print(f"build: {build_time * 1e3:.1f} ms   runs: {repeat}")
     header = f"{'partition':<36} {'target':<12} {'ops':>5} {'time (ms)':>11}"
     print(header)

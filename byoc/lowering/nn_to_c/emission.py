@@ -243,8 +243,11 @@ class PartitionLowering:
                 dims.append((shape[d], strides))
         offsets: list[SSAValue | None] = [None] * len(accesses)  # None: offset 0
         body = b
+        parallel = parallel_loop_prologue(dims[0][0] if dims else 0, math.prod(shape) * len(step.nodes))
         for level, (extent, strides) in enumerate(dims):
             loop = c.ForOp(0, extent, iv_name=f"i{level}")
+            if level == 0 and parallel is not None:
+                body.add(c.VerbatimOp(parallel))
             body.add(loop)
             inner = CBuilder(loop.body.block)
             inner.consts = {}
@@ -370,6 +373,27 @@ class PartitionLowering:
 
 
 # Scalar semantics of the pointwise ops (f32 and wrapping i32)
+
+
+PARALLEL_MIN_WORK = 1 << 16
+"""Loops with less work (elements x fused ops) get no OpenMP pragma at all: at run time
+`byoc_threads_for` would keep them on one thread anyway (BYOC_PAR_GRAIN, 32768 a thread)."""
+PARALLEL_MIN_EXTENT = 4
+"""An outer loop shorter than this is not split (a static schedule of 3 iterations on 2
+threads leaves one idle a third of the time)."""
+
+
+def parallel_loop_prologue(extent: int, work: int) -> str | None:
+    """The lines that split the next loop (`extent` iterations, `work` elementwise operations
+    in all) across the thread setting's OpenMP team (byoc_runtime.h), or None when it is too
+    small to gain. The iterations of an elementwise loop are independent, so the result is
+    the same at every thread count."""
+    if extent < PARALLEL_MIN_EXTENT or work < PARALLEL_MIN_WORK:
+        return None
+    return (
+        f"const int32_t byoc_nt = byoc_threads_for({work}, BYOC_PAR_GRAIN);\n"
+        "BYOC_PARALLEL_FOR(byoc_nt)"
+    )
 
 
 def scalar_op(b: CBuilder, n: Computation, args: list[SSAValue]) -> SSAValue:
