@@ -130,8 +130,110 @@ _CONVS: list[tuple[str, tuple[int, ...], tuple[int, ...], dict[str, Any]]] = [
     ("conv_1x1", (3, 8, 5, 5), (4, 8, 1, 1), {}),
     ("conv_5x5_s3", (1, 2, 13, 11), (3, 2, 5, 5), {"strides": (3, 3), "padding": (2, 1, 2, 1)}),
 ]
+_CONVS += [
+    ("conv_depthwise_s2", (1, 5, 11, 13), (5, 1, 3, 3), {"groups": 5, "strides": (2, 2), "padding": (1, 1, 1, 1)}),
+    ("conv_depthwise_s2_d2", (1, 3, 12, 9), (3, 1, 3, 3), {"groups": 3, "strides": (2, 2), "dilation": (2, 2), "padding": (0, 2, 1, 1)}),
+    ("conv_depthwise_5x5_s3", (1, 2, 10, 10), (2, 1, 5, 5), {"groups": 2, "strides": (3, 3), "padding": (2, 2, 2, 2)}),
+    ("conv_1x1_wide", (1, 40, 3, 7), (13, 40, 1, 1), {}),
+]
 for _name, _x, _w, _attrs in _CONVS:
     case(_name, [(_x, F32), (_w, F32)], op(nn.Conv2DOp, **_attrs), tol=1e-4)
+
+# ---- conv2d_transpose, resize2d, lrn (issue 15) -----------------------------------------------
+_CONVS_T: list[tuple[str, tuple[int, ...], tuple[int, ...], dict[str, Any]]] = [
+    ("conv_t_2x2_s2", (1, 4, 5, 6), (4, 3, 2, 2), {"strides": (2, 2)}),
+    ("conv_t_3x3_pad", (2, 3, 4, 4), (3, 5, 3, 3), {"strides": (2, 2), "padding": (1, 1, 1, 1), "output_padding": (1, 1)}),
+    ("conv_t_groups_dil", (1, 4, 5, 3), (4, 2, 3, 2), {"groups": 2, "dilation": (2, 1), "padding": (0, 1, 2, 0)}),
+    ("conv_t_s1", (1, 6, 7, 7), (6, 2, 3, 3), {"padding": (1, 1, 1, 1)}),
+    ("conv_t_odd_s3", (1, 3, 3, 5), (3, 4, 4, 3), {"strides": (3, 2), "padding": (2, 0, 1, 3)}),
+]
+for _name, _x, _w, _attrs in _CONVS_T:
+    case(_name, [(_x, F32), (_w, F32)], op(nn.Conv2DTransposeOp, **_attrs))
+_RESIZES: list[tuple[str, tuple[int, ...], tuple[int, int], dict[str, Any]]] = [
+    ("resize_nearest_x2", (1, 3, 5, 4), (10, 8), {}),
+    ("resize_nearest_asym_floor", (2, 2, 5, 7), (9, 3), {"coordinate_transformation_mode": "asymmetric", "rounding_method": "floor"}),
+    ("resize_nearest_ceil_tf", (1, 2, 4, 6), (7, 13), {"coordinate_transformation_mode": "tf_half_pixel_for_nn", "rounding_method": "ceil"}),
+    ("resize_nearest_prefer_ceil", (1, 1, 6, 6), (4, 9), {"rounding_method": "round_prefer_ceil"}),
+    ("resize_linear_half_pixel", (1, 3, 5, 4), (11, 7), {"method": "linear"}),
+    ("resize_linear_align", (2, 2, 4, 5), (7, 9), {"method": "linear", "coordinate_transformation_mode": "align_corners"}),
+    ("resize_linear_pytorch", (1, 2, 6, 1), (3, 5), {"method": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"}),
+    ("resize_linear_symmetric_scale", (1, 2, 5, 5), (10, 5), {"method": "linear", "coordinate_transformation_mode": "half_pixel_symmetric", "scale_h": 2.0}),
+    ("resize_linear_w_only", (1, 2, 3, 4), (3, 8), {"method": "linear"}),
+    ("resize_linear_h_only", (1, 2, 3, 4), (7, 4), {"method": "linear", "coordinate_transformation_mode": "asymmetric"}),
+]
+for _name, _x, _size, _attrs in _RESIZES:
+    case(_name, [(_x, F32)], op(nn.Resize2DOp, size=_size, **_attrs))
+case("lrn", [((2, 7, 3, 4), F32)], op(nn.LRNOp, size=5, alpha=1e-2, beta=0.75, bias=1.0))
+case("lrn_even_last_axis", [((3, 2, 9), F32)], op(nn.LRNOp, size=4, axis=-1, alpha=0.3, beta=0.5, bias=2.0))
+
+# ---- epilogues: conv2d/dense followed by bias_add, batch_norm, an activation (issue 15) ------------
+Step = tuple[type[nn.NNOp], int, dict[str, Any]]
+"""An op applied to the previous result: its class, how many extra operands it takes
+(from the case's remaining arguments and constants, in order), its attributes."""
+
+
+def _epilogue(kernel: Build, *steps: Step) -> Build:
+    """kernel(args[0], args[1]), then each step on the previous result."""
+
+    def build(vs: list[SSAValue]) -> list[Operation]:
+        made = kernel(vs[:2])
+        out = made if isinstance(made, list) else [made]
+        extra = list(vs[2:])
+        for cls, n_extra, attrs in steps:
+            out.append(cls.build(out[-1].results[0], *extra[:n_extra], **attrs))
+            extra = extra[n_extra:]
+        return out
+
+    return build
+
+
+def _s(cls: type[nn.NNOp], n_extra: int = 0, **attrs: Any) -> Step:
+    return (cls, n_extra, attrs)
+
+
+def _bn_consts(n: int) -> list[np.ndarray[Any, Any]]:
+    return [
+        _rng.standard_normal(n).astype(np.float32),
+        _rng.standard_normal(n).astype(np.float32),
+        _rng.standard_normal(n).astype(np.float32),
+        (_rng.random(n) + 0.5).astype(np.float32),
+    ]
+
+
+_CONV = op(nn.Conv2DOp, padding=(1, 1, 1, 1))
+_DW = op(nn.Conv2DOp, groups=6, strides=(2, 2), padding=(1, 1, 1, 1))
+case("ep_conv_bias_relu", [((1, 3, 9, 7), F32), ((8, 3, 3, 3), F32), ((8,), F32)],
+     _epilogue(_CONV, _s(nn.BiasAddOp, 1), _s(nn.ReluOp)), tol=1e-4)
+case("ep_conv_bn_hard_swish", [((2, 3, 6, 6), F32), ((7, 3, 3, 3), F32)],
+     _epilogue(_CONV, _s(nn.BatchNormOp, 4), _s(nn.HardSwishOp)), consts=_bn_consts(7), tol=1e-4)
+case("ep_conv_bias_bn_sigmoid", [((1, 4, 5, 5), F32), ((5, 4, 3, 3), F32), ((5,), F32)],
+     _epilogue(_CONV, _s(nn.BiasAddOp, 1), _s(nn.BatchNormOp, 4), _s(nn.SigmoidOp)), consts=_bn_consts(5), tol=1e-4)
+case("ep_conv_clip", [((1, 3, 8, 8), F32), ((6, 3, 3, 3), F32)],
+     _epilogue(_CONV, _s(nn.ClipOp, a_min=-0.5, a_max=0.5)), tol=1e-4)
+case("ep_conv_clip_nan", [((1, 2, 4, 4), F32), ((3, 2, 3, 3), F32)],
+     _epilogue(_CONV, _s(nn.ClipOp, a_min=float("nan"), a_max=1.0)), tol=1e-4)
+case("ep_conv_leaky", [((1, 3, 7, 5), F32), ((4, 3, 3, 3), F32)],
+     _epilogue(_CONV, _s(nn.LeakyReluOp, alpha=0.1)), tol=1e-4)
+case("ep_conv_hard_sigmoid_tanh", [((1, 3, 5, 5), F32), ((4, 3, 3, 3), F32)],
+     _epilogue(_CONV, _s(nn.HardSigmoidOp, alpha=0.2, beta=0.5), _s(nn.TanhOp)), tol=1e-4)
+case("ep_dw_bias_relu", [((1, 6, 9, 11), F32), ((6, 1, 3, 3), F32), ((6,), F32)],
+     _epilogue(_DW, _s(nn.BiasAddOp, 1), _s(nn.ReluOp)), tol=1e-4)
+case("ep_dense_bias_relu", [((5, 12), F32), ((9, 12), F32), ((9,), F32)],
+     _epilogue(op(nn.DenseOp), _s(nn.BiasAddOp, 1, axis=-1), _s(nn.ReluOp)), tol=1e-4)
+case("ep_dense_batched_tanh", [((2, 3, 10), F32), ((6, 10), F32)],
+     _epilogue(op(nn.DenseOp), _s(nn.TanhOp)), tol=1e-4)
+case("ep_dense_bias_wrong_axis", [((4, 4), F32), ((4, 4), F32), ((4,), F32)],
+     _epilogue(op(nn.DenseOp), _s(nn.BiasAddOp, 1, axis=0), _s(nn.ReluOp)), tol=1e-4)
+
+
+def _shared_conv(vs: list[SSAValue]) -> list[Operation]:
+    """conv -> relu, and the conv's result also returned through an add: no epilogue."""
+    conv = nn.Conv2DOp.build(vs[0], vs[1], padding=(1, 1, 1, 1))
+    relu = nn.ReluOp.build(conv)
+    return [conv, relu, nn.AddOp.build(relu, conv)]
+
+
+case("ep_conv_shared", [((1, 3, 6, 6), F32), ((4, 3, 3, 3), F32)], _shared_conv, tol=1e-4)
 
 # ---- dense, matmul -------------------------------------------------------------------------------
 case("dense_1x16", [((1, 16), F32), ((9, 16), F32)], op(nn.DenseOp), tol=1e-4)

@@ -33,6 +33,116 @@ static inline void byoc_copy_blocks(const void* restrict src, void* restrict dst
   for (int64_t i = 0; i < nblocks; ++i) memcpy(d + i * dst_stride, s + i * block, (size_t)block);
 }
 
+/* ---- epilogues ----------------------------------------------------------------- */
+
+/*
+ * What a conv2d or dense kernel applies to its results before storing them
+ * (the elementwise ops lower-to-c fuses into the producing kernel): a bias per
+ * channel, then a scale and shift per channel (an inference batch_norm with
+ * constant statistics), then an activation. Each step is computed exactly as
+ * the fused loop would (`scalar_op` in byoc/lowering/nn_to_c/emission.py), so
+ * fusing changes no result.
+ */
+enum {
+  BYOC_ACT_NONE = 0,
+  BYOC_ACT_RELU = 1,
+  BYOC_ACT_CLIP = 2,         /* alpha = min, beta = max; a NaN bound makes every result NaN */
+  BYOC_ACT_LEAKY_RELU = 3,   /* alpha */
+  BYOC_ACT_SIGMOID = 4,
+  BYOC_ACT_HARD_SWISH = 5,
+  BYOC_ACT_HARD_SIGMOID = 6, /* alpha, beta */
+  BYOC_ACT_TANH = 7
+};
+
+/* `parts` of a kernel's epilogue arguments: which per-channel arrays are real. */
+enum { BYOC_EP_BIAS = 1, BYOC_EP_SCALE_SHIFT = 2 };
+
+typedef struct {
+  const float* bias;  /* NULL: none */
+  const float* scale; /* with shift; NULL: none */
+  const float* shift;
+  int32_t act;
+  float alpha, beta;
+} byoc_epilogue_;
+
+static inline byoc_epilogue_ byoc_epilogue_of_(int32_t parts, const float* bias, const float* scale,
+                                               const float* shift, int32_t act, float alpha,
+                                               float beta) {
+  byoc_epilogue_ ep = {(parts & BYOC_EP_BIAS) ? bias : NULL,
+                       (parts & BYOC_EP_SCALE_SHIFT) ? scale : NULL,
+                       (parts & BYOC_EP_SCALE_SHIFT) ? shift : NULL, act, alpha, beta};
+  return ep;
+}
+
+/* The activation on v[0..n). */
+static inline void byoc_act_run_(int32_t act, float a, float b, float* restrict v, int64_t n) {
+  switch (act) {
+    case BYOC_ACT_RELU:
+      for (int64_t i = 0; i < n; ++i) v[i] = v[i] < 0.0f ? 0.0f : v[i];
+      break;
+    case BYOC_ACT_CLIP:
+      if (a != a || b != b) {
+        for (int64_t i = 0; i < n; ++i) v[i] = v[i] + NAN;
+      } else {
+        for (int64_t i = 0; i < n; ++i) {
+          const float t = v[i] < a ? a : v[i];
+          v[i] = t > b ? b : t;
+        }
+      }
+      break;
+    case BYOC_ACT_LEAKY_RELU:
+      for (int64_t i = 0; i < n; ++i) v[i] = v[i] >= 0.0f ? v[i] : v[i] * a;
+      break;
+    case BYOC_ACT_SIGMOID:
+      for (int64_t i = 0; i < n; ++i) v[i] = 1.0f / (1.0f + expf(-v[i]));
+      break;
+    case BYOC_ACT_HARD_SWISH:
+      for (int64_t i = 0; i < n; ++i) {
+        float c = v[i] + 3.0f;
+        c = c < 0.0f ? 0.0f : c;
+        c = c > 6.0f ? 6.0f : c;
+        v[i] = (v[i] * c) / 6.0f;
+      }
+      break;
+    case BYOC_ACT_HARD_SIGMOID:
+      for (int64_t i = 0; i < n; ++i) {
+        float t = v[i] * a + b;
+        t = t < 0.0f ? 0.0f : t;
+        v[i] = t > 1.0f ? 1.0f : t;
+      }
+      break;
+    case BYOC_ACT_TANH:
+      for (int64_t i = 0; i < n; ++i) v[i] = tanhf(v[i]);
+      break;
+    default:
+      break;
+  }
+}
+
+/* The epilogue on v[0..n), all of channel `ch`. */
+static inline void byoc_epilogue_run_(const byoc_epilogue_* ep, int64_t ch, float* restrict v,
+                                      int64_t n) {
+  if (ep->bias != NULL) {
+    const float b = ep->bias[ch];
+    for (int64_t i = 0; i < n; ++i) v[i] = v[i] + b;
+  }
+  if (ep->scale != NULL) {
+    const float s = ep->scale[ch], t = ep->shift[ch];
+    for (int64_t i = 0; i < n; ++i) v[i] = v[i] * s + t;
+  }
+  byoc_act_run_(ep->act, ep->alpha, ep->beta, v, n);
+}
+
+/* The epilogue on a row v[0..n) whose element j is of channel ch0 + j (dense). */
+static inline void byoc_epilogue_row_(const byoc_epilogue_* ep, int64_t ch0, float* restrict v,
+                                      int64_t n) {
+  if (ep->bias != NULL)
+    for (int64_t i = 0; i < n; ++i) v[i] = v[i] + ep->bias[ch0 + i];
+  if (ep->scale != NULL)
+    for (int64_t i = 0; i < n; ++i) v[i] = v[i] * ep->scale[ch0 + i] + ep->shift[ch0 + i];
+  byoc_act_run_(ep->act, ep->alpha, ep->beta, v, n);
+}
+
 /* ---- conv2d ---------------------------------------------------------------- */
 
 /*
@@ -69,11 +179,10 @@ typedef float byoc_v8f_ __attribute__((vector_size(32)));
 /* Rows of the im2col panel one k block holds (see byoc_conv2d_f32). */
 #define BYOC_CONV2D_KC 1024
 
-/* Floats of scratch `byoc_conv2d_f32` needs: one zero-padded image and one panel. */
+/* Floats of scratch `byoc_conv2d_f32` needs: one zero-padded image (the panels live on the stack). */
 #define BYOC_CONV2D_SCRATCH(C, G, KH, KW, OH, OW, SH, SW, DH, DW)                               \
   ((C) * (((OH)-1) * (SH) + ((KH)-1) * (DH) + 1) *                                              \
-       ((((OW) + 7) / 8 * 8 - 1) * (SW) + ((KW)-1) * (DW) + 1) +                                \
-   16 * ((C) / (G) * (KH) * (KW) < BYOC_CONV2D_KC ? (C) / (G) * (KH) * (KW) : BYOC_CONV2D_KC))
+   ((((OW) + 7) / 8 * 8 - 1) * (SW) + ((KW)-1) * (DW) + 1))
 
 /* 16 floats at y, of which np are valid, into two vectors (zeros past np), and back. */
 static inline __attribute__((always_inline)) void byoc_load16_(const float* y, int64_t np,
@@ -84,23 +193,28 @@ static inline __attribute__((always_inline)) void byoc_load16_(const float* y, i
   memcpy(hi, tmp + 8, sizeof *hi);
 }
 
+/* The np valid of 16 floats in two vectors to y, through the epilogue `ep` (channel ch) if any. */
 static inline __attribute__((always_inline)) void byoc_store16_(float* y, int64_t np,
                                                                 const byoc_v8f_* lo,
-                                                                const byoc_v8f_* hi) {
+                                                                const byoc_v8f_* hi,
+                                                                const byoc_epilogue_* ep,
+                                                                int64_t ch) {
   float tmp[16];
   memcpy(tmp, lo, sizeof *lo);
   memcpy(tmp + 8, hi, sizeof *hi);
+  if (ep != NULL) byoc_epilogue_run_(ep, ch, tmp, np);
   memcpy(y, tmp, (size_t)np * sizeof(float));
 }
 
 /*
  * One tile of 6 output channels x 16 pixels in 12 vector registers:
  * y[t * plane + j] = (first ? 0 : y[t * plane + j]) + sum_k wt[t][k] * panel[k][j]
- * for t < to, j < np, summed in order of k. Inlined into the (cloned) caller.
+ * for t < to, j < np, summed in order of k, then the epilogue `ep` (channel
+ * o + t) if not NULL. Inlined into the (cloned) caller.
  */
 static inline __attribute__((always_inline)) void byoc_conv2d_tile_(
     const float* restrict panel, const float* const* wt, int64_t kc, float* restrict y,
-    int64_t plane, int64_t to, int64_t np, int first) {
+    int64_t plane, int64_t to, int64_t np, int first, const byoc_epilogue_* ep, int64_t o) {
   byoc_v8f_ a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0};
   byoc_v8f_ b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0}, b4 = {0}, b5 = {0};
   if (!first) {
@@ -129,19 +243,19 @@ static inline __attribute__((always_inline)) void byoc_conv2d_tile_(
     a5 += w5[k] * v0;
     b5 += w5[k] * v1;
   }
-  byoc_store16_(y, np, &a0, &b0);
-  if (to > 1) byoc_store16_(y + plane, np, &a1, &b1);
-  if (to > 2) byoc_store16_(y + 2 * plane, np, &a2, &b2);
-  if (to > 3) byoc_store16_(y + 3 * plane, np, &a3, &b3);
-  if (to > 4) byoc_store16_(y + 4 * plane, np, &a4, &b4);
-  if (to > 5) byoc_store16_(y + 5 * plane, np, &a5, &b5);
+  byoc_store16_(y, np, &a0, &b0, ep, o);
+  if (to > 1) byoc_store16_(y + plane, np, &a1, &b1, ep, o + 1);
+  if (to > 2) byoc_store16_(y + 2 * plane, np, &a2, &b2, ep, o + 2);
+  if (to > 3) byoc_store16_(y + 3 * plane, np, &a3, &b3, ep, o + 3);
+  if (to > 4) byoc_store16_(y + 4 * plane, np, &a4, &b4, ep, o + 4);
+  if (to > 5) byoc_store16_(y + 5 * plane, np, &a5, &b5, ep, o + 5);
 }
 
 #ifdef BYOC_FMA
 /* byoc_conv2d_tile_ with fused multiply-adds (AVX2 + FMA); called, not inlined. */
 static BYOC_FMA BYOC_MAYBE_UNUSED void byoc_conv2d_tile_fma_(
     const float* restrict panel, const float* const* wt, int64_t kc, float* restrict y,
-    int64_t plane, int64_t to, int64_t np, int first) {
+    int64_t plane, int64_t to, int64_t np, int first, const byoc_epilogue_* ep, int64_t o) {
   __m256 a[6], b[6];
   float tmp[16];
   for (int t = 0; t < 6; ++t) {
@@ -184,126 +298,341 @@ static BYOC_FMA BYOC_MAYBE_UNUSED void byoc_conv2d_tile_fma_(
   for (int t = 0; t < to; ++t) {
     _mm256_storeu_ps(tmp, a[t]);
     _mm256_storeu_ps(tmp + 8, b[t]);
+    if (ep != NULL) byoc_epilogue_run_(ep, o + t, tmp, np);
     memcpy(y + t * plane, tmp, (size_t)np * sizeof(float));
   }
 }
 #endif
 
+/* The shape of one conv2d call, derived once (see byoc_conv2d_run_). */
+typedef struct {
+  int64_t C, H, W, O, KH, KW, OH, OW, SH, SW, PT, PL, DH, DW, G;
+  int64_t CG, OG, WS, HP, WP, OW8, P, KC;
+} byoc_conv_geom_;
+
 /*
- * y[n, o, oh, ow] = sum_{c in group(o), kh, kw} x[n, c, oh*SH - PT + kh*DH, ow*SW - PL + kw*DW]
- *                                                * w[o, c - group_start, kh, kw]
- * Each image is first copied into the scratch with its zero padding made
- * explicit (and room for whole 8-column tiles), so nothing below checks
- * bounds. Then, per group, the reduction index k = (c, kh, kw) is cut into
- * blocks of at most BYOC_CONV2D_KC (fewer when the group has many output
- * channels, so that a block's weights stay in L2); for each block and each
- * tile of 16 output pixels (row-major over oh, ow, crossing rows), the
- * block's rows of the tile's im2col are packed into a contiguous panel (L1),
- * and every tile of 6 output channels is accumulated over it in registers
- * (`byoc_conv2d_tile_`), continuing the sums of the previous blocks from y.
- * Each output is summed in order of k, so the result does not depend on
- * the blocking (with FMA, the tile fuses each step: see BYOC_CLONES). Depthwise convolutions (one input and one output channel
- * per group) slide a window over 8 columns at a time instead.
+ * Channels [c0, c1) of image x (C x H x W) into the zero-padded copy xp
+ * (C x HP x WP). With `split`, each padded row is stored as its even
+ * columns, then its odd ones (for stride-2 depthwise windows).
  */
-BYOC_KERNEL void byoc_conv2d_f32(const float* restrict x, const float* restrict w, float* restrict y,
-                                 float* restrict scratch, int64_t N, int64_t C, int64_t H,
-                                 int64_t W, int64_t O, int64_t KH, int64_t KW, int64_t OH,
-                                 int64_t OW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
-                                 int64_t DH, int64_t DW, int64_t G) {
+static inline void byoc_conv2d_pad_(const byoc_conv_geom_* g, const float* restrict x,
+                                    float* restrict xp, int64_t c0, int64_t c1, int split) {
+  const int64_t HP = g->HP, WP = g->WP, H = g->H, W = g->W, PT = g->PT, PL = g->PL;
+  const int64_t end = PL + W < WP ? PL + W : WP;
+  const int64_t half = (WP + 1) / 2;
+  for (int64_t c = c0; c < c1; ++c) {
+    for (int64_t r = 0; r < HP; ++r) {
+      float* dst = xp + (c * HP + r) * WP;
+      const int64_t ih = r - PT;
+      if (ih < 0 || ih >= H || end <= PL) {
+        memset(dst, 0, (size_t)WP * sizeof(float));
+        continue;
+      }
+      const float* src = x + (c * H + ih) * W; /* padded column j is src[j - PL] */
+      if (split) {
+        for (int64_t j = 0; j < WP; j += 2) dst[j / 2] = j >= PL && j < end ? src[j - PL] : 0.0f;
+        for (int64_t j = 1; j < WP; j += 2)
+          dst[half + j / 2] = j >= PL && j < end ? src[j - PL] : 0.0f;
+        continue;
+      }
+      memset(dst, 0, (size_t)PL * sizeof(float));
+      memcpy(dst + PL, src, (size_t)(end - PL) * sizeof(float));
+      memset(dst + end, 0, (size_t)(WP - end) * sizeof(float));
+    }
+  }
+}
+
+/*
+ * Depthwise (one input and one output channel per group), channels [c0, c1)
+ * of one image: a window slides over 8 output columns at a time, each output
+ * summed in order of (kh, kw). With stride 2 the padded rows are split into
+ * even and odd columns (byoc_conv2d_pad_), so every tap reads 8 contiguous
+ * floats: tap column 2m is even column m + ow, 2m + 1 is odd column m + ow.
+ */
+BYOC_KERNEL void byoc_conv2d_dw_part_(const byoc_conv_geom_* g, const float* restrict xp,
+                                      const float* restrict w, float* restrict y, int64_t c0,
+                                      int64_t c1, const byoc_epilogue_* ep) {
+  const int64_t HP = g->HP, WP = g->WP, OH = g->OH, OW = g->OW, OW8 = g->OW8;
+  const int64_t KH = g->KH, KW = g->KW, SH = g->SH, SW = g->SW, DH = g->DH, DW = g->DW;
+  const int64_t half = (WP + 1) / 2;
+  for (int64_t c = c0; c < c1; ++c) {
+    const float* xc = xp + c * HP * WP;
+    const float* wc = w + c * KH * KW;
+    float* yc = y + c * OH * OW;
+    for (int64_t oh = 0; oh < OH; ++oh) {
+      for (int64_t ow = 0; ow < OW8; ow += 8) {
+        byoc_v8f_ a = {0};
+        for (int64_t kh = 0; kh < KH; ++kh) {
+          const float* xr = xc + (oh * SH + kh * DH) * WP;
+          for (int64_t kw = 0; kw < KW; ++kw) {
+            const int64_t col = kw * DW;
+            byoc_v8f_ v;
+            if (SW == 1) {
+              memcpy(&v, xr + ow + col, sizeof v);
+            } else if (SW == 2) {
+              memcpy(&v, xr + (col & 1 ? half : 0) + col / 2 + ow, sizeof v);
+            } else {
+              const float* p = xr + ow * SW + col;
+              v = (byoc_v8f_){p[0], p[SW], p[2 * SW], p[3 * SW], p[4 * SW], p[5 * SW], p[6 * SW],
+                              p[7 * SW]};
+            }
+            a += wc[kh * KW + kw] * v;
+          }
+        }
+        float tmp[8];
+        memcpy(tmp, &a, sizeof tmp);
+        const int64_t count = OW - ow < 8 ? OW - ow : 8;
+        if (ep != NULL) byoc_epilogue_run_(ep, c, tmp, count);
+        memcpy(yc + oh * OW + ow, tmp, (size_t)count * sizeof(float));
+      }
+    }
+  }
+}
+
+/*
+ * One group of one image (xg: its padded channels, wg: its weights, yg: its
+ * output channels), pixel tiles [t0, t1) x output channels [oc0, oc1) of the
+ * group: per block of the reduction and tile of 16 pixels, the block's rows
+ * of the tile's im2col are packed into a panel (on the stack: per thread),
+ * and every tile of 6 output channels is accumulated over it in registers,
+ * continuing the sums of the previous blocks from y; the last block applies
+ * the epilogue (channels from ch0).
+ */
+BYOC_KERNEL void byoc_conv2d_part_(const byoc_conv_geom_* g, const float* restrict xg,
+                                   const float* restrict wg, float* restrict yg, int64_t t0,
+                                   int64_t t1, int64_t oc0, int64_t oc1, const byoc_epilogue_* ep,
+                                   int64_t ch0) {
   enum { TO = 6, TP = 16 };
-  const int64_t CG = C / G, OG = O / G, WS = CG * KH * KW;
-  const int64_t HP = (OH - 1) * SH + (KH - 1) * DH + 1;
-  const int64_t OW8 = (OW + 7) / 8 * 8;
-  const int64_t WP = (OW8 - 1) * SW + (KW - 1) * DW + 1;
-  const int64_t P = OH * OW;
-  float* xp = scratch;
-  float* panel = xp + C * HP * WP;
-  int64_t KC = 131072 / OG; /* a block's weights: at most 512 KB */
-  KC = KC < 64 ? 64 : KC > BYOC_CONV2D_KC ? BYOC_CONV2D_KC : KC;
-  if (KC > WS) KC = WS;
+  float panel[TP * BYOC_CONV2D_KC] __attribute__((aligned(64)));
+  const int64_t HP = g->HP, WP = g->WP, OW = g->OW, P = g->P, WS = g->WS, KC = g->KC;
+  const int64_t KH = g->KH, KW = g->KW, SH = g->SH, SW = g->SW, DH = g->DH, DW = g->DW;
   int64_t off[TP];
 #ifdef BYOC_FMA
   const int use_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif
-  for (int64_t n = 0; n < N; ++n) {
-    for (int64_t c = 0; c < C; ++c) {
-      for (int64_t r = 0; r < HP; ++r) {
-        float* dst = xp + (c * HP + r) * WP;
-        const int64_t ih = r - PT;
-        memset(dst, 0, (size_t)WP * sizeof(float));
-        if (ih < 0 || ih >= H) continue;
-        const int64_t end = PL + W < WP ? PL + W : WP;
-        if (end > PL) memcpy(dst + PL, x + ((n * C + c) * H + ih) * W, (size_t)(end - PL) * sizeof(float));
+  for (int64_t k0 = 0; k0 < WS; k0 += KC) {
+    const int64_t kc = WS - k0 < KC ? WS - k0 : KC;
+    const byoc_epilogue_* last = k0 + kc == WS ? ep : NULL;
+    for (int64_t tile = t0; tile < t1; ++tile) {
+      const int64_t p0 = tile * TP;
+      const int64_t np = P - p0 < TP ? P - p0 : TP;
+      for (int64_t j = 0; j < TP; ++j) {
+        const int64_t p = p0 + (j < np ? j : np - 1);
+        off[j] = (p / OW) * SH * WP + (p % OW) * SW;
       }
-    }
-    if (CG == 1 && OG == 1) { /* depthwise */
-      for (int64_t c = 0; c < C; ++c) {
-        const float* xc = xp + c * HP * WP;
-        const float* wc = w + c * KH * KW;
-        for (int64_t oh = 0; oh < OH; ++oh) {
-          for (int64_t ow = 0; ow < OW8; ow += 8) {
-            byoc_v8f_ a = {0};
-            for (int64_t kh = 0; kh < KH; ++kh) {
-              const float* xr = xc + (oh * SH + kh * DH) * WP + ow * SW;
-              for (int64_t kw = 0; kw < KW; ++kw) {
-                const float* p = xr + kw * DW;
-                byoc_v8f_ v;
-                if (SW == 1) {
-                  memcpy(&v, p, sizeof v);
-                } else {
-                  v = (byoc_v8f_){p[0], p[SW], p[2 * SW], p[3 * SW], p[4 * SW], p[5 * SW], p[6 * SW],
-                                  p[7 * SW]};
-                }
-                a += wc[kh * KW + kw] * v;
-              }
-            }
-            const size_t count = (size_t)(OW - ow < 8 ? OW - ow : 8) * sizeof(float);
-            memcpy(y + ((n * C + c) * OH + oh) * OW + ow, &a, count);
+      const int contiguous = off[TP - 1] - off[0] == TP - 1;
+      int64_t ic = k0 / (KH * KW), kh = k0 / KW % KH, kw = k0 % KW;
+      float* pk = panel;
+      for (int64_t k = 0; k < kc; ++k, pk += TP) {
+        const float* b = xg + (ic * HP + kh * DH) * WP + kw * DW;
+        if (contiguous) {
+          memcpy(pk, b + off[0], TP * sizeof(float));
+        } else {
+          for (int64_t j = 0; j < TP; ++j) pk[j] = b[off[j]];
+        }
+        if (++kw == KW) {
+          kw = 0;
+          if (++kh == KH) {
+            kh = 0;
+            ++ic;
           }
         }
       }
+      for (int64_t oc = oc0; oc < oc1; oc += TO) {
+        const int64_t to = oc1 - oc < TO ? oc1 - oc : TO;
+        const float* wt[TO];
+        for (int64_t t = 0; t < TO; ++t) wt[t] = wg + (oc + (t < to ? t : 0)) * WS + k0;
+#ifdef BYOC_FMA
+        if (use_fma) {
+          byoc_conv2d_tile_fma_(panel, wt, kc, yg + oc * P + p0, P, to, np, k0 == 0, last,
+                                ch0 + oc);
+          continue;
+        }
+#endif
+        byoc_conv2d_tile_(panel, wt, kc, yg + oc * P + p0, P, to, np, k0 == 0, last, ch0 + oc);
+      }
+    }
+  }
+}
+
+/*
+ * y[n, o, oh, ow] = sum_{c in group(o), kh, kw} x[n, c, oh*SH - PT + kh*DH, ow*SW - PL + kw*DW]
+ *                                                * w[o, c - group_start, kh, kw]
+ * then the epilogue `ep` (NULL: none). Each image is first copied into the
+ * scratch with its zero padding made explicit (and room for whole 8-column
+ * tiles), so nothing below checks bounds. Then, per group, the reduction
+ * index k = (c, kh, kw) is cut into blocks of at most BYOC_CONV2D_KC (fewer
+ * when the group has many output channels, so that a block's weights stay in
+ * L2), and byoc_conv2d_part_ computes tiles of 16 pixels x 6 output channels.
+ * Each output is summed in order of k, so the result depends neither on the
+ * blocking nor on the threads (with FMA, the tile fuses each step: see
+ * BYOC_CLONES). With several threads, the padding copy is split over channels
+ * and the tiles over pixel tiles and chunks of output channels (depthwise:
+ * over channels).
+ */
+static inline void byoc_conv2d_run_(const float* restrict x, const float* restrict w,
+                                    float* restrict y, float* restrict scratch, int64_t N,
+                                    int64_t C, int64_t H, int64_t W, int64_t O, int64_t KH,
+                                    int64_t KW, int64_t OH, int64_t OW, int64_t SH, int64_t SW,
+                                    int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t G,
+                                    const byoc_epilogue_* ep) {
+  byoc_conv_geom_ g;
+  g.C = C, g.H = H, g.W = W, g.O = O, g.KH = KH, g.KW = KW, g.OH = OH, g.OW = OW;
+  g.SH = SH, g.SW = SW, g.PT = PT, g.PL = PL, g.DH = DH, g.DW = DW, g.G = G;
+  g.CG = C / G, g.OG = O / G, g.WS = g.CG * KH * KW;
+  g.HP = (OH - 1) * SH + (KH - 1) * DH + 1;
+  g.OW8 = (OW + 7) / 8 * 8;
+  g.WP = (g.OW8 - 1) * SW + (KW - 1) * DW + 1;
+  g.P = OH * OW;
+  int64_t KC = 131072 / g.OG; /* a block's weights: at most 512 KB */
+  KC = KC < 64 ? 64 : KC > BYOC_CONV2D_KC ? BYOC_CONV2D_KC : KC;
+  g.KC = KC > g.WS ? g.WS : KC;
+  const int depthwise = g.CG == 1 && g.OG == 1;
+  const int split = depthwise && SW == 2;
+  float* xp = scratch;
+  const int64_t tiles = (g.P + 15) / 16;
+  const int64_t macs = g.P * g.OG * g.WS; /* per group and image */
+  for (int64_t n = 0; n < N; ++n) {
+    const float* xn = x + n * C * H * W;
+    float* yn = y + n * O * g.P;
+    {
+      const int32_t nt = byoc_threads_for(C * g.HP * g.WP, 4 * BYOC_PAR_GRAIN);
+      BYOC_PARALLEL_FOR(nt)
+      for (int32_t t = 0; t < nt; ++t) byoc_conv2d_pad_(&g, xn, xp, C * t / nt, C * (t + 1) / nt, split);
+    }
+    if (depthwise) {
+      const int32_t nt = byoc_threads_for(macs * C, BYOC_PAR_GRAIN);
+      BYOC_PARALLEL_FOR(nt)
+      for (int32_t t = 0; t < nt; ++t)
+        byoc_conv2d_dw_part_(&g, xp, w, yn, C * t / nt, C * (t + 1) / nt, ep);
       continue;
     }
-    for (int64_t g = 0; g < G; ++g) {
-      const float* xg = xp + g * CG * HP * WP;
-      for (int64_t k0 = 0; k0 < WS; k0 += KC) {
-        const int64_t kc = WS - k0 < KC ? WS - k0 : KC;
-        for (int64_t p0 = 0; p0 < P; p0 += TP) {
-          const int64_t np = P - p0 < TP ? P - p0 : TP;
-          for (int64_t j = 0; j < TP; ++j) {
-            const int64_t p = p0 + (j < np ? j : np - 1);
-            off[j] = (p / OW) * SH * WP + (p % OW) * SW;
-          }
-          const int contiguous = off[TP - 1] - off[0] == TP - 1;
-          int64_t ic = k0 / (KH * KW), kh = k0 / KW % KH, kw = k0 % KW;
-          float* pk = panel;
-          for (int64_t k = 0; k < kc; ++k, pk += TP) {
-            const float* b = xg + (ic * HP + kh * DH) * WP + kw * DW;
-            if (contiguous) {
-              memcpy(pk, b + off[0], TP * sizeof(float));
-            } else {
-              for (int64_t j = 0; j < TP; ++j) pk[j] = b[off[j]];
-            }
-            if (++kw == KW) {
-              kw = 0;
-              if (++kh == KH) {
-                kh = 0;
-                ++ic;
-              }
-            }
-          }
-          for (int64_t oc = 0; oc < OG; oc += TO) {
-            const int64_t to = OG - oc < TO ? OG - oc : TO;
-            const int64_t o = g * OG + oc;
-            const float* wt[TO];
-            for (int64_t t = 0; t < TO; ++t) wt[t] = w + (o + (t < to ? t : 0)) * WS + k0;
-#ifdef BYOC_FMA
-            if (use_fma) {
-              byoc_conv2d_tile_fma_(panel, wt, kc, y + (n * O + o) * P + p0, P, to, np, k0 == 0);
-              continue;
-            }
-#endif
-            byoc_conv2d_tile_(panel, wt, kc, y + (n * O + o) * P + p0, P, to, np, k0 == 0);
+    /* pieces: chunks of pixel tiles x chunks of output channels (multiples of 6) */
+    const int32_t nt = byoc_threads_for(macs * G, BYOC_PAR_GRAIN);
+    int64_t oc_chunks = 1;
+    if (nt > 1 && tiles < 4 * (int64_t)nt) {
+      oc_chunks = (4 * (int64_t)nt + tiles - 1) / tiles;
+      const int64_t most = (g.OG + 5) / 6;
+      oc_chunks = oc_chunks < most ? oc_chunks : most;
+    }
+    const int64_t tile_chunks = nt > 1 ? (tiles < 4 * (int64_t)nt ? tiles : 4 * (int64_t)nt) : 1;
+    const int64_t pieces = G * oc_chunks * tile_chunks;
+    const int64_t per_group = oc_chunks * tile_chunks;
+    BYOC_PARALLEL_FOR(nt)
+    for (int64_t piece = 0; piece < pieces; ++piece) {
+      const int64_t grp = piece / per_group, rest = piece % per_group;
+      const int64_t oc_i = rest / tile_chunks, tc = rest % tile_chunks;
+      const int64_t oc_units = (g.OG + 5) / 6;
+      const int64_t oc0 = 6 * (oc_units * oc_i / oc_chunks);
+      int64_t oc1 = 6 * (oc_units * (oc_i + 1) / oc_chunks);
+      oc1 = oc1 < g.OG ? oc1 : g.OG;
+      const int64_t t0 = tiles * tc / tile_chunks, t1 = tiles * (tc + 1) / tile_chunks;
+      if (oc0 >= oc1 || t0 >= t1) continue;
+      byoc_conv2d_part_(&g, xp + grp * g.CG * g.HP * g.WP, w + grp * g.OG * g.WS,
+                        yn + grp * g.OG * g.P, t0, t1, oc0, oc1, ep, grp * g.OG);
+    }
+  }
+}
+
+/* conv2d (NCHW, OIHW), no epilogue; `scratch`: BYOC_CONV2D_SCRATCH floats. */
+static inline BYOC_MAYBE_UNUSED void byoc_conv2d_f32(
+    const float* restrict x, const float* restrict w, float* restrict y, float* restrict scratch,
+    int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t KH, int64_t KW, int64_t OH,
+    int64_t OW, int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t G) {
+  byoc_conv2d_run_(x, w, y, scratch, N, C, H, W, O, KH, KW, OH, OW, SH, SW, PT, PL, DH, DW, G, NULL);
+}
+
+/*
+ * conv2d with an epilogue: `parts` (BYOC_EP_*) says which of bias (O), scale
+ * and shift (O each) are real (the others are never read: any pointer does),
+ * `act` (BYOC_ACT_*) with alpha, beta the activation.
+ */
+static inline BYOC_MAYBE_UNUSED void byoc_conv2d_ep_f32(
+    const float* restrict x, const float* restrict w, const float* bias, const float* scale,
+    const float* shift, float* restrict y, float* restrict scratch, int64_t N, int64_t C, int64_t H,
+    int64_t W, int64_t O, int64_t KH, int64_t KW, int64_t OH, int64_t OW, int64_t SH, int64_t SW,
+    int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t G, int32_t parts, int32_t act,
+    float alpha, float beta) {
+  const byoc_epilogue_ ep = byoc_epilogue_of_(parts, bias, scale, shift, act, alpha, beta);
+  byoc_conv2d_run_(x, w, y, scratch, N, C, H, W, O, KH, KW, OH, OW, SH, SW, PT, PL, DH, DW, G, &ep);
+}
+
+/* ---- conv2d_transpose -------------------------------------------------------- */
+
+/*
+ * Transposed convolution, data NCHW, weight (C, O/G, KH, KW) (nn.conv2d_transpose):
+ * per image and group, cols[m, p] = sum_c w[c, m] * x[c, p] (m = (o, kh, kw),
+ * p = input pixel, c over the group's input channels, in order) into the
+ * scratch, then each column is added into the output pixel it lands on
+ * (oy = iy*SH - PT + kh*DH, ox = ix*SW - PL + kw*DW; outside the cropped
+ * output: dropped), in order of (kh, kw, iy, ix) per output channel.
+ * Scratch: (O/G)*KH*KW*H*W floats. Threads split the rows m of cols, then
+ * the output channels.
+ */
+BYOC_KERNEL void byoc_conv2d_transpose_cols_(const float* restrict x, const float* restrict w,
+                                             float* restrict cols, int64_t CG, int64_t M,
+                                             int64_t P, int64_t m0, int64_t m1) {
+  enum { TP = 512 };
+  for (int64_t p0 = 0; p0 < P; p0 += TP) {
+    const int64_t np = P - p0 < TP ? P - p0 : TP;
+    int64_t m = m0;
+    for (; m + 4 <= m1; m += 4) {
+      float* r0 = cols + m * P + p0;
+      float* r1 = r0 + P;
+      float* r2 = r1 + P;
+      float* r3 = r2 + P;
+      for (int64_t j = 0; j < np; ++j) r0[j] = r1[j] = r2[j] = r3[j] = 0.0f;
+      for (int64_t c = 0; c < CG; ++c) {
+        const float* xc = x + c * P + p0;
+        const float w0 = w[c * M + m], w1 = w[c * M + m + 1], w2 = w[c * M + m + 2],
+                    w3 = w[c * M + m + 3];
+        for (int64_t j = 0; j < np; ++j) {
+          const float v = xc[j];
+          r0[j] += w0 * v;
+          r1[j] += w1 * v;
+          r2[j] += w2 * v;
+          r3[j] += w3 * v;
+        }
+      }
+    }
+    for (; m < m1; ++m) {
+      float* r0 = cols + m * P + p0;
+      for (int64_t j = 0; j < np; ++j) r0[j] = 0.0f;
+      for (int64_t c = 0; c < CG; ++c) {
+        const float* xc = x + c * P + p0;
+        const float w0 = w[c * M + m];
+        for (int64_t j = 0; j < np; ++j) r0[j] += w0 * xc[j];
+      }
+    }
+  }
+}
+
+static inline void byoc_conv2d_transpose_add_(const float* restrict cols, float* restrict y,
+                                              int64_t H, int64_t W, int64_t KH, int64_t KW,
+                                              int64_t OH, int64_t OW, int64_t SH, int64_t SW,
+                                              int64_t PT, int64_t PL, int64_t DH, int64_t DW,
+                                              int64_t o0, int64_t o1) {
+  for (int64_t o = o0; o < o1; ++o) {
+    float* yo = y + o * OH * OW;
+    for (int64_t i = 0; i < OH * OW; ++i) yo[i] = 0.0f;
+    for (int64_t kh = 0; kh < KH; ++kh) {
+      for (int64_t kw = 0; kw < KW; ++kw) {
+        const float* col = cols + ((o * KH + kh) * KW + kw) * H * W;
+        /* input columns whose output column lies in [0, OW) */
+        const int64_t shift = kw * DW - PL;
+        int64_t lo = shift >= 0 ? 0 : (-shift + SW - 1) / SW;
+        int64_t hi = OW - 1 - shift < 0 ? 0 : (OW - 1 - shift) / SW + 1;
+        hi = hi < W ? hi : W;
+        lo = lo < hi ? lo : hi;
+        for (int64_t iy = 0; iy < H; ++iy) {
+          const int64_t oy = iy * SH - PT + kh * DH;
+          if (oy < 0 || oy >= OH) continue;
+          float* yr = yo + oy * OW;
+          const float* cr = col + iy * W;
+          if (SW == 1) {
+            for (int64_t ix = lo; ix < hi; ++ix) yr[ix + shift] += cr[ix];
+          } else {
+            for (int64_t ix = lo; ix < hi; ++ix) yr[ix * SW + shift] += cr[ix];
           }
         }
       }
@@ -311,18 +640,154 @@ BYOC_KERNEL void byoc_conv2d_f32(const float* restrict x, const float* restrict 
   }
 }
 
+static inline BYOC_MAYBE_UNUSED void byoc_conv2d_transpose_f32(
+    const float* restrict x, const float* restrict w, float* restrict y, float* restrict scratch,
+    int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t KH, int64_t KW, int64_t OH,
+    int64_t OW, int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t G) {
+  const int64_t CG = C / G, OG = O / G, M = OG * KH * KW, P = H * W;
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t g = 0; g < G; ++g) {
+      const float* xg = x + (n * C + g * CG) * P;
+      const float* wg = w + g * CG * M;
+      float* yg = y + (n * O + g * OG) * OH * OW;
+      {
+        const int32_t nt = byoc_threads_for(CG * M * P, BYOC_PAR_GRAIN);
+        BYOC_PARALLEL_FOR(nt)
+        for (int32_t t = 0; t < nt; ++t)
+          byoc_conv2d_transpose_cols_(xg, wg, scratch, CG, M, P, M * t / nt, M * (t + 1) / nt);
+      }
+      const int32_t nt = byoc_threads_for(M * P, 4 * BYOC_PAR_GRAIN);
+      BYOC_PARALLEL_FOR(nt)
+      for (int32_t t = 0; t < nt; ++t)
+        byoc_conv2d_transpose_add_(scratch, yg, H, W, KH, KW, OH, OW, SH, SW, PT, PL, DH, DW,
+                                   OG * t / nt, OG * (t + 1) / nt);
+    }
+  }
+}
+
+/* ---- resize2d ------------------------------------------------------------------ */
+
+/*
+ * nn.resize2d (NCHW), separable as the reference is: along H, then along W,
+ * in double, rounded to float once at the end. Per axis the lowering passes a
+ * table computed with the reference's own code (byoc/interpreters/kernels.py):
+ * nearest (`linear` 0): the source index of each output index (the identity
+ * for an axis left as it is); linear: the two source indices and the weight w
+ * of the second, as the bits of a double; the value is a*(1-w) + b*w.
+ */
+static inline double byoc_f64_bits_(int64_t bits) {
+  double d;
+  memcpy(&d, &bits, sizeof d);
+  return d;
+}
+
+static inline void byoc_resize2d_rows_(const float* restrict x, float* restrict y, int64_t H,
+                                       int64_t W, int64_t OH, int64_t OW, int32_t hlin,
+                                       const int64_t* hlo, const int64_t* hhi, const int64_t* hwt,
+                                       int32_t wlin, const int64_t* wlo, const int64_t* whi,
+                                       const int64_t* wwt, int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) { /* r = (channel, output row) */
+    const int64_t c = r / OH, oh = r % OH;
+    const float* xa = x + (c * H + hlo[oh]) * W;
+    float* yr = y + r * OW;
+    if (!hlin && !wlin) {
+      for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = xa[wlo[ow]];
+      continue;
+    }
+    if (!hlin) { /* W only */
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        const double t = byoc_f64_bits_(wwt[ow]);
+        yr[ow] = (float)((double)xa[wlo[ow]] * (1.0 - t) + (double)xa[whi[ow]] * t);
+      }
+      continue;
+    }
+    const float* xb = x + (c * H + hhi[oh]) * W;
+    const double s = byoc_f64_bits_(hwt[oh]), s1 = 1.0 - s;
+    if (!wlin) {
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        const int64_t i = wlo[ow];
+        yr[ow] = (float)((double)xa[i] * s1 + (double)xb[i] * s);
+      }
+      continue;
+    }
+    for (int64_t ow = 0; ow < OW; ++ow) {
+      const int64_t i = wlo[ow], j = whi[ow];
+      const double t = byoc_f64_bits_(wwt[ow]);
+      const double a = (double)xa[i] * s1 + (double)xb[i] * s;
+      const double b = (double)xa[j] * s1 + (double)xb[j] * s;
+      yr[ow] = (float)(a * (1.0 - t) + b * t);
+    }
+  }
+}
+
+static inline BYOC_MAYBE_UNUSED void byoc_resize2d_f32(
+    const float* restrict x, float* restrict y, int64_t NC, int64_t H, int64_t W, int64_t OH,
+    int64_t OW, int32_t hlin, const int64_t* hlo, const int64_t* hhi, const int64_t* hwt,
+    int32_t wlin, const int64_t* wlo, const int64_t* whi, const int64_t* wwt) {
+  const int64_t rows = NC * OH;
+  const int32_t nt = byoc_threads_for(rows * OW * (1 + 2 * (hlin + wlin)), 2 * BYOC_PAR_GRAIN);
+  BYOC_PARALLEL_FOR(nt)
+  for (int32_t t = 0; t < nt; ++t)
+    byoc_resize2d_rows_(x, y, H, W, OH, OW, hlin, hlo, hhi, hwt, wlin, wlo, whi, wwt,
+                        rows * t / nt, rows * (t + 1) / nt);
+}
+
+/* ---- lrn ------------------------------------------------------------------------- */
+
+/*
+ * Local response normalisation across the middle dim of an (outer, n, inner)
+ * view (nn.lrn): y = x / (bias + alpha_n * s)^beta, s the float sum of x^2
+ * over the window [i - (size-1)/2, i + size/2] clipped to [0, n), summed from
+ * its first element, as the reference does; alpha_n = alpha / size.
+ */
+static inline void byoc_lrn_rows_(const float* restrict x, float* restrict y, int64_t n,
+                                  int64_t inner, int64_t size, float alpha_n, float bias,
+                                  float beta, int64_t r0, int64_t r1) {
+  const int64_t before = (size - 1) / 2;
+  for (int64_t r = r0; r < r1; ++r) { /* r = (o, i): the window reads x only */
+    const int64_t o = r / n, i = r % n;
+    const float* xo = x + o * n * inner;
+    float* yr = y + r * inner;
+    for (int64_t p = 0; p < inner; ++p) yr[p] = 0.0f;
+    for (int64_t k = 0; k < size; ++k) {
+      const int64_t j = i + k - before;
+      if (j < 0 || j >= n) continue;
+      const float* xr = xo + j * inner;
+      for (int64_t p = 0; p < inner; ++p) yr[p] += xr[p] * xr[p];
+    }
+    const float* xi = xo + i * inner;
+    for (int64_t p = 0; p < inner; ++p) yr[p] = xi[p] / powf(bias + alpha_n * yr[p], beta);
+  }
+}
+
+static inline BYOC_MAYBE_UNUSED void byoc_lrn_f32(const float* restrict x, float* restrict y,
+                                                  int64_t outer, int64_t n, int64_t inner,
+                                                  int64_t size, float alpha_n, float bias,
+                                                  float beta) {
+  const int64_t rows = outer * n;
+  const int32_t nt = byoc_threads_for(rows * inner * (size + 16), BYOC_PAR_GRAIN);
+  BYOC_PARALLEL_FOR(nt)
+  for (int32_t t = 0; t < nt; ++t)
+    byoc_lrn_rows_(x, y, n, inner, size, alpha_n, bias, beta, rows * t / nt, rows * (t + 1) / nt);
+}
+
 /* ---- dense and matmul ------------------------------------------------------ */
 
-/* y[m, n] = sum_k x[m, k] * w[n, k]  (x: M x K, w: N x K, y: M x N). */
-BYOC_KERNEL void byoc_dense_f32(const float* restrict x, const float* restrict w,
-                                  float* restrict y, int64_t M, int64_t N, int64_t K) {
+/*
+ * y[m, n] = sum_k x[m, k] * w[n, k]  (x: M x K, w: N x K, y: M x N), rows [m0, m1) and
+ * columns [n0, n1), each row segment then through the epilogue `ep` (NULL: none).
+ * The sum of each output does not depend on the range: the same code computes it.
+ */
+BYOC_KERNEL void byoc_dense_part_(const float* restrict x, const float* restrict w,
+                                  float* restrict y, int64_t N, int64_t K, int64_t m0, int64_t m1,
+                                  int64_t n0, int64_t n1, const byoc_epilogue_* ep) {
   enum { L = 8 };
   const int64_t K8 = K - K % L;
-  const int64_t N4 = N - N % 4;
-  for (int64_t m = 0; m < M; ++m) {
+  const int64_t N4 = n0 + (n1 - n0) / 4 * 4;
+  for (int64_t m = m0; m < m1; ++m) {
     const float* xr = x + m * K;
     float* yr = y + m * N;
-    for (int64_t n = 0; n < N4; n += 4) {
+    for (int64_t n = n0; n < N4; n += 4) {
       const float* w0 = w + n * K;
       const float* w1 = w0 + K;
       const float* w2 = w1 + K;
@@ -355,7 +820,7 @@ BYOC_KERNEL void byoc_dense_f32(const float* restrict x, const float* restrict w
       yr[n + 2] = t2;
       yr[n + 3] = t3;
     }
-    for (int64_t n = N4; n < N; ++n) {
+    for (int64_t n = N4; n < n1; ++n) {
       const float* w0 = w + n * K;
       float s0[L] = {0};
       for (int64_t k = 0; k < K8; k += L)
@@ -365,7 +830,50 @@ BYOC_KERNEL void byoc_dense_f32(const float* restrict x, const float* restrict w
       for (int64_t k = K8; k < K; ++k) t0 += xr[k] * w0[k];
       yr[n] = t0;
     }
+    if (ep != NULL) byoc_epilogue_row_(ep, n0, yr + n0, n1 - n0);
   }
+}
+
+/*
+ * Threads split the rows when there are enough of them, else the columns
+ * (in multiples of 4, so every column is summed by the same code as with one
+ * thread: identical results at any thread count).
+ */
+static inline void byoc_dense_run_(const float* restrict x, const float* restrict w,
+                                   float* restrict y, int64_t M, int64_t N, int64_t K,
+                                   const byoc_epilogue_* ep) {
+  const int32_t nt = byoc_threads_for(M * N * K, BYOC_PAR_GRAIN);
+  if (nt <= 1) {
+    byoc_dense_part_(x, w, y, N, K, 0, M, 0, N, ep);
+    return;
+  }
+  if (M >= 2 * (int64_t)nt) {
+    BYOC_PARALLEL_FOR(nt)
+    for (int32_t t = 0; t < nt; ++t) byoc_dense_part_(x, w, y, N, K, M * t / nt, M * (t + 1) / nt, 0, N, ep);
+    return;
+  }
+  const int64_t quads = (N + 3) / 4;
+  BYOC_PARALLEL_FOR(nt)
+  for (int32_t t = 0; t < nt; ++t) {
+    const int64_t q0 = quads * t / nt, q1 = quads * (t + 1) / nt;
+    const int64_t n0 = 4 * q0, n1 = 4 * q1 < N ? 4 * q1 : N;
+    if (n0 < n1) byoc_dense_part_(x, w, y, N, K, 0, M, n0, n1, ep);
+  }
+}
+
+static inline BYOC_MAYBE_UNUSED void byoc_dense_f32(const float* restrict x, const float* restrict w,
+                                                    float* restrict y, int64_t M, int64_t N,
+                                                    int64_t K) {
+  byoc_dense_run_(x, w, y, M, N, K, NULL);
+}
+
+/* dense with an epilogue (per output column n): see byoc_conv2d_ep_f32. */
+static inline BYOC_MAYBE_UNUSED void byoc_dense_ep_f32(
+    const float* restrict x, const float* restrict w, const float* bias, const float* scale,
+    const float* shift, float* restrict y, int64_t M, int64_t N, int64_t K, int32_t parts,
+    int32_t act, float alpha, float beta) {
+  const byoc_epilogue_ ep = byoc_epilogue_of_(parts, bias, scale, shift, act, alpha, beta);
+  byoc_dense_run_(x, w, y, M, N, K, &ep);
 }
 
 /* One matrix product y (M x N) = a (M x K) . b (K x N). */

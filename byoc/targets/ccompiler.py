@@ -80,6 +80,10 @@ KERNEL_OPS: dict[str, tuple[str, ...]] = {
     "nn.transpose": F32_I32,
     "nn.concatenate": F32_I32,
     "nn.pad": F32_I32,
+    # issue 15: ops the models used to run on the host
+    "nn.conv2d_transpose": F32,
+    "nn.resize2d": F32,
+    "nn.lrn": F32,
 }
 """Ops lowered to a call of a byoc_kernels.h kernel."""
 

@@ -413,6 +413,8 @@ SANITIZED = [
     "conv_groups", "conv_5x5_s3", "dense_batched", "dense_const_w", "matmul_broadcast", "max_pool_pad_ceil",
     "avg_pool_pad_include", "softmax_axis1", "reduce_sum_i32", "reduce_mean_02_keep",
     "transpose_201", "concat_axis1", "pad_reflect", "flatten", "abs_i32",
+    "conv_depthwise_s2", "conv_depthwise_s2_d2", "conv_1x1_wide", "conv_t_3x3_pad", "conv_t_odd_s3",
+    "resize_nearest_ceil_tf", "resize_linear_align", "resize_linear_w_only", "lrn_even_last_axis",
 ]
 
 

@@ -24,6 +24,7 @@ from xdsl.rewriter import InsertPoint
 
 from byoc.dialects import c, nn
 from byoc.lowering.nn_to_c.buffers import Storage, bind_outputs, copy_plans, plan_buffers
+from byoc.lowering.nn_to_c.epilogue import fuse_epilogues
 from byoc.lowering.nn_to_c.fusion import KernelPlan, fuse_groups, kernel_plans
 from byoc.lowering.nn_to_c.graph import (
     CompositeLowering,
@@ -106,7 +107,10 @@ class PartitionLowering:
         assert c.is_c_identifier(self.c_sym), self.c_sym  # c_entry_symbol encodes any name
         g = GraphBuilder(self.fn, self.lower_composite)
         g.build()
-        groups = fuse_groups(live_computations(g), self.fuse)
+        nodes = live_computations(g)
+        if self.fuse:
+            nodes = fuse_epilogues(nodes, g.outputs)
+        groups = fuse_groups(nodes, self.fuse)
         storage, copies = bind_outputs(g)
         steps = kernel_plans(groups, g.outputs) + copy_plans(copies, storage)
         ws_size = plan_buffers(steps, storage, reuse=self.fuse)
@@ -170,7 +174,7 @@ class PartitionLowering:
         block = f.body.block
         b = CBuilder(block)
         params = dict(zip([*ins, *outs, *tmps], block.args, strict=True))
-        described = ", ".join(n.op_name for n in step.nodes)
+        described = ", ".join(m for n in step.nodes for m in [n.op_name, *n.params.get("epilogue", [])])
         out0 = step.nodes[-1].out
         b.add(c.VerbatimOp(f"/* {described}: {'x'.join(map(str, out0.shape)) or 'scalar'} {out0.dtype} */"))
         first = step.nodes[0]

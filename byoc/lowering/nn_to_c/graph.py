@@ -264,12 +264,44 @@ class GraphBuilder:
             dh, dw = a["dilation"]
             ints = [n, cin, h, w, o, kh, kw, oh, ow, sh, sw, pt, pl, dh, dw, a["groups"]]
             padded_w = (-(-ow // 8) * 8 - 1) * sw + (kw - 1) * dw + 1
-            panel = 16 * min(cin // a["groups"] * kh * kw, 1024)  # BYOC_CONV2D_KC rows
-            scratch = cin * ((oh - 1) * sh + (kh - 1) * dh + 1) * padded_w + panel  # BYOC_CONV2D_SCRATCH
+            scratch = cin * ((oh - 1) * sh + (kh - 1) * dh + 1) * padded_w  # BYOC_CONV2D_SCRATCH
             node = Computation("kernel", name, ins, out, callee="byoc_conv2d_f32", args=[i64_attr(v) for v in ints],
                         scratch=scratch, source=op)
             self._node(node)
             return
+        elif name == "nn.conv2d_transpose":
+            n, cin, h, w = ins[0].shape
+            _, og, kh, kw = ins[1].shape
+            _, o, oh, ow = out.shape
+            sh, sw = a["strides"]
+            pt, pl, _, _ = a["padding"]
+            dh, dw = a["dilation"]
+            ints = [n, cin, h, w, o, kh, kw, oh, ow, sh, sw, pt, pl, dh, dw, a["groups"]]
+            node = Computation("kernel", name, ins, out, callee="byoc_conv2d_transpose_f32",
+                               args=[i64_attr(v) for v in ints], scratch=og * kh * kw * h * w, source=op)
+            self._node(node)
+            return
+        elif name == "nn.resize2d":
+            n, ch, h, w = ins[0].shape
+            _, _, oh, ow = out.shape
+            args = [i64_attr(n * ch), i64_attr(h), i64_attr(w), i64_attr(oh), i64_attr(ow)]
+            for in_size, out_size, scale in ((h, oh, a["scale_h"]), (w, ow, a["scale_w"])):
+                args.extend(_resize_table(in_size, out_size, scale, a))
+            callee = "byoc_resize2d_f32"
+        elif name == "nn.lrn":
+            s = ins[0].shape
+            axis = a["axis"] % len(s)
+            size = a["size"]
+            args = [
+                i64_attr(math.prod(s[:axis])),
+                i64_attr(s[axis]),
+                i64_attr(math.prod(s[axis + 1 :])),
+                i64_attr(size),
+                FloatAttr(float(np.float32(a["alpha"] / size)), f32),
+                FloatAttr(float(np.float32(a["bias"])), f32),
+                FloatAttr(float(np.float32(a["beta"])), f32),
+            ]
+            callee = "byoc_lrn_f32"
         elif name == "nn.dense":
             k = ins[0].shape[-1]
             callee, args = "byoc_dense_f32", [i64_attr(math.prod(ins[0].shape[:-1])), i64_attr(ins[1].shape[0]), i64_attr(k)]
@@ -374,6 +406,34 @@ class GraphBuilder:
             i64_array([e for e, _ in red]),
             i64_array([st for _, st in red]),
         ]
+
+
+def _resize_table(in_size: int, out_size: int, scale: float, a: dict[str, Any]) -> list[Attribute]:
+    """One axis of byoc_resize2d_f32: (linear, lo, hi, weight bits), computed by the reference's
+    own coordinate code (`_resize_axis` of byoc/interpreters/kernels.py), so the C kernel reads
+    the same source elements with the same float64 weights."""
+    from byoc.interpreters.kernels import _resize_coords
+
+    if out_size == in_size and scale in (0.0, 1.0):  # the reference leaves this axis as it is
+        idx = np.arange(out_size, dtype=np.int64)
+        return [i32_attr(0), i64_array(idx), i64_array(idx), i64_array(np.zeros(out_size, np.int64))]
+    coords = _resize_coords(out_size, in_size, scale, a["coordinate_transformation_mode"])
+    lo = np.floor(coords)
+    frac = coords - lo
+    lo_i = lo.astype(np.int64)
+    if a["method"] == "nearest_neighbor":
+        up = {
+            "round_prefer_floor": frac > 0.5,
+            "round_prefer_ceil": frac >= 0.5,
+            "floor": np.zeros_like(frac, dtype=bool),
+            "ceil": frac > 0,
+        }[a["rounding_method"]]
+        idx = np.clip(lo_i + up, 0, in_size - 1)
+        return [i32_attr(0), i64_array(idx), i64_array(idx), i64_array(np.zeros(out_size, np.int64))]
+    first = np.clip(lo_i, 0, in_size - 1)
+    second = np.clip(lo_i + 1, 0, in_size - 1)
+    bits = np.ascontiguousarray(frac, dtype=np.float64).view(np.int64)
+    return [i32_attr(1), i64_array(first), i64_array(second), i64_array(bits)]
 
 
 def _coalesce(dims: list[tuple[int, int]]) -> list[tuple[int, int]]:

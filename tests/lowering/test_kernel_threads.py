@@ -1,0 +1,153 @@
+"""Issue 15 in the C kernels: epilogue fusion changes no result, and a kernel split across
+two OpenMP threads gives the 1-thread result bit for bit (each output keeps its summation
+order), under both CPU dispatch levels (`BYOC_CPU_DISPATCH=auto` and `baseline`).
+
+The shapes are large enough that every kernel below splits its work at 2 threads
+(`byoc_threads_for` leaves small loops on the caller). No test asserts on wall time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from bounds import assert_within, graph_bounds
+from c_codegen_cases import CASES, Case, case_module, random_inputs
+
+from byoc.context import make_context
+from byoc.dialects import c, nn
+from byoc.interpreters import run_reference
+from byoc.lowering.c_build import build_c_module
+from byoc.lowering.emit.c import emit_c_source
+from byoc.lowering.nn_to_c import LowerToCPass
+
+Array = np.ndarray[Any, Any]
+F32 = "f32"
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    path = tmp_path_factory.mktemp("byoc_cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BYOC_CACHE_DIR", str(path))
+        yield path
+
+
+def lowered(cases: list[Case], fuse: bool = True) -> Any:
+    module = case_module(cases)
+    LowerToCPass(fuse=fuse).apply(make_context(), module)
+    module.verify()
+    return module
+
+
+def build(cases: list[Case], dispatch: str, fuse: bool = True) -> Any:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BYOC_CPU_DISPATCH", dispatch)
+        return build_c_module(lowered(cases, fuse))
+
+
+def same(a: Array, b: Array, what: str) -> None:
+    assert a.shape == b.shape and a.dtype == b.dtype, what
+    assert np.array_equal(a, b, equal_nan=True), f"{what}: max diff {np.nanmax(np.abs(a - b))}"
+
+
+# ---- epilogue fusion ----------------------------------------------------------------------------
+
+EPILOGUE = [c_ for c_ in CASES if c_.name.startswith("ep_")]
+NOT_FUSED = {"ep_conv_shared", "ep_dense_bias_wrong_axis"}
+"""A conv whose result is also read elsewhere; a bias on the wrong axis of a dense."""
+
+
+def test_epilogue_kernels_are_called_where_the_chain_allows() -> None:
+    unit = next(op for op in lowered(EPILOGUE).ops if isinstance(op, c.ModuleOp))
+    source = emit_c_source(unit)
+    for case in EPILOGUE:
+        fused = "byoc_conv2d_ep_f32" if "dense" not in case.name else "byoc_dense_ep_f32"
+        body = source.split(f"byoc_p_ccompiler_{case.name}_wrapper")[0].split(f"byoc_p_ccompiler_{case.name}_0(")[1]
+        if case.name in NOT_FUSED:
+            assert "_ep_f32" not in body, case.name
+        else:
+            assert fused in body, case.name
+
+
+@pytest.mark.parametrize("dispatch", ["auto", "baseline"])
+def test_epilogue_fusion_changes_no_result(cache: Path, dispatch: str) -> None:
+    """Fused (the chain in the kernel's epilogue) and per-op (a kernel per op) agree bit for
+    bit, and both are within the f32 bound of the reference."""
+    fused = build(EPILOGUE, dispatch, fuse=True)
+    per_op = build(EPILOGUE, dispatch, fuse=False)
+    rng = np.random.default_rng(3)
+    module = case_module(EPILOGUE)
+    for case in EPILOGUE:
+        name = f"ccompiler_{case.name}"
+        inputs = random_inputs(case, rng)
+        a = fused.get_function(name)(*inputs)
+        b = per_op.get_function(name)(*inputs)
+        same(a, b, f"{case.name} ({dispatch})")
+        with np.errstate(all="ignore"):
+            want = run_reference(module, inputs, function=name)
+        (bound,) = graph_bounds(module, inputs, want, function=name)
+        assert_within(a, want[0], bound, f"{case.name} ({dispatch})")
+
+
+# ---- two threads --------------------------------------------------------------------------------
+
+def _op(cls: type[nn.NNOp], **attrs: Any) -> Any:
+    return lambda vs: cls.build(*vs, **attrs)
+
+
+def _conv_bias_relu(vs: list[Any]) -> list[Any]:
+    conv = nn.Conv2DOp.build(vs[0], vs[1], padding=(1, 1, 1, 1))
+    bias = nn.BiasAddOp.build(conv, vs[2])
+    return [conv, bias, nn.ReluOp.build(bias)]
+
+
+BIG: list[Case] = [
+    Case("t_conv3x3", [((1, 16, 30, 34), F32), ((30, 16, 3, 3), F32)], _op(nn.Conv2DOp, padding=(1, 1, 1, 1))),
+    Case("t_conv1x1_few_pixels", [((1, 256, 5, 5), F32), ((200, 256, 1, 1), F32)], _op(nn.Conv2DOp)),
+    Case("t_conv_groups", [((2, 32, 17, 17), F32), ((48, 8, 3, 3), F32)], _op(nn.Conv2DOp, groups=4, strides=(2, 2))),
+    Case("t_conv_bias_relu", [((1, 24, 28, 28), F32), ((32, 24, 3, 3), F32), ((32,), F32)],
+         _conv_bias_relu),
+    Case("t_depthwise_s2", [((1, 64, 41, 39), F32), ((64, 1, 3, 3), F32)],
+         _op(nn.Conv2DOp, groups=64, strides=(2, 2), padding=(1, 1, 1, 1))),
+    Case("t_depthwise_s1", [((1, 48, 30, 30), F32), ((48, 1, 5, 5), F32)],
+         _op(nn.Conv2DOp, groups=48, padding=(2, 2, 2, 2))),
+    Case("t_dense_rows", [((64, 300), F32), ((100, 300), F32)], _op(nn.DenseOp)),
+    Case("t_dense_one_row", [((1, 1024), F32), ((257, 1024), F32)], _op(nn.DenseOp)),
+    Case("t_conv_t", [((1, 32, 20, 20), F32), ((32, 16, 2, 2), F32)], _op(nn.Conv2DTransposeOp, strides=(2, 2))),
+    Case("t_resize_linear", [((1, 16, 40, 40), F32)], _op(nn.Resize2DOp, size=(80, 80), method="linear")),
+    Case("t_resize_nearest", [((1, 32, 40, 40), F32)], _op(nn.Resize2DOp, size=(80, 80))),
+    Case("t_lrn", [((1, 32, 30, 30), F32)], _op(nn.LRNOp, size=5)),
+    Case("t_max_pool_s2", [((1, 64, 56, 56), F32)], _op(nn.MaxPool2DOp, pool_size=(3, 3), strides=(2, 2))),
+    Case("t_max_pool_s1", [((1, 32, 40, 40), F32)], _op(nn.MaxPool2DOp, pool_size=(3, 3), padding=(1, 1, 1, 1))),
+    Case("t_avg_pool", [((1, 64, 40, 40), F32)], _op(nn.AvgPool2DOp, pool_size=(3, 3), strides=(2, 2), padding=(1, 1, 1, 1))),
+    Case("t_global_avg", [((1, 512, 20, 20), F32)], _op(nn.GlobalAvgPool2DOp)),
+    Case("t_global_max", [((1, 512, 20, 20), F32)], _op(nn.GlobalMaxPool2DOp)),
+    Case("t_softmax", [((256, 1000), F32)], _op(nn.SoftmaxOp)),
+    Case("t_reduce_mean", [((64, 64, 40), F32)], _op(nn.ReduceMeanOp, axes=(2,))),
+    Case("t_reduce_sum_middle", [((64, 64, 40), F32)], _op(nn.ReduceSumOp, axes=(1,))),
+]
+
+
+@pytest.mark.parametrize("dispatch", ["auto", "baseline"])
+def test_two_threads_give_the_one_thread_result(cache: Path, dispatch: str) -> None:
+    lib = build(BIG, dispatch)
+    rng = np.random.default_rng(5)
+    module = case_module(BIG)
+    for case in BIG:
+        name = f"ccompiler_{case.name}"
+        f = lib.get_function(name)
+        inputs = random_inputs(case, rng)
+        lib.set_num_threads(1)
+        one = f(*inputs)
+        lib.set_num_threads(2)
+        two = f(*inputs)
+        lib.set_num_threads(1)
+        same(two, one, f"{case.name} ({dispatch}): 2 threads vs 1")
+        with np.errstate(all="ignore"):
+            want = run_reference(module, inputs, function=name)
+        (bound,) = graph_bounds(module, inputs, want, function=name)
+        assert_within(one, want[0], bound, f"{case.name} ({dispatch})")
