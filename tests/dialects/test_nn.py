@@ -168,6 +168,8 @@ def test_defaults_fill_in_attr_values() -> None:
         "padding": (0, 0, 0, 0),
         "dilation": (1, 1),
         "groups": 1,
+        "data_layout": "NCHW",
+        "kernel_layout": "OIHW",
     }
     clip = nn.ClipOp.build(value((2,)))
     assert clip.attr_values()["a_min"] == float("-inf")

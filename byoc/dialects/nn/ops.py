@@ -433,11 +433,50 @@ def _window_out(
     return avail // stride + 1
 
 
+DATA_LAYOUTS: tuple[str, ...] = ("NCHW", "NHWC")
+"""The 4-D data layouts of conv2d, the pools and batch_norm (`data_layout`)."""
+KERNEL_LAYOUTS: tuple[str, ...] = ("OIHW", "HWIO")
+"""The conv2d weight layouts (`kernel_layout`)."""
+DEFAULT_LAYOUTS: dict[str, str] = {"data_layout": "NCHW", "kernel_layout": "OIHW"}
+"""The layout every executor implements; anything else must be declared by a target."""
+
+
+def _layout(attrs: Mapping[str, Any], key: str = "data_layout") -> str:
+    value = attrs[key]
+    allowed = DATA_LAYOUTS if key == "data_layout" else KERNEL_LAYOUTS
+    if value not in allowed:
+        raise _fail(f"{key} '{value}' is not one of {', '.join(allowed)}")
+    return value
+
+
+def _nchw(shape: Sequence[int], layout: str) -> tuple[int, int, int, int]:
+    """(N, C, H, W) of a 4-D shape in `layout`."""
+    n, a, b, c = shape
+    return (n, a, b, c) if layout == "NCHW" else (n, c, a, b)
+
+
+def _from_nchw(n: int, c: int, h: int, w: int, layout: str) -> tuple[int, int, int, int]:
+    return (n, c, h, w) if layout == "NCHW" else (n, h, w, c)
+
+
+def layout_of(op: Operation) -> dict[str, str]:
+    """The layout properties of `op` (data_layout, kernel_layout) that it has; {} for most ops."""
+    out: dict[str, str] = {}
+    for key in DEFAULT_LAYOUTS:
+        attr = op.properties.get(key)
+        if isinstance(attr, StringAttr):
+            out[key] = attr.data
+        elif isinstance(op, NNOp) and key in op.prop_defaults():
+            out[key] = DEFAULT_LAYOUTS[key]
+    return out
+
+
 @irdl_op_definition
 class Conv2DOp(NNOp):
-    """2-D convolution, data NCHW, weight OIHW (I = C / groups).
+    """2-D convolution, data NCHW (or NHWC), weight OIHW (or HWIO) (I = C / groups).
 
-    padding is (top, left, bottom, right).
+    padding is (top, left, bottom, right). `data_layout` (NCHW, NHWC) is the layout
+    of the data and the result, `kernel_layout` (OIHW, HWIO) that of the weight.
     """
 
     name = "nn.conv2d"
@@ -448,13 +487,17 @@ class Conv2DOp(NNOp):
     padding = prop_def(DenseArrayBase, default_value=ints(0, 0, 0, 0))
     dilation = prop_def(DenseArrayBase, default_value=ints(1, 1))
     groups = prop_def(IntegerAttr, default_value=int_attr(1))
+    data_layout = prop_def(StringAttr, default_value=StringAttr("NCHW"))
+    kernel_layout = prop_def(StringAttr, default_value=StringAttr("OIHW"))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "out-elementwise-fusable"
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        n, c, h, w = _check_rank(types[0], 4, "data")
-        o, i, kh, kw = _check_rank(types[1], 4, "weight")
+        layout, klayout = _layout(attrs), _layout(attrs, "kernel_layout")
+        n, c, h, w = _nchw(_check_rank(types[0], 4, "data"), layout)
+        ws = _check_rank(types[1], 4, "weight")
+        o, i, kh, kw = ws if klayout == "OIHW" else (ws[3], ws[2], ws[0], ws[1])
         sh, sw = _check_len(attrs, "strides", 2)
         pt, pl, pb, pr = _check_len(attrs, "padding", 4)
         dh, dw = _check_len(attrs, "dilation", 2)
@@ -465,7 +508,7 @@ class Conv2DOp(NNOp):
             raise _fail(f"weight has {i} input channels per group, expected {c // g} ({c} / groups {g})")
         oh = _window_out(h, kh, sh, pt, pb, dh)
         ow = _window_out(w, kw, sw, pl, pr, dw)
-        return [tensor((n, o, oh, ow), types[0].element_type)]
+        return [tensor(_from_nchw(n, o, oh, ow, layout), types[0].element_type)]
 
 
 @irdl_op_definition
@@ -602,6 +645,7 @@ class BatchNormOp(NNOp):
     result = result_def(TensorType)
     axis = prop_def(IntegerAttr, default_value=int_attr(1))
     epsilon = prop_def(FloatAttr, default_value=float_attr(1e-5))
+    data_layout = prop_def(StringAttr, default_value=StringAttr("NCHW"))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "broadcast"
 
@@ -609,6 +653,8 @@ class BatchNormOp(NNOp):
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         d = shape_of(types[0])
         axis = _norm_axis(attrs["axis"], len(d))
+        if _layout(attrs) == "NHWC" and (len(d) != 4 or axis != 3):
+            raise _fail(f"data_layout NHWC needs 4-D data and the channel axis 3, got axis {axis}")
         for name, t in zip(("gamma", "beta", "moving_mean", "moving_var"), types[1:], strict=True):
             (n,) = _check_rank(t, 1, name)
             if n != d[axis]:
@@ -624,12 +670,14 @@ class Pool2DOp(NNOp):
     padding = prop_def(DenseArrayBase, default_value=ints(0, 0, 0, 0))
     dilation = prop_def(DenseArrayBase, default_value=ints(1, 1))
     ceil_mode = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
+    data_layout = prop_def(StringAttr, default_value=StringAttr("NCHW"))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "opaque"
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        n, c, h, w = _check_rank(types[0], 4, "data")
+        layout = _layout(attrs)
+        n, c, h, w = _nchw(_check_rank(types[0], 4, "data"), layout)
         kh, kw = _check_len(attrs, "pool_size", 2)
         sh, sw = _check_len(attrs, "strides", 2)
         pt, pl, pb, pr = _check_len(attrs, "padding", 4)
@@ -647,7 +695,7 @@ class Pool2DOp(NNOp):
         cm = attrs["ceil_mode"]
         oh = _window_out(h, kh, sh, pt, pb, dh, cm)
         ow = _window_out(w, kw, sw, pl, pr, dw, cm)
-        return [tensor((n, c, oh, ow), types[0].element_type)]
+        return [tensor(_from_nchw(n, c, oh, ow, layout), types[0].element_type)]
 
 
 @irdl_op_definition
@@ -664,13 +712,15 @@ class AvgPool2DOp(Pool2DOp):
 class GlobalPool2DOp(NNOp):
     data = operand_def(TensorType)
     result = result_def(TensorType)
+    data_layout = prop_def(StringAttr, default_value=StringAttr("NCHW"))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "reduce"
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        n, c, _, _ = _check_rank(types[0], 4, "data")
-        return [tensor((n, c, 1, 1), types[0].element_type)]
+        layout = _layout(attrs)
+        n, c, _, _ = _nchw(_check_rank(types[0], 4, "data"), layout)
+        return [tensor(_from_nchw(n, c, 1, 1, layout), types[0].element_type)]
 
 
 @irdl_op_definition
