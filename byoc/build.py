@@ -179,12 +179,24 @@ def build(
 
     With `targets`, the `byoc` pipeline partitions it first; without, the module
     may already be partitioned (functions with `byoc.compiler`) or run on the host.
+    When an input of `@main` has a `?` dim and targets are given, the result is a
+    `byoc.specialize.SpecializingExecutable`: the host runs any shape, and the
+    partitions are built per distinct input shape on first use.
     """
     module = module.clone()
     if params:
         bind_params(module, params)
     if isinstance(targets, str):
         targets = [t for t in targets.split(",") if t]
+    if targets:
+        from byoc.specialize import SpecializingExecutable, has_dynamic_inputs
+
+        if has_dynamic_inputs(module):
+            chosen = list(targets)
+            generic = build(module, progress=progress)
+            return SpecializingExecutable(
+                generic, module, lambda m: build(m, targets=chosen, progress=progress)
+            )
     if targets:
         from byoc.passes.byoc_pipeline import partition_for
 

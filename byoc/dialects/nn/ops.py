@@ -47,8 +47,10 @@ from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.nn.format import parse_constant, parse_nn_op, print_constant, print_nn_op
 from byoc.dialects.nn.types import (
+    DYNAMIC,
     FLOAT,
     NUMERIC,
+    check_shape,
     check_static_shape,
     element_type_named,
     element_type_of,
@@ -84,6 +86,20 @@ def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
     return tuple(out)
 
 
+def _compatible(expected: Sequence[Attribute], actual: Sequence[Attribute]) -> bool:
+    """Same count, element types and ranks; dims equal wherever both are static."""
+    if len(expected) != len(actual):
+        return False
+    for e, a in zip(expected, actual, strict=True):
+        if not (isinstance(e, TensorType) and isinstance(a, TensorType)):
+            return False
+        if e.element_type != a.element_type or e.get_num_dims() != a.get_num_dims():
+            return False
+        if any(x != y and DYNAMIC not in (x, y) for x, y in zip(e.get_shape(), a.get_shape(), strict=True)):
+            return False
+    return True
+
+
 def _norm_axis(axis: int, rank: int, what: str = "axis") -> int:
     if not -rank <= axis < max(rank, 1):
         raise _fail(f"{what} {axis} is out of range for rank {rank}")
@@ -111,6 +127,42 @@ class NNOp(IRDLOperation):
         cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]
     ) -> list[TensorType[Any]]:
         raise NotImplementedError(f"{cls.__name__} must define infer")
+
+    PROBES: ClassVar[tuple[int, int]] = (1031, 2053)
+    """The sizes `infer_types` gives `?` dims: a result dim equal under both is static."""
+
+    @classmethod
+    def infer_types(
+        cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]
+    ) -> list[TensorType[Any]]:
+        """`infer`, also for operands with `?` dims (every op's `infer` assumes static shapes).
+
+        With `?` dims, the relation runs twice, the `?` dims taken as two different sizes
+        (`PROBES`); a result dim that comes out the same both times is static, one that
+        differs is `?`. A relation that fails on the probe sizes (a reshape to a static
+        shape, a broadcast of `?` against 5) is an error naming the dynamic dims.
+        """
+        if not any(DYNAMIC in t.get_shape() for t in types):
+            return cls.infer(types, attrs)
+        runs: list[list[TensorType[Any]]] = []
+        for probe in cls.PROBES:
+            probed = [
+                tensor([probe if d == DYNAMIC else d for d in t.get_shape()], t.element_type)
+                for t in types
+            ]
+            try:
+                runs.append(cls.infer(probed, attrs))
+            except VerifyException as e:
+                shown = ", ".join(str(t) for t in types)
+                raise _fail(
+                    f"'{cls.name}' cannot type operands with dynamic dims ({shown}): {e} "
+                    f"(with each ? taken as {probe}); give the dims static sizes"
+                ) from None
+        out: list[TensorType[Any]] = []
+        for a, b in zip(*runs, strict=True):
+            dims = [da if da == db else DYNAMIC for da, db in zip(a.get_shape(), b.get_shape(), strict=True)]
+            out.append(tensor(dims, a.element_type))
+        return out
 
     # ---- attributes -----------------------------------------------------------
     @classmethod
@@ -159,7 +211,7 @@ class NNOp(IRDLOperation):
         for t in types:
             if not isinstance(t, TensorType):
                 raise TypeError(f"'{cls.name}' operands must be tensors, got {t}")
-        result_types = cls.infer(types, cls.python_attrs(props))  # type: ignore[arg-type]
+        result_types = cls.infer_types(types, cls.python_attrs(props))  # type: ignore[arg-type]
         return cls.create(
             operands=values,
             result_types=result_types,
@@ -174,15 +226,27 @@ class NNOp(IRDLOperation):
             t = operand.type
             if not isinstance(t, TensorType):
                 raise _fail(f"operand #{i} must be a ranked tensor, got {t}")
-            check_static_shape(t)
+            check_shape(t)
             types.append(t)
         for t in self.result_types:
             if not isinstance(t, TensorType):
                 raise _fail(f"results must be ranked tensors, got {t}")
-            check_static_shape(t)
+            check_shape(t)
         self.check_dtypes(types)
-        expected = self.infer(types, self.attr_values())
         actual = list(self.result_types)
+        if any(DYNAMIC in t.get_shape() for t in types):
+            # `?` operands: only compatibility (rank, element type, the dims both know)
+            # is checked; build() re-infers every type strictly once the shapes are known.
+            try:
+                expected = self.infer_types(types, self.attr_values())
+            except VerifyException:
+                return
+            if not _compatible(expected, actual):
+                exp = ", ".join(str(t) for t in expected)
+                got = ", ".join(str(t) for t in actual)
+                raise _fail(f"result type {got} is not compatible with the inferred type {exp}")
+            return
+        expected = self.infer(types, self.attr_values())
         if expected != actual:
             exp = ", ".join(str(t) for t in expected)
             got = ", ".join(str(t) for t in actual)
