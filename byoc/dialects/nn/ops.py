@@ -1267,6 +1267,8 @@ class ConstantOp(NNOp):
         return cls.from_array(array, attributes)
 
 
+from byoc.dialects.nn.recurrent import RECURRENT_OPS  # noqa: E402 (needs NNOp above)
+
 Nn = Dialect(
     "nn",
     [
@@ -1318,6 +1320,8 @@ Nn = Dialect(
         ReduceSumOp,
         ReduceMaxOp,
         ConstantOp,
+        # second wave, h16c: recurrent ops (byoc/dialects/nn/recurrent.py)
+        *RECURRENT_OPS,
     ],
     [],
 )

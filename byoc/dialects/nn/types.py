@@ -192,6 +192,11 @@ def ints(*values: int) -> DenseArrayBase[Any]:
     return DenseArrayBase.from_list(i64, list(values))
 
 
+def floats(*values: float) -> DenseArrayBase[Any]:
+    """An array<f64: ...> property value."""
+    return DenseArrayBase.from_list(f64, [float(v) for v in values])
+
+
 def int_attr(v: int) -> IntegerAttr[Any]:
     """An i64 property value."""
     return IntegerAttr(v, i64)
@@ -205,6 +210,8 @@ def float_attr(v: float) -> FloatAttr[Any]:
 def to_python(attr: Attribute) -> Any:
     """Convert a property value to the Python value kernels receive."""
     if isinstance(attr, DenseArrayBase):
+        if attr.elt_type in (f32, f64):
+            return tuple(float(v) for v in attr.get_values())
         return tuple(int(v) for v in attr.get_values())
     if isinstance(attr, IntegerAttr):
         if attr.type == IntegerType(1):
