@@ -6,6 +6,7 @@ from __future__ import annotations
 from byoc.interpreters.byoc import ByocFunctions
 from byoc.interpreters.kernels import KERNELS
 from byoc.interpreters.nn import NnFunctions
+from byoc.interpreters.recurrent import RECURRENT_KERNELS
 from byoc.interpreters.reference import (
     coerce_inputs,
     find_function,
@@ -17,6 +18,7 @@ __all__ = [
     "KERNELS",
     "ByocFunctions",
     "NnFunctions",
+    "RECURRENT_KERNELS",
     "coerce_inputs",
     "find_function",
     "make_interpreter",

@@ -540,6 +540,3 @@ def reduce_max(x: Array, *, axes: Sequence[int], keepdims: bool) -> Array:
 def constant(*, value: Array) -> Array:
     return value
 
-
-# second wave, h16c: the recurrent kernels register themselves
-from byoc.interpreters import recurrent as _recurrent  # noqa: E402, F401

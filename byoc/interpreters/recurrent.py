@@ -136,3 +136,7 @@ def gru(*operands: Array, **attrs: Any) -> tuple[Array, ...]:
 @kernel("nn.lstm")
 def lstm(*operands: Array, **attrs: Any) -> tuple[Array, ...]:
     return _recurrence("lstm", operands, **attrs)
+
+
+RECURRENT_KERNELS = ("nn.lstm", "nn.gru", "nn.rnn")
+"""The kernels this module registers in KERNELS."""

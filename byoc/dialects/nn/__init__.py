@@ -11,7 +11,9 @@ from xdsl.dialects.builtin import (  # reached as nn.f32 / nn.IntegerType by old
     IntegerType,
     f32,
 )
+from xdsl.ir import Dialect
 
+from byoc.dialects.nn import ops as _ops
 from byoc.dialects.nn.format import (
     HEX_CONSTANTS_LARGER_THAN,
     parse_constant,
@@ -20,7 +22,6 @@ from byoc.dialects.nn.format import (
     print_nn_op,
 )
 from byoc.dialects.nn.ops import (
-    NN_OPS,
     AbsOp,
     AddOp,
     AvgPool2DOp,
@@ -52,7 +53,6 @@ from byoc.dialects.nn.ops import (
     MinimumOp,
     MultiplyOp,
     NegativeOp,
-    Nn,
     NNOp,
     PadOp,
     Pool2DOp,
@@ -78,6 +78,7 @@ from byoc.dialects.nn.ops import (
     UnaryOp,
     broadcast_shapes,
 )
+from byoc.dialects.nn.recurrent import RECURRENT_OPS, GRUOp, LSTMOp, RecurrentOp, RNNOp
 from byoc.dialects.nn.types import (
     DTYPE_NAMES,
     DYNAMIC,
@@ -106,6 +107,12 @@ from byoc.dialects.nn.types import (
     to_python,
 )
 
+Nn = Dialect("nn", [*_ops.Nn.operations, *RECURRENT_OPS], [])
+"""The nn dialect: the ops of `ops` and of the op modules beside it (`recurrent`)."""
+
+NN_OPS: dict[str, type[NNOp]] = {op.name: op for op in Nn.operations}  # type: ignore[misc]
+"""op name -> op class, for every nn op."""
+
 __all__ = [
     "IntegerType",
     "f32",
@@ -131,6 +138,11 @@ __all__ = [
     "FLOAT",
     "FOLD_LIMIT_BYTES",
     "FlattenOp",
+    "GRUOp",
+    "LSTMOp",
+    "RECURRENT_OPS",
+    "RNNOp",
+    "RecurrentOp",
     "GlobalAvgPool2DOp",
     "GlobalMaxPool2DOp",
     "GlobalPool2DOp",

@@ -1267,8 +1267,6 @@ class ConstantOp(NNOp):
         return cls.from_array(array, attributes)
 
 
-from byoc.dialects.nn.recurrent import RECURRENT_OPS  # noqa: E402 (needs NNOp above)
-
 Nn = Dialect(
     "nn",
     [
@@ -1320,11 +1318,9 @@ Nn = Dialect(
         ReduceSumOp,
         ReduceMaxOp,
         ConstantOp,
-        # second wave, h16c: recurrent ops (byoc/dialects/nn/recurrent.py)
-        *RECURRENT_OPS,
     ],
     [],
 )
 
 NN_OPS: dict[str, type[NNOp]] = {op.name: op for op in Nn.operations}  # type: ignore[misc]
-"""op name -> op class, for every nn op."""
+"""op name -> op class, for the ops of this module (`byoc.dialects.nn.NN_OPS`: every nn op)."""

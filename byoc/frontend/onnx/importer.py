@@ -312,9 +312,15 @@ class Importer:
         declared: list[int | None] | None = None
         if tt.HasField("shape"):
             declared = [
-                int(d.dim_value) if d.HasField("dim_value") and d.dim_value >= 0 else None
+                int(d.dim_value) if d.HasField("dim_value") and d.dim_value != -1 else None
                 for d in tt.shape.dim
             ]
+            bad = [d for d in declared if d is not None and d < 0]
+            if bad:
+                raise OnnxImportError(
+                    f"graph input '{name}' declares the dim {bad[0]} ({_declared_text(tt)}): "
+                    "a dim is non-negative, or -1, '?' or a name for a dynamic one"
+                )
         if name in self.input_shapes:
             shape = tuple(int(d) for d in self.input_shapes[name])
             if declared is not None and (
@@ -327,7 +333,8 @@ class Importer:
                 )
             if any(d < 0 for d in shape):
                 raise OnnxImportError(
-                    f"input_shapes gives '{name}' the shape {list(shape)}: dims must be non-negative"
+                    f"input_shapes gives '{name}' the shape {list(shape)}: it must be a static, "
+                    "non-negative shape"
                 )
             return shape, dtype
         if declared is None:
@@ -474,7 +481,7 @@ class Importer:
 def _declared_text(tt: Any) -> str:
     dims = [
         str(d.dim_value)
-        if d.HasField("dim_value") and d.dim_value >= 0
+        if d.HasField("dim_value") and d.dim_value != -1
         else repr(d.dim_param or "?")
         for d in tt.shape.dim
     ]
