@@ -480,9 +480,7 @@ class Importer:
 
 def _declared_text(tt: Any) -> str:
     dims = [
-        str(d.dim_value)
-        if d.HasField("dim_value") and d.dim_value != -1
-        else repr(d.dim_param or "?")
+        str(d.dim_value) if d.HasField("dim_value") else repr(d.dim_param or "?")
         for d in tt.shape.dim
     ]
     return "[" + ", ".join(dims) + "]"
