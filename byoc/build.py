@@ -192,6 +192,9 @@ def build(
     may already be partitioned (functions with `byoc.compiler`) or run on the host.
     `num_threads` bounds the threads of every run (default `$BYOC_NUM_THREADS`, else
     the cores the process may use; `Executable.set_num_threads` changes it; docs/threads.md).
+    When an input of `@main` has a `?` dim and targets are given, the result is a
+    `byoc.specialize.SpecializingExecutable`: the host runs any shape, and the
+    partitions are built per distinct input shape on first use.
     """
     if num_threads is not None:
         from byoc.runtime.threads import check_num_threads
@@ -202,6 +205,15 @@ def build(
         bind_params(module, params)
     if isinstance(targets, str):
         targets = [t for t in targets.split(",") if t]
+    if targets:
+        from byoc.specialize import SpecializingExecutable, has_dynamic_inputs
+
+        if has_dynamic_inputs(module):
+            chosen = list(targets)
+            generic = build(module, progress=progress)
+            return SpecializingExecutable(
+                generic, module, lambda m: build(m, targets=chosen, progress=progress)
+            )
     if targets:
         from byoc.passes.byoc_pipeline import partition_for
 

@@ -107,6 +107,12 @@ def _reduction_of(op: Any) -> int:
         # 4 taps whose weights come from a source coordinate computed in float32, off by
         # up to u * (its size) per step of the transform: each tap weight inherits that
         return 4 * (int(max(ins[0][2:])) + 4)
+    if name in ("nn.lstm", "nn.gru", "nn.rnn"):
+        # T steps, each a dot product over the input and the hidden state; a step's
+        # error reaches the next through the state (tanh/sigmoid do not amplify it)
+        x, r = ins[0], ins[2]
+        steps = x[1] if op.layout.value.data else x[0]
+        return int(steps) * int(x[2] + r[2] + 2)
     if name in ("nn.softmax", "nn.reduce_sum", "nn.reduce_mean", "nn.lrn", "nn.batch_norm"):
         return int(max(ins[0], default=1))
     return 1

@@ -7,6 +7,7 @@ from byoc.interpreters import kernels_logic, kernels_math  # noqa: F401  (regist
 from byoc.interpreters.byoc import ByocFunctions
 from byoc.interpreters.kernels import KERNELS
 from byoc.interpreters.nn import NnFunctions
+from byoc.interpreters.recurrent import RECURRENT_KERNELS
 from byoc.interpreters.reference import (
     coerce_inputs,
     find_function,
@@ -18,6 +19,7 @@ __all__ = [
     "KERNELS",
     "ByocFunctions",
     "NnFunctions",
+    "RECURRENT_KERNELS",
     "coerce_inputs",
     "find_function",
     "make_interpreter",

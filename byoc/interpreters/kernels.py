@@ -160,11 +160,35 @@ def _windows(x: Array, kh: int, kw: int, strides: Sequence[int], dilation: Seque
     return win[:, :, ::sh, ::sw, ::dh, ::dw]
 
 
+def _to_nchw(x: Array, layout: str) -> Array:
+    return x if layout == "NCHW" else x.transpose(0, 3, 1, 2)
+
+
+def _from_nchw(x: Array, layout: str) -> Array:
+    return x if layout == "NCHW" else np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+
+
 @kernel("nn.conv2d")
 def conv2d(
     x: Array,
     w: Array,
     *,
+    strides: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    groups: int,
+    data_layout: str = "NCHW",
+    kernel_layout: str = "OIHW",
+) -> Array:
+    x = _to_nchw(x, data_layout)
+    if kernel_layout == "HWIO":
+        w = w.transpose(3, 2, 0, 1)
+    return _from_nchw(_conv2d_nchw(x, w, strides, padding, dilation, groups), data_layout)
+
+
+def _conv2d_nchw(
+    x: Array,
+    w: Array,
     strides: Sequence[int],
     padding: Sequence[int],
     dilation: Sequence[int],
@@ -240,8 +264,17 @@ def bias_add(x: Array, b: Array, *, axis: int) -> Array:
 
 @kernel("nn.batch_norm")
 def batch_norm(
-    x: Array, gamma: Array, beta: Array, mean: Array, var: Array, *, axis: int, epsilon: float
+    x: Array,
+    gamma: Array,
+    beta: Array,
+    mean: Array,
+    var: Array,
+    *,
+    axis: int,
+    epsilon: float,
+    data_layout: str = "NCHW",
 ) -> Array:
+    # the verifier ties data_layout to axis (NHWC: axis 3), so `axis` says it all
     shape = _channel_shape(x.ndim, axis)
     scale = gamma / np.sqrt(var + x.dtype.type(epsilon))
     shift = beta - mean * scale
@@ -293,12 +326,14 @@ def max_pool2d(
     padding: Sequence[int],
     dilation: Sequence[int],
     ceil_mode: bool,
+    data_layout: str = "NCHW",
 ) -> Array:
+    x = _to_nchw(x, data_layout)
     pads, (oh, ow) = _pool_pads(x, pool_size, strides, padding, dilation, ceil_mode)
     lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     xp = _pad_nchw(x, pads, lowest)
     win = _windows(xp, pool_size[0], pool_size[1], strides, dilation)[:, :, :oh, :ow]
-    return np.ascontiguousarray(win.max(axis=(4, 5)))
+    return _from_nchw(np.ascontiguousarray(win.max(axis=(4, 5))), data_layout)
 
 
 @kernel("nn.avg_pool2d")
@@ -311,7 +346,9 @@ def avg_pool2d(
     dilation: Sequence[int],
     ceil_mode: bool,
     count_include_pad: bool,
+    data_layout: str = "NCHW",
 ) -> Array:
+    x = _to_nchw(x, data_layout)
     pads, (oh, ow) = _pool_pads(x, pool_size, strides, padding, dilation, ceil_mode)
     xp = _pad_nchw(x, pads, 0.0)
     win = _windows(xp, pool_size[0], pool_size[1], strides, dilation)[:, :, :oh, :ow]
@@ -326,17 +363,20 @@ def avg_pool2d(
     else:
         ones = _pad_nchw(ones, pads, 0.0)
     counts = _windows(ones, pool_size[0], pool_size[1], strides, dilation)[:, :, :oh, :ow].sum(axis=(4, 5))
-    return np.ascontiguousarray((total / np.maximum(counts, 1)).astype(x.dtype))
+    return _from_nchw(
+        np.ascontiguousarray((total / np.maximum(counts, 1)).astype(x.dtype)), data_layout
+    )
 
 
 @kernel("nn.global_avg_pool2d")
-def global_avg_pool2d(x: Array) -> Array:
-    return x.mean(axis=(2, 3), keepdims=True, dtype=np.float64).astype(x.dtype)
+def global_avg_pool2d(x: Array, *, data_layout: str = "NCHW") -> Array:
+    axes = (2, 3) if data_layout == "NCHW" else (1, 2)
+    return x.mean(axis=axes, keepdims=True, dtype=np.float64).astype(x.dtype)
 
 
 @kernel("nn.global_max_pool2d")
-def global_max_pool2d(x: Array) -> Array:
-    return x.max(axis=(2, 3), keepdims=True)
+def global_max_pool2d(x: Array, *, data_layout: str = "NCHW") -> Array:
+    return x.max(axis=(2, 3) if data_layout == "NCHW" else (1, 2), keepdims=True)
 
 
 @kernel("nn.softmax")
@@ -507,3 +547,4 @@ def reduce_max(x: Array, *, axes: Sequence[int], keepdims: bool) -> Array:
 @kernel("nn.constant")
 def constant(*, value: Array) -> Array:
     return value
+

@@ -12,6 +12,7 @@ from xdsl.interpreter import (
 
 from byoc.dialects import nn
 from byoc.interpreters.kernels import KERNELS
+from byoc.interpreters.recurrent import RECURRENT_KERNELS  # noqa: F401 (registers them)
 
 
 def _nn_impl(op_class: type[nn.NNOp]):

@@ -18,6 +18,7 @@ from xdsl.interpreters.func import FuncFunctions
 from xdsl.traits import SymbolTable
 
 from byoc.dialects import nn
+from byoc.dialects.nn.types import DYNAMIC, shape_text
 from byoc.interpreters.byoc import ByocFunctions
 from byoc.interpreters.nn import NnFunctions
 
@@ -65,8 +66,12 @@ def coerce_inputs(
         arr = np.asarray(value)
         want_dtype = nn.numpy_dtype(ty.element_type)
         want_shape = tuple(ty.get_shape())
-        if arr.shape != want_shape:
-            raise ValueError(f"input '{name}' has shape {arr.shape}, expected {want_shape}")
+        if len(arr.shape) != len(want_shape) or any(
+            w != DYNAMIC and a != w for a, w in zip(arr.shape, want_shape, strict=True)
+        ):
+            raise ValueError(
+                f"input '{name}' has shape {arr.shape}, expected {ty} ({shape_text(want_shape)})"
+            )
         if arr.dtype != want_dtype:
             raise TypeError(f"input '{name}' has dtype {arr.dtype}, expected {want_dtype}")
         out.append(arr)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
@@ -102,6 +102,15 @@ def annotate(module: ModuleOp, support: list[tuple[str, Mapping[str, SupportFn] 
             lookup[op_name] = found
         return found
 
+    layout_cache: dict[str, Any] = {}
+
+    def layouts_ok(target: str, op: Operation) -> bool:
+        """A layout the target does not implement is a rejection, never a wrong answer."""
+        t = layout_cache.get(target)
+        if t is None:
+            t = layout_cache[target] = get_target(target)
+        return t.implements_layouts(op)
+
     # Tagging sets an attribute and moves nothing, so a loop over the top-level ops suffices
     # (a pattern walker would also visit every op nested in composites and regions).
     tagged = 0
@@ -112,14 +121,14 @@ def annotate(module: ModuleOp, support: list[tuple[str, Mapping[str, SupportFn] 
                     continue
                 if isinstance(o, CompositeOp):
                     prefix = o.target_name
-                    if prefix in listed:
+                    if prefix in listed and layouts_ok(prefix, o):
                         o.attributes[TARGET_ATTR] = tags[prefix]
                         tagged += 1
                     continue
                 if not isinstance(o, NNOp) or isinstance(o, ConstantOp):
                     continue
                 for target, fn in predicates(o.name):
-                    if fn(o):
+                    if fn(o) and layouts_ok(target, o):
                         o.attributes[TARGET_ATTR] = tags[target]
                         tagged += 1
                         break

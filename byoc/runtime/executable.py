@@ -38,6 +38,23 @@ class PartitionInfo:
         return len(self.ops)
 
 
+DYNAMIC = -(2**63)
+"""A dynamic dim in a spec (`?`, xDSL's DYNAMIC_INDEX): any size fits it."""
+
+
+def shape_fits(actual: Sequence[int], spec: Sequence[int]) -> bool:
+    """Whether an array shape fits a spec whose `?` dims take any size."""
+    return len(actual) == len(spec) and all(
+        d == DYNAMIC or d == a for a, d in zip(actual, spec, strict=True)
+    )
+
+
+def shape_repr(spec: Sequence[int]) -> str:
+    """`(?, 4)`: a spec as a message shows it, never an INT64_MIN."""
+    dims = ["?" if d == DYNAMIC else str(d) for d in spec]
+    return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+
+
 class InputError(ValueError):
     """An input does not match the model's signature; the message names the input."""
 
@@ -183,7 +200,8 @@ class Executable:
         for (name, dtype, shape), value in zip(checks, values, strict=True):
             arr = value if type(value) is np.ndarray else as_array(value, name)
             if arr.dtype != dtype or arr.shape != shape:
-                self._reject(name, dtype, shape, arr)
+                if arr.dtype != dtype or not shape_fits(arr.shape, shape):
+                    self._reject(name, dtype, shape, arr)
             flags = arr.flags
             if not (flags.c_contiguous and flags.aligned):
                 if not flags.c_contiguous:
@@ -214,8 +232,10 @@ class Executable:
     def _reject(name: str, dtype: np.dtype[Any], shape: tuple[int, ...], arr: Array) -> None:
         if arr.dtype != dtype:
             raise InputError(f"input '{name}' has dtype {arr.dtype}, expected {dtype}")
-        if arr.shape != shape:
-            raise InputError(f"input '{name}' has shape {arr.shape}, expected {shape}")
+        if not shape_fits(arr.shape, shape):
+            raise InputError(
+                f"input '{name}' has shape {arr.shape}, expected {shape_repr(shape)}"
+            )
         raise InputError(f"input '{name}' is not C-contiguous; pass np.ascontiguousarray(...)")
 
     # ---- running ----------------------------------------------------------------

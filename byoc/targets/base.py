@@ -89,13 +89,37 @@ class Target:
     """With `lowering="lower-to-graph"` and `component="graph"`: the engine the native graph
     runtime runs its partitions with (C sources, include dirs, flags, libraries;
     `byoc.runtime.graph_module.GraphEngine`, docs/graph.md). Only a graph component has one."""
+    layouts: tuple[str, ...] = ("NCHW", "OIHW")
+    """The layouts (`data_layout`, `kernel_layout` values) its executor implements. An op in
+    any other layout is never tagged for it (annotate-target checks it for every target,
+    composites included), so a layout is rejected, never computed as another."""
+
+    preferred_layouts: Mapping[str, str] = field(
+        default_factory=lambda: {"data_layout": "NCHW", "kernel_layout": "OIHW"}
+    )
+    """What `convert-layout{targets=<name>}` rewrites conv2d, the pools and batch_norm to."""
 
     description: str = ""
+
+    def implements_layouts(self, op: Operation) -> bool:
+        """Whether every layout property of `op` (and of the ops inside it) is in `layouts`."""
+        from byoc.dialects.nn.ops import layout_of  # noqa: PLC0415 (dialects load lazily here)
+
+        for o in op.walk():
+            if any(v not in self.layouts for v in layout_of(o).values()):
+                return False
+        return True
 
     def __post_init__(self) -> None:
         if not self.name or "." in self.name or "," in self.name:
             raise ValueError(f"target name '{self.name}' must be non-empty, without '.' or ','")
         object.__setattr__(self, "support", dict(self.support))
+        object.__setattr__(self, "preferred_layouts", dict(self.preferred_layouts))
+        for key, value in self.preferred_layouts.items():
+            if value not in self.layouts:
+                raise ValueError(
+                    f"target '{self.name}': preferred {key} '{value}' is not in its layouts"
+                )
         object.__setattr__(self, "patterns", tuple(table_entries(self.patterns, self.name)))
         if self.codegen is not None and self.lowering is not None:
             raise ValueError(f"target '{self.name}': give a codegen or a lowering, not both")

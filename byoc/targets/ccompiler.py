@@ -16,6 +16,7 @@ from __future__ import annotations
 from xdsl.dialects.builtin import TensorType, f32, i32
 from xdsl.ir import Attribute, Operation
 
+from byoc.dialects.nn.ops import layout_of
 from byoc.targets.base import Target
 from byoc.targets.predicates import Predicate
 
@@ -97,6 +98,9 @@ SUPPORTED_OPS: dict[str, tuple[str, ...]] = {
     "nn.constant": F32_I32,
 }
 
+CCOMPILER_LAYOUTS = ("NCHW", "OIHW")
+"""The layouts byoc_kernels.h implements."""
+
 MAX_RANK = 16
 """BYOC_MAX_RANK of byoc_kernels.h."""
 
@@ -115,6 +119,9 @@ def unsupported_reason(op: Operation) -> str | None:
     allowed = SUPPORTED_OPS.get(op.name)
     if allowed is None:
         return f"'{op.name}' has no C lowering"
+    for key, value in layout_of(op).items():
+        if value not in CCOMPILER_LAYOUTS:
+            return f"'{op.name}' with {key} {value} is not supported by the C codegen (NCHW/OIHW only)"
     for kind, values in (("operand", op.operands), ("result", op.results)):
         for i, v in enumerate(values):
             t = v.type

@@ -51,5 +51,6 @@ EXAMPLEJSON = Target(
     support=SUPPORT,
     lowering="lower-to-examplejson",
     component="examplejson",
+    layouts=("NCHW", "NHWC", "OIHW", "HWIO"),  # the runtime runs the numpy kernels
     description="ExampleJSON graphs run by the ExampleJSON runtime module (seed part 2)",
 )

@@ -102,10 +102,11 @@ def _random_inputs(specs: Sequence[Any], seed: int) -> list[Any]:
     out = []
     for spec in specs:
         dt = np.dtype(spec.dtype)
+        shape = tuple(1 if d < 0 else d for d in spec.shape)  # a dynamic (?) dim: size 1
         if dt.kind == "f":
-            out.append(rng.standard_normal(spec.shape).astype(dt))
+            out.append(rng.standard_normal(shape).astype(dt))
         else:
-            out.append(rng.integers(-8, 8, size=spec.shape).astype(dt))
+            out.append(rng.integers(-8, 8, size=shape).astype(dt))
     return out
 
 
@@ -189,9 +190,19 @@ def _run(args: argparse.Namespace) -> int:
     for info in exe.partitions():
         ms = totals.get(info.symbol, 0.0) / repeat * 1e3
         print(f"{info.symbol:<36} {info.target:<12} {info.num_ops:>5} {ms:>11.3f}")
-    host_steps = sum(1 for s in exe.plan.steps if s.kind == "kernel")
+    specializations = getattr(exe, "specializations", None)
+    entries = specializations() if specializations is not None else []
+    plan = entries[-1].executable.plan if entries else exe.plan
+    host_steps = sum(1 for s in plan.steps if s.kind == "kernel")
     print(f"{'host':<36} {'numpy':<12} {host_steps:>5} {totals.get('host', 0.0) / repeat * 1e3:>11.3f}")
     print(f"{'total':<36} {'':<12} {'':>5} {wall / repeat * 1e3:>11.3f}")
+    if specializations is not None:
+        print(
+            f"dynamic input dims: partitions built per input shape "
+            f"(cache {len(entries)}/{exe.cache_size}, {exe.evictions} evicted)"  # type: ignore[attr-defined]
+        )
+        for entry in entries:
+            print(f"  {entry.describe()}")
 
     if module is None:
         print("reference: not available for an exported artifact (no IR inside)")

@@ -169,6 +169,23 @@ BUILDS: dict[
     "nn.logical_xor": ([((2, 3), B), ((2, 3), B)], {}, [((2, 3), B)]),
     "nn.logical_not": ([((2, 3), B)], {}, [((2, 3), B)]),
     "nn.where": ([((2, 1), B), ((3,), I8), ((2, 3), I8)], {}, [((2, 3), I8)]),
+    # second wave, h16c: recurrent ops (an absent operand has no elements)
+    "nn.lstm": (
+        [((5, 2, 4), F), ((2, 24, 4), F), ((2, 24, 6), F), ((2, 48), F), ((2,), I32),
+         ((2, 2, 6), F), ((2, 2, 6), F), ((2, 18), F)],
+        {"hidden_size": 6, "direction": "bidirectional", "clip": 2.5, "input_forget": 1},
+        [((5, 2, 2, 6), F), ((2, 2, 6), F), ((2, 2, 6), F)],
+    ),
+    "nn.gru": (
+        [((2, 5, 4), F), ((1, 9, 4), F), ((1, 9, 3), F), ((0,), F), ((0,), I32), ((0,), F)],
+        {"hidden_size": 3, "layout": 1, "linear_before_reset": 1, "activations": "HardSigmoid,Elu"},
+        [((2, 5, 1, 3), F), ((2, 1, 3), F)],
+    ),
+    "nn.rnn": (
+        [((5, 2, 4), F), ((1, 3, 4), F), ((1, 3, 3), F), ((1, 6), F), ((0,), I32), ((1, 2, 3), F)],
+        {"hidden_size": 3, "direction": "reverse"},
+        [((5, 1, 2, 3), F), ((1, 2, 3), F)],
+    ),
 }
 
 
@@ -224,6 +241,8 @@ def test_defaults_fill_in_attr_values() -> None:
         "padding": (0, 0, 0, 0),
         "dilation": (1, 1),
         "groups": 1,
+        "data_layout": "NCHW",
+        "kernel_layout": "OIHW",
     }
     clip = nn.ClipOp.build(value((2,)))
     assert clip.attr_values()["a_min"] == float("-inf")

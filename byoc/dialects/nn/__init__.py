@@ -78,10 +78,12 @@ from byoc.dialects.nn.ops import (
     UnaryOp,
     broadcast_shapes,
 )
+from byoc.dialects.nn.recurrent import RECURRENT_OPS, GRUOp, LSTMOp, RecurrentOp, RNNOp
 from byoc.dialects.nn.types import (
     ANY,
     BOOL,
     DTYPE_NAMES,
+    DYNAMIC,
     ELEMENT_TYPES,
     FLOAT,
     FLOATS,
@@ -91,25 +93,31 @@ from byoc.dialects.nn.types import (
     NUMBERS,
     NUMERIC,
     DType,
+    check_shape,
     check_static_shape,
     element_type_named,
     element_type_of,
     float_attr,
+    floats,
     from_python,
     int_attr,
     ints,
+    is_dynamic,
     is_known_element_type,
     nbytes_of,
     numpy_dtype,
     shape_of,
+    shape_text,
     tensor,
     to_python,
 )
 
 Nn = Dialect(
-    "nn", [*ops.Nn.operations, *math_ops.OPS, *logic_ops.OPS], list(ops.Nn.attributes)
+    "nn",
+    [*ops.Nn.operations, *math_ops.OPS, *logic_ops.OPS, *RECURRENT_OPS],
+    list(ops.Nn.attributes),
 )
-"""The nn dialect: the ops of `ops`, then those of `math_ops` and `logic_ops`."""
+"""The nn dialect: the ops of `ops`, then those of `math_ops`, `logic_ops` and `recurrent`."""
 
 NN_OPS: dict[str, type[NNOp]] = {op.name: op for op in Nn.operations}  # type: ignore[misc]
 """op name -> op class, for every nn op."""
@@ -146,6 +154,11 @@ __all__ = [
     "FLOAT",
     "FOLD_LIMIT_BYTES",
     "FlattenOp",
+    "GRUOp",
+    "LSTMOp",
+    "RECURRENT_OPS",
+    "RNNOp",
+    "RecurrentOp",
     "GlobalAvgPool2DOp",
     "GlobalMaxPool2DOp",
     "GlobalPool2DOp",
@@ -192,6 +205,7 @@ __all__ = [
     "element_type_named",
     "element_type_of",
     "float_attr",
+    "floats",
     "from_python",
     "int_attr",
     "ints",
@@ -202,7 +216,11 @@ __all__ = [
     "parse_nn_op",
     "print_constant",
     "print_nn_op",
+    "check_shape",
     "check_static_shape",
+    "DYNAMIC",
+    "is_dynamic",
+    "shape_text",
     "shape_of",
     "tensor",
     "to_python",

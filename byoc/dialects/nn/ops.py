@@ -48,10 +48,12 @@ from xdsl.utils.exceptions import VerifyException
 from byoc.dialects.nn.format import parse_constant, parse_nn_op, print_constant, print_nn_op
 from byoc.dialects.nn.types import (
     ANY,
+    DYNAMIC,
     ELEMENT_TYPES,
     FLOAT,
     FLOATS,
     NUMBERS,
+    check_shape,
     check_static_shape,
     element_type_named,
     element_type_of,
@@ -87,6 +89,20 @@ def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
     return tuple(out)
 
 
+def _compatible(expected: Sequence[Attribute], actual: Sequence[Attribute]) -> bool:
+    """Same count, element types and ranks; dims equal wherever both are static."""
+    if len(expected) != len(actual):
+        return False
+    for e, a in zip(expected, actual, strict=True):
+        if not (isinstance(e, TensorType) and isinstance(a, TensorType)):
+            return False
+        if e.element_type != a.element_type or e.get_num_dims() != a.get_num_dims():
+            return False
+        if any(x != y and DYNAMIC not in (x, y) for x, y in zip(e.get_shape(), a.get_shape(), strict=True)):
+            return False
+    return True
+
+
 def _norm_axis(axis: int, rank: int, what: str = "axis") -> int:
     if not -rank <= axis < max(rank, 1):
         raise _fail(f"{what} {axis} is out of range for rank {rank}")
@@ -114,6 +130,42 @@ class NNOp(IRDLOperation):
         cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]
     ) -> list[TensorType[Any]]:
         raise NotImplementedError(f"{cls.__name__} must define infer")
+
+    PROBES: ClassVar[tuple[int, int]] = (1031, 2053)
+    """The sizes `infer_types` gives `?` dims: a result dim equal under both is static."""
+
+    @classmethod
+    def infer_types(
+        cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]
+    ) -> list[TensorType[Any]]:
+        """`infer`, also for operands with `?` dims (every op's `infer` assumes static shapes).
+
+        With `?` dims, the relation runs twice, the `?` dims taken as two different sizes
+        (`PROBES`); a result dim that comes out the same both times is static, one that
+        differs is `?`. A relation that fails on the probe sizes (a reshape to a static
+        shape, a broadcast of `?` against 5) is an error naming the dynamic dims.
+        """
+        if not any(DYNAMIC in t.get_shape() for t in types):
+            return cls.infer(types, attrs)
+        runs: list[list[TensorType[Any]]] = []
+        for probe in cls.PROBES:
+            probed = [
+                tensor([probe if d == DYNAMIC else d for d in t.get_shape()], t.element_type)
+                for t in types
+            ]
+            try:
+                runs.append(cls.infer(probed, attrs))
+            except VerifyException as e:
+                shown = ", ".join(str(t) for t in types)
+                raise _fail(
+                    f"'{cls.name}' cannot type operands with dynamic dims ({shown}): {e} "
+                    f"(with each ? taken as {probe}); give the dims static sizes"
+                ) from None
+        out: list[TensorType[Any]] = []
+        for a, b in zip(*runs, strict=True):
+            dims = [da if da == db else DYNAMIC for da, db in zip(a.get_shape(), b.get_shape(), strict=True)]
+            out.append(tensor(dims, a.element_type))
+        return out
 
     # ---- attributes -----------------------------------------------------------
     @classmethod
@@ -162,7 +214,7 @@ class NNOp(IRDLOperation):
         for t in types:
             if not isinstance(t, TensorType):
                 raise TypeError(f"'{cls.name}' operands must be tensors, got {t}")
-        result_types = cls.infer(types, cls.python_attrs(props))  # type: ignore[arg-type]
+        result_types = cls.infer_types(types, cls.python_attrs(props))  # type: ignore[arg-type]
         return cls.create(
             operands=values,
             result_types=result_types,
@@ -177,15 +229,27 @@ class NNOp(IRDLOperation):
             t = operand.type
             if not isinstance(t, TensorType):
                 raise _fail(f"operand #{i} must be a ranked tensor, got {t}")
-            check_static_shape(t)
+            check_shape(t)
             types.append(t)
         for t in self.result_types:
             if not isinstance(t, TensorType):
                 raise _fail(f"results must be ranked tensors, got {t}")
-            check_static_shape(t)
+            check_shape(t)
         self.check_dtypes(types)
-        expected = self.infer(types, self.attr_values())
         actual = list(self.result_types)
+        if any(DYNAMIC in t.get_shape() for t in types):
+            # `?` operands: only compatibility (rank, element type, the dims both know)
+            # is checked; build() re-infers every type strictly once the shapes are known.
+            try:
+                expected = self.infer_types(types, self.attr_values())
+            except VerifyException:
+                return
+            if not _compatible(expected, actual):
+                exp = ", ".join(str(t) for t in expected)
+                got = ", ".join(str(t) for t in actual)
+                raise _fail(f"result type {got} is not compatible with the inferred type {exp}")
+            return
+        expected = self.infer(types, self.attr_values())
         if expected != actual:
             exp = ", ".join(str(t) for t in expected)
             got = ", ".join(str(t) for t in actual)
@@ -466,11 +530,50 @@ def _window_out(
     return avail // stride + 1
 
 
+DATA_LAYOUTS: tuple[str, ...] = ("NCHW", "NHWC")
+"""The 4-D data layouts of conv2d, the pools and batch_norm (`data_layout`)."""
+KERNEL_LAYOUTS: tuple[str, ...] = ("OIHW", "HWIO")
+"""The conv2d weight layouts (`kernel_layout`)."""
+DEFAULT_LAYOUTS: dict[str, str] = {"data_layout": "NCHW", "kernel_layout": "OIHW"}
+"""The layout every executor implements; anything else must be declared by a target."""
+
+
+def _layout(attrs: Mapping[str, Any], key: str = "data_layout") -> str:
+    value = attrs[key]
+    allowed = DATA_LAYOUTS if key == "data_layout" else KERNEL_LAYOUTS
+    if value not in allowed:
+        raise _fail(f"{key} '{value}' is not one of {', '.join(allowed)}")
+    return value
+
+
+def _nchw(shape: Sequence[int], layout: str) -> tuple[int, int, int, int]:
+    """(N, C, H, W) of a 4-D shape in `layout`."""
+    n, a, b, c = shape
+    return (n, a, b, c) if layout == "NCHW" else (n, c, a, b)
+
+
+def _from_nchw(n: int, c: int, h: int, w: int, layout: str) -> tuple[int, int, int, int]:
+    return (n, c, h, w) if layout == "NCHW" else (n, h, w, c)
+
+
+def layout_of(op: Operation) -> dict[str, str]:
+    """The layout properties of `op` (data_layout, kernel_layout) that it has; {} for most ops."""
+    out: dict[str, str] = {}
+    for key in DEFAULT_LAYOUTS:
+        attr = op.properties.get(key)
+        if isinstance(attr, StringAttr):
+            out[key] = attr.data
+        elif isinstance(op, NNOp) and key in op.prop_defaults():
+            out[key] = DEFAULT_LAYOUTS[key]
+    return out
+
+
 @irdl_op_definition
 class Conv2DOp(NNOp):
-    """2-D convolution, data NCHW, weight OIHW (I = C / groups).
+    """2-D convolution, data NCHW (or NHWC), weight OIHW (or HWIO) (I = C / groups).
 
-    padding is (top, left, bottom, right).
+    padding is (top, left, bottom, right). `data_layout` (NCHW, NHWC) is the layout
+    of the data and the result, `kernel_layout` (OIHW, HWIO) that of the weight.
     """
 
     name = "nn.conv2d"
@@ -481,13 +584,17 @@ class Conv2DOp(NNOp):
     padding = prop_def(DenseArrayBase, default_value=ints(0, 0, 0, 0))
     dilation = prop_def(DenseArrayBase, default_value=ints(1, 1))
     groups = prop_def(IntegerAttr, default_value=int_attr(1))
+    data_layout = prop_def(StringAttr, default_value=StringAttr("NCHW"))
+    kernel_layout = prop_def(StringAttr, default_value=StringAttr("OIHW"))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "out-elementwise-fusable"
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        n, c, h, w = _check_rank(types[0], 4, "data")
-        o, i, kh, kw = _check_rank(types[1], 4, "weight")
+        layout, klayout = _layout(attrs), _layout(attrs, "kernel_layout")
+        n, c, h, w = _nchw(_check_rank(types[0], 4, "data"), layout)
+        ws = _check_rank(types[1], 4, "weight")
+        o, i, kh, kw = ws if klayout == "OIHW" else (ws[3], ws[2], ws[0], ws[1])
         sh, sw = _check_len(attrs, "strides", 2)
         pt, pl, pb, pr = _check_len(attrs, "padding", 4)
         dh, dw = _check_len(attrs, "dilation", 2)
@@ -498,7 +605,7 @@ class Conv2DOp(NNOp):
             raise _fail(f"weight has {i} input channels per group, expected {c // g} ({c} / groups {g})")
         oh = _window_out(h, kh, sh, pt, pb, dh)
         ow = _window_out(w, kw, sw, pl, pr, dw)
-        return [tensor((n, o, oh, ow), types[0].element_type)]
+        return [tensor(_from_nchw(n, o, oh, ow, layout), types[0].element_type)]
 
 
 @irdl_op_definition
@@ -635,6 +742,7 @@ class BatchNormOp(NNOp):
     result = result_def(TensorType)
     axis = prop_def(IntegerAttr, default_value=int_attr(1))
     epsilon = prop_def(FloatAttr, default_value=float_attr(1e-5))
+    data_layout = prop_def(StringAttr, default_value=StringAttr("NCHW"))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "broadcast"
 
@@ -642,6 +750,8 @@ class BatchNormOp(NNOp):
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         d = shape_of(types[0])
         axis = _norm_axis(attrs["axis"], len(d))
+        if _layout(attrs) == "NHWC" and (len(d) != 4 or axis != 3):
+            raise _fail(f"data_layout NHWC needs 4-D data and the channel axis 3, got axis {axis}")
         for name, t in zip(("gamma", "beta", "moving_mean", "moving_var"), types[1:], strict=True):
             (n,) = _check_rank(t, 1, name)
             if n != d[axis]:
@@ -657,12 +767,14 @@ class Pool2DOp(NNOp):
     padding = prop_def(DenseArrayBase, default_value=ints(0, 0, 0, 0))
     dilation = prop_def(DenseArrayBase, default_value=ints(1, 1))
     ceil_mode = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
+    data_layout = prop_def(StringAttr, default_value=StringAttr("NCHW"))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "opaque"
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        n, c, h, w = _check_rank(types[0], 4, "data")
+        layout = _layout(attrs)
+        n, c, h, w = _nchw(_check_rank(types[0], 4, "data"), layout)
         kh, kw = _check_len(attrs, "pool_size", 2)
         sh, sw = _check_len(attrs, "strides", 2)
         pt, pl, pb, pr = _check_len(attrs, "padding", 4)
@@ -680,7 +792,7 @@ class Pool2DOp(NNOp):
         cm = attrs["ceil_mode"]
         oh = _window_out(h, kh, sh, pt, pb, dh, cm)
         ow = _window_out(w, kw, sw, pl, pr, dw, cm)
-        return [tensor((n, c, oh, ow), types[0].element_type)]
+        return [tensor(_from_nchw(n, c, oh, ow, layout), types[0].element_type)]
 
 
 @irdl_op_definition
@@ -697,13 +809,15 @@ class AvgPool2DOp(Pool2DOp):
 class GlobalPool2DOp(NNOp):
     data = operand_def(TensorType)
     result = result_def(TensorType)
+    data_layout = prop_def(StringAttr, default_value=StringAttr("NCHW"))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "reduce"
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        n, c, _, _ = _check_rank(types[0], 4, "data")
-        return [tensor((n, c, 1, 1), types[0].element_type)]
+        layout = _layout(attrs)
+        n, c, _, _ = _nchw(_check_rank(types[0], 4, "data"), layout)
+        return [tensor(_from_nchw(n, c, 1, 1, layout), types[0].element_type)]
 
 
 @irdl_op_definition

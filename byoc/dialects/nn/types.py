@@ -109,8 +109,23 @@ def element_type_named(name: str) -> Attribute | None:
 # ---- tensor types --------------------------------------------------------------
 
 
+DYNAMIC = -(2**63)
+"""A dynamic dim (`?` in `tensor<?x4xf32>`): xDSL's DYNAMIC_INDEX. Only this negative value
+is a legal dim; shape helpers compare against it, never against -1."""
+
+
 def tensor(shape: Sequence[int], element_type: Attribute = f32) -> TensorType[Any]:
-    return TensorType(element_type, list(shape))
+    return TensorType(element_type, [int(d) for d in shape])
+
+
+def is_dynamic(t: Attribute) -> bool:
+    """Whether `t` is a tensor type with at least one `?` dim."""
+    return isinstance(t, TensorType) and any(d == DYNAMIC for d in t.get_shape())
+
+
+def shape_text(shape: Sequence[int]) -> str:
+    """`?x3x4`: a shape as a tensor type spells it (`?` for a dynamic dim)."""
+    return "x".join("?" if d == DYNAMIC else str(d) for d in shape)
 
 
 MAX_TENSOR_BYTES = 2**63 - 1
@@ -130,14 +145,17 @@ def nbytes_of(t: TensorType[Any]) -> int:
     return n
 
 
-def check_static_shape(t: TensorType[Any]) -> None:
+def check_static_shape(t: TensorType[Any], *, allow_dynamic: bool = False) -> None:
     """Raise VerifyException unless `t` has a static shape whose byte size fits int64.
 
-    Every dim is a non-negative integer (no `?`, no negative dim) and the element
-    count times the element size is at most 2**63 - 1 bytes, so the C code (int64
-    loop bounds and offsets), numpy and the runtime can all represent the tensor.
+    Every dim is a non-negative integer (no negative dim; `?` only with
+    `allow_dynamic`) and the element count times the element size is at most
+    2**63 - 1 bytes (counted over the static dims), so the C code (int64 loop
+    bounds and offsets), numpy and the runtime can all represent the tensor.
     """
     shape = t.get_shape()
+    if allow_dynamic and DYNAMIC in shape:
+        shape = tuple(d for d in shape if d != DYNAMIC)
     for d in shape:
         if d < 0:
             dims = "x".join("?" if d in (-1, -(2**63)) else str(d) for d in shape)
@@ -157,6 +175,11 @@ def check_static_shape(t: TensorType[Any]) -> None:
         )
 
 
+def check_shape(t: TensorType[Any]) -> None:
+    """`check_static_shape` that also allows `?` dims: what the nn verifier checks."""
+    check_static_shape(t, allow_dynamic=True)
+
+
 def shape_of(t: Attribute) -> tuple[int, ...]:
     assert isinstance(t, TensorType)
     return tuple(t.get_shape())
@@ -167,6 +190,11 @@ def shape_of(t: Attribute) -> tuple[int, ...]:
 
 def ints(*values: int) -> DenseArrayBase[Any]:
     return DenseArrayBase.from_list(i64, list(values))
+
+
+def floats(*values: float) -> DenseArrayBase[Any]:
+    """An array<f64: ...> property value."""
+    return DenseArrayBase.from_list(f64, [float(v) for v in values])
 
 
 def int_attr(v: int) -> IntegerAttr[Any]:
@@ -182,6 +210,8 @@ def float_attr(v: float) -> FloatAttr[Any]:
 def to_python(attr: Attribute) -> Any:
     """Convert a property value to the Python value kernels receive."""
     if isinstance(attr, DenseArrayBase):
+        if attr.elt_type in (f32, f64):
+            return tuple(float(v) for v in attr.get_values())
         return tuple(int(v) for v in attr.get_values())
     if isinstance(attr, IntegerAttr):
         if attr.type == IntegerType(1):

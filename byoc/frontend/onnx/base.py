@@ -10,7 +10,7 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from byoc.dialects import nn
-from byoc.frontend.onnx.errors import OnnxImportError
+from byoc.frontend.onnx.errors import OnnxImportError, UnsupportedOnnxError
 
 Array = np.ndarray[Any, Any]
 Value = Array | SSAValue
@@ -28,6 +28,40 @@ A value known at import time but larger than this (`ConstantOfShape([60000, 6000
 `Range(0, 3e9)`, an op over constants with a huge result) is not folded: the op is
 kept in the graph and computes it at run time. `import_model(fold_limit_bytes=...)`
 changes it for one import."""
+
+
+class DynamicDim(int):
+    """A `?` dim in `Importer.shape(v)`: an int (nn.DYNAMIC) that converters may pass on
+    into types and ops, but whose size they may not use: arithmetic, ordering, equality
+    and truth raise UnsupportedOnnxError naming the dim as dynamic."""
+
+    def __new__(cls) -> DynamicDim:
+        return super().__new__(cls, nn.DYNAMIC)
+
+    def _refuse(self, *_: Any) -> Any:
+        raise UnsupportedOnnxError(
+            "this node needs the size of a dynamic (?) dim, which is known only at run time; "
+            "give the graph input a static shape with input_shapes={...}"
+        )
+
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse  # type: ignore[assignment]
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse  # type: ignore[assignment]
+    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __truediv__ = __rtruediv__ = _refuse  # type: ignore[assignment]
+    __neg__ = __bool__ = _refuse  # type: ignore[assignment]
+
+    def __hash__(self) -> int:
+        return hash(nn.DYNAMIC)
+
+    def __repr__(self) -> str:
+        return "?"
+
+
+DYNAMIC_DIM = DynamicDim()
+
+
+def has_dynamic(shape: Sequence[int]) -> bool:
+    """Whether a shape from `Importer.shape` has a `?` dim."""
+    return any(type(d) is DynamicDim for d in shape)
 
 
 def nbytes(shape: Sequence[int], dtype: Any) -> int:

@@ -5,9 +5,11 @@
     module = import_model_from_bytes(data)                        # serialized bytes
 
 Contract:
-- Every tensor type is static. Graph inputs whose shape has symbolic or
-  unknown dimensions take their shape from `input_shapes`, or the import fails
-  asking for it.
+- Graph inputs whose shape has symbolic, `?` or `-1` dimensions take their
+  shape from `input_shapes`; without it those dims stay dynamic (`?`, nn.DYNAMIC)
+  and propagate through each op's type relation (`NNOp.infer_types`). A
+  converter that needs the size of a dynamic dim (a Shape, a Reshape to a
+  computed shape) fails naming the dim as dynamic and asking for input_shapes.
 - Initializers and `Constant`s become `nn.constant`s whose payload stays a
   numpy array (never printed and parsed back).
 - Values known at import time are folded: `Constant`, `ConstantOfShape`,
@@ -59,7 +61,15 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects import nn
-from byoc.frontend.onnx.base import FOLD_LIMIT_BYTES, NN_DTYPES, Array, Node, Value, nbytes
+from byoc.frontend.onnx.base import (
+    DYNAMIC_DIM,
+    FOLD_LIMIT_BYTES,
+    NN_DTYPES,
+    Array,
+    Node,
+    Value,
+    nbytes,
+)
 from byoc.frontend.onnx.converters import CONVERTERS, SUPPORTED_OPS
 from byoc.frontend.onnx.errors import OnnxImportError, StaticValueRequired, UnsupportedOnnxError
 from byoc.interpreters.kernels import KERNELS
@@ -199,8 +209,14 @@ class Importer:
 
     @staticmethod
     def shape(v: Value) -> tuple[int, ...]:
+        """The shape of a value; a `?` dim is a `DynamicDim`, which a converter may pass
+        on (into a type, an op) but not compute with: arithmetic or a comparison on it
+        is an UnsupportedOnnxError naming the dim as dynamic."""
         if isinstance(v, SSAValue):
-            return nn.shape_of(v.type)
+            shape = nn.shape_of(v.type)
+            if nn.DYNAMIC in shape:
+                return tuple(DYNAMIC_DIM if d == nn.DYNAMIC else d for d in shape)
+            return shape
         return tuple(v.shape)
 
     @staticmethod
@@ -283,7 +299,7 @@ class Importer:
             )
         shape, dtype = self._input_shape(vi, name, tt, dtype)
         try:
-            nn.check_static_shape(nn.tensor(shape, nn.element_type_of(dtype)))
+            nn.check_shape(nn.tensor(shape, nn.element_type_of(dtype)))
         except (VerifyException, ValueError) as e:
             raise OnnxImportError(f"graph input '{name}': {e}") from None
         return shape, dtype
@@ -291,31 +307,41 @@ class Importer:
     def _input_shape(
         self, vi: Any, name: str, tt: Any, dtype: Any
     ) -> tuple[tuple[int, ...], np.dtype[Any]]:
+        """The declared shape; a symbolic, `?` or negative (-1) dim is dynamic: `input_shapes`
+        gives it a size, else it stays `?` (nn.DYNAMIC)."""
+        declared: list[int | None] | None = None
+        if tt.HasField("shape"):
+            declared = [
+                int(d.dim_value) if d.HasField("dim_value") and d.dim_value != -1 else None
+                for d in tt.shape.dim
+            ]
+            bad = [d for d in declared if d is not None and d < 0]
+            if bad:
+                raise OnnxImportError(
+                    f"graph input '{name}' declares the dim {bad[0]} ({_declared_text(tt)}): "
+                    "a dim is non-negative, or -1, '?' or a name for a dynamic one"
+                )
         if name in self.input_shapes:
             shape = tuple(int(d) for d in self.input_shapes[name])
-            if tt.HasField("shape"):
-                declared = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
-                if len(declared) != len(shape) or any(
-                    d is not None and d != s for d, s in zip(declared, shape, strict=False)
-                ):
-                    raise OnnxImportError(
-                        f"input_shapes gives '{name}' the shape {list(shape)}, but the model "
-                        f"declares {['?' if d is None else d for d in declared]}"
-                    )
+            if declared is not None and (
+                len(declared) != len(shape)
+                or any(d is not None and d != s for d, s in zip(declared, shape, strict=False))
+            ):
+                raise OnnxImportError(
+                    f"input_shapes gives '{name}' the shape {list(shape)}, but the model "
+                    f"declares {_declared_text(tt)}"
+                )
+            if any(d < 0 for d in shape):
+                raise OnnxImportError(
+                    f"input_shapes gives '{name}' the shape {list(shape)}: it must be a static, "
+                    "non-negative shape"
+                )
             return shape, dtype
-        if not tt.HasField("shape"):
+        if declared is None:
             raise OnnxImportError(
                 f"graph input '{name}' has no declared shape; pass input_shapes={{'{name}': (...)}}"
             )
-        dims = list(tt.shape.dim)
-        unknown = [d.dim_param or "?" for d in dims if not d.HasField("dim_value")]
-        if unknown:
-            shown = ["x".join(d.dim_param or "?" if not d.HasField("dim_value") else str(d.dim_value) for d in dims)]
-            raise OnnxImportError(
-                f"graph input '{name}' has symbolic dimension(s) {unknown} (shape {shown[0]}); "
-                f"byoc needs static shapes: pass input_shapes={{'{name}': (...)}}"
-            )
-        return tuple(int(d.dim_value) for d in dims), dtype
+        return tuple(nn.DYNAMIC if d is None else d for d in declared), dtype
 
     def run(self) -> ModuleOp:
         from onnx import numpy_helper
@@ -450,6 +476,14 @@ class Importer:
                     f"output #{i} ('{name}') of {proto.op_type} is not supported", node=label
                 )
             self.env[name] = outputs[i]  # type: ignore[assignment]
+
+
+def _declared_text(tt: Any) -> str:
+    dims = [
+        str(d.dim_value) if d.HasField("dim_value") else repr(d.dim_param or "?")
+        for d in tt.shape.dim
+    ]
+    return "[" + ", ".join(dims) + "]"
 
 
 def _ssa_name(name: str) -> str:

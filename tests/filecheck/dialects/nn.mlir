@@ -118,7 +118,7 @@ func.func @unary_attrs(%x: tensor<8xf32>) -> tensor<8xf32> {
 // CHECK-NEXT: nn.conv2d %x, %w {padding = array<i64: 0, 1, 2, 0>, dilation = array<i64: 2, 3>} : (tensor<2x4x9x9xf32>, tensor<8x4x3x3xf32>) -> tensor<2x8x7x4xf32>
 // CHECK-NEXT: nn.conv2d_transpose %x, %wt {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, output_padding = array<i64: 1, 1>} : (tensor<2x4x9x9xf32>, tensor<4x3x3x3xf32>) -> tensor<2x3x18x18xf32>
 // GENERIC-LABEL: sym_name = "conv"
-// GENERIC: "nn.conv2d"(%x, %w) <{strides = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64}> : (tensor<2x4x9x9xf32>, tensor<8x4x3x3xf32>) -> tensor<2x8x7x7xf32>
+// GENERIC: "nn.conv2d"(%x, %w) <{strides = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64, data_layout = "NCHW", kernel_layout = "OIHW"}> : (tensor<2x4x9x9xf32>, tensor<8x4x3x3xf32>) -> tensor<2x8x7x7xf32>
 // GENERIC: "nn.conv2d"(%x, %wg) <{strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 2 : i64
 func.func @conv(%x: tensor<2x4x9x9xf32>, %w: tensor<8x4x3x3xf32>, %wg: tensor<8x2x3x3xf32>, %wt: tensor<4x3x3x3xf32>) -> tensor<2x3x18x18xf32> {
   %0 = nn.conv2d %x, %w : (tensor<2x4x9x9xf32>, tensor<8x4x3x3xf32>) -> tensor<2x8x7x7xf32>
@@ -277,4 +277,42 @@ func.func @discardable(%a: tensor<4xf32>) -> tensor<4xf32> {
   %0 = nn.add %a, %a {byoc.target = "ccompiler"} : tensor<4xf32>
   %1 = nn.softmax %0 {byoc.target = "dnnl", axis = 0 : i64, note = 3 : i64} : tensor<4xf32>
   func.return %1 : tensor<4xf32>
+}
+
+/// Recurrent ops (ONNX LSTM/GRU/RNN): an absent operand is a tensor with no elements.
+// CHECK-LABEL: func.func @recurrent
+// CHECK:      %{{.*}}, %{{.*}}, %{{.*}} = nn.lstm %x, %w, %r, %b, %seq, %h, %h, %p {direction = "bidirectional", hidden_size = 6 : i64, activations = "Sigmoid,Tanh,Tanh,HardSigmoid,Elu,Softsign", activation_alpha = array<f64: 2.500000e-01, 5.000000e-01>, clip = 3.000000e+00 : f64} : (tensor<5x2x4xf32>, tensor<2x24x4xf32>, tensor<2x24x6xf32>, tensor<2x48xf32>, tensor<2xi32>, tensor<2x2x6xf32>, tensor<2x2x6xf32>, tensor<2x18xf32>) -> (tensor<5x2x2x6xf32>, tensor<2x2x6xf32>, tensor<2x2x6xf32>)
+// CHECK-NEXT: %{{.*}}, %{{.*}} = nn.gru %x, %wg, %rg, %none, %noseq, %none {hidden_size = 6 : i64, linear_before_reset = 1 : i64, direction = "reverse"} : (tensor<5x2x4xf32>, tensor<1x18x4xf32>, tensor<1x18x6xf32>, tensor<0xf32>, tensor<0xi32>, tensor<0xf32>) -> (tensor<5x1x2x6xf32>, tensor<1x2x6xf32>)
+// CHECK-NEXT: %{{.*}}, %{{.*}} = nn.rnn %x, %wr, %rr, %none, %noseq, %none {hidden_size = 6 : i64, layout = 1 : i64} : (tensor<5x2x4xf32>, tensor<1x6x4xf32>, tensor<1x6x6xf32>, tensor<0xf32>, tensor<0xi32>, tensor<0xf32>) -> (tensor<5x2x1x6xf32>, tensor<5x1x6xf32>)
+// GENERIC-LABEL: sym_name = "recurrent"
+// GENERIC: "nn.lstm"(%x, %w, %r, %b, %seq, %h, %h, %p) <{direction = "bidirectional", hidden_size = 6 : i64
+func.func @recurrent(%x: tensor<5x2x4xf32>, %w: tensor<2x24x4xf32>, %r: tensor<2x24x6xf32>, %b: tensor<2x48xf32>, %seq: tensor<2xi32>, %h: tensor<2x2x6xf32>, %p: tensor<2x18xf32>, %none: tensor<0xf32>, %noseq: tensor<0xi32>, %wg: tensor<1x18x4xf32>, %rg: tensor<1x18x6xf32>, %wr: tensor<1x6x4xf32>, %rr: tensor<1x6x6xf32>) -> tensor<5x2x2x6xf32> {
+  %y, %yh, %yc = nn.lstm %x, %w, %r, %b, %seq, %h, %h, %p {direction = "bidirectional", hidden_size = 6 : i64, activations = "Sigmoid,Tanh,Tanh,HardSigmoid,Elu,Softsign", activation_alpha = array<f64: 0.25, 0.5>, clip = 3.0 : f64} : (tensor<5x2x4xf32>, tensor<2x24x4xf32>, tensor<2x24x6xf32>, tensor<2x48xf32>, tensor<2xi32>, tensor<2x2x6xf32>, tensor<2x2x6xf32>, tensor<2x18xf32>) -> (tensor<5x2x2x6xf32>, tensor<2x2x6xf32>, tensor<2x2x6xf32>)
+  %gy, %gh = nn.gru %x, %wg, %rg, %none, %noseq, %none {hidden_size = 6 : i64, linear_before_reset = 1 : i64, direction = "reverse"} : (tensor<5x2x4xf32>, tensor<1x18x4xf32>, tensor<1x18x6xf32>, tensor<0xf32>, tensor<0xi32>, tensor<0xf32>) -> (tensor<5x1x2x6xf32>, tensor<1x2x6xf32>)
+  %ry, %rh = nn.rnn %x, %wr, %rr, %none, %noseq, %none {hidden_size = 6 : i64, layout = 1 : i64} : (tensor<5x2x4xf32>, tensor<1x6x4xf32>, tensor<1x6x6xf32>, tensor<0xf32>, tensor<0xi32>, tensor<0xf32>) -> (tensor<5x2x1x6xf32>, tensor<5x1x6xf32>)
+  func.return %y : tensor<5x2x2x6xf32>
+}
+
+/// Layouts: data_layout / kernel_layout print when they differ from NCHW / OIHW.
+// CHECK-LABEL: func.func @layouts
+// CHECK:      nn.conv2d %x, %w {data_layout = "NHWC", kernel_layout = "HWIO"} : (tensor<1x8x8x3xf32>, tensor<3x3x3x4xf32>) -> tensor<1x6x6x4xf32>
+// CHECK-NEXT: nn.max_pool2d %{{.*}} {data_layout = "NHWC", pool_size = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x6x6x4xf32>) -> tensor<1x3x3x4xf32>
+// CHECK-NEXT: nn.global_avg_pool2d %{{.*}} {data_layout = "NHWC"} : (tensor<1x3x3x4xf32>) -> tensor<1x1x1x4xf32>
+// CHECK-NEXT: nn.batch_norm %{{.*}}, %g, %g, %g, %g {axis = 3 : i64, data_layout = "NHWC"} : (tensor<1x1x1x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<1x1x1x4xf32>
+func.func @layouts(%x: tensor<1x8x8x3xf32>, %w: tensor<3x3x3x4xf32>, %g: tensor<4xf32>) -> tensor<1x1x1x4xf32> {
+  %0 = nn.conv2d %x, %w {data_layout = "NHWC", kernel_layout = "HWIO"} : (tensor<1x8x8x3xf32>, tensor<3x3x3x4xf32>) -> tensor<1x6x6x4xf32>
+  %1 = nn.max_pool2d %0 {data_layout = "NHWC", pool_size = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x6x6x4xf32>) -> tensor<1x3x3x4xf32>
+  %2 = nn.global_avg_pool2d %1 {data_layout = "NHWC"} : (tensor<1x3x3x4xf32>) -> tensor<1x1x1x4xf32>
+  %3 = nn.batch_norm %2, %g, %g, %g, %g {axis = 3 : i64, data_layout = "NHWC"} : (tensor<1x1x1x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<1x1x1x4xf32>
+  func.return %3 : tensor<1x1x1x4xf32>
+}
+
+/// Dynamic dims: `?` propagates through the type relations.
+// CHECK-LABEL: func.func @dynamic
+// CHECK:      nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : (tensor<?x3x?x?xf32>, tensor<8x3x3x3xf32>) -> tensor<?x8x?x?xf32>
+// CHECK-NEXT: nn.global_avg_pool2d %{{.*}} : (tensor<?x8x?x?xf32>) -> tensor<?x8x1x1xf32>
+func.func @dynamic(%x: tensor<?x3x?x?xf32>, %w: tensor<8x3x3x3xf32>) -> tensor<?x8x1x1xf32> {
+  %0 = nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : (tensor<?x3x?x?xf32>, tensor<8x3x3x3xf32>) -> tensor<?x8x?x?xf32>
+  %1 = nn.global_avg_pool2d %0 : (tensor<?x8x?x?xf32>) -> tensor<?x8x1x1xf32>
+  func.return %1 : tensor<?x8x1x1xf32>
 }

@@ -8,6 +8,7 @@ from byoc.frontend.onnx.base import CONVERTERS, Converter, converts
 from byoc.frontend.onnx.converters import constants, elementwise, layout, neural  # noqa: F401
 from byoc.frontend.onnx.converters import logic as _logic  # noqa: F401  (issue #16 coverage)
 from byoc.frontend.onnx.converters import math as _math  # noqa: F401
+from byoc.frontend.onnx.converters import recurrent as _recurrent  # noqa: F401, I001 (h16c)
 
 SUPPORTED_OPS: frozenset[str] = frozenset(CONVERTERS)
 """The ONNX op types (default domain) the importer converts."""

@@ -14,6 +14,7 @@ from byoc.frontend.onnx.base import (
     Node,
     Value,
     converts,
+    has_dynamic,
     ints,
     nbytes,
 )
@@ -73,12 +74,23 @@ def _constant_of_shape(imp: Importer, node: Node) -> list[Value]:
 def _shape(imp: Importer, node: Node) -> list[Value]:
     shape = imp.shape(node.required(0))
     start, end = node.attr("start", 0), node.attr("end")
+    if has_dynamic(shape[slice(start, end)]):
+        raise UnsupportedOnnxError(
+            f"Shape of a value of dynamic shape {list(shape)}: the ? dims are known only at "
+            "run time; give the graph inputs static shapes with input_shapes={...}"
+        )
     return [np.asarray(shape[slice(start, end)], dtype=np.int64)]
 
 
 @converts("Size")
 def _size(imp: Importer, node: Node) -> list[Value]:
-    return [np.asarray(math.prod(imp.shape(node.required(0))), dtype=np.int64)]
+    shape = imp.shape(node.required(0))
+    if has_dynamic(shape):
+        raise UnsupportedOnnxError(
+            f"Size of a value of dynamic shape {list(shape)}; give the graph inputs static "
+            "shapes with input_shapes={...}"
+        )
+    return [np.asarray(math.prod(shape), dtype=np.int64)]
 
 
 @converts("Gather")
