@@ -79,6 +79,7 @@ from byoc.dialects.nn.ops import (
     broadcast_shapes,
 )
 from byoc.dialects.nn.types import (
+    ALL_TYPES,
     DTYPE_NAMES,
     ELEMENT_TYPES,
     FLOAT,
@@ -102,6 +103,7 @@ from byoc.dialects.nn.types import (
 )
 
 __all__ = [
+    "ALL_TYPES",
     "IntegerType",
     "f32",
     "AbsOp",

@@ -47,6 +47,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.nn.format import parse_constant, parse_nn_op, print_constant, print_nn_op
 from byoc.dialects.nn.types import (
+    ALL_TYPES,
     FLOAT,
     NUMERIC,
     check_static_shape,
@@ -740,7 +741,7 @@ class ReshapeOp(NNOp):
     newshape = prop_def(DenseArrayBase)
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -765,7 +766,7 @@ class FlattenOp(NNOp):
     axis = prop_def(IntegerAttr, default_value=int_attr(1))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -787,7 +788,7 @@ class TransposeOp(NNOp):
     axes = prop_def(DenseArrayBase, default_value=ints())
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -806,7 +807,7 @@ class ConcatenateOp(NNOp):
     axis = prop_def(IntegerAttr, default_value=int_attr(0))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -844,7 +845,7 @@ class TakeOp(NNOp):
     axis = prop_def(IntegerAttr, default_value=int_attr(0))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
     SAME_DTYPE: ClassVar[bool] = False
 
     @classmethod
@@ -889,7 +890,7 @@ class PadOp(NNOp):
     pad_mode = prop_def(StringAttr, default_value=StringAttr("constant"))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -922,7 +923,7 @@ class SplitOp(NNOp):
     axis = prop_def(IntegerAttr, default_value=int_attr(0))
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -959,7 +960,7 @@ class StridedSliceOp(NNOp):
     strides = prop_def(DenseArrayBase, default_value=ints())
     traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
 
     @staticmethod
     def extent(dim: int, begin: int, end: int, stride: int) -> int:
@@ -1105,7 +1106,7 @@ class ConstantOp(NNOp):
     result = result_def(TensorType)
     traits = traits_def(ConstantLike(), Pure())
     KIND: ClassVar[str] = "opaque"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):

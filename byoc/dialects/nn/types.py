@@ -76,6 +76,8 @@ FLOAT: tuple[Attribute, ...] = (f32,)
 """Element types of ops defined on floats only."""
 NUMERIC: tuple[Attribute, ...] = (f32, i32, i64)
 """Element types of ops that also make sense on integers."""
+ALL_TYPES: tuple[Attribute, ...] = tuple(d.element_type for d in ELEMENT_TYPES)
+"""Every element type of the table: data-movement ops (reshape, gather, pad...) take them all."""
 
 
 def is_known_element_type(element_type: Attribute) -> bool:

@@ -16,9 +16,9 @@ Array = np.ndarray[Any, Any]
 Value = Array | SSAValue
 """An ONNX value during import: a numpy array when known at import time, else an SSA value."""
 
-NN_DTYPES = tuple(nn.numpy_dtype(t) for t in nn.NUMERIC)
-"""The numpy dtypes of the nn element types ONNX values may take (f32, i32, i64)."""
-"""The element types an nn value may have."""
+NN_DTYPES = tuple(d.numpy for d in nn.ELEMENT_TYPES)
+"""The numpy dtypes of the nn element types ONNX values may take (`nn.ELEMENT_TYPES`:
+f32 f64 f16, i8..i64, ui8..ui64, bool); each op accepts its own `DTYPES` of them."""
 
 FOLD_LIMIT_BYTES = nn.FOLD_LIMIT_BYTES
 """The largest tensor (in bytes) the importer computes at import time (1 GiB).

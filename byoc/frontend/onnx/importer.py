@@ -169,7 +169,7 @@ class Importer:
         if arr.dtype not in NN_DTYPES:
             raise UnsupportedOnnxError(
                 f"a constant of element type {arr.dtype} is needed at run time; "
-                "nn supports float32, int32 and int64"
+                "nn has no such element type"
             )
         op = nn.ConstantOp.from_array(arr)
         self.ops.append(op)
@@ -279,7 +279,7 @@ class Importer:
         if dtype not in NN_DTYPES:
             tname = self.onnx.TensorProto.DataType.Name(tt.elem_type)
             raise UnsupportedOnnxError(
-                f"graph input '{name}' has element type {tname}; nn supports FLOAT, INT32 and INT64"
+                f"graph input '{name}' has element type {tname}; nn has no such element type"
             )
         shape, dtype = self._input_shape(vi, name, tt, dtype)
         try:

@@ -175,7 +175,7 @@ def _cast(imp: Importer, node: Node) -> list[Value]:
         return [np.asarray(x).astype(target)]
     if target == imp.dtype(x):
         return [x]
-    if target not in NN_DTYPES:
+    if target not in NN_DTYPES or nn.DTYPE_NAMES[nn.element_type_of(target)] not in nn.CastOp.TARGETS:
         raise UnsupportedOnnxError(
             f"Cast to {TensorProto.DataType.Name(to)} is not supported; nn.cast targets f32, i32, i64"
         )
