@@ -1154,6 +1154,38 @@ class ConstantOp(NNOp):
         return cls.from_array(array, attributes)
 
 
+# ONNX coverage, part B: ops defined in indexing.py on NNOp (imported here, after NNOp exists)
+from byoc.dialects.nn.indexing import (  # noqa: E402
+    INDEXING_OPS,
+    GatherElementsOp,
+    GatherNDOp,
+    HardmaxOp,
+    LayerNormOp,
+    LogSoftmaxOp,
+    OneHotOp,
+    ResizeOp,
+    ReverseSequenceOp,
+    ScatterElementsOp,
+    ScatterNDOp,
+    TriluOp,
+    float_array,
+)
+
+__all__ = [
+    "GatherElementsOp",
+    "GatherNDOp",
+    "HardmaxOp",
+    "LayerNormOp",
+    "LogSoftmaxOp",
+    "OneHotOp",
+    "ResizeOp",
+    "ReverseSequenceOp",
+    "ScatterElementsOp",
+    "ScatterNDOp",
+    "TriluOp",
+    "float_array",
+]
+
 Nn = Dialect(
     "nn",
     [
@@ -1205,6 +1237,8 @@ Nn = Dialect(
         ReduceSumOp,
         ReduceMaxOp,
         ConstantOp,
+        # -- ONNX coverage, part B (indexing.py): gathers, scatters, norms, N-d resize --
+        *INDEXING_OPS,
     ],
     [],
 )

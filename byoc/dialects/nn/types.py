@@ -184,6 +184,8 @@ def float_attr(v: float) -> FloatAttr[Any]:
 def to_python(attr: Attribute) -> Any:
     """Convert a property value to the Python value kernels receive."""
     if isinstance(attr, DenseArrayBase):
+        if not isinstance(attr.elt_type, IntegerType):  # an f64 array (nn.resize scales)
+            return tuple(float(v) for v in attr.get_values())
         return tuple(int(v) for v in attr.get_values())
     if isinstance(attr, IntegerAttr):
         if attr.type == IntegerType(1):

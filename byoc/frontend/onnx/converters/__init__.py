@@ -6,6 +6,7 @@ it returns one value per ONNX output (a numpy array when folded, else an SSA val
 
 from byoc.frontend.onnx.base import CONVERTERS, Converter, converts
 from byoc.frontend.onnx.converters import constants, elementwise, layout, neural  # noqa: F401
+from byoc.frontend.onnx.converters import indexing  # noqa: F401, I001  (coverage part B)
 
 SUPPORTED_OPS: frozenset[str] = frozenset(CONVERTERS)
 """The ONNX op types (default domain) the importer converts."""

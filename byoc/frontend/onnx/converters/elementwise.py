@@ -155,8 +155,8 @@ def _dropout(imp: Importer, node: Node) -> list[Value | None]:
             raise UnsupportedOnnxError("Dropout in training mode is not supported")
     if node.version < 7 and not node.attr("is_test", 0):
         raise UnsupportedOnnxError("Dropout in training mode (is_test = 0) is not supported")
-    # the mask output (bool, all true at inference) has no nn type
-    return [node.required(0), None]
+    x = node.required(0)
+    return [x, np.ones(imp.shape(x), dtype=np.bool_)]  # the mask: all true at inference
 
 
 @converts("Cast")
