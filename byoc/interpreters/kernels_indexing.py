@@ -135,6 +135,14 @@ def layer_norm(x: Array, gamma: Array, beta: Array, *, axis: int, epsilon: float
     return (y * gamma + beta).astype(x.dtype)
 
 
+@kernel("nn.rms_norm")
+def rms_norm(x: Array, gamma: Array, *, axis: int, epsilon: float) -> Array:
+    axes = tuple(range(axis % x.ndim, x.ndim))
+    xc = x.astype(_compute_dtype(x))
+    ms = np.square(xc).mean(axis=axes, keepdims=True)
+    return (xc / np.sqrt(ms + xc.dtype.type(epsilon)) * gamma).astype(x.dtype)
+
+
 @kernel("nn.log_softmax")
 def log_softmax(x: Array, *, axis: int) -> Array:
     xc = x.astype(_compute_dtype(x))

@@ -17,6 +17,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from byoc import parse_module, run_reference
 from byoc.dialects import nn
+from byoc.dialects.nn import indexing as nni
 from byoc.interpreters.kernels import KERNELS
 from byoc.op_registry import get_op
 
@@ -29,6 +30,7 @@ NEW_OPS = [
     "nn.one_hot",
     "nn.reverse_sequence",
     "nn.layer_norm",
+    "nn.rms_norm",
     "nn.log_softmax",
     "nn.hardmax",
     "nn.resize",
@@ -103,24 +105,24 @@ func.func @main(%x: tensor<2x3x4xf32>, %i: tensor<2x3x4xi64>, %n: tensor<2x1xi64
 @pytest.mark.parametrize(
     ("cls", "types", "attrs", "message"),
     [
-        (nn.GatherElementsOp, [(2, 3), ((2,), i64)], {}, "rank"),
-        (nn.GatherElementsOp, [(2, 3), ((2, 3), f32)], {}, "i32 or i64"),
-        (nn.GatherNDOp, [(2, 3), ((4, 3), i64)], {}, "indices.shape[-1]"),
-        (nn.GatherNDOp, [(2, 3), ((3, 1), i64)], {"batch_dims": 1}, "batch dims"),
-        (nn.ScatterElementsOp, [(2, 3), ((2, 3), i64), (2, 2)], {}, "one shape"),
-        (nn.ScatterElementsOp, [(2, 3), ((2, 3), i64), (2, 3)], {"reduction": "sub"}, "reduction"),
-        (nn.ScatterNDOp, [(2, 3), ((2, 1), i64), (2, 2)], {}, "updates has shape"),
-        (nn.TriluOp, [(3,)], {}, "rank at least 2"),
-        (nn.OneHotOp, [((3,), i64), (3,)], {"depth": 4}, "shape [2]"),
-        (nn.OneHotOp, [((3,), i64), (2,)], {"depth": 0}, "depth"),
-        (nn.ReverseSequenceOp, [(4, 3), ((2,), i64)], {}, "sequence_lens"),
-        (nn.ReverseSequenceOp, [(4, 3), ((3,), i64)], {"time_axis": 1}, "differ"),
-        (nn.LayerNormOp, [(2, 4), (3,), (4,)], {}, "broadcast"),
-        (nn.LayerNormOp, [((2, 4), i64), ((4,), i64), ((4,), i64)], {}, "not supported"),
-        (nn.LogSoftmaxOp, [(2, 4)], {"axis": 2}, "out of range"),
-        (nn.ResizeOp, [(1, 2, 3)], {"size": (1, 2)}, "3 values"),
-        (nn.ResizeOp, [(1, 2, 3)], {"size": (1, 2, 6), "mode": "area"}, "mode"),
-        (nn.ResizeOp, [(1, 2, 3)], {"size": (1, 2, 6), "antialias": True}, "antialias"),
+        (nni.GatherElementsOp, [(2, 3), ((2,), i64)], {}, "rank"),
+        (nni.GatherElementsOp, [(2, 3), ((2, 3), f32)], {}, "i32 or i64"),
+        (nni.GatherNDOp, [(2, 3), ((4, 3), i64)], {}, "indices.shape[-1]"),
+        (nni.GatherNDOp, [(2, 3), ((3, 1), i64)], {"batch_dims": 1}, "batch dims"),
+        (nni.ScatterElementsOp, [(2, 3), ((2, 3), i64), (2, 2)], {}, "one shape"),
+        (nni.ScatterElementsOp, [(2, 3), ((2, 3), i64), (2, 3)], {"reduction": "sub"}, "reduction"),
+        (nni.ScatterNDOp, [(2, 3), ((2, 1), i64), (2, 2)], {}, "updates has shape"),
+        (nni.TriluOp, [(3,)], {}, "rank at least 2"),
+        (nni.OneHotOp, [((3,), i64), (3,)], {"depth": 4}, "shape [2]"),
+        (nni.OneHotOp, [((3,), i64), (2,)], {"depth": 0}, "depth"),
+        (nni.ReverseSequenceOp, [(4, 3), ((2,), i64)], {}, "sequence_lens"),
+        (nni.ReverseSequenceOp, [(4, 3), ((3,), i64)], {"time_axis": 1}, "differ"),
+        (nni.LayerNormOp, [(2, 4), (3,), (4,)], {}, "broadcast"),
+        (nni.LayerNormOp, [((2, 4), i64), ((4,), i64), ((4,), i64)], {}, "not supported"),
+        (nni.LogSoftmaxOp, [(2, 4)], {"axis": 2}, "out of range"),
+        (nni.ResizeOp, [(1, 2, 3)], {"size": (1, 2)}, "3 values"),
+        (nni.ResizeOp, [(1, 2, 3)], {"size": (1, 2, 6), "mode": "area"}, "mode"),
+        (nni.ResizeOp, [(1, 2, 3)], {"size": (1, 2, 6), "antialias": True}, "antialias"),
     ],
 )
 def test_relation_errors(cls: type[nn.NNOp], types: list[Any], attrs: dict[str, Any], message: str) -> None:
@@ -132,8 +134,8 @@ def test_relation_errors(cls: type[nn.NNOp], types: list[Any], attrs: dict[str, 
 
 def test_data_movement_ops_take_every_element_type() -> None:
     x = value((2, 3), i1)
-    assert nn.TriluOp.build(x).results[0].type == nn.tensor((2, 3), i1)
-    g = nn.GatherElementsOp.build(x, value((2, 3), i64))
+    assert nni.TriluOp.build(x).results[0].type == nn.tensor((2, 3), i1)
+    g = nni.GatherElementsOp.build(x, value((2, 3), i64))
     g.verify()
 
 

@@ -78,20 +78,6 @@ from byoc.dialects.nn.ops import (
     UnaryOp,
     broadcast_shapes,
 )
-from byoc.dialects.nn.ops import (  # ONNX coverage, part B: defined in indexing.py
-    GatherElementsOp,
-    GatherNDOp,
-    HardmaxOp,
-    LayerNormOp,
-    LogSoftmaxOp,
-    OneHotOp,
-    ResizeOp,
-    ReverseSequenceOp,
-    ScatterElementsOp,
-    ScatterNDOp,
-    TriluOp,
-    float_array,
-)
 from byoc.dialects.nn.types import (
     ALL_TYPES,
     DTYPE_NAMES,
@@ -117,18 +103,6 @@ from byoc.dialects.nn.types import (
 )
 
 __all__ = [
-    "GatherElementsOp",
-    "GatherNDOp",
-    "HardmaxOp",
-    "LayerNormOp",
-    "LogSoftmaxOp",
-    "OneHotOp",
-    "ResizeOp",
-    "ReverseSequenceOp",
-    "ScatterElementsOp",
-    "ScatterNDOp",
-    "TriluOp",
-    "float_array",
     "ALL_TYPES",
     "IntegerType",
     "f32",

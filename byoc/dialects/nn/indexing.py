@@ -310,6 +310,31 @@ class LayerNormOp(NNOp):
         return [types[0]]
 
 
+@irdl_op_definition
+class RMSNormOp(NNOp):
+    """x / sqrt(mean(x^2) + epsilon) * gamma over the dims from `axis` on (ONNX RMSNormalization);
+    gamma broadcasts against those dims."""
+
+    name = "nn.rms_norm"
+    data = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr, default_value=int_attr(-1))
+    epsilon = prop_def(FloatAttr, default_value=float_attr(1e-5))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "opaque"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        s = shape_of(types[0])
+        inner = s[_axis(attrs["axis"], len(s)) :]
+        g = shape_of(types[1])
+        if len(g) > len(inner) or broadcast_shapes(g, inner) != inner:
+            raise _fail(f"gamma of shape {list(g)} does not broadcast to {list(inner)}")
+        return [types[0]]
+
+
 class _AxisOp(NNOp):
     data = operand_def(TensorType)
     result = result_def(TensorType)
@@ -419,6 +444,7 @@ INDEXING_OPS: tuple[type[NNOp], ...] = (
     OneHotOp,
     ReverseSequenceOp,
     LayerNormOp,
+    RMSNormOp,
     LogSoftmaxOp,
     HardmaxOp,
     ResizeOp,
@@ -434,6 +460,7 @@ __all__ = [
     "LayerNormOp",
     "LogSoftmaxOp",
     "OneHotOp",
+    "RMSNormOp",
     "ResizeOp",
     "ReverseSequenceOp",
     "ScatterElementsOp",

@@ -1155,36 +1155,7 @@ class ConstantOp(NNOp):
 
 
 # ONNX coverage, part B: ops defined in indexing.py on NNOp (imported here, after NNOp exists)
-from byoc.dialects.nn.indexing import (  # noqa: E402
-    INDEXING_OPS,
-    GatherElementsOp,
-    GatherNDOp,
-    HardmaxOp,
-    LayerNormOp,
-    LogSoftmaxOp,
-    OneHotOp,
-    ResizeOp,
-    ReverseSequenceOp,
-    ScatterElementsOp,
-    ScatterNDOp,
-    TriluOp,
-    float_array,
-)
-
-__all__ = [
-    "GatherElementsOp",
-    "GatherNDOp",
-    "HardmaxOp",
-    "LayerNormOp",
-    "LogSoftmaxOp",
-    "OneHotOp",
-    "ResizeOp",
-    "ReverseSequenceOp",
-    "ScatterElementsOp",
-    "ScatterNDOp",
-    "TriluOp",
-    "float_array",
-]
+from byoc.dialects.nn.indexing import INDEXING_OPS  # noqa: E402
 
 Nn = Dialect(
     "nn",

@@ -5,8 +5,13 @@ it returns one value per ONNX output (a numpy array when folded, else an SSA val
 """
 
 from byoc.frontend.onnx.base import CONVERTERS, Converter, converts
-from byoc.frontend.onnx.converters import constants, elementwise, layout, neural  # noqa: F401
-from byoc.frontend.onnx.converters import indexing  # noqa: F401, I001  (coverage part B)
+from byoc.frontend.onnx.converters import (  # noqa: F401
+    constants,
+    elementwise,
+    indexing,  # noqa: F401  (coverage part B)
+    layout,
+    neural,
+)
 
 SUPPORTED_OPS: frozenset[str] = frozenset(CONVERTERS)
 """The ONNX op types (default domain) the importer converts."""

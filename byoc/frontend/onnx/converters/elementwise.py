@@ -152,7 +152,9 @@ def _dropout(imp: Importer, node: Node) -> list[Value | None]:
     if node.version >= 12 and node.input(2) is not None:
         training = imp.static(node, 2, "training_mode")
         if training is not None and bool(np.asarray(training)):
-            raise UnsupportedOnnxError("Dropout in training mode is not supported")
+            ratio = imp.static(node, 1, "ratio")
+            if ratio is None or float(np.asarray(ratio)) != 0.0:  # ratio 0 drops nothing
+                raise UnsupportedOnnxError("Dropout in training mode is not supported (random)")
     if node.version < 7 and not node.attr("is_test", 0):
         raise UnsupportedOnnxError("Dropout in training mode (is_test = 0) is not supported")
     x = node.required(0)

@@ -11,6 +11,7 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from byoc.dialects import nn
+from byoc.dialects.nn import indexing as nni
 from byoc.frontend.onnx.base import (
     Importer,
     Node,
@@ -28,13 +29,13 @@ from byoc.frontend.onnx.errors import OnnxImportError, UnsupportedOnnxError
 
 @converts("GatherElements")
 def _gather_elements(imp: Importer, node: Node) -> list[Value]:
-    return [imp.emit(nn.GatherElementsOp, node.required(0), node.required(1), axis=int(node.attr("axis", 0)))]
+    return [imp.emit(nni.GatherElementsOp, node.required(0), node.required(1), axis=int(node.attr("axis", 0)))]
 
 
 @converts("GatherND")
 def _gather_nd(imp: Importer, node: Node) -> list[Value]:
     return [
-        imp.emit(nn.GatherNDOp, node.required(0), node.required(1), batch_dims=int(node.attr("batch_dims", 0)))
+        imp.emit(nni.GatherNDOp, node.required(0), node.required(1), batch_dims=int(node.attr("batch_dims", 0)))
     ]
 
 
@@ -42,7 +43,7 @@ def _gather_nd(imp: Importer, node: Node) -> list[Value]:
 def _scatter_elements(imp: Importer, node: Node) -> list[Value]:
     return [
         imp.emit(
-            nn.ScatterElementsOp,
+            nni.ScatterElementsOp,
             node.required(0),
             node.required(1),
             node.required(2),
@@ -56,7 +57,7 @@ def _scatter_elements(imp: Importer, node: Node) -> list[Value]:
 def _scatter_nd(imp: Importer, node: Node) -> list[Value]:
     return [
         imp.emit(
-            nn.ScatterNDOp,
+            nni.ScatterNDOp,
             node.required(0),
             node.required(1),
             node.required(2),
@@ -73,7 +74,7 @@ def _trilu(imp: Importer, node: Node) -> list[Value]:
     k = imp.static(node, 1, "k")
     return [
         imp.emit(
-            nn.TriluOp,
+            nni.TriluOp,
             node.required(0),
             k=0 if k is None else int(np.asarray(k).reshape(-1)[0]),
             upper=bool(node.attr("upper", 1)),
@@ -90,7 +91,7 @@ def _one_hot(imp: Importer, node: Node) -> list[Value]:
         raise OnnxImportError(f"OneHot's depth must hold one value, got {d.size}")
     return [
         imp.emit(
-            nn.OneHotOp,
+            nni.OneHotOp,
             node.required(0),
             node.required(2),
             depth=int(d[0]),
@@ -105,6 +106,67 @@ def _non_zero(imp: Importer, node: Node) -> list[Value]:
     x = imp.static(node, 0, "input (NonZero's result shape depends on its values)")
     assert x is not None
     return [np.asarray(np.nonzero(np.asarray(x)), dtype=np.int64).reshape(np.ndim(x), -1)]
+
+
+@converts("Unique")
+def _unique(imp: Importer, node: Node) -> list[Value]:
+    # every output's shape is a count of distinct values: known only when the input is
+    x = imp.static(node, 0, "input (Unique's result shapes depend on its values)")
+    assert x is not None
+    x = np.asarray(x)
+    axis = node.attr("axis")
+    if axis is not None:
+        (axis,) = normalize_axes([int(axis)], x.ndim)
+    y, first, inverse, counts = np.unique(
+        x if axis is not None else x.reshape(-1), axis=axis, return_index=True, return_inverse=True, return_counts=True
+    )
+    inverse = inverse.reshape(-1)
+    if not node.attr("sorted", 1):  # in the order of first occurrence
+        order = np.argsort(first, kind="stable")
+        y = np.take(y, order, axis=axis or 0)
+        first, counts = first[order], counts[order]
+        inverse = np.argsort(order)[inverse]
+    return [y, *(np.asarray(v, dtype=np.int64) for v in (first, inverse, counts))]
+
+
+@converts("EyeLike")
+def _eye_like(imp: Importer, node: Node) -> list[Value]:
+    from onnx import helper
+
+    x = node.required(0)
+    shape = imp.shape(x)
+    if len(shape) != 2:
+        raise OnnxImportError(f"EyeLike needs a rank-2 input, got rank {len(shape)}")
+    dtype = node.attr("dtype")
+    dt = imp.dtype(x) if dtype is None else np.dtype(helper.tensor_dtype_to_np_dtype(int(dtype)))
+    return [np.eye(shape[0], shape[1], int(node.attr("k", 0)), dtype=dt)]
+
+
+@converts("CenterCropPad")
+def _center_crop_pad(imp: Importer, node: Node) -> list[Value]:
+    x = node.required(0)
+    target = ints(imp.static(node, 1, "shape"))
+    shape = imp.shape(x)
+    rank = len(shape)
+    axes = node.attr("axes")
+    axes = normalize_axes([int(a) for a in axes], rank) if axes is not None else list(range(rank))
+    if len(axes) != len(target):
+        raise OnnxImportError(f"CenterCropPad's shape {target} must have one value per axis {axes}")
+    begin, end, pads = [0] * rank, list(shape), [0] * (2 * rank)
+    for a, t in zip(axes, target, strict=True):
+        if t < 0:
+            raise OnnxImportError(f"CenterCropPad's shape {target} has a negative dim")
+        if t < shape[a]:  # crop: the window starts (dim - t) // 2 in
+            begin[a] = (shape[a] - t) // 2
+            end[a] = begin[a] + t
+        else:  # pad: (t - dim) // 2 before, the rest after
+            pads[2 * a] = (t - shape[a]) // 2
+            pads[2 * a + 1] = t - shape[a] - pads[2 * a]
+    if begin != [0] * rank or end != list(shape):
+        x = imp.emit(nn.StridedSliceOp, x, begin=tuple(begin), end=tuple(end), strides=(1,) * rank)
+    if any(pads):
+        x = imp.emit(nn.PadOp, x, pad_width=tuple(pads))
+    return [x]
 
 
 @converts("Compress")
@@ -131,7 +193,7 @@ def _compress(imp: Importer, node: Node) -> list[Value]:
 def _reverse_sequence(imp: Importer, node: Node) -> list[Value]:
     return [
         imp.emit(
-            nn.ReverseSequenceOp,
+            nni.ReverseSequenceOp,
             node.required(0),
             node.required(1),
             batch_axis=int(node.attr("batch_axis", 1)),
@@ -192,7 +254,7 @@ def _layer_norm(imp: Importer, node: Node) -> list[Value | None]:
     eps = float(node.attr("epsilon", 1e-5))
     if bias is None:
         bias = _ones(0.0, imp.shape(scale), x, imp)
-    y = imp.emit(nn.LayerNormOp, x, scale, bias, axis=axis, epsilon=eps)
+    y = imp.emit(nni.LayerNormOp, x, scale, bias, axis=axis, epsilon=eps)
     outputs: list[Value | None] = [y]
     wanted = [bool(name) and name in getattr(imp, "_used", {name}) for name in list(node.proto.output)[1:3]]
     if any(wanted):  # Mean and InvStdDev (keepdims), from the primitives
@@ -203,6 +265,21 @@ def _layer_norm(imp: Importer, node: Node) -> list[Value | None]:
         std = imp.emit(nn.SqrtOp, imp.emit(nn.AddOp, var, imp.scalar_like(eps, x)))
         outputs += [mean, imp.emit(nn.ReciprocalOp, std)]
     return outputs
+
+
+@converts("RMSNormalization")
+def _rms_norm(imp: Importer, node: Node) -> list[Value]:
+    x = node.required(0)
+    _check_stash(imp, node, x)
+    return [
+        imp.emit(
+            nni.RMSNormOp,
+            x,
+            node.required(1),
+            axis=int(node.attr("axis", -1)),
+            epsilon=float(node.attr("epsilon", 1e-5)),
+        )
+    ]
 
 
 def _per_channel(imp: Importer, v: Value, rank: int) -> Value:
@@ -221,7 +298,7 @@ def _group_norm(imp: Importer, x: Value, groups: int, eps: float) -> Value:
         raise OnnxImportError(f"num_groups {groups} does not divide the channels {c}")
     flat = imp.reshape(x, (n, groups, math.prod(shape[1:]) // groups))
     one, zero = _ones(1.0, (1,), x, imp), _ones(0.0, (1,), x, imp)
-    y = imp.emit(nn.LayerNormOp, flat, one, zero, axis=2, epsilon=eps)
+    y = imp.emit(nni.LayerNormOp, flat, one, zero, axis=2, epsilon=eps)
     return imp.reshape(y, shape)
 
 
@@ -288,7 +365,7 @@ def _lp_norm(imp: Importer, node: Node) -> list[Value]:
 
 @converts("LogSoftmax", "Hardmax")
 def _log_softmax(imp: Importer, node: Node) -> list[Value]:
-    cls = nn.LogSoftmaxOp if node.op_type == "LogSoftmax" else nn.HardmaxOp
+    cls = nni.LogSoftmaxOp if node.op_type == "LogSoftmax" else nni.HardmaxOp
     x = node.required(0)
     shape = imp.shape(x)
     rank = len(shape)
@@ -368,7 +445,7 @@ def _resize_nd(imp: Importer, node: Node) -> Value:
             scale = min(ratios) if policy == "not_larger" else max(ratios)
             scales = [scale if a in resized else 1.0 for a in range(rank)]
             sizes = [int(scale * shape[a] + 0.5) if a in resized else shape[a] for a in range(rank)]
-    if mode not in nn.ResizeOp.MODES:
+    if mode not in nni.ResizeOp.MODES:
         raise OnnxImportError(f"Resize mode '{mode}' is not one of nearest, linear, cubic")
     if sizes is not None:
         if len(sizes) != rank:
@@ -384,11 +461,11 @@ def _resize_nd(imp: Importer, node: Node) -> Value:
     if roi and len(roi) != 2 * rank:
         raise OnnxImportError(f"roi {roi} must have {2 * rank} values")
     return imp.emit(
-        nn.ResizeOp,
+        nni.ResizeOp,
         x,
         size=tuple(int(v) for v in sizes),
-        scales=nn.float_array(scales),
-        roi=nn.float_array(roi),
+        scales=nni.float_array(scales),
+        roi=nni.float_array(roi),
         mode=mode,
         coordinate_transformation_mode=coord,
         nearest_mode=nearest,
