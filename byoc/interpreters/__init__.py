@@ -3,7 +3,7 @@ interpreter functions that run a module with them (`nn`, `byoc`, `reference`).""
 
 from __future__ import annotations
 
-from byoc.interpreters import kernels_logic, kernels_math  # noqa: F401  (register first)
+from byoc.interpreters import kernels_indexing, kernels_logic, kernels_math  # noqa: F401  (register first)
 from byoc.interpreters.byoc import ByocFunctions
 from byoc.interpreters.kernels import KERNELS
 from byoc.interpreters.nn import NnFunctions

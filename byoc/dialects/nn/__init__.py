@@ -21,6 +21,7 @@ from byoc.dialects.nn.format import (
     print_constant,
     print_nn_op,
 )
+from byoc.dialects.nn.indexing import INDEXING_OPS
 from byoc.dialects.nn.ops import (
     AbsOp,
     AddOp,
@@ -80,6 +81,7 @@ from byoc.dialects.nn.ops import (
 )
 from byoc.dialects.nn.recurrent import RECURRENT_OPS, GRUOp, LSTMOp, RecurrentOp, RNNOp
 from byoc.dialects.nn.types import (
+    ALL_TYPES,
     ANY,
     BOOL,
     DTYPE_NAMES,
@@ -114,10 +116,10 @@ from byoc.dialects.nn.types import (
 
 Nn = Dialect(
     "nn",
-    [*ops.Nn.operations, *math_ops.OPS, *logic_ops.OPS, *RECURRENT_OPS],
+    [*ops.Nn.operations, *math_ops.OPS, *logic_ops.OPS, *INDEXING_OPS, *RECURRENT_OPS],
     list(ops.Nn.attributes),
 )
-"""The nn dialect: the ops of `ops`, then those of `math_ops`, `logic_ops` and `recurrent`."""
+"""The nn dialect: the ops of `ops`, then those of `math_ops`, `logic_ops`, `indexing` and `recurrent`."""
 
 NN_OPS: dict[str, type[NNOp]] = {op.name: op for op in Nn.operations}  # type: ignore[misc]
 """op name -> op class, for every nn op."""
@@ -130,6 +132,7 @@ __all__ = [
     "NUMBERS",
     "logic_ops",
     "math_ops",
+    "ALL_TYPES",
     "IntegerType",
     "f32",
     "AbsOp",

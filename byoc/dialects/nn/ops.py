@@ -1301,6 +1301,7 @@ class ConstantOp(NNOp):
         return cls.from_array(array, attributes)
 
 
+
 Nn = Dialect(
     "nn",
     [

@@ -76,6 +76,8 @@ FLOAT: tuple[Attribute, ...] = (f32,)
 """Element types of ops defined on floats only."""
 NUMERIC: tuple[Attribute, ...] = (f32, i32, i64)
 """Element types of ops that also make sense on integers."""
+ALL_TYPES: tuple[Attribute, ...] = tuple(d.element_type for d in ELEMENT_TYPES)
+"""Every element type of the table: data-movement ops (reshape, gather, pad...) take them all."""
 
 
 def is_known_element_type(element_type: Attribute) -> bool:
@@ -210,7 +212,7 @@ def float_attr(v: float) -> FloatAttr[Any]:
 def to_python(attr: Attribute) -> Any:
     """Convert a property value to the Python value kernels receive."""
     if isinstance(attr, DenseArrayBase):
-        if attr.elt_type in (f32, f64):
+        if not isinstance(attr.elt_type, IntegerType):  # an f64 array (nn.resize scales)
             return tuple(float(v) for v in attr.get_values())
         return tuple(int(v) for v in attr.get_values())
     if isinstance(attr, IntegerAttr):

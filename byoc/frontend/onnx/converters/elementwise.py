@@ -149,11 +149,13 @@ def _dropout(imp: Importer, node: Node) -> list[Value | None]:
     if node.version >= 12 and node.input(2) is not None:
         training = imp.static(node, 2, "training_mode")
         if training is not None and bool(np.asarray(training)):
-            raise UnsupportedOnnxError("Dropout in training mode is not supported")
+            ratio = imp.static(node, 1, "ratio")
+            if ratio is None or float(np.asarray(ratio)) != 0.0:  # ratio 0 drops nothing
+                raise UnsupportedOnnxError("Dropout in training mode is not supported (random)")
     if node.version < 7 and not node.attr("is_test", 0):
         raise UnsupportedOnnxError("Dropout in training mode (is_test = 0) is not supported")
-    # the mask output (bool, all true at inference) has no nn type
-    return [node.required(0), None]
+    x = node.required(0)
+    return [x, np.ones(imp.shape(x), dtype=np.bool_)]  # the mask: all true at inference
 
 
 @converts("Cast")

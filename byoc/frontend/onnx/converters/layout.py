@@ -251,8 +251,9 @@ def _reduce(imp: Importer, node: Node) -> list[Value]:
     return [imp.emit(cls, x, axes=tuple(axes), keepdims=keepdims)]
 
 
-@converts("Resize", "Upsample")
-def _resize(imp: Importer, node: Node) -> list[Value]:
+def resize_2d(imp: Importer, node: Node) -> list[Value]:
+    """Resize/Upsample as nn.resize2d (NCHW, nearest or linear, H and W only); anything else is an
+    UnsupportedOnnxError, on which the converter (converters/indexing.py) emits nn.resize."""
     x = node.required(0)
     shape = imp.shape(x)
     rank = len(shape)

@@ -1,0 +1,471 @@
+"""nn ops for ONNX's indexing, normalisation and general resize operators.
+
+Gathers and scatters (`gather_elements`, `gather_nd`, `scatter_elements`,
+`scatter_nd`), `trilu`, `one_hot`, `reverse_sequence`, the normalisations that are
+one op (`layer_norm`, `log_softmax`, `hardmax`) and the N-d `resize` with every
+ONNX mode. Each op's type relation is its `infer`; its numpy kernel is in
+`byoc/interpreters/kernels_indexing.py`. None has a C kernel: they run on the host
+or in ExampleJSON (docs/onnx.md says why).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from xdsl.dialects.builtin import (
+    BoolAttr,
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    TensorType,
+    f16,
+    f32,
+    f64,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from byoc.dialects.nn.ops import NNOp, broadcast_shapes
+from byoc.dialects.nn.types import (
+    ALL_TYPES,
+    float_attr,
+    int_attr,
+    ints,
+    shape_of,
+    tensor,
+)
+
+FLOATS: tuple[Attribute, ...] = (f32, f64, f16)
+"""Element types of the float-only ops of this module."""
+INDEX_TYPES: tuple[Attribute, ...] = (i32, i64)
+
+
+def _fail(msg: str) -> VerifyException:
+    return VerifyException(msg)
+
+
+def _axis(axis: int, rank: int, what: str = "axis") -> int:
+    if not -rank <= axis < max(rank, 1):
+        raise _fail(f"{what} {axis} is out of range for rank {rank}")
+    return axis % rank if rank else 0
+
+
+def _check_indices(t: TensorType[Any], what: str = "indices") -> tuple[int, ...]:
+    if t.element_type not in INDEX_TYPES:
+        raise _fail(f"{what} must be i32 or i64, got {t.element_type}")
+    return shape_of(t)
+
+
+def _same_type(data: TensorType[Any], other: TensorType[Any], what: str) -> None:
+    if other.element_type != data.element_type:
+        raise _fail(f"{what} has element type {other.element_type}, data has {data.element_type}")
+
+
+REDUCTIONS = ("none", "add", "mul", "max", "min")
+
+
+# ---- gathers and scatters ---------------------------------------------------------
+
+
+@irdl_op_definition
+class GatherElementsOp(NNOp):
+    """out[i][j][k] = data[index][j][k] with index = indices[i][j][k] on `axis` (ONNX GatherElements).
+
+    indices has data's rank; negative indices count from the end."""
+
+    name = "nn.gather_elements"
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr, default_value=int_attr(0))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "injective"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
+    SAME_DTYPE: ClassVar[bool] = False
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        s = shape_of(types[0])
+        idx = _check_indices(types[1])
+        _axis(attrs["axis"], len(s))
+        if len(idx) != len(s):
+            raise _fail(f"indices has rank {len(idx)}, data has rank {len(s)}")
+        return [tensor(idx, types[0].element_type)]
+
+
+@irdl_op_definition
+class GatherNDOp(NNOp):
+    """Gather slices of data at the index tuples of the last axis of indices (ONNX GatherND).
+
+    Result: indices.shape[:-1] + data.shape[batch_dims + indices.shape[-1]:]."""
+
+    name = "nn.gather_nd"
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    result = result_def(TensorType)
+    batch_dims = prop_def(IntegerAttr, default_value=int_attr(0))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "injective"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
+    SAME_DTYPE: ClassVar[bool] = False
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        s = shape_of(types[0])
+        idx = _check_indices(types[1])
+        b = attrs["batch_dims"]
+        if not idx or not s:
+            raise _fail("data and indices must have rank at least 1")
+        if b < 0 or b >= min(len(s), len(idx)):
+            raise _fail(f"batch_dims {b} must be below the ranks of data and indices")
+        if s[:b] != idx[:b]:
+            raise _fail(f"the batch dims of data {list(s[:b])} and indices {list(idx[:b])} differ")
+        k = idx[-1]
+        if not 1 <= k <= len(s) - b:
+            raise _fail(f"indices.shape[-1] = {k} must be in [1, {len(s) - b}]")
+        return [tensor((*idx[:-1], *s[b + k :]), types[0].element_type)]
+
+
+class _ScatterOp(NNOp):
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    updates = operand_def(TensorType)
+    result = result_def(TensorType)
+    reduction = prop_def(StringAttr, default_value=StringAttr("none"))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "opaque"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
+    SAME_DTYPE: ClassVar[bool] = False
+
+    @classmethod
+    def _check(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]) -> None:
+        if attrs["reduction"] not in REDUCTIONS:
+            raise _fail(f"reduction '{attrs['reduction']}' is not one of {', '.join(REDUCTIONS)}")
+        _check_indices(types[1])
+        _same_type(types[0], types[2], "updates")
+
+
+@irdl_op_definition
+class ScatterElementsOp(_ScatterOp):
+    """A copy of data with updates written (or reduced: add, mul, max, min) at indices on `axis`
+    (ONNX ScatterElements); indices and updates have one shape, of data's rank."""
+
+    name = "nn.scatter_elements"
+    axis = prop_def(IntegerAttr, default_value=int_attr(0))
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        cls._check(types, attrs)
+        s, idx, upd = shape_of(types[0]), shape_of(types[1]), shape_of(types[2])
+        _axis(attrs["axis"], len(s))
+        if idx != upd or len(idx) != len(s):
+            raise _fail(f"indices {list(idx)} and updates {list(upd)} must have one shape of rank {len(s)}")
+        return [types[0]]
+
+
+@irdl_op_definition
+class ScatterNDOp(_ScatterOp):
+    """A copy of data with updates written (or reduced) at the index tuples of indices (ONNX ScatterND).
+
+    updates.shape = indices.shape[:-1] + data.shape[indices.shape[-1]:]."""
+
+    name = "nn.scatter_nd"
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        cls._check(types, attrs)
+        s, idx, upd = shape_of(types[0]), shape_of(types[1]), shape_of(types[2])
+        if not idx or not 1 <= idx[-1] <= len(s):
+            raise _fail(f"indices.shape[-1] must be in [1, {len(s)}]")
+        want = (*idx[:-1], *s[idx[-1] :])
+        if upd != want:
+            raise _fail(f"updates has shape {list(upd)}, expected {list(want)}")
+        return [types[0]]
+
+
+# ---- triangles, one-hot, sequences ----------------------------------------------
+
+
+@irdl_op_definition
+class TriluOp(NNOp):
+    """Keep the upper (`upper`) or lower triangle of the last two dims from diagonal `k` (ONNX Trilu)."""
+
+    name = "nn.trilu"
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
+    k = prop_def(IntegerAttr, default_value=int_attr(0))
+    upper = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(True))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "injective"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        if len(shape_of(types[0])) < 2:
+            raise _fail("trilu needs rank at least 2")
+        return [types[0]]
+
+
+@irdl_op_definition
+class OneHotOp(NNOp):
+    """values[1] where index == position on the new `axis` of size `depth`, else values[0] (ONNX OneHot).
+
+    Negative indices count from depth; indices outside [-depth, depth) give all off_value."""
+
+    name = "nn.one_hot"
+    indices = operand_def(TensorType)
+    values = operand_def(TensorType)
+    result = result_def(TensorType)
+    depth = prop_def(IntegerAttr)
+    axis = prop_def(IntegerAttr, default_value=int_attr(-1))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "injective"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
+    SAME_DTYPE: ClassVar[bool] = False
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        s = shape_of(types[0])
+        if types[0].element_type not in (*INDEX_TYPES, f32, f64, f16):
+            raise _fail(f"indices must be numeric, got {types[0].element_type}")
+        if shape_of(types[1]) != (2,):
+            raise _fail(f"values must have shape [2] (off, on), got {list(shape_of(types[1]))}")
+        if attrs["depth"] < 1:
+            raise _fail(f"depth {attrs['depth']} must be positive")
+        axis = _axis(attrs["axis"], len(s) + 1)
+        out = [*s[:axis], attrs["depth"], *s[axis:]]
+        return [tensor(out, types[1].element_type)]
+
+
+@irdl_op_definition
+class ReverseSequenceOp(NNOp):
+    """Reverse the first sequence_lens[b] elements along `time_axis` of each batch b (ONNX ReverseSequence)."""
+
+    name = "nn.reverse_sequence"
+    data = operand_def(TensorType)
+    sequence_lens = operand_def(TensorType)
+    result = result_def(TensorType)
+    batch_axis = prop_def(IntegerAttr, default_value=int_attr(1))
+    time_axis = prop_def(IntegerAttr, default_value=int_attr(0))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "injective"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
+    SAME_DTYPE: ClassVar[bool] = False
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        s = shape_of(types[0])
+        lens = _check_indices(types[1], "sequence_lens")
+        if len(s) < 2:
+            raise _fail("reverse_sequence needs rank at least 2")
+        b = _axis(attrs["batch_axis"], len(s), "batch_axis")
+        t = _axis(attrs["time_axis"], len(s), "time_axis")
+        if b == t:
+            raise _fail("batch_axis and time_axis must differ")
+        if lens != (s[b],):
+            raise _fail(f"sequence_lens has shape {list(lens)}, expected [{s[b]}]")
+        return [types[0]]
+
+
+# ---- normalisations ----------------------------------------------------------------
+
+
+@irdl_op_definition
+class LayerNormOp(NNOp):
+    """(x - mean) / sqrt(var + epsilon) * gamma + beta over the dims from `axis` on (ONNX
+    LayerNormalization's Y); gamma and beta broadcast against those dims."""
+
+    name = "nn.layer_norm"
+    data = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    beta = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr, default_value=int_attr(-1))
+    epsilon = prop_def(FloatAttr, default_value=float_attr(1e-5))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "opaque"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        s = shape_of(types[0])
+        axis = _axis(attrs["axis"], len(s))
+        inner = s[axis:]
+        for name, t in zip(("gamma", "beta"), types[1:], strict=True):
+            if len(shape_of(t)) > len(inner) or broadcast_shapes(shape_of(t), inner) != inner:
+                raise _fail(f"{name} of shape {list(shape_of(t))} does not broadcast to {list(inner)}")
+        return [types[0]]
+
+
+@irdl_op_definition
+class RMSNormOp(NNOp):
+    """x / sqrt(mean(x^2) + epsilon) * gamma over the dims from `axis` on (ONNX RMSNormalization);
+    gamma broadcasts against those dims."""
+
+    name = "nn.rms_norm"
+    data = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr, default_value=int_attr(-1))
+    epsilon = prop_def(FloatAttr, default_value=float_attr(1e-5))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "opaque"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        s = shape_of(types[0])
+        inner = s[_axis(attrs["axis"], len(s)) :]
+        g = shape_of(types[1])
+        if len(g) > len(inner) or broadcast_shapes(g, inner) != inner:
+            raise _fail(f"gamma of shape {list(g)} does not broadcast to {list(inner)}")
+        return [types[0]]
+
+
+class _AxisOp(NNOp):
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr, default_value=int_attr(-1))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "opaque"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        _axis(attrs["axis"], len(shape_of(types[0])))
+        return [types[0]]
+
+
+@irdl_op_definition
+class LogSoftmaxOp(_AxisOp):
+    """log(softmax(x)) along `axis`, computed as x - max - log(sum(exp(x - max)))."""
+
+    name = "nn.log_softmax"
+
+
+@irdl_op_definition
+class HardmaxOp(_AxisOp):
+    """1 at the first maximum along `axis`, 0 elsewhere (ONNX Hardmax)."""
+
+    name = "nn.hardmax"
+
+
+# ---- resize ---------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ResizeOp(NNOp):
+    """N-d resize with every mode of ONNX Resize (nn.resize2d is the NCHW subset with C kernels).
+
+    `size` is the output shape; `scales` (f64 per axis, empty: size / input) the
+    scales the coordinate mapping uses; `roi` (start..., end... per axis, empty: all
+    0 and 1) only with tf_crop_and_resize. `mode` nearest, linear or cubic; `antialias`
+    widens the linear/cubic filter when downscaling; `exclude_outside` drops taps
+    outside the input and renormalises; `extrapolation_value` fills outputs whose
+    coordinate falls outside the input under tf_crop_and_resize."""
+
+    name = "nn.resize"
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
+    size = prop_def(DenseArrayBase)
+    scales = prop_def(DenseArrayBase, default_value=DenseArrayBase.from_list(f64, []))
+    roi = prop_def(DenseArrayBase, default_value=DenseArrayBase.from_list(f64, []))
+    mode = prop_def(StringAttr, default_value=StringAttr("nearest"))
+    coordinate_transformation_mode = prop_def(StringAttr, default_value=StringAttr("half_pixel"))
+    nearest_mode = prop_def(StringAttr, default_value=StringAttr("round_prefer_floor"))
+    cubic_coeff_a = prop_def(FloatAttr, default_value=float_attr(-0.75))
+    exclude_outside = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
+    antialias = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
+    extrapolation_value = prop_def(FloatAttr, default_value=float_attr(0.0))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "injective"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = tuple(t for t in ALL_TYPES if t != IntegerType(1))
+
+    MODES: ClassVar[tuple[str, ...]] = ("nearest", "linear", "cubic")
+    COORDINATE_MODES: ClassVar[tuple[str, ...]] = (
+        "half_pixel",
+        "half_pixel_symmetric",
+        "pytorch_half_pixel",
+        "align_corners",
+        "asymmetric",
+        "tf_half_pixel_for_nn",
+        "tf_crop_and_resize",
+    )
+    NEAREST_MODES: ClassVar[tuple[str, ...]] = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        s = shape_of(types[0])
+        size = attrs["size"]
+        if len(size) != len(s):
+            raise _fail(f"size must have {len(s)} values, got {len(size)}")
+        if any(d < 1 for d in size) or any(d < 1 for d in s):
+            raise _fail("input and output dims must be positive")
+        for key, allowed in (
+            ("mode", cls.MODES),
+            ("coordinate_transformation_mode", cls.COORDINATE_MODES),
+            ("nearest_mode", cls.NEAREST_MODES),
+        ):
+            if attrs[key] not in allowed:
+                raise _fail(f"{key} '{attrs[key]}' is not one of {', '.join(allowed)}")
+        if attrs["scales"] and (len(attrs["scales"]) != len(s) or min(attrs["scales"]) <= 0):
+            raise _fail(f"scales must be {len(s)} positive values")
+        if attrs["roi"] and len(attrs["roi"]) != 2 * len(s):
+            raise _fail(f"roi must have {2 * len(s)} values")
+        if attrs["antialias"] and attrs["mode"] == "nearest":
+            raise _fail("antialias applies to linear and cubic modes only")
+        return [tensor(size, types[0].element_type)]
+
+
+def float_array(values: Sequence[float]) -> DenseArrayBase[Any]:
+    """An f64 array property (ResizeOp's scales and roi)."""
+    return DenseArrayBase.from_list(f64, [float(v) for v in values])
+
+
+INDEXING_OPS: tuple[type[NNOp], ...] = (
+    GatherElementsOp,
+    GatherNDOp,
+    ScatterElementsOp,
+    ScatterNDOp,
+    TriluOp,
+    OneHotOp,
+    ReverseSequenceOp,
+    LayerNormOp,
+    RMSNormOp,
+    LogSoftmaxOp,
+    HardmaxOp,
+    ResizeOp,
+)
+"""The ops of this module, appended to the nn dialect's list."""
+
+__all__ = [
+    "FLOATS",
+    "INDEXING_OPS",
+    "GatherElementsOp",
+    "GatherNDOp",
+    "HardmaxOp",
+    "LayerNormOp",
+    "LogSoftmaxOp",
+    "OneHotOp",
+    "RMSNormOp",
+    "ResizeOp",
+    "ReverseSequenceOp",
+    "ScatterElementsOp",
+    "ScatterNDOp",
+    "TriluOp",
+    "float_array",
+    "ints",
+]

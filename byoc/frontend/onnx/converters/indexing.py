@@ -1,0 +1,504 @@
+"""ONNX ops of coverage part B: gathers and scatters, Trilu, OneHot, NonZero, Compress,
+ReverseSequence, DepthToSpace/SpaceToDepth, the normalisations, LogSoftmax/Hardmax,
+the general Resize, and `If` with a condition known at import (the branch is inlined)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from xdsl.ir import SSAValue
+
+from byoc.dialects import nn
+from byoc.dialects.nn import indexing as nni
+from byoc.frontend.onnx.base import (
+    Importer,
+    Node,
+    Value,
+    converts,
+    ints,
+    normalize_axes,
+    string,
+)
+from byoc.frontend.onnx.converters import layout
+from byoc.frontend.onnx.errors import OnnxImportError, UnsupportedOnnxError
+
+# ---- gathers and scatters ---------------------------------------------------------
+
+
+@converts("GatherElements")
+def _gather_elements(imp: Importer, node: Node) -> list[Value]:
+    return [imp.emit(nni.GatherElementsOp, node.required(0), node.required(1), axis=int(node.attr("axis", 0)))]
+
+
+@converts("GatherND")
+def _gather_nd(imp: Importer, node: Node) -> list[Value]:
+    return [
+        imp.emit(nni.GatherNDOp, node.required(0), node.required(1), batch_dims=int(node.attr("batch_dims", 0)))
+    ]
+
+
+@converts("ScatterElements", "Scatter")
+def _scatter_elements(imp: Importer, node: Node) -> list[Value]:
+    return [
+        imp.emit(
+            nni.ScatterElementsOp,
+            node.required(0),
+            node.required(1),
+            node.required(2),
+            axis=int(node.attr("axis", 0)),
+            reduction=string(node.attr("reduction", "none")),
+        )
+    ]
+
+
+@converts("ScatterND")
+def _scatter_nd(imp: Importer, node: Node) -> list[Value]:
+    return [
+        imp.emit(
+            nni.ScatterNDOp,
+            node.required(0),
+            node.required(1),
+            node.required(2),
+            reduction=string(node.attr("reduction", "none")),
+        )
+    ]
+
+
+# ---- triangles, one-hot, selections ------------------------------------------------
+
+
+@converts("Trilu")
+def _trilu(imp: Importer, node: Node) -> list[Value]:
+    k = imp.static(node, 1, "k")
+    return [
+        imp.emit(
+            nni.TriluOp,
+            node.required(0),
+            k=0 if k is None else int(np.asarray(k).reshape(-1)[0]),
+            upper=bool(node.attr("upper", 1)),
+        )
+    ]
+
+
+@converts("OneHot")
+def _one_hot(imp: Importer, node: Node) -> list[Value]:
+    depth = imp.static(node, 1, "depth")
+    assert depth is not None
+    d = np.asarray(depth).reshape(-1)
+    if d.size != 1:
+        raise OnnxImportError(f"OneHot's depth must hold one value, got {d.size}")
+    return [
+        imp.emit(
+            nni.OneHotOp,
+            node.required(0),
+            node.required(2),
+            depth=int(d[0]),
+            axis=int(node.attr("axis", -1)),
+        )
+    ]
+
+
+@converts("NonZero")
+def _non_zero(imp: Importer, node: Node) -> list[Value]:
+    # the result's shape is the count of non-zeros: known only when the input is
+    x = imp.static(node, 0, "input (NonZero's result shape depends on its values)")
+    assert x is not None
+    return [np.asarray(np.nonzero(np.asarray(x)), dtype=np.int64).reshape(np.ndim(x), -1)]
+
+
+@converts("Unique")
+def _unique(imp: Importer, node: Node) -> list[Value]:
+    # every output's shape is a count of distinct values: known only when the input is
+    x = imp.static(node, 0, "input (Unique's result shapes depend on its values)")
+    assert x is not None
+    x = np.asarray(x)
+    axis = node.attr("axis")
+    if axis is not None:
+        (axis,) = normalize_axes([int(axis)], x.ndim)
+    y, first, inverse, counts = np.unique(
+        x if axis is not None else x.reshape(-1), axis=axis, return_index=True, return_inverse=True, return_counts=True
+    )
+    inverse = inverse.reshape(-1)
+    if not node.attr("sorted", 1):  # in the order of first occurrence
+        order = np.argsort(first, kind="stable")
+        y = np.take(y, order, axis=axis or 0)
+        first, counts = first[order], counts[order]
+        inverse = np.argsort(order)[inverse]
+    return [y, *(np.asarray(v, dtype=np.int64) for v in (first, inverse, counts))]
+
+
+@converts("EyeLike")
+def _eye_like(imp: Importer, node: Node) -> list[Value]:
+    from onnx import helper
+
+    x = node.required(0)
+    shape = imp.shape(x)
+    if len(shape) != 2:
+        raise OnnxImportError(f"EyeLike needs a rank-2 input, got rank {len(shape)}")
+    dtype = node.attr("dtype")
+    dt = imp.dtype(x) if dtype is None else np.dtype(helper.tensor_dtype_to_np_dtype(int(dtype)))
+    return [np.eye(shape[0], shape[1], int(node.attr("k", 0)), dtype=dt)]
+
+
+@converts("CenterCropPad")
+def _center_crop_pad(imp: Importer, node: Node) -> list[Value]:
+    x = node.required(0)
+    target = ints(imp.static(node, 1, "shape"))
+    shape = imp.shape(x)
+    rank = len(shape)
+    axes = node.attr("axes")
+    axes = normalize_axes([int(a) for a in axes], rank) if axes is not None else list(range(rank))
+    if len(axes) != len(target):
+        raise OnnxImportError(f"CenterCropPad's shape {target} must have one value per axis {axes}")
+    begin, end, pads = [0] * rank, list(shape), [0] * (2 * rank)
+    for a, t in zip(axes, target, strict=True):
+        if t < 0:
+            raise OnnxImportError(f"CenterCropPad's shape {target} has a negative dim")
+        if t < shape[a]:  # crop: the window starts (dim - t) // 2 in
+            begin[a] = (shape[a] - t) // 2
+            end[a] = begin[a] + t
+        else:  # pad: (t - dim) // 2 before, the rest after
+            pads[2 * a] = (t - shape[a]) // 2
+            pads[2 * a + 1] = t - shape[a] - pads[2 * a]
+    if begin != [0] * rank or end != list(shape):
+        x = imp.emit(nn.StridedSliceOp, x, begin=tuple(begin), end=tuple(end), strides=(1,) * rank)
+    if any(pads):
+        x = imp.emit(nn.PadOp, x, pad_width=tuple(pads))
+    return [x]
+
+
+@converts("Compress")
+def _compress(imp: Importer, node: Node) -> list[Value]:
+    x = node.required(0)
+    cond = imp.static(node, 1, "condition (Compress's result shape depends on its values)")
+    assert cond is not None
+    axis = node.attr("axis")
+    if axis is None:
+        x = imp.reshape(x, (math.prod(imp.shape(x)),))
+        axis = 0
+    shape = imp.shape(x)
+    (axis,) = normalize_axes([int(axis)], len(shape))
+    flags = np.asarray(cond).reshape(-1).astype(bool)
+    if flags.size > shape[axis]:
+        raise OnnxImportError(f"Compress's condition has {flags.size} values for a dim of {shape[axis]}")
+    keep = np.nonzero(flags)[0].astype(np.int64)
+    if keep.size == shape[axis]:
+        return [x]
+    return [imp.emit(nn.TakeOp, x, keep, axis=axis)]
+
+
+@converts("ReverseSequence")
+def _reverse_sequence(imp: Importer, node: Node) -> list[Value]:
+    return [
+        imp.emit(
+            nni.ReverseSequenceOp,
+            node.required(0),
+            node.required(1),
+            batch_axis=int(node.attr("batch_axis", 1)),
+            time_axis=int(node.attr("time_axis", 0)),
+        )
+    ]
+
+
+@converts("DepthToSpace", "SpaceToDepth")
+def _depth_space(imp: Importer, node: Node) -> list[Value]:
+    x = node.required(0)
+    bs = int(node.required_attr("blocksize"))
+    shape = imp.shape(x)
+    if len(shape) != 4:
+        raise OnnxImportError(f"{node.op_type} needs a rank-4 input, got rank {len(shape)}")
+    n, c, h, w = shape
+    mode = string(node.attr("mode", "DCR"))
+    if mode not in ("DCR", "CRD"):
+        raise OnnxImportError(f"{node.op_type} mode '{mode}' is not DCR or CRD")
+    if bs < 1:
+        raise OnnxImportError(f"blocksize {bs} must be positive")
+    if node.op_type == "DepthToSpace":
+        if c % (bs * bs):
+            raise OnnxImportError(f"channels {c} are not divisible by blocksize^2 = {bs * bs}")
+        if mode == "DCR":
+            tmp, perm = (n, bs, bs, c // (bs * bs), h, w), (0, 3, 4, 1, 5, 2)
+        else:
+            tmp, perm = (n, c // (bs * bs), bs, bs, h, w), (0, 1, 4, 2, 5, 3)
+        out = (n, c // (bs * bs), h * bs, w * bs)
+    else:
+        if h % bs or w % bs:
+            raise OnnxImportError(f"spatial dims {h}x{w} are not divisible by blocksize {bs}")
+        tmp = (n, c, h // bs, bs, w // bs, bs)
+        perm = (0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4)
+        out = (n, c * bs * bs, h // bs, w // bs)
+    y = imp.emit(nn.TransposeOp, imp.reshape(x, tmp), axes=perm)
+    return [imp.reshape(y, out)]
+
+
+# ---- normalisations ----------------------------------------------------------------
+
+
+def _ones(value: float, shape: tuple[int, ...], like: Value, imp: Importer) -> np.ndarray[Any, Any]:
+    return np.full(shape, value, dtype=imp.dtype(like))
+
+
+def _check_stash(imp: Importer, node: Node, x: Value) -> None:
+    if int(node.attr("stash_type", 1)) != 1 and imp.dtype(x) != np.float32:
+        raise UnsupportedOnnxError(f"{node.op_type} with stash_type {node.attr('stash_type')} is not supported")
+
+
+@converts("LayerNormalization")
+def _layer_norm(imp: Importer, node: Node) -> list[Value | None]:
+    x, scale, bias = node.required(0), node.required(1), node.input(2)
+    _check_stash(imp, node, x)
+    shape = imp.shape(x)
+    (axis,) = normalize_axes([int(node.attr("axis", -1))], len(shape))
+    eps = float(node.attr("epsilon", 1e-5))
+    if bias is None:
+        bias = _ones(0.0, imp.shape(scale), x, imp)
+    y = imp.emit(nni.LayerNormOp, x, scale, bias, axis=axis, epsilon=eps)
+    outputs: list[Value | None] = [y]
+    wanted = [bool(name) and name in getattr(imp, "_used", {name}) for name in list(node.proto.output)[1:3]]
+    if any(wanted):  # Mean and InvStdDev (keepdims), from the primitives
+        axes = tuple(range(axis, len(shape)))
+        mean = imp.emit(nn.ReduceMeanOp, x, axes=axes, keepdims=True)
+        d = imp.emit(nn.SubtractOp, x, mean)
+        var = imp.emit(nn.ReduceMeanOp, imp.emit(nn.MultiplyOp, d, d), axes=axes, keepdims=True)
+        std = imp.emit(nn.SqrtOp, imp.emit(nn.AddOp, var, imp.scalar_like(eps, x)))
+        outputs += [mean, imp.emit(nn.ReciprocalOp, std)]
+    return outputs
+
+
+@converts("RMSNormalization")
+def _rms_norm(imp: Importer, node: Node) -> list[Value]:
+    x = node.required(0)
+    _check_stash(imp, node, x)
+    return [
+        imp.emit(
+            nni.RMSNormOp,
+            x,
+            node.required(1),
+            axis=int(node.attr("axis", -1)),
+            epsilon=float(node.attr("epsilon", 1e-5)),
+        )
+    ]
+
+
+def _per_channel(imp: Importer, v: Value, rank: int) -> Value:
+    """A (C,) vector shaped (C, 1, ..., 1) to broadcast along axis 1 of a rank-`rank` tensor."""
+    (c,) = imp.shape(v)
+    return imp.reshape(v, (c, *([1] * (rank - 2))))
+
+
+def _group_norm(imp: Importer, x: Value, groups: int, eps: float) -> Value:
+    """Normalise each of `groups` channel groups of x (N, C, ...) over its channels and positions."""
+    shape = imp.shape(x)
+    if len(shape) < 3:
+        raise OnnxImportError(f"needs rank >= 3 (N, C, ...), got {len(shape)}")
+    n, c = shape[:2]
+    if groups < 1 or c % groups:
+        raise OnnxImportError(f"num_groups {groups} does not divide the channels {c}")
+    flat = imp.reshape(x, (n, groups, math.prod(shape[1:]) // groups))
+    one, zero = _ones(1.0, (1,), x, imp), _ones(0.0, (1,), x, imp)
+    y = imp.emit(nni.LayerNormOp, flat, one, zero, axis=2, epsilon=eps)
+    return imp.reshape(y, shape)
+
+
+def _scale_shift(imp: Importer, y: Value, scale: Value, bias: Value) -> Value:
+    rank = len(imp.shape(y))
+    y = imp.emit(nn.MultiplyOp, y, _per_channel(imp, scale, rank))
+    return imp.emit(nn.AddOp, y, _per_channel(imp, bias, rank))
+
+
+@converts("InstanceNormalization")
+def _instance_norm(imp: Importer, node: Node) -> list[Value]:
+    x = node.required(0)
+    shape = imp.shape(x)
+    y = _group_norm(imp, x, shape[1] if len(shape) > 1 else 1, float(node.attr("epsilon", 1e-5)))
+    return [_scale_shift(imp, y, node.required(1), node.required(2))]
+
+
+@converts("GroupNormalization")
+def _group_normalization(imp: Importer, node: Node) -> list[Value]:
+    x, scale, bias = node.required(0), node.required(1), node.required(2)
+    _check_stash(imp, node, x)
+    groups = int(node.required_attr("num_groups"))
+    y = _group_norm(imp, x, groups, float(node.attr("epsilon", 1e-5)))
+    c = imp.shape(x)[1]
+    if imp.shape(scale) == (groups,) and groups != c:  # opset 18: one scale per group
+        per = c // groups
+        if isinstance(scale, SSAValue) or isinstance(bias, SSAValue):
+            raise UnsupportedOnnxError("GroupNormalization-18 with a per-group scale computed at run time")
+        scale, bias = np.repeat(scale, per), np.repeat(bias, per)
+    return [_scale_shift(imp, y, scale, bias)]
+
+
+@converts("MeanVarianceNormalization")
+def _mvn(imp: Importer, node: Node) -> list[Value]:
+    # ONNX's function body: (x - mean) / (sqrt(E[x^2] - E[x]^2) + 1e-9)
+    x = node.required(0)
+    rank = len(imp.shape(x))
+    axes = tuple(normalize_axes([int(a) for a in node.attr("axes", [0, 2, 3])], rank))
+    mean = imp.emit(nn.ReduceMeanOp, x, axes=axes, keepdims=True)
+    d = imp.emit(nn.SubtractOp, x, mean)
+    var = imp.emit(nn.ReduceMeanOp, imp.emit(nn.MultiplyOp, d, d), axes=axes, keepdims=True)
+    std = imp.emit(nn.AddOp, imp.emit(nn.SqrtOp, var), imp.scalar_like(1e-9, x))
+    return [imp.emit(nn.DivideOp, d, std)]
+
+
+@converts("LpNormalization")
+def _lp_norm(imp: Importer, node: Node) -> list[Value]:
+    x = node.required(0)
+    rank = len(imp.shape(x))
+    (axis,) = normalize_axes([int(node.attr("axis", -1))], rank)
+    p = int(node.attr("p", 2))
+    if p == 1:
+        norm = imp.emit(nn.ReduceSumOp, imp.emit(nn.AbsOp, x), axes=(axis,), keepdims=True)
+    elif p == 2:
+        sq = imp.emit(nn.ReduceSumOp, imp.emit(nn.MultiplyOp, x, x), axes=(axis,), keepdims=True)
+        norm = imp.emit(nn.SqrtOp, sq)
+    else:
+        raise OnnxImportError(f"LpNormalization's p must be 1 or 2, got {p}")
+    # a zero norm divides by 1 (ONNX's reference): its row is all zeros, so dividing by the
+    # smallest normal float gives the same zeros (norms below it are the one difference)
+    tiny = imp.scalar_like(float(np.finfo(imp.dtype(x)).tiny), x)
+    return [imp.emit(nn.DivideOp, x, imp.emit(nn.MaximumOp, norm, tiny))]
+
+
+@converts("LogSoftmax", "Hardmax")
+def _log_softmax(imp: Importer, node: Node) -> list[Value]:
+    cls = nni.LogSoftmaxOp if node.op_type == "LogSoftmax" else nni.HardmaxOp
+    x = node.required(0)
+    shape = imp.shape(x)
+    rank = len(shape)
+    if node.version >= 13:
+        return [imp.emit(cls, x, axis=int(node.attr("axis", -1)))]
+    # before opset 13 the input is coerced to 2-D at `axis`, the op runs over the trailing block
+    (axis,) = normalize_axes([int(node.attr("axis", 1))], max(rank, 1))
+    if axis == rank - 1:
+        return [imp.emit(cls, x, axis=-1)]
+    flat = imp.reshape(x, (math.prod(shape[:axis]), math.prod(shape[axis:])))
+    return [imp.reshape(imp.emit(cls, flat, axis=1), shape)]
+
+
+# ---- Resize: nn.resize2d where it applies, nn.resize for the rest --------------------
+
+
+@converts("Resize", "Upsample")
+def _resize(imp: Importer, node: Node) -> list[Value]:
+    try:
+        return layout.resize_2d(imp, node)
+    except UnsupportedOnnxError:
+        return [_resize_nd(imp, node)]
+
+
+def _resize_nd(imp: Importer, node: Node) -> Value:
+    x = node.required(0)
+    shape = imp.shape(x)
+    rank = len(shape)
+    mode = string(node.attr("mode", "nearest"))
+    attrs: dict[str, Any] = {}
+    roi: list[float] = []
+    if node.op_type == "Upsample" or node.version < 11:
+        if node.version < 9 and node.op_type == "Upsample":
+            scales = [float(s) for s in node.required_attr("scales")]
+        else:
+            scales = [float(s) for s in np.asarray(imp.static(node, 1, "scales")).reshape(-1)]
+        coord, nearest = "asymmetric", "floor"
+        sizes = None
+        mode = "linear" if mode == "bilinear" else mode
+    else:
+        coord = string(node.attr("coordinate_transformation_mode", "half_pixel"))
+        nearest = string(node.attr("nearest_mode", "round_prefer_floor"))
+        r = imp.static(node, 1, "roi") if coord == "tf_crop_and_resize" else None
+        s = imp.static(node, 2, "scales")
+        z = imp.static(node, 3, "sizes")
+        roi = [] if r is None or r.size == 0 else [float(v) for v in r.reshape(-1)]
+        scales = None if s is None or s.size == 0 else [float(v) for v in s.reshape(-1)]
+        sizes = None if z is None or z.size == 0 else ints(z)
+        axes = node.attr("axes")
+        resized = normalize_axes([int(a) for a in axes], rank) if axes is not None else list(range(rank))
+        if axes is not None:
+            if scales is not None:
+                full = [1.0] * rank
+                for a, v in zip(resized, scales, strict=True):
+                    full[a] = v
+                scales = full
+            if sizes is not None:
+                full_sizes = list(shape)
+                for a, v in zip(resized, sizes, strict=True):
+                    full_sizes[a] = v
+                sizes = full_sizes
+            if roi:
+                k = len(resized)
+                full_roi = [0.0] * rank + [1.0] * rank
+                for i, a in enumerate(resized):
+                    full_roi[a], full_roi[rank + a] = roi[i], roi[k + i]
+                roi = full_roi
+        attrs = dict(
+            cubic_coeff_a=float(node.attr("cubic_coeff_a", -0.75)),
+            exclude_outside=bool(node.attr("exclude_outside", 0)),
+            antialias=bool(node.attr("antialias", 0)),
+            extrapolation_value=float(node.attr("extrapolation_value", 0.0)),
+        )
+        policy = string(node.attr("keep_aspect_ratio_policy", "stretch"))
+        if sizes is not None and policy != "stretch":
+            ratios = [sizes[a] / shape[a] for a in resized]
+            scale = min(ratios) if policy == "not_larger" else max(ratios)
+            scales = [scale if a in resized else 1.0 for a in range(rank)]
+            sizes = [int(scale * shape[a] + 0.5) if a in resized else shape[a] for a in range(rank)]
+    if mode not in nni.ResizeOp.MODES:
+        raise OnnxImportError(f"Resize mode '{mode}' is not one of nearest, linear, cubic")
+    if sizes is not None:
+        if len(sizes) != rank:
+            raise OnnxImportError(f"sizes {sizes} must have {rank} values")
+        if scales is None or len(scales) != rank:
+            scales = [o / i if i else 1.0 for o, i in zip(sizes, shape, strict=True)]
+    elif scales is not None:
+        if len(scales) != rank:
+            raise OnnxImportError(f"scales {scales} must have {rank} values")
+        sizes = [int(d * s) for d, s in zip(shape, scales, strict=True)]
+    else:
+        raise OnnxImportError("Resize needs scales or sizes")
+    if roi and len(roi) != 2 * rank:
+        raise OnnxImportError(f"roi {roi} must have {2 * rank} values")
+    return imp.emit(
+        nni.ResizeOp,
+        x,
+        size=tuple(int(v) for v in sizes),
+        scales=nni.float_array(scales),
+        roi=nni.float_array(roi),
+        mode=mode,
+        coordinate_transformation_mode=coord,
+        nearest_mode=nearest,
+        **attrs,
+    )
+
+
+# ---- If with a condition known at import ------------------------------------------------
+
+
+@converts("If")
+def _if(imp: Importer, node: Node) -> list[Value]:
+    cond = imp.static(node, 0, "condition (only an If whose condition is known at import is inlined)")
+    assert cond is not None
+    c = np.asarray(cond).reshape(-1)
+    if c.size != 1:
+        raise OnnxImportError(f"If's condition must hold one value, got {c.size}")
+    branch = node.required_attr("then_branch" if bool(c[0]) else "else_branch")
+    env: dict[str, Value] = imp.env  # type: ignore[attr-defined]
+    used: set[str] = imp._used  # type: ignore[attr-defined]
+    from onnx import numpy_helper
+
+    for init in branch.initializer:
+        env[init.name] = numpy_helper.to_array(init)
+    used.update(name for n in branch.node for name in n.input)
+    used.update(vi.name for vi in branch.output)
+    for index, proto in enumerate(branch.node):
+        imp._convert(proto, index)  # type: ignore[attr-defined]
+    outputs: list[Value] = []
+    for vi in branch.output:
+        if vi.name not in env:
+            raise OnnxImportError(f"If branch output '{vi.name}' is not produced by the branch")
+        outputs.append(env[vi.name])
+    if len(outputs) != node.num_outputs:
+        raise OnnxImportError(f"the If branch has {len(outputs)} outputs, the node {node.num_outputs}")
+    return outputs

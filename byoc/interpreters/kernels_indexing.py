@@ -1,0 +1,289 @@
+"""numpy kernels of the ops in `byoc/dialects/nn/indexing.py` (ONNX semantics).
+
+Registered in `KERNELS` with `@kernel`, like `kernels.py` (which imports this module).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from byoc.interpreters.kernels import Array, kernel
+
+# ---- gathers and scatters ---------------------------------------------------------
+
+
+def _wrap(indices: Array, dim: int | Array) -> Array:
+    idx = indices.astype(np.int64)
+    return np.where(idx < 0, idx + dim, idx)
+
+
+@kernel("nn.gather_elements")
+def gather_elements(data: Array, indices: Array, *, axis: int) -> Array:
+    axis %= data.ndim
+    return np.take_along_axis(data, _wrap(indices, data.shape[axis]), axis=axis)
+
+
+@kernel("nn.gather_nd")
+def gather_nd(data: Array, indices: Array, *, batch_dims: int) -> Array:
+    b = batch_dims
+    k = indices.shape[-1]
+    batch = data.shape[:b]
+    nb = math.prod(batch)
+    d = data.reshape((nb, *data.shape[b:]))
+    idx = _wrap(indices.reshape((nb, -1, k)), np.asarray(data.shape[b : b + k]))
+    out = np.stack([d[i][tuple(idx[i].T)] for i in range(nb)]) if nb else np.empty((0,))
+    return out.reshape((*indices.shape[:-1], *data.shape[b + k :])).astype(data.dtype)
+
+
+def _reduce_into(reduction: str) -> Callable[[Array, Any, Array], None]:
+    """`target[index] (op)= value` applied once per index, duplicates included (np.ufunc.at)."""
+    if reduction == "none":
+
+        def assign(target: Array, index: Any, value: Array) -> None:
+            target[index] = value
+
+        return assign
+    ufunc = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}[reduction]
+
+    def at(target: Array, index: Any, value: Array) -> None:
+        ufunc.at(target, index, value)
+
+    return at
+
+
+@kernel("nn.scatter_elements")
+def scatter_elements(data: Array, indices: Array, updates: Array, *, axis: int, reduction: str) -> Array:
+    out = np.array(data, copy=True)
+    axis %= data.ndim
+    idx = _wrap(indices, data.shape[axis])
+    grid = list(np.indices(indices.shape, sparse=True))
+    grid[axis] = idx
+    if reduction == "none":  # later updates win, in index order (ONNX's reference loop)
+        flat = np.ravel_multi_index(tuple(np.broadcast_arrays(*grid)), data.shape).reshape(-1)
+        out.reshape(-1)[flat] = updates.reshape(-1)
+        return out
+    _reduce_into(reduction)(out, tuple(grid), updates)
+    return out
+
+
+@kernel("nn.scatter_nd")
+def scatter_nd(data: Array, indices: Array, updates: Array, *, reduction: str) -> Array:
+    out = np.array(data, copy=True)
+    k = indices.shape[-1]
+    idx = _wrap(indices.reshape(-1, k), np.asarray(data.shape[:k]))
+    upd = updates.reshape((idx.shape[0], *data.shape[k:]))
+    apply = _reduce_into(reduction)
+    for i in range(idx.shape[0]):  # in order: with duplicates, ONNX's loop order decides
+        apply(out, tuple(idx[i]), upd[i])
+    return out
+
+
+# ---- triangles, one-hot, sequences ----------------------------------------------
+
+
+@kernel("nn.trilu")
+def trilu(x: Array, *, k: int, upper: bool) -> Array:
+    return np.triu(x, k) if upper else np.tril(x, k)
+
+
+@kernel("nn.one_hot")
+def one_hot(indices: Array, values: Array, *, depth: int, axis: int) -> Array:
+    idx = np.asarray(indices)
+    if idx.dtype.kind == "f":
+        idx = np.trunc(idx)
+    idx = idx.astype(np.int64)
+    idx = np.where(idx < 0, idx + depth, idx)
+    axis %= idx.ndim + 1
+    shape = [1] * (idx.ndim + 1)
+    shape[axis] = depth
+    hot = np.expand_dims(idx, axis) == np.arange(depth).reshape(shape)
+    return np.where(hot, values[1], values[0]).astype(values.dtype)
+
+
+@kernel("nn.reverse_sequence")
+def reverse_sequence(x: Array, lens: Array, *, batch_axis: int, time_axis: int) -> Array:
+    out = np.array(x, copy=True)
+    b, t = batch_axis % x.ndim, time_axis % x.ndim
+    for i, n in enumerate(np.asarray(lens).astype(np.int64)):
+        n = min(max(int(n), 0), x.shape[t])
+        src = [slice(None)] * x.ndim
+        src[b] = slice(i, i + 1)
+        src[t] = slice(0, n)
+        out[tuple(src)] = np.flip(x[tuple(src)], axis=t)
+    return out
+
+
+# ---- normalisations ----------------------------------------------------------------
+
+
+def _compute_dtype(x: Array) -> np.dtype[Any]:
+    """f16 is computed in f32 (ONNX's stash_type), f32 and f64 in themselves."""
+    return np.dtype(np.float32) if x.dtype == np.float16 else x.dtype
+
+
+@kernel("nn.layer_norm")
+def layer_norm(x: Array, gamma: Array, beta: Array, *, axis: int, epsilon: float) -> Array:
+    axes = tuple(range(axis % x.ndim, x.ndim))
+    xc = x.astype(_compute_dtype(x))
+    mean = xc.mean(axis=axes, keepdims=True)
+    var = np.square(xc - mean).mean(axis=axes, keepdims=True)
+    y = (xc - mean) / np.sqrt(var + xc.dtype.type(epsilon))
+    return (y * gamma + beta).astype(x.dtype)
+
+
+@kernel("nn.rms_norm")
+def rms_norm(x: Array, gamma: Array, *, axis: int, epsilon: float) -> Array:
+    axes = tuple(range(axis % x.ndim, x.ndim))
+    xc = x.astype(_compute_dtype(x))
+    ms = np.square(xc).mean(axis=axes, keepdims=True)
+    return (xc / np.sqrt(ms + xc.dtype.type(epsilon)) * gamma).astype(x.dtype)
+
+
+@kernel("nn.log_softmax")
+def log_softmax(x: Array, *, axis: int) -> Array:
+    xc = x.astype(_compute_dtype(x))
+    shifted = xc - xc.max(axis=axis, keepdims=True)
+    return (shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))).astype(x.dtype)
+
+
+@kernel("nn.hardmax")
+def hardmax(x: Array, *, axis: int) -> Array:
+    first = np.expand_dims(np.argmax(x, axis=axis), axis)
+    out = np.zeros_like(x)
+    np.put_along_axis(out, first, 1, axis=axis)
+    return out
+
+
+# ---- resize ---------------------------------------------------------------------------
+
+
+def _source_coords(
+    mode: str, out_size: int, in_size: int, scale: float, roi: tuple[float, float] | None
+) -> tuple[Array, Array | None]:
+    """ONNX's mapping of output indices to input coordinates, and (tf_crop_and_resize)
+    which outputs fall outside the input."""
+    y = np.arange(out_size, dtype=np.float64)
+    length = scale * in_size  # the output length before rounding
+    if mode == "align_corners":
+        return (np.zeros(out_size) if length == 1 else y * (in_size - 1) / (length - 1)), None
+    if mode == "asymmetric":
+        return y / scale, None
+    if mode == "tf_crop_and_resize":
+        lo, hi = roi if roi is not None else (0.0, 1.0)
+        if length == 1:
+            x = np.full(out_size, (hi - lo) * (in_size - 1) / 2)
+        else:
+            x = y * (hi - lo) * (in_size - 1) / (length - 1)
+        x = x + lo * (in_size - 1)
+        return x, (x < 0) | (x > in_size - 1)
+    if mode == "pytorch_half_pixel":
+        return (np.full(out_size, -0.5) if length == 1 else (y + 0.5) / scale - 0.5), None
+    if mode == "half_pixel_symmetric":
+        offset = in_size / 2 * (1 - out_size / length)
+        return offset + (y + 0.5) / scale - 0.5, None
+    if mode == "tf_half_pixel_for_nn":
+        return (y + 0.5) / scale, None
+    return (y + 0.5) / scale - 0.5, None  # half_pixel
+
+
+def _taps(
+    ratio: float, scale: float, mode: str, nearest_mode: str, a: float, antialias: bool
+) -> Array:
+    """Weights of the taps around a coordinate whose fraction is `ratio` (in (0, 1])."""
+    if mode == "nearest":
+        if ratio == 1.0 or nearest_mode == "ceil":
+            return np.array([0.0, 1.0])
+        if nearest_mode == "floor":
+            return np.array([1.0, 0.0])
+        up = ratio > 0.5 if nearest_mode == "round_prefer_floor" else ratio >= 0.5
+        return np.array([0.0, 1.0]) if up else np.array([1.0, 0.0])
+    if mode == "linear":
+        if not antialias:
+            return np.array([1 - ratio, ratio])
+        s = min(scale, 1.0)
+        start = int(np.floor(-1 / s) + 1)
+        args = (np.arange(start, 2 - start) - ratio) * s
+        w = np.clip(1 - np.abs(args), 0, 1)
+        return w / w.sum()
+
+    def cubic(t: Array) -> Array:
+        t = np.abs(t)
+        near = ((a + 2) * t - (a + 3)) * t * t + 1
+        far = ((a * t - 5 * a) * t + 8 * a) * t - 4 * a
+        return np.where(t <= 1, near, np.where(t < 2, far, 0.0))
+
+    if not antialias:
+        return cubic(np.array([1 + ratio, ratio, 1 - ratio, 2 - ratio]))
+    s = min(scale, 1.0)
+    start = int(np.floor(-2 / s) + 1)
+    w = cubic(s * (np.arange(start, 2 - start) - ratio))
+    return w / w.sum()
+
+
+def _resize_axis(
+    x: Array,
+    axis: int,
+    out_size: int,
+    scale: float,
+    roi: tuple[float, float] | None,
+    attrs: dict[str, Any],
+) -> Array:
+    in_size = x.shape[axis]
+    coords, outside = _source_coords(
+        attrs["coordinate_transformation_mode"], out_size, in_size, scale, roi
+    )
+    base = np.floor(coords)
+    ratios = np.where(coords == base, 1.0, coords - base)
+    weights = np.stack(
+        [
+            _taps(float(r), scale, attrs["mode"], attrs["nearest_mode"], attrs["cubic_coeff_a"], attrs["antialias"])
+            for r in ratios
+        ]
+    )
+    n = weights.shape[1]
+    # the n taps nearest to the coordinate, ties to the smaller index (ONNX's reference)
+    pad = int(math.ceil(n / 2))
+    padded = coords + pad
+    p = np.floor(padded).astype(np.int64)
+    frac = padded - p
+    if n % 2 == 0:
+        first = p + np.where(frac == 0, -(n // 2), -(n // 2) + 1)
+    else:
+        first = p + np.where(frac <= 0.5, -((n - 1) // 2), -((n - 1) // 2) + 1)
+    taps = first[:, None] + np.arange(n)[None, :] - pad
+    if attrs["exclude_outside"]:
+        weights = np.where((taps < 0) | (taps >= in_size), 0.0, weights)
+        total = weights.sum(axis=1, keepdims=True)
+        weights = weights / np.where(total == 0, 1.0, total)
+    taps = np.clip(taps, 0, in_size - 1)
+    gathered = np.take(x, taps, axis=axis)  # (..., out, n, ...)
+    shape = (1,) * axis + weights.shape + (1,) * (x.ndim - axis - 1)
+    out = (gathered * weights.reshape(shape)).sum(axis=axis + 1)
+    if outside is not None and outside.any():
+        mask = outside.reshape((1,) * axis + (out_size,) + (1,) * (x.ndim - axis - 1))
+        out = np.where(mask, attrs["extrapolation_value"], out)
+    return out
+
+
+@kernel("nn.resize")
+def resize(x: Array, *, size: Sequence[int], scales: Sequence[float], roi: Sequence[float], **attrs: Any) -> Array:
+    rank = x.ndim
+    scale = list(scales) if scales else [o / i for o, i in zip(size, x.shape, strict=True)]
+    y = x.astype(np.float64)
+    for axis in range(rank):
+        axis_roi = (roi[axis], roi[rank + axis]) if roi else None
+        if (
+            size[axis] == x.shape[axis]
+            and math.isclose(scale[axis], 1.0)
+            and (axis_roi is None or axis_roi == (0.0, 1.0))
+        ):
+            continue
+        y = _resize_axis(y, axis, size[axis], scale[axis], axis_roi, attrs)
+    if x.dtype.kind in "iu":  # ONNX saturates to the integer type
+        info = np.iinfo(x.dtype)
+        y = np.clip(np.round(y), info.min, info.max)
+    return y.astype(x.dtype)
