@@ -499,3 +499,9 @@ def reduce_max(x: Array, *, axes: Sequence[int], keepdims: bool) -> Array:
 @kernel("nn.constant")
 def constant(*, value: Array) -> Array:
     return value
+
+
+# ---- quantized ops (issue #13): their own module, registered here ----------------
+from byoc.interpreters.qkernels import QKERNELS  # noqa: E402
+
+KERNELS.update(QKERNELS)

@@ -11,6 +11,7 @@ from xdsl.dialects.builtin import (  # reached as nn.f32 / nn.IntegerType by old
     IntegerType,
     f32,
 )
+from xdsl.ir import Dialect
 
 from byoc.dialects.nn.format import (
     HEX_CONSTANTS_LARGER_THAN,
@@ -52,7 +53,6 @@ from byoc.dialects.nn.ops import (
     MinimumOp,
     MultiplyOp,
     NegativeOp,
-    Nn,
     NNOp,
     PadOp,
     Pool2DOp,
@@ -78,6 +78,17 @@ from byoc.dialects.nn.ops import (
     UnaryOp,
     broadcast_shapes,
 )
+from byoc.dialects.nn.ops import Nn as _NnBase  # noqa: E402
+from byoc.dialects.nn.quant import (  # issue #13
+    QUANT_OPS,
+    DequantizeOp,
+    DynamicQuantizeOp,
+    QConv2DOp,
+    QDenseOp,
+    QMatmulOp,
+    QuantizeOp,
+    RequantizeOp,
+)
 from byoc.dialects.nn.types import (
     DTYPE_NAMES,
     ELEMENT_TYPES,
@@ -100,6 +111,11 @@ from byoc.dialects.nn.types import (
     tensor,
     to_python,
 )
+
+# The quantized ops (issue #13) subclass NNOp in their own module, so the dialect is
+# completed here: ops.py's op list plus quant.py's (NN_OPS is extended in place).
+Nn = Dialect("nn", [*_NnBase.operations, *QUANT_OPS], [])
+NN_OPS.update({op.name: op for op in QUANT_OPS})
 
 __all__ = [
     "IntegerType",
@@ -186,4 +202,13 @@ __all__ = [
     "shape_of",
     "tensor",
     "to_python",
+    # issue #13
+    "QUANT_OPS",
+    "DequantizeOp",
+    "DynamicQuantizeOp",
+    "QConv2DOp",
+    "QDenseOp",
+    "QMatmulOp",
+    "QuantizeOp",
+    "RequantizeOp",
 ]

@@ -26,6 +26,8 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     StringAttr,
     TensorType,
+    i8,
+    i16,
     i32,
     i64,
 )
@@ -60,6 +62,8 @@ from byoc.dialects.nn.types import (
     shape_of,
     tensor,
     to_python,
+    ui8,
+    ui16,
 )
 
 
@@ -1084,6 +1088,10 @@ class ReduceMaxOp(ReduceOp):
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
 
 
+QUANTIZED_CONSTANTS: tuple[Attribute, ...] = (i8, ui8, i16, ui16)
+"""Constant element types of quantized graphs (weights, zero points), issue #13."""
+
+
 # --------------------------------------------------------------------------
 # Constants: payload kept as bytes (numpy views it without copying)
 # --------------------------------------------------------------------------
@@ -1105,7 +1113,7 @@ class ConstantOp(NNOp):
     result = result_def(TensorType)
     traits = traits_def(ConstantLike(), Pure())
     KIND: ClassVar[str] = "opaque"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMERIC
+    DTYPES: ClassVar[tuple[Attribute, ...]] = (*NUMERIC, *QUANTIZED_CONSTANTS)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -1209,4 +1217,4 @@ Nn = Dialect(
 )
 
 NN_OPS: dict[str, type[NNOp]] = {op.name: op for op in Nn.operations}  # type: ignore[misc]
-"""op name -> op class, for every nn op."""
+"""op name -> op class, for every nn op (the package adds the quantized ones of quant.py)."""
