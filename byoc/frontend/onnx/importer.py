@@ -59,7 +59,14 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects import nn
-from byoc.frontend.onnx.base import FOLD_LIMIT_BYTES, NN_DTYPES, Array, Node, Value, nbytes
+from byoc.frontend.onnx.base import (
+    FOLD_LIMIT_BYTES,
+    VALUE_DTYPES,
+    Array,
+    Node,
+    Value,
+    nbytes,
+)
 from byoc.frontend.onnx.converters import CONVERTERS, SUPPORTED_OPS
 from byoc.frontend.onnx.errors import OnnxImportError, StaticValueRequired, UnsupportedOnnxError
 from byoc.interpreters.kernels import KERNELS
@@ -166,10 +173,10 @@ class Importer:
         cached = self._constants.get(id(arr))
         if cached is not None and cached[0] is arr:
             return cached[1]
-        if arr.dtype not in NN_DTYPES:
+        if arr.dtype not in VALUE_DTYPES:
             raise UnsupportedOnnxError(
                 f"a constant of element type {arr.dtype} is needed at run time; "
-                "nn supports float32, int32 and int64"
+                "nn supports float32, int32, int64 (and int8, uint8, int16, uint16 for quantization)"
             )
         op = nn.ConstantOp.from_array(arr)
         self.ops.append(op)
@@ -239,7 +246,7 @@ class Importer:
             nn.tensor(
                 np.shape(o),
                 nn.element_type_of(np.asarray(o).dtype)
-                if np.asarray(o).dtype in NN_DTYPES
+                if np.asarray(o).dtype in VALUE_DTYPES
                 else nn.element_type_of(np.float32),
             )
             for o in operands
@@ -276,10 +283,11 @@ class Importer:
             dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tt.elem_type))
         except Exception:
             dtype = None
-        if dtype not in NN_DTYPES:
+        if dtype not in VALUE_DTYPES:
             tname = self.onnx.TensorProto.DataType.Name(tt.elem_type)
             raise UnsupportedOnnxError(
-                f"graph input '{name}' has element type {tname}; nn supports FLOAT, INT32 and INT64"
+                f"graph input '{name}' has element type {tname}; nn supports FLOAT, INT32, INT64, "
+                "INT8, UINT8, INT16 and UINT16"
             )
         shape, dtype = self._input_shape(vi, name, tt, dtype)
         try:

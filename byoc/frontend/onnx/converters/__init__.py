@@ -5,7 +5,13 @@ it returns one value per ONNX output (a numpy array when folded, else an SSA val
 """
 
 from byoc.frontend.onnx.base import CONVERTERS, Converter, converts
-from byoc.frontend.onnx.converters import constants, elementwise, layout, neural  # noqa: F401
+from byoc.frontend.onnx.converters import (  # noqa: F401
+    constants,
+    elementwise,
+    layout,
+    neural,
+    quant,  # issue #13
+)
 
 SUPPORTED_OPS: frozenset[str] = frozenset(CONVERTERS)
 """The ONNX op types (default domain) the importer converts."""
