@@ -548,3 +548,8 @@ def reduce_max(x: Array, *, axes: Sequence[int], keepdims: bool) -> Array:
 def constant(*, value: Array) -> Array:
     return value
 
+
+# ---- quantized ops (issue #13): their own module, registered here ----------------
+from byoc.interpreters.qkernels import QKERNELS  # noqa: E402
+
+KERNELS.update(QKERNELS)

@@ -187,6 +187,21 @@ BUILDS: dict[
         [((5, 1, 2, 3), F), ((1, 2, 3), F)],
     ),
 }
+# issue #13: the quantized ops (byoc/dialects/nn/quant.py; more cases in test_nn_quant.py)
+_U8, _I8 = nn.ELEMENT_TYPES[7].element_type, nn.ELEMENT_TYPES[5].element_type
+BUILDS.update({
+    "nn.quantize": ([((2, 3), F), ((3,), F), ((3,), _I8)], {"axis": 1}, [((2, 3), _I8)]),
+    "nn.dequantize": ([((2, 4), _U8), ((2, 2), F), ((2, 2), _U8)], {"axis": 1, "block_size": 2}, [((2, 4), F)]),
+    "nn.requantize": ([((1, 4), I32), ((4,), F), ((4,), I32), ((), F), ((), _U8)], {}, [((1, 4), _U8)]),
+    "nn.qconv2d": (
+        [((1, 4, 6, 6), _U8), ((4, 1, 3, 3), _I8), ((), _U8), ((4,), _I8)],
+        {"padding": (1, 1, 1, 1), "groups": 4},
+        [((1, 4, 6, 6), I32)],
+    ),
+    "nn.qdense": ([((2, 8), _I8), ((5, 8), _I8), ((), _I8), ((), _I8)], {}, [((2, 5), I32)]),
+    "nn.qmatmul": ([((3, 2, 8), _U8), ((8, 5), _U8), ((), _U8), ((5,), _U8)], {}, [((3, 2, 5), I32)]),
+    "nn.dynamic_quantize": ([((2, 3), F)], {}, [((2, 3), _U8), ((), F), ((), _U8)]),
+})
 
 
 def test_every_op_is_built_here() -> None:
@@ -468,7 +483,8 @@ def test_every_op_is_in_the_round_trip_filecheck_test() -> None:
     import re
 
     text = "".join(
-        (FILECHECK / "dialects" / f).read_text() for f in ("nn.mlir", "nn-math-logic.mlir")
+        (FILECHECK / "dialects" / f).read_text()
+        for f in ("nn.mlir", "nn-math-logic.mlir", "nn-quant.mlir")
     )
     missing = [name for name in nn.NN_OPS if not re.search(rf"= {re.escape(name)} ", text)]
     assert missing == []

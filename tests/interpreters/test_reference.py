@@ -717,6 +717,50 @@ def test_inputs_are_checked_against_the_signature() -> None:
         run_reference(module, [])
 
 
+@covers(
+    "nn.quantize", "nn.dequantize", "nn.requantize", "nn.qconv2d", "nn.qdense", "nn.qmatmul",
+    "nn.dynamic_quantize",
+)
+def test_quantized_ops_run_in_the_interpreter() -> None:
+    """Issue #13: the interpreter runs the quantized ops; exact integer arithmetic here (the
+    kernels are compared with onnxruntime in test_qkernels.py)."""
+    module = parse_module(
+        """
+        func.func @main(%x: tensor<1x2x3x3xf32>, %m: tensor<2x4xui8>) -> (tensor<1x3x3x3xf32>, tensor<2x3xi32>, tensor<2x3xi32>, tensor<2x4xui8>) {
+          %s = nn.constant dense<0.5> : tensor<f32>
+          %z = nn.constant dense<10> : tensor<ui8>
+          %q = nn.quantize %x, %s, %z : (tensor<1x2x3x3xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x2x3x3xui8>
+          %w = nn.constant dense<[1, -1, 1, -1, 1, -1]> : tensor<3x2x1x1xi8>
+          %wz = nn.constant dense<0> : tensor<3xi8>
+          %a = nn.qconv2d %q, %w, %z, %wz : (tensor<1x2x3x3xui8>, tensor<3x2x1x1xi8>, tensor<ui8>, tensor<3xi8>) -> tensor<1x3x3x3xi32>
+          %si = nn.constant dense<0.5> : tensor<f32>
+          %zi = nn.constant dense<0> : tensor<i32>
+          %r = nn.requantize %a, %si, %zi, %s, %z : (tensor<1x3x3x3xi32>, tensor<f32>, tensor<i32>, tensor<f32>, tensor<ui8>) -> tensor<1x3x3x3xui8>
+          %d = nn.dequantize %r, %s, %z : (tensor<1x3x3x3xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x3x3x3xf32>
+          %wd = nn.constant dense<2> : tensor<3x4xui8>
+          %k = nn.qdense %m, %wd, %z, %z : (tensor<2x4xui8>, tensor<3x4xui8>, tensor<ui8>, tensor<ui8>) -> tensor<2x3xi32>
+          %wm = nn.constant dense<2> : tensor<4x3xui8>
+          %l = nn.qmatmul %m, %wm, %z, %z : (tensor<2x4xui8>, tensor<4x3xui8>, tensor<ui8>, tensor<ui8>) -> tensor<2x3xi32>
+          %y, %ys, %yz = nn.dynamic_quantize %x : (tensor<1x2x3x3xf32>) -> (tensor<1x2x3x3xui8>, tensor<f32>, tensor<ui8>)
+          %yd = nn.dequantize %y, %ys, %yz : (tensor<1x2x3x3xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x2x3x3xf32>
+          %yq = nn.quantize %yd, %s, %z : (tensor<1x2x3x3xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x2x3x3xui8>
+          func.return %d, %k, %l, %m : tensor<1x3x3x3xf32>, tensor<2x3xi32>, tensor<2x3xi32>, tensor<2x4xui8>
+        }
+        """
+    )
+    x = np.arange(18, dtype=np.float32).reshape(1, 2, 3, 3) - 8.25  # ties of x / 0.5 at .5
+    m = np.arange(8, dtype=np.uint8).reshape(2, 4) * 30
+    d, k, lm, m2 = run_reference(module, [x, m])
+    q = np.clip(np.rint(x / 0.5) + 10, 0, 255)
+    acc = (q[:, 0] - 10) - (q[:, 1] - 10)  # every output channel: w = (1, -1)
+    r = np.clip(np.rint(acc * 0.5 / 0.5) + 10, 0, 255)
+    np.testing.assert_array_equal(d, np.broadcast_to((r - 10) * 0.5, (1, 3, 3, 3)).astype(np.float32))
+    want = ((m.astype(np.int64) - 10) @ np.full((4, 3), -8)).astype(np.int32)
+    np.testing.assert_array_equal(k, want)
+    np.testing.assert_array_equal(lm, want)
+    np.testing.assert_array_equal(m2, m)
+
+
 def test_every_nn_op_is_checked_here() -> None:
     assert set(nn.NN_OPS) - COVERED == set(), "nn ops without a reference test"
     assert COVERED - set(nn.NN_OPS) == set(), "tests cover ops the dialect lacks"

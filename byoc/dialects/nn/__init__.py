@@ -79,6 +79,16 @@ from byoc.dialects.nn.ops import (
     UnaryOp,
     broadcast_shapes,
 )
+from byoc.dialects.nn.quant import (  # issue #13
+    QUANT_OPS,
+    DequantizeOp,
+    DynamicQuantizeOp,
+    QConv2DOp,
+    QDenseOp,
+    QMatmulOp,
+    QuantizeOp,
+    RequantizeOp,
+)
 from byoc.dialects.nn.recurrent import RECURRENT_OPS, GRUOp, LSTMOp, RecurrentOp, RNNOp
 from byoc.dialects.nn.types import (
     ALL_TYPES,
@@ -116,10 +126,10 @@ from byoc.dialects.nn.types import (
 
 Nn = Dialect(
     "nn",
-    [*ops.Nn.operations, *math_ops.OPS, *logic_ops.OPS, *INDEXING_OPS, *RECURRENT_OPS],
+    [*ops.Nn.operations, *math_ops.OPS, *logic_ops.OPS, *INDEXING_OPS, *RECURRENT_OPS, *QUANT_OPS],
     list(ops.Nn.attributes),
 )
-"""The nn dialect: the ops of `ops`, then those of `math_ops`, `logic_ops`, `indexing` and `recurrent`."""
+"""The nn dialect: the ops of `ops`, then those of `math_ops`, `logic_ops`, `indexing`, `recurrent` and `quant`."""
 
 NN_OPS: dict[str, type[NNOp]] = {op.name: op for op in Nn.operations}  # type: ignore[misc]
 """op name -> op class, for every nn op."""
@@ -227,4 +237,13 @@ __all__ = [
     "shape_of",
     "tensor",
     "to_python",
+    # issue #13
+    "QUANT_OPS",
+    "DequantizeOp",
+    "DynamicQuantizeOp",
+    "QConv2DOp",
+    "QDenseOp",
+    "QMatmulOp",
+    "QuantizeOp",
+    "RequantizeOp",
 ]

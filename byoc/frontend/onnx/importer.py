@@ -64,7 +64,7 @@ from byoc.dialects import nn
 from byoc.frontend.onnx.base import (
     DYNAMIC_DIM,
     FOLD_LIMIT_BYTES,
-    NN_DTYPES,
+    VALUE_DTYPES,
     Array,
     Node,
     Value,
@@ -176,7 +176,7 @@ class Importer:
         cached = self._constants.get(id(arr))
         if cached is not None and cached[0] is arr:
             return cached[1]
-        if arr.dtype not in NN_DTYPES:
+        if arr.dtype not in VALUE_DTYPES:
             raise UnsupportedOnnxError(
                 f"a constant of element type {arr.dtype} is needed at run time; "
                 "nn has no such element type"
@@ -255,7 +255,7 @@ class Importer:
             nn.tensor(
                 np.shape(o),
                 nn.element_type_of(np.asarray(o).dtype)
-                if np.asarray(o).dtype in NN_DTYPES
+                if np.asarray(o).dtype in VALUE_DTYPES
                 else nn.element_type_of(np.float32),
             )
             for o in operands
@@ -292,7 +292,7 @@ class Importer:
             dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tt.elem_type))
         except Exception:
             dtype = None
-        if dtype not in NN_DTYPES:
+        if dtype not in VALUE_DTYPES:
             tname = self.onnx.TensorProto.DataType.Name(tt.elem_type)
             raise UnsupportedOnnxError(
                 f"graph input '{name}' has element type {tname}, which nn has no element type for"

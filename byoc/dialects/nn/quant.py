@@ -1,0 +1,336 @@
+"""Quantized ops of the `nn` dialect (issue #13): ONNX's linear quantization.
+
+Scales and zero points are operands (usually `nn.constant`s), as in ONNX, so a
+per-tensor, per-axis or blocked parameter is just a tensor of the right shape:
+
+    %q = nn.quantize %x, %s, %zp : (tensor<1x8xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x8xui8>
+    %x = nn.dequantize %q, %s, %zp {axis = 0} : (tensor<4x8xi8>, tensor<4xf32>, tensor<4xi8>) -> ...
+    %a = nn.qconv2d %x, %w, %xzp, %wzp {padding = ...} : (..ui8.., ..i8.., ..) -> tensor<...xi32>
+    %y = nn.requantize %a, %s_in, %zp_in, %s_out, %zp_out : (...xi32, ...) -> tensor<...xui8>
+
+- `nn.quantize x, scale, zero_point {axis, block_size}`: f32 -> the zero point's
+  element type (i8, ui8, i16, ui16): saturate(round_half_even(x / scale) + zero_point).
+- `nn.dequantize x, scale, zero_point {axis, block_size}`: (x - zero_point) * scale, f32.
+- `nn.requantize x, in_scale, in_zero_point, out_scale, out_zero_point {axis}`: an integer
+  tensor (i32 accumulators, or i8/ui8) to the out zero point's type:
+  saturate(round_half_even(f32(x - in_zp) * f32(in_scale / out_scale)) + out_zp), the
+  multiplier computed in f32 once (onnxruntime's QLinearConv/QLinearMatMul requantization).
+- `nn.qconv2d`, `nn.qdense`, `nn.qmatmul x, w, x_zero_point, w_zero_point`: i8/ui8 operands,
+  i32 result, sum((x - x_zp) * (w - w_zp)) accumulated exactly in i32 (ONNX ConvInteger,
+  MatMulInteger). Padding of qconv2d is the x zero point (the real value 0).
+- `nn.dynamic_quantize x`: f32 -> (ui8 tensor, f32 scale, ui8 zero point), ONNX
+  DynamicQuantizeLinear.
+
+Scale shapes: `[]` or `[1]` per tensor; `[d]` with `d = x.shape[axis]` per axis; with
+`block_size > 0`, the rank of x with `ceil(x.shape[axis] / block_size)` at `axis` (ONNX 21).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    IntegerAttr,
+    TensorType,
+    f32,
+    i8,
+    i16,
+    i32,
+)
+from xdsl.ir import Attribute
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_result_def,
+)
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from byoc.dialects.nn.ops import (
+    Conv2DOp,
+    DenseOp,
+    MatmulOp,
+    NNOp,
+    _norm_axis,  # pyright: ignore[reportPrivateUsage]
+)
+from byoc.dialects.nn.types import int_attr, ints, shape_of, tensor, ui8, ui16
+
+QUANTIZED: tuple[Attribute, ...] = (i8, ui8, i16, ui16)
+"""Element types a quantized tensor may have (ONNX INT8, UINT8, INT16, UINT16)."""
+INT8: tuple[Attribute, ...] = (i8, ui8)
+"""Element types of the operands of the integer conv/dense/matmul."""
+
+
+def _fail(msg: str) -> VerifyException:
+    return VerifyException(msg)
+
+
+def check_qparams(
+    x: TensorType[Any],
+    scale: TensorType[Any],
+    zero_point: TensorType[Any] | None,
+    axis: int,
+    block_size: int,
+    what: str = "scale",
+) -> None:
+    """Raise unless `scale` (and `zero_point`, same shape) is per tensor, per axis or blocked."""
+    xs, ss = shape_of(x), shape_of(scale)
+    if scale.element_type != f32:
+        raise _fail(f"{what} must be f32, got {scale.element_type}")
+    if zero_point is not None and shape_of(zero_point) != ss:
+        raise _fail(
+            f"zero point shape {list(shape_of(zero_point))} differs from {what} shape {list(ss)}"
+        )
+    if block_size < 0:
+        raise _fail(f"block_size {block_size} must be non-negative")
+    if block_size == 0:
+        if ss in ((), (1,)):
+            return
+        if len(ss) != 1:
+            raise _fail(f"{what} must be a scalar or 1-D (per axis), got shape {list(ss)}")
+        a = _norm_axis(axis, len(xs))
+        if ss[0] != xs[a]:
+            raise _fail(f"{what} has {ss[0]} elements, x has {xs[a]} along axis {a}")
+        return
+    a = _norm_axis(axis, len(xs))
+    if len(ss) != len(xs):
+        raise _fail(f"blocked {what} must have the rank of x ({len(xs)}), got {len(ss)}")
+    for k, (d, s) in enumerate(zip(xs, ss, strict=True)):
+        want = -(-d // block_size) if k == a else d
+        if s != want:
+            raise _fail(
+                f"blocked {what} has {s} elements along axis {k}, expected {want} "
+                f"(block_size {block_size})"
+            )
+
+
+class _QOp(NNOp):
+    SAME_DTYPE: ClassVar[bool] = False
+
+    def check_dtypes(self, types: Sequence[TensorType[Any]]) -> None:
+        return  # `infer` checks each operand's element type
+
+
+@irdl_op_definition
+class QuantizeOp(_QOp):
+    """saturate(round_half_even(x / scale) + zero_point) in the zero point's type (ONNX QuantizeLinear)."""
+
+    name = "nn.quantize"
+    x = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    zero_point = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr, default_value=int_attr(1))
+    block_size = prop_def(IntegerAttr, default_value=int_attr(0))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "elementwise"
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        x, s, zp = types
+        if x.element_type != f32:
+            raise _fail(f"nn.quantize takes f32, got {x.element_type}")
+        if zp.element_type not in QUANTIZED:
+            raise _fail(
+                f"zero point element type {zp.element_type} is not a quantized type (i8, ui8, i16, ui16)"
+            )
+        check_qparams(x, s, zp, attrs["axis"], attrs["block_size"])
+        return [tensor(shape_of(x), zp.element_type)]
+
+
+@irdl_op_definition
+class DequantizeOp(_QOp):
+    """(x - zero_point) * scale as f32 (ONNX DequantizeLinear)."""
+
+    name = "nn.dequantize"
+    x = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    zero_point = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr, default_value=int_attr(1))
+    block_size = prop_def(IntegerAttr, default_value=int_attr(0))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "elementwise"
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        x, s, zp = types
+        if x.element_type not in (*QUANTIZED, i32):
+            raise _fail(f"nn.dequantize takes i8, ui8, i16, ui16 or i32, got {x.element_type}")
+        if zp.element_type != x.element_type:
+            raise _fail(f"zero point is {zp.element_type}, x is {x.element_type}")
+        check_qparams(x, s, zp, attrs["axis"], attrs["block_size"])
+        return [tensor(shape_of(x), f32)]
+
+
+@irdl_op_definition
+class RequantizeOp(_QOp):
+    """saturate(round_half_even(f32(x - in_zp) * f32(in_scale / out_scale)) + out_zp)."""
+
+    name = "nn.requantize"
+    x = operand_def(TensorType)
+    in_scale = operand_def(TensorType)
+    in_zero_point = operand_def(TensorType)
+    out_scale = operand_def(TensorType)
+    out_zero_point = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr, default_value=int_attr(1))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "elementwise"
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        x, si, zi, so, zo = types
+        if x.element_type not in (*QUANTIZED, i32):
+            raise _fail(f"nn.requantize takes i8, ui8, i16, ui16 or i32, got {x.element_type}")
+        if zi.element_type != x.element_type:
+            raise _fail(f"input zero point is {zi.element_type}, x is {x.element_type}")
+        if zo.element_type not in QUANTIZED:
+            raise _fail(f"output zero point element type {zo.element_type} is not a quantized type")
+        check_qparams(x, si, zi, attrs["axis"], 0, "input scale")
+        check_qparams(x, so, zo, attrs["axis"], 0, "output scale")
+        if shape_of(so) not in ((), (1,)):
+            raise _fail("the output scale must be per tensor")
+        return [tensor(shape_of(x), zo.element_type)]
+
+
+def _check_int_operands(
+    name: str, x: TensorType[Any], w: TensorType[Any], xzp: TensorType[Any], wzp: TensorType[Any], channels: int
+) -> None:
+    for what, t in (("x", x), ("w", w)):
+        if t.element_type not in INT8:
+            raise _fail(f"{name} {what} must be i8 or ui8, got {t.element_type}")
+    if xzp.element_type != x.element_type or wzp.element_type != w.element_type:
+        raise _fail(f"{name} zero points must have the element types of x and w")
+    if shape_of(xzp) not in ((), (1,)):
+        raise _fail(f"{name} x zero point must be per tensor, got shape {list(shape_of(xzp))}")
+    if shape_of(wzp) not in ((), (1,), (channels,)):
+        raise _fail(
+            f"{name} w zero point must be per tensor or have {channels} elements, "
+            f"got shape {list(shape_of(wzp))}"
+        )
+
+
+def _as_float(t: TensorType[Any]) -> TensorType[Any]:
+    return tensor(shape_of(t), f32)
+
+
+@irdl_op_definition
+class QConv2DOp(_QOp):
+    """Integer conv2d (ONNX ConvInteger): sum((x - x_zp) * (w - w_zp)) in i32; NCHW, OIHW."""
+
+    name = "nn.qconv2d"
+    data = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    data_zero_point = operand_def(TensorType)
+    weight_zero_point = operand_def(TensorType)
+    result = result_def(TensorType)
+    strides = prop_def(DenseArrayBase, default_value=ints(1, 1))
+    padding = prop_def(DenseArrayBase, default_value=ints(0, 0, 0, 0))
+    dilation = prop_def(DenseArrayBase, default_value=ints(1, 1))
+    groups = prop_def(IntegerAttr, default_value=int_attr(1))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "out-elementwise-fusable"
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        x, w, xzp, wzp = types
+        o = shape_of(w)[0] if shape_of(w) else 0
+        _check_int_operands(cls.name, x, w, xzp, wzp, o)
+        (out,) = Conv2DOp.infer([_as_float(x), _as_float(w)], attrs)
+        return [tensor(shape_of(out), i32)]
+
+
+@irdl_op_definition
+class QDenseOp(_QOp):
+    """Integer dense (x · Wᵀ): data (..., K) and weight (N, K) i8/ui8 -> (..., N) i32."""
+
+    name = "nn.qdense"
+    data = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    data_zero_point = operand_def(TensorType)
+    weight_zero_point = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "out-elementwise-fusable"
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        x, w, xzp, wzp = types
+        n = shape_of(w)[0] if shape_of(w) else 0
+        _check_int_operands(cls.name, x, w, xzp, wzp, n)
+        (out,) = DenseOp.infer([_as_float(x), _as_float(w)], attrs)
+        return [tensor(shape_of(out), i32)]
+
+
+@irdl_op_definition
+class QMatmulOp(_QOp):
+    """Integer matmul (ONNX MatMulInteger): numpy.matmul of i8/ui8 operands into i32.
+
+    The b zero point is per tensor or, per column, has b.shape[-1] elements."""
+
+    name = "nn.qmatmul"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    lhs_zero_point = operand_def(TensorType)
+    rhs_zero_point = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "out-elementwise-fusable"
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        a, b, azp, bzp = types
+        bs = shape_of(b)
+        _check_int_operands(cls.name, a, b, azp, bzp, bs[-1] if len(bs) >= 2 else 1)
+        (out,) = MatmulOp.infer([_as_float(a), _as_float(b)], attrs)
+        return [tensor(shape_of(out), i32)]
+
+
+@irdl_op_definition
+class DynamicQuantizeOp(_QOp):
+    """ONNX DynamicQuantizeLinear: (ui8 tensor, f32 scale, ui8 zero point) from the range of x."""
+
+    name = "nn.dynamic_quantize"
+    x = operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "opaque"
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        (x,) = types
+        if x.element_type != f32:
+            raise _fail(f"nn.dynamic_quantize takes f32, got {x.element_type}")
+        return [tensor(shape_of(x), ui8), tensor((), f32), tensor((), ui8)]
+
+
+QUANT_OPS: tuple[type[NNOp], ...] = (
+    QuantizeOp,
+    DequantizeOp,
+    RequantizeOp,
+    QConv2DOp,
+    QDenseOp,
+    QMatmulOp,
+    DynamicQuantizeOp,
+)
+"""The quantized ops, appended to the `nn` dialect's op list."""
+
+__all__ = [
+    "INT8",
+    "QUANTIZED",
+    "QUANT_OPS",
+    "DequantizeOp",
+    "DynamicQuantizeOp",
+    "QConv2DOp",
+    "QDenseOp",
+    "QMatmulOp",
+    "QuantizeOp",
+    "RequantizeOp",
+    "check_qparams",
+]
