@@ -546,6 +546,35 @@ def test_an_engine_that_cannot_plan_reports_why(tmp_path: Path) -> None:
         GraphModule.build(gf.encode(gf.describe(container)), REFERENCE_ENGINE)
 
 
+def test_outputs_the_base_fills_and_every_attribute_kind() -> None:
+    """Outputs that are an input, a constant, or one value listed twice are copied by the
+    base; attributes of every kind cross the format (the engine ignores unknown ones)."""
+    from byoc.dialects import graph as gd
+
+    t = byoc.parse_module("""
+    graph.module {
+      graph.constant @k dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+      graph.graph @g {
+        %0 = graph.input "x" : tensor<4xf32>
+        %1 = graph.const @k : tensor<4xf32>
+        %2 = graph.node "nn.relu"(%0) {i = -3 : i64, f = 2.5 : f64, s = "NCHW", ints = array<i64: 1, -2>, floats = array<f64: 0.5, -1.5>} : (tensor<4xf32>) -> tensor<4xf32>
+        graph.output %2, %0, %1, %2 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+      }
+    }""")
+    container = next(op for op in t.walk() if isinstance(op, gd.GraphModuleOp))
+    gs = gf.describe(container)
+    kinds = {name: kind for name, kind, _ in gs.graphs[0].nodes[0].attrs}
+    assert kinds == {"i": gf.ATTR_INT, "f": gf.ATTR_FLOAT, "s": gf.ATTR_STRING,
+                     "ints": gf.ATTR_INTS, "floats": gf.ATTR_FLOATS}
+    mod = GraphModule.build(gf.encode(gs), REFERENCE_ENGINE)
+    x = np.array([-1.0, 0.5, -2.0, 3.0], np.float32)
+    relu, same, k, relu2 = mod.get_function("g")(x)
+    np.testing.assert_array_equal(relu, np.maximum(x, 0))
+    np.testing.assert_array_equal(relu2, relu)
+    np.testing.assert_array_equal(same, x)
+    np.testing.assert_array_equal(k, [1, 2, 3, 4])
+
+
 # ---------------------------------------------------------------------------
 # Sanitizers
 # ---------------------------------------------------------------------------
