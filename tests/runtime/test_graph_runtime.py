@@ -264,6 +264,10 @@ EDITS: dict[str, tuple[Any, str]] = {
         lambda gs: _set(gs.graphs[0].entries[0], "shape", (1,) * 9),
         "rank 9, above 8",
     ),
+    "values adding up to more than 2**40 bytes": (
+        lambda gs: [_set(e, "shape", (1 << 18, 1 << 19)) for e in gs.graphs[0].entries[5:]],
+        "its values add up to more than 1099511627776 bytes",
+    ),
     "negative dim": (
         lambda gs: _set(gs.graphs[0].entries[0], "shape", (2, -16)),
         "has dim -16",
