@@ -222,17 +222,27 @@ def argmin(x: Array, *, axis: int, keepdims: bool, select_last_index: bool) -> A
     return _arg(np.argmin, x, axis, keepdims, select_last_index)
 
 
-@kernel("nn.cumsum")
-def cumsum(x: Array, *, axis: int, exclusive: bool, reverse: bool) -> Array:
+def _scan(fn: Any, identity: int, x: Array, axis: int, exclusive: bool, reverse: bool) -> Array:
     axis %= x.ndim
     y = np.flip(x, axis) if reverse else x
-    out = np.cumsum(y, axis=axis, dtype=x.dtype)
+    with np.errstate(over="ignore"):
+        out = fn(y, axis=axis, dtype=x.dtype)
     if exclusive:
         out = np.roll(out, 1, axis=axis)
         index = [slice(None)] * x.ndim
         index[axis] = slice(0, 1)
-        out[tuple(index)] = 0
+        out[tuple(index)] = identity
     return np.ascontiguousarray(np.flip(out, axis) if reverse else out)
+
+
+@kernel("nn.cumsum")
+def cumsum(x: Array, *, axis: int, exclusive: bool, reverse: bool) -> Array:
+    return _scan(np.cumsum, 0, x, axis, exclusive, reverse)
+
+
+@kernel("nn.cumprod")
+def cumprod(x: Array, *, axis: int, exclusive: bool, reverse: bool) -> Array:
+    return _scan(np.cumprod, 1, x, axis, exclusive, reverse)
 
 
 @kernel("nn.topk")

@@ -155,6 +155,7 @@ BUILDS: dict[
     "nn.argmax": ([((2, 5), F)], {"axis": 1}, [((2, 1), I64)]),
     "nn.argmin": ([((2, 5), I32)], {"keepdims": False, "select_last_index": True}, [((5,), I64)]),
     "nn.cumsum": ([((2, 5), F)], {"axis": -1, "exclusive": True, "reverse": True}, [((2, 5), F)]),
+    "nn.cumprod": ([((2, 5), I64)], {"axis": 0, "exclusive": True}, [((2, 5), I64)]),
     "nn.topk": ([((2, 5), F)], {"k": 3, "largest": False}, [((2, 3), F), ((2, 3), I64)]),
     "nn.einsum": ([((2, 5), F), ((5, 4), F)], {"equation": "ij,jk->ik"}, [((2, 4), F)]),
     "nn.tile": ([((2, 1), B)], {"reps": (2, 3)}, [((4, 3), B)]),

@@ -405,11 +405,10 @@ class ArgMinOp(ArgReduceOp):
     name = "nn.argmin"
 
 
-@irdl_op_definition
-class CumSumOp(NNOp):
-    """Running sum along `axis`; `exclusive` leaves each element out, `reverse` runs from the end."""
+class ScanOp(NNOp):
+    """A running reduction along `axis`; `exclusive` leaves each element out, `reverse` runs
+    from the end."""
 
-    name = "nn.cumsum"
     data = operand_def(TensorType)
     result = result_def(TensorType)
     axis = prop_def(IntegerAttr, default_value=int_attr(0))
@@ -423,6 +422,20 @@ class CumSumOp(NNOp):
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         _norm_axis(attrs["axis"], len(shape_of(types[0])))
         return [types[0]]
+
+
+@irdl_op_definition
+class CumSumOp(ScanOp):
+    """Running sum (ONNX CumSum)."""
+
+    name = "nn.cumsum"
+
+
+@irdl_op_definition
+class CumProdOp(ScanOp):
+    """Running product (ONNX CumProd)."""
+
+    name = "nn.cumprod"
 
 
 @irdl_op_definition
@@ -563,6 +576,6 @@ OPS: tuple[type[NNOp], ...] = (
     ThresholdedReluOp, SwishOp, ShrinkOp, SignOp, IsNanOp, IsInfOp, ModOp, BitwiseAndOp,
     BitwiseOrOp, BitwiseXorOp, BitwiseNotOp, BitShiftOp, ReduceMinOp, ReduceProdOp, ReduceL1Op,
     ReduceL2Op, ReduceSumSquareOp, ReduceLogSumOp, ReduceLogSumExpOp, ArgMaxOp, ArgMinOp,
-    CumSumOp, TopKOp, EinsumOp, TileOp, BroadcastToOp,
+    CumSumOp, CumProdOp, TopKOp, EinsumOp, TileOp, BroadcastToOp,
 )  # fmt: skip
 """The ops of this module, in the order the Nn dialect lists them."""

@@ -119,13 +119,15 @@ func.func @reductions(%x: tensor<2x3x4xf32>, %b: tensor<3xi1>) -> tensor<i1> {
 // CHECK:      %0 = nn.argmax %x {axis = 1 : i64} : (tensor<2x5xf32>) -> tensor<2x1xi64>
 // CHECK-NEXT: %1 = nn.argmin %x {keepdims = false, select_last_index = true} : (tensor<2x5xf32>) -> tensor<5xi64>
 // CHECK-NEXT: %2 = nn.cumsum %x {axis = 1 : i64, exclusive = true, reverse = true} : tensor<2x5xf32>
-// CHECK-NEXT: %3, %4 = nn.topk %x {k = 3 : i64, largest = false} : (tensor<2x5xf32>) -> (tensor<2x3xf32>, tensor<2x3xi64>)
-// CHECK-NEXT: %5 = nn.einsum %x, %y {equation = "ij,kl->il"} : (tensor<2x5xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
-// CHECK-NEXT: func.return %0, %1, %2, %3, %4, %5 : tensor<2x1xi64>, tensor<5xi64>, tensor<2x5xf32>, tensor<2x3xf32>, tensor<2x3xi64>, tensor<2x4xf32>
+// CHECK-NEXT: %3 = nn.cumprod %2 {axis = -1 : i64} : tensor<2x5xf32>
+// CHECK-NEXT: %4, %5 = nn.topk %x {k = 3 : i64, largest = false} : (tensor<2x5xf32>) -> (tensor<2x3xf32>, tensor<2x3xi64>)
+// CHECK-NEXT: %6 = nn.einsum %x, %y {equation = "ij,kl->il"} : (tensor<2x5xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT: func.return %0, %1, %2, %4, %5, %6 : tensor<2x1xi64>, tensor<5xi64>, tensor<2x5xf32>, tensor<2x3xf32>, tensor<2x3xi64>, tensor<2x4xf32>
 func.func @indices(%x: tensor<2x5xf32>, %y: tensor<3x4xf32>) -> (tensor<2x1xi64>, tensor<5xi64>, tensor<2x5xf32>, tensor<2x3xf32>, tensor<2x3xi64>, tensor<2x4xf32>) {
   %0 = nn.argmax %x {axis = 1} : (tensor<2x5xf32>) -> tensor<2x1xi64>
   %1 = nn.argmin %x {keepdims = false, select_last_index = true} : (tensor<2x5xf32>) -> tensor<5xi64>
   %2 = nn.cumsum %x {axis = 1, exclusive = true, reverse = true} : tensor<2x5xf32>
+  %6 = nn.cumprod %2 {axis = -1} : tensor<2x5xf32>
   %3, %4 = nn.topk %x {k = 3, largest = false} : (tensor<2x5xf32>) -> (tensor<2x3xf32>, tensor<2x3xi64>)
   %5 = nn.einsum %x, %y {equation = "ij,kl->il"} : (tensor<2x5xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
   func.return %0, %1, %2, %3, %4, %5 : tensor<2x1xi64>, tensor<5xi64>, tensor<2x5xf32>, tensor<2x3xf32>, tensor<2x3xi64>, tensor<2x4xf32>
