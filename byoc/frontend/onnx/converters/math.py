@@ -257,3 +257,16 @@ def _cast_like(imp: Importer, node: Node) -> list[Value]:
     if target.kind not in "biuf":
         raise UnsupportedOnnxError(f"CastLike to {target} is not supported")
     return [cast_to(imp, node.required(0), target)]
+
+
+@converts("EyeLike")
+def _eye_like(imp: Importer, node: Node) -> list[Value]:
+    """Ones on the k-th diagonal of a 2-D shape: known at import (shapes are static)."""
+    from onnx import helper
+
+    shape = imp.shape(node.required(0))
+    if len(shape) != 2:
+        raise OnnxImportError(f"EyeLike needs a 2-D input, got shape {list(shape)}")
+    to = node.attr("dtype")
+    dtype = imp.dtype(node.required(0)) if to is None else np.dtype(helper.tensor_dtype_to_np_dtype(int(to)))
+    return [np.eye(shape[0], shape[1], k=int(node.attr("k", 0)), dtype=dtype)]
