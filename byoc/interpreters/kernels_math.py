@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from byoc.dialects.nn.types import element_type_named, numpy_dtype
 from byoc.interpreters.kernels import _axes, _erf, _same, kernel
 
 Array = np.ndarray[Any, Any]
@@ -271,3 +272,10 @@ def tile(x: Array, *, reps: Sequence[int]) -> Array:
 def broadcast_to(x: Array, *, shape: Sequence[int]) -> Array:
     out = np.broadcast_shapes(x.shape, tuple(shape))
     return np.array(np.broadcast_to(x, out), order="C")
+
+
+@kernel("nn.bitcast")
+def bitcast(x: Array, *, dtype: str) -> Array:
+    target = element_type_named(dtype)
+    assert target is not None, f"no element type '{dtype}'"
+    return np.ascontiguousarray(x).view(numpy_dtype(target))

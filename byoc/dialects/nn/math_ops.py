@@ -41,8 +41,10 @@ from byoc.dialects.nn.types import (
     FLOATS,
     INTEGERS,
     NUMBERS,
+    element_type_named,
     float_attr,
     int_attr,
+    numpy_dtype,
     shape_of,
     tensor,
 )
@@ -570,12 +572,34 @@ class BroadcastToOp(NNOp):
         return [tensor(out, types[0].element_type)]
 
 
+@irdl_op_definition
+class BitcastOp(UnaryOp):
+    """Reinterpret the bits as the element type `dtype` of the same width (ONNX BitCast)."""
+
+    name = "nn.bitcast"
+    dtype = prop_def(StringAttr)
+    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS + BOOL
+    SAME_DTYPE: ClassVar[bool] = False
+    KIND: ClassVar[str] = "elementwise"
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        target = element_type_named(attrs["dtype"])
+        if target is None:
+            raise VerifyException(f"bitcast to '{attrs['dtype']}': no such element type")
+        if numpy_dtype(target).itemsize != numpy_dtype(types[0].element_type).itemsize:
+            raise VerifyException(
+                f"bitcast from {types[0].element_type} to {target} changes the element width"
+            )
+        return [tensor(shape_of(types[0]), target)]
+
+
 OPS: tuple[type[NNOp], ...] = (
     SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp,
     FloorOp, CeilOp, RoundOp, SoftplusOp, SoftsignOp, MishOp, GeluOp, EluOp, SeluOp, CeluOp,
     ThresholdedReluOp, SwishOp, ShrinkOp, SignOp, IsNanOp, IsInfOp, ModOp, BitwiseAndOp,
     BitwiseOrOp, BitwiseXorOp, BitwiseNotOp, BitShiftOp, ReduceMinOp, ReduceProdOp, ReduceL1Op,
     ReduceL2Op, ReduceSumSquareOp, ReduceLogSumOp, ReduceLogSumExpOp, ArgMaxOp, ArgMinOp,
-    CumSumOp, CumProdOp, TopKOp, EinsumOp, TileOp, BroadcastToOp,
+    CumSumOp, CumProdOp, TopKOp, EinsumOp, TileOp, BroadcastToOp, BitcastOp,
 )  # fmt: skip
 """The ops of this module, in the order the Nn dialect lists them."""

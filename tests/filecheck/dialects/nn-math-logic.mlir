@@ -136,10 +136,12 @@ func.func @indices(%x: tensor<2x5xf32>, %y: tensor<3x4xf32>) -> (tensor<2x1xi64>
 // CHECK-LABEL: func.func @building
 // CHECK:      %0 = nn.tile %x {reps = array<i64: 2, 3>} : (tensor<2x1xi1>) -> tensor<4x3xi1>
 // CHECK-NEXT: %1 = nn.broadcast_to %x {shape = array<i64: 3, 1, 4>} : (tensor<2x1xi1>) -> tensor<3x2x4xi1>
+// CHECK-NEXT: %2 = nn.bitcast %x {dtype = "ui8"} : (tensor<2x1xi1>) -> tensor<2x1xui8>
 // CHECK-NEXT: func.return %0, %1 : tensor<4x3xi1>, tensor<3x2x4xi1>
 func.func @building(%x: tensor<2x1xi1>) -> (tensor<4x3xi1>, tensor<3x2x4xi1>) {
   %0 = nn.tile %x {reps = array<i64: 2, 3>} : (tensor<2x1xi1>) -> tensor<4x3xi1>
   %1 = nn.broadcast_to %x {shape = array<i64: 3, 1, 4>} : (tensor<2x1xi1>) -> tensor<3x2x4xi1>
+  %2 = nn.bitcast %x {dtype = "ui8"} : (tensor<2x1xi1>) -> tensor<2x1xui8>
   func.return %0, %1 : tensor<4x3xi1>, tensor<3x2x4xi1>
 }
 

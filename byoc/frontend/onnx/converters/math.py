@@ -270,3 +270,21 @@ def _eye_like(imp: Importer, node: Node) -> list[Value]:
     to = node.attr("dtype")
     dtype = imp.dtype(node.required(0)) if to is None else np.dtype(helper.tensor_dtype_to_np_dtype(int(to)))
     return [np.eye(shape[0], shape[1], k=int(node.attr("k", 0)), dtype=dtype)]
+
+
+@converts("BitCast")
+def _bitcast(imp: Importer, node: Node) -> list[Value]:
+    from onnx import TensorProto, helper
+
+    x = node.required(0)
+    to = int(node.required_attr("to"))
+    try:
+        target = np.dtype(helper.tensor_dtype_to_np_dtype(to))
+        name = nn.DTYPE_NAMES[nn.element_type_of(target)]
+    except (ValueError, TypeError, KeyError):
+        raise UnsupportedOnnxError(
+            f"BitCast to {TensorProto.DataType.Name(to)} is not supported (no nn element type)"
+        ) from None
+    if target == imp.dtype(x):
+        return [x]
+    return [imp.emit(m.BitcastOp, x, dtype=name)]
