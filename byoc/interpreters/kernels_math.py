@@ -136,7 +136,7 @@ def bit_shift(a: Array, b: Array, *, direction: str) -> Array:
         unsigned = np.dtype(f"u{a.dtype.itemsize}")
         shifted = np.left_shift(a.view(unsigned), count.astype(unsigned)).view(a.dtype)
         spill = 0
-    return np.ascontiguousarray(np.where(valid, shifted, spill).astype(a.dtype))
+    return np.array(np.where(valid, shifted, spill), dtype=a.dtype, order="C")
 
 
 # ---- reductions: an empty reduction gives the operation's identity -----------------------
@@ -278,4 +278,5 @@ def broadcast_to(x: Array, *, shape: Sequence[int]) -> Array:
 def bitcast(x: Array, *, dtype: str) -> Array:
     target = element_type_named(dtype)
     assert target is not None, f"no element type '{dtype}'"
-    return np.ascontiguousarray(x).view(numpy_dtype(target))
+    contiguous = x if x.flags.c_contiguous else np.array(x, order="C")  # 0-d stays 0-d
+    return contiguous.view(numpy_dtype(target))
