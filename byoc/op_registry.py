@@ -115,7 +115,7 @@ _LEVELS: dict[str, int] = {
         ],
         4,
     ),
-    **dict.fromkeys(["nn.cumsum", "nn.cumprod", "nn.topk", "nn.einsum"], 10),
+    **dict.fromkeys(["nn.cumsum", "nn.cumprod", "nn.topk", "nn.einsum", "nn.det"], 10),
 }  # fmt: skip
 
 

@@ -280,3 +280,8 @@ def bitcast(x: Array, *, dtype: str) -> Array:
     assert target is not None, f"no element type '{dtype}'"
     contiguous = x if x.flags.c_contiguous else np.array(x, order="C")  # 0-d stays 0-d
     return contiguous.view(numpy_dtype(target))
+
+
+@kernel("nn.det")
+def det(x: Array) -> Array:
+    return np.asarray(np.linalg.det(x.astype(np.float64)), dtype=x.dtype)

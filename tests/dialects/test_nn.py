@@ -160,6 +160,7 @@ BUILDS: dict[
     "nn.einsum": ([((2, 5), F), ((5, 4), F)], {"equation": "ij,jk->ik"}, [((2, 4), F)]),
     "nn.tile": ([((2, 1), B)], {"reps": (2, 3)}, [((4, 3), B)]),
     "nn.bitcast": ([((2, 3), F)], {"dtype": "i32"}, [((2, 3), I32)]),
+    "nn.det": ([((2, 3, 3), F64)], {}, [((2,), F64)]),
     "nn.broadcast_to": ([((2, 1), F)], {"shape": (3, 1, 4)}, [((3, 2, 4), F)]),
     "nn.equal": ([((2, 3), B), ((3,), B)], {}, [((2, 3), B)]),
     "nn.less": ([((2, 3), U8), ((3,), U8)], {}, [((2, 3), B)]),
@@ -312,6 +313,7 @@ REJECTED: list[tuple[str, list[tuple[tuple[int, ...], Attribute]], dict[str, Any
     ("nn.einsum", [((2, 3), F)], {"equation": "i$->i"}, "malformed term"),
     ("nn.tile", [((2, 3), F)], {"reps": (2,)}, "must be 2 non-negative values"),
     ("nn.bitcast", [((2,), F)], {"dtype": "f64"}, "changes the element width"),
+    ("nn.det", [((2, 3), F)], {}, "square matrices"),
     ("nn.broadcast_to", [((2, 3), F)], {"shape": (4, 1)}, "not broadcast-compatible"),
     ("nn.where", [((2,), B), ((2,), F), ((2,), F64)], {}, "x and y must have the same element type"),
 ]

@@ -852,7 +852,7 @@ def test_index_scan_and_einsum_ops_match_onnx() -> None:
     close(got, ort("Einsum", [a, b], equation="bij,bjk->bik")[0])
 
 
-@covers("nn.tile", "nn.broadcast_to", "nn.bitcast")
+@covers("nn.tile", "nn.broadcast_to", "nn.bitcast", "nn.det")
 def test_tile_broadcast_to_and_bitcast_match_onnx() -> None:
     x = rand(2, 1, 3)
     (got,) = run_op(nn.NN_OPS["nn.tile"], [x], reps=(2, 3, 1))
@@ -861,6 +861,9 @@ def test_tile_broadcast_to_and_bitcast_match_onnx() -> None:
     np.testing.assert_array_equal(got, ort("Expand", [x], [np.array([4, 1, 2, 1], np.int64)])[0])
     (got,) = run_op(nn.NN_OPS["nn.bitcast"], [x], dtype="i32")
     np.testing.assert_array_equal(got, x.view(np.int32))  # ONNX's reference: numpy's view
+    m = rand(2, 3, 3)
+    (got,) = run_op(nn.NN_OPS["nn.det"], [m])
+    close(got, ort("Det", [m])[0])
 
 
 LOGIC = [

@@ -594,12 +594,31 @@ class BitcastOp(UnaryOp):
         return [tensor(shape_of(types[0]), target)]
 
 
+@irdl_op_definition
+class DetOp(NNOp):
+    """The determinant of each square matrix in the last two dims (ONNX Det)."""
+
+    name = "nn.det"
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "opaque"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        s = shape_of(types[0])
+        if len(s) < 2 or s[-1] != s[-2]:
+            raise VerifyException(f"det needs square matrices in the last two dims, got {list(s)}")
+        return [tensor(s[:-2], types[0].element_type)]
+
+
 OPS: tuple[type[NNOp], ...] = (
     SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp,
     FloorOp, CeilOp, RoundOp, SoftplusOp, SoftsignOp, MishOp, GeluOp, EluOp, SeluOp, CeluOp,
     ThresholdedReluOp, SwishOp, ShrinkOp, SignOp, IsNanOp, IsInfOp, ModOp, BitwiseAndOp,
     BitwiseOrOp, BitwiseXorOp, BitwiseNotOp, BitShiftOp, ReduceMinOp, ReduceProdOp, ReduceL1Op,
     ReduceL2Op, ReduceSumSquareOp, ReduceLogSumOp, ReduceLogSumExpOp, ArgMaxOp, ArgMinOp,
-    CumSumOp, CumProdOp, TopKOp, EinsumOp, TileOp, BroadcastToOp, BitcastOp,
+    CumSumOp, CumProdOp, TopKOp, EinsumOp, TileOp, BroadcastToOp, BitcastOp, DetOp,
 )  # fmt: skip
 """The ops of this module, in the order the Nn dialect lists them."""

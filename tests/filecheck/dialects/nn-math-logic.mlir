@@ -172,3 +172,11 @@ func.func @logic(%a: tensor<2x3xi64>, %b: tensor<3xi64>, %f: tensor<2x3xf32>) ->
   %10 = nn.where %9, %f, %f : (tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
   func.return %10 : tensor<2x3xf32>
 }
+
+// CHECK-LABEL: func.func @det
+// CHECK:      %0 = nn.det %m : (tensor<2x3x3xf64>) -> tensor<2xf64>
+// CHECK-NEXT: func.return %0 : tensor<2xf64>
+func.func @det(%m: tensor<2x3x3xf64>) -> tensor<2xf64> {
+  %0 = nn.det %m : (tensor<2x3x3xf64>) -> tensor<2xf64>
+  func.return %0 : tensor<2xf64>
+}

@@ -288,3 +288,8 @@ def _bitcast(imp: Importer, node: Node) -> list[Value]:
     if target == imp.dtype(x):
         return [x]
     return [imp.emit(m.BitcastOp, x, dtype=name)]
+
+
+@converts("Det")
+def _det(imp: Importer, node: Node) -> list[Value]:
+    return [imp.emit(m.DetOp, node.required(0))]
