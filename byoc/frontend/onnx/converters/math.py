@@ -293,3 +293,15 @@ def _bitcast(imp: Importer, node: Node) -> list[Value]:
 @converts("Det")
 def _det(imp: Importer, node: Node) -> list[Value]:
     return [imp.emit(m.DetOp, node.required(0))]
+
+
+@converts("SwiGLU")
+def _swiglu(imp: Importer, node: Node) -> list[Value]:
+    """swish(a, alpha) * b, a and b of one shape (no broadcasting)."""
+    a, b = _same_dtype(imp, node)
+    if imp.shape(a) != imp.shape(b):
+        raise OnnxImportError(
+            f"SwiGLU needs A and B of one shape, got {list(imp.shape(a))} and {list(imp.shape(b))}"
+        )
+    alpha = float(np.float32(node.attr("alpha", 1.0)))
+    return [imp.emit(nn.MultiplyOp, imp.emit(m.SwishOp, a, alpha=alpha), b)]
