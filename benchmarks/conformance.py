@@ -33,6 +33,7 @@ from onnx_harness import (  # noqa: E402
     run_cases,
     run_light_model,
     select_cases,
+    unconverted_ops,
 )
 
 
@@ -50,7 +51,12 @@ def write_report(
     results = run_cases(select_cases(cases), execute)
     seconds = time.perf_counter() - start
     text = render_markdown(
-        results, total_cases=len(cases), executor=executor, command=command, seconds=seconds
+        results,
+        total_cases=len(cases),
+        executor=executor,
+        command=command,
+        seconds=seconds,
+        unconverted=[ops for c in cases if (ops := unconverted_ops(c))],
     )
     model_execute = model_execute or execute
     model_results = (

@@ -101,7 +101,7 @@ _LEVELS: dict[str, int] = {
             "nn.sign", "nn.is_nan", "nn.is_inf", "nn.softplus", "nn.softsign", "nn.mish",
             "nn.gelu", "nn.elu", "nn.selu", "nn.celu", "nn.thresholded_relu", "nn.swish",
             "nn.shrink", "nn.tile", "nn.broadcast_to", "nn.where", "nn.logical_not",
-            "nn.bitwise_not",
+            "nn.bitwise_not", "nn.bitcast",
         ],
         3,
     ),
@@ -115,7 +115,7 @@ _LEVELS: dict[str, int] = {
         ],
         4,
     ),
-    **dict.fromkeys(["nn.cumsum", "nn.topk", "nn.einsum"], 10),
+    **dict.fromkeys(["nn.cumsum", "nn.cumprod", "nn.topk", "nn.einsum", "nn.det"], 10),
 }  # fmt: skip
 
 

@@ -115,6 +115,11 @@ def _reduction_of(op: Any) -> int:
         return int(steps) * int(x[2] + r[2] + 2)
     if name in ("nn.softmax", "nn.reduce_sum", "nn.reduce_mean", "nn.lrn", "nn.batch_norm"):
         return int(max(ins[0], default=1))
+    if name in (
+        "nn.reduce_prod", "nn.reduce_l1", "nn.reduce_l2", "nn.reduce_sum_square",
+        "nn.reduce_log_sum", "nn.reduce_log_sum_exp", "nn.cumsum", "nn.cumprod", "nn.einsum",
+    ):  # fmt: skip
+        return int(max((d for shape in ins for d in shape), default=1))
     return 1
 
 

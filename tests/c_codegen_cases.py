@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType, f32, i32
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from byoc.dialects import nn
+from byoc.dialects.nn import math_ops
 
 Build = Callable[[list[SSAValue]], "Operation | list[Operation]"]
 
@@ -95,6 +96,25 @@ case("leaky_relu", [((3, 7), F32)], op(nn.LeakyReluOp, alpha=0.2))
 case("hard_sigmoid", [((3, 7), F32)], op(nn.HardSigmoidOp, alpha=0.3, beta=0.4))
 case("cast_f32_i32", [((4, 8), F32)], op(nn.CastOp, dtype="i32"))
 case("cast_i32_f32", [((4, 8), I32)], op(nn.CastOp, dtype="f32"))
+
+# ---- the f32 math ops of nn.math_ops (ccompiler.MATH_POINTWISE_OPS) -------------------------
+for _cls in (
+    math_ops.SinOp, math_ops.CosOp, math_ops.TanOp, math_ops.AsinOp, math_ops.AcosOp,
+    math_ops.AtanOp, math_ops.SinhOp, math_ops.CoshOp, math_ops.AsinhOp, math_ops.AcoshOp,
+    math_ops.AtanhOp, math_ops.FloorOp, math_ops.CeilOp, math_ops.RoundOp, math_ops.SoftplusOp,
+    math_ops.SoftsignOp, math_ops.MishOp, math_ops.SignOp,
+):  # fmt: skip
+    case(_cls.name.removeprefix("nn."), [((2, 3, 5), F32)], op(_cls))
+case("gelu", [((3, 7), F32)], op(math_ops.GeluOp))
+case("gelu_tanh", [((3, 7), F32)], op(math_ops.GeluOp, approximate="tanh"))
+case("elu", [((3, 7), F32)], op(math_ops.EluOp, alpha=0.7))
+case("selu", [((3, 7), F32)], op(math_ops.SeluOp))
+case("celu", [((3, 7), F32)], op(math_ops.CeluOp, alpha=1.5))
+case("thresholded_relu", [((3, 7), F32)], op(math_ops.ThresholdedReluOp, alpha=0.3))
+case("swish", [((3, 7), F32)], op(math_ops.SwishOp, alpha=2.0))
+case("shrink", [((3, 7), F32)], op(math_ops.ShrinkOp, bias=0.1, lambd=0.5))
+case("mod_fmod", [((3, 7), F32), ((7,), F32)], op(math_ops.ModOp, fmod=True), positive=True)
+case("mod", [((3, 7), F32), ((3, 7), F32)], op(math_ops.ModOp))
 
 # ---- bias_add, batch_norm ------------------------------------------------------------------
 case("bias_add_nchw", [((2, 3, 4, 5), F32), ((3,), F32)], op(nn.BiasAddOp))

@@ -197,6 +197,11 @@ def op_types(case: Any) -> tuple[str, ...]:
     )
 
 
+def unconverted_ops(case: Any) -> tuple[str, ...]:
+    """The op types of a case the importer does not convert, sorted."""
+    return tuple(op for op in op_types(case) if op not in SUPPORTED_OPS)
+
+
 def is_covered(case: Any) -> bool:
     """True when every op of the case is one the importer converts."""
     return set(op_types(case)) <= SUPPORTED_OPS
@@ -425,8 +430,14 @@ def render_markdown(
     executor: str,
     command: str,
     seconds: float | None = None,
+    unconverted: Sequence[Sequence[str]] = (),
 ) -> str:
-    """The conformance table: totals, per op, skip reasons, and every case not passed."""
+    """The conformance table: totals, per op, skip reasons, and every case not passed.
+
+    `unconverted` holds, per node test not run (an op outside SUPPORTED_OPS), its op
+    types the importer does not convert; each such case is counted under one reason."""
+    from onnx_skip_reasons import NOT_CONVERTED, import_reason, op_reason
+
     count = collections.Counter(r.status for r in results)
     lines = [
         "# ONNX conformance",
@@ -445,6 +456,15 @@ def render_markdown(
         f"| {len(results)} | {count['passed']} | {count['failed']} | {count['skipped']} |",
         "",
     ]
+    if unconverted:
+        share = 100.0 * count["passed"] / max(total_cases, 1)
+        lines += [
+            f"Of all {total_cases} node tests: {count['passed']} pass ({share:.0f} %), "
+            f"{count['failed']} fail, {count['skipped']} are skipped at import and "
+            f"{len(unconverted)} are not run (they use an op the importer does not convert); "
+            "every case not passed is counted under one reason below.",
+            "",
+        ]
     if seconds is not None:
         lines += [f"Wall time: {seconds:.1f} s.", ""]
     lines += [
@@ -469,9 +489,30 @@ def render_markdown(
     skipped = [r for r in results if r.status == "skipped"]
     if skipped:
         lines += ["", "## Skipped, by reason", "", "| cases | reason |", "|---:|---|"]
-        reasons = collections.Counter(_short_reason(r.reason) for r in skipped)
+        reasons = collections.Counter(import_reason(r.reason) for r in skipped)
         for reason, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])):
             lines.append(f"| {n} | {reason.replace('|', '/')} |")
+    if unconverted:
+        lines += [
+            "",
+            "## Not run: ops the importer does not convert, by reason",
+            "",
+            "| cases | reason |",
+            "|---:|---|",
+        ]
+        why = collections.Counter(op_reason(ops) for ops in unconverted)
+        for reason, n in sorted(why.items(), key=lambda kv: (-kv[1], kv[0])):
+            lines.append(f"| {n} | {reason} |")
+        missing = collections.Counter(
+            op for ops in unconverted if op_reason(ops) == NOT_CONVERTED for op in ops
+        )
+        if missing:
+            lines += [
+                "",
+                f"The {why[NOT_CONVERTED]} cases under \"{NOT_CONVERTED}\" use (cases per op):",
+                ", ".join(f"{op} {n}" for op, n in sorted(missing.items(), key=lambda kv: (-kv[1], kv[0])))
+                + ".",
+            ]
     not_passed = [r for r in results if r.status != "passed"]
     if not_passed:
         lines += ["", "## Cases not passed", "", "| case | status | reason |", "|---|---|---|"]
@@ -803,5 +844,6 @@ __all__ = [
     "run_cases",
     "run_light_model",
     "select_cases",
+    "unconverted_ops",
     "softmax_logits_model",
 ]

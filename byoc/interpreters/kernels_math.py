@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from byoc.dialects.nn.types import element_type_named, numpy_dtype
 from byoc.interpreters.kernels import _axes, _erf, _same, kernel
 
 Array = np.ndarray[Any, Any]
@@ -135,7 +136,7 @@ def bit_shift(a: Array, b: Array, *, direction: str) -> Array:
         unsigned = np.dtype(f"u{a.dtype.itemsize}")
         shifted = np.left_shift(a.view(unsigned), count.astype(unsigned)).view(a.dtype)
         spill = 0
-    return np.ascontiguousarray(np.where(valid, shifted, spill).astype(a.dtype))
+    return np.array(np.where(valid, shifted, spill), dtype=a.dtype, order="C")
 
 
 # ---- reductions: an empty reduction gives the operation's identity -----------------------
@@ -222,17 +223,27 @@ def argmin(x: Array, *, axis: int, keepdims: bool, select_last_index: bool) -> A
     return _arg(np.argmin, x, axis, keepdims, select_last_index)
 
 
-@kernel("nn.cumsum")
-def cumsum(x: Array, *, axis: int, exclusive: bool, reverse: bool) -> Array:
+def _scan(fn: Any, identity: int, x: Array, axis: int, exclusive: bool, reverse: bool) -> Array:
     axis %= x.ndim
     y = np.flip(x, axis) if reverse else x
-    out = np.cumsum(y, axis=axis, dtype=x.dtype)
+    with np.errstate(over="ignore"):
+        out = fn(y, axis=axis, dtype=x.dtype)
     if exclusive:
         out = np.roll(out, 1, axis=axis)
         index = [slice(None)] * x.ndim
         index[axis] = slice(0, 1)
-        out[tuple(index)] = 0
+        out[tuple(index)] = identity
     return np.ascontiguousarray(np.flip(out, axis) if reverse else out)
+
+
+@kernel("nn.cumsum")
+def cumsum(x: Array, *, axis: int, exclusive: bool, reverse: bool) -> Array:
+    return _scan(np.cumsum, 0, x, axis, exclusive, reverse)
+
+
+@kernel("nn.cumprod")
+def cumprod(x: Array, *, axis: int, exclusive: bool, reverse: bool) -> Array:
+    return _scan(np.cumprod, 1, x, axis, exclusive, reverse)
 
 
 @kernel("nn.topk")
@@ -261,3 +272,16 @@ def tile(x: Array, *, reps: Sequence[int]) -> Array:
 def broadcast_to(x: Array, *, shape: Sequence[int]) -> Array:
     out = np.broadcast_shapes(x.shape, tuple(shape))
     return np.array(np.broadcast_to(x, out), order="C")
+
+
+@kernel("nn.bitcast")
+def bitcast(x: Array, *, dtype: str) -> Array:
+    target = element_type_named(dtype)
+    assert target is not None, f"no element type '{dtype}'"
+    contiguous = x if x.flags.c_contiguous else np.array(x, order="C")  # 0-d stays 0-d
+    return contiguous.view(numpy_dtype(target))
+
+
+@kernel("nn.det")
+def det(x: Array) -> Array:
+    return np.asarray(np.linalg.det(x.astype(np.float64)), dtype=x.dtype)

@@ -170,8 +170,11 @@ CASES: dict[str, Callable[[], tuple[list[Array], dict[str, Any]]]] = {
     "argmax": lambda: ([f32(3, 4)], {"axis": 1}),
     "argmin": lambda: ([f32(3, 4)], {"keepdims": False, "select_last_index": True}),
     "cumsum": lambda: ([f32(3, 4)], {"axis": 1, "exclusive": True, "reverse": True}),
+    "cumprod": lambda: ([f32(3, 4)], {"axis": 0, "reverse": True}),
     "einsum": lambda: ([f32(2, 3)], {"equation": "ji"}),  # a spellable one: implicit transpose
     "tile": lambda: ([f32(2, 3)], {"reps": (2, 1)}),
+    "bitcast": lambda: ([f32(2, 3)], {"dtype": "ui32"}),
+    "det": lambda: ([f32(2, 3, 3)], {}),
     "broadcast_to": lambda: ([f32(3, 1)], {"shape": (2, 3, 4)}),
     "equal": lambda: ([_ints(3, 4) % 3, _ints(4) % 3], {}),
     "less": lambda: ([f32(3, 4), f32(4)], {}),

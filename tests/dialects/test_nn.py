@@ -22,8 +22,9 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
+from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.dialects.test import TestOp as _TestOp
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from byoc import parse_module
@@ -155,9 +156,12 @@ BUILDS: dict[
     "nn.argmax": ([((2, 5), F)], {"axis": 1}, [((2, 1), I64)]),
     "nn.argmin": ([((2, 5), I32)], {"keepdims": False, "select_last_index": True}, [((5,), I64)]),
     "nn.cumsum": ([((2, 5), F)], {"axis": -1, "exclusive": True, "reverse": True}, [((2, 5), F)]),
+    "nn.cumprod": ([((2, 5), I64)], {"axis": 0, "exclusive": True}, [((2, 5), I64)]),
     "nn.topk": ([((2, 5), F)], {"k": 3, "largest": False}, [((2, 3), F), ((2, 3), I64)]),
     "nn.einsum": ([((2, 5), F), ((5, 4), F)], {"equation": "ij,jk->ik"}, [((2, 4), F)]),
     "nn.tile": ([((2, 1), B)], {"reps": (2, 3)}, [((4, 3), B)]),
+    "nn.bitcast": ([((2, 3), F)], {"dtype": "i32"}, [((2, 3), I32)]),
+    "nn.det": ([((2, 3, 3), F64)], {}, [((2,), F64)]),
     "nn.broadcast_to": ([((2, 1), F)], {"shape": (3, 1, 4)}, [((3, 2, 4), F)]),
     "nn.equal": ([((2, 3), B), ((3,), B)], {}, [((2, 3), B)]),
     "nn.less": ([((2, 3), U8), ((3,), U8)], {}, [((2, 3), B)]),
@@ -343,6 +347,8 @@ REJECTED: list[tuple[str, list[tuple[tuple[int, ...], Attribute]], dict[str, Any
     ("nn.einsum", [((2, 3), F)], {"equation": "ij->iz"}, "names a label no input has"),
     ("nn.einsum", [((2, 3), F)], {"equation": "i$->i"}, "malformed term"),
     ("nn.tile", [((2, 3), F)], {"reps": (2,)}, "must be 2 non-negative values"),
+    ("nn.bitcast", [((2,), F)], {"dtype": "f64"}, "changes the element width"),
+    ("nn.det", [((2, 3), F)], {}, "square matrices"),
     ("nn.broadcast_to", [((2, 3), F)], {"shape": (4, 1)}, "not broadcast-compatible"),
     ("nn.where", [((2,), B), ((2,), F), ((2,), F64)], {}, "x and y must have the same element type"),
 ]
@@ -488,3 +494,24 @@ def test_every_op_is_in_the_round_trip_filecheck_test() -> None:
     )
     missing = [name for name in nn.NN_OPS if not re.search(rf"= {re.escape(name)} ", text)]
     assert missing == []
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n for n, c in nn.NN_OPS.items() if c in (*nn.math_ops.OPS, *nn.logic_ops.OPS))
+)
+def test_math_logic_ops_round_trip_in_the_generic_form(name: str) -> None:
+    """tests/filecheck/dialects/nn-math-logic.mlir checks the custom form; this the generic one."""
+    from io import StringIO
+
+    from xdsl.printer import Printer
+
+    operands, attrs, _ = BUILDS[name]
+    block = Block(arg_types=[nn.tensor(s, t) for s, t in operands])
+    op = nn.NN_OPS[name].build(*block.args, **attrs)
+    block.add_ops([op, ReturnOp(*op.results)])
+    func = FuncOp("f", ([a.type for a in block.args], list(op.result_types)), Region(block))
+    stream = StringIO()
+    Printer(stream=stream, print_generic_format=True).print_op(ModuleOp([func]))
+    parsed = parse_module(stream.getvalue())
+    again = next(o for o in parsed.walk() if isinstance(o, nn.NN_OPS[name]))
+    assert again.attr_values() == op.attr_values() and again.result_types == op.result_types

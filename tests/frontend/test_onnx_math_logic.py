@@ -41,7 +41,7 @@ Expand Where Equal Less Greater LessOrEqual GreaterOrEqual And Or Xor Not Bitwis
 BitwiseXor BitwiseNot BitShift CumSum ArgMax ArgMin TopK Einsum Gelu Mish Softplus Softsign Selu
 Elu Celu ThresholdedRelu Swish Shrink Mod Sign Floor Ceil Round Sin Cos Tan Asin Acos Atan Sinh
 Cosh Asinh Acosh Atanh IsNaN IsInf ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp ReduceProd
-ReduceMin ReduceSumSquare Tile CastLike
+ReduceMin ReduceSumSquare Tile CastLike CumProd LogSoftmax Hardmax EyeLike BitCast Det SwiGLU
 """.split()
 """The ONNX ops this part added; each passes at least one node test."""
 

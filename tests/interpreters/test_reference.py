@@ -764,3 +764,169 @@ def test_quantized_ops_run_in_the_interpreter() -> None:
 def test_every_nn_op_is_checked_here() -> None:
     assert set(nn.NN_OPS) - COVERED == set(), "nn ops without a reference test"
     assert COVERED - set(nn.NN_OPS) == set(), "tests cover ops the dialect lacks"
+
+
+# --------------------------------------------------------------------------
+# The ops of nn.math_ops and nn.logic_ops (ONNX coverage, issue #16)
+# --------------------------------------------------------------------------
+
+_ONNX_DTYPES.update(
+    {
+        np.dtype(np.float64): TensorProto.DOUBLE,
+        np.dtype(np.uint8): TensorProto.UINT8,
+        np.dtype(np.int8): TensorProto.INT8,
+        np.dtype(np.bool_): TensorProto.BOOL,
+    }
+)
+
+MATH_UNARY = [
+    # (nn op, ONNX op, attrs, low, high, opset)
+    *[(f"nn.{n.lower()}", n, {}, -0.95, 0.95, 19) for n in ("Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Atanh")],
+    *[(f"nn.{n.lower()}", n, {}, -3.0, 3.0, 19) for n in ("Sinh", "Cosh", "Asinh", "Floor", "Ceil", "Round", "Sign")],
+    ("nn.acosh", "Acosh", {}, 1.0, 4.0, 19),
+    ("nn.softplus", "Softplus", {}, -4.0, 4.0, 19),
+    ("nn.softsign", "Softsign", {}, -4.0, 4.0, 19),
+    ("nn.mish", "Mish", {}, -4.0, 4.0, 19),
+    ("nn.gelu", "Gelu", {"approximate": "tanh"}, -4.0, 4.0, 20),
+    ("nn.elu", "Elu", {"alpha": 0.5}, -4.0, 4.0, 19),
+    ("nn.selu", "Selu", {"alpha": 1.5, "gamma": 1.1}, -4.0, 4.0, 19),
+    ("nn.celu", "Celu", {"alpha": 2.0}, -4.0, 4.0, 19),
+    ("nn.thresholded_relu", "ThresholdedRelu", {"alpha": 0.5}, -4.0, 4.0, 19),
+    ("nn.shrink", "Shrink", {"bias": 0.25, "lambd": 1.0}, -4.0, 4.0, 19),
+]  # fmt: skip
+
+
+@covers(*[n for n, *_ in MATH_UNARY])
+@pytest.mark.parametrize(("name", "onnx_op", "attrs", "low", "high", "opset"), MATH_UNARY)
+def test_math_unary_ops_match_onnx(
+    name: str, onnx_op: str, attrs: dict[str, Any], low: float, high: float, opset: int
+) -> None:
+    x = rand(2, 3, 5, low=low, high=high)
+    if name == "nn.round":
+        x.reshape(-1)[:4] = [0.5, 1.5, 2.5, -2.5]  # half to even
+    if name in ("nn.elu", "nn.selu", "nn.celu"):  # away from 0, where exp(x) - 1 cancels in f32
+        x = np.where(x < 0, x - 0.5, x + 0.5).astype(np.float32)
+    (got,) = run_op(nn.NN_OPS[name], [x], **attrs)
+    (want,) = ort(onnx_op, [x], opset=opset, **attrs)
+    close(got, want)
+
+
+@covers("nn.swish", "nn.is_nan", "nn.is_inf")
+def test_swish_and_float_predicates_by_hand() -> None:
+    x = rand(7, low=-4.0, high=4.0).astype(np.float64)
+    (got,) = run_op(nn.NN_OPS["nn.swish"], [x], alpha=1.5)
+    np.testing.assert_allclose(got, x / (1 + np.exp(-1.5 * x)), rtol=4 * np.finfo(np.float64).eps)
+    y = np.array([1.0, np.nan, np.inf, -np.inf, 0.0], np.float32)
+    assert run_op(nn.NN_OPS["nn.is_nan"], [y])[0].tolist() == [False, True, False, False, False]
+    (pos,) = run_op(nn.NN_OPS["nn.is_inf"], [y], detect_negative=False)
+    assert pos.tolist() == [False, False, True, False, False]
+
+
+@covers("nn.mod", "nn.bitwise_and", "nn.bitwise_or", "nn.bitwise_xor", "nn.bitwise_not", "nn.bit_shift")
+def test_integer_binary_ops_match_onnx() -> None:
+    a = np.array([7, -7, 7, -7, 0, 9], np.int32)
+    b = np.array([3, 3, -3, -3, 5, 4], np.int32)
+    for fmod in (0, 1):
+        (got,) = run_op(nn.NN_OPS["nn.mod"], [a, b], fmod=bool(fmod))
+        np.testing.assert_array_equal(got, ort("Mod", [a, b], fmod=fmod)[0])
+    f = rand(6, low=-5.0, high=5.0)
+    (got,) = run_op(nn.NN_OPS["nn.mod"], [f, rand(6, low=0.5, high=2.0)], fmod=True)
+    assert got.dtype == np.float32
+    u, v = np.array([12, 200, 7, 255], np.uint8), np.array([10, 3, 1, 8], np.uint8)
+    for name, onnx_op in (("nn.bitwise_and", "BitwiseAnd"), ("nn.bitwise_or", "BitwiseOr"), ("nn.bitwise_xor", "BitwiseXor")):
+        np.testing.assert_array_equal(run_op(nn.NN_OPS[name], [u, v])[0], ort(onnx_op, [u, v], opset=18)[0])
+    np.testing.assert_array_equal(run_op(nn.NN_OPS["nn.bitwise_not"], [u])[0], ort("BitwiseNot", [u], opset=18)[0])
+    shift = np.array([1, 3, 7, 0], np.uint8)
+    for direction in ("LEFT", "RIGHT"):
+        (got,) = run_op(nn.NN_OPS["nn.bit_shift"], [u, shift], direction=direction.lower())
+        np.testing.assert_array_equal(got, ort("BitShift", [u, shift], direction=direction)[0])
+
+
+MATH_REDUCE = [
+    ("nn.reduce_min", "ReduceMin"),
+    ("nn.reduce_prod", "ReduceProd"),
+    ("nn.reduce_l1", "ReduceL1"),
+    ("nn.reduce_l2", "ReduceL2"),
+    ("nn.reduce_sum_square", "ReduceSumSquare"),
+    ("nn.reduce_log_sum", "ReduceLogSum"),
+    ("nn.reduce_log_sum_exp", "ReduceLogSumExp"),
+]
+
+
+@covers(*[n for n, _ in MATH_REDUCE])
+@pytest.mark.parametrize(("name", "onnx_op"), MATH_REDUCE)
+@pytest.mark.parametrize(("axes", "keepdims"), [((1,), True), ((0, 2), False), ((), False)])
+def test_math_reductions_match_onnx(name: str, onnx_op: str, axes: tuple[int, ...], keepdims: bool) -> None:
+    x = rand(2, 3, 4, low=0.5, high=1.5)
+    (got,) = run_op(nn.NN_OPS[name], [x], axes=axes, keepdims=keepdims)
+    consts = [np.array(axes, np.int64)] if axes else []
+    (want,) = ort(onnx_op, [x], consts, opset=18, keepdims=int(keepdims))
+    close(got, want)
+
+
+def test_empty_reductions_give_the_identity() -> None:
+    x = np.zeros((2, 0), np.float32)
+    assert run_op(nn.NN_OPS["nn.reduce_min"], [x], axes=(1,))[0].tolist() == [np.inf, np.inf]
+    assert run_op(nn.NN_OPS["nn.reduce_prod"], [x], axes=(1,))[0].tolist() == [1.0, 1.0]
+    assert run_op(nn.NN_OPS["nn.reduce_log_sum_exp"], [x], axes=(1,))[0].tolist() == [-np.inf, -np.inf]
+
+
+@covers("nn.argmax", "nn.argmin", "nn.cumsum", "nn.cumprod", "nn.topk", "nn.einsum")
+def test_index_scan_and_einsum_ops_match_onnx() -> None:
+    x = np.round(rand(3, 5), 0)  # ties
+    for name, onnx_op in (("nn.argmax", "ArgMax"), ("nn.argmin", "ArgMin")):
+        for last in (False, True):
+            (got,) = run_op(nn.NN_OPS[name], [x], axis=1, keepdims=False, select_last_index=last)
+            (want,) = ort(onnx_op, [x], axis=1, keepdims=0, select_last_index=int(last))
+            np.testing.assert_array_equal(got, want)
+    for exclusive in (False, True):
+        for reverse in (False, True):
+            (got,) = run_op(nn.NN_OPS["nn.cumsum"], [x], axis=1, exclusive=exclusive, reverse=reverse)
+            (want,) = ort("CumSum", [x], [np.array(1, np.int64)], exclusive=int(exclusive), reverse=int(reverse))
+            close(got, want)
+    (got,) = run_op(nn.NN_OPS["nn.cumprod"], [x], axis=0, exclusive=True)
+    np.testing.assert_array_equal(got, np.concatenate([np.ones((1, 5), np.float32), np.cumprod(x, 0)[:-1]]))
+    for largest in (True, False):
+        values, indices = run_op(nn.NN_OPS["nn.topk"], [x], k=3, axis=1, largest=largest)
+        want_v, want_i = ort("TopK", [x], [np.array([3], np.int64)], outputs=2, axis=1, largest=int(largest))
+        np.testing.assert_array_equal(values, want_v)
+        np.testing.assert_array_equal(indices, want_i)
+    a, b = rand(2, 3, 4), rand(2, 4, 5)
+    (got,) = run_op(nn.NN_OPS["nn.einsum"], [a, b], equation="bij,bjk->bik")
+    close(got, ort("Einsum", [a, b], equation="bij,bjk->bik")[0])
+
+
+@covers("nn.tile", "nn.broadcast_to", "nn.bitcast", "nn.det")
+def test_tile_broadcast_to_and_bitcast_match_onnx() -> None:
+    x = rand(2, 1, 3)
+    (got,) = run_op(nn.NN_OPS["nn.tile"], [x], reps=(2, 3, 1))
+    np.testing.assert_array_equal(got, ort("Tile", [x], [np.array([2, 3, 1], np.int64)])[0])
+    (got,) = run_op(nn.NN_OPS["nn.broadcast_to"], [x], shape=(4, 1, 2, 1))
+    np.testing.assert_array_equal(got, ort("Expand", [x], [np.array([4, 1, 2, 1], np.int64)])[0])
+    (got,) = run_op(nn.NN_OPS["nn.bitcast"], [x], dtype="i32")
+    np.testing.assert_array_equal(got, x.view(np.int32))  # ONNX's reference: numpy's view
+    m = rand(2, 3, 3)
+    (got,) = run_op(nn.NN_OPS["nn.det"], [m])
+    close(got, ort("Det", [m])[0])
+
+
+LOGIC = [
+    ("nn.equal", "Equal"),
+    ("nn.less", "Less"),
+    ("nn.greater", "Greater"),
+    ("nn.less_equal", "LessOrEqual"),
+    ("nn.greater_equal", "GreaterOrEqual"),
+]
+
+
+@covers(*[n for n, _ in LOGIC], "nn.logical_and", "nn.logical_or", "nn.logical_xor", "nn.logical_not", "nn.where")
+def test_comparisons_logic_and_where_match_onnx() -> None:
+    a, b = np.round(rand(2, 3)), np.round(rand(3))
+    for name, onnx_op in LOGIC:
+        np.testing.assert_array_equal(run_op(nn.NN_OPS[name], [a, b])[0], ort(onnx_op, [a, b])[0])
+    p, q = a > 0, b > 0
+    for name, onnx_op in (("nn.logical_and", "And"), ("nn.logical_or", "Or"), ("nn.logical_xor", "Xor")):
+        np.testing.assert_array_equal(run_op(nn.NN_OPS[name], [p, q])[0], ort(onnx_op, [p, q])[0])
+    np.testing.assert_array_equal(run_op(nn.NN_OPS["nn.logical_not"], [p])[0], ort("Not", [p])[0])
+    (got,) = run_op(nn.NN_OPS["nn.where"], [q, a, b])
+    np.testing.assert_array_equal(got, ort("Where", [q, a, b])[0])

@@ -41,8 +41,10 @@ from byoc.dialects.nn.types import (
     FLOATS,
     INTEGERS,
     NUMBERS,
+    element_type_named,
     float_attr,
     int_attr,
+    numpy_dtype,
     shape_of,
     tensor,
 )
@@ -405,11 +407,10 @@ class ArgMinOp(ArgReduceOp):
     name = "nn.argmin"
 
 
-@irdl_op_definition
-class CumSumOp(NNOp):
-    """Running sum along `axis`; `exclusive` leaves each element out, `reverse` runs from the end."""
+class ScanOp(NNOp):
+    """A running reduction along `axis`; `exclusive` leaves each element out, `reverse` runs
+    from the end."""
 
-    name = "nn.cumsum"
     data = operand_def(TensorType)
     result = result_def(TensorType)
     axis = prop_def(IntegerAttr, default_value=int_attr(0))
@@ -423,6 +424,20 @@ class CumSumOp(NNOp):
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         _norm_axis(attrs["axis"], len(shape_of(types[0])))
         return [types[0]]
+
+
+@irdl_op_definition
+class CumSumOp(ScanOp):
+    """Running sum (ONNX CumSum)."""
+
+    name = "nn.cumsum"
+
+
+@irdl_op_definition
+class CumProdOp(ScanOp):
+    """Running product (ONNX CumProd)."""
+
+    name = "nn.cumprod"
 
 
 @irdl_op_definition
@@ -557,12 +572,53 @@ class BroadcastToOp(NNOp):
         return [tensor(out, types[0].element_type)]
 
 
+@irdl_op_definition
+class BitcastOp(UnaryOp):
+    """Reinterpret the bits as the element type `dtype` of the same width (ONNX BitCast)."""
+
+    name = "nn.bitcast"
+    dtype = prop_def(StringAttr)
+    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS + BOOL
+    SAME_DTYPE: ClassVar[bool] = False
+    KIND: ClassVar[str] = "elementwise"
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        target = element_type_named(attrs["dtype"])
+        if target is None:
+            raise VerifyException(f"bitcast to '{attrs['dtype']}': no such element type")
+        if numpy_dtype(target).itemsize != numpy_dtype(types[0].element_type).itemsize:
+            raise VerifyException(
+                f"bitcast from {types[0].element_type} to {target} changes the element width"
+            )
+        return [tensor(shape_of(types[0]), target)]
+
+
+@irdl_op_definition
+class DetOp(NNOp):
+    """The determinant of each square matrix in the last two dims (ONNX Det)."""
+
+    name = "nn.det"
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "opaque"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        s = shape_of(types[0])
+        if len(s) < 2 or s[-1] != s[-2]:
+            raise VerifyException(f"det needs square matrices in the last two dims, got {list(s)}")
+        return [tensor(s[:-2], types[0].element_type)]
+
+
 OPS: tuple[type[NNOp], ...] = (
     SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp,
     FloorOp, CeilOp, RoundOp, SoftplusOp, SoftsignOp, MishOp, GeluOp, EluOp, SeluOp, CeluOp,
     ThresholdedReluOp, SwishOp, ShrinkOp, SignOp, IsNanOp, IsInfOp, ModOp, BitwiseAndOp,
     BitwiseOrOp, BitwiseXorOp, BitwiseNotOp, BitShiftOp, ReduceMinOp, ReduceProdOp, ReduceL1Op,
     ReduceL2Op, ReduceSumSquareOp, ReduceLogSumOp, ReduceLogSumExpOp, ArgMaxOp, ArgMinOp,
-    CumSumOp, TopKOp, EinsumOp, TileOp, BroadcastToOp,
+    CumSumOp, CumProdOp, TopKOp, EinsumOp, TileOp, BroadcastToOp, BitcastOp, DetOp,
 )  # fmt: skip
 """The ops of this module, in the order the Nn dialect lists them."""

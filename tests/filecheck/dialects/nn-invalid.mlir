@@ -29,19 +29,19 @@ func.func @f(%a: tensor<4xf32>) {
 
 // -----
 
-/// divide is f32 only.
-func.func @f(%a: tensor<4xi32>) {
-  // expected-error@+1 {{element type i32 is not supported (expected one of f32)}}
-  %0 = nn.divide %a, %a : tensor<4xi32>
+/// divide takes numbers, not bool.
+func.func @f(%a: tensor<4xi1>) {
+  // expected-error@+1 {{element type i1 is not supported (expected one of f32, f64, f16, i8, i16, i32, i64, ui8, ui16, ui32, ui64)}}
+  %0 = nn.divide %a, %a : tensor<4xi1>
   func.return
 }
 
 // -----
 
-/// f64 is not an nn element type.
-func.func @f(%a: tensor<4xf64>) {
-  // expected-error@+1 {{element type f64 is not supported (expected one of f32, i32, i64)}}
-  %0 = nn.add %a, %a : tensor<4xf64>
+/// add takes numbers, not bool.
+func.func @f(%a: tensor<4xi1>) {
+  // expected-error@+1 {{element type i1 is not supported (expected one of f32, f64, f16, i8, i16, i32, i64, ui8, ui16, ui32, ui64)}}
+  %0 = nn.add %a, %a : tensor<4xi1>
   func.return
 }
 
@@ -101,10 +101,10 @@ func.func @f(%a: tensor<4xf32>) {
 
 // -----
 
-/// cast only to f32, i32, i64.
+/// cast only to the element types of nn.ELEMENT_TYPES.
 func.func @f(%a: tensor<4xf32>) {
-  // expected-error@+1 {{cast to 'f16' is not supported (f32, i32, i64)}}
-  %0 = nn.cast %a {dtype = "f16"} : (tensor<4xf32>) -> tensor<4xf32>
+  // expected-error@+1 {{cast to 'bf16' is not supported (f32, f64, f16, i32, i64, i8, i16, ui8, ui16, ui32, ui64, i1)}}
+  %0 = nn.cast %a {dtype = "bf16"} : (tensor<4xf32>) -> tensor<4xf32>
   func.return
 }
 
@@ -542,19 +542,19 @@ func.func @f(%x: tensor<2x3xf32>) {
 
 // -----
 
-/// reduce_mean is f32 only.
+/// reduce_mean is for floats only.
 func.func @f(%x: tensor<2x3xi32>) {
-  // expected-error@+1 {{element type i32 is not supported (expected one of f32)}}
+  // expected-error@+1 {{element type i32 is not supported (expected one of f32, f64, f16)}}
   %0 = nn.reduce_mean %x : (tensor<2x3xi32>) -> tensor<i32>
   func.return
 }
 
 // -----
 
-/// Constants hold f32, i32 or i64.
+/// Constants hold the element types of nn.ELEMENT_TYPES (no bf16).
 func.func @f() {
-  // expected-error@+1 {{element type f64 is not supported}}
-  %0 = nn.constant dense<[1.0, 2.0]> : tensor<2xf64>
+  // expected-error@+1 {{nn.constant needs a tensor of an nn element type (nn.ELEMENT_TYPES), got tensor<2xbf16>}}
+  %0 = nn.constant dense<[1.0, 2.0]> : tensor<2xbf16>
   func.return
 }
 
@@ -616,7 +616,7 @@ func.func @f() {
 
 /// A constant's type is a tensor (parser).
 func.func @f() {
-  // expected-error@+1 {{nn.constant needs a tensor of f32/i32/i64, got f32}}
+  // expected-error@+1 {{nn.constant needs a tensor of an nn element type (nn.ELEMENT_TYPES), got f32}}
   %0 = nn.constant dense<[1.0]> : f32
   func.return
 }

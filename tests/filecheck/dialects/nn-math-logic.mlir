@@ -119,13 +119,15 @@ func.func @reductions(%x: tensor<2x3x4xf32>, %b: tensor<3xi1>) -> tensor<i1> {
 // CHECK:      %0 = nn.argmax %x {axis = 1 : i64} : (tensor<2x5xf32>) -> tensor<2x1xi64>
 // CHECK-NEXT: %1 = nn.argmin %x {keepdims = false, select_last_index = true} : (tensor<2x5xf32>) -> tensor<5xi64>
 // CHECK-NEXT: %2 = nn.cumsum %x {axis = 1 : i64, exclusive = true, reverse = true} : tensor<2x5xf32>
-// CHECK-NEXT: %3, %4 = nn.topk %x {k = 3 : i64, largest = false} : (tensor<2x5xf32>) -> (tensor<2x3xf32>, tensor<2x3xi64>)
-// CHECK-NEXT: %5 = nn.einsum %x, %y {equation = "ij,kl->il"} : (tensor<2x5xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
-// CHECK-NEXT: func.return %0, %1, %2, %3, %4, %5 : tensor<2x1xi64>, tensor<5xi64>, tensor<2x5xf32>, tensor<2x3xf32>, tensor<2x3xi64>, tensor<2x4xf32>
+// CHECK-NEXT: %3 = nn.cumprod %2 {axis = -1 : i64} : tensor<2x5xf32>
+// CHECK-NEXT: %4, %5 = nn.topk %x {k = 3 : i64, largest = false} : (tensor<2x5xf32>) -> (tensor<2x3xf32>, tensor<2x3xi64>)
+// CHECK-NEXT: %6 = nn.einsum %x, %y {equation = "ij,kl->il"} : (tensor<2x5xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT: func.return %0, %1, %2, %4, %5, %6 : tensor<2x1xi64>, tensor<5xi64>, tensor<2x5xf32>, tensor<2x3xf32>, tensor<2x3xi64>, tensor<2x4xf32>
 func.func @indices(%x: tensor<2x5xf32>, %y: tensor<3x4xf32>) -> (tensor<2x1xi64>, tensor<5xi64>, tensor<2x5xf32>, tensor<2x3xf32>, tensor<2x3xi64>, tensor<2x4xf32>) {
   %0 = nn.argmax %x {axis = 1} : (tensor<2x5xf32>) -> tensor<2x1xi64>
   %1 = nn.argmin %x {keepdims = false, select_last_index = true} : (tensor<2x5xf32>) -> tensor<5xi64>
   %2 = nn.cumsum %x {axis = 1, exclusive = true, reverse = true} : tensor<2x5xf32>
+  %6 = nn.cumprod %2 {axis = -1} : tensor<2x5xf32>
   %3, %4 = nn.topk %x {k = 3, largest = false} : (tensor<2x5xf32>) -> (tensor<2x3xf32>, tensor<2x3xi64>)
   %5 = nn.einsum %x, %y {equation = "ij,kl->il"} : (tensor<2x5xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
   func.return %0, %1, %2, %3, %4, %5 : tensor<2x1xi64>, tensor<5xi64>, tensor<2x5xf32>, tensor<2x3xf32>, tensor<2x3xi64>, tensor<2x4xf32>
@@ -134,10 +136,12 @@ func.func @indices(%x: tensor<2x5xf32>, %y: tensor<3x4xf32>) -> (tensor<2x1xi64>
 // CHECK-LABEL: func.func @building
 // CHECK:      %0 = nn.tile %x {reps = array<i64: 2, 3>} : (tensor<2x1xi1>) -> tensor<4x3xi1>
 // CHECK-NEXT: %1 = nn.broadcast_to %x {shape = array<i64: 3, 1, 4>} : (tensor<2x1xi1>) -> tensor<3x2x4xi1>
+// CHECK-NEXT: %2 = nn.bitcast %x {dtype = "ui8"} : (tensor<2x1xi1>) -> tensor<2x1xui8>
 // CHECK-NEXT: func.return %0, %1 : tensor<4x3xi1>, tensor<3x2x4xi1>
 func.func @building(%x: tensor<2x1xi1>) -> (tensor<4x3xi1>, tensor<3x2x4xi1>) {
   %0 = nn.tile %x {reps = array<i64: 2, 3>} : (tensor<2x1xi1>) -> tensor<4x3xi1>
   %1 = nn.broadcast_to %x {shape = array<i64: 3, 1, 4>} : (tensor<2x1xi1>) -> tensor<3x2x4xi1>
+  %2 = nn.bitcast %x {dtype = "ui8"} : (tensor<2x1xi1>) -> tensor<2x1xui8>
   func.return %0, %1 : tensor<4x3xi1>, tensor<3x2x4xi1>
 }
 
@@ -167,4 +171,12 @@ func.func @logic(%a: tensor<2x3xi64>, %b: tensor<3xi64>, %f: tensor<2x3xf32>) ->
   %9 = nn.equal %8, %4 : (tensor<2x3xi1>, tensor<2x3xi1>) -> tensor<2x3xi1>
   %10 = nn.where %9, %f, %f : (tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
   func.return %10 : tensor<2x3xf32>
+}
+
+// CHECK-LABEL: func.func @det
+// CHECK:      %0 = nn.det %m : (tensor<2x3x3xf64>) -> tensor<2xf64>
+// CHECK-NEXT: func.return %0 : tensor<2xf64>
+func.func @det(%m: tensor<2x3x3xf64>) -> tensor<2xf64> {
+  %0 = nn.det %m : (tensor<2x3x3xf64>) -> tensor<2xf64>
+  func.return %0 : tensor<2xf64>
 }

@@ -1,13 +1,17 @@
 """Math ONNX ops: trigonometric and rounding functions, activations (Gelu, Mish, Softplus,
 Softsign, Elu, Selu, Celu, ThresholdedRelu, Swish, Shrink), Sign, IsNaN/IsInf, Mod, the
-bitwise ops, the reductions beyond Mean/Sum/Max, ArgMax/ArgMin, CumSum, TopK, Einsum,
-Tile, Expand and CastLike (nn ops of `byoc.dialects.nn.math_ops`)."""
+bitwise ops, the reductions beyond Mean/Sum/Max, ArgMax/ArgMin, CumSum/CumProd, TopK,
+Einsum, Tile, Expand, CastLike, and LogSoftmax and Hardmax composed of them (nn ops of
+`byoc.dialects.nn.math_ops`)."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from byoc.dialects import nn
+from byoc.dialects.nn import logic_ops as lg
 from byoc.dialects.nn import math_ops as m
 from byoc.frontend.onnx.base import Importer, Node, Value, converts, ints, normalize_axes, string
 from byoc.frontend.onnx.converters.elementwise import cast_to
@@ -140,20 +144,54 @@ def _arg(imp: Importer, node: Node) -> list[Value]:
     ]
 
 
-@converts("CumSum")
-def _cumsum(imp: Importer, node: Node) -> list[Value]:
+@converts("CumSum", "CumProd")
+def _scan(imp: Importer, node: Node) -> list[Value]:
     axis = imp.static(node, 1, "axis")
     if axis is None:
-        raise OnnxImportError("CumSum needs an axis")
+        raise OnnxImportError(f"{node.op_type} needs an axis")
     return [
         imp.emit(
-            m.CumSumOp,
+            m.CumSumOp if node.op_type == "CumSum" else m.CumProdOp,
             node.required(0),
             axis=int(np.asarray(axis).reshape(-1)[0]),
             exclusive=bool(node.attr("exclusive", 0)),
             reverse=bool(node.attr("reverse", 0)),
         )
     ]
+
+
+def _coerced_2d(imp: Importer, node: Node, x: Value, default_axis: int) -> tuple[Value, int]:
+    """Before opset 13, Softmax-like ops see their input as 2-D, split at `axis`."""
+    shape = imp.shape(x)
+    axis = int(node.attr("axis", default_axis))
+    if node.version >= 13:
+        return x, axis
+    (axis,) = normalize_axes([axis], max(len(shape), 1))
+    return imp.reshape(x, (math.prod(shape[:axis]), math.prod(shape[axis:]))), 1
+
+
+@converts("LogSoftmax")
+def _log_softmax(imp: Importer, node: Node) -> list[Value]:
+    """x - log(sum(exp(x))) along the axis."""
+    x = node.required(0)
+    flat, axis = _coerced_2d(imp, node, x, 1 if node.version < 13 else -1)
+    lse = imp.emit(m.ReduceLogSumExpOp, flat, axes=(axis,), keepdims=True)
+    return [imp.reshape(imp.emit(nn.SubtractOp, flat, lse), imp.shape(x))]
+
+
+@converts("Hardmax")
+def _hardmax(imp: Importer, node: Node) -> list[Value]:
+    """1 at the first maximum along the axis, else 0: the argmax compared with an arange."""
+    x = node.required(0)
+    flat, axis = _coerced_2d(imp, node, x, 1 if node.version < 13 else -1)
+    shape = imp.shape(flat)
+    (axis,) = normalize_axes([axis], len(shape))
+    where = imp.emit(m.ArgMaxOp, flat, axis=axis, keepdims=True)
+    index = np.arange(shape[axis], dtype=np.int64).reshape(
+        [shape[axis] if i == axis else 1 for i in range(len(shape))]
+    )
+    hit = imp.emit(lg.EqualOp, where, index)
+    return [imp.reshape(cast_to(imp, hit, imp.dtype(x)), imp.shape(x))]
 
 
 @converts("TopK")
@@ -219,3 +257,51 @@ def _cast_like(imp: Importer, node: Node) -> list[Value]:
     if target.kind not in "biuf":
         raise UnsupportedOnnxError(f"CastLike to {target} is not supported")
     return [cast_to(imp, node.required(0), target)]
+
+
+@converts("EyeLike")
+def _eye_like(imp: Importer, node: Node) -> list[Value]:
+    """Ones on the k-th diagonal of a 2-D shape: known at import (shapes are static)."""
+    from onnx import helper
+
+    shape = imp.shape(node.required(0))
+    if len(shape) != 2:
+        raise OnnxImportError(f"EyeLike needs a 2-D input, got shape {list(shape)}")
+    to = node.attr("dtype")
+    dtype = imp.dtype(node.required(0)) if to is None else np.dtype(helper.tensor_dtype_to_np_dtype(int(to)))
+    return [np.eye(shape[0], shape[1], k=int(node.attr("k", 0)), dtype=dtype)]
+
+
+@converts("BitCast")
+def _bitcast(imp: Importer, node: Node) -> list[Value]:
+    from onnx import TensorProto, helper
+
+    x = node.required(0)
+    to = int(node.required_attr("to"))
+    try:
+        target = np.dtype(helper.tensor_dtype_to_np_dtype(to))
+        name = nn.DTYPE_NAMES[nn.element_type_of(target)]
+    except (ValueError, TypeError, KeyError):
+        raise UnsupportedOnnxError(
+            f"BitCast to {TensorProto.DataType.Name(to)} is not supported (no nn element type)"
+        ) from None
+    if target == imp.dtype(x):
+        return [x]
+    return [imp.emit(m.BitcastOp, x, dtype=name)]
+
+
+@converts("Det")
+def _det(imp: Importer, node: Node) -> list[Value]:
+    return [imp.emit(m.DetOp, node.required(0))]
+
+
+@converts("SwiGLU")
+def _swiglu(imp: Importer, node: Node) -> list[Value]:
+    """swish(a, alpha) * b, a and b of one shape (no broadcasting)."""
+    a, b = _same_dtype(imp, node)
+    if imp.shape(a) != imp.shape(b):
+        raise OnnxImportError(
+            f"SwiGLU needs A and B of one shape, got {list(imp.shape(a))} and {list(imp.shape(b))}"
+        )
+    alpha = float(np.float32(node.attr("alpha", 1.0)))
+    return [imp.emit(nn.MultiplyOp, imp.emit(m.SwishOp, a, alpha=alpha), b)]
