@@ -421,3 +421,23 @@ def test_freeing_a_model_while_its_pool_is_alive_does_not_crash() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600, check=False
     )
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), (done.returncode, done.stderr[-3000:])
+
+
+# ---- byoc-run --threads ---------------------------------------------------------------
+
+
+def test_byoc_run_threads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from paths import EXAMPLES
+
+    from byoc.tools import byoc_run
+
+    model = str(EXAMPLES / "small_cnn.mlir")
+    out_path = tmp_path / "cnn.byoc"
+    assert byoc_run.main([model, "--targets", "ccompiler", "--repeat", "2", "--threads", "1", "--export", str(out_path)]) == 0
+    out = capsys.readouterr().out
+    assert "threads: 1" in out and "outputs match the reference" in out
+    assert byoc_run.main([str(out_path), "--repeat", "2", "--threads", "2"]) == 0
+    assert "threads: 2" in capsys.readouterr().out
+    assert byoc_run.main([model, "--targets", "ccompiler", "--threads", "0"]) == 1
+    captured = capsys.readouterr()
+    assert "num_threads must be between 1" in captured.err and "Traceback" not in captured.err
