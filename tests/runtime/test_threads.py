@@ -149,6 +149,10 @@ def test_loaded_artifact_takes_the_setting(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv(threads.ENV, "2")
     loaded = byoc.load_module(str(path))
     assert loaded.num_threads == 2 and loaded.components["ccompiler"].get_num_threads() == 2
+    monkeypatch.setenv(threads.ENV, "lots")  # the environment's fault, not the artifact's
+    with pytest.raises(ValueError, match="BYOC_NUM_THREADS='lots'") as info:
+        byoc.load_module(str(path))
+    assert type(info.value) is ValueError
 
 
 # ---- results -------------------------------------------------------------------------
