@@ -451,3 +451,26 @@ def test_byoc_run_threads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert byoc_run.main([model, "--targets", "ccompiler", "--threads", "0"]) == 1
     captured = capsys.readouterr()
     assert "num_threads must be between 1" in captured.err and "Traceback" not in captured.err
+
+
+def test_a_compiler_without_openmp_builds_serial_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`cc -fopenmp` failing (clang without libomp): the library is built without it."""
+    from byoc.runtime import toolchain
+
+    fake = tmp_path / "cc"
+    fake.write_text(
+        '#!/bin/sh\nfor a in "$@"; do [ "$a" = -fopenmp ] && '
+        "echo \"fatal error: 'omp.h' file not found\" >&2 && exit 1; done\nexec cc \"$@\"\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("CC", str(fake))
+    monkeypatch.setenv("BYOC_CACHE_DIR", str(tmp_path / "cache"))
+    try:
+        exe = byoc.build(byoc.parse_module(ELEMENTWISE), targets=["ccompiler"], num_threads=2)
+        assert str(fake) in toolchain.NO_OPENMP
+        xs = _inputs()
+        (got,) = exe.run(*xs)
+        exe.set_num_threads(1)
+        np.testing.assert_array_equal(exe.run(*xs)[0], got)
+    finally:
+        toolchain.NO_OPENMP.discard(str(fake))
