@@ -32,6 +32,7 @@ from typing import Any
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("BYOC_CBLAS_THREADS", "1")
+os.environ.setdefault("BYOC_NUM_THREADS", "1")  # 1-thread figures (byoc defaults to every core)
 
 import numpy as np  # noqa: E402
 import onnx  # noqa: E402

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BYOC_NUM_THREADS"):  # 1-thread figures
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402

@@ -283,8 +283,10 @@ static inline void byoc_cblas_conv2d_planes_(const float* restrict x, const floa
   float* restrict xq = scratch;
   float* restrict work = scratch + nph * npw * block;
   /* One region per image: every thread takes its share of the rows of each block (the
-   * GEMMs' columns), runs the block's GEMMs on them and their epilogue; rows are disjoint,
-   * so no thread waits for another inside the region. */
+   * GEMMs' columns), runs the block's GEMMs on them and their epilogue, and goes on to the
+   * next block without waiting. So that a thread ahead never writes scratch another still
+   * reads, a thread owns the same rows [i0, i1) of every block (the last, shorter block
+   * clips them) and the scratch keeps the full block's row stride (R*Wq, R*OW). */
   const int32_t nt = byoc_threads_for(O * K * OH * OW, BYOC_CBLAS_GRAIN);
   for (int64_t n = 0; n < N; ++n) {
     float* yn = y + n * O * OH * OW;
@@ -294,10 +296,11 @@ static inline void byoc_cblas_conv2d_planes_(const float* restrict x, const floa
       const int64_t team = byoc_team_size(), me = byoc_thread_id();
       for (int64_t oh0 = 0; oh0 < OH; oh0 += R) {
         const int64_t rows = OH - oh0 < R ? OH - oh0 : R;
-        const int64_t i0 = rows * me / team, i1 = rows * (me + 1) / team;
+        const int64_t i0 = R * me / team, i1_full = R * (me + 1) / team;
+        const int64_t i1 = i1_full < rows ? i1_full : rows;
         if (i0 >= i1) continue;
         if (taps) {
-          const int64_t q = rows * Wq;
+          const int64_t q = R * Wq; /* row stride of the tile, the same for every block */
           for (int64_t k = 0; k < KH * KW; ++k) {
             const int64_t kh = k / KW, kw = k - kh * KW;
             const float* b = xq +
@@ -314,7 +317,7 @@ static inline void byoc_cblas_conv2d_planes_(const float* restrict x, const floa
                                      t, relu);
           }
         } else {
-          const int64_t t = rows * OW;
+          const int64_t t = R * OW; /* row stride of the im2col block, the same for every block */
           for (int64_t c = 0; c < C; ++c) {
             for (int64_t kh = 0; kh < KH; ++kh) {
               for (int64_t kw = 0; kw < KW; ++kw) {

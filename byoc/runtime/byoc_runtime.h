@@ -377,6 +377,10 @@ BYOC_EXPORT int32_t byoc_release(void) {
  * their summation order per output element (split over outputs, not over
  * the reduced axis) to stay identical.
  *
+ * Without OpenMP the three macros taking `nt` expand to `(void)(nt);` — a
+ * statement — so put them where a statement may stand (not as the body of an
+ * unbraced if/for).
+ *
  * Other forms: `BYOC_PARALLEL_FOR_COLLAPSE(nt, k)` (k perfectly nested
  * loops); `BYOC_PARALLEL(nt)` before a block, with `BYOC_FOR` before a loop
  * in it, and `byoc_thread_id()` / `byoc_team_size()` inside.
@@ -458,9 +462,11 @@ static inline int32_t byoc_threads_for(int64_t work, int64_t grain) {
 static inline int32_t byoc_thread_id(void) { return (int32_t)omp_get_thread_num(); }
 static inline int32_t byoc_team_size(void) { return (int32_t)omp_get_num_threads(); }
 #else
-#define BYOC_PARALLEL_FOR(nt)
-#define BYOC_PARALLEL_FOR_COLLAPSE(nt, k)
-#define BYOC_PARALLEL(nt)
+/* no OpenMP: the loop runs on the calling thread; `nt` is still used (no unused-variable
+ * warning under -Werror), so the macro is a statement before the loop or block */
+#define BYOC_PARALLEL_FOR(nt) (void)(nt);
+#define BYOC_PARALLEL_FOR_COLLAPSE(nt, k) (void)(nt);
+#define BYOC_PARALLEL(nt) (void)(nt);
 #define BYOC_FOR
 static inline int32_t byoc_thread_id(void) { return 0; }
 static inline int32_t byoc_team_size(void) { return 1; }

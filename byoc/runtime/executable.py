@@ -303,9 +303,10 @@ def load_executable(path: str | Path) -> Executable:
     file whose checksums are valid but whose header is not what `export_library` writes
     is an `ArtifactError` naming the field, never a KeyError, a huge allocation or a crash.
     The checks cannot vouch for the library itself: loading runs its native code."""
+    num_threads = resolve_num_threads(None)  # a bad $BYOC_NUM_THREADS is not the file's fault
     header, sections = read_artifact(path)
     try:
-        return _load(header, sections)
+        return _load(header, sections, num_threads)
     except (ValueError, KeyError, TypeError) as exc:
         if isinstance(exc, ArtifactError):
             raise
@@ -313,7 +314,7 @@ def load_executable(path: str | Path) -> Executable:
         raise ArtifactError(f"{path}: {message}") from exc
 
 
-def _load(header: dict[str, Any], sections: list[bytes]) -> Executable:
+def _load(header: dict[str, Any], sections: list[bytes], num_threads: int | None = None) -> Executable:
     version = header.get("version", 1)
     constants = [_constant(c, sections, i) for i, c in enumerate(_list(header, "constants"))]
     plan = _plan(_dict(header, "plan"), len(constants))
@@ -350,7 +351,7 @@ def _load(header: dict[str, Any], sections: list[bytes]) -> Executable:
         ):
             raise ArtifactError("a partition needs a 'symbol', a 'target' and a list of op names")
         partitions.append(PartitionInfo(symbol, target, tuple(ops)))
-    return Executable(plan, constants, components, partitions)
+    return Executable(plan, constants, components, partitions, num_threads=num_threads)
 
 
 def _dict(obj: dict[str, Any], key: str, where: str = "the header") -> dict[str, Any]:

@@ -5,7 +5,10 @@
 The source is compiled with the system compiler (`$CC`, default `cc`) and
 `DEFAULT_FLAGS` (plus `-I` the runtime headers). `-fopenmp` is one of them:
 the kernels split loops across an OpenMP team (gcc's libgomp) sized by the
-thread setting (`byoc_runtime.h`, docs/threads.md). Libraries are cached under
+thread setting (`byoc_runtime.h`, docs/threads.md); a compiler that cannot build
+OpenMP code (clang without libomp) gets the flags without it, and every loop runs
+on the calling thread (`NO_OPENMP`: a compile whose errors are about OpenMP is
+retried once without the flag, and that compiler builds without it from then on). Libraries are cached under
 `$BYOC_CACHE_DIR`, else `$XDG_CACHE_HOME/byoc`, else `~/.cache/byoc`, keyed by
 a hash of the source, the flags, the link arguments, the runtime headers and
 the compiler's `--version`; the source is kept next to the library and a failed
@@ -133,6 +136,17 @@ def compiler_version(cc: str) -> str:
     return done.stdout + done.stderr
 
 
+NO_OPENMP: set[str] = set()
+"""Compilers seen failing on OpenMP code in this process: they build without -fopenmp."""
+
+_OPENMP_FAILURE = re.compile(r"omp\.h|fopenmp|-l(?:g|i)?omp\b|lib(?:g|i)?omp", re.IGNORECASE)
+
+
+def openmp_failure(output: str) -> bool:
+    """Whether a compiler's error output is about OpenMP (no omp.h, no libomp, no -fopenmp)."""
+    return _OPENMP_FAILURE.search(output) is not None
+
+
 @lru_cache(maxsize=1)
 def _headers_digest() -> str:
     h = hashlib.sha256()
@@ -184,6 +198,22 @@ def compile_source(
     directory = directory or cache_dir()
     _make_cache_dir(directory)
     flags = (*flags, *c_dispatch_flags(), *sanitize_flags())
+    if "-fopenmp" in flags and cc in NO_OPENMP:
+        flags = tuple(f for f in flags if f != "-fopenmp")
+    try:
+        return _compile_cached(source, flags, directory, cc, libs)
+    except CompileError as e:
+        if "-fopenmp" not in flags or not openmp_failure(e.output):
+            raise
+        # e.g. clang without libomp: serial code, the same results
+        built = _compile_cached(source, tuple(f for f in flags if f != "-fopenmp"), directory, cc, libs)
+        NO_OPENMP.add(cc)
+        return built
+
+
+def _compile_cached(
+    source: str, flags: Sequence[str], directory: Path, cc: str, libs: Sequence[str]
+) -> BuildResult:
     key = library_key(source, flags, cc, libs)
     src = directory / f"byoc_{key}.c"
     index = directory / f"byoc_{key}.lib"
