@@ -936,13 +936,6 @@ static inline float byoc_max_window_(const float* restrict xc, int64_t H, int64_
   return m;
 }
 
-#if defined(__x86_64__) && defined(__has_attribute) && !defined(BYOC_BASELINE_ONLY)
-#if __has_attribute(target) && !defined(__SANITIZE_ADDRESS__)
-#define BYOC_AVX2 __attribute__((target("avx2")))
-#endif
-#endif
-
-#ifdef BYOC_AVX2
 typedef int32_t byoc_v8i_ __attribute__((vector_size(32)));
 
 /* *m = max(*m, *v) per lane with the scalar rule of byoc_max_window_ (a NaN wins, the first stays). */
@@ -952,32 +945,67 @@ static inline __attribute__((always_inline)) void byoc_vmax_(byoc_v8f_* m, const
 }
 
 /*
- * Max pooling with AVX2: 8 output columns at a time over the columns whose
- * window lies inside the input ([lo, hi)), one at a time elsewhere. Each lane
- * visits its window in the order byoc_max_window_ does: the same results.
+ * p[0], p[s], ..., p[7s] as a vector, reading nothing past p[7s]: stride 1 is
+ * one load; stride 2 two overlapping loads (p[0..7], p[7..14]) and a shuffle.
  */
-static BYOC_AVX2 BYOC_MAYBE_UNUSED void byoc_max_pool2d_avx2_(
-    const float* restrict x, float* restrict y, int64_t NC, int64_t H, int64_t W, int64_t OH,
-    int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
-    int64_t DH, int64_t DW) {
-  /*
-   * Columns [0, lo) and [lo + 8 * nvec, OW) one at a time, nvec blocks of 8
-   * from lo in between. Every bound is computed once, clamped to [0, OW], and
-   * each loop counts up from a start it cannot pass: no loop's trip count
-   * depends on an index that could overflow (gcc derived one from `ow + 8 <=
-   * hi` and rejected a 1x8x2x96 2x2/2 pool with -Waggressive-loop-optimizations).
-   */
+static inline __attribute__((always_inline)) void byoc_load8_(const float* p, int64_t s,
+                                                              byoc_v8f_* out) {
+  byoc_v8f_ v;
+  if (s == 1) {
+    memcpy(&v, p, sizeof v);
+  } else if (s == 2) {
+    byoc_v8f_ a, b;
+    memcpy(&a, p, sizeof a);
+    memcpy(&b, p + 7, sizeof b);
+#if defined(__clang__)
+    v = __builtin_shufflevector(a, b, 0, 2, 4, 6, 9, 11, 13, 15);
+#else
+    v = __builtin_shuffle(a, b, (byoc_v8i_){0, 2, 4, 6, 9, 11, 13, 15});
+#endif
+  } else {
+    v = (byoc_v8f_){p[0], p[s], p[2 * s], p[3 * s], p[4 * s], p[5 * s], p[6 * s], p[7 * s]};
+  }
+  *out = v;
+}
+
+/*
+ * The output columns whose window lies inside the input: [lo, hi), clamped
+ * to [0, OW]. Every bound is computed once and each loop counts up from a
+ * start it cannot pass: no loop's trip count depends on an index that could
+ * overflow (gcc derived one from `ow + 8 <= hi` and rejected a 1x8x2x96 2x2/2
+ * pool with -Waggressive-loop-optimizations).
+ */
+static inline void byoc_pool_inner_cols_(int64_t W, int64_t OW, int64_t KW, int64_t SW,
+                                         int64_t PL, int64_t DW, int64_t* lo_out,
+                                         int64_t* hi_out) {
   const int64_t last = W - 1 - (KW - 1) * DW + PL; /* the last column's window start, shifted */
   int64_t lo = (PL + SW - 1) / SW, hi = last >= 0 ? last / SW + 1 : 0;
   hi = hi < OW ? hi : OW;
   lo = lo < hi ? lo : hi;
+  *lo_out = lo;
+  *hi_out = hi;
+}
+
+/*
+ * Max pooling of channels [c0, c1): 8 output columns at a time over the
+ * columns whose window lies inside the input, one at a time elsewhere. Each
+ * lane visits its window in the order byoc_max_window_ does: the same
+ * results as the scalar code, and in the AVX2 clone as in the baseline one.
+ */
+BYOC_KERNEL void byoc_max_pool2d_part_(const float* restrict x, float* restrict y, int64_t H,
+                                       int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+                                       int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,
+                                       int64_t DW, int64_t c0, int64_t c1) {
+  int64_t lo, hi;
+  byoc_pool_inner_cols_(W, OW, KW, SW, PL, DW, &lo, &hi);
   const int64_t nvec = (hi - lo) / 8, tail = lo + 8 * nvec;
-  for (int64_t c = 0; c < NC; ++c) {
+  for (int64_t c = c0; c < c1; ++c) {
     const float* xc = x + c * H * W;
     float* yc = y + c * OH * OW;
     for (int64_t oh = 0; oh < OH; ++oh) {
       const int64_t top = oh * SH - PT;
-      for (int64_t ow = 0; ow < lo; ++ow) yc[oh * OW + ow] = byoc_max_window_(xc, H, W, KH, KW, DH, DW, top, ow * SW - PL);
+      for (int64_t ow = 0; ow < lo; ++ow)
+        yc[oh * OW + ow] = byoc_max_window_(xc, H, W, KH, KW, DH, DW, top, ow * SW - PL);
       for (int64_t b = 0; b < nvec; ++b) {
         const int64_t ow = lo + 8 * b;
         byoc_v8f_ m = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
@@ -987,42 +1015,29 @@ static BYOC_AVX2 BYOC_MAYBE_UNUSED void byoc_max_pool2d_avx2_(
           if (ih < 0 || ih >= H) continue;
           const float* xr = xc + ih * W + ow * SW - PL;
           for (int64_t kw = 0; kw < KW; ++kw) {
-            const float* p = xr + kw * DW;
             byoc_v8f_ v;
-            if (SW == 1) {
-              memcpy(&v, p, sizeof v);
-            } else {
-              v = (byoc_v8f_){p[0], p[SW], p[2 * SW], p[3 * SW], p[4 * SW], p[5 * SW], p[6 * SW],
-                              p[7 * SW]};
-            }
+            byoc_load8_(xr + kw * DW, SW, &v);
             byoc_vmax_(&m, &v);
           }
         }
         memcpy(yc + oh * OW + ow, &m, sizeof m);
       }
-      for (int64_t ow = tail; ow < OW; ++ow) yc[oh * OW + ow] = byoc_max_window_(xc, H, W, KH, KW, DH, DW, top, ow * SW - PL);
+      for (int64_t ow = tail; ow < OW; ++ow)
+        yc[oh * OW + ow] = byoc_max_window_(xc, H, W, KH, KW, DH, DW, top, ow * SW - PL);
     }
   }
 }
-#endif
 
+/* Threads split the channels (the results do not depend on the split). */
 static inline void byoc_max_pool2d_f32(const float* restrict x, float* restrict y, int64_t NC,
                                        int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH,
                                        int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
                                        int64_t DH, int64_t DW) {
-#ifdef BYOC_AVX2
-  if (__builtin_cpu_supports("avx2")) {
-    byoc_max_pool2d_avx2_(x, y, NC, H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW);
-    return;
-  }
-#endif
-  for (int64_t c = 0; c < NC; ++c) {
-    const float* xc = x + c * H * W;
-    float* yc = y + c * OH * OW;
-    for (int64_t oh = 0; oh < OH; ++oh)
-      for (int64_t ow = 0; ow < OW; ++ow)
-        yc[oh * OW + ow] = byoc_max_window_(xc, H, W, KH, KW, DH, DW, oh * SH - PT, ow * SW - PL);
-  }
+  const int32_t nt = byoc_threads_for(NC * OH * OW * KH * KW, 2 * BYOC_PAR_GRAIN);
+  BYOC_PARALLEL_FOR(nt)
+  for (int32_t t = 0; t < nt; ++t)
+    byoc_max_pool2d_part_(x, y, H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, NC * t / nt,
+                          NC * (t + 1) / nt);
 }
 
 /*
@@ -1030,41 +1045,94 @@ static inline void byoc_max_pool2d_f32(const float* restrict x, float* restrict 
  * window, or with `include_pad` also those in the user padding
  * (PT, PL, PB, PR), never the extra rows ceil_mode adds.
  */
+static inline float byoc_avg_window_(const float* restrict xc, int64_t H, int64_t W, int64_t KH,
+                                     int64_t KW, int64_t PT, int64_t PL, int64_t PB, int64_t PR,
+                                     int64_t DH, int64_t DW, int32_t include_pad, int64_t top,
+                                     int64_t left) {
+  double sum = 0.0;
+  int64_t count = 0;
+  for (int64_t kh = 0; kh < KH; ++kh) {
+    const int64_t ih = top + kh * DH;
+    const int in_h = ih >= 0 && ih < H;
+    const int pad_h = ih >= -PT && ih < H + PB;
+    for (int64_t kw = 0; kw < KW; ++kw) {
+      const int64_t iw = left + kw * DW;
+      const int in_w = iw >= 0 && iw < W;
+      if (in_h && in_w) {
+        sum += (double)xc[ih * W + iw];
+        ++count;
+      } else if (include_pad && pad_h && iw >= -PL && iw < W + PR) {
+        ++count;
+      }
+    }
+  }
+  return (float)(sum / (double)(count > 0 ? count : 1));
+}
+
+typedef double byoc_v4d_ __attribute__((vector_size(32)));
+
+/*
+ * Channels [c0, c1). Where a window lies inside the input (its rows and its
+ * columns), 4 output columns are summed at a time in double, each lane in
+ * the window order of byoc_avg_window_ and divided by KH*KW as it would be:
+ * the same results.
+ */
+BYOC_KERNEL void byoc_avg_pool2d_part_(const float* restrict x, float* restrict y, int64_t H,
+                                       int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+                                       int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t PB,
+                                       int64_t PR, int64_t DH, int64_t DW, int32_t include_pad,
+                                       int64_t c0, int64_t c1) {
+  int64_t lo, hi;
+  byoc_pool_inner_cols_(W, OW, KW, SW, PL, DW, &lo, &hi);
+  const int64_t nvec = (hi - lo) / 4, tail = lo + 4 * nvec;
+  const double area = (double)(KH * KW);
+  for (int64_t c = c0; c < c1; ++c) {
+    const float* xc = x + c * H * W;
+    float* yc = y + c * OH * OW;
+    for (int64_t oh = 0; oh < OH; ++oh) {
+      const int64_t top = oh * SH - PT;
+      const int rows_inside = top >= 0 && top + (KH - 1) * DH < H;
+      const int64_t vec_end = rows_inside ? tail : 0, scalar_from = rows_inside ? lo : 0;
+      for (int64_t ow = 0; ow < scalar_from; ++ow)
+        yc[oh * OW + ow] = byoc_avg_window_(xc, H, W, KH, KW, PT, PL, PB, PR, DH, DW,
+                                            include_pad, top, ow * SW - PL);
+      for (int64_t ow = scalar_from; ow < vec_end; ow += 4) {
+        byoc_v4d_ s = {0.0, 0.0, 0.0, 0.0};
+        for (int64_t kh = 0; kh < KH; ++kh) {
+          const float* xr = xc + (top + kh * DH) * W + ow * SW - PL;
+          for (int64_t kw = 0; kw < KW; ++kw) {
+            const float* p = xr + kw * DW;
+            const byoc_v4d_ v = {(double)p[0], (double)p[SW], (double)p[2 * SW], (double)p[3 * SW]};
+            s += v;
+          }
+        }
+        s /= area;
+        for (int j = 0; j < 4; ++j) yc[oh * OW + ow + j] = (float)s[j];
+      }
+      for (int64_t ow = vec_end > scalar_from ? vec_end : scalar_from; ow < OW; ++ow)
+        yc[oh * OW + ow] = byoc_avg_window_(xc, H, W, KH, KW, PT, PL, PB, PR, DH, DW,
+                                            include_pad, top, ow * SW - PL);
+    }
+  }
+}
+
 static inline void byoc_avg_pool2d_f32(const float* restrict x, float* restrict y, int64_t NC,
                                        int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH,
                                        int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
                                        int64_t PB, int64_t PR, int64_t DH, int64_t DW,
                                        int32_t include_pad) {
-  for (int64_t c = 0; c < NC; ++c) {
-    const float* xc = x + c * H * W;
-    float* yc = y + c * OH * OW;
-    for (int64_t oh = 0; oh < OH; ++oh) {
-      for (int64_t ow = 0; ow < OW; ++ow) {
-        double sum = 0.0;
-        int64_t count = 0;
-        for (int64_t kh = 0; kh < KH; ++kh) {
-          const int64_t ih = oh * SH - PT + kh * DH;
-          const int in_h = ih >= 0 && ih < H;
-          const int pad_h = ih >= -PT && ih < H + PB;
-          for (int64_t kw = 0; kw < KW; ++kw) {
-            const int64_t iw = ow * SW - PL + kw * DW;
-            const int in_w = iw >= 0 && iw < W;
-            if (in_h && in_w) {
-              sum += (double)xc[ih * W + iw];
-              ++count;
-            } else if (include_pad && pad_h && iw >= -PL && iw < W + PR) {
-              ++count;
-            }
-          }
-        }
-        yc[oh * OW + ow] = (float)(sum / (double)(count > 0 ? count : 1));
-      }
-    }
-  }
+  const int32_t nt = byoc_threads_for(NC * OH * OW * KH * KW, 2 * BYOC_PAR_GRAIN);
+  BYOC_PARALLEL_FOR(nt)
+  for (int32_t t = 0; t < nt; ++t)
+    byoc_avg_pool2d_part_(x, y, H, W, OH, OW, KH, KW, SH, SW, PT, PL, PB, PR, DH, DW,
+                          include_pad, NC * t / nt, NC * (t + 1) / nt);
 }
 
 static inline void byoc_global_avg_pool2d_f32(const float* restrict x, float* restrict y,
                                               int64_t NC, int64_t HW) {
+  const int32_t nt = byoc_threads_for(NC * HW, 4 * BYOC_PAR_GRAIN);
+  (void)nt; /* only the pragma reads it */
+  BYOC_PARALLEL_FOR(nt)
   for (int64_t c = 0; c < NC; ++c) {
     double sum = 0.0;
     for (int64_t i = 0; i < HW; ++i) sum += (double)x[c * HW + i];
@@ -1074,6 +1142,9 @@ static inline void byoc_global_avg_pool2d_f32(const float* restrict x, float* re
 
 static inline void byoc_global_max_pool2d_f32(const float* restrict x, float* restrict y,
                                               int64_t NC, int64_t HW) {
+  const int32_t nt = byoc_threads_for(NC * HW, 4 * BYOC_PAR_GRAIN);
+  (void)nt; /* only the pragma reads it */
+  BYOC_PARALLEL_FOR(nt)
   for (int64_t c = 0; c < NC; ++c) {
     float m = -INFINITY;
     for (int64_t i = 0; i < HW; ++i) m = m == m ? byoc_maxf_(m, x[c * HW + i]) : m;
@@ -1083,9 +1154,12 @@ static inline void byoc_global_max_pool2d_f32(const float* restrict x, float* re
 
 /* ---- softmax --------------------------------------------------------------- */
 
-/* Softmax over the middle dim of an (outer, n, inner) view. */
+/* Softmax over the middle dim of an (outer, n, inner) view; threads split the rows. */
 static inline void byoc_softmax_f32(const float* restrict x, float* restrict y, int64_t outer,
                                     int64_t n, int64_t inner) {
+  const int32_t nt = byoc_threads_for(outer * n * inner * 8, BYOC_PAR_GRAIN);
+  (void)nt; /* only the pragma reads it */
+  BYOC_PARALLEL_FOR_COLLAPSE(nt, 2)
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
       const float* xs = x + o * n * inner + i;
@@ -1113,17 +1187,23 @@ static inline void byoc_softmax_f32(const float* restrict x, float* restrict y, 
  * Adjacent dims of one kind are merged by the caller.
  */
 #define BYOC_DEFINE_REDUCE(NAME, T, ACC, INIT, STEP, FINISH)                                 \
-  static inline void NAME(const T* restrict x, T* restrict y, int32_t nk, const int64_t* kext, \
-                          const int64_t* kstr, int32_t nr, const int64_t* rext,                \
-                          const int64_t* rstr) {                                               \
+  static inline void NAME##_part_(const T* restrict x, T* restrict y, int32_t nk,              \
+                                  const int64_t* kext, const int64_t* kstr, int32_t nr,        \
+                                  const int64_t* rext, const int64_t* rstr, int64_t nred,      \
+                                  int64_t t0, int64_t t1) {                                    \
     int64_t kidx[BYOC_MAX_RANK] = {0}, ridx[BYOC_MAX_RANK] = {0};                             \
-    int64_t nout = 1, nred = 1;                                                               \
-    for (int32_t d = 0; d < nk; ++d) nout *= kext[d];                                         \
-    for (int32_t d = 0; d < nr; ++d) nred *= rext[d];                                         \
     const int64_t inner = nr > 0 ? rext[nr - 1] : 1;                                          \
     const int64_t istep = nr > 0 ? rstr[nr - 1] : 0;                                          \
     int64_t base = 0;                                                                         \
-    for (int64_t t = 0; t < nout; ++t) {                                                      \
+    {                                                                                         \
+      int64_t q = t0;                                                                         \
+      for (int32_t d = nk - 1; d >= 0; --d) {                                                 \
+        kidx[d] = q % kext[d];                                                                \
+        q /= kext[d];                                                                         \
+        base += kidx[d] * kstr[d];                                                            \
+      }                                                                                       \
+    }                                                                                         \
+    for (int64_t t = t0; t < t1; ++t) {                                                       \
       ACC acc = INIT;                                                                         \
       int64_t off = base;                                                                     \
       for (int64_t r = 0; r < nred; r += inner) {                                             \
@@ -1146,6 +1226,18 @@ static inline void byoc_softmax_f32(const float* restrict x, float* restrict y, 
         kidx[d] = 0;                                                                          \
       }                                                                                       \
     }                                                                                         \
+  }                                                                                           \
+  static inline void NAME(const T* restrict x, T* restrict y, int32_t nk, const int64_t* kext, \
+                          const int64_t* kstr, int32_t nr, const int64_t* rext,                \
+                          const int64_t* rstr) {                                               \
+    int64_t nout = 1, nred = 1;                                                               \
+    for (int32_t d = 0; d < nk; ++d) nout *= kext[d];                                         \
+    for (int32_t d = 0; d < nr; ++d) nred *= rext[d];                                         \
+    const int32_t nt = byoc_threads_for(nout * nred, 2 * BYOC_PAR_GRAIN);                     \
+    BYOC_PARALLEL_FOR(nt)                                                                     \
+    for (int32_t t = 0; t < nt; ++t)                                                          \
+      NAME##_part_(x, y, nk, kext, kstr, nr, rext, rstr, nred, nout * t / nt,                 \
+                   nout * (t + 1) / nt);                                                      \
   }
 
 BYOC_DEFINE_REDUCE(byoc_reduce_sum_f32, float, double, 0.0, acc += (double)v, (float)acc)
