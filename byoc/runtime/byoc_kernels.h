@@ -489,13 +489,22 @@ static inline void byoc_conv2d_run_(const float* restrict x, const float* restri
   g.KC = KC > g.WS ? g.WS : KC;
   const int depthwise = g.CG == 1 && g.OG == 1;
   const int split = depthwise && SW == 2;
+  /* The tiles need no room past the last output column: rows just wide enough; and when
+   * the windows never leave the image (no padding, e.g. 1x1 stride 1), no copy at all. */
+  int direct = 0;
+  if (!depthwise) {
+    g.WP = (OW - 1) * SW + (KW - 1) * DW + 1;
+    direct = PT == 0 && PL == 0 && g.HP <= H && g.WP == W;
+    if (direct) g.HP = H;
+  }
   float* xp = scratch;
   const int64_t tiles = (g.P + 15) / 16;
   const int64_t macs = g.P * g.OG * g.WS; /* per group and image */
   for (int64_t n = 0; n < N; ++n) {
     const float* xn = x + n * C * H * W;
     float* yn = y + n * O * g.P;
-    {
+    const float* xs = direct ? xn : xp; /* what the tiles read */
+    if (!direct) {
       const int32_t nt = byoc_threads_for(C * g.HP * g.WP, 4 * BYOC_PAR_GRAIN);
       BYOC_PARALLEL_FOR(nt)
       for (int32_t t = 0; t < nt; ++t) byoc_conv2d_pad_(&g, xn, xp, C * t / nt, C * (t + 1) / nt, split);
@@ -504,7 +513,7 @@ static inline void byoc_conv2d_run_(const float* restrict x, const float* restri
       const int32_t nt = byoc_threads_for(macs * C, BYOC_PAR_GRAIN);
       BYOC_PARALLEL_FOR(nt)
       for (int32_t t = 0; t < nt; ++t)
-        byoc_conv2d_dw_part_(&g, xp, w, yn, C * t / nt, C * (t + 1) / nt, ep);
+        byoc_conv2d_dw_part_(&g, xs, w, yn, C * t / nt, C * (t + 1) / nt, ep);
       continue;
     }
     /* pieces: chunks of pixel tiles x chunks of output channels (multiples of 6) */
@@ -528,7 +537,7 @@ static inline void byoc_conv2d_run_(const float* restrict x, const float* restri
       oc1 = oc1 < g.OG ? oc1 : g.OG;
       const int64_t t0 = tiles * tc / tile_chunks, t1 = tiles * (tc + 1) / tile_chunks;
       if (oc0 >= oc1 || t0 >= t1) continue;
-      byoc_conv2d_part_(&g, xp + grp * g.CG * g.HP * g.WP, w + grp * g.OG * g.WS,
+      byoc_conv2d_part_(&g, xs + grp * g.CG * g.HP * g.WP, w + grp * g.OG * g.WS,
                         yn + grp * g.OG * g.P, t0, t1, oc0, oc1, ep, grp * g.OG);
     }
   }
