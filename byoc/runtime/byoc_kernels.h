@@ -193,28 +193,26 @@ static inline __attribute__((always_inline)) void byoc_load16_(const float* y, i
   memcpy(hi, tmp + 8, sizeof *hi);
 }
 
-/* The np valid of 16 floats in two vectors to y, through the epilogue `ep` (channel ch) if any. */
+typedef int32_t byoc_v8i_ __attribute__((vector_size(32)));
+
+/* The np valid of 16 floats in two vectors to y. */
 static inline __attribute__((always_inline)) void byoc_store16_(float* y, int64_t np,
                                                                 const byoc_v8f_* lo,
-                                                                const byoc_v8f_* hi,
-                                                                const byoc_epilogue_* ep,
-                                                                int64_t ch) {
+                                                                const byoc_v8f_* hi) {
   float tmp[16];
   memcpy(tmp, lo, sizeof *lo);
   memcpy(tmp + 8, hi, sizeof *hi);
-  if (ep != NULL) byoc_epilogue_run_(ep, ch, tmp, np);
   memcpy(y, tmp, (size_t)np * sizeof(float));
 }
 
 /*
  * One tile of 6 output channels x 16 pixels in 12 vector registers:
  * y[t * plane + j] = (first ? 0 : y[t * plane + j]) + sum_k wt[t][k] * panel[k][j]
- * for t < to, j < np, summed in order of k, then the epilogue `ep` (channel
- * o + t) if not NULL. Inlined into the (cloned) caller.
+ * for t < to, j < np, summed in order of k. Inlined into the (cloned) caller.
  */
 static inline __attribute__((always_inline)) void byoc_conv2d_tile_(
     const float* restrict panel, const float* const* wt, int64_t kc, float* restrict y,
-    int64_t plane, int64_t to, int64_t np, int first, const byoc_epilogue_* ep, int64_t o) {
+    int64_t plane, int64_t to, int64_t np, int first) {
   byoc_v8f_ a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0};
   byoc_v8f_ b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0}, b4 = {0}, b5 = {0};
   if (!first) {
@@ -243,19 +241,19 @@ static inline __attribute__((always_inline)) void byoc_conv2d_tile_(
     a5 += w5[k] * v0;
     b5 += w5[k] * v1;
   }
-  byoc_store16_(y, np, &a0, &b0, ep, o);
-  if (to > 1) byoc_store16_(y + plane, np, &a1, &b1, ep, o + 1);
-  if (to > 2) byoc_store16_(y + 2 * plane, np, &a2, &b2, ep, o + 2);
-  if (to > 3) byoc_store16_(y + 3 * plane, np, &a3, &b3, ep, o + 3);
-  if (to > 4) byoc_store16_(y + 4 * plane, np, &a4, &b4, ep, o + 4);
-  if (to > 5) byoc_store16_(y + 5 * plane, np, &a5, &b5, ep, o + 5);
+  byoc_store16_(y, np, &a0, &b0);
+  if (to > 1) byoc_store16_(y + plane, np, &a1, &b1);
+  if (to > 2) byoc_store16_(y + 2 * plane, np, &a2, &b2);
+  if (to > 3) byoc_store16_(y + 3 * plane, np, &a3, &b3);
+  if (to > 4) byoc_store16_(y + 4 * plane, np, &a4, &b4);
+  if (to > 5) byoc_store16_(y + 5 * plane, np, &a5, &b5);
 }
 
 #ifdef BYOC_FMA
 /* byoc_conv2d_tile_ with fused multiply-adds (AVX2 + FMA); called, not inlined. */
 static BYOC_FMA BYOC_MAYBE_UNUSED void byoc_conv2d_tile_fma_(
     const float* restrict panel, const float* const* wt, int64_t kc, float* restrict y,
-    int64_t plane, int64_t to, int64_t np, int first, const byoc_epilogue_* ep, int64_t o) {
+    int64_t plane, int64_t to, int64_t np, int first) {
   __m256 a[6], b[6];
   float tmp[16];
   for (int t = 0; t < 6; ++t) {
@@ -298,7 +296,6 @@ static BYOC_FMA BYOC_MAYBE_UNUSED void byoc_conv2d_tile_fma_(
   for (int t = 0; t < to; ++t) {
     _mm256_storeu_ps(tmp, a[t]);
     _mm256_storeu_ps(tmp + 8, b[t]);
-    if (ep != NULL) byoc_epilogue_run_(ep, o + t, tmp, np);
     memcpy(y + t * plane, tmp, (size_t)np * sizeof(float));
   }
 }
@@ -382,10 +379,10 @@ BYOC_KERNEL void byoc_conv2d_dw_part_(const byoc_conv_geom_* g, const float* res
         float tmp[8];
         memcpy(tmp, &a, sizeof tmp);
         const int64_t count = OW - ow < 8 ? OW - ow : 8;
-        if (ep != NULL) byoc_epilogue_run_(ep, c, tmp, count);
         memcpy(yc + oh * OW + ow, tmp, (size_t)count * sizeof(float));
       }
     }
+    if (ep != NULL) byoc_epilogue_run_(ep, c, yc, OH * OW); /* the channel's plane, in cache */
   }
 }
 
@@ -395,8 +392,9 @@ BYOC_KERNEL void byoc_conv2d_dw_part_(const byoc_conv_geom_* g, const float* res
  * group: per block of the reduction and tile of 16 pixels, the block's rows
  * of the tile's im2col are packed into a panel (on the stack: per thread),
  * and every tile of 6 output channels is accumulated over it in registers,
- * continuing the sums of the previous blocks from y; the last block applies
- * the epilogue (channels from ch0).
+ * continuing the sums of the previous blocks from y. Then the epilogue (channels
+ * from ch0), over the piece's pixels of each channel while they are in cache:
+ * applied inside the register tile it made the compiler spill the accumulators.
  */
 BYOC_KERNEL void byoc_conv2d_part_(const byoc_conv_geom_* g, const float* restrict xg,
                                    const float* restrict wg, float* restrict yg, int64_t t0,
@@ -412,7 +410,6 @@ BYOC_KERNEL void byoc_conv2d_part_(const byoc_conv_geom_* g, const float* restri
 #endif
   for (int64_t k0 = 0; k0 < WS; k0 += KC) {
     const int64_t kc = WS - k0 < KC ? WS - k0 : KC;
-    const byoc_epilogue_* last = k0 + kc == WS ? ep : NULL;
     for (int64_t tile = t0; tile < t1; ++tile) {
       const int64_t p0 = tile * TP;
       const int64_t np = P - p0 < TP ? P - p0 : TP;
@@ -442,16 +439,21 @@ BYOC_KERNEL void byoc_conv2d_part_(const byoc_conv_geom_* g, const float* restri
         const int64_t to = oc1 - oc < TO ? oc1 - oc : TO;
         const float* wt[TO];
         for (int64_t t = 0; t < TO; ++t) wt[t] = wg + (oc + (t < to ? t : 0)) * WS + k0;
+        float* yt = yg + oc * P + p0;
 #ifdef BYOC_FMA
         if (use_fma) {
-          byoc_conv2d_tile_fma_(panel, wt, kc, yg + oc * P + p0, P, to, np, k0 == 0, last,
-                                ch0 + oc);
-          continue;
-        }
+          byoc_conv2d_tile_fma_(panel, wt, kc, yt, P, to, np, k0 == 0);
+        } else
 #endif
-        byoc_conv2d_tile_(panel, wt, kc, yg + oc * P + p0, P, to, np, k0 == 0, last, ch0 + oc);
+        {
+          byoc_conv2d_tile_(panel, wt, kc, yt, P, to, np, k0 == 0);
+        }
       }
     }
+  }
+  if (ep != NULL) { /* the piece's pixels of each channel: one contiguous run, still in cache */
+    const int64_t p0 = t0 * TP, p1 = t1 * TP < P ? t1 * TP : P;
+    for (int64_t oc = oc0; oc < oc1; ++oc) byoc_epilogue_run_(ep, ch0 + oc, yg + oc * P + p0, p1 - p0);
   }
 }
 
@@ -944,8 +946,6 @@ static inline float byoc_max_window_(const float* restrict xc, int64_t H, int64_
   }
   return m;
 }
-
-typedef int32_t byoc_v8i_ __attribute__((vector_size(32)));
 
 /* *m = max(*m, *v) per lane with the scalar rule of byoc_max_window_ (a NaN wins, the first stays). */
 static inline __attribute__((always_inline)) void byoc_vmax_(byoc_v8f_* m, const byoc_v8f_* v) {
