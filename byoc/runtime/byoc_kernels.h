@@ -176,6 +176,23 @@ typedef float byoc_v8f_ __attribute__((vector_size(32)));
 /* A big kernel: not inlined (it may be cloned), fine to leave unused. */
 #define BYOC_KERNEL static BYOC_CLONES BYOC_MAYBE_UNUSED
 
+/*
+ * Run CALL for t in [0, nt) across nt threads; with nt <= 1 run it once (t = 0) on the
+ * caller, entering no OpenMP region at all (even an `if(0)` region costs a team setup per
+ * call, which added up to 4-5 ms per shufflenet inference at 1 thread).
+ */
+#define BYOC_SPLIT_(nt, t, CALL)                                   \
+  do {                                                            \
+    if ((nt) > 1) {                                               \
+      BYOC_PARALLEL_FOR(nt)                                       \
+      for (int32_t t = 0; t < (nt); ++t) CALL;                    \
+    } else {                                                      \
+      const int32_t t = 0;                                        \
+      (void)t;                                                    \
+      CALL;                                                       \
+    }                                                             \
+  } while (0)
+
 /* Rows of the im2col panel one k block holds (see byoc_conv2d_f32). */
 #define BYOC_CONV2D_KC 1024
 
@@ -508,14 +525,11 @@ static inline void byoc_conv2d_run_(const float* restrict x, const float* restri
     const float* xs = direct ? xn : xp; /* what the tiles read */
     if (!direct) {
       const int32_t nt = byoc_threads_for(C * g.HP * g.WP, 4 * BYOC_PAR_GRAIN);
-      BYOC_PARALLEL_FOR(nt)
-      for (int32_t t = 0; t < nt; ++t) byoc_conv2d_pad_(&g, xn, xp, C * t / nt, C * (t + 1) / nt, split);
+      BYOC_SPLIT_(nt, t, byoc_conv2d_pad_(&g, xn, xp, C * t / nt, C * (t + 1) / nt, split));
     }
     if (depthwise) {
       const int32_t nt = byoc_threads_for(macs * C, BYOC_PAR_GRAIN);
-      BYOC_PARALLEL_FOR(nt)
-      for (int32_t t = 0; t < nt; ++t)
-        byoc_conv2d_dw_part_(&g, xs, w, yn, C * t / nt, C * (t + 1) / nt, ep);
+      BYOC_SPLIT_(nt, t, byoc_conv2d_dw_part_(&g, xs, w, yn, C * t / nt, C * (t + 1) / nt, ep));
       continue;
     }
     /* pieces: chunks of pixel tiles x chunks of output channels (multiples of 6) */
@@ -527,6 +541,12 @@ static inline void byoc_conv2d_run_(const float* restrict x, const float* restri
       oc_chunks = oc_chunks < most ? oc_chunks : most;
     }
     const int64_t tile_chunks = nt > 1 ? (tiles < 4 * (int64_t)nt ? tiles : 4 * (int64_t)nt) : 1;
+    if (nt <= 1) { /* no OpenMP region at all (see BYOC_SPLIT_) */
+      for (int64_t grp = 0; grp < G; ++grp)
+        byoc_conv2d_part_(&g, xs + grp * g.CG * g.HP * g.WP, w + grp * g.OG * g.WS,
+                          yn + grp * g.OG * g.P, 0, tiles, 0, g.OG, ep, grp * g.OG);
+      continue;
+    }
     const int64_t pieces = G * oc_chunks * tile_chunks;
     const int64_t per_group = oc_chunks * tile_chunks;
     BYOC_PARALLEL_FOR(nt)
@@ -663,15 +683,10 @@ static inline BYOC_MAYBE_UNUSED void byoc_conv2d_transpose_f32(
       float* yg = y + (n * O + g * OG) * OH * OW;
       {
         const int32_t nt = byoc_threads_for(CG * M * P, BYOC_PAR_GRAIN);
-        BYOC_PARALLEL_FOR(nt)
-        for (int32_t t = 0; t < nt; ++t)
-          byoc_conv2d_transpose_cols_(xg, wg, scratch, CG, M, P, M * t / nt, M * (t + 1) / nt);
+        BYOC_SPLIT_(nt, t, byoc_conv2d_transpose_cols_(xg, wg, scratch, CG, M, P, M * t / nt, M * (t + 1) / nt));
       }
       const int32_t nt = byoc_threads_for(M * P, 4 * BYOC_PAR_GRAIN);
-      BYOC_PARALLEL_FOR(nt)
-      for (int32_t t = 0; t < nt; ++t)
-        byoc_conv2d_transpose_add_(scratch, yg, H, W, KH, KW, OH, OW, SH, SW, PT, PL, DH, DW,
-                                   OG * t / nt, OG * (t + 1) / nt);
+      BYOC_SPLIT_(nt, t, byoc_conv2d_transpose_add_(scratch, yg, H, W, KH, KW, OH, OW, SH, SW, PT, PL, DH, DW, OG * t / nt, OG * (t + 1) / nt));
     }
   }
 }
@@ -737,10 +752,7 @@ static inline BYOC_MAYBE_UNUSED void byoc_resize2d_f32(
     int32_t wlin, const int64_t* wlo, const int64_t* whi, const int64_t* wwt) {
   const int64_t rows = NC * OH;
   const int32_t nt = byoc_threads_for(rows * OW * (1 + 2 * (hlin + wlin)), 2 * BYOC_PAR_GRAIN);
-  BYOC_PARALLEL_FOR(nt)
-  for (int32_t t = 0; t < nt; ++t)
-    byoc_resize2d_rows_(x, y, H, W, OH, OW, hlin, hlo, hhi, hwt, wlin, wlo, whi, wwt,
-                        rows * t / nt, rows * (t + 1) / nt);
+  BYOC_SPLIT_(nt, t, byoc_resize2d_rows_(x, y, H, W, OH, OW, hlin, hlo, hhi, hwt, wlin, wlo, whi, wwt, rows * t / nt, rows * (t + 1) / nt));
 }
 
 /* ---- lrn ------------------------------------------------------------------------- */
@@ -777,9 +789,7 @@ static inline BYOC_MAYBE_UNUSED void byoc_lrn_f32(const float* restrict x, float
                                                   float beta) {
   const int64_t rows = outer * n;
   const int32_t nt = byoc_threads_for(rows * inner * (size + 16), BYOC_PAR_GRAIN);
-  BYOC_PARALLEL_FOR(nt)
-  for (int32_t t = 0; t < nt; ++t)
-    byoc_lrn_rows_(x, y, n, inner, size, alpha_n, bias, beta, rows * t / nt, rows * (t + 1) / nt);
+  BYOC_SPLIT_(nt, t, byoc_lrn_rows_(x, y, n, inner, size, alpha_n, bias, beta, rows * t / nt, rows * (t + 1) / nt));
 }
 
 /* ---- dense and matmul ------------------------------------------------------ */
@@ -859,8 +869,7 @@ static inline void byoc_dense_run_(const float* restrict x, const float* restric
     return;
   }
   if (M >= 2 * (int64_t)nt) {
-    BYOC_PARALLEL_FOR(nt)
-    for (int32_t t = 0; t < nt; ++t) byoc_dense_part_(x, w, y, N, K, M * t / nt, M * (t + 1) / nt, 0, N, ep);
+    BYOC_SPLIT_(nt, t, byoc_dense_part_(x, w, y, N, K, M * t / nt, M * (t + 1) / nt, 0, N, ep));
     return;
   }
   const int64_t quads = (N + 3) / 4;
@@ -1043,10 +1052,7 @@ static inline void byoc_max_pool2d_f32(const float* restrict x, float* restrict 
                                        int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
                                        int64_t DH, int64_t DW) {
   const int32_t nt = byoc_threads_for(NC * OH * OW * KH * KW, 2 * BYOC_PAR_GRAIN);
-  BYOC_PARALLEL_FOR(nt)
-  for (int32_t t = 0; t < nt; ++t)
-    byoc_max_pool2d_part_(x, y, H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, NC * t / nt,
-                          NC * (t + 1) / nt);
+  BYOC_SPLIT_(nt, t, byoc_max_pool2d_part_(x, y, H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, NC * t / nt, NC * (t + 1) / nt));
 }
 
 /*
@@ -1131,60 +1137,67 @@ static inline void byoc_avg_pool2d_f32(const float* restrict x, float* restrict 
                                        int64_t PB, int64_t PR, int64_t DH, int64_t DW,
                                        int32_t include_pad) {
   const int32_t nt = byoc_threads_for(NC * OH * OW * KH * KW, 2 * BYOC_PAR_GRAIN);
-  BYOC_PARALLEL_FOR(nt)
-  for (int32_t t = 0; t < nt; ++t)
-    byoc_avg_pool2d_part_(x, y, H, W, OH, OW, KH, KW, SH, SW, PT, PL, PB, PR, DH, DW,
-                          include_pad, NC * t / nt, NC * (t + 1) / nt);
+  BYOC_SPLIT_(nt, t, byoc_avg_pool2d_part_(x, y, H, W, OH, OW, KH, KW, SH, SW, PT, PL, PB, PR, DH, DW, include_pad, NC * t / nt, NC * (t + 1) / nt));
 }
 
-static inline void byoc_global_avg_pool2d_f32(const float* restrict x, float* restrict y,
-                                              int64_t NC, int64_t HW) {
-  const int32_t nt = byoc_threads_for(NC * HW, 4 * BYOC_PAR_GRAIN);
-  (void)nt; /* only the pragma reads it */
-  BYOC_PARALLEL_FOR(nt)
-  for (int64_t c = 0; c < NC; ++c) {
+static inline void byoc_global_avg_pool2d_part_(const float* restrict x, float* restrict y,
+                                                 int64_t HW, int64_t c0, int64_t c1) {
+  for (int64_t c = c0; c < c1; ++c) {
     double sum = 0.0;
     for (int64_t i = 0; i < HW; ++i) sum += (double)x[c * HW + i];
     y[c] = (float)(sum / (double)HW);
   }
 }
 
-static inline void byoc_global_max_pool2d_f32(const float* restrict x, float* restrict y,
+static inline void byoc_global_avg_pool2d_f32(const float* restrict x, float* restrict y,
                                               int64_t NC, int64_t HW) {
   const int32_t nt = byoc_threads_for(NC * HW, 4 * BYOC_PAR_GRAIN);
-  (void)nt; /* only the pragma reads it */
-  BYOC_PARALLEL_FOR(nt)
-  for (int64_t c = 0; c < NC; ++c) {
+  BYOC_SPLIT_(nt, t, byoc_global_avg_pool2d_part_(x, y, HW, NC * t / nt, NC * (t + 1) / nt));
+}
+
+static inline void byoc_global_max_pool2d_part_(const float* restrict x, float* restrict y,
+                                                 int64_t HW, int64_t c0, int64_t c1) {
+  for (int64_t c = c0; c < c1; ++c) {
     float m = -INFINITY;
     for (int64_t i = 0; i < HW; ++i) m = m == m ? byoc_maxf_(m, x[c * HW + i]) : m;
     y[c] = m;
   }
 }
 
+static inline void byoc_global_max_pool2d_f32(const float* restrict x, float* restrict y,
+                                              int64_t NC, int64_t HW) {
+  const int32_t nt = byoc_threads_for(NC * HW, 4 * BYOC_PAR_GRAIN);
+  BYOC_SPLIT_(nt, t, byoc_global_max_pool2d_part_(x, y, HW, NC * t / nt, NC * (t + 1) / nt));
+}
+
 /* ---- softmax --------------------------------------------------------------- */
 
-/* Softmax over the middle dim of an (outer, n, inner) view; threads split the rows. */
+/* Softmax over the middle dim of an (outer, n, inner) view, rows r = (o, i) in [r0, r1). */
+static inline void byoc_softmax_rows_(const float* restrict x, float* restrict y, int64_t n,
+                                      int64_t inner, int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t o = r / inner, i = r % inner;
+    const float* xs = x + o * n * inner + i;
+    float* ys = y + o * n * inner + i;
+    float m = -INFINITY;
+    for (int64_t k = 0; k < n; ++k) m = m == m ? byoc_maxf_(m, xs[k * inner]) : m;
+    double sum = 0.0;
+    for (int64_t k = 0; k < n; ++k) {
+      const float e = expf(xs[k * inner] - m);
+      ys[k * inner] = e;
+      sum += (double)e;
+    }
+    const float s = (float)sum;
+    for (int64_t k = 0; k < n; ++k) ys[k * inner] = ys[k * inner] / s;
+  }
+}
+
+/* Threads split the rows. */
 static inline void byoc_softmax_f32(const float* restrict x, float* restrict y, int64_t outer,
                                     int64_t n, int64_t inner) {
-  const int32_t nt = byoc_threads_for(outer * n * inner * 8, BYOC_PAR_GRAIN);
-  (void)nt; /* only the pragma reads it */
-  BYOC_PARALLEL_FOR_COLLAPSE(nt, 2)
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t i = 0; i < inner; ++i) {
-      const float* xs = x + o * n * inner + i;
-      float* ys = y + o * n * inner + i;
-      float m = -INFINITY;
-      for (int64_t k = 0; k < n; ++k) m = m == m ? byoc_maxf_(m, xs[k * inner]) : m;
-      double sum = 0.0;
-      for (int64_t k = 0; k < n; ++k) {
-        const float e = expf(xs[k * inner] - m);
-        ys[k * inner] = e;
-        sum += (double)e;
-      }
-      const float s = (float)sum;
-      for (int64_t k = 0; k < n; ++k) ys[k * inner] = ys[k * inner] / s;
-    }
-  }
+  const int64_t rows = outer * inner;
+  const int32_t nt = byoc_threads_for(rows * n * 8, BYOC_PAR_GRAIN);
+  BYOC_SPLIT_(nt, t, byoc_softmax_rows_(x, y, n, inner, rows * t / nt, rows * (t + 1) / nt));
 }
 
 /* ---- reductions ------------------------------------------------------------ */
@@ -1243,10 +1256,9 @@ static inline void byoc_softmax_f32(const float* restrict x, float* restrict y, 
     for (int32_t d = 0; d < nk; ++d) nout *= kext[d];                                         \
     for (int32_t d = 0; d < nr; ++d) nred *= rext[d];                                         \
     const int32_t nt = byoc_threads_for(nout * nred, 2 * BYOC_PAR_GRAIN);                     \
-    BYOC_PARALLEL_FOR(nt)                                                                     \
-    for (int32_t t = 0; t < nt; ++t)                                                          \
-      NAME##_part_(x, y, nk, kext, kstr, nr, rext, rstr, nred, nout * t / nt,                 \
-                   nout * (t + 1) / nt);                                                      \
+    BYOC_SPLIT_(nt, t,                                                                        \
+                NAME##_part_(x, y, nk, kext, kstr, nr, rext, rstr, nred, nout * t / nt,       \
+                             nout * (t + 1) / nt));                                           \
   }
 
 BYOC_DEFINE_REDUCE(byoc_reduce_sum_f32, float, double, 0.0, acc += (double)v, (float)acc)
