@@ -244,7 +244,7 @@ static inline void byoc_cblas_phases_(const float* restrict x, float* restrict x
           if (SW == 1) {
             memcpy(dst + lo, src + lo, (size_t)(hi - lo) * sizeof(float));
           } else {
-            /* trip counts fixed up front, as in byoc_max_pool2d_avx2_ (issue 14 item 9) */
+            /* trip counts fixed up front, as in byoc_pool_inner_cols_ (issue 14 item 9) */
             const int64_t nblocks = (hi - lo) / 8, tail = lo + 8 * nblocks;
             for (int64_t b = 0; b < nblocks; ++b) {
               const int64_t q = lo + 8 * b;

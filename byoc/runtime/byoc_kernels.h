@@ -176,6 +176,23 @@ typedef float byoc_v8f_ __attribute__((vector_size(32)));
 /* A big kernel: not inlined (it may be cloned), fine to leave unused. */
 #define BYOC_KERNEL static BYOC_CLONES BYOC_MAYBE_UNUSED
 
+/*
+ * Run CALL for t in [0, nt) across nt threads; with nt <= 1 run it once (t = 0) on the
+ * caller, entering no OpenMP region at all (even an `if(0)` region costs a team setup per
+ * call, which added up to 4-5 ms per shufflenet inference at 1 thread).
+ */
+#define BYOC_SPLIT_(nt, t, CALL)                                   \
+  do {                                                            \
+    if ((nt) > 1) {                                               \
+      BYOC_PARALLEL_FOR(nt)                                       \
+      for (int32_t t = 0; t < (nt); ++t) CALL;                    \
+    } else {                                                      \
+      const int32_t t = 0;                                        \
+      (void)t;                                                    \
+      CALL;                                                       \
+    }                                                             \
+  } while (0)
+
 /* Rows of the im2col panel one k block holds (see byoc_conv2d_f32). */
 #define BYOC_CONV2D_KC 1024
 
@@ -193,28 +210,26 @@ static inline __attribute__((always_inline)) void byoc_load16_(const float* y, i
   memcpy(hi, tmp + 8, sizeof *hi);
 }
 
-/* The np valid of 16 floats in two vectors to y, through the epilogue `ep` (channel ch) if any. */
+typedef int32_t byoc_v8i_ __attribute__((vector_size(32)));
+
+/* The np valid of 16 floats in two vectors to y. */
 static inline __attribute__((always_inline)) void byoc_store16_(float* y, int64_t np,
                                                                 const byoc_v8f_* lo,
-                                                                const byoc_v8f_* hi,
-                                                                const byoc_epilogue_* ep,
-                                                                int64_t ch) {
+                                                                const byoc_v8f_* hi) {
   float tmp[16];
   memcpy(tmp, lo, sizeof *lo);
   memcpy(tmp + 8, hi, sizeof *hi);
-  if (ep != NULL) byoc_epilogue_run_(ep, ch, tmp, np);
   memcpy(y, tmp, (size_t)np * sizeof(float));
 }
 
 /*
  * One tile of 6 output channels x 16 pixels in 12 vector registers:
  * y[t * plane + j] = (first ? 0 : y[t * plane + j]) + sum_k wt[t][k] * panel[k][j]
- * for t < to, j < np, summed in order of k, then the epilogue `ep` (channel
- * o + t) if not NULL. Inlined into the (cloned) caller.
+ * for t < to, j < np, summed in order of k. Inlined into the (cloned) caller.
  */
 static inline __attribute__((always_inline)) void byoc_conv2d_tile_(
     const float* restrict panel, const float* const* wt, int64_t kc, float* restrict y,
-    int64_t plane, int64_t to, int64_t np, int first, const byoc_epilogue_* ep, int64_t o) {
+    int64_t plane, int64_t to, int64_t np, int first) {
   byoc_v8f_ a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0};
   byoc_v8f_ b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0}, b4 = {0}, b5 = {0};
   if (!first) {
@@ -243,19 +258,19 @@ static inline __attribute__((always_inline)) void byoc_conv2d_tile_(
     a5 += w5[k] * v0;
     b5 += w5[k] * v1;
   }
-  byoc_store16_(y, np, &a0, &b0, ep, o);
-  if (to > 1) byoc_store16_(y + plane, np, &a1, &b1, ep, o + 1);
-  if (to > 2) byoc_store16_(y + 2 * plane, np, &a2, &b2, ep, o + 2);
-  if (to > 3) byoc_store16_(y + 3 * plane, np, &a3, &b3, ep, o + 3);
-  if (to > 4) byoc_store16_(y + 4 * plane, np, &a4, &b4, ep, o + 4);
-  if (to > 5) byoc_store16_(y + 5 * plane, np, &a5, &b5, ep, o + 5);
+  byoc_store16_(y, np, &a0, &b0);
+  if (to > 1) byoc_store16_(y + plane, np, &a1, &b1);
+  if (to > 2) byoc_store16_(y + 2 * plane, np, &a2, &b2);
+  if (to > 3) byoc_store16_(y + 3 * plane, np, &a3, &b3);
+  if (to > 4) byoc_store16_(y + 4 * plane, np, &a4, &b4);
+  if (to > 5) byoc_store16_(y + 5 * plane, np, &a5, &b5);
 }
 
 #ifdef BYOC_FMA
 /* byoc_conv2d_tile_ with fused multiply-adds (AVX2 + FMA); called, not inlined. */
 static BYOC_FMA BYOC_MAYBE_UNUSED void byoc_conv2d_tile_fma_(
     const float* restrict panel, const float* const* wt, int64_t kc, float* restrict y,
-    int64_t plane, int64_t to, int64_t np, int first, const byoc_epilogue_* ep, int64_t o) {
+    int64_t plane, int64_t to, int64_t np, int first) {
   __m256 a[6], b[6];
   float tmp[16];
   for (int t = 0; t < 6; ++t) {
@@ -298,7 +313,6 @@ static BYOC_FMA BYOC_MAYBE_UNUSED void byoc_conv2d_tile_fma_(
   for (int t = 0; t < to; ++t) {
     _mm256_storeu_ps(tmp, a[t]);
     _mm256_storeu_ps(tmp + 8, b[t]);
-    if (ep != NULL) byoc_epilogue_run_(ep, o + t, tmp, np);
     memcpy(y + t * plane, tmp, (size_t)np * sizeof(float));
   }
 }
@@ -382,10 +396,10 @@ BYOC_KERNEL void byoc_conv2d_dw_part_(const byoc_conv_geom_* g, const float* res
         float tmp[8];
         memcpy(tmp, &a, sizeof tmp);
         const int64_t count = OW - ow < 8 ? OW - ow : 8;
-        if (ep != NULL) byoc_epilogue_run_(ep, c, tmp, count);
         memcpy(yc + oh * OW + ow, tmp, (size_t)count * sizeof(float));
       }
     }
+    if (ep != NULL) byoc_epilogue_run_(ep, c, yc, OH * OW); /* the channel's plane, in cache */
   }
 }
 
@@ -395,8 +409,9 @@ BYOC_KERNEL void byoc_conv2d_dw_part_(const byoc_conv_geom_* g, const float* res
  * group: per block of the reduction and tile of 16 pixels, the block's rows
  * of the tile's im2col are packed into a panel (on the stack: per thread),
  * and every tile of 6 output channels is accumulated over it in registers,
- * continuing the sums of the previous blocks from y; the last block applies
- * the epilogue (channels from ch0).
+ * continuing the sums of the previous blocks from y. Then the epilogue (channels
+ * from ch0), over the piece's pixels of each channel while they are in cache:
+ * applied inside the register tile it made the compiler spill the accumulators.
  */
 BYOC_KERNEL void byoc_conv2d_part_(const byoc_conv_geom_* g, const float* restrict xg,
                                    const float* restrict wg, float* restrict yg, int64_t t0,
@@ -412,7 +427,6 @@ BYOC_KERNEL void byoc_conv2d_part_(const byoc_conv_geom_* g, const float* restri
 #endif
   for (int64_t k0 = 0; k0 < WS; k0 += KC) {
     const int64_t kc = WS - k0 < KC ? WS - k0 : KC;
-    const byoc_epilogue_* last = k0 + kc == WS ? ep : NULL;
     for (int64_t tile = t0; tile < t1; ++tile) {
       const int64_t p0 = tile * TP;
       const int64_t np = P - p0 < TP ? P - p0 : TP;
@@ -442,16 +456,21 @@ BYOC_KERNEL void byoc_conv2d_part_(const byoc_conv_geom_* g, const float* restri
         const int64_t to = oc1 - oc < TO ? oc1 - oc : TO;
         const float* wt[TO];
         for (int64_t t = 0; t < TO; ++t) wt[t] = wg + (oc + (t < to ? t : 0)) * WS + k0;
+        float* yt = yg + oc * P + p0;
 #ifdef BYOC_FMA
         if (use_fma) {
-          byoc_conv2d_tile_fma_(panel, wt, kc, yg + oc * P + p0, P, to, np, k0 == 0, last,
-                                ch0 + oc);
-          continue;
-        }
+          byoc_conv2d_tile_fma_(panel, wt, kc, yt, P, to, np, k0 == 0);
+        } else
 #endif
-        byoc_conv2d_tile_(panel, wt, kc, yg + oc * P + p0, P, to, np, k0 == 0, last, ch0 + oc);
+        {
+          byoc_conv2d_tile_(panel, wt, kc, yt, P, to, np, k0 == 0);
+        }
       }
     }
+  }
+  if (ep != NULL) { /* the piece's pixels of each channel: one contiguous run, still in cache */
+    const int64_t p0 = t0 * TP, p1 = t1 * TP < P ? t1 * TP : P;
+    for (int64_t oc = oc0; oc < oc1; ++oc) byoc_epilogue_run_(ep, ch0 + oc, yg + oc * P + p0, p1 - p0);
   }
 }
 
@@ -489,22 +508,28 @@ static inline void byoc_conv2d_run_(const float* restrict x, const float* restri
   g.KC = KC > g.WS ? g.WS : KC;
   const int depthwise = g.CG == 1 && g.OG == 1;
   const int split = depthwise && SW == 2;
+  /* The tiles need no room past the last output column: rows just wide enough; and when
+   * the windows never leave the image (no padding, e.g. 1x1 stride 1), no copy at all. */
+  int direct = 0;
+  if (!depthwise) {
+    g.WP = (OW - 1) * SW + (KW - 1) * DW + 1;
+    direct = PT == 0 && PL == 0 && g.HP <= H && g.WP == W;
+    if (direct) g.HP = H;
+  }
   float* xp = scratch;
   const int64_t tiles = (g.P + 15) / 16;
   const int64_t macs = g.P * g.OG * g.WS; /* per group and image */
   for (int64_t n = 0; n < N; ++n) {
     const float* xn = x + n * C * H * W;
     float* yn = y + n * O * g.P;
-    {
+    const float* xs = direct ? xn : xp; /* what the tiles read */
+    if (!direct) {
       const int32_t nt = byoc_threads_for(C * g.HP * g.WP, 4 * BYOC_PAR_GRAIN);
-      BYOC_PARALLEL_FOR(nt)
-      for (int32_t t = 0; t < nt; ++t) byoc_conv2d_pad_(&g, xn, xp, C * t / nt, C * (t + 1) / nt, split);
+      BYOC_SPLIT_(nt, t, byoc_conv2d_pad_(&g, xn, xp, C * t / nt, C * (t + 1) / nt, split));
     }
     if (depthwise) {
       const int32_t nt = byoc_threads_for(macs * C, BYOC_PAR_GRAIN);
-      BYOC_PARALLEL_FOR(nt)
-      for (int32_t t = 0; t < nt; ++t)
-        byoc_conv2d_dw_part_(&g, xp, w, yn, C * t / nt, C * (t + 1) / nt, ep);
+      BYOC_SPLIT_(nt, t, byoc_conv2d_dw_part_(&g, xs, w, yn, C * t / nt, C * (t + 1) / nt, ep));
       continue;
     }
     /* pieces: chunks of pixel tiles x chunks of output channels (multiples of 6) */
@@ -516,6 +541,12 @@ static inline void byoc_conv2d_run_(const float* restrict x, const float* restri
       oc_chunks = oc_chunks < most ? oc_chunks : most;
     }
     const int64_t tile_chunks = nt > 1 ? (tiles < 4 * (int64_t)nt ? tiles : 4 * (int64_t)nt) : 1;
+    if (nt <= 1) { /* no OpenMP region at all (see BYOC_SPLIT_) */
+      for (int64_t grp = 0; grp < G; ++grp)
+        byoc_conv2d_part_(&g, xs + grp * g.CG * g.HP * g.WP, w + grp * g.OG * g.WS,
+                          yn + grp * g.OG * g.P, 0, tiles, 0, g.OG, ep, grp * g.OG);
+      continue;
+    }
     const int64_t pieces = G * oc_chunks * tile_chunks;
     const int64_t per_group = oc_chunks * tile_chunks;
     BYOC_PARALLEL_FOR(nt)
@@ -528,7 +559,7 @@ static inline void byoc_conv2d_run_(const float* restrict x, const float* restri
       oc1 = oc1 < g.OG ? oc1 : g.OG;
       const int64_t t0 = tiles * tc / tile_chunks, t1 = tiles * (tc + 1) / tile_chunks;
       if (oc0 >= oc1 || t0 >= t1) continue;
-      byoc_conv2d_part_(&g, xp + grp * g.CG * g.HP * g.WP, w + grp * g.OG * g.WS,
+      byoc_conv2d_part_(&g, xs + grp * g.CG * g.HP * g.WP, w + grp * g.OG * g.WS,
                         yn + grp * g.OG * g.P, t0, t1, oc0, oc1, ep, grp * g.OG);
     }
   }
@@ -652,15 +683,10 @@ static inline BYOC_MAYBE_UNUSED void byoc_conv2d_transpose_f32(
       float* yg = y + (n * O + g * OG) * OH * OW;
       {
         const int32_t nt = byoc_threads_for(CG * M * P, BYOC_PAR_GRAIN);
-        BYOC_PARALLEL_FOR(nt)
-        for (int32_t t = 0; t < nt; ++t)
-          byoc_conv2d_transpose_cols_(xg, wg, scratch, CG, M, P, M * t / nt, M * (t + 1) / nt);
+        BYOC_SPLIT_(nt, t, byoc_conv2d_transpose_cols_(xg, wg, scratch, CG, M, P, M * t / nt, M * (t + 1) / nt));
       }
       const int32_t nt = byoc_threads_for(M * P, 4 * BYOC_PAR_GRAIN);
-      BYOC_PARALLEL_FOR(nt)
-      for (int32_t t = 0; t < nt; ++t)
-        byoc_conv2d_transpose_add_(scratch, yg, H, W, KH, KW, OH, OW, SH, SW, PT, PL, DH, DW,
-                                   OG * t / nt, OG * (t + 1) / nt);
+      BYOC_SPLIT_(nt, t, byoc_conv2d_transpose_add_(scratch, yg, H, W, KH, KW, OH, OW, SH, SW, PT, PL, DH, DW, OG * t / nt, OG * (t + 1) / nt));
     }
   }
 }
@@ -726,10 +752,7 @@ static inline BYOC_MAYBE_UNUSED void byoc_resize2d_f32(
     int32_t wlin, const int64_t* wlo, const int64_t* whi, const int64_t* wwt) {
   const int64_t rows = NC * OH;
   const int32_t nt = byoc_threads_for(rows * OW * (1 + 2 * (hlin + wlin)), 2 * BYOC_PAR_GRAIN);
-  BYOC_PARALLEL_FOR(nt)
-  for (int32_t t = 0; t < nt; ++t)
-    byoc_resize2d_rows_(x, y, H, W, OH, OW, hlin, hlo, hhi, hwt, wlin, wlo, whi, wwt,
-                        rows * t / nt, rows * (t + 1) / nt);
+  BYOC_SPLIT_(nt, t, byoc_resize2d_rows_(x, y, H, W, OH, OW, hlin, hlo, hhi, hwt, wlin, wlo, whi, wwt, rows * t / nt, rows * (t + 1) / nt));
 }
 
 /* ---- lrn ------------------------------------------------------------------------- */
@@ -766,9 +789,7 @@ static inline BYOC_MAYBE_UNUSED void byoc_lrn_f32(const float* restrict x, float
                                                   float beta) {
   const int64_t rows = outer * n;
   const int32_t nt = byoc_threads_for(rows * inner * (size + 16), BYOC_PAR_GRAIN);
-  BYOC_PARALLEL_FOR(nt)
-  for (int32_t t = 0; t < nt; ++t)
-    byoc_lrn_rows_(x, y, n, inner, size, alpha_n, bias, beta, rows * t / nt, rows * (t + 1) / nt);
+  BYOC_SPLIT_(nt, t, byoc_lrn_rows_(x, y, n, inner, size, alpha_n, bias, beta, rows * t / nt, rows * (t + 1) / nt));
 }
 
 /* ---- dense and matmul ------------------------------------------------------ */
@@ -848,8 +869,7 @@ static inline void byoc_dense_run_(const float* restrict x, const float* restric
     return;
   }
   if (M >= 2 * (int64_t)nt) {
-    BYOC_PARALLEL_FOR(nt)
-    for (int32_t t = 0; t < nt; ++t) byoc_dense_part_(x, w, y, N, K, M * t / nt, M * (t + 1) / nt, 0, N, ep);
+    BYOC_SPLIT_(nt, t, byoc_dense_part_(x, w, y, N, K, M * t / nt, M * (t + 1) / nt, 0, N, ep));
     return;
   }
   const int64_t quads = (N + 3) / 4;
@@ -936,15 +956,6 @@ static inline float byoc_max_window_(const float* restrict xc, int64_t H, int64_
   return m;
 }
 
-#if defined(__x86_64__) && defined(__has_attribute) && !defined(BYOC_BASELINE_ONLY)
-#if __has_attribute(target) && !defined(__SANITIZE_ADDRESS__)
-#define BYOC_AVX2 __attribute__((target("avx2")))
-#endif
-#endif
-
-#ifdef BYOC_AVX2
-typedef int32_t byoc_v8i_ __attribute__((vector_size(32)));
-
 /* *m = max(*m, *v) per lane with the scalar rule of byoc_max_window_ (a NaN wins, the first stays). */
 static inline __attribute__((always_inline)) void byoc_vmax_(byoc_v8f_* m, const byoc_v8f_* v) {
   const byoc_v8i_ take = ((*v > *m) | (*v != *v)) & (*m == *m);
@@ -952,32 +963,67 @@ static inline __attribute__((always_inline)) void byoc_vmax_(byoc_v8f_* m, const
 }
 
 /*
- * Max pooling with AVX2: 8 output columns at a time over the columns whose
- * window lies inside the input ([lo, hi)), one at a time elsewhere. Each lane
- * visits its window in the order byoc_max_window_ does: the same results.
+ * p[0], p[s], ..., p[7s] as a vector, reading nothing past p[7s]: stride 1 is
+ * one load; stride 2 two overlapping loads (p[0..7], p[7..14]) and a shuffle.
  */
-static BYOC_AVX2 BYOC_MAYBE_UNUSED void byoc_max_pool2d_avx2_(
-    const float* restrict x, float* restrict y, int64_t NC, int64_t H, int64_t W, int64_t OH,
-    int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
-    int64_t DH, int64_t DW) {
-  /*
-   * Columns [0, lo) and [lo + 8 * nvec, OW) one at a time, nvec blocks of 8
-   * from lo in between. Every bound is computed once, clamped to [0, OW], and
-   * each loop counts up from a start it cannot pass: no loop's trip count
-   * depends on an index that could overflow (gcc derived one from `ow + 8 <=
-   * hi` and rejected a 1x8x2x96 2x2/2 pool with -Waggressive-loop-optimizations).
-   */
+static inline __attribute__((always_inline)) void byoc_load8_(const float* p, int64_t s,
+                                                              byoc_v8f_* out) {
+  byoc_v8f_ v;
+  if (s == 1) {
+    memcpy(&v, p, sizeof v);
+  } else if (s == 2) {
+    byoc_v8f_ a, b;
+    memcpy(&a, p, sizeof a);
+    memcpy(&b, p + 7, sizeof b);
+#if defined(__clang__)
+    v = __builtin_shufflevector(a, b, 0, 2, 4, 6, 9, 11, 13, 15);
+#else
+    v = __builtin_shuffle(a, b, (byoc_v8i_){0, 2, 4, 6, 9, 11, 13, 15});
+#endif
+  } else {
+    v = (byoc_v8f_){p[0], p[s], p[2 * s], p[3 * s], p[4 * s], p[5 * s], p[6 * s], p[7 * s]};
+  }
+  *out = v;
+}
+
+/*
+ * The output columns whose window lies inside the input: [lo, hi), clamped
+ * to [0, OW]. Every bound is computed once and each loop counts up from a
+ * start it cannot pass: no loop's trip count depends on an index that could
+ * overflow (gcc derived one from `ow + 8 <= hi` and rejected a 1x8x2x96 2x2/2
+ * pool with -Waggressive-loop-optimizations).
+ */
+static inline void byoc_pool_inner_cols_(int64_t W, int64_t OW, int64_t KW, int64_t SW,
+                                         int64_t PL, int64_t DW, int64_t* lo_out,
+                                         int64_t* hi_out) {
   const int64_t last = W - 1 - (KW - 1) * DW + PL; /* the last column's window start, shifted */
   int64_t lo = (PL + SW - 1) / SW, hi = last >= 0 ? last / SW + 1 : 0;
   hi = hi < OW ? hi : OW;
   lo = lo < hi ? lo : hi;
+  *lo_out = lo;
+  *hi_out = hi;
+}
+
+/*
+ * Max pooling of channels [c0, c1): 8 output columns at a time over the
+ * columns whose window lies inside the input, one at a time elsewhere. Each
+ * lane visits its window in the order byoc_max_window_ does: the same
+ * results as the scalar code, and in the AVX2 clone as in the baseline one.
+ */
+BYOC_KERNEL void byoc_max_pool2d_part_(const float* restrict x, float* restrict y, int64_t H,
+                                       int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+                                       int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,
+                                       int64_t DW, int64_t c0, int64_t c1) {
+  int64_t lo, hi;
+  byoc_pool_inner_cols_(W, OW, KW, SW, PL, DW, &lo, &hi);
   const int64_t nvec = (hi - lo) / 8, tail = lo + 8 * nvec;
-  for (int64_t c = 0; c < NC; ++c) {
+  for (int64_t c = c0; c < c1; ++c) {
     const float* xc = x + c * H * W;
     float* yc = y + c * OH * OW;
     for (int64_t oh = 0; oh < OH; ++oh) {
       const int64_t top = oh * SH - PT;
-      for (int64_t ow = 0; ow < lo; ++ow) yc[oh * OW + ow] = byoc_max_window_(xc, H, W, KH, KW, DH, DW, top, ow * SW - PL);
+      for (int64_t ow = 0; ow < lo; ++ow)
+        yc[oh * OW + ow] = byoc_max_window_(xc, H, W, KH, KW, DH, DW, top, ow * SW - PL);
       for (int64_t b = 0; b < nvec; ++b) {
         const int64_t ow = lo + 8 * b;
         byoc_v8f_ m = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
@@ -987,42 +1033,26 @@ static BYOC_AVX2 BYOC_MAYBE_UNUSED void byoc_max_pool2d_avx2_(
           if (ih < 0 || ih >= H) continue;
           const float* xr = xc + ih * W + ow * SW - PL;
           for (int64_t kw = 0; kw < KW; ++kw) {
-            const float* p = xr + kw * DW;
             byoc_v8f_ v;
-            if (SW == 1) {
-              memcpy(&v, p, sizeof v);
-            } else {
-              v = (byoc_v8f_){p[0], p[SW], p[2 * SW], p[3 * SW], p[4 * SW], p[5 * SW], p[6 * SW],
-                              p[7 * SW]};
-            }
+            byoc_load8_(xr + kw * DW, SW, &v);
             byoc_vmax_(&m, &v);
           }
         }
         memcpy(yc + oh * OW + ow, &m, sizeof m);
       }
-      for (int64_t ow = tail; ow < OW; ++ow) yc[oh * OW + ow] = byoc_max_window_(xc, H, W, KH, KW, DH, DW, top, ow * SW - PL);
+      for (int64_t ow = tail; ow < OW; ++ow)
+        yc[oh * OW + ow] = byoc_max_window_(xc, H, W, KH, KW, DH, DW, top, ow * SW - PL);
     }
   }
 }
-#endif
 
+/* Threads split the channels (the results do not depend on the split). */
 static inline void byoc_max_pool2d_f32(const float* restrict x, float* restrict y, int64_t NC,
                                        int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH,
                                        int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
                                        int64_t DH, int64_t DW) {
-#ifdef BYOC_AVX2
-  if (__builtin_cpu_supports("avx2")) {
-    byoc_max_pool2d_avx2_(x, y, NC, H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW);
-    return;
-  }
-#endif
-  for (int64_t c = 0; c < NC; ++c) {
-    const float* xc = x + c * H * W;
-    float* yc = y + c * OH * OW;
-    for (int64_t oh = 0; oh < OH; ++oh)
-      for (int64_t ow = 0; ow < OW; ++ow)
-        yc[oh * OW + ow] = byoc_max_window_(xc, H, W, KH, KW, DH, DW, oh * SH - PT, ow * SW - PL);
-  }
+  const int32_t nt = byoc_threads_for(NC * OH * OW * KH * KW, 2 * BYOC_PAR_GRAIN);
+  BYOC_SPLIT_(nt, t, byoc_max_pool2d_part_(x, y, H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, NC * t / nt, NC * (t + 1) / nt));
 }
 
 /*
@@ -1030,78 +1060,144 @@ static inline void byoc_max_pool2d_f32(const float* restrict x, float* restrict 
  * window, or with `include_pad` also those in the user padding
  * (PT, PL, PB, PR), never the extra rows ceil_mode adds.
  */
+static inline float byoc_avg_window_(const float* restrict xc, int64_t H, int64_t W, int64_t KH,
+                                     int64_t KW, int64_t PT, int64_t PL, int64_t PB, int64_t PR,
+                                     int64_t DH, int64_t DW, int32_t include_pad, int64_t top,
+                                     int64_t left) {
+  double sum = 0.0;
+  int64_t count = 0;
+  for (int64_t kh = 0; kh < KH; ++kh) {
+    const int64_t ih = top + kh * DH;
+    const int in_h = ih >= 0 && ih < H;
+    const int pad_h = ih >= -PT && ih < H + PB;
+    for (int64_t kw = 0; kw < KW; ++kw) {
+      const int64_t iw = left + kw * DW;
+      const int in_w = iw >= 0 && iw < W;
+      if (in_h && in_w) {
+        sum += (double)xc[ih * W + iw];
+        ++count;
+      } else if (include_pad && pad_h && iw >= -PL && iw < W + PR) {
+        ++count;
+      }
+    }
+  }
+  return (float)(sum / (double)(count > 0 ? count : 1));
+}
+
+typedef double byoc_v4d_ __attribute__((vector_size(32)));
+
+/*
+ * Channels [c0, c1). Where a window lies inside the input (its rows and its
+ * columns), 4 output columns are summed at a time in double, each lane in
+ * the window order of byoc_avg_window_ and divided by KH*KW as it would be:
+ * the same results.
+ */
+BYOC_KERNEL void byoc_avg_pool2d_part_(const float* restrict x, float* restrict y, int64_t H,
+                                       int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+                                       int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t PB,
+                                       int64_t PR, int64_t DH, int64_t DW, int32_t include_pad,
+                                       int64_t c0, int64_t c1) {
+  int64_t lo, hi;
+  byoc_pool_inner_cols_(W, OW, KW, SW, PL, DW, &lo, &hi);
+  const int64_t nvec = (hi - lo) / 4, tail = lo + 4 * nvec;
+  const double area = (double)(KH * KW);
+  for (int64_t c = c0; c < c1; ++c) {
+    const float* xc = x + c * H * W;
+    float* yc = y + c * OH * OW;
+    for (int64_t oh = 0; oh < OH; ++oh) {
+      const int64_t top = oh * SH - PT;
+      const int rows_inside = top >= 0 && top + (KH - 1) * DH < H;
+      const int64_t vec_end = rows_inside ? tail : 0, scalar_from = rows_inside ? lo : 0;
+      for (int64_t ow = 0; ow < scalar_from; ++ow)
+        yc[oh * OW + ow] = byoc_avg_window_(xc, H, W, KH, KW, PT, PL, PB, PR, DH, DW,
+                                            include_pad, top, ow * SW - PL);
+      for (int64_t ow = scalar_from; ow < vec_end; ow += 4) {
+        byoc_v4d_ s = {0.0, 0.0, 0.0, 0.0};
+        for (int64_t kh = 0; kh < KH; ++kh) {
+          const float* xr = xc + (top + kh * DH) * W + ow * SW - PL;
+          for (int64_t kw = 0; kw < KW; ++kw) {
+            const float* p = xr + kw * DW;
+            const byoc_v4d_ v = {(double)p[0], (double)p[SW], (double)p[2 * SW], (double)p[3 * SW]};
+            s += v;
+          }
+        }
+        s /= area;
+        for (int j = 0; j < 4; ++j) yc[oh * OW + ow + j] = (float)s[j];
+      }
+      for (int64_t ow = vec_end > scalar_from ? vec_end : scalar_from; ow < OW; ++ow)
+        yc[oh * OW + ow] = byoc_avg_window_(xc, H, W, KH, KW, PT, PL, PB, PR, DH, DW,
+                                            include_pad, top, ow * SW - PL);
+    }
+  }
+}
+
 static inline void byoc_avg_pool2d_f32(const float* restrict x, float* restrict y, int64_t NC,
                                        int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH,
                                        int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
                                        int64_t PB, int64_t PR, int64_t DH, int64_t DW,
                                        int32_t include_pad) {
-  for (int64_t c = 0; c < NC; ++c) {
-    const float* xc = x + c * H * W;
-    float* yc = y + c * OH * OW;
-    for (int64_t oh = 0; oh < OH; ++oh) {
-      for (int64_t ow = 0; ow < OW; ++ow) {
-        double sum = 0.0;
-        int64_t count = 0;
-        for (int64_t kh = 0; kh < KH; ++kh) {
-          const int64_t ih = oh * SH - PT + kh * DH;
-          const int in_h = ih >= 0 && ih < H;
-          const int pad_h = ih >= -PT && ih < H + PB;
-          for (int64_t kw = 0; kw < KW; ++kw) {
-            const int64_t iw = ow * SW - PL + kw * DW;
-            const int in_w = iw >= 0 && iw < W;
-            if (in_h && in_w) {
-              sum += (double)xc[ih * W + iw];
-              ++count;
-            } else if (include_pad && pad_h && iw >= -PL && iw < W + PR) {
-              ++count;
-            }
-          }
-        }
-        yc[oh * OW + ow] = (float)(sum / (double)(count > 0 ? count : 1));
-      }
-    }
-  }
+  const int32_t nt = byoc_threads_for(NC * OH * OW * KH * KW, 2 * BYOC_PAR_GRAIN);
+  BYOC_SPLIT_(nt, t, byoc_avg_pool2d_part_(x, y, H, W, OH, OW, KH, KW, SH, SW, PT, PL, PB, PR, DH, DW, include_pad, NC * t / nt, NC * (t + 1) / nt));
 }
 
-static inline void byoc_global_avg_pool2d_f32(const float* restrict x, float* restrict y,
-                                              int64_t NC, int64_t HW) {
-  for (int64_t c = 0; c < NC; ++c) {
+static inline void byoc_global_avg_pool2d_part_(const float* restrict x, float* restrict y,
+                                                 int64_t HW, int64_t c0, int64_t c1) {
+  for (int64_t c = c0; c < c1; ++c) {
     double sum = 0.0;
     for (int64_t i = 0; i < HW; ++i) sum += (double)x[c * HW + i];
     y[c] = (float)(sum / (double)HW);
   }
 }
 
-static inline void byoc_global_max_pool2d_f32(const float* restrict x, float* restrict y,
+static inline void byoc_global_avg_pool2d_f32(const float* restrict x, float* restrict y,
                                               int64_t NC, int64_t HW) {
-  for (int64_t c = 0; c < NC; ++c) {
+  const int32_t nt = byoc_threads_for(NC * HW, 4 * BYOC_PAR_GRAIN);
+  BYOC_SPLIT_(nt, t, byoc_global_avg_pool2d_part_(x, y, HW, NC * t / nt, NC * (t + 1) / nt));
+}
+
+static inline void byoc_global_max_pool2d_part_(const float* restrict x, float* restrict y,
+                                                 int64_t HW, int64_t c0, int64_t c1) {
+  for (int64_t c = c0; c < c1; ++c) {
     float m = -INFINITY;
     for (int64_t i = 0; i < HW; ++i) m = m == m ? byoc_maxf_(m, x[c * HW + i]) : m;
     y[c] = m;
   }
 }
 
+static inline void byoc_global_max_pool2d_f32(const float* restrict x, float* restrict y,
+                                              int64_t NC, int64_t HW) {
+  const int32_t nt = byoc_threads_for(NC * HW, 4 * BYOC_PAR_GRAIN);
+  BYOC_SPLIT_(nt, t, byoc_global_max_pool2d_part_(x, y, HW, NC * t / nt, NC * (t + 1) / nt));
+}
+
 /* ---- softmax --------------------------------------------------------------- */
 
-/* Softmax over the middle dim of an (outer, n, inner) view. */
+/* Softmax over the middle dim of an (outer, n, inner) view, rows r = (o, i) in [r0, r1). */
+static inline void byoc_softmax_rows_(const float* restrict x, float* restrict y, int64_t n,
+                                      int64_t inner, int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t o = r / inner, i = r % inner;
+    const float* xs = x + o * n * inner + i;
+    float* ys = y + o * n * inner + i;
+    float m = -INFINITY;
+    for (int64_t k = 0; k < n; ++k) m = m == m ? byoc_maxf_(m, xs[k * inner]) : m;
+    double sum = 0.0;
+    for (int64_t k = 0; k < n; ++k) {
+      const float e = expf(xs[k * inner] - m);
+      ys[k * inner] = e;
+      sum += (double)e;
+    }
+    const float s = (float)sum;
+    for (int64_t k = 0; k < n; ++k) ys[k * inner] = ys[k * inner] / s;
+  }
+}
+
+/* Threads split the rows. */
 static inline void byoc_softmax_f32(const float* restrict x, float* restrict y, int64_t outer,
                                     int64_t n, int64_t inner) {
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t i = 0; i < inner; ++i) {
-      const float* xs = x + o * n * inner + i;
-      float* ys = y + o * n * inner + i;
-      float m = -INFINITY;
-      for (int64_t k = 0; k < n; ++k) m = m == m ? byoc_maxf_(m, xs[k * inner]) : m;
-      double sum = 0.0;
-      for (int64_t k = 0; k < n; ++k) {
-        const float e = expf(xs[k * inner] - m);
-        ys[k * inner] = e;
-        sum += (double)e;
-      }
-      const float s = (float)sum;
-      for (int64_t k = 0; k < n; ++k) ys[k * inner] = ys[k * inner] / s;
-    }
-  }
+  const int64_t rows = outer * inner;
+  const int32_t nt = byoc_threads_for(rows * n * 8, BYOC_PAR_GRAIN);
+  BYOC_SPLIT_(nt, t, byoc_softmax_rows_(x, y, n, inner, rows * t / nt, rows * (t + 1) / nt));
 }
 
 /* ---- reductions ------------------------------------------------------------ */
@@ -1113,17 +1209,23 @@ static inline void byoc_softmax_f32(const float* restrict x, float* restrict y, 
  * Adjacent dims of one kind are merged by the caller.
  */
 #define BYOC_DEFINE_REDUCE(NAME, T, ACC, INIT, STEP, FINISH)                                 \
-  static inline void NAME(const T* restrict x, T* restrict y, int32_t nk, const int64_t* kext, \
-                          const int64_t* kstr, int32_t nr, const int64_t* rext,                \
-                          const int64_t* rstr) {                                               \
+  static inline void NAME##_part_(const T* restrict x, T* restrict y, int32_t nk,              \
+                                  const int64_t* kext, const int64_t* kstr, int32_t nr,        \
+                                  const int64_t* rext, const int64_t* rstr, int64_t nred,      \
+                                  int64_t t0, int64_t t1) {                                    \
     int64_t kidx[BYOC_MAX_RANK] = {0}, ridx[BYOC_MAX_RANK] = {0};                             \
-    int64_t nout = 1, nred = 1;                                                               \
-    for (int32_t d = 0; d < nk; ++d) nout *= kext[d];                                         \
-    for (int32_t d = 0; d < nr; ++d) nred *= rext[d];                                         \
     const int64_t inner = nr > 0 ? rext[nr - 1] : 1;                                          \
     const int64_t istep = nr > 0 ? rstr[nr - 1] : 0;                                          \
     int64_t base = 0;                                                                         \
-    for (int64_t t = 0; t < nout; ++t) {                                                      \
+    {                                                                                         \
+      int64_t q = t0;                                                                         \
+      for (int32_t d = nk - 1; d >= 0; --d) {                                                 \
+        kidx[d] = q % kext[d];                                                                \
+        q /= kext[d];                                                                         \
+        base += kidx[d] * kstr[d];                                                            \
+      }                                                                                       \
+    }                                                                                         \
+    for (int64_t t = t0; t < t1; ++t) {                                                       \
       ACC acc = INIT;                                                                         \
       int64_t off = base;                                                                     \
       for (int64_t r = 0; r < nred; r += inner) {                                             \
@@ -1146,6 +1248,17 @@ static inline void byoc_softmax_f32(const float* restrict x, float* restrict y, 
         kidx[d] = 0;                                                                          \
       }                                                                                       \
     }                                                                                         \
+  }                                                                                           \
+  static inline void NAME(const T* restrict x, T* restrict y, int32_t nk, const int64_t* kext, \
+                          const int64_t* kstr, int32_t nr, const int64_t* rext,                \
+                          const int64_t* rstr) {                                               \
+    int64_t nout = 1, nred = 1;                                                               \
+    for (int32_t d = 0; d < nk; ++d) nout *= kext[d];                                         \
+    for (int32_t d = 0; d < nr; ++d) nred *= rext[d];                                         \
+    const int32_t nt = byoc_threads_for(nout * nred, 2 * BYOC_PAR_GRAIN);                     \
+    BYOC_SPLIT_(nt, t,                                                                        \
+                NAME##_part_(x, y, nk, kext, kstr, nr, rext, rstr, nred, nout * t / nt,       \
+                             nout * (t + 1) / nt));                                           \
   }
 
 BYOC_DEFINE_REDUCE(byoc_reduce_sum_f32, float, double, 0.0, acc += (double)v, (float)acc)

@@ -103,12 +103,8 @@ BUILD_DEFAULT = {
     "squeezenet",
 }
 BUILD_PARAMS = [n if n in BUILD_DEFAULT else pytest.param(n, marks=pytest.mark.slow) for n in NAMES]
-HOST_OPS = {
-    "bvlc_alexnet": ["nn.lrn"] * 2,
-    "inception_v1": ["nn.lrn"] * 2,
-    "zfnet512": ["nn.lrn"] * 2,
-}
-"""What ccompiler leaves on the host: lower-to-c has no LRN kernel."""
+HOST_OPS: dict[str, list[str]] = {}
+"""What ccompiler leaves on the host: nothing (LRN has a C kernel since issue 15)."""
 
 
 def _check_host_ops(module: object, name: str) -> list[str]:

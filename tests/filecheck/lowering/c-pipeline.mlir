@@ -49,12 +49,11 @@ func.func @main(%a: tensor<10x10xf32>, %b: tensor<10x10xf32>, %c: tensor<10x10xf
 // PEROP:       c.func static noalias @byoc_p_ccompiler_main_0_1(
 // PEROP:       c.func static noalias @byoc_p_ccompiler_main_0_2(
 
-// FUSED:       c.call_opaque "byoc_conv2d_f32"
-// FUSED:       c.func static noalias @byoc_p_ccompiler_main_0_1(
-// FUSED-NEXT:    c.verbatim "/* nn.bias_add, nn.relu: 1x4x8x8 f32 */"
-// FUSED-NOT:   c.func static noalias @byoc_p_ccompiler_main_0_2(
+// FUSED:       c.verbatim "/* nn.conv2d, nn.bias_add, nn.relu: 1x4x8x8 f32 */"
+// FUSED-NEXT:  c.call_opaque "byoc_conv2d_ep_f32"
+// FUSED-NOT:   c.func static noalias @byoc_p_ccompiler_main_0_1(
 
-// TEXT:        byoc_conv2d_f32(in0, in1, out0, tmp0, 1, 3, 8, 8, 4, 3, 3, 8, 8, 1, 1, 1, 1, 1, 1, 1);
+// TEXT:        byoc_conv2d_ep_f32(in0, in1, in2, in1, in1, out0, tmp0, 1, 3, 8, 8, 4, 3, 3, 8, 8, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0.0f, 0.0f);
 func.func @main(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>, %n: tensor<4xi64>) -> (tensor<1x4x8x8xf32>, tensor<4xi64>) {
   %0 = nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
   %1 = nn.bias_add %0, %b : (tensor<1x4x8x8xf32>, tensor<4xf32>) -> tensor<1x4x8x8xf32>

@@ -156,22 +156,27 @@ func.func private @ccompiler_bcast(%x: tensor<3x1xf32>, %y: tensor<5xf32>) -> te
 
 // -----
 
-/// conv2d -> bias_add -> relu: the convolution calls its kernel into a workspace
-/// buffer; bias and relu are one loop (fused) reading the bias per channel.
+/// conv2d -> bias_add -> relu: fused, the bias and the relu are the convolution
+/// kernel's epilogue (applied to each tile before it is stored: one call, no
+/// intermediate; the weight stands in for the absent scale and shift); per op,
+/// the convolution calls its kernel into a workspace buffer and bias and relu
+/// are kernels of their own.
 // CHECK-LABEL: c.func static noalias @byoc_p_ccompiler_conv_0(
-// CHECK-NEXT:    c.verbatim "/* nn.conv2d: 1x4x8x8 f32 */"
-// CHECK-NEXT:    c.call_opaque "byoc_conv2d_f32"(%in0, %in1, %out0, %tmp0) {args = [0 : index, 1 : index, 2 : index, 3 : index, 1 : i64, 3 : i64, 8 : i64, 8 : i64, 4 : i64, 3 : i64, 3 : i64, 8 : i64, 8 : i64, 1 : i64, 1 : i64, 1 : i64, 1 : i64, 1 : i64, 1 : i64, 1 : i64]}
-// FUSED:       c.func static noalias @byoc_p_ccompiler_conv_1(
-// FUSED-NEXT:    c.verbatim "/* nn.bias_add, nn.relu: 1x4x8x8 f32 */"
-// FUSED-NEXT:    c.for %[[C:.*]] = 0 to 4 {
-// FUSED:           c.for %[[P:.*]] = 0 to 64 {
-// FUSED:             %[[BIAS:.*]] = c.load %in1[%[[C]]] : !c.ptr<f32, const>
-// FUSED-NOT:   c.func static noalias @byoc_p_ccompiler_conv_2(
+// FUSED-NEXT:    c.verbatim "/* nn.conv2d, nn.bias_add, nn.relu: 1x4x8x8 f32 */"
+// FUSED-NEXT:    c.call_opaque "byoc_conv2d_ep_f32"(%in0, %in1, %in2, %in1, %in1, %out0, %tmp0) {args = [0 : index, 1 : index, 2 : index, 3 : index, 4 : index, 5 : index, 6 : index, 1 : i64, 3 : i64, 8 : i64, 8 : i64, 4 : i64, 3 : i64, 3 : i64, 8 : i64, 8 : i64, 1 : i64, 1 : i64, 1 : i64, 1 : i64, 1 : i64, 1 : i64, 1 : i64, 1 : i32, 1 : i32, 0.000000e+00 : f32, 0.000000e+00 : f32]}
+// FUSED-NOT:   c.func static noalias @byoc_p_ccompiler_conv_1(
+// FUSED:       c.func static @byoc_p_ccompiler_conv_(
+// FUSED-NEXT:    %[[TMP:.*]] = c.buffer %ws[0, {{.*}}] : !c.ptr<f32>
+// FUSED-NEXT:    c.call @byoc_p_ccompiler_conv_0(%in0, %in1, %in2, %out0, %[[TMP]])
+// PEROP-NEXT:    c.verbatim "/* nn.conv2d: 1x4x8x8 f32 */"
+// PEROP-NEXT:    c.call_opaque "byoc_conv2d_f32"(%in0, %in1, %out0, %tmp0) {args = [0 : index, 1 : index, 2 : index, 3 : index, 1 : i64, 3 : i64, 8 : i64, 8 : i64, 4 : i64, 3 : i64, 3 : i64, 8 : i64, 8 : i64, 1 : i64, 1 : i64, 1 : i64, 1 : i64, 1 : i64, 1 : i64, 1 : i64]}
+// PEROP:       c.func static noalias @byoc_p_ccompiler_conv_1(
+// PEROP-NEXT:    c.verbatim "/* nn.bias_add: 1x4x8x8 f32 */"
 // PEROP:       c.func static noalias @byoc_p_ccompiler_conv_2(
-// CHECK:       c.func static @byoc_p_ccompiler_conv_(
-// CHECK-NEXT:    %[[BUF:.*]] = c.buffer %ws[0, 1024] : !c.ptr<f32>
-// CHECK-NEXT:    %[[TMP:.*]] = c.buffer %ws[1024, {{.*}}] : !c.ptr<f32>
-// CHECK-NEXT:    c.call @byoc_p_ccompiler_conv_0(%in0, %in1, %[[BUF]], %[[TMP]])
+// PEROP:       c.func static @byoc_p_ccompiler_conv_(
+// PEROP-NEXT:    %[[BUF:.*]] = c.buffer %ws[0, 1024] : !c.ptr<f32>
+// PEROP-NEXT:    %[[TMP:.*]] = c.buffer %ws[1024, {{.*}}] : !c.ptr<f32>
+// PEROP-NEXT:    c.call @byoc_p_ccompiler_conv_0(%in0, %in1, %[[BUF]], %[[TMP]])
 func.func private @ccompiler_conv(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>) -> tensor<1x4x8x8xf32> attributes {byoc.compiler = "ccompiler"} {
   %0 = nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
   %1 = nn.bias_add %0, %b : (tensor<1x4x8x8xf32>, tensor<4xf32>) -> tensor<1x4x8x8xf32>
@@ -183,36 +188,36 @@ func.func private @ccompiler_conv(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf3
 
 /// Buffers are reused once their last reader has run (fused mode); per-op mode
 /// gives every intermediate its own. A convolution also gets scratch for its
-/// padded input and its im2col panel, live only during its call. Constants become globals; a large
+/// padded input, live only during its call (its im2col panels are on the stack of the thread computing them). Constants become globals; a large
 /// one is bound by byoc_init and not printed.
 // CHECK-LABEL: c.module {
 // CHECK:         c.global @byoc_p_ccompiler_reuse_c0 init 0 = dense<"0x{{.*}}"> : tensor<4x16x32xf32>
 // CHECK:       c.func static @byoc_p_ccompiler_reuse_(
 // FUSED-NEXT:    c.buffer %ws[0, 8192]
-// FUSED-NEXT:    c.buffer %ws[8192, 12096]
+// FUSED-NEXT:    c.buffer %ws[8192, 9792]
 // FUSED-NEXT:    c.call @byoc_p_ccompiler_reuse_0
 // FUSED:         c.buffer %ws[8192, 8192]
-// FUSED-NEXT:    c.buffer %ws[16384, 12096]
+// FUSED-NEXT:    c.buffer %ws[16384, 9792]
 // FUSED-NEXT:    c.call @byoc_p_ccompiler_reuse_1
 // FUSED:         c.buffer %ws[0, 8192]
-// FUSED-NEXT:    c.buffer %ws[16384, 12096]
+// FUSED-NEXT:    c.buffer %ws[16384, 9792]
 // FUSED-NEXT:    c.call @byoc_p_ccompiler_reuse_2
 // FUSED:         c.buffer %ws[8192, 8192]
-// FUSED-NEXT:    c.buffer %ws[16384, 12096]
+// FUSED-NEXT:    c.buffer %ws[16384, 9792]
 // FUSED-NEXT:    c.call @byoc_p_ccompiler_reuse_3
 // FUSED-NOT:     c.buffer
 // FUSED:         c.check_bound @byoc_p_ccompiler_reuse_c0
-// FUSED:         c.workspace 28480
+// FUSED:         c.workspace 26176
 // PEROP-NEXT:    c.buffer %ws[0, 8192]
-// PEROP-NEXT:    c.buffer %ws[8192, 12096]
-// PEROP:         c.buffer %ws[20288, 8192]
-// PEROP-NEXT:    c.buffer %ws[28480, 12096]
-// PEROP:         c.buffer %ws[40576, 8192]
-// PEROP-NEXT:    c.buffer %ws[48768, 12096]
-// PEROP:         c.buffer %ws[60864, 8192]
-// PEROP-NEXT:    c.buffer %ws[69056, 12096]
+// PEROP-NEXT:    c.buffer %ws[8192, 9792]
+// PEROP:         c.buffer %ws[17984, 8192]
+// PEROP-NEXT:    c.buffer %ws[26176, 9792]
+// PEROP:         c.buffer %ws[35968, 8192]
+// PEROP-NEXT:    c.buffer %ws[44160, 9792]
+// PEROP:         c.buffer %ws[53952, 8192]
+// PEROP-NEXT:    c.buffer %ws[62144, 9792]
 // PEROP:         c.check_bound @byoc_p_ccompiler_reuse_c0
-// PEROP:         c.workspace 81152
+// PEROP:         c.workspace 71936
 // CHECK:       c.func @byoc_init(
 // CHECK-NEXT:    c.check_arg_count %num_consts, 1 inputs, 0 outputs
 // CHECK:         c.bind_global @byoc_p_ccompiler_reuse_c0,
