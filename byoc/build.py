@@ -53,9 +53,19 @@ def _examplejson_module(unit: ModuleOp, target: Target) -> RuntimeComponent:
     return ExampleJsonModule.from_ir(unit, "<build>")
 
 
+def _graph_module(unit: ModuleOp, target: Target) -> RuntimeComponent:
+    """Every graph of `unit` in one blob, run by the target's engine on the native graph runtime."""
+    from byoc.runtime.graph_module import GraphModule
+
+    if target.graph_engine is None:
+        raise BuildError(f"target '{target.name}' builds a graph component but names no engine")
+    return GraphModule.from_ir(unit, target.graph_engine)
+
+
 COMPONENT_BUILDERS: dict[str, ComponentBuilder] = {
     "c": _c_library,
     "examplejson": _examplejson_module,
+    "graph": _graph_module,
 }
 """Runtime component kind (`Target.component`) -> how a lowered module becomes one."""
 

@@ -35,6 +35,12 @@ def _c() -> Dialect:
     return C
 
 
+def _graph() -> Dialect:
+    from byoc.dialects.graph import Graph
+
+    return Graph
+
+
 def _builtin() -> Dialect:
     from xdsl.dialects.builtin import Builtin
 
@@ -63,4 +69,5 @@ ALL_DIALECTS: dict[str, Callable[[], Dialect]] = {
     "byoc": _byoc,
     "c": _c,
     "examplejson": _examplejson,
+    "graph": _graph,
 }

@@ -54,6 +54,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "byoc": _lazy("byoc.passes.byoc_pipeline", "ByocPass"),
     "lower-to-c": _lazy("byoc.lowering.nn_to_c.pass_", "LowerToCPass"),
     "lower-to-examplejson": _lazy("byoc.lowering.nn_to_examplejson", "LowerToExampleJsonPass"),
+    "lower-to-graph": _lazy("byoc.lowering.nn_to_graph", "LowerToGraphPass"),
 }
 
 # public name -> the module defining it, imported on first access

@@ -68,6 +68,7 @@
 #include "byoc_runtime.h"
 
 #define BYOC_GRAPH_ENGINE_ABI 1
+#define BYOC_GRAPH_MAX_RANK 8 /* the largest `ndim` of an entry */
 
 /* ---- the graph view ------------------------------------------------------- */
 

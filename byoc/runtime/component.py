@@ -44,9 +44,16 @@ def _load_examplejson(blobs: Mapping[str, bytes]) -> RuntimeComponent:
     return ExampleJsonModule.from_blobs(blobs)
 
 
+def _load_graph(blobs: Mapping[str, bytes]) -> RuntimeComponent:
+    from byoc.runtime.graph_module import load_graph_component
+
+    return load_graph_component(blobs)
+
+
 COMPONENT_LOADERS: dict[str, ComponentLoader] = {
     "c": _load_c,
     "examplejson": _load_examplejson,
+    "graph": _load_graph,
 }
 """component kind -> loader(blobs) -> component."""
 

@@ -34,6 +34,12 @@ def _cblas() -> Target:
     return CBLAS
 
 
+def _graphref() -> Target:
+    from byoc.targets.graphref import GRAPHREF
+
+    return GRAPHREF
+
+
 def _test_family() -> TargetFamily:
     from byoc.targets.test import TEST_FAMILY
 
@@ -44,6 +50,7 @@ BUILTIN_TARGETS: dict[str, Callable[[], Target]] = {
     "ccompiler": _ccompiler,
     "examplejson": _examplejson,
     "cblas": _cblas,
+    "graphref": _graphref,
 }
 """name -> factory of an in-tree target; adding one is a module and a line here."""
 

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from xdsl.ir import Operation
 
     from byoc.runtime.executable import RuntimeComponent
+    from byoc.runtime.graph_module import GraphEngine
 
 SupportFn = Callable[["Operation"], bool]
 """A support predicate: the typed op -> whether the target takes it."""
@@ -84,6 +85,11 @@ class Target:
     """Support chosen per run by annotate-target's `ops` option (the test targets); the
     op registry is then not consulted and partition does not re-check predicates."""
 
+    graph_engine: GraphEngine | None = None
+    """With `lowering="lower-to-graph"` and `component="graph"`: the engine the native graph
+    runtime runs its partitions with (C sources, include dirs, flags, libraries;
+    `byoc.runtime.graph_module.GraphEngine`, docs/graph.md). Only a graph component has one."""
+
     description: str = ""
 
     def __post_init__(self) -> None:
@@ -95,6 +101,11 @@ class Target:
             raise ValueError(f"target '{self.name}': give a codegen or a lowering, not both")
         if self.lowering is not None and self.component is None:
             raise ValueError(f"target '{self.name}': a lowering needs a component kind")
+        if (self.component == "graph") != (self.graph_engine is not None):
+            raise ValueError(
+                f"target '{self.name}': a graph component needs a graph_engine, and only a "
+                "graph component has one"
+            )
 
     @property
     def builds(self) -> bool:

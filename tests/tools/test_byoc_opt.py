@@ -22,7 +22,7 @@ from byoc.printer import ByocPrinter
 
 
 def test_every_output_is_an_xdsl_target_under_its_name() -> None:
-    assert set(ALL_TARGETS) == {"mlir", "c", "examplejson", "dot"}
+    assert set(ALL_TARGETS) == {"mlir", "c", "examplejson", "dot", "graph"}
     for name, factory in ALL_TARGETS.items():
         cls = factory()
         assert issubclass(cls, Target) and cls.name == name

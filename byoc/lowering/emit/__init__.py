@@ -24,4 +24,5 @@ ALL_TARGETS: dict[str, Callable[[], type[Target]]] = {
     "c": _lazy("byoc.lowering.emit.c", "CTarget"),
     "examplejson": _lazy("byoc.lowering.emit.examplejson", "ExampleJsonTarget"),
     "dot": _lazy("byoc.lowering.emit.dot", "DotTarget"),
+    "graph": _lazy("byoc.lowering.emit.graph", "GraphTarget"),
 }

@@ -1,0 +1,395 @@
+"""The graph runtime component (kind "graph"): partitions run by a native engine.
+
+    engine = GraphEngine("reference", (ENGINES_DIR / "reference_engine.c",))
+    mod = GraphModule.from_ir(lowered_module, engine)   # compiled or found in the cache
+    y = mod.get_function("graphref_main_0")(x)
+    mod.set_num_threads(2)
+
+A target that runs on the native graph runtime (docs/graph.md) gives only its
+`GraphEngine`: C sources implementing `byoc_graph_engine.h`, with include
+directories, compiler flags and linker arguments (or a callable that finds them
+when the library is first built, e.g. in an installed wheel). The base
+(`byoc_graph_runtime.c`) and the engine sources become ONE translation unit,
+compiled by the toolchain (`byoc.runtime.toolchain`, cached by content hash) into
+a library loaded with cffi.
+
+The component holds one serialised blob (`byoc.runtime.graph_format`) with every
+graph of the target and every constant, once. Loading parses it in C, where
+every field is checked, binds the constants by name and lets the engine plan
+each graph; calls then go through the same DLTensor ABI, argument checks and
+error messages as the generated C (`CFunction`). The signatures come from the C
+side's parse of the blob, so nothing an artifact says about them can disagree.
+
+Artifact blobs: `library` (the shared object), `graph` (the blob) and
+`metadata` (JSON: the engine's name and the format version). `from_blobs`
+checks each before use; a malformed graph blob is a ValueError with the C
+reader's message (the artifact loader reports it as an ArtifactError).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import threading
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import cffi
+import numpy as np
+
+from byoc.runtime.c_module import (
+    _CDEF,
+    CFunction,
+    CSignature,
+    check_shared_object,
+)
+from byoc.runtime.cpu import native_load
+from byoc.runtime.graph_format import VERSION, check_header
+from byoc.runtime.tensor import TensorSpec
+from byoc.runtime.toolchain import (
+    DEFAULT_FLAGS,
+    INCLUDE_DIR,
+    cache_library,
+    compile_source,
+    private_copy,
+)
+
+KIND = "graph"
+ENGINES_DIR = INCLUDE_DIR / "engines"
+BASE_SOURCE = INCLUDE_DIR / "byoc_graph_runtime.c"
+
+_GRAPH_CDEF = """
+typedef struct byoc_graph_module byoc_graph_module;
+const char* byoc_last_error(void);
+int32_t byoc_retain(void);
+int32_t byoc_release(void);
+byoc_graph_module* byoc_graph_module_load(const uint8_t* blob, uint64_t size, int32_t num_threads);
+void byoc_graph_module_free(byoc_graph_module* m);
+int32_t byoc_graph_module_num_graphs(const byoc_graph_module* m);
+const char* byoc_graph_module_graph_name(const byoc_graph_module* m, int32_t g);
+int32_t byoc_graph_module_num_args(const byoc_graph_module* m, int32_t g, int32_t* num_inputs,
+                                   int32_t* num_outputs);
+int32_t byoc_graph_module_arg(const byoc_graph_module* m, int32_t g, int32_t a, uint8_t* code,
+                              uint8_t* bits, int32_t* ndim, int64_t* shape, const char** name);
+int32_t byoc_graph_run(byoc_graph_module* m, int32_t g, DLTensor** args, int32_t num_args);
+int32_t byoc_graph_module_set_num_threads(byoc_graph_module* m, int32_t num_threads);
+int32_t byoc_graph_module_num_threads(const byoc_graph_module* m);
+const char* byoc_graph_engine_name(void);
+uint32_t byoc_graph_format_version(void);
+"""
+
+NUM_THREADS_ENV = "BYOC_NUM_THREADS"
+
+
+def default_num_threads() -> int:
+    """`$BYOC_NUM_THREADS` if set (>= 1), else the cores this process may use."""
+    text = os.environ.get(NUM_THREADS_ENV, "").strip()
+    if text:
+        try:
+            n = int(text)
+        except ValueError:
+            raise ValueError(f"{NUM_THREADS_ENV}={text!r} is not a number of threads") from None
+        if n < 1:
+            raise ValueError(f"{NUM_THREADS_ENV}={n} must be at least 1")
+        return n
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+BuildOptions = Callable[[], tuple[tuple[str, ...], tuple[str, ...]]]
+"""() -> (extra compiler flags, linker arguments), asked when the library is built."""
+
+
+@dataclass(frozen=True)
+class GraphEngine:
+    """What a graph-runtime target supplies: its engine's C sources and how to build them."""
+
+    name: str
+    """The engine's name (its `byoc_graph_engine.name`; checked when an artifact is loaded)."""
+    sources: tuple[Path, ...]
+    """C sources implementing byoc_graph_engine.h, appended to the base in this order."""
+    include_dirs: tuple[Path, ...] = ()
+    cflags: tuple[str, ...] = ()
+    libs: tuple[str, ...] = ()
+    """Linker arguments (`-L<dir>`, `-lfoo`, `-Wl,-rpath,<dir>`)."""
+    build_options: BuildOptions | None = None
+    """Found at build time (a library in an installed wheel); added to cflags and libs."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sources", tuple(Path(s) for s in self.sources))
+        object.__setattr__(self, "include_dirs", tuple(Path(d) for d in self.include_dirs))
+        if not self.sources:
+            raise ValueError(f"graph engine '{self.name}' needs at least one C source")
+
+    def source(self) -> str:
+        """The translation unit: the base, then each engine source (with #line markers)."""
+        parts = []
+        for path in (BASE_SOURCE, *self.sources):
+            try:
+                text = path.read_text()
+            except OSError as e:
+                raise OSError(f"graph engine '{self.name}': cannot read {path}: {e}") from None
+            parts.append(f'#line 1 "{path.name}"\n{text}')
+        return "\n".join(parts)
+
+    def flags_and_libs(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        flags = [*DEFAULT_FLAGS, *self.cflags, *(f"-I{d}" for d in self.include_dirs)]
+        libs = list(self.libs)
+        if self.build_options is not None:
+            more_flags, more_libs = self.build_options()
+            flags += more_flags
+            libs += more_libs
+        return tuple(flags), tuple(libs)
+
+
+REFERENCE_ENGINE = GraphEngine("reference", (ENGINES_DIR / "reference_engine.c",))
+"""The reference engine (f32 add/subtract/multiply/maximum/minimum/relu/bias_add/dense)."""
+
+
+class GraphRuntimeError(RuntimeError):
+    """The graph library could not load a blob (its message is the C reader's)."""
+
+
+def _unload(ffi: Any, lib: Any, handle: Any) -> None:
+    """Free the module and the engines' states, release the workspaces, unload."""
+    if handle is not None:
+        lib.byoc_graph_module_free(handle)
+    lib.byoc_release()
+    ffi.dlclose(lib)
+
+
+class GraphModule:
+    """A loaded graph library holding the graphs of one target (component kind "graph")."""
+
+    kind = KIND
+
+    def __init__(
+        self,
+        blob: bytes,
+        library: bytes,
+        *,
+        engine: str,
+        library_path: Path | None = None,
+        source_path: Path | None = None,
+        cache_hit: bool = False,
+        num_threads: int | None = None,
+        directory: Path | None = None,
+    ):
+        check_header(blob)
+        self.blob = blob
+        self._library = library
+        self.library_path = library_path
+        self.source_path = source_path
+        self.cache_hit = cache_hit
+        self.engine = engine
+        self.ffi = cffi.FFI()
+        self.ffi.cdef(_CDEF + _GRAPH_CDEF)
+        try:
+            with native_load(), private_copy(library, directory) as copy:
+                self.lib: Any = self.ffi.dlopen(str(copy))
+        except OSError as e:
+            raise OSError(f"cannot load the graph library: {e}") from None
+        self.lib.byoc_retain()
+        self._finalizer = weakref.finalize(self, _unload, self.ffi, self.lib, None)
+        self._finalizer.atexit = False
+        got = self.ffi.string(self.lib.byoc_graph_engine_name()).decode()
+        if got != engine:
+            raise ValueError(f"the graph library's engine is '{got}', expected '{engine}'")
+        if self.lib.byoc_graph_format_version() != VERSION:
+            raise ValueError("the graph library reads another graph format version")
+        n = default_num_threads() if num_threads is None else int(num_threads)
+        self._num_threads = n
+        self._blob_buffer = self.ffi.from_buffer(blob)
+        handle = self.lib.byoc_graph_module_load(self._blob_buffer, len(blob), n)
+        if handle == self.ffi.NULL:
+            raise GraphRuntimeError(f"graph blob rejected: {self.last_error()}")
+        self._handle = handle
+        self._finalizer.detach()
+        self._finalizer = weakref.finalize(self, _unload, self.ffi, self.lib, handle)
+        self._finalizer.atexit = False
+        self.functions: dict[str, CSignature] = {}
+        self._index: dict[str, int] = {}
+        for g in range(self.lib.byoc_graph_module_num_graphs(handle)):
+            name = self.ffi.string(self.lib.byoc_graph_module_graph_name(handle, g)).decode()
+            self._index[name] = g
+            self.functions[name] = self._signature(g)
+        self._functions: dict[str, CFunction] = {}
+        self._lock = threading.Lock()
+
+    def _signature(self, g: int) -> CSignature:
+        ffi, lib = self.ffi, self.lib
+        n_in, n_out = ffi.new("int32_t*"), ffi.new("int32_t*")
+        if lib.byoc_graph_module_num_args(self._handle, g, n_in, n_out):
+            raise GraphRuntimeError(self.last_error())
+        code, bits, ndim = ffi.new("uint8_t*"), ffi.new("uint8_t*"), ffi.new("int32_t*")
+        shape, name = ffi.new("int64_t[8]"), ffi.new("const char**")
+        specs = []
+        for a in range(n_in[0] + n_out[0]):
+            if lib.byoc_graph_module_arg(self._handle, g, a, code, bits, ndim, shape, name):
+                raise GraphRuntimeError(self.last_error())
+            specs.append(
+                TensorSpec(
+                    tuple(shape[i] for i in range(ndim[0])),
+                    _numpy_dtype(code[0], bits[0]),
+                    ffi.string(name[0]).decode(),
+                )
+            )
+        return CSignature(tuple(specs[: n_in[0]]), tuple(specs[n_in[0] :]))
+
+    # ---- construction ----------------------------------------------------------------
+    @classmethod
+    def build(
+        cls,
+        blob: bytes,
+        engine: GraphEngine,
+        *,
+        directory: Path | None = None,
+        num_threads: int | None = None,
+    ) -> GraphModule:
+        """Compile the base with `engine` (or find it in the cache) and load `blob`."""
+        flags, libs = engine.flags_and_libs()
+        built = compile_source(engine.source(), flags, directory=directory, libs=libs)
+        return cls(
+            blob,
+            built.library,
+            engine=engine.name,
+            library_path=built.library_path,
+            source_path=built.source_path,
+            cache_hit=built.cache_hit,
+            num_threads=num_threads,
+            directory=directory,
+        )
+
+    @classmethod
+    def from_ir(cls, unit: Any, engine: GraphEngine, **kw: Any) -> GraphModule:
+        """From a module holding one `graph.module` (what lower-to-graph made)."""
+        from byoc.dialects.graph import GraphModuleOp
+        from byoc.runtime.graph_format import describe, encode
+
+        found = [op for op in unit.walk() if isinstance(op, GraphModuleOp)]
+        if len(found) != 1:
+            raise ValueError(f"expected one graph.module, found {len(found)}")
+        return cls.build(encode(describe(found[0])), engine, **kw)
+
+    # ---- artifacts ---------------------------------------------------------------------
+    def export(self) -> dict[str, bytes]:
+        meta = {"engine": self.engine, "format": VERSION}
+        return {
+            "library": self._library,
+            "graph": self.blob,
+            "metadata": json.dumps(meta, sort_keys=True).encode(),
+        }
+
+    @classmethod
+    def from_blobs(cls, blobs: Mapping[str, bytes], *, directory: Path | None = None) -> GraphModule:
+        """The module `export()` wrote; every blob checked before use (a ValueError says what)."""
+        library, blob, meta = blobs.get("library"), blobs.get("graph"), blobs.get("metadata")
+        if not all(isinstance(b, bytes) for b in (library, blob, meta)):
+            raise ValueError("not a graph module export: it needs 'library', 'graph' and 'metadata'")
+        assert isinstance(library, bytes) and isinstance(blob, bytes) and isinstance(meta, bytes)
+        try:
+            metadata = json.loads(meta.decode())
+        except (ValueError, RecursionError) as e:
+            raise ValueError(f"graph module metadata is not JSON: {e}") from None
+        if (
+            not isinstance(metadata, dict)
+            or not isinstance(metadata.get("engine"), str)
+            or not metadata["engine"]
+            or len(metadata["engine"]) > 100
+        ):
+            raise ValueError("graph module metadata needs an 'engine' name")
+        if metadata.get("format") != VERSION:
+            raise ValueError(
+                f"graph module metadata: format {metadata.get('format')!r}, this byoc reads {VERSION}"
+            )
+        check_header(blob)
+        problem = check_shared_object(library)
+        if problem is not None:
+            raise ValueError(f"the graph library is not loadable: {problem}")
+        path = cache_library(library, directory)
+        try:
+            return cls(blob, library, engine=metadata["engine"], library_path=path, directory=directory)
+        except GraphRuntimeError as e:
+            raise ValueError(str(e)) from None
+
+    # ---- calling -------------------------------------------------------------------------
+    def last_error(self) -> str:
+        return self.ffi.string(self.lib.byoc_last_error()).decode("utf-8", "replace")
+
+    def _entry(self, sym: str) -> Any:
+        return functools.partial(self.lib.byoc_graph_run, self._handle, self._index[sym])
+
+    def get_function(self, sym: str) -> CFunction:
+        fn = self._functions.get(sym)
+        if fn is not None:
+            return fn
+        if sym not in self.functions:
+            known = ", ".join(sorted(self.functions)) or "none"
+            raise KeyError(f"no graph '{sym}' in the {self.engine} graph module (graphs: {known})")
+        with self._lock:
+            fn = self._functions.get(sym)
+            if fn is None:
+                fn = self._functions[sym] = CFunction(self, sym, self.functions[sym])  # type: ignore[arg-type]
+        return fn
+
+    def __getitem__(self, sym: str) -> CFunction:
+        return self.get_function(sym)
+
+    # ---- threads ---------------------------------------------------------------------------
+    def set_num_threads(self, n: int) -> None:
+        """How many threads each run of the engine may use (waits for runs in flight)."""
+        if type(n) is not int or n < 1:
+            raise ValueError(f"the number of threads must be an integer >= 1, got {n!r}")
+        if self.lib.byoc_graph_module_set_num_threads(self._handle, n):
+            raise GraphRuntimeError(self.last_error())
+        self._num_threads = n
+
+    @property
+    def num_threads(self) -> int:
+        return self._num_threads
+
+    def __repr__(self) -> str:
+        return f"GraphModule(engine={self.engine}, graphs={sorted(self.functions)})"
+
+
+_NUMPY_DTYPES = {
+    (2, 16): np.float16,
+    (2, 32): np.float32,
+    (2, 64): np.float64,
+    (0, 8): np.int8,
+    (0, 16): np.int16,
+    (0, 32): np.int32,
+    (0, 64): np.int64,
+    (1, 8): np.uint8,
+    (1, 16): np.uint16,
+    (1, 32): np.uint32,
+    (1, 64): np.uint64,
+    (6, 8): np.bool_,
+}
+
+
+def _numpy_dtype(code: int, bits: int) -> np.dtype[Any]:
+    return np.dtype(_NUMPY_DTYPES[(code, bits)])
+
+
+def load_graph_component(blobs: Mapping[str, bytes]) -> GraphModule:
+    """The loader of component kind "graph" (`register_component_loader`)."""
+    return GraphModule.from_blobs(blobs)
+
+
+__all__ = [
+    "ENGINES_DIR",
+    "KIND",
+    "REFERENCE_ENGINE",
+    "GraphEngine",
+    "GraphModule",
+    "GraphRuntimeError",
+    "default_num_threads",
+    "load_graph_component",
+]
