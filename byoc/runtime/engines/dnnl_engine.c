@@ -565,6 +565,7 @@ typedef struct postop {
   float a, b;
   int src1;       /* entry of the binary operand / residual */
   int node;       /* the node it comes from */
+  int first;      /* index in chain.nodes of its first node */
 } postop;
 
 #define DN_MAX_CHAIN 16
@@ -583,6 +584,54 @@ static int sole_consumer(planner *p, int e) {
   return p->consumer[e];
 }
 
+
+/* The scalar value of constant entry e (numel 1), or NAN. */
+static double scalar_const(planner *p, int e) {
+  const dn_entry *en = &p->g->entries[e];
+  if (en->data == NULL || numel(en) != 1) return NAN;
+  return ((const float *)en->data)[0];
+}
+
+static int near(double a, double b) { return fabs(a - b) <= 1e-3 * fabs(b); }
+
+/* The erf form of gelu over entry x, as the ONNX exporters write it:
+   t = erf(x / sqrt(2)) + 1;  y = (x * t) * 0.5. Fills its five nodes (in order) and
+   returns y's entry, or -1 if x's readers are not exactly that. */
+static int match_gelu(planner *p, int x, int nodes[5]) {
+  const dn_graph *g = p->g;
+  if (p->uses[x] != 2 || p->is_output[x]) return -1;
+  int div = -1, mul1 = -1;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const dn_node *n = &g->nodes[i];
+    if (p->done[i] || n->nin != 2 || n->nout != 1) continue;
+    if (op_is(n, "nn.divide") && n->in[0] == x && n->in[1] != x) div = i;
+    else if (op_is(n, "nn.multiply") && (n->in[0] == x) != (n->in[1] == x)) mul1 = i;
+  }
+  if (div < 0 || mul1 < 0 || !near(scalar_const(p, g->nodes[div].in[1]), sqrt(2.0))) return -1;
+  int erf = sole_consumer(p, g->nodes[div].out[0]);
+  if (erf < 0 || !op_is(&g->nodes[erf], "nn.erf")) return -1;
+  int add = sole_consumer(p, g->nodes[erf].out[0]);
+  if (add < 0 || !op_is(&g->nodes[add], "nn.add") || g->nodes[add].nin != 2) return -1;
+  int e1 = g->nodes[erf].out[0];
+  int one = g->nodes[add].in[0] == e1 ? g->nodes[add].in[1] : g->nodes[add].in[0];
+  if (!near(scalar_const(p, one), 1.0)) return -1;
+  int t = g->nodes[add].out[0];
+  const dn_node *m1 = &g->nodes[mul1];
+  if ((m1->in[0] == x ? m1->in[1] : m1->in[0]) != t || sole_consumer(p, t) != mul1) return -1;
+  int mul2 = sole_consumer(p, m1->out[0]);
+  if (mul2 < 0 || !op_is(&g->nodes[mul2], "nn.multiply") || g->nodes[mul2].nin != 2) return -1;
+  const dn_node *m2 = &g->nodes[mul2];
+  int half = m2->in[0] == m1->out[0] ? m2->in[1] : m2->in[0];
+  if (!near(scalar_const(p, half), 0.5)) return -1;
+  if (!same_shape(&g->entries[m2->out[0]], &g->entries[x])) return -1;
+  nodes[0] = div;
+  nodes[1] = erf;
+  nodes[2] = add;
+  nodes[3] = mul1;
+  nodes[4] = mul2;
+  return m2->out[0];
+}
+
 /* Collect the chain after anchor `a` whose output has `channels` channels on `axis`. */
 static void collect_chain(planner *p, int a, int axis, int64_t channels, int affine_ok,
                           int flat2d, chain *c) {
@@ -593,6 +642,20 @@ static void collect_chain(planner *p, int a, int axis, int64_t channels, int aff
   int rank = out->ndim;
   c->result = cur;
   while (c->nnodes < DN_MAX_CHAIN) {
+    int gelu_nodes[5];
+    int gelu_out = c->nnodes + 5 <= DN_MAX_CHAIN ? match_gelu(p, cur, gelu_nodes) : -1;
+    if (gelu_out >= 0) {
+      postop *po = &c->po[c->npo++];
+      po->kind = PO_ELTWISE;
+      po->alg = dnnl_eltwise_gelu_erf;
+      po->a = po->b = 0.f;
+      po->node = gelu_nodes[0];
+      po->first = c->nnodes;
+      for (int k = 0; k < 5; k++) c->nodes[c->nnodes++] = gelu_nodes[k];
+      cur = gelu_out;
+      c->result = cur;
+      continue;
+    }
     int nid = sole_consumer(p, cur);
     if (nid < 0 || p->done[nid]) break;
     const dn_node *n = &g->nodes[nid];
@@ -626,7 +689,9 @@ static void collect_chain(planner *p, int a, int axis, int64_t channels, int aff
     float fa, fb;
     int comm;
     if (n->nin == 1 && eltwise_of(p, nid, &alg, &fa, &fb)) {
-      postop *po = &c->po[c->npo++];
+      postop *po = &c->po[c->npo];
+      po->first = c->nnodes;
+      c->npo++;
       po->kind = PO_ELTWISE;
       po->alg = alg;
       po->a = fa;
@@ -643,7 +708,9 @@ static void collect_chain(planner *p, int a, int axis, int64_t channels, int aff
       if (flat2d && numel(oe) != 1 && numel(oe) != channels && numel(oe) != numel(out)) break;
       /* available before the anchor runs: a constant, an input, or computed earlier */
       if (!is_const(p, other) && p->entry_slot[other] < 0) break;
-      postop *po = &c->po[c->npo++];
+      postop *po = &c->po[c->npo];
+      po->first = c->nnodes;
+      c->npo++;
       po->kind = PO_BINARY;
       po->alg = alg;
       po->src1 = other;
@@ -980,9 +1047,7 @@ static int plan_anchor(planner *p, int a, anchor_kind kind) {
     p->s->nsteps = nsteps_before;
     p->s->arena_size = arena_before;
     npo--;
-    int keep = c.n_affine;
-    for (int i = 0; i < npo; i++) keep++;
-    c.nnodes = keep;
+    c.nnodes = c.po[npo].first; /* the nodes before the dropped post-op */
     c.npo = npo;
     c.result = c.nnodes ? g->nodes[c.nodes[c.nnodes - 1]].out[0] : n->out[0];
   }
@@ -1396,6 +1461,23 @@ static int plan_node(planner *p, int nid) {
   if (op_is(n, "nn.reshape") || op_is(n, "nn.flatten")) return plan_reshape(p, nid);
   if (op_is(n, "nn.transpose")) return plan_transpose(p, nid);
   if (n->nin == 1 && eltwise_of(p, nid, &alg, &a, &b)) return plan_eltwise(p, nid, alg, a, b);
+  if (op_is(n, "nn.divide")) {
+    int gelu_nodes[5], y = match_gelu(p, n->in[0], gelu_nodes);
+    if (y >= 0 && gelu_nodes[0] == nid) {
+      int x = value_slot(p, n->in[0]);
+      if (x < 0) return -1;
+      dnnl_primitive_attr_t attr = new_attr();
+      dnnl_primitive_desc_t pd = NULL;
+      const_dnnl_memory_desc_t md = p->s->slots[x].md;
+      dnnl_status_t st = dnnl_eltwise_forward_primitive_desc_create(
+          &pd, p->s->eng, dnnl_forward_inference, dnnl_eltwise_gelu_erf, md, md, 0.f, 0.f, attr);
+      dnnl_primitive_attr_destroy(attr);
+      if (st != dnnl_success) return fail(p, "oneDNN: no gelu eltwise (status %d)", (int)st);
+      for (int k = 0; k < 5; k++) p->done[gelu_nodes[k]] = 1;
+      int args[1] = {DNNL_ARG_SRC};
+      return finish_simple(p, pd, "gelu", 1, args, &x, y);
+    }
+  }
   if (n->nin == 2 && binary_of(n, &alg, &comm)) return plan_binary(p, nid, alg, comm);
   if (op_is(n, "nn.bias_add")) {
     /* a bias_add not after an anchor: a broadcast add */

@@ -24,7 +24,6 @@ ELTWISE_OPS = (
     "nn.sigmoid",
     "nn.tanh",
     "nn.exp",
-    "nn.log",
     "nn.sqrt",
     "nn.abs",
     "nn.negative",
@@ -32,7 +31,9 @@ ELTWISE_OPS = (
     "nn.hard_swish",
     "nn.hard_sigmoid",
 )
-"""Unary ops: one oneDNN eltwise algorithm each (a post-op after a conv/dense/matmul)."""
+"""Unary ops: one oneDNN eltwise algorithm each (a post-op after a conv/dense/matmul). Not
+nn.log: oneDNN 3.2's log is ~100 ulps from the correctly rounded value near 1 (measured
+3.3e-6 at -0.18), outside tests/bounds.py's ULPS; it stays on ccompiler or the host."""
 
 BINARY_OPS = ("nn.add", "nn.subtract", "nn.multiply", "nn.divide", "nn.maximum", "nn.minimum")
 COMMUTATIVE = ("nn.add", "nn.multiply", "nn.maximum", "nn.minimum")
