@@ -323,6 +323,24 @@ def _(g: Graph) -> None:
     g.results.append(g.op(nn.ReluOp, bn(g, x, 6)))
 
 
+@_case("batch_norm_scale_shift_relu")
+def _(g: Graph) -> None:
+    """A Caffe BatchNorm + Scale pair after a concat (densenet): one oneDNN batch norm."""
+    x = g.op(nn.ConcatenateOp, g.arg(g.rand(1, 4, 6, 6)), g.arg(g.rand(1, 5, 6, 6)), axis=1)
+    y = g.op(nn.MultiplyOp, bn(g, x, 9), g.const(g.rand(1, 9, 1, 1)))
+    g.results.append(g.op(nn.ReluOp, g.op(nn.AddOp, y, g.const(g.rand(9, 1, 1)))))
+
+
+@_case("residual_layout_grouped")
+def _(g: Graph) -> None:
+    """shufflenet's unit: a grouped 1x1 conv (34 channels a group: channels-last) whose
+    residual add comes from a blocked-layout value (reordered to the conv's layout)."""
+    x = g.arg(g.rand(1, 136, 14, 14))
+    r = g.op(nn.ReluOp, bias(g, conv(g, x, 136, 136, (3, 3), padding=(1, 1, 1, 1)), 136))
+    y = bias(g, conv(g, x, 136, 136, (1, 1), groups=4), 136)
+    g.results.append(g.op(nn.ReluOp, g.op(nn.AddOp, y, r)))
+
+
 @_case("concat_branches")
 def _(g: Graph) -> None:
     """An inception/squeezenet fork: two convolutions of one input, concatenated."""
