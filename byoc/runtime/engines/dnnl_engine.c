@@ -864,6 +864,27 @@ static dnnl_primitive_attr_t chain_attr(planner *p, const chain *c, int npo, int
   return attr;
 }
 
+
+/* Undo the slots and steps planned since a mark (a rejected attempt). */
+static void rollback(planner *p, int nslots, int nsteps, size_t arena) {
+  for (int i = p->s->nslots - 1; i >= nslots; i--) dnnl_memory_desc_destroy(p->s->slots[i].md);
+  for (int i = p->s->nsteps - 1; i >= nsteps; i--) {
+    dnnl_primitive_destroy(p->s->steps[i].prim);
+    if (p->s->steps[i].scratch_md) dnnl_memory_desc_destroy(p->s->steps[i].scratch_md);
+  }
+  p->s->nslots = nslots;
+  p->s->nsteps = nsteps;
+  p->s->arena_size = arena;
+}
+
+/* Whether `pd` runs a kernel as fast on plain layouts as the blocked one would be: not the
+   reference and not the im2col + GEMM convolution. */
+static int fast_on_plain(const_dnnl_primitive_desc_t pd) {
+  const char *impl = NULL;
+  dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+  return impl != NULL && strncmp(impl, "ref", 3) != 0 && strstr(impl, "gemm") == NULL;
+}
+
 typedef enum { A_CONV, A_DECONV, A_DENSE, A_MATMUL } anchor_kind;
 
 static int plan_anchor(planner *p, int a, anchor_kind kind) {
@@ -1025,7 +1046,13 @@ static int plan_anchor(planner *p, int a, anchor_kind kind) {
   size_t arena_before = p->s->arena_size;
   int rc = -1;
   dnnl_memory_desc_t want = NULL; /* the dst layout, when residuals must match it */
+  /* at the partition's edges, a convolution that reads the caller's input or writes the
+     caller's output in plain layout saves a reorder, if oneDNN has a fast kernel for it */
+  int plain_edges = kind == A_CONV || kind == A_DECONV;
   for (;;) {
+    int plain_src = plain_edges && p->entry_slot[x] >= 0 &&
+                    p->s->slots[p->s->slots[p->entry_slot[x]].root].kind == LOC_INPUT;
+    int plain_dst = plain_edges && p->is_output[c.result];
     int residual = 0;
     for (int i = 0; i < npo; i++)
       if (c.po[i].kind == PO_SUM ||
@@ -1041,11 +1068,16 @@ static int plan_anchor(planner *p, int a, anchor_kind kind) {
     }
     if (!attr) break;
     int probing = residual && want == NULL;
-    dnnl_memory_desc_t src_md = md_any(src_rank, src_dims);
+    if (probing || want) plain_dst = 0;
+    if (!plain_src && !plain_dst) plain_edges = 0;
+    dnnl_memory_desc_t src_md =
+        plain_src ? md_plain(src_rank, src_dims) : md_any(src_rank, src_dims);
     dnnl_memory_desc_t w_md =
         wconst ? md_any(w_rank, wdims) : md_strided(w_rank, wdims, wsrc_strides);
     dnnl_memory_desc_t b_md = has_bias ? md_plain(bias_rank, bias_dims) : NULL;
-    dnnl_memory_desc_t d_md = want ? md_clone(want) : md_any(dst_rank, dst_dims);
+    dnnl_memory_desc_t d_md = want       ? md_clone(want)
+                              : plain_dst ? md_plain(dst_rank, dst_dims)
+                                          : md_any(dst_rank, dst_dims);
     if (kind == A_MATMUL || kind == A_DENSE) {
       /* matmul takes plain activations (the dense inputs are reshaped views) */
       dnnl_memory_desc_destroy(src_md);
@@ -1084,6 +1116,18 @@ static int plan_anchor(planner *p, int a, anchor_kind kind) {
       }
       continue;
     }
+    if (plain_edges && !probing) {
+      /* the plain-edge attempt: kept only with a fast kernel, else the blocked layouts */
+      if (st == dnnl_success && fast_on_plain(pd)) {
+        rc = 0;
+        break;
+      }
+      if (st == dnnl_success) dnnl_primitive_desc_destroy(pd);
+      pd = NULL;
+      rollback(p, nslots_before, nsteps_before, arena_before);
+      plain_edges = 0;
+      continue;
+    }
     if (st == dnnl_success) {
       rc = 0;
       break;
@@ -1093,14 +1137,7 @@ static int plan_anchor(planner *p, int a, anchor_kind kind) {
       break;
     }
     /* drop the last post-op and the nodes from it on; roll back its reorders */
-    for (int i = p->s->nslots - 1; i >= nslots_before; i--) dnnl_memory_desc_destroy(p->s->slots[i].md);
-    for (int i = p->s->nsteps - 1; i >= nsteps_before; i--) {
-      dnnl_primitive_destroy(p->s->steps[i].prim);
-      if (p->s->steps[i].scratch_md) dnnl_memory_desc_destroy(p->s->steps[i].scratch_md);
-    }
-    p->s->nslots = nslots_before;
-    p->s->nsteps = nsteps_before;
-    p->s->arena_size = arena_before;
+    rollback(p, nslots_before, nsteps_before, arena_before);
     npo--;
     c.nnodes = c.po[npo].first; /* the nodes before the dropped post-op */
     c.npo = npo;
