@@ -165,9 +165,9 @@ def measure(name: str, model: onnx.ModelProto, threads: list[int], rounds: int) 
     }
     for n in threads:
         set_threads(exe, n)
-        session = session_for(model, n)
+        sess = session_for(model, n)
         times = latencies(
-            {"byoc": lambda: exe.run(x), "onnxruntime": lambda: session.run(None, feed)}, rounds
+            {"byoc": lambda: exe.run(x), "onnxruntime": lambda s=sess: s.run(None, feed)}, rounds
         )
         row[f"byoc {n}"], row[f"byoc {n} median"] = times["byoc"]
         row[f"ort {n}"], row[f"ort {n} median"] = times["onnxruntime"]
