@@ -41,7 +41,9 @@
  *
  *   entries  every value: graph inputs, constants, node outputs, and the
  *            values inside composite bodies. Each has a dtype and a static
- *            shape. Entry ids index `graph->entries`.
+ *            shape. Entry ids index `graph->entries`. The base guarantees
+ *            the sizes of all entries of a graph add up to at most 2^40
+ *            bytes, so an engine can sum them (plus padding) in a size_t.
  *   nodes    top-level nodes in execution (topological) order. `op` is an nn
  *            op name ("nn.conv2d") or a composite's name ("dnnl.conv2d_relu").
  *   body     a composite node carries its body: the inner nn nodes in order,

@@ -436,6 +436,13 @@ static int32_t byoc_rd_graph_(byoc_cursor_* c, byoc_graph_module* m, byoc_graph*
       e->data = k->data;
     }
   }
+  uint64_t total = 0; /* engines may add up every entry's size without overflowing */
+  for (uint32_t i = 0; i < n; ++i) {
+    total += entries[i].nbytes;
+    if (total > BYOC_GRAPH_MAX_BYTES)
+      return byoc_fail("graph blob: @%s: its values add up to more than %llu bytes", g->name,
+                       (unsigned long long)BYOC_GRAPH_MAX_BYTES);
+  }
   g->num_entries = (int32_t)n;
   g->entries = entries;
   c->where = "the graph inputs";

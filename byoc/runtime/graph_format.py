@@ -15,7 +15,6 @@ other value in program order (a composite's outputs before its inner values).
 
 from __future__ import annotations
 
-import math
 import struct
 from dataclasses import dataclass, field
 from typing import Any
@@ -363,10 +362,6 @@ def to_text(gs: GraphSet) -> str:
         lines.append(f"  output {', '.join(f'%{o}' for o in g.outputs)}")
         lines.append("}")
     return "\n".join(lines) + "\n"
-
-
-def total_constant_bytes(gs: GraphSet) -> int:
-    return sum(math.prod(c.array.shape) * c.array.dtype.itemsize for c in gs.constants)
 
 
 __all__ = [

@@ -29,6 +29,7 @@ reader's message (the artifact loader reports it as an ArtifactError).
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import threading
@@ -115,6 +116,8 @@ class GraphEngine:
     sources: tuple[Path, ...]
     """C sources implementing byoc_graph_engine.h, appended to the base in this order."""
     include_dirs: tuple[Path, ...] = ()
+    """Third-party header directories, passed as `-isystem`. The engine sources' own
+    directories are searched too (`-I`), and their `*.h` files are part of the cache key."""
     cflags: tuple[str, ...] = ()
     libs: tuple[str, ...] = ()
     """Linker arguments (`-L<dir>`, `-lfoo`, `-Wl,-rpath,<dir>`)."""
@@ -128,7 +131,9 @@ class GraphEngine:
             raise ValueError(f"graph engine '{self.name}' needs at least one C source")
 
     def source(self) -> str:
-        """The translation unit: the base, then each engine source (with #line markers)."""
+        """The translation unit: the base, then each engine source (with #line markers),
+        and a digest of the headers next to the engine sources (the library cache is keyed
+        by this text, so editing such a header rebuilds)."""
         parts = []
         for path in (BASE_SOURCE, *self.sources):
             try:
@@ -136,10 +141,25 @@ class GraphEngine:
             except OSError as e:
                 raise OSError(f"graph engine '{self.name}': cannot read {path}: {e}") from None
             parts.append(f'#line 1 "{path.name}"\n{text}')
+        digest = hashlib.sha256()
+        for header in sorted({h for d in self._source_dirs() for h in d.glob("*.h")}):
+            digest.update(header.name.encode() + b"\0" + header.read_bytes())
+        parts.append(f"/* engine headers: {digest.hexdigest()} */\n")
         return "\n".join(parts)
 
+    def _source_dirs(self) -> list[Path]:
+        return sorted({p.resolve().parent for p in self.sources} - {INCLUDE_DIR})
+
     def flags_and_libs(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        flags = [*DEFAULT_FLAGS, *self.cflags, *(f"-I{d}" for d in self.include_dirs)]
+        """The toolchain's flags, the engine's, `-I` each engine source's directory (its own
+        headers) and `-isystem` each include dir (a vendor's headers, whose warnings must not
+        fail the -Werror build); linker arguments."""
+        flags = [
+            *DEFAULT_FLAGS,
+            *self.cflags,
+            *(f"-I{d}" for d in self._source_dirs()),
+            *(f"-isystem{d}" for d in self.include_dirs),
+        ]
         libs = list(self.libs)
         if self.build_options is not None:
             more_flags, more_libs = self.build_options()

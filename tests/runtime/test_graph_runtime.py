@@ -264,6 +264,10 @@ EDITS: dict[str, tuple[Any, str]] = {
         lambda gs: _set(gs.graphs[0].entries[0], "shape", (1,) * 9),
         "rank 9, above 8",
     ),
+    "values adding up to more than 2**40 bytes": (
+        lambda gs: [_set(e, "shape", (1 << 18, 1 << 19)) for e in gs.graphs[0].entries[5:]],
+        "its values add up to more than 1099511627776 bytes",
+    ),
     "negative dim": (
         lambda gs: _set(gs.graphs[0].entries[0], "shape", (2, -16)),
         "has dim -16",
@@ -527,6 +531,95 @@ def test_a_graph_target_declares_its_engine() -> None:
         Target(name="g", lowering="lower-to-c", component="c", graph_engine=REFERENCE_ENGINE)
     with pytest.raises(ValueError, match="at least one C source"):
         GraphEngine("e", ())
+
+
+TINY_ENGINE = r"""
+#include "byoc_graph_engine.h"
+#include "tiny.h"
+#include "vendor.h"
+
+typedef struct { const byoc_graph* g; } tiny_state;
+
+static void* tiny_init(const byoc_graph* g, int32_t num_threads, size_t* ws) {
+  (void)num_threads;
+  for (int32_t i = 0; i < g->num_nodes; ++i)
+    if (strcmp(g->nodes[i].op, "nn.relu") != 0) {
+      byoc_fail("%s: tiny runs nn.relu only, not '%s'", g->name, g->nodes[i].op);
+      return NULL;
+    }
+  if (g->num_nodes != 1) {
+    byoc_fail("%s: tiny runs one node", g->name);
+    return NULL;
+  }
+  tiny_state* s = (tiny_state*)malloc(sizeof *s);
+  if (s == NULL) return NULL;
+  s->g = g;
+  *ws = 0;
+  return s;
+}
+
+static int32_t tiny_run(void* state, DLTensor* const* in, DLTensor* const* out, void* ws) {
+  const tiny_state* s = (const tiny_state*)state;
+  (void)ws;
+  const byoc_graph_entry* e = &s->g->entries[s->g->nodes[0].outputs[0]];
+  tiny_relu((const float*)byoc_tensor_data(in[0]), (float*)byoc_tensor_data(out[0]), e->numel);
+  return 0;
+}
+
+static void tiny_destroy(void* state) { free(state); }
+
+static const byoc_graph_engine tiny = {BYOC_GRAPH_ENGINE_ABI, "tiny", tiny_init, tiny_run, NULL,
+                                       tiny_destroy};
+const byoc_graph_engine* byoc_graph_engine_def(void) { return &tiny; }
+"""
+
+
+def test_a_target_supplies_only_its_engine(tmp_path: Path) -> None:
+    """An out-of-tree engine with a header of its own and a vendor include directory: a
+    Target with lowering lower-to-graph, component graph and its GraphEngine is all it takes."""
+    from xdsl.dialects.builtin import f32
+
+    from byoc.targets import Target
+    from byoc.targets.predicates import dtypes
+
+    src = tmp_path / "engine"
+    vendor = tmp_path / "vendor"
+    src.mkdir()
+    vendor.mkdir()
+    (src / "tiny_engine.c").write_text(TINY_ENGINE)
+    (src / "tiny.h").write_text(
+        "static inline void tiny_relu(const float* x, float* y, int64_t n) {\n"
+        "  for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0 ? x[i] : 0.0f;\n}\n"
+    )
+    # an unused static function: an error under -Werror, unless the directory is -isystem
+    (vendor / "vendor.h").write_text("static int vendor_unused(void) { return 0; }\n")
+    engine = GraphEngine("tiny", (src / "tiny_engine.c",), include_dirs=(vendor,))
+    name = f"tiny{os.getpid()}"
+    byoc.register_target(Target(
+        name=name, support={"nn.relu": dtypes(f32)},
+        lowering="lower-to-graph", component="graph", graph_engine=engine,
+    ))
+    module = byoc.parse_module(CASES["relu"])
+    exe = byoc.build(module, targets=[name])
+    assert exe.components[name].engine == "tiny"
+    x = np.random.default_rng(1).standard_normal((2, 3, 4)).astype(np.float32)
+    np.testing.assert_array_equal(exe.run(x)[0], np.maximum(x, 0))
+    before = engine.source()
+    (src / "tiny.h").write_text((src / "tiny.h").read_text() + "/* edited */\n")
+    assert engine.source() != before  # an edited engine header is a new cache key
+    from byoc.dialects import graph as gd
+
+    other = byoc.parse_module("""
+    graph.module {
+      graph.graph @g {
+        %0 = graph.input "x" : tensor<4xf32>
+        %1 = graph.node "nn.add"(%0, %0) {} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+        graph.output %1 : tensor<4xf32>
+      }
+    }""")
+    container = next(op for op in other.walk() if isinstance(op, gd.GraphModuleOp))
+    with pytest.raises(GraphRuntimeError, match="g: tiny runs nn.relu only, not 'nn.add'"):
+        GraphModule.build(gf.encode(gf.describe(container)), engine)
 
 
 def test_an_engine_that_cannot_plan_reports_why(tmp_path: Path) -> None:
