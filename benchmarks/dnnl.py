@@ -106,14 +106,18 @@ OPS: dict[str, Callable[[], onnx.ModelProto]] = {
 
 def latencies(contenders: dict[str, Callable[[], Any]], rounds: int) -> dict[str, tuple[float, float]]:
     """(minimum, median) seconds per call: two warm-up calls each, then `rounds` rounds taking
-    turns. On a shared, loaded machine a call is often descheduled for a time slice (4 ms and
-    more), so the minimum is the estimate of what the code costs; the median shows the load."""
+    turns, each turn an untimed call then a timed one (onnxruntime's intra-op threads spin
+    after a call, and OpenMP's do too: the untimed call keeps one contender's spinning out
+    of the other's timing). On a shared, loaded machine a call is often descheduled for a
+    time slice (4 ms and more), so the minimum is the estimate of what the code costs; the
+    median shows the load."""
     for fn in contenders.values():
         fn()
         fn()
     samples: dict[str, list[float]] = {name: [] for name in contenders}
     for _ in range(rounds):
         for name, fn in contenders.items():
+            fn()  # untimed: lets the other contender's spinning worker threads go idle
             start = time.perf_counter()
             fn()
             samples[name].append(time.perf_counter() - start)
@@ -209,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops", default=",".join(OPS), help="single-op cases ('' for none)")
     parser.add_argument("--models", default=",".join(light_models()), help="light models ('' for none)")
     parser.add_argument("--threads", default="1,2", help="thread counts")
-    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--rounds", type=int, default=11)
     args = parser.parse_args(argv)
     threads = [int(t) for t in args.threads.split(",") if t]
     if len(threads) > 1:

@@ -381,24 +381,9 @@ static int slot_plain(planner *p, int e) {
   return id;
 }
 
-/* Entry e's value for a non-anchor primitive (pooling, eltwise, concat, ...): as it is,
-   except a channels-last (acdb) layout, which a conv picks when its channels per group are
-   not a multiple of the vector width: oneDNN 3.2's jit pooling and eltwise run ~200x slower
-   on it than on plain or blocked layouts (measured: 19 ms vs 0.09 ms for a 3x3 avg pool of
-   1x136x28x28), so such a value is reordered to plain first (0.05 ms). */
-static int slot_for_simple(planner *p, int e) {
-  int have = value_slot(p, e);
-  if (have < 0) return have;
-  const dn_entry *en = &p->g->entries[e];
-  if (en->ndim != 4) return have;
-  dnnl_dims_t dims = {en->shape[0], en->shape[1], en->shape[2], en->shape[3]};
-  dnnl_memory_desc_t nhwc = NULL;
-  if (dnnl_memory_desc_create_with_tag(&nhwc, 4, dims, dnnl_f32, dnnl_acdb) != dnnl_success)
-    return have;
-  int is_nhwc = md_equal(nhwc, p->s->slots[have].md);
-  dnnl_memory_desc_destroy(nhwc);
-  return is_nhwc && en->shape[1] > 1 ? slot_plain(p, e) : have;
-}
+/* Entry e's value for a non-anchor primitive (pooling, eltwise, concat, ...): in the layout
+   its producer wrote (blocked or channels-last: oneDNN has jit kernels for both). */
+static int slot_for_simple(planner *p, int e) { return value_slot(p, e); }
 
 /* Entry e's value (plain) viewed with `ndim` dims `dims` (same element count). */
 static int slot_reshaped(planner *p, int e, int ndim, const int64_t *dims) {
@@ -1513,8 +1498,22 @@ static int plan_concat(planner *p, int nid) {
   dnnl_primitive_desc_t pd = NULL;
   dnnl_status_t st =
       dnnl_concat_primitive_desc_create(&pd, p->s->eng, dmd, n->nin, axis, mds, attr);
+  if (st == dnnl_success && is_ref_impl(pd)) {
+    /* mixed layouts have only the reference concat: bring the inputs to the first one's */
+    dnnl_primitive_desc_destroy(pd);
+    pd = NULL;
+    const_dnnl_memory_desc_t first = p->s->slots[slots[0]].md;
+    int ok = 1;
+    for (int i = 1; i < n->nin && ok; i++) {
+      slots[i] = slot_as(p, n->in[i], first);
+      ok = slots[i] >= 0;
+      if (ok) mds[i] = p->s->slots[slots[i]].md;
+    }
+    st = ok ? dnnl_concat_primitive_desc_create(&pd, p->s->eng, dmd, n->nin, axis, mds, attr)
+            : dnnl_runtime_error;
+  }
   if (st != dnnl_success) {
-    /* mixed layouts: concatenate in plain layout */
+    /* layouts concat does not take: concatenate in plain layout */
     for (int i = 0; i < n->nin; i++) {
       slots[i] = slot_plain(p, n->in[i]);
       if (slots[i] < 0) {
