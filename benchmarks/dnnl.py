@@ -124,10 +124,17 @@ def latencies(contenders: dict[str, Callable[[], Any]], rounds: int) -> dict[str
     return {name: (min(s), statistics.median(s)) for name, s in samples.items()}
 
 
+ORT_SPINNING = True
+"""onnxruntime's intra-op threads spin between calls (its default); `--ort-no-spin` turns
+that off, so that two spinning pools do not share two cores during the 2-thread runs."""
+
+
 def session_for(model: onnx.ModelProto, threads: int) -> Any:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
+    if not ORT_SPINNING:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.log_severity_level = 3
@@ -214,7 +221,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default=",".join(light_models()), help="light models ('' for none)")
     parser.add_argument("--threads", default="1,2", help="thread counts")
     parser.add_argument("--rounds", type=int, default=11)
+    parser.add_argument("--ort-no-spin", action="store_true", help="onnxruntime threads do not spin")
     args = parser.parse_args(argv)
+    global ORT_SPINNING
+    ORT_SPINNING = not args.ort_no_spin
     threads = [int(t) for t in args.threads.split(",") if t]
     if len(threads) > 1:
         # one process per thread count: OpenMP's worker threads from a 2-thread run would
@@ -230,7 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     import platform
 
     print(f"# dnnl vs onnxruntime ({platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M')})")
+          f"{os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M')}"
+          f"{', onnxruntime not spinning' if args.ort_no_spin else ''})")
     ops = [o for o in args.ops.split(",") if o]
     if ops:
         rows = {}
