@@ -11,8 +11,10 @@ C primitive API: it builds every primitive, memory descriptor, weight reorder an
 offset at init and runs them on a per-call workspace (docs/dnnl.md).
 
 Files: `support.py` (which ops, which forms), `patterns.py` (the composite table),
-`fold.py` (batch_norm folded into the preceding conv/dense constants before lowering),
-`onednn.py` (finding the wheels; compiler and linker flags).
+`target.py` (the `DNNL` Target and its `GraphEngine`), `onednn.py` (finding the wheels;
+compiler and linker flags). batch_norm (and bias_add, per-channel add/multiply) after a
+conv/dense is folded into its weights and bias by the engine, once at init, from the
+graph's constants (docs/dnnl.md).
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ applies to its output in the same pass (post-ops).
 for `<a>` in conv2d, conv2d_transpose, dense, matmul (earlier rows and anchors win).
 `bias` is `nn.bias_add` or `nn.add` of a per-channel constant, then an optional
 inference `nn.batch_norm` with constant parameters (or the batch_norm alone): all of it
-is folded into the weights and bias once, before lowering (`fold.py`) and again by the
-engine at init if a form reaches it unfolded. `act` is relu, leaky_relu, clip, sigmoid,
+is folded into the weights and bias once, by the engine at init (from the graph's
+constants: the same plan whether the ops arrive as a composite or side by side). `act` is relu, leaky_relu, clip, sigmoid,
 tanh, hard_swish, hard_sigmoid or gelu (the erf form ONNX exporters write:
 `x * (erf(x / c) + 1) * 0.5`); each becomes an eltwise post-op; `add(residual)` a sum
 post-op (in place over the residual when nothing else reads it) or a binary post-op.
