@@ -83,7 +83,6 @@ static dn_state *dn_init(const dn_graph *g, int num_threads, char *err, size_t e
    input and output shapes. Re-entrant: each call takes a workspace of its own. 0 or
    -1 with a message. */
 static int dn_run(dn_state *s, void *const *inputs, void *const *outputs, char *err, size_t errlen);
-static void dn_set_num_threads(dn_state *s, int n);
 static void dn_destroy(dn_state *s);
 /* A line describing the plan (primitives and their implementations) for tests/docs;
    written into buf, returns its length. */
@@ -1917,10 +1916,6 @@ static int dn_run(dn_state *s, void *const *inputs, void *const *outputs, char *
   return rc;
 }
 
-static void dn_set_num_threads(dn_state *s, int n) {
-  if (s && n > 0) s->nthreads = n;
-}
-
 static size_t dn_describe(const dn_state *s, char *buf, size_t len) {
   size_t used = 0;
   if (len) buf[0] = 0;
@@ -1982,8 +1977,7 @@ static int default_threads(int32_t n) {
   return omp_get_max_threads();
 }
 
-static void *byoc_dn_init(const byoc_graph *graph, int32_t num_threads,
-                              size_t *workspace_bytes) {
+static dn_state *byoc_dn_plan(const byoc_graph *graph, int32_t num_threads) {
   dn_view v = {0};
   int nflat = 0;
   for (int32_t i = 0; i < graph->num_nodes; i++)
@@ -2049,7 +2043,13 @@ static void *byoc_dn_init(const byoc_graph *graph, int32_t num_threads,
   };
   char err[512];
   err[0] = 0;
-  dn_state *s = dn_init(&g, default_threads(num_threads), err, sizeof err);
+  int threads = default_threads(num_threads);
+  /* oneDNN sizes a primitive's work split by omp_get_max_threads() when it is created: the
+     plan is built with the thread count it will run with (set_num_threads rebuilds it) */
+  int before = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  dn_state *s = dn_init(&g, threads, err, sizeof err);
+  omp_set_num_threads(before);
   view_free(&v);
   if (s == NULL) {
     byoc_fail("dnnl (%s): %s", graph->name ? graph->name : "?", err);
@@ -2062,8 +2062,31 @@ static void *byoc_dn_init(const byoc_graph *graph, int32_t num_threads,
     dn_describe(s, plan, sizeof plan);
     fprintf(stderr, "dnnl plan %s: %s\n", graph->name ? graph->name : "?", plan);
   }
-  *workspace_bytes = 0; /* the engine pools its own workspaces (memory objects are bound) */
   return s;
+}
+
+/* The engine's state: the plan, and the graph it was built from (valid until destroy), so
+   that a new thread count can rebuild it. */
+typedef struct dn_engine_state {
+  const byoc_graph *graph;
+  dn_state *plan;
+} dn_engine_state;
+
+static void *byoc_dn_init(const byoc_graph *graph, int32_t num_threads,
+                          size_t *workspace_bytes) {
+  dn_engine_state *e = calloc(1, sizeof *e);
+  if (e == NULL) {
+    byoc_fail("dnnl: out of memory");
+    return NULL;
+  }
+  e->graph = graph;
+  e->plan = byoc_dn_plan(graph, num_threads);
+  if (e->plan == NULL) {
+    free(e);
+    return NULL;
+  }
+  *workspace_bytes = 0; /* the engine pools its own workspaces (memory objects are bound) */
+  return e;
 }
 
 #define DN_MAX_IO 64
@@ -2071,7 +2094,7 @@ static void *byoc_dn_init(const byoc_graph *graph, int32_t num_threads,
 static int32_t byoc_dn_run(void *state, DLTensor *const *inputs, DLTensor *const *outputs,
                                void *workspace) {
   (void)workspace;
-  dn_state *s = state;
+  dn_state *s = ((dn_engine_state *)state)->plan;
   void *in[DN_MAX_IO], *out[DN_MAX_IO];
   if (s->n_inputs > DN_MAX_IO || s->n_outputs > DN_MAX_IO)
     return byoc_fail("dnnl: more than %d inputs or outputs", DN_MAX_IO);
@@ -2084,13 +2107,25 @@ static int32_t byoc_dn_run(void *state, DLTensor *const *inputs, DLTensor *const
   return 0;
 }
 
+/* No run is in flight (the runtime base holds its lock): a different count rebuilds the
+   plan for it, keeping the old one if that fails. */
 static int32_t byoc_dn_set_num_threads(void *state, int32_t n) {
+  dn_engine_state *e = state;
   if (n < 1) return byoc_fail("dnnl: set_num_threads(%d): need at least 1", (int)n);
-  dn_set_num_threads(state, n);
+  if (e->plan->nthreads == n) return 0;
+  dn_state *plan = byoc_dn_plan(e->graph, n);
+  if (plan == NULL) return -1;
+  dn_destroy(e->plan);
+  e->plan = plan;
   return 0;
 }
 
-static void byoc_dn_destroy(void *state) { dn_destroy(state); }
+static void byoc_dn_destroy(void *state) {
+  dn_engine_state *e = state;
+  if (e == NULL) return;
+  dn_destroy(e->plan);
+  free(e);
+}
 
 static const byoc_graph_engine DNNL_ENGINE = {
     BYOC_GRAPH_ENGINE_ABI,  "dnnl", byoc_dn_init, byoc_dn_run,
