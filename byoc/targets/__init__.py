@@ -40,6 +40,12 @@ def _graphref() -> Target:
     return GRAPHREF
 
 
+def _dnnl() -> Target:
+    from byoc.targets.dnnl.target import DNNL
+
+    return DNNL
+
+
 def _test_family() -> TargetFamily:
     from byoc.targets.test import TEST_FAMILY
 
@@ -51,6 +57,7 @@ BUILTIN_TARGETS: dict[str, Callable[[], Target]] = {
     "examplejson": _examplejson,
     "cblas": _cblas,
     "graphref": _graphref,
+    "dnnl": _dnnl,
 }
 """name -> factory of an in-tree target; adding one is a module and a line here."""
 

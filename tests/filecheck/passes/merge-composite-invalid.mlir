@@ -3,7 +3,7 @@
 // RUN: not %byoc-opt %s -p 'merge-composite{targets=test patterns="test_b.abs_relu"}' 2>&1 | %filecheck %s --check-prefix=SCOPE
 
 /// Unknown targets and pattern names are errors listing what exists.
-// TARGET: error: invalid options for pass 'merge-composite': unknown target 'npu'; known targets: cblas, ccompiler, examplejson, graphref, test, test_<suffix>
+// TARGET: error: invalid options for pass 'merge-composite': unknown target 'npu'; known targets: cblas, ccompiler, dnnl, examplejson, graphref, test, test_<suffix>
 // PATTERN: error: invalid options for pass 'merge-composite': unknown pattern 'conv_relu'; known patterns: test.add_abs_relu, test.add_abs, test.abs_relu,
 // SCOPE: error: invalid options for pass 'merge-composite': pattern 'test_b.abs_relu' names target 'test_b', which is not among the targets (test)
 func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {

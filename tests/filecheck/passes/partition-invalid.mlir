@@ -2,7 +2,7 @@
 
 /// An op tagged for a target nobody registered is an error at the op.
 func.func @unknown_target_op(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error@+1 {{partition: 'nn.relu' is tagged for unknown target 'nope'; known targets: cblas, ccompiler, examplejson, graphref, test, test_<suffix>}}
+  // expected-error@+1 {{partition: 'nn.relu' is tagged for unknown target 'nope'; known targets: cblas, ccompiler, dnnl, examplejson, graphref, test, test_<suffix>}}
   %0 = nn.relu %x {byoc.target = "nope"} : tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }

@@ -1,0 +1,29 @@
+"""The `DNNL` Target object: support, patterns, lower-to-graph, and the oneDNN engine."""
+
+from __future__ import annotations
+
+from byoc.runtime.graph_module import ENGINES_DIR, GraphEngine
+from byoc.targets.base import Target
+from byoc.targets.dnnl.onednn import build_options
+from byoc.targets.dnnl.patterns import pattern_table
+from byoc.targets.dnnl.support import SUPPORT
+
+ENGINE_SOURCE = ENGINES_DIR / "dnnl_engine.c"
+
+DNNL_ENGINE = GraphEngine(
+    "dnnl",
+    (ENGINE_SOURCE,),
+    build_options=build_options,  # oneDNN's headers and library from the wheels, -fopenmp
+)
+"""byoc_graph_engine.h on oneDNN's C primitive API (docs/dnnl.md)."""
+
+DNNL = Target(
+    name="dnnl",
+    support=SUPPORT,
+    patterns=pattern_table(),
+    lowering="lower-to-graph",
+    component="graph",
+    graph_engine=DNNL_ENGINE,
+    description="partitions as graphs run by oneDNN (conv/dense/matmul with fused post-ops, "
+    "pools, softmax, LRN, batch_norm, concat, elementwise)",
+)
