@@ -659,10 +659,10 @@ func.func @f(%a: tensor<2305843009213693952xi64>) {
 
 // -----
 
-/// A dynamic dim: nn shapes are static.
-func.func @f(%a: tensor<?x3xf32>) {
-  // expected-error@+1 {{tensor<?x3xf32> must have a static, non-negative shape}}
-  %0 = nn.relu %a : tensor<?x3xf32>
+/// A dynamic dim is legal; the dims the relation knows are still checked.
+func.func @f(%a: tensor<?x3xf32>, %w: tensor<5x3xf32>) {
+  // expected-error@+1 {{result type tensor<?x4xf32> is not compatible with the inferred type tensor<?x5xf32>}}
+  %0 = nn.dense %a, %w : (tensor<?x3xf32>, tensor<5x3xf32>) -> tensor<?x4xf32>
   func.return
 }
 
