@@ -63,10 +63,10 @@ from xdsl.utils.exceptions import VerifyException
 from byoc.dialects import nn
 from byoc.frontend.onnx.base import (
     DYNAMIC_DIM,
-    DynamicDim,
     FOLD_LIMIT_BYTES,
     NN_DTYPES,
     Array,
+    DynamicDim,
     Node,
     Value,
     has_dynamic,
