@@ -344,10 +344,10 @@ func.func @f(%x: tensor<1x4x2x2xf32>) {
 
 // -----
 
-/// reshape needs a static shape.
+/// reshape's newshape has at most one -1 (the rest), no other negative dim.
 func.func @f(%x: tensor<2x3xf32>) {
-  // expected-error@+1 {{newshape [-1, 3] must be static and non-negative}}
-  %0 = nn.reshape %x {newshape = array<i64: -1, 3>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  // expected-error@+1 {{newshape [-1, -1] must be non-negative, with at most one -1 (the rest)}}
+  %0 = nn.reshape %x {newshape = array<i64: -1, -1>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
   func.return
 }
 
