@@ -190,11 +190,11 @@ def convert_block(block: Block, want: dict[str, str]) -> int:
             back = nn.TransposeOp.build(result, axes=PERMS[(data_to, data_from)])
             block.insert_op_after(back, new)
             result = back.results[0]
+        weight_op = op.operands[1].owner if len(op.operands) > 1 else None
         op.results[0].replace_all_uses_with(result)
         block.erase_op(op)
-        weight_op = op.operands[1].owner if len(op.operands) > 1 else None
-        if isinstance(weight_op, nn.ConstantOp) and not weight_op.results[0].uses:
-            block.erase_op(weight_op)
+        if isinstance(weight_op, nn.ConstantOp) and weight_op.parent is block and not weight_op.results[0].uses:
+            block.erase_op(weight_op)  # the OIHW copy, now that the HWIO one replaced it
         converted += 1
     return converted
 
@@ -265,7 +265,7 @@ def _sink(block: Block, op: nn.NNOp) -> bool:
             operands.append(other)
         else:
             return False
-    elif len(op.operands) != 1:
+    elif len(op.operands) != 1 or not _layout_agnostic(op):
         return False
     defaults = type(op).prop_defaults()
     moved = type(op).build(
@@ -280,6 +280,12 @@ def _sink(block: Block, op: nn.NNOp) -> bool:
     block.erase_op(op)
     _erase_dead_transposes(block)
     return True
+
+
+def _layout_agnostic(op: nn.NNOp) -> bool:
+    """An elementwise op with no property naming an axis: it commutes with a transpose."""
+    names = type(op).prop_defaults()
+    return op.KIND == "elementwise" and not any("axis" in n or "axes" in n for n in names)
 
 
 def _erase_dead_transposes(block: Block) -> None:
