@@ -38,15 +38,20 @@ class CLibrary:
 
 
 def signatures_of(module: ModuleOp | c.ModuleOp) -> dict[str, CSignature]:
-    """Partition name -> signature, read from the argument checks of each `<sym>_wrapper`.
+    """Partition name -> signature, read from the argument checks of the typed wrapper
+    each packed entry calls.
     The partition's name is the entry's `c.diagnostic_name` (its C name is
     `c_entry_symbol(name)`), or the C name of a hand-written entry without one."""
     out: dict[str, CSignature] = {}
     for unit in (op for op in module.walk() if isinstance(op, c.ModuleOp)):
         funcs = {f.sym_name.data: f for f in unit.ops if isinstance(f, c.FuncOp)}
         for name, f in funcs.items():
-            wrapper = funcs.get(name + "_wrapper")
-            if f.is_static or wrapper is None:
+            if f.is_static:
+                continue
+            # the packed entry calls its typed wrapper (`<helper base>_wrapper`)
+            callees = [op.callee.root_reference.data for op in f.body.block.ops if isinstance(op, c.CallOp)]
+            wrapper = next((funcs[n] for n in callees if n.endswith("_wrapper") and n in funcs), None)
+            if wrapper is None:
                 continue
             ins: list[TensorSpec] = []
             outs: list[TensorSpec] = []

@@ -108,9 +108,19 @@ PARTITION_PREFIX = "byoc_p_"
 defines no name under it, so no partition name can collide with the runtime or libc."""
 
 
+ENCODED_PREFIX = "byoc_x_"
+"""The C names of a partition whose name is not a C identifier (`@f.0`, `@conv-1`):
+`byoc_x_` and the hex of the name's UTF-8 bytes, which has no `_` of its own."""
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def c_entry_symbol(partition: str) -> str:
-    """The exported C name of partition `partition`'s packed entry."""
-    return PARTITION_PREFIX + partition
+    """The exported C name of partition `partition`'s packed entry: `byoc_p_<name>`, or
+    `byoc_x_<hex of the name>` for a name that is not a C identifier. Either way the map
+    is one-to-one and no two partitions' entries can be equal."""
+    if _IDENTIFIER.fullmatch(partition):
+        return PARTITION_PREFIX + partition
+    return ENCODED_PREFIX + partition.encode().hex()
 
 
 KDL_CPU = 1

@@ -17,7 +17,7 @@ import numpy as np
 
 from byoc.runtime.artifact import ArtifactError, ArtifactWriter, brief, read_artifact
 from byoc.runtime.component import RuntimeComponent, kind_of_blobs, load_component
-from byoc.runtime.host import BoundPlan, HostPlan
+from byoc.runtime.host import BoundPlan, HostPlan, PlanError, check_plan
 from byoc.runtime.tensor import checked_dtype, checked_shape
 
 Array = np.ndarray[Any, Any]
@@ -238,6 +238,10 @@ def _load(header: dict[str, Any], sections: list[bytes]) -> Executable:
     version = header.get("version", 1)
     constants = [_constant(c, sections, i) for i, c in enumerate(_list(header, "constants"))]
     plan = _plan(_dict(header, "plan"), len(constants))
+    try:
+        check_plan(plan, constants)
+    except PlanError as exc:
+        raise ArtifactError(f"the plan: {exc}") from None
     components: dict[str, RuntimeComponent] = {}
     for target, entry in _dict(header, "components").items():
         if version >= 2:

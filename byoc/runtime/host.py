@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
+from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects import nn
 from byoc.dialects.byoc import COMPILER_ATTR, CompositeOp, RegionOp, YieldOp
@@ -114,6 +115,54 @@ class HostPlan:
 
 class PlanError(ValueError):
     pass
+
+
+def _spec_type(spec: TensorSpec, what: str) -> TensorType[Any]:
+    try:
+        return nn.tensor(spec.shape, nn.element_type_of(spec.dtype))
+    except ValueError as exc:
+        raise PlanError(f"{what}: {exc}") from None
+
+
+def check_plan(plan: HostPlan, constants: Sequence[Array]) -> None:
+    """Raise PlanError unless the plan is what planning a verified module gives.
+
+    Run on a plan read from an artifact, before it is bound: every step reads
+    slots written before it; every kernel step names an nn op whose attributes
+    have their properties' kinds and whose operand types verify (the op's type
+    relation, `NNOp.check_call`); each step writes as many slots as it has
+    results; the outputs have their recorded types. A step whose attributes were
+    edited is then an artifact error at load, never a TypeError at run time.
+    """
+    types: dict[int, TensorType[Any]] = {}
+    for slot, spec in zip(plan.input_slots, plan.input_specs, strict=True):
+        types[slot] = _spec_type(spec, f"input '{spec.name}'")
+    for slot, cid in plan.constant_slots.items():
+        arr = constants[cid]
+        types[slot] = _spec_type(TensorSpec(arr.shape, arr.dtype), f"constant {cid}")
+    for k, step in enumerate(plan.steps):
+        where = f"step {k} ('{step.name}')"
+        unwritten = [i for i in step.inputs if i not in types]
+        if unwritten:
+            raise PlanError(f"{where} reads slot {unwritten[0]} before any step writes it")
+        if step.kind == "kernel":
+            op = nn.NN_OPS.get(step.name)
+            if op is None or step.name not in KERNELS:
+                raise PlanError(f"{where}: there is no host kernel of that name")
+            try:
+                results = op.check_call([types[i] for i in step.inputs], step.attrs)
+            except VerifyException as exc:
+                raise PlanError(f"{where}: {exc}") from None
+        else:
+            results = [_spec_type(s, where) for s in step.out_specs]
+        if len(results) != len(step.outputs):
+            raise PlanError(f"{where} has {len(results)} results but writes {len(step.outputs)} slots")
+        types.update(zip(step.outputs, results, strict=True))
+    for slot, spec in zip(plan.output_slots, plan.output_specs, strict=True):
+        if slot not in types:
+            raise PlanError(f"output '{spec.name}' reads slot {slot}, which nothing writes")
+        if types[slot] != _spec_type(spec, f"output '{spec.name}'"):
+            raise PlanError(f"output '{spec.name}' is recorded as {spec}, its step gives {types[slot]}")
 
 
 def partition_target(func: FuncOp) -> str | None:

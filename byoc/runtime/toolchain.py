@@ -60,6 +60,27 @@ DEFAULT_FLAGS: tuple[str, ...] = (
 )
 LIBS: tuple[str, ...] = ("-lm", "-pthread")
 
+SANITIZE_ENV = "BYOC_SANITIZE"
+"""`BYOC_SANITIZE=address,undefined` builds every library with those sanitizers (the
+process that loads them must have the sanitizer runtimes preloaded: see docs/testing.md)."""
+_SANITIZERS = frozenset({"address", "undefined"})
+
+
+def sanitize_flags() -> tuple[str, ...]:
+    """The `-fsanitize` flags `BYOC_SANITIZE` asks for (part of the cache key), or ()."""
+    wanted = [s.strip() for s in os.environ.get(SANITIZE_ENV, "").split(",") if s.strip()]
+    unknown = set(wanted) - _SANITIZERS
+    if unknown:
+        raise ValueError(f"{SANITIZE_ENV}: unknown sanitizer {sorted(unknown)[0]!r} (use address, undefined)")
+    if not wanted:
+        return ()
+    return (
+        f"-fsanitize={','.join(sorted(set(wanted)))}",
+        "-fno-sanitize-recover=all",
+        "-fno-omit-frame-pointer",
+        "-g",
+    )
+
 class CompileError(RuntimeError):
     """The C compiler rejected the generated source."""
 
@@ -152,7 +173,7 @@ def compile_source(
     cc = cc or compiler()
     directory = directory or cache_dir()
     _make_cache_dir(directory)
-    flags = (*flags, *c_dispatch_flags())
+    flags = (*flags, *c_dispatch_flags(), *sanitize_flags())
     key = library_key(source, flags, cc, libs)
     src = directory / f"byoc_{key}.c"
     index = directory / f"byoc_{key}.lib"

@@ -7,28 +7,36 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fuzz_harness import assert_clean, env_count, print_report, run_campaign
+from fuzz_harness import assert_clean, env_count, print_report, run_campaign, sanitizer_env
 
 PER_CASE_SECONDS = 300.0
 
 
-def attribute_known(case: dict[str, Any], outcome: str, detail: str) -> str:
-    """Disagreements explained by a known item of issue 14, counted apart."""
-    if outcome not in ("mismatch", "rejected-differently"):
-        return outcome
-    if "aggressive-loop-optimizations" in detail:
-        return f"known-9-{outcome}"
-    tags = detail[1 : detail.find("]")].split(",") if detail.startswith("[") else []
-    if "clip_nan" in tags:
-        return f"known-11-{outcome}"
-    if "pool_dilation_padding" in tags:
-        return f"known-13-{outcome}"
-    return outcome
-
-
 def campaign(first_seed: int, count: int) -> Any:
     cases = [{"seed": s} for s in range(first_seed, first_seed + count)]
-    return run_campaign("differential", cases, PER_CASE_SECONDS, attribute_known)
+    return run_campaign("differential", cases, PER_CASE_SECONDS)
+
+
+def test_random_graphs_agree_under_sanitizers(tmp_path: Any) -> None:
+    """The generated C (ccompiler and cblas partitions, byoc_runtime.h, byoc_kernels.h) built
+    with ASan and UBSan and run in a worker that preloads their runtimes: any report
+    aborts the worker and counts as a crash."""
+    env = sanitizer_env(str(tmp_path / "cache"))
+    if env is None:
+        pytest.skip("the C compiler has no ASan/UBSan runtime (libasan.so, libubsan.so)")
+    cases = [{"seed": s} for s in range(150000, 150000 + env_count("sanitized_short", 3))]
+    assert_clean(run_campaign("differential", cases, PER_CASE_SECONDS, env=env))
+
+
+@pytest.mark.slow
+def test_random_graphs_agree_under_sanitizers_long(tmp_path: Any) -> None:
+    env = sanitizer_env(str(tmp_path / "cache"))
+    if env is None:
+        pytest.skip("the C compiler has no ASan/UBSan runtime (libasan.so, libubsan.so)")
+    cases = [{"seed": s} for s in range(160000, 160000 + env_count("sanitized_long", 60))]
+    report = run_campaign("differential", cases, PER_CASE_SECONDS, env=env)
+    print_report(report)
+    assert_clean(report)
 
 
 def test_random_graphs_agree_everywhere_short() -> None:

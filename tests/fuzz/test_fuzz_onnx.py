@@ -11,30 +11,12 @@ from fuzz_harness import assert_clean, env_count, run_campaign
 PER_CASE_SECONDS = 60.0
 
 
-def attribute_known(case: dict[str, Any], outcome: str, detail: str) -> str:
-    """Issue 14 item 8: unbounded import-time folding (memory, hang) and negative dims
-    printed then unparseable, counted apart."""
-    if outcome in ("memory", "hang", "unparseable", "crash") or "negative dimensions" in detail:
-        return f"known-8-{outcome}"
-    if outcome == "wrong-error" and "_range" in detail or "constants.py:72" in detail:
-        return "new-A-range-operands"  # see test_range_with_nan_or_zero_delta_is_an_import_error
-    if "buffer size must be a multiple of element size" in detail or "numpy_helper.py" in detail:
-        return "new-B-initializer-size"  # see test_initializer_with_short_data_is_an_import_error
-    if outcome == "wrong-error" and "kernels.py" in detail:
-        return "new-E-folding"  # see test_folding_invalid_constants_is_an_import_error
-    if outcome == "wrong-error" and "axes don't match array" in detail:
-        return "new-G-gemm-rank"  # see test_gemm_of_a_4d_constant_is_an_import_error
-    if outcome == "wrong-error" and "NoneType" in detail:
-        return "new-F-missing-attribute"  # see test_missing_required_attribute_is_an_import_error
-    return outcome
-
-
 def campaign(first_seed: int, count: int) -> Any:
     cases = [
         {"seed": s, "mode": ("small", "light")[s % 2]}
         for s in range(first_seed, first_seed + count)
     ]
-    return run_campaign("onnx", cases, PER_CASE_SECONDS, attribute_known)
+    return run_campaign("onnx", cases, PER_CASE_SECONDS)
 
 
 def test_mutated_onnx_models_short() -> None:

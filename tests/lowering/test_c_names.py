@@ -125,3 +125,35 @@ def test_an_entry_named_as_its_partition_still_loads(tmp_path: Path) -> None:
     np.testing.assert_array_equal(lib.get_function("twice")(x), 2 * x)
     with pytest.raises(CFunctionError, match="twice: expected 2 arguments, got 3"):
         lib.get_function("twice")(x, x, x)
+
+
+CLASHING = ["f", "f_0", "f_", "f_wrapper", "f_c0", "f.0", "conv-1", "\u00e9t\u00e9"]
+"""Partition names whose C names would collide under `byoc_p_<sym>` + helper suffixes
+(`f`'s first kernel is `byoc_p_f_0`, `f_0`'s entry too), or that are no C identifier."""
+
+
+def _partitions_module(names: list[str]) -> str:
+    ops = ["nn.relu", "nn.exp", "nn.tanh", "nn.negative", "nn.abs", "nn.sigmoid", "nn.sqrt", "nn.erf"]
+    lines: list[str] = []
+    for name, op in zip(names, ops, strict=True):
+        lines += [
+            f'func.func private @"{name}"(%a: tensor<4xf32>) -> tensor<4xf32> attributes {{byoc.compiler = "ccompiler"}} {{',
+            f"  %r = {op} %a : tensor<4xf32>",
+            "  func.return %r : tensor<4xf32>",
+            "}",
+        ]
+    types = ", ".join(["tensor<4xf32>"] * len(names))
+    lines.append(f"func.func @main(%x: tensor<4xf32>) -> ({types}) {{")
+    for k, name in enumerate(names):
+        lines.append(f'  %{k} = func.call @"{name}"(%x) : (tensor<4xf32>) -> tensor<4xf32>')
+    lines += [f"  func.return {', '.join(f'%{k}' for k in range(len(names)))} : {types}", "}"]
+    return "\n".join(lines)
+
+
+def test_partitions_whose_c_names_would_clash_build_and_agree() -> None:
+    source = _partitions_module(CLASHING)
+    exe = byoc.build(byoc.parse_module(source), targets=["ccompiler"])
+    assert sorted(p.symbol for p in exe.partitions()) == sorted(CLASHING)
+    x = np.abs(np.random.default_rng(3).standard_normal(4).astype(np.float32))
+    host = byoc.build(byoc.parse_module(source))
+    assert_graph_outputs(byoc.parse_module(source), [x], exe.run(x), host.run(x))

@@ -252,19 +252,47 @@ class NNOp(IRDLOperation):
             got = ", ".join(str(t) for t in actual)
             raise _fail(f"result type {got} does not match the inferred type {exp}")
 
-    def check_dtypes(self, types: Sequence[TensorType[Any]]) -> None:
+    @classmethod
+    def check_dtypes(cls, types: Sequence[TensorType[Any]]) -> None:
         if not types:
             return
         first = types[0].element_type
-        if first not in self.DTYPES:
-            allowed = ", ".join(str(d) for d in self.DTYPES)
+        if first not in cls.DTYPES:
+            allowed = ", ".join(str(d) for d in cls.DTYPES)
             raise _fail(f"element type {first} is not supported (expected one of {allowed})")
-        if self.SAME_DTYPE:
+        if cls.SAME_DTYPE:
             for t in types[1:]:
                 if t.element_type != first:
                     raise _fail(
                         f"all operands must have the same element type, got {first} and {t.element_type}"
                     )
+
+    @classmethod
+    def check_call(
+        cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]
+    ) -> list[TensorType[Any]]:
+        """What `verify_` checks, for operands of `types` and Python attribute values
+        `attrs` (a host-plan step read from an artifact): each value has its property's
+        kind, the element types are accepted and the type relation holds. Returns the
+        result types; raises VerifyException otherwise."""
+        defaults = cls.prop_defaults()
+        props: dict[str, Attribute] = {}
+        for key, value in attrs.items():
+            if key not in defaults:
+                raise _fail(f"'{cls.name}' has no property '{key}'")
+            like = defaults[key]
+            try:
+                attr = from_python(value, like)
+            except (TypeError, ValueError, OverflowError):
+                raise _fail(f"'{cls.name}': property '{key}' cannot be {value!r}") from None
+            if like is not None and (
+                type(attr) is not type(like)
+                or (isinstance(like, IntegerAttr) and isinstance(attr, IntegerAttr) and attr.type != like.type)
+            ):
+                raise _fail(f"'{cls.name}': property '{key}' must be like {like}, got {value!r}")
+            props[key] = attr
+        cls.check_dtypes(types)
+        return cls.infer(types, cls.python_attrs(props))
 
     # ---- custom format (format.py) ----------------------------------------------
     def print(self, printer: Printer) -> None:

@@ -22,7 +22,6 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
-from byoc.diagnostics import PassError
 from byoc.dialects import c, nn
 from byoc.lowering.nn_to_c.buffers import Storage, bind_outputs, copy_plans, plan_buffers
 from byoc.lowering.nn_to_c.fusion import KernelPlan, fuse_groups, kernel_plans
@@ -84,12 +83,15 @@ class PartitionLowering:
         const_threshold: int,
         init_base: int,
         lower_composite: CompositeLowering | None = None,
+        helper_base: str | None = None,
     ):
         self.fn = fn
         self.lower_composite = lower_composite
         self.sym = fn.sym_name.data
         self.c_sym = c_entry_symbol(self.sym)
-        """The C name of the partition's entry; its helpers' names extend it."""
+        """The C name of the partition's entry."""
+        self.h = helper_base or self.c_sym
+        """What its helpers' names extend (`c_helper_base`)."""
         self.fuse = fuse
         self.const_threshold = const_threshold
         self.init_base = init_base
@@ -99,8 +101,7 @@ class PartitionLowering:
 
     # ---- entry ---------------------------------------------------------------------
     def lower(self) -> list[Operation]:
-        if not c.is_c_identifier(self.c_sym):
-            raise PassError(self.fn, f"lower-to-c: '@{self.sym}' is not usable as a C function name")
+        assert c.is_c_identifier(self.c_sym), self.c_sym  # c_entry_symbol encodes any name
         g = GraphBuilder(self.fn, self.lower_composite)
         g.build()
         groups = fuse_groups(live_computations(g), self.fuse)
@@ -141,7 +142,7 @@ class PartitionLowering:
             return name
         arr = v.array
         assert arr is not None
-        name = f"{self.c_sym}_c{len(self.const_names)}"
+        name = f"{self.h}_c{len(self.const_names)}"
         ty = nn.tensor(arr.shape, _elt(v.dtype))
         dense = DenseIntOrFPElementsAttr(ty, BytesAttr(np.ascontiguousarray(arr).tobytes()))
         init = None
@@ -163,7 +164,7 @@ class PartitionLowering:
             + [f"out{j}" for j in range(len(outs))]
             + [f"tmp{j}" for j in range(len(tmps))]
         )
-        f = c.FuncOp(f"{self.c_sym}_{k}", types, (), ("static", "noalias"), arg_names=names)
+        f = c.FuncOp(f"{self.h}_{k}", types, (), ("static", "noalias"), arg_names=names)
         block = f.body.block
         b = CBuilder(block)
         params = dict(zip([*ins, *outs, *tmps], block.args, strict=True))
@@ -285,7 +286,7 @@ class PartitionLowering:
         if ws_size:
             types.append(c.PtrType(nn.IntegerType(8)))
             names = [*names, "ws"]
-        f = c.FuncOp(f"{self.c_sym}_", types, (), ("static",), arg_names=names)
+        f = c.FuncOp(f"{self.h}_", types, (), ("static",), arg_names=names)
         block = f.body.block
         b = CBuilder(block)
         n_in = len(g.inputs)
@@ -321,14 +322,14 @@ class PartitionLowering:
             args = [pointer(r, True) for r in step.reads] + [
                 pointer(w, False) for w in [*step.writes, *step.scratch]
             ]
-            b.add(c.CallOp(f"{self.c_sym}_{k}", args))
+            b.add(c.CallOp(f"{self.h}_{k}", args))
         b.add(c.ReturnOp())
         return f
 
     def _wrapper_func(self, g: GraphBuilder, ws_size: int) -> c.FuncOp:
         names, c_names = self._arg_names(g)
         n_in, n_out = len(g.inputs), len(g.outputs)
-        f = c.FuncOp(f"{self.c_sym}_wrapper", [c.DLTENSOR_PTR] * (n_in + n_out), [i32], (), arg_names=c_names)
+        f = c.FuncOp(f"{self.h}_wrapper", [c.DLTENSOR_PTR] * (n_in + n_out), [i32], (), arg_names=c_names)
         f.attributes["c.diagnostic_name"] = StringAttr(self.sym)
         block = f.body.block
         b = CBuilder(block)
@@ -347,7 +348,7 @@ class PartitionLowering:
         ]
         if ws_size:
             data.append(b.add(c.WorkspaceOp(ws_size), hint="ws"))
-        b.add(c.CallOp(f"{self.c_sym}_", data))
+        b.add(c.CallOp(f"{self.h}_", data))
         b.add(c.ReturnOp(b.const(0, i32)))
         return f
 
@@ -360,7 +361,7 @@ class PartitionLowering:
         b = CBuilder(block)
         b.add(c.CheckArgCountOp(block.args[1], n_in, n_out))
         tensors = [b.add(c.LoadOp(block.args[0], b.const(i, index))) for i in range(n_in + n_out)]
-        result = b.add(c.CallOp(f"{self.c_sym}_wrapper", tensors, [i32]))
+        result = b.add(c.CallOp(f"{self.h}_wrapper", tensors, [i32]))
         b.add(c.ReturnOp(result))
         return f
 

@@ -47,7 +47,7 @@ Before/after (seed subgraph, fused):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -62,6 +62,7 @@ from byoc.diagnostics import PassError
 from byoc.dialects import c
 from byoc.lowering.nn_to_c.emission import INIT_FUNCTION, CBuilder, PartitionLowering
 from byoc.lowering.nn_to_c.graph import CompositeLowering
+from byoc.runtime.c_module import c_entry_symbol
 from byoc.runtime.host import partition_target
 from byoc.targets import Target, UnknownTargetError, get_target
 
@@ -164,6 +165,18 @@ def _init_func(unit: c.ModuleOp) -> c.FuncOp:
     return f
 
 
+def c_helper_base(sym: str, names: Collection[str]) -> str:
+    """What the C names of partition `sym`'s helpers extend: its entry's name `E`
+    (`E_0`, `E_`, `E_wrapper`, `E_c0`), unless another entry or global starts with
+    `E_` (partitions `@f` and `@f_0`: `f`'s first kernel would be `f_0`'s entry);
+    then `byoc_h<len(sym)>_<sym>`, which no entry starts with and which names the
+    partition unambiguously (the length says where `sym` ends)."""
+    entry = c_entry_symbol(sym)
+    if any(n != entry and n.startswith(entry + "_") for n in names):
+        return f"byoc_h{len(sym)}_{sym}"
+    return entry
+
+
 @dataclass(frozen=True)
 class LowerToCPass(ModulePass):
     """Lower every partition of a target whose lowering is `lower-to-c` to the `c` dialect."""
@@ -191,6 +204,7 @@ class LowerToCPass(ModulePass):
         defined = {
             x.sym_name.data for x in unit.ops if isinstance(x, c.FuncOp | c.GlobalOp)
         }
+        entries = defined | {c_entry_symbol(fn.sym_name.data) for fn, _ in partitions}
         for fn, target in partitions:
             for header in target.c_includes:
                 _add_include(unit, header)
@@ -198,7 +212,8 @@ class LowerToCPass(ModulePass):
                 hook = composite_lowering(target)
             except ValueError as e:
                 raise PassError(fn, f"lower-to-c: {e}") from None
-            lowering = PartitionLowering(fn, self.fuse, self.const_threshold, init_base, hook)
+            helpers = c_helper_base(fn.sym_name.data, entries)
+            lowering = PartitionLowering(fn, self.fuse, self.const_threshold, init_base, hook, helpers)
             new_ops = lowering.lower()
             init_base += len(lowering.init_arrays)
             for new in new_ops:
