@@ -198,3 +198,15 @@ def test_every_recurrent_node_test_passes() -> None:
     assert len(cases) == 18
     results = run_cases(cases)
     assert [r.name for r in results if r.status != "passed"] == []
+
+
+def test_recurrent_steps_survive_export_and_load(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    model, feeds = recurrent_model(
+        "LSTM", direction="bidirectional", seq=True, init=True, peep=True, clip=2.5,
+        acts=(["Sigmoid", "Tanh", "Tanh", "HardSigmoid", "Elu", "Softsign"], {"activation_alpha": [0.25, 0.9]}),
+    )
+    exe = byoc.build(import_model(model), targets=["ccompiler"])
+    exe.export_library(str(tmp_path / "lstm.byoc"))
+    loaded = byoc.load_module(str(tmp_path / "lstm.byoc"))
+    for a, b in zip(exe.run(**feeds), loaded.run(**feeds), strict=True):
+        np.testing.assert_array_equal(a, b)
