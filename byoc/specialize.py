@@ -143,6 +143,19 @@ class SpecializingExecutable(Executable):
         self._key_locks: dict[Shapes, threading.Lock] = {}
         self.evictions = 0
         self.misses = 0
+        self._num_threads: int | None = None
+
+    def set_num_threads(self, n: int) -> None:
+        """The thread setting (issue 15's `Executable.set_num_threads`), for the generic plan,
+        every cached specialisation and the ones built later."""
+        self._num_threads = int(n)
+        parent = getattr(super(), "set_num_threads", None)
+        if parent is not None:
+            parent(n)
+        for entry in self.specializations():
+            setter = getattr(entry.executable, "set_num_threads", None)
+            if setter is not None:
+                setter(n)
 
     def specialization_for(self, arrays: Sequence[np.ndarray[Any, Any]]) -> Specialization:
         key: Shapes = tuple(tuple(int(d) for d in a.shape) for a in arrays)
@@ -159,6 +172,8 @@ class SpecializingExecutable(Executable):
                     return entry
             start = time.perf_counter()
             exe = self._build_static(specialize(self.module, key))
+            if self._num_threads is not None and hasattr(exe, "set_num_threads"):
+                exe.set_num_threads(self._num_threads)
             entry = Specialization(key, exe, time.perf_counter() - start)
             with self._lock:
                 self.misses += 1

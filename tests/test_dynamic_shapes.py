@@ -190,6 +190,12 @@ def test_a_dynamic_executable_is_not_exported(tmp_path) -> None:  # type: ignore
         exe.export_library(str(tmp_path / "m.byoc"))
 
 
+def test_a_host_only_dynamic_executable_is_not_exported(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    exe = byoc.build(byoc.parse_module(DENSE))
+    with pytest.raises(InputError, match=r"dynamic \(\?\) dim \(x: \(\?, 4\)\) cannot be exported yet"):
+        exe.export_library(str(tmp_path / "m.byoc"))
+
+
 def test_specialize_inputs_by_name() -> None:
     static = specialize_inputs(byoc.parse_module(DENSE), {"x": (7, 4)})
     assert "tensor<7x3xf32>" in str(static)

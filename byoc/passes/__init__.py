@@ -24,6 +24,7 @@ from xdsl.passes import ModulePass
 if TYPE_CHECKING:
     from byoc.passes.annotate_target import AnnotateTargetPass
     from byoc.passes.byoc_pipeline import ByocPass, partition_for
+    from byoc.passes.convert_layout import ConvertLayoutPass
     from byoc.passes.merge_compiler_regions import MergeCompilerRegionsPass
     from byoc.passes.merge_composite import MergeCompositePass
     from byoc.passes.partition import PartitionPass
@@ -52,6 +53,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     ),
     "partition": _lazy("byoc.passes.partition", "PartitionPass"),
     "byoc": _lazy("byoc.passes.byoc_pipeline", "ByocPass"),
+    "convert-layout": _lazy("byoc.passes.convert_layout", "ConvertLayoutPass"),
     "lower-to-c": _lazy("byoc.lowering.nn_to_c.pass_", "LowerToCPass"),
     "lower-to-examplejson": _lazy("byoc.lowering.nn_to_examplejson", "LowerToExampleJsonPass"),
     "lower-to-graph": _lazy("byoc.lowering.nn_to_graph", "LowerToGraphPass"),
@@ -69,6 +71,7 @@ __all__ = [
     "ALL_PASSES",
     "AnnotateTargetPass",
     "ByocPass",
+    "ConvertLayoutPass",
     "MergeCompilerRegionsPass",
     "MergeCompositePass",
     "PartitionPass",

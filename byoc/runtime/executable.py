@@ -274,6 +274,18 @@ class Executable:
 
 
 def export_executable(exe: Executable, path: str | Path) -> None:
+    named = [
+        *zip(exe.plan.input_names, exe.plan.input_specs, strict=True),
+        *((f"output #{i}", spec) for i, spec in enumerate(exe.plan.output_specs)),
+    ]
+    for name, spec in named:
+        if DYNAMIC in spec.shape:
+            raise InputError(
+                f"a model with a dynamic (?) dim ({name}: "
+                f"{shape_repr(spec.shape)}) cannot be exported yet: the artifact format "
+                "states every shape; import or build it with static shapes "
+                "(byoc.import_onnx(path, input_shapes=...))"
+            )
     writer = ArtifactWriter()
     constants = []
     for arr in exe.constants:

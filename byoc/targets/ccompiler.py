@@ -134,7 +134,7 @@ def unsupported_reason(op: Operation) -> str | None:
                 )
             shape = t.get_shape()
             if any(d <= 0 for d in shape):
-                return f"{kind} #{i} of '{op.name}' has a dynamic or zero-size shape {list(shape)}"
+                return f"{kind} #{i} of '{op.name}' has a dynamic or zero-size shape {t}"
             if len(shape) > MAX_RANK:
                 return f"{kind} #{i} of '{op.name}' has rank {len(shape)} (at most {MAX_RANK})"
     return None

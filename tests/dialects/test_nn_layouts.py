@@ -136,3 +136,12 @@ def test_batch_norm_nhwc_needs_the_channel_axis_last() -> None:
     g3 = nn.ConstantOp.from_array(np.ones(3, np.float32))
     op = nn.BatchNormOp.build(x, g3, g3, g3, g3, axis=3, data_layout="NHWC")
     assert op.results[0].type == nn.tensor((1, 2, 2, 3))
+
+
+def test_nhwc_host_steps_survive_export_and_load(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    exe = byoc.build(byoc.parse_module(NHWC_MODEL), targets=["ccompiler"])
+    exe.export_library(str(tmp_path / "nhwc.byoc"))
+    loaded = byoc.load_module(str(tmp_path / "nhwc.byoc"))
+    inputs = _inputs()
+    for a, b in zip(exe.run(*inputs), loaded.run(*inputs), strict=True):
+        np.testing.assert_array_equal(a, b)

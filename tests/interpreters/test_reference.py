@@ -761,6 +761,29 @@ def test_quantized_ops_run_in_the_interpreter() -> None:
     np.testing.assert_array_equal(m2, m)
 
 
+@covers("nn.lstm", "nn.gru", "nn.rnn")
+@pytest.mark.parametrize(("cls", "onnx_op", "gates"), [(nn.LSTMOp, "LSTM", 4), (nn.GRUOp, "GRU", 3), (nn.RNNOp, "RNN", 1)])
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+def test_recurrent_ops_match_onnx(cls: type[nn.NNOp], onnx_op: str, gates: int, direction: str) -> None:
+    """All inputs given (more cases, and absent ones: tests/frontend/test_onnx_recurrent.py)."""
+    from bounds import normwise_bound
+
+    t, b, i, h = 4, 2, 3, 5
+    d = 2 if direction == "bidirectional" else 1
+    x = rand(t, b, i)
+    w, r = rand(d, gates * h, i, low=-0.6, high=0.6), rand(d, gates * h, h, low=-0.6, high=0.6)
+    bias = rand(d, 2 * gates * h, low=-0.5, high=0.5)
+    seq = np.array([4, 2], np.int32)
+    h0 = rand(d, b, h, low=-1.0, high=1.0)
+    extra = [h0, rand(d, b, h), rand(d, 3 * h)] if cls is nn.LSTMOp else [h0]
+    outs = 3 if cls is nn.LSTMOp else 2
+    got = run_op(cls, [x, w, r, bias, seq, *extra], hidden_size=h, direction=direction)
+    want = ort(onnx_op, [x, w, r, bias, seq, *extra], outputs=outs, opset=14, hidden_size=h, direction=direction)
+    k = reduction_length(_last_graph[0])
+    for a, e in zip(got, want, strict=True):
+        assert_within(a, e, normwise_bound(k, e))
+
+
 def test_every_nn_op_is_checked_here() -> None:
     assert set(nn.NN_OPS) - COVERED == set(), "nn ops without a reference test"
     assert COVERED - set(nn.NN_OPS) == set(), "tests cover ops the dialect lacks"

@@ -883,7 +883,8 @@ class LRNOp(NNOp):
 
 @irdl_op_definition
 class ReshapeOp(NNOp):
-    """Reshape to `newshape` (static, fully known; the element count is kept)."""
+    """Reshape to `newshape` (the element count is kept); one -1 entry is the dim that holds
+    the remaining elements (numpy's -1), which is how a `?` dim passes through a reshape."""
 
     name = "nn.reshape"
     data = operand_def(TensorType)
@@ -896,9 +897,16 @@ class ReshapeOp(NNOp):
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         src = shape_of(types[0])
-        new = attrs["newshape"]
-        if any(d < 0 for d in new):
-            raise _fail(f"newshape {list(new)} must be static and non-negative")
+        new = list(attrs["newshape"])
+        if any(d < -1 for d in new) or new.count(-1) > 1:
+            raise _fail(
+                f"newshape {list(new)} must be non-negative, with at most one -1 (the rest)"
+            )
+        if -1 in new:  # numpy's -1: the one dim that holds the remaining elements
+            rest = math.prod(d for d in new if d != -1)
+            if rest == 0 or math.prod(src) % rest:
+                raise _fail(f"cannot reshape {math.prod(src)} elements {list(src)} into {new}")
+            new[new.index(-1)] = math.prod(src) // rest
         if math.prod(new) != math.prod(src):
             raise _fail(
                 f"cannot reshape {math.prod(src)} elements {list(src)} into {list(new)}"

@@ -120,7 +120,8 @@ class RecurrentOp(NNOp):
     STATES: ClassVar[int] = 1
     """Hidden states carried (LSTM: h and c)."""
 
-    def check_dtypes(self, types: Sequence[TensorType[Any]]) -> None:
+    @classmethod
+    def check_dtypes(cls, types: Sequence[TensorType[Any]]) -> None:
         for i, t in enumerate(types):
             want = i32 if i == 4 else f32
             if t.element_type != want:

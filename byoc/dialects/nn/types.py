@@ -230,6 +230,8 @@ def from_python(value: Any, like: Attribute | None) -> Attribute:
     """Convert a Python value to a property value shaped like `like` (its default)."""
     if isinstance(value, Attribute):
         return value
+    if isinstance(like, DenseArrayBase) and like.elt_type in (f32, f64):
+        return floats(*[float(v) for v in value])
     if isinstance(like, DenseArrayBase) or isinstance(value, tuple | list):
         return ints(*[int(v) for v in value])
     if isinstance(value, bool) or (isinstance(like, IntegerAttr) and like.type == IntegerType(1)):

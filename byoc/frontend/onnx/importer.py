@@ -68,8 +68,10 @@ from byoc.frontend.onnx.base import (
     FOLD_LIMIT_BYTES,
     VALUE_DTYPES,
     Array,
+    DynamicDim,
     Node,
     Value,
+    has_dynamic,
     nbytes,
 )
 from byoc.frontend.onnx.converters import CONVERTERS, SUPPORTED_OPS
@@ -275,6 +277,15 @@ class Importer:
         return out
 
     def reshape(self, v: Value, shape: Sequence[int]) -> Value:
+        if has_dynamic(shape) or has_dynamic(self.shape(v)):
+            # one ? dim can pass through as numpy's -1; more cannot be told apart
+            target = tuple(-1 if type(d) is DynamicDim else int(d) for d in shape)
+            if target.count(-1) > 1:
+                raise UnsupportedOnnxError(
+                    f"a reshape of {list(self.shape(v))} into {list(shape)} keeps more than one "
+                    "dynamic (?) dim; give the graph inputs static shapes with input_shapes={...}"
+                )
+            return self.emit(nn.ReshapeOp, v, newshape=target)
         if tuple(shape) == self.shape(v):
             return v
         return self.emit(nn.ReshapeOp, v, newshape=tuple(int(d) for d in shape))

@@ -344,10 +344,10 @@ func.func @f(%x: tensor<1x4x2x2xf32>) {
 
 // -----
 
-/// reshape needs a static shape.
+/// reshape's newshape has at most one -1 (the rest), no other negative dim.
 func.func @f(%x: tensor<2x3xf32>) {
-  // expected-error@+1 {{newshape [-1, 3] must be static and non-negative}}
-  %0 = nn.reshape %x {newshape = array<i64: -1, 3>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  // expected-error@+1 {{newshape [-1, -1] must be non-negative, with at most one -1 (the rest)}}
+  %0 = nn.reshape %x {newshape = array<i64: -1, -1>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
   func.return
 }
 
@@ -659,10 +659,10 @@ func.func @f(%a: tensor<2305843009213693952xi64>) {
 
 // -----
 
-/// A dynamic dim: nn shapes are static.
-func.func @f(%a: tensor<?x3xf32>) {
-  // expected-error@+1 {{tensor<?x3xf32> must have a static, non-negative shape}}
-  %0 = nn.relu %a : tensor<?x3xf32>
+/// A dynamic dim is legal; the dims the relation knows are still checked.
+func.func @f(%a: tensor<?x3xf32>, %w: tensor<5x3xf32>) {
+  // expected-error@+1 {{result type tensor<?x4xf32> is not compatible with the inferred type tensor<?x5xf32>}}
+  %0 = nn.dense %a, %w : (tensor<?x3xf32>, tensor<5x3xf32>) -> tensor<?x4xf32>
   func.return
 }
 
