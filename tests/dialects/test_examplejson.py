@@ -22,6 +22,7 @@ from byoc.context import parse_module
 from byoc.diagnostics import PassError
 from byoc.dialects import examplejson as ej
 from byoc.dialects import nn
+from byoc.dialects.nn.indexing import float_array
 from byoc.dialects.byoc import COMPILER_ATTR
 from byoc.dialects.examplejson.text import to_text
 from byoc.frontend.examplejson import ExampleJsonSyntaxError, parse_examplejson
@@ -147,6 +148,25 @@ CASES: dict[str, Callable[[], tuple[list[Array], dict[str, Any]]]] = {
     "take": lambda: ([f32(5, 3), np.array([4, 0, 2, 2], dtype=np.int64)], {"axis": 0}),
     "strided_slice": lambda: ([f32(4, 5)], {"begin": (0, 1), "end": (3, 4), "strides": (2, 1)}),
     "resize2d": lambda: ([f32(1, 2, 3, 4)], {"size": (6, 8), "method": "linear"}),
+    # -- ONNX coverage, part B (byoc/dialects/nn/indexing.py) --
+    "gather_elements": lambda: ([f32(3, 4), np.array([[0, -1], [2, 1], [3, 3]])], {"axis": 1}),
+    "gather_nd": lambda: ([f32(3, 4), np.array([[2], [0]])], {}),
+    "scatter_elements": lambda: (
+        [f32(3, 4), np.array([[0, 1], [2, 1]]), f32(2, 2)],
+        {"axis": 0, "reduction": "add"},
+    ),
+    "scatter_nd": lambda: ([f32(3, 4), np.array([[1, 2], [0, 0]]), f32(2)], {"reduction": "max"}),
+    "trilu": lambda: ([f32(3, 4)], {"k": 1, "upper": False}),
+    "one_hot": lambda: ([np.array([0, 2, -1]), f32(2)], {"depth": 3, "axis": 0}),
+    "reverse_sequence": lambda: ([f32(4, 3), np.array([1, 4, 2])], {}),
+    "layer_norm": lambda: ([f32(2, 3, 4), f32(4), f32(4)], {"axis": -1, "epsilon": 1e-3}),
+    "rms_norm": lambda: ([f32(2, 3, 4), f32(3, 4)], {"axis": 1}),
+    "log_softmax": lambda: ([f32(3, 4)], {"axis": 0}),
+    "hardmax": lambda: ([f32(3, 4)], {}),
+    "resize": lambda: (
+        [f32(2, 3, 4)],
+        {"size": (2, 6, 2), "scales": float_array([1.0, 2.0, 0.5]), "mode": "cubic", "antialias": True},
+    ),
 }
 
 

@@ -253,7 +253,7 @@ def parse_constant(parser: Parser) -> tuple[np.ndarray[Any, Any], dict[str, Attr
     ty_pos = parser.pos
     ty = parser.parse_type()
     if not isinstance(ty, TensorType) or not is_known_element_type(ty.element_type):
-        parser.raise_error(f"nn.constant needs a tensor of f32/i32/i64, got {ty}", ty_pos, parser.pos)
+        parser.raise_error(f"nn.constant needs a tensor of an nn element type (nn.ELEMENT_TYPES), got {ty}", ty_pos, parser.pos)
     shape = shape_of(ty)
     dt = numpy_dtype(ty.element_type)
     n = math.prod(shape)

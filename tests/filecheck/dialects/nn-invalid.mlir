@@ -551,10 +551,10 @@ func.func @f(%x: tensor<2x3xi32>) {
 
 // -----
 
-/// Constants hold f32, i32 or i64.
+/// Constants hold the element types of the table (nn.ELEMENT_TYPES); bf16 is not one.
 func.func @f() {
-  // expected-error@+1 {{element type f64 is not supported}}
-  %0 = nn.constant dense<[1.0, 2.0]> : tensor<2xf64>
+  // expected-error@+1 {{nn.constant needs a tensor of an nn element type (nn.ELEMENT_TYPES), got tensor<2xbf16>}}
+  %0 = nn.constant dense<[1.0, 2.0]> : tensor<2xbf16>
   func.return
 }
 
@@ -616,7 +616,7 @@ func.func @f() {
 
 /// A constant's type is a tensor (parser).
 func.func @f() {
-  // expected-error@+1 {{nn.constant needs a tensor of f32/i32/i64, got f32}}
+  // expected-error@+1 {{nn.constant needs a tensor of an nn element type (nn.ELEMENT_TYPES), got f32}}
   %0 = nn.constant dense<[1.0]> : f32
   func.return
 }
@@ -736,5 +736,30 @@ func.func @f(%x: tensor<1x1x5x5xf32>) {
 func.func @f(%x: tensor<1x1x5x5xf32>) {
   // expected-error@+1 {{padding must be smaller than the pooling window (dilated extent 3x3), got [0, 0, 3, 0]}}
   %0 = nn.avg_pool2d %x {pool_size = array<i64: 2, 2>, padding = array<i64: 0, 0, 3, 0>, dilation = array<i64: 2, 2>, ceil_mode = true} : (tensor<1x1x5x5xf32>) -> tensor<1x1x7x4xf32>
+  func.return
+}
+
+// -----
+
+/// ONNX coverage, part B: gather indices are integers, scatter updates match the data.
+func.func @f(%x: tensor<2x3xf32>, %i: tensor<2x3xf32>) {
+  // expected-error@+1 {{indices must be i32 or i64, got f32}}
+  %0 = nn.gather_elements %x, %i : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x3xf32>, %i: tensor<1x1xi64>, %u: tensor<1x2xf32>) {
+  // expected-error@+1 {{updates has shape [1, 2], expected [1, 3]}}
+  %0 = nn.scatter_nd %x, %i, %u : (tensor<2x3xf32>, tensor<1x1xi64>, tensor<1x2xf32>) -> tensor<2x3xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{coordinate_transformation_mode 'crop' is not one of}}
+  %0 = nn.resize %x {size = array<i64: 4, 6>, coordinate_transformation_mode = "crop"} : (tensor<2x3xf32>) -> tensor<4x6xf32>
   func.return
 }
