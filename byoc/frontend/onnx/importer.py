@@ -22,8 +22,9 @@ Contract:
   `OnnxImportError`.
 - Result types come from each nn op's `infer`, never from ONNX's declared
   value infos.
-- The `nn` dialect is f32-first (i32/i64 where an op allows them). A model
-  that would need anything else (f64, f16, bool, uint8, ...) is rejected with
+- Values may have any element type of `nn.ELEMENT_TYPES` (f32 f64 f16, i8..i64,
+  ui8..ui64, bool); each op accepts its own `DTYPES`. A model that needs a type
+  outside the table (bf16, float8, int4, ...) or one an op lacks is rejected with
   `UnsupportedOnnxError`; nothing is silently converted.
 
 Opsets 7 to 21 are covered for the ops in `SUPPORTED_OPS` (later opsets
