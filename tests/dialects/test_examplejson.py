@@ -22,9 +22,9 @@ from byoc.context import parse_module
 from byoc.diagnostics import PassError
 from byoc.dialects import examplejson as ej
 from byoc.dialects import nn
-from byoc.dialects.nn.indexing import float_array
 from byoc.dialects.byoc import COMPILER_ATTR
 from byoc.dialects.examplejson.text import to_text
+from byoc.dialects.nn.indexing import float_array
 from byoc.frontend.examplejson import ExampleJsonSyntaxError, parse_examplejson
 from byoc.interpreters.kernels import KERNELS
 from byoc.lowering.nn_to_examplejson import LowerToExampleJsonPass

@@ -502,3 +502,70 @@ def _if(imp: Importer, node: Node) -> list[Value]:
     if len(outputs) != node.num_outputs:
         raise OnnxImportError(f"the If branch has {len(outputs)} outputs, the node {node.num_outputs}")
     return outputs
+
+
+# ---- Attention ------------------------------------------------------------------------------
+
+
+@converts("Attention")
+def _attention(imp: Importer, node: Node) -> list[Value]:
+    q, k, v = node.required(0), node.required(1), node.required(2)
+    mask, past_k, past_v, nonpad = (node.input(i) for i in (3, 4, 5, 6))
+    if (past_k is None) != (past_v is None):
+        raise OnnxImportError("Attention needs past_key and past_value together")
+    if nonpad is not None and past_k is not None:
+        raise OnnxImportError("Attention's nonpad_kv_seqlen cannot be combined with past_key/past_value")
+    if len(imp.shape(q)) == 4 and (node.attr("q_num_heads") is not None or node.attr("kv_num_heads") is not None):
+        raise OnnxImportError("q_num_heads and kv_num_heads must not be given for 4-D inputs")
+    operands = [q, k, v] + [x for x in (mask, past_k, past_v, nonpad) if x is not None]
+    names = list(node.proto.output)
+    count = max(i + 1 for i, n in enumerate(names) if n or i == 0)
+    count = 1 if count == 1 else (3 if count <= 3 else 4)
+    scale = node.attr("scale")
+    precision = node.attr("softmax_precision")
+    outs = imp.emit_all(
+        nni.AttentionOp,
+        *operands,
+        has_mask=mask is not None,
+        has_past=past_k is not None,
+        has_nonpad=nonpad is not None,
+        num_outputs=count,
+        is_causal=bool(node.attr("is_causal", 0)),
+        q_num_heads=int(node.attr("q_num_heads", 0)),
+        kv_num_heads=int(node.attr("kv_num_heads", 0)),
+        scale=0.0 if scale is None else float(scale),
+        softcap=float(node.attr("softcap", 0.0)),
+        qk_matmul_output_mode=int(node.attr("qk_matmul_output_mode", 0)),
+        softmax_precision=0 if precision is None else int(precision),
+        left_window_size=int(node.attr("left_window_size", -1)),
+        right_window_size=int(node.attr("right_window_size", -1)),
+    )
+    return outs
+
+
+# ---- losses (inference-time computations, as ONNX defines them) ----------------------------
+
+
+def _nll(imp: Importer, node: Node, x: Value) -> Value:
+    weight = node.input(2)
+    ignore = node.attr("ignore_index")
+    return imp.emit(
+        nni.NLLLossOp,
+        x,
+        node.required(1),
+        *([weight] if weight is not None else []),
+        reduction=string(node.attr("reduction", "mean")),
+        ignore_index=0 if ignore is None else int(ignore),
+        has_ignore=ignore is not None,
+    )
+
+
+@converts("NegativeLogLikelihoodLoss")
+def _nll_loss(imp: Importer, node: Node) -> list[Value]:
+    return [_nll(imp, node, node.required(0))]
+
+
+@converts("SoftmaxCrossEntropyLoss")
+def _softmax_cross_entropy(imp: Importer, node: Node) -> list[Value]:
+    log_prob = imp.emit(nni.LogSoftmaxOp, node.required(0), axis=1)
+    return [_nll(imp, node, log_prob), log_prob]
