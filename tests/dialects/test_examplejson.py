@@ -167,6 +167,10 @@ CASES: dict[str, Callable[[], tuple[list[Array], dict[str, Any]]]] = {
         [f32(2, 3, 4)],
         {"size": (2, 6, 2), "scales": float_array([1.0, 2.0, 0.5]), "mode": "cubic", "antialias": True},
     ),
+    "nll_loss": lambda: (
+        [f32(2, 3, 4), np.array([[0, 2, 1, 5], [1, 1, 0, 2]]), f32(3, low=0.5)],
+        {"ignore_index": 5, "has_ignore": True},
+    ),
 }
 
 

@@ -738,6 +738,8 @@ def test_every_nn_op_is_checked_here() -> None:
     "nn.log_softmax",
     "nn.hardmax",
     "nn.resize",
+    "nn.attention",
+    "nn.nll_loss",
 )
 def test_part_b_ops_match_onnxruntime() -> None:
     """Each op through the reference interpreter against onnxruntime's node (opsets 17-19)."""
@@ -781,3 +783,11 @@ def test_part_b_ops_match_onnxruntime() -> None:
     np.testing.assert_array_equal(rev[2], [x[2, 1], x[2, 0], x[2, 2], x[2, 3]])
     hot = run_op(nni.OneHotOp, [np.array([0, 2, -1, 7], np.int64), np.array([0, 5], np.float32)], depth=3)[0]
     np.testing.assert_array_equal(hot, [[5, 0, 0], [0, 0, 5], [0, 0, 5], [0, 0, 0]])
+    # attention and the NLL loss, against onnxruntime's nodes (opsets 23 and 22)
+    q, kk, vv = rand(1, 2, 3, 4), rand(1, 2, 5, 4), rand(1, 2, 5, 4)
+    (y,) = run_op(nni.AttentionOp, [q, kk, vv], is_causal=True)
+    close(y, ort("Attention", [q, kk, vv], opset=23, is_causal=1)[0])
+    target = np.array([[0, 2, 1], [1, 1, 0]], np.int64)
+    logits = rand(2, 3, 3)
+    (loss,) = run_op(nni.NLLLossOp, [logits, target], reduction="mean")
+    close(loss, ort("NegativeLogLikelihoodLoss", [logits, target], opset=22)[0])
