@@ -427,3 +427,86 @@ def nll_loss(x: Array, target: Array, *weight: Array, reduction: str, ignore_ind
     if reduction == "sum":
         return np.asarray(loss.sum()).astype(x.dtype)
     return loss.astype(x.dtype)
+
+
+# ---- grid sample ------------------------------------------------------------------------
+
+
+def _reflect(x: Array, lo: float, hi: float) -> Array:
+    """Fold coordinates into [lo, hi] by reflecting at the nearer border (ONNX GridSample)."""
+    span = hi - lo
+    below, above = x < lo, x > hi
+    d = np.where(below, lo - x, np.where(above, x - hi, 0))
+    n = np.trunc(d / span) if span else np.zeros_like(d)
+    r = d - n * span
+    even = n % 2 == 0
+    folded_below = np.where(even, lo + r, hi - r)
+    folded_above = np.where(even, hi - r, lo + r)
+    return np.where(below, folded_below, np.where(above, folded_above, x))
+
+
+def _keys(t: Array, a: float = -0.75) -> Array:
+    """The 4 cubic convolution weights (Keys, a = -0.75) of fraction t in [0, 1)."""
+    return np.stack(
+        [
+            ((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a,
+            ((a + 2) * t - (a + 3)) * t * t + 1,
+            ((a + 2) * (1 - t) - (a + 3)) * (1 - t) * (1 - t) + 1,
+            ((a * (2 - t) - 5 * a) * (2 - t) + 8 * a) * (2 - t) - 4 * a,
+        ],
+        axis=-1,
+    )
+
+
+@kernel("nn.grid_sample")
+def grid_sample(x: Array, grid: Array, *, mode: str, padding_mode: str, align_corners: bool) -> Array:
+    n, c = x.shape[:2]
+    dims = x.shape[2:]
+    r = len(dims)
+    out_shape = grid.shape[1:-1]
+    coords = grid.reshape(n, -1, r)[..., ::-1]  # (N, P, r), dim order
+    f = coords.dtype.type
+    taps: list[Array] = []
+    weights: list[Array] = []
+    for i, size in enumerate(dims):
+        g = coords[..., i]
+        if align_corners:
+            v, lo, hi = (g + f(1)) / f(2) * f(size - 1), 0.0, float(size - 1)
+        else:
+            v, lo, hi = ((g + f(1)) * f(size) - f(1)) / f(2), -0.5, size - 0.5
+        if mode == "nearest":
+            v = np.rint(v)
+        outside = (v < lo) | (v > hi)
+        if padding_mode == "border":
+            v = np.where(outside, np.clip(v, 0, size - 1), v)
+        elif padding_mode == "reflection":
+            v = np.where(outside, _reflect(v, lo, hi), v)
+        if mode == "nearest":
+            idx, w = v.astype(np.int64)[..., None], np.ones(v.shape + (1,), v.dtype)
+        else:
+            base = np.floor(v)
+            t = v - base
+            if mode == "linear":
+                idx = base.astype(np.int64)[..., None] + np.arange(2)
+                w = np.stack([1 - t, t], axis=-1)
+            else:
+                idx = base.astype(np.int64)[..., None] + np.arange(-1, 3)
+                w = _keys(t)
+        # where a tap lands outside: zeros drops it, border clamps it, reflection folds it
+        if padding_mode == "zeros":
+            w = np.where((idx < 0) | (idx >= size), 0, w)
+            idx = np.clip(idx, 0, size - 1)
+        elif padding_mode == "border":
+            idx = np.clip(idx, 0, size - 1)
+        else:
+            idx = np.clip(_reflect(idx.astype(np.float64), lo, hi).astype(np.int64), 0, size - 1)
+        taps.append(idx)
+        weights.append(w)
+    out = np.zeros((n, c, coords.shape[1]), dtype=np.float64)
+    for b in range(n):
+        xb = x[b].astype(np.float64)
+        for combo in np.ndindex(*[t.shape[-1] for t in taps]):
+            index = tuple(taps[d][b, :, k] for d, k in enumerate(combo))
+            w = np.prod([weights[d][b, :, k].astype(np.float64) for d, k in enumerate(combo)], axis=0)
+            out[b] += xb[(slice(None), *index)] * w
+    return out.reshape(n, c, *out_shape).astype(x.dtype)

@@ -171,6 +171,10 @@ CASES: dict[str, Callable[[], tuple[list[Array], dict[str, Any]]]] = {
         [f32(2, 3, 4), np.array([[0, 2, 1, 5], [1, 1, 0, 2]]), f32(3, low=0.5)],
         {"ignore_index": 5, "has_ignore": True},
     ),
+    "grid_sample": lambda: (
+        [f32(1, 2, 3, 4), f32(1, 5, 2, 2, low=-1.2, high=1.2)],
+        {"mode": "linear", "padding_mode": "reflection"},
+    ),
 }
 
 

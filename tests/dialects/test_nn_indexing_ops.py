@@ -36,6 +36,7 @@ NEW_OPS = [
     "nn.resize",
     "nn.attention",
     "nn.nll_loss",
+    "nn.grid_sample",
 ]
 
 
@@ -130,6 +131,8 @@ func.func @main(%x: tensor<2x3x4xf32>, %i: tensor<2x3x4xi64>, %n: tensor<2x1xi64
         (nni.AttentionOp, [(1, 3, 8), (1, 5, 8), (1, 5, 8)], {"q_num_heads": 3, "kv_num_heads": 2}, "3-D inputs"),
         (nni.AttentionOp, [(1, 3, 3, 4), (1, 2, 5, 4), (1, 2, 5, 4)], {}, "multiple of kv heads"),
         (nni.NLLLossOp, [(2, 3, 4), ((2, 3), i64)], {}, "does not fit"),
+        (nni.GridSampleOp, [(1, 2, 3, 4), (1, 5, 5, 3)], {}, "does not fit"),
+        (nni.GridSampleOp, [(1, 2, 3, 4), (1, 5, 5, 2)], {"padding_mode": "wrap"}, "padding_mode"),
         (nni.NLLLossOp, [(2, 3), ((2,), i64), (2,)], {}, "weight must have shape [3]"),
     ],
 )
@@ -288,3 +291,16 @@ def test_nll_loss_matches_onnx() -> None:
         want = onnx_ref("NegativeLogLikelihoodLoss", [x, t, w], opset=22, reduction=reduction, ignore_index=9)
         got = KERNELS["nn.nll_loss"](x, t, w, reduction=reduction, ignore_index=9, has_ignore=True)
         assert_within(got, want, reduction_bound(6, np.abs(x).max() * 6))
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [0, 1])
+def test_grid_sample_matches_onnx(mode: str, padding_mode: str, align_corners: int) -> None:
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((1, 2, 4, 5)).astype(np.float32)
+    grid = rng.uniform(-1.4, 1.4, (1, 3, 6, 2)).astype(np.float32)
+    want = onnx_ref("GridSample", [x, grid], opset=22, mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+    got = KERNELS["nn.grid_sample"](x, grid, mode=mode, padding_mode=padding_mode, align_corners=bool(align_corners))
+    # onnx's evaluator sums the taps in float32, this kernel in float64: at most 16 taps
+    assert_within(got, want, reduction_bound(16, 16 * 1.5 * np.abs(x).max()))

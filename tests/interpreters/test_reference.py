@@ -740,6 +740,7 @@ def test_every_nn_op_is_checked_here() -> None:
     "nn.resize",
     "nn.attention",
     "nn.nll_loss",
+    "nn.grid_sample",
 )
 def test_part_b_ops_match_onnxruntime() -> None:
     """Each op through the reference interpreter against onnxruntime's node (opsets 17-19)."""
@@ -791,3 +792,11 @@ def test_part_b_ops_match_onnxruntime() -> None:
     logits = rand(2, 3, 3)
     (loss,) = run_op(nni.NLLLossOp, [logits, target], reduction="mean")
     close(loss, ort("NegativeLogLikelihoodLoss", [logits, target], opset=22)[0])
+    image, grid = rand(1, 2, 4, 5), rand(1, 3, 2, 2) * 0.6
+    (sampled,) = run_op(nni.GridSampleOp, [image, grid], mode="linear", padding_mode="border")
+    # a weighted sum of 4 taps, each weight in [0, 1]
+    assert_within(
+        sampled,
+        ort("GridSample", [image, grid], opset=20, mode="linear", padding_mode="border")[0],
+        reduction_bound(4, 4 * np.abs(image).max()),
+    )

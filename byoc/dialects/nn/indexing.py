@@ -466,6 +466,39 @@ class NLLLossOp(NNOp):
         return [tensor(t if attrs["reduction"] == "none" else (), types[0].element_type)]
 
 
+@irdl_op_definition
+class GridSampleOp(NNOp):
+    """Sample x (N, C, D...) at the normalised coordinates of grid (N, O..., r), last axis
+    in reverse dim order (ONNX GridSample): `mode` nearest, linear or cubic, `padding_mode`
+    zeros, border or reflection, `align_corners`. Result (N, C, O...)."""
+
+    name = "nn.grid_sample"
+    data = operand_def(TensorType)
+    grid = operand_def(TensorType)
+    result = result_def(TensorType)
+    mode = prop_def(StringAttr, default_value=StringAttr("linear"))
+    padding_mode = prop_def(StringAttr, default_value=StringAttr("zeros"))
+    align_corners = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "opaque"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+    SAME_DTYPE: ClassVar[bool] = False
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        x, g = shape_of(types[0]), shape_of(types[1])
+        if types[1].element_type not in FLOATS:
+            raise _fail(f"grid must be a float tensor, got {types[1].element_type}")
+        r = len(x) - 2
+        if r < 1 or len(g) != r + 2 or g[0] != x[0] or g[-1] != r:
+            raise _fail(f"grid of shape {list(g)} does not fit data {list(x)}: (N, O..., {r}) expected")
+        if attrs["mode"] not in ("nearest", "linear", "cubic"):
+            raise _fail(f"mode '{attrs['mode']}' is not one of nearest, linear, cubic")
+        if attrs["padding_mode"] not in ("zeros", "border", "reflection"):
+            raise _fail(f"padding_mode '{attrs['padding_mode']}' is not one of zeros, border, reflection")
+        return [tensor((x[0], x[1], *g[1:-1]), types[0].element_type)]
+
+
 # ---- attention -------------------------------------------------------------------------
 
 
@@ -574,6 +607,7 @@ INDEXING_OPS: tuple[type[NNOp], ...] = (
     ResizeOp,
     AttentionOp,
     NLLLossOp,
+    GridSampleOp,
 )
 """The ops of this module, appended to the nn dialect's list."""
 
@@ -583,6 +617,7 @@ __all__ = [
     "INDEXING_OPS",
     "GatherElementsOp",
     "GatherNDOp",
+    "GridSampleOp",
     "HardmaxOp",
     "LayerNormOp",
     "LogSoftmaxOp",

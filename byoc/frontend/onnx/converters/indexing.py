@@ -569,3 +569,19 @@ def _nll_loss(imp: Importer, node: Node) -> list[Value]:
 def _softmax_cross_entropy(imp: Importer, node: Node) -> list[Value]:
     log_prob = imp.emit(nni.LogSoftmaxOp, node.required(0), axis=1)
     return [_nll(imp, node, log_prob), log_prob]
+
+
+@converts("GridSample")
+def _grid_sample(imp: Importer, node: Node) -> list[Value]:
+    mode = string(node.attr("mode", "bilinear" if node.version < 20 else "linear"))
+    mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
+    return [
+        imp.emit(
+            nni.GridSampleOp,
+            node.required(0),
+            node.required(1),
+            mode=mode,
+            padding_mode=string(node.attr("padding_mode", "zeros")),
+            align_corners=bool(node.attr("align_corners", 0)),
+        )
+    ]
