@@ -27,7 +27,8 @@ PART_B = """
 LayerNormalization InstanceNormalization GroupNormalization MeanVarianceNormalization
 LpNormalization RMSNormalization DepthToSpace SpaceToDepth GatherElements GatherND
 ScatterElements ScatterND Scatter Trilu OneHot NonZero Compress ReverseSequence If LogSoftmax
-Hardmax Resize Upsample Unique EyeLike CenterCropPad
+Hardmax Resize Upsample Unique EyeLike CenterCropPad Attention NegativeLogLikelihoodLoss
+SoftmaxCrossEntropyLoss GridSample
 """.split()
 
 ALLOWED_SKIPS = (
@@ -52,7 +53,7 @@ def test_part_b_node_tests_pass_on_the_reference(part_b_results: list[Any]) -> N
     passed = {op for r in part_b_results if r.status == "passed" for op in r.op_types}
     missing = [op for op in PART_B if op not in passed]
     assert not missing, f"no node test passes for {missing}"
-    assert sum(r.status == "passed" for r in part_b_results) >= 185  # 188 at the last count
+    assert sum(r.status == "passed" for r in part_b_results) >= 375  # 380 at the last count
 
 
 # ---- hand-built models through byoc.build, against onnxruntime ------------------------
@@ -263,3 +264,48 @@ def test_compress_and_unique_fold_when_known() -> None:
     )
     for a, e in zip(got, want, strict=True):
         np.testing.assert_array_equal(a, e)
+
+
+@pytest.mark.parametrize("three_d", [False, True])
+def test_attention_with_a_cache_matches_onnxruntime(three_d: bool) -> None:
+    rng = np.random.default_rng(8)
+    if three_d:
+        q = rng.standard_normal((2, 3, 16)).astype(np.float32)  # 4 heads of 4
+        k, v = (rng.standard_normal((2, 3, 8)).astype(np.float32) for _ in range(2))  # 2 heads of 4
+        attrs: dict[str, Any] = {"q_num_heads": 4, "kv_num_heads": 2}
+        pk = rng.standard_normal((2, 2, 2, 4)).astype(np.float32)
+    else:
+        q = rng.standard_normal((2, 4, 3, 4)).astype(np.float32)
+        k, v = (rng.standard_normal((2, 2, 3, 4)).astype(np.float32) for _ in range(2))
+        attrs = {}
+        pk = rng.standard_normal((2, 2, 2, 4)).astype(np.float32)
+    pv = rng.standard_normal(pk.shape).astype(np.float32)
+    model = one_node_model(
+        "Attention",
+        [("q", q, False), ("k", k, False), ("v", v, False), ("", None, True), ("pk", pk, False), ("pv", pv, False)],
+        outputs=3,
+        opset=23,
+        is_causal=1,
+        **attrs,
+    )
+    ours, want, _ = run_both(model, [q, k, v, pk, pv])
+    for a, e in zip(ours, want, strict=True):
+        # two contractions of at most 5 terms around a softmax (exp: ULPS)
+        assert_within(a, e, reduction_bound(10, 10 * np.abs(v).max() * np.abs(q).max() * 4) + ulp_bound(e, 64))
+
+
+def test_softmax_cross_entropy_with_ignored_targets_matches_onnxruntime() -> None:
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((3, 5, 2)).astype(np.float32)
+    t = np.array([[0, 4], [-1, 2], [3, -1]], np.int64)
+    w = rng.random(5).astype(np.float32)
+    model = one_node_model(
+        "SoftmaxCrossEntropyLoss",
+        [("x", x, False), ("t", t, False), ("w", w, True)],
+        outputs=2,
+        opset=13,
+        ignore_index=-1,
+    )
+    ours, want, _ = run_both(model, [x, t])
+    for a, e in zip(ours, want, strict=True):
+        assert_within(a, e, reduction_bound(10, 10 * (np.abs(x).max() + 5)) + ulp_bound(e, 64))
