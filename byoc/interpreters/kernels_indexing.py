@@ -510,3 +510,35 @@ def grid_sample(x: Array, grid: Array, *, mode: str, padding_mode: str, align_co
             w = np.prod([weights[d][b, :, k].astype(np.float64) for d, k in enumerate(combo)], axis=0)
             out[b] += xb[(slice(None), *index)] * w
     return out.reshape(n, c, *out_shape).astype(x.dtype)
+
+
+@kernel("nn.col2im")
+def col2im(
+    x: Array,
+    *,
+    image_shape: Sequence[int],
+    block_shape: Sequence[int],
+    dilations: Sequence[int],
+    pads: Sequence[int],
+    strides: Sequence[int],
+) -> Array:
+    r = len(image_shape)
+    dil = dilations or (1,) * r
+    pad = pads or (0,) * (2 * r)
+    stride = strides or (1,) * r
+    n, cb, _ = x.shape
+    c = cb // math.prod(block_shape)
+    counts = [
+        (image_shape[i] + pad[i] + pad[r + i] - dil[i] * (block_shape[i] - 1) - 1) // stride[i] + 1
+        for i in range(r)
+    ]
+    padded = np.zeros((n, c, *(image_shape[i] + pad[i] + pad[r + i] for i in range(r))), dtype=x.dtype)
+    cols = x.reshape(n, c, math.prod(block_shape), *counts)
+    for k, offset in enumerate(np.ndindex(*block_shape)):
+        window = tuple(
+            slice(offset[i] * dil[i], offset[i] * dil[i] + (counts[i] - 1) * stride[i] + 1, stride[i])
+            for i in range(r)
+        )
+        padded[(slice(None), slice(None), *window)] += cols[:, :, k]
+    crop = tuple(slice(pad[i], pad[i] + image_shape[i]) for i in range(r))
+    return np.ascontiguousarray(padded[(slice(None), slice(None), *crop)])

@@ -175,6 +175,7 @@ CASES: dict[str, Callable[[], tuple[list[Array], dict[str, Any]]]] = {
         [f32(1, 2, 3, 4), f32(1, 5, 2, 2, low=-1.2, high=1.2)],
         {"mode": "linear", "padding_mode": "reflection"},
     ),
+    "col2im": lambda: ([f32(1, 4, 6)], {"image_shape": (3, 4), "block_shape": (2, 2)}),
 }
 
 

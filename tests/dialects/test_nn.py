@@ -137,6 +137,11 @@ BUILDS: dict[
     ),
     "nn.nll_loss": ([((2, 3, 4), F), ((2, 4), I64), ((3,), F)], {"reduction": "none"}, [((2, 4), F)]),
     "nn.grid_sample": ([((2, 3, 4, 5), F), ((2, 6, 7, 2), F)], {"mode": "cubic"}, [((2, 3, 6, 7), F)]),
+    "nn.col2im": (
+        [((1, 8, 6), F)],
+        {"image_shape": (3, 4), "block_shape": (2, 2), "strides": (1, 2), "pads": (0, 1, 0, 1)},
+        [((1, 2, 3, 4), F)],
+    ),
 }
 
 

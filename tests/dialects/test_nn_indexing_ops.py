@@ -37,6 +37,7 @@ NEW_OPS = [
     "nn.attention",
     "nn.nll_loss",
     "nn.grid_sample",
+    "nn.col2im",
 ]
 
 
@@ -132,6 +133,8 @@ func.func @main(%x: tensor<2x3x4xf32>, %i: tensor<2x3x4xi64>, %n: tensor<2x1xi64
         (nni.AttentionOp, [(1, 3, 3, 4), (1, 2, 5, 4), (1, 2, 5, 4)], {}, "multiple of kv heads"),
         (nni.NLLLossOp, [(2, 3, 4), ((2, 3), i64)], {}, "does not fit"),
         (nni.GridSampleOp, [(1, 2, 3, 4), (1, 5, 5, 3)], {}, "does not fit"),
+        (nni.Col2ImOp, [(1, 8, 5)], {"image_shape": (3, 4), "block_shape": (2, 2)}, "must be (N, C * 4, 6)"),
+        (nni.Col2ImOp, [(1, 8, 5)], {"image_shape": (3, 4), "block_shape": (5, 2)}, "does not fit"),
         (nni.GridSampleOp, [(1, 2, 3, 4), (1, 5, 5, 2)], {"padding_mode": "wrap"}, "padding_mode"),
         (nni.NLLLossOp, [(2, 3), ((2,), i64), (2,)], {}, "weight must have shape [3]"),
     ],
@@ -304,3 +307,14 @@ def test_grid_sample_matches_onnx(mode: str, padding_mode: str, align_corners: i
     got = KERNELS["nn.grid_sample"](x, grid, mode=mode, padding_mode=padding_mode, align_corners=bool(align_corners))
     # onnx's evaluator sums the taps in float32, this kernel in float64: at most 16 taps
     assert_within(got, want, reduction_bound(16, 16 * 1.5 * np.abs(x).max()))
+
+
+def test_col2im_matches_onnx() -> None:
+    x = np.random.default_rng(10).standard_normal((2, 12, 6)).astype(np.float32)
+    attrs = {"dilations": [1, 2], "pads": [1, 0, 0, 1], "strides": [2, 1]}
+    image, block = np.array([3, 4]), np.array([2, 2])
+    want = onnx_ref("Col2Im", [x, image, block], opset=18, **attrs)
+    got = KERNELS["nn.col2im"](
+        x, image_shape=(3, 4), block_shape=(2, 2), **{k: tuple(v) for k, v in attrs.items()}
+    )
+    assert_within(got, want, reduction_bound(4, 4 * np.abs(x).max()))

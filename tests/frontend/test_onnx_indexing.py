@@ -28,7 +28,7 @@ LayerNormalization InstanceNormalization GroupNormalization MeanVarianceNormaliz
 LpNormalization RMSNormalization DepthToSpace SpaceToDepth GatherElements GatherND
 ScatterElements ScatterND Scatter Trilu OneHot NonZero Compress ReverseSequence If LogSoftmax
 Hardmax Resize Upsample Unique EyeLike CenterCropPad Attention NegativeLogLikelihoodLoss
-SoftmaxCrossEntropyLoss GridSample
+SoftmaxCrossEntropyLoss GridSample Col2Im
 """.split()
 
 ALLOWED_SKIPS = (

@@ -741,6 +741,7 @@ def test_every_nn_op_is_checked_here() -> None:
     "nn.attention",
     "nn.nll_loss",
     "nn.grid_sample",
+    "nn.col2im",
 )
 def test_part_b_ops_match_onnxruntime() -> None:
     """Each op through the reference interpreter against onnxruntime's node (opsets 17-19)."""
@@ -800,3 +801,7 @@ def test_part_b_ops_match_onnxruntime() -> None:
         ort("GridSample", [image, grid], opset=20, mode="linear", padding_mode="border")[0],
         reduction_bound(4, 4 * np.abs(image).max()),
     )
+    cols = rand(1, 8, 6)
+    (image,) = run_op(nni.Col2ImOp, [cols], image_shape=(3, 4), block_shape=(2, 2))
+    want = ort("Col2Im", [cols], [np.array([3, 4], np.int64), np.array([2, 2], np.int64)], opset=18)[0]
+    assert_within(image, want, reduction_bound(4, 4 * np.abs(cols).max()))

@@ -499,6 +499,57 @@ class GridSampleOp(NNOp):
         return [tensor((x[0], x[1], *g[1:-1]), types[0].element_type)]
 
 
+@irdl_op_definition
+class Col2ImOp(NNOp):
+    """Sum the sliding blocks of x (N, C * prod(block_shape), L) back into an image
+    (N, C, image_shape...) (ONNX Col2Im); `pads` is (begin..., end...)."""
+
+    name = "nn.col2im"
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
+    image_shape = prop_def(DenseArrayBase)
+    block_shape = prop_def(DenseArrayBase)
+    dilations = prop_def(DenseArrayBase, default_value=ints())
+    pads = prop_def(DenseArrayBase, default_value=ints())
+    strides = prop_def(DenseArrayBase, default_value=ints())
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "opaque"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = (*FLOATS, i32, i64)
+
+    @staticmethod
+    def blocks(attrs: Mapping[str, Any]) -> list[int]:
+        """The number of block positions along each image dim; raises if they do not fit."""
+        image, block = attrs["image_shape"], attrs["block_shape"]
+        r = len(image)
+        dil = attrs["dilations"] or (1,) * r
+        pads = attrs["pads"] or (0,) * (2 * r)
+        strides = attrs["strides"] or (1,) * r
+        if len(block) != r or len(dil) != r or len(strides) != r or len(pads) != 2 * r:
+            raise _fail(f"image_shape, block_shape, dilations, strides and pads disagree on rank {r}")
+        out = []
+        for i in range(r):
+            span = dil[i] * (block[i] - 1) + 1
+            room = image[i] + pads[i] + pads[r + i] - span
+            if min(image[i], block[i], dil[i], strides[i]) < 1 or min(pads) < 0 or room < 0:
+                raise _fail(f"a block of {block[i]} (dilation {dil[i]}) does not fit image dim {image[i]}")
+            out.append(room // strides[i] + 1)
+        return out
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        x = shape_of(types[0])
+        positions = cls.blocks(attrs)
+        size = 1
+        for b in attrs["block_shape"]:
+            size *= b
+        count = 1
+        for n in positions:
+            count *= n
+        if len(x) != 3 or x[1] % size or x[2] != count:
+            raise _fail(f"input {list(x)} must be (N, C * {size}, {count})")
+        return [tensor((x[0], x[1] // size, *attrs["image_shape"]), types[0].element_type)]
+
+
 # ---- attention -------------------------------------------------------------------------
 
 
@@ -608,11 +659,13 @@ INDEXING_OPS: tuple[type[NNOp], ...] = (
     AttentionOp,
     NLLLossOp,
     GridSampleOp,
+    Col2ImOp,
 )
 """The ops of this module, appended to the nn dialect's list."""
 
 __all__ = [
     "AttentionOp",
+    "Col2ImOp",
     "FLOATS",
     "INDEXING_OPS",
     "GatherElementsOp",

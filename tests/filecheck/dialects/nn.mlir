@@ -316,9 +316,11 @@ func.func @indexing(%x: tensor<2x3xf32>, %i: tensor<2x3xi64>, %n: tensor<4x2xi64
 // CHECK:      %{{.*}}, %{{.*}}, %{{.*}} = nn.attention %q, %k, %v {num_outputs = 3 : i64, is_causal = true, q_num_heads = 2 : i64, kv_num_heads = 1 : i64} : (tensor<1x3x8xf32>, tensor<1x5x4xf32>, tensor<1x5x4xf32>) -> (tensor<1x3x8xf32>, tensor<1x1x5x4xf32>, tensor<1x1x5x4xf32>)
 // CHECK-NEXT: nn.nll_loss %q, %t {reduction = "sum"} : (tensor<1x3x8xf32>, tensor<1x8xi64>) -> tensor<f32>
 // CHECK-NEXT: nn.grid_sample %g, %gr {padding_mode = "border", align_corners = true} : (tensor<1x2x4x4xf32>, tensor<1x3x4x2xf32>) -> tensor<1x2x3x4xf32>
-func.func @attention(%q: tensor<1x3x8xf32>, %k: tensor<1x5x4xf32>, %v: tensor<1x5x4xf32>, %t: tensor<1x8xi64>, %g: tensor<1x2x4x4xf32>, %gr: tensor<1x3x4x2xf32>) -> tensor<1x3x8xf32> {
+// CHECK-NEXT: nn.col2im %c {image_shape = array<i64: 3, 4>, block_shape = array<i64: 2, 2>} : (tensor<1x8x6xf32>) -> tensor<1x2x3x4xf32>
+func.func @attention(%q: tensor<1x3x8xf32>, %k: tensor<1x5x4xf32>, %v: tensor<1x5x4xf32>, %t: tensor<1x8xi64>, %g: tensor<1x2x4x4xf32>, %gr: tensor<1x3x4x2xf32>, %c: tensor<1x8x6xf32>) -> tensor<1x3x8xf32> {
   %y, %ck, %cv = nn.attention %q, %k, %v {num_outputs = 3 : i64, is_causal = true, q_num_heads = 2 : i64, kv_num_heads = 1 : i64} : (tensor<1x3x8xf32>, tensor<1x5x4xf32>, tensor<1x5x4xf32>) -> (tensor<1x3x8xf32>, tensor<1x1x5x4xf32>, tensor<1x1x5x4xf32>)
   %l = nn.nll_loss %q, %t {reduction = "sum"} : (tensor<1x3x8xf32>, tensor<1x8xi64>) -> tensor<f32>
   %s = nn.grid_sample %g, %gr {padding_mode = "border", align_corners = true} : (tensor<1x2x4x4xf32>, tensor<1x3x4x2xf32>) -> tensor<1x2x3x4xf32>
+  %c2 = nn.col2im %c {image_shape = array<i64: 3, 4>, block_shape = array<i64: 2, 2>} : (tensor<1x8x6xf32>) -> tensor<1x2x3x4xf32>
   func.return %y : tensor<1x3x8xf32>
 }

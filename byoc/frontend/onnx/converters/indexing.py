@@ -585,3 +585,20 @@ def _grid_sample(imp: Importer, node: Node) -> list[Value]:
             align_corners=bool(node.attr("align_corners", 0)),
         )
     ]
+
+
+@converts("Col2Im")
+def _col2im(imp: Importer, node: Node) -> list[Value]:
+    image = ints(imp.static(node, 1, "image_shape"))
+    block = ints(imp.static(node, 2, "block_shape"))
+    return [
+        imp.emit(
+            nni.Col2ImOp,
+            node.required(0),
+            image_shape=tuple(image),
+            block_shape=tuple(block),
+            dilations=tuple(int(v) for v in node.attr("dilations", [])),
+            pads=tuple(int(v) for v in node.attr("pads", [])),
+            strides=tuple(int(v) for v in node.attr("strides", [])),
+        )
+    ]
