@@ -28,7 +28,7 @@ LayerNormalization InstanceNormalization GroupNormalization MeanVarianceNormaliz
 LpNormalization RMSNormalization DepthToSpace SpaceToDepth GatherElements GatherND
 ScatterElements ScatterND Scatter Trilu OneHot NonZero Compress ReverseSequence If LogSoftmax
 Hardmax Resize Upsample Unique EyeLike CenterCropPad Attention NegativeLogLikelihoodLoss
-SoftmaxCrossEntropyLoss GridSample Col2Im
+SoftmaxCrossEntropyLoss GridSample Col2Im AffineGrid
 """.split()
 
 ALLOWED_SKIPS = (
@@ -309,3 +309,31 @@ def test_softmax_cross_entropy_with_ignored_targets_matches_onnxruntime() -> Non
     ours, want, _ = run_both(model, [x, t])
     for a, e in zip(ours, want, strict=True):
         assert_within(a, e, reduction_bound(10, 10 * (np.abs(x).max() + 5)) + ulp_bound(e, 64))
+
+
+@pytest.mark.parametrize("align_corners", [0, 1])
+def test_affine_grid_then_grid_sample_matches_onnxruntime(align_corners: int) -> None:
+    """A spatial transformer: AffineGrid's grid (a matmul with a constant base grid) feeds GridSample."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 3, 5, 6)).astype(np.float32)
+    theta = (np.eye(2, 3) + 0.2 * rng.standard_normal((2, 2, 3))).astype(np.float32)
+    nodes = [
+        helper.make_node("AffineGrid", ["theta", "size"], ["grid"], align_corners=align_corners),
+        helper.make_node("GridSample", ["x", "grid"], ["y"], align_corners=align_corners, padding_mode="border"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape),
+            helper.make_tensor_value_info("theta", TensorProto.FLOAT, theta.shape),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializer=[numpy_helper.from_array(np.array([2, 3, 4, 7], np.int64), "size")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    model.ir_version = 9
+    (ours,), (want,), _ = run_both(model, [x, theta])
+    assert ours.shape == (2, 3, 4, 7)
+    # a 3-term contraction for the grid (its error moves the taps), then 4 taps in [0, 1]
+    assert_within(ours, want, reduction_bound(16, 16 * np.abs(x).max()))

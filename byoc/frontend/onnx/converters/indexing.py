@@ -602,3 +602,23 @@ def _col2im(imp: Importer, node: Node) -> list[Value]:
             strides=tuple(int(v) for v in node.attr("strides", [])),
         )
     ]
+
+
+@converts("AffineGrid")
+def _affine_grid(imp: Importer, node: Node) -> list[Value]:
+    theta = node.required(0)
+    size = ints(imp.static(node, 1, "size"))
+    dims = size[2:]
+    r = len(dims)
+    if r not in (2, 3) or imp.shape(theta) != (size[0], r, r + 1):
+        raise OnnxImportError(f"AffineGrid's theta {list(imp.shape(theta))} does not fit size {size}")
+    align = bool(node.attr("align_corners", 0))
+    axes = [
+        np.linspace(-1.0, 1.0, d) if align else (np.arange(d) * 2.0 + 1.0) / d - 1.0 for d in dims
+    ]
+    mesh = np.meshgrid(*axes, indexing="ij")  # per dim, in dim order (z,) y, x
+    base = np.stack([*mesh[::-1], np.ones(dims)], axis=-1).reshape(-1, r + 1)  # x, y, (z,) 1
+    base = base.astype(imp.dtype(theta))
+    # grid = base . theta^T for each batch: (P, r + 1) x (N, r + 1, r) -> (N, P, r)
+    grid = imp.emit(nn.MatmulOp, base, imp.emit(nn.TransposeOp, theta, axes=(0, 2, 1)))
+    return [imp.reshape(grid, (size[0], *dims, r))]
