@@ -28,7 +28,7 @@ LayerNormalization InstanceNormalization GroupNormalization MeanVarianceNormaliz
 LpNormalization RMSNormalization DepthToSpace SpaceToDepth GatherElements GatherND
 ScatterElements ScatterND Scatter Trilu OneHot NonZero Compress ReverseSequence If LogSoftmax
 Hardmax Resize Upsample Unique EyeLike CenterCropPad Attention NegativeLogLikelihoodLoss
-SoftmaxCrossEntropyLoss GridSample Col2Im AffineGrid
+SoftmaxCrossEntropyLoss GridSample Col2Im AffineGrid LpPool
 """.split()
 
 ALLOWED_SKIPS = (
@@ -337,3 +337,12 @@ def test_affine_grid_then_grid_sample_matches_onnxruntime(align_corners: int) ->
     assert ours.shape == (2, 3, 4, 7)
     # a 3-term contraction for the grid (its error moves the taps), then 4 taps in [0, 1]
     assert_within(ours, want, reduction_bound(16, 16 * np.abs(x).max()))
+
+
+@pytest.mark.parametrize(("p", "attrs"), [(2, {"pads": [1, 0, 1, 2]}), (3, {"strides": [2, 1], "dilations": [1, 2]})])
+def test_lp_pool_matches_onnxruntime(p: int, attrs: dict[str, Any]) -> None:
+    x = np.random.default_rng(12).standard_normal((1, 2, 6, 7)).astype(np.float32)
+    model = one_node_model("LpPool", [("x", x, False)], opset=18, kernel_shape=[2, 3], p=p, **attrs)
+    (ours,), (want,), _ = run_both(model, [x])
+    # a sum of 6 powers, then a root (pow: ULPS)
+    assert_within(ours, want, reduction_bound(6, 6 * np.abs(want).max()) + ulp_bound(want, 64))

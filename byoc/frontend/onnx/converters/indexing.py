@@ -622,3 +622,37 @@ def _affine_grid(imp: Importer, node: Node) -> list[Value]:
     # grid = base . theta^T for each batch: (P, r + 1) x (N, r + 1, r) -> (N, P, r)
     grid = imp.emit(nn.MatmulOp, base, imp.emit(nn.TransposeOp, theta, axes=(0, 2, 1)))
     return [imp.reshape(grid, (size[0], *dims, r))]
+
+
+@converts("LpPool")
+def _lp_pool(imp: Importer, node: Node) -> list[Value]:
+    """(sum over the window of |x|^p)^(1/p): an average pool counting the padding (zeros add
+    nothing to the sum), times the window size, on |x|^p."""
+    from byoc.frontend.onnx.converters import neural
+
+    x = node.required(0)
+    n = neural._spatial(imp, node, x)  # pyright: ignore[reportPrivateUsage]
+    kernel = [int(k) for k in node.required_attr("kernel_shape")]
+    strides = [int(s) for s in node.attr("strides", [1] * n)]
+    dilations = [int(d) for d in node.attr("dilations", [1] * n)]
+    pads = neural._auto_pads(  # pyright: ignore[reportPrivateUsage]
+        string(node.attr("auto_pad", "NOTSET")), imp.shape(x)[2:], kernel, strides, dilations
+    )
+    if pads is None:
+        pads = [int(p) for p in node.attr("pads", [0] * (2 * n))]
+    if node.attr("ceil_mode", 0):  # a window past the padding would divide by fewer elements
+        raise UnsupportedOnnxError("LpPool with ceil_mode is not supported")
+    p = float(node.attr("p", 2))
+    powered = imp.emit(nn.PowerOp, imp.emit(nn.AbsOp, x), imp.scalar_like(p, x))
+    mean = imp.emit(
+        nn.AvgPool2DOp,
+        neural._to_2d(imp, powered, n),  # pyright: ignore[reportPrivateUsage]
+        pool_size=neural._as_2d(kernel, n, 1),  # pyright: ignore[reportPrivateUsage]
+        strides=neural._as_2d(strides, n, 1),  # pyright: ignore[reportPrivateUsage]
+        padding=neural._pads_2d(pads, n),  # pyright: ignore[reportPrivateUsage]
+        dilation=neural._as_2d(dilations, n, 1),  # pyright: ignore[reportPrivateUsage]
+        count_include_pad=True,
+    )
+    total = imp.emit(nn.MultiplyOp, mean, imp.scalar_like(float(math.prod(kernel)), x))
+    y = imp.emit(nn.PowerOp, total, imp.scalar_like(1.0 / p, x))
+    return [neural._from_2d(imp, y, n)]  # pyright: ignore[reportPrivateUsage]
