@@ -2,8 +2,8 @@
 
 Gathers and scatters (`gather_elements`, `gather_nd`, `scatter_elements`,
 `scatter_nd`), `trilu`, `one_hot`, `reverse_sequence`, the normalisations that are
-one op (`layer_norm`, `log_softmax`, `hardmax`) and the N-d `resize` with every
-ONNX mode. Each op's type relation is its `infer`; its numpy kernel is in
+one op (`layer_norm`, `rms_norm`, `log_softmax`, `hardmax`), the N-d `resize` with every
+ONNX mode, `grid_sample`, `col2im`, `nll_loss` and `attention`. Each op's type relation is its `infer`; its numpy kernel is in
 `byoc/interpreters/kernels_indexing.py`. None has a C kernel: they run on the host
 or in ExampleJSON (docs/onnx.md says why).
 """

@@ -1,6 +1,8 @@
-"""ONNX ops of coverage part B: gathers and scatters, Trilu, OneHot, NonZero, Compress,
-ReverseSequence, DepthToSpace/SpaceToDepth, the normalisations, LogSoftmax/Hardmax,
-the general Resize, and `If` with a condition known at import (the branch is inlined)."""
+"""ONNX ops of coverage part B: gathers and scatters, Trilu, OneHot, NonZero, Unique,
+Compress, ReverseSequence, DepthToSpace/SpaceToDepth, CenterCropPad, EyeLike, the
+normalisations, LogSoftmax/Hardmax, the general Resize, `If` with a condition known at
+import (the branch is inlined), Attention, the NLL and softmax cross-entropy losses,
+GridSample, AffineGrid, Col2Im and LpPool. docs/onnx.md says how each maps."""
 
 from __future__ import annotations
 
