@@ -292,7 +292,7 @@ def test_unsupported_op_names_type_node_and_supported_list() -> None:
     message = str(info.value)
     assert "unsupported ONNX op type 'Celu'" in message
     assert "node 'my_celu'" in message
-    assert "supported: Abs, Add, AveragePool" in message
+    assert "supported: Abs, Add, " in message
     assert all(op in message for op in SUPPORTED_OPS)
 
 
