@@ -3,6 +3,7 @@ interpreter functions that run a module with them (`nn`, `byoc`, `reference`).""
 
 from __future__ import annotations
 
+from byoc.interpreters import kernels_indexing  # noqa: F401  (registers part B's kernels first)
 from byoc.interpreters.byoc import ByocFunctions
 from byoc.interpreters.kernels import KERNELS
 from byoc.interpreters.nn import NnFunctions

@@ -499,7 +499,3 @@ def reduce_max(x: Array, *, axes: Sequence[int], keepdims: bool) -> Array:
 @kernel("nn.constant")
 def constant(*, value: Array) -> Array:
     return value
-
-
-# ---- ONNX coverage, part B: the kernels of byoc/dialects/nn/indexing.py -------------
-from byoc.interpreters import kernels_indexing  # noqa: E402, F401  (registers with @kernel)

@@ -11,6 +11,7 @@ from xdsl.dialects.builtin import (  # reached as nn.f32 / nn.IntegerType by old
     IntegerType,
     f32,
 )
+from xdsl.ir import Dialect
 
 from byoc.dialects.nn.format import (
     HEX_CONSTANTS_LARGER_THAN,
@@ -19,8 +20,8 @@ from byoc.dialects.nn.format import (
     print_constant,
     print_nn_op,
 )
+from byoc.dialects.nn.indexing import INDEXING_OPS
 from byoc.dialects.nn.ops import (
-    NN_OPS,
     AbsOp,
     AddOp,
     AvgPool2DOp,
@@ -52,7 +53,6 @@ from byoc.dialects.nn.ops import (
     MinimumOp,
     MultiplyOp,
     NegativeOp,
-    Nn,
     NNOp,
     PadOp,
     Pool2DOp,
@@ -78,6 +78,7 @@ from byoc.dialects.nn.ops import (
     UnaryOp,
     broadcast_shapes,
 )
+from byoc.dialects.nn.ops import Nn as _CoreNn
 from byoc.dialects.nn.types import (
     ALL_TYPES,
     DTYPE_NAMES,
@@ -101,6 +102,13 @@ from byoc.dialects.nn.types import (
     tensor,
     to_python,
 )
+
+Nn = Dialect("nn", [*_CoreNn.operations, *INDEXING_OPS], [])
+"""The nn dialect: the core ops of ops.py, then those of ONNX coverage part B (indexing.py,
+which builds on ops.py, so ops.py cannot list them without an import cycle)."""
+
+NN_OPS: dict[str, type[NNOp]] = {op.name: op for op in Nn.operations}  # type: ignore[misc]
+"""op name -> op class, for every nn op."""
 
 __all__ = [
     "ALL_TYPES",

@@ -1154,9 +1154,6 @@ class ConstantOp(NNOp):
         return cls.from_array(array, attributes)
 
 
-# ONNX coverage, part B: ops defined in indexing.py on NNOp (imported here, after NNOp exists)
-from byoc.dialects.nn.indexing import INDEXING_OPS  # noqa: E402
-
 Nn = Dialect(
     "nn",
     [
@@ -1208,8 +1205,6 @@ Nn = Dialect(
         ReduceSumOp,
         ReduceMaxOp,
         ConstantOp,
-        # -- ONNX coverage, part B (indexing.py): gathers, scatters, norms, N-d resize --
-        *INDEXING_OPS,
     ],
     [],
 )
