@@ -107,7 +107,10 @@ def _non_zero(imp: Importer, node: Node) -> list[Value]:
     # the result's shape is the count of non-zeros: known only when the input is
     x = imp.static(node, 0, "input (NonZero's result shape depends on its values)")
     assert x is not None
-    return [np.asarray(np.nonzero(np.asarray(x)), dtype=np.int64).reshape(np.ndim(x), -1)]
+    a = np.asarray(x)
+    if a.ndim == 0:  # numpy refuses a 0-d nonzero: no coordinates, one column if the value is set
+        return [np.zeros((0, int(bool(a))), dtype=np.int64)]
+    return [np.asarray(np.nonzero(a), dtype=np.int64).reshape(a.ndim, -1)]
 
 
 @converts("Unique")
