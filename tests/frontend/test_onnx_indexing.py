@@ -28,7 +28,7 @@ LayerNormalization InstanceNormalization GroupNormalization MeanVarianceNormaliz
 LpNormalization RMSNormalization DepthToSpace SpaceToDepth GatherElements GatherND
 ScatterElements ScatterND Scatter Trilu OneHot NonZero Compress ReverseSequence If LogSoftmax
 Hardmax Resize Upsample Unique EyeLike CenterCropPad Attention NegativeLogLikelihoodLoss
-SoftmaxCrossEntropyLoss GridSample Col2Im AffineGrid LpPool
+SoftmaxCrossEntropyLoss GridSample Col2Im AffineGrid LpPool MaxUnpool
 """.split()
 
 ALLOWED_SKIPS = (
@@ -346,3 +346,28 @@ def test_lp_pool_matches_onnxruntime(p: int, attrs: dict[str, Any]) -> None:
     (ours,), (want,), _ = run_both(model, [x])
     # a sum of 6 powers, then a root (pow: ULPS)
     assert_within(ours, want, reduction_bound(6, 6 * np.abs(want).max()) + ulp_bound(want, 64))
+
+
+def test_max_unpool_of_max_pool_indices_matches_onnxruntime() -> None:
+    x = np.random.default_rng(13).standard_normal((1, 2, 4, 6)).astype(np.float32)
+    pool = one_node_model(
+        "MaxPool", [("x", x, False)], outputs=2, out_types=(TensorProto.FLOAT, TensorProto.INT64), opset=12,
+        kernel_shape=[2, 2], strides=[2, 2],
+    )
+    pooled, indices = onnxruntime_execute(pool, [x])
+    model = one_node_model(
+        "MaxUnpool", [("p", pooled, False), ("i", indices, False)], opset=11, kernel_shape=[2, 2], strides=[2, 2]
+    )
+    (ours,), (want,), _ = run_both(model, [pooled, indices])
+    np.testing.assert_array_equal(ours, want)
+    # with a larger output_shape, onnx's reference (the node tests' semantics) places the
+    # unpooled tensor at the start of each dim; onnxruntime reads the indices differently
+    shaped = one_node_model(
+        "MaxUnpool",
+        [("p", pooled, False), ("i", indices, False), ("s", np.array([1, 2, 5, 7], np.int64), True)],
+        opset=11,
+        kernel_shape=[2, 2],
+        strides=[2, 2],
+    )
+    (ours,) = BuildExecute()(import_model(shaped), [pooled, indices])
+    np.testing.assert_array_equal(ours, np.pad(want, ((0, 0), (0, 0), (0, 1), (0, 1))))

@@ -661,3 +661,37 @@ def _lp_pool(imp: Importer, node: Node) -> list[Value]:
     total = imp.emit(nn.MultiplyOp, mean, imp.scalar_like(float(math.prod(kernel)), x))
     y = imp.emit(nn.PowerOp, total, imp.scalar_like(1.0 / p, x))
     return [neural._from_2d(imp, y, n)]  # pyright: ignore[reportPrivateUsage]
+
+
+@converts("MaxUnpool")
+def _max_unpool(imp: Importer, node: Node) -> list[Value]:
+    """Scatter x to its flat indices in zeros of the unpooled shape (nn.scatter_nd on the
+    flattened tensor), reshape, then pad out to `output_shape`. This is onnx's reference,
+    which the node tests store: the indices are flat over the shape the pool parameters
+    imply, placed at the start of each dim of a larger `output_shape` (onnxruntime reads
+    them as flat over `output_shape` instead; the two agree without it)."""
+    x, idx = node.required(0), node.required(1)
+    shape = imp.shape(x)
+    kernel = [int(k) for k in node.required_attr("kernel_shape")]
+    n = len(kernel)
+    strides = [int(s) for s in node.attr("strides", [1] * n)]
+    pads = [int(p) for p in node.attr("pads", [0] * (2 * n))]
+    if len(shape) != n + 2 or imp.shape(idx) != shape:
+        raise OnnxImportError(f"MaxUnpool's input {list(shape)} and indices {list(imp.shape(idx))} do not fit")
+    unpooled = [*shape[:2], *((shape[2 + i] - 1) * strides[i] - pads[i] - pads[n + i] + kernel[i] for i in range(n))]
+    out = imp.static(node, 2, "output_shape")
+    target = unpooled if out is None else ints(out)
+    if len(target) != len(unpooled) or any(t < u for t, u in zip(target, unpooled, strict=True)):
+        raise OnnxImportError(f"MaxUnpool's output_shape {target} is smaller than the unpooled {unpooled}")
+    zeros = np.zeros(math.prod(unpooled), dtype=imp.dtype(x))
+    flat = imp.emit(
+        nni.ScatterNDOp,
+        zeros,
+        imp.reshape(idx, (math.prod(shape), 1)),
+        imp.reshape(x, (math.prod(shape),)),
+    )
+    y = imp.reshape(flat, unpooled)
+    if target != unpooled:
+        width = tuple(w for t, u in zip(target, unpooled, strict=True) for w in (0, t - u))
+        y = imp.emit(nn.PadOp, y, pad_width=width)
+    return [y]
