@@ -287,3 +287,258 @@ def resize(x: Array, *, size: Sequence[int], scales: Sequence[float], roi: Seque
         info = np.iinfo(x.dtype)
         y = np.clip(np.round(y), info.min, info.max)
     return y.astype(x.dtype)
+
+
+# ---- attention -------------------------------------------------------------------------
+
+_PRECISIONS = {1: np.float32, 10: np.float16, 11: np.float64}
+"""softmax_precision (an ONNX type code) -> numpy dtype."""
+
+
+def _heads_first(x: Array, heads: int) -> Array:
+    """(batch, seq, heads * size) -> (batch, heads, seq, size)."""
+    b, s, hidden = x.shape
+    return x.reshape(b, s, heads, hidden // heads).transpose(0, 2, 1, 3)
+
+
+def _frontier_bias(base: Array, offset: Any, allowed: Callable[[Array], Array]) -> Array:
+    """base + (0 where allowed(i + offset - j) else -inf) over (q, kv); a per-batch offset
+    (a vector) adds a (batch, 1, q, kv) bias."""
+    sq, skv = base.shape[-2:]
+    i = np.arange(sq).reshape(sq, 1)
+    j = np.arange(skv).reshape(1, skv)
+    per_batch = np.ndim(offset) > 0
+    diff = (i + np.reshape(offset, (-1, 1, 1)) if per_batch else i + int(offset)) - j
+    bias = np.where(allowed(diff), base.dtype.type(0), base.dtype.type(-np.inf))
+    return base + (bias.reshape(bias.shape[0], 1, sq, skv) if per_batch else bias)
+
+
+def _safe_softmax(x: Array) -> Array:
+    """softmax over the last axis; a row of -inf gives zeros (no NaN)."""
+    top = x.max(axis=-1, keepdims=True)
+    e = np.exp(x - np.where(np.isneginf(top), x.dtype.type(0), top))
+    total = e.sum(axis=-1, keepdims=True)
+    return e / np.where(total == 0, x.dtype.type(1), total)
+
+
+@kernel("nn.attention")
+def attention(
+    *inputs: Array,
+    has_mask: bool,
+    has_past: bool,
+    has_nonpad: bool,
+    num_outputs: int,
+    is_causal: bool,
+    q_num_heads: int,
+    kv_num_heads: int,
+    scale: float,
+    softcap: float,
+    qk_matmul_output_mode: int,
+    softmax_precision: int,
+    left_window_size: int,
+    right_window_size: int,
+) -> Any:
+    q, k, v = inputs[:3]
+    rest = list(inputs[3:])
+    mask = rest.pop(0) if has_mask else None
+    past_k, past_v = (rest.pop(0), rest.pop(0)) if has_past else (None, None)
+    nonpad = rest.pop(0).astype(np.int64).reshape(-1) if has_nonpad else None
+    three_d = q.ndim == 3
+    if three_d:
+        q, k, v = _heads_first(q, q_num_heads), _heads_first(k, kv_num_heads), _heads_first(v, kv_num_heads)
+    dt = q.dtype
+    root = dt.type(np.sqrt(scale if scale else 1 / np.sqrt(q.shape[3])))
+    if past_k is not None:
+        k, v = np.concatenate((past_k, k), axis=2), np.concatenate((past_v, v), axis=2)
+    present_k, present_v = k, v
+    sq, skv = q.shape[2], k.shape[2]
+    bias = np.zeros((sq, skv), dt)
+    if mask is not None and mask.shape[-1] < skv:  # a short mask is padded: masked out
+        width = [(0, 0)] * (mask.ndim - 1) + [(0, skv - mask.shape[-1])]
+        mask = np.pad(mask, width, constant_values=False if mask.dtype == np.bool_ else -np.inf)
+    if mask is not None and mask.dtype == np.bool_:
+        mask = np.where(mask, dt.type(0), dt.type(-np.inf))
+    # the causal / window frontier: i + offset, offset the keys before this query block
+    if past_k is None and nonpad is not None:
+        offset: Any = nonpad - sq
+    else:
+        offset = past_k.shape[2] if past_k is not None else 0
+    windowed = left_window_size >= 0 or right_window_size >= 0
+    if is_causal:
+        base = np.zeros((sq, skv), dt) if mask is None else np.array(mask, dtype=dt)
+        if windowed:
+            base = np.zeros((sq, skv), dt) + base
+        bias = _frontier_bias(base, offset, lambda d: d >= 0)
+    elif mask is not None:
+        bias = bias + mask.astype(dt)
+    if windowed:
+
+        def inside(d: Array) -> Array:
+            ok = np.ones(d.shape, dtype=np.bool_)
+            if left_window_size >= 0:
+                ok &= d <= left_window_size
+            if right_window_size >= 0:
+                ok &= -d <= right_window_size
+            return ok
+
+        bias = _frontier_bias(np.zeros((sq, skv), dt) + bias, offset, inside)
+    if nonpad is not None:
+        keep = (np.arange(skv) < nonpad[:, None]).reshape(-1, 1, 1, skv)
+        bias = bias + np.where(keep, 0, -np.inf).astype(bias.dtype)
+    hq, hkv = q.shape[1], k.shape[1]
+    if hq != hkv:  # grouped-query attention: each kv head serves hq / hkv query heads
+        k, v = np.repeat(k, hq // hkv, axis=1), np.repeat(v, hq // hkv, axis=1)
+    qk = np.matmul(q * root, np.swapaxes(k * root, 2, 3))
+    if softcap > 0:
+        qk = np.tanh(qk / dt.type(softcap)) * dt.type(softcap)
+    with_bias = qk + bias
+    qk_out = with_bias if qk_matmul_output_mode == 2 else qk
+    if softmax_precision:
+        with_bias = with_bias.astype(_PRECISIONS[softmax_precision])
+    probs = _safe_softmax(with_bias)
+    masked_rows = np.isneginf(np.max(bias, axis=-1, keepdims=True))  # no key left to attend
+    probs = np.where(masked_rows, probs.dtype.type(0), probs)
+    if qk_matmul_output_mode == 3:
+        qk_out = probs
+    y = np.matmul(probs.astype(dt), v)
+    if three_d:
+        y = y.transpose(0, 2, 1, 3).reshape(y.shape[0], y.shape[2], -1)
+    results = (y, present_k, present_v, np.asarray(qk_out).astype(dt))[:num_outputs]
+    return results[0] if num_outputs == 1 else results
+
+
+@kernel("nn.nll_loss")
+def nll_loss(x: Array, target: Array, *weight: Array, reduction: str, ignore_index: int, has_ignore: bool) -> Array:
+    n, c = x.shape[:2]
+    t = target.reshape(n, -1).astype(np.int64)
+    ignored = t == ignore_index if has_ignore else np.zeros(t.shape, dtype=np.bool_)
+    tc = np.clip(t, 0, c - 1)  # an ignored target may lie outside [0, C)
+    picked = np.take_along_axis(x.reshape(n, c, -1), tc[:, None, :], axis=1)[:, 0, :]
+    loss = np.where(ignored, x.dtype.type(0), -picked).reshape(target.shape)
+    if weight or has_ignore:
+        w = np.take(weight[0], tc) if weight else np.ones(t.shape, x.dtype)
+        w = np.where(ignored, 0, w).astype(x.dtype).reshape(target.shape)
+        loss = w * loss
+        if reduction == "mean":
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return np.asarray(loss.sum() / w.sum()).astype(x.dtype)
+    if reduction == "mean":
+        return np.asarray(loss.mean()).astype(x.dtype)
+    if reduction == "sum":
+        return np.asarray(loss.sum()).astype(x.dtype)
+    return loss.astype(x.dtype)
+
+
+# ---- grid sample ------------------------------------------------------------------------
+
+
+def _reflect(x: Array, lo: float, hi: float) -> Array:
+    """Fold coordinates into [lo, hi] by reflecting at the nearer border (ONNX GridSample)."""
+    span = hi - lo
+    below, above = x < lo, x > hi
+    d = np.where(below, lo - x, np.where(above, x - hi, 0))
+    n = np.trunc(d / span) if span else np.zeros_like(d)
+    r = d - n * span
+    even = n % 2 == 0
+    folded_below = np.where(even, lo + r, hi - r)
+    folded_above = np.where(even, hi - r, lo + r)
+    return np.where(below, folded_below, np.where(above, folded_above, x))
+
+
+def _keys(t: Array, a: float = -0.75) -> Array:
+    """The 4 cubic convolution weights (Keys, a = -0.75) of fraction t in [0, 1)."""
+    return np.stack(
+        [
+            ((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a,
+            ((a + 2) * t - (a + 3)) * t * t + 1,
+            ((a + 2) * (1 - t) - (a + 3)) * (1 - t) * (1 - t) + 1,
+            ((a * (2 - t) - 5 * a) * (2 - t) + 8 * a) * (2 - t) - 4 * a,
+        ],
+        axis=-1,
+    )
+
+
+@kernel("nn.grid_sample")
+def grid_sample(x: Array, grid: Array, *, mode: str, padding_mode: str, align_corners: bool) -> Array:
+    n, c = x.shape[:2]
+    dims = x.shape[2:]
+    r = len(dims)
+    out_shape = grid.shape[1:-1]
+    coords = grid.reshape(n, -1, r)[..., ::-1]  # (N, P, r), dim order
+    f = coords.dtype.type
+    taps: list[Array] = []
+    weights: list[Array] = []
+    for i, size in enumerate(dims):
+        g = coords[..., i]
+        if align_corners:
+            v, lo, hi = (g + f(1)) / f(2) * f(size - 1), 0.0, float(size - 1)
+        else:
+            v, lo, hi = ((g + f(1)) * f(size) - f(1)) / f(2), -0.5, size - 0.5
+        if mode == "nearest":
+            v = np.rint(v)
+        outside = (v < lo) | (v > hi)
+        if padding_mode == "border":
+            v = np.where(outside, np.clip(v, 0, size - 1), v)
+        elif padding_mode == "reflection":
+            v = np.where(outside, _reflect(v, lo, hi), v)
+        if mode == "nearest":
+            idx, w = v.astype(np.int64)[..., None], np.ones(v.shape + (1,), v.dtype)
+        else:
+            base = np.floor(v)
+            t = v - base
+            if mode == "linear":
+                idx = base.astype(np.int64)[..., None] + np.arange(2)
+                w = np.stack([1 - t, t], axis=-1)
+            else:
+                idx = base.astype(np.int64)[..., None] + np.arange(-1, 3)
+                w = _keys(t)
+        # where a tap lands outside: zeros drops it, border clamps it, reflection folds it
+        if padding_mode == "zeros":
+            w = np.where((idx < 0) | (idx >= size), 0, w)
+            idx = np.clip(idx, 0, size - 1)
+        elif padding_mode == "border":
+            idx = np.clip(idx, 0, size - 1)
+        else:
+            idx = np.clip(_reflect(idx.astype(np.float64), lo, hi).astype(np.int64), 0, size - 1)
+        taps.append(idx)
+        weights.append(w)
+    out = np.zeros((n, c, coords.shape[1]), dtype=np.float64)
+    for b in range(n):
+        xb = x[b].astype(np.float64)
+        for combo in np.ndindex(*[t.shape[-1] for t in taps]):
+            index = tuple(taps[d][b, :, k] for d, k in enumerate(combo))
+            w = np.prod([weights[d][b, :, k].astype(np.float64) for d, k in enumerate(combo)], axis=0)
+            out[b] += xb[(slice(None), *index)] * w
+    return out.reshape(n, c, *out_shape).astype(x.dtype)
+
+
+@kernel("nn.col2im")
+def col2im(
+    x: Array,
+    *,
+    image_shape: Sequence[int],
+    block_shape: Sequence[int],
+    dilations: Sequence[int],
+    pads: Sequence[int],
+    strides: Sequence[int],
+) -> Array:
+    r = len(image_shape)
+    dil = dilations or (1,) * r
+    pad = pads or (0,) * (2 * r)
+    stride = strides or (1,) * r
+    n, cb, _ = x.shape
+    c = cb // math.prod(block_shape)
+    counts = [
+        (image_shape[i] + pad[i] + pad[r + i] - dil[i] * (block_shape[i] - 1) - 1) // stride[i] + 1
+        for i in range(r)
+    ]
+    padded = np.zeros((n, c, *(image_shape[i] + pad[i] + pad[r + i] for i in range(r))), dtype=x.dtype)
+    cols = x.reshape(n, c, math.prod(block_shape), *counts)
+    for k, offset in enumerate(np.ndindex(*block_shape)):
+        window = tuple(
+            slice(offset[i] * dil[i], offset[i] * dil[i] + (counts[i] - 1) * stride[i] + 1, stride[i])
+            for i in range(r)
+        )
+        padded[(slice(None), slice(None), *window)] += cols[:, :, k]
+    crop = tuple(slice(pad[i], pad[i] + image_shape[i]) for i in range(r))
+    return np.ascontiguousarray(padded[(slice(None), slice(None), *crop)])

@@ -24,6 +24,7 @@ from byoc.dialects import examplejson as ej
 from byoc.dialects import nn
 from byoc.dialects.byoc import COMPILER_ATTR
 from byoc.dialects.examplejson.text import to_text
+from byoc.dialects.nn.indexing import float_array
 from byoc.frontend.examplejson import ExampleJsonSyntaxError, parse_examplejson
 from byoc.interpreters.kernels import KERNELS
 from byoc.lowering.nn_to_examplejson import LowerToExampleJsonPass
@@ -186,6 +187,34 @@ CASES: dict[str, Callable[[], tuple[list[Array], dict[str, Any]]]] = {
     "logical_xor": lambda: ([f32(3, 4) > 0, f32(3, 4) > 0], {}),
     "logical_not": lambda: ([f32(3, 4) > 0], {}),
     "where": lambda: ([f32(3, 1) > 0, f32(3, 4), f32(4)], {}),
+    # -- ONNX coverage, part B (byoc/dialects/nn/indexing.py) --
+    "gather_elements": lambda: ([f32(3, 4), np.array([[0, -1], [2, 1], [3, 3]])], {"axis": 1}),
+    "gather_nd": lambda: ([f32(3, 4), np.array([[2], [0]])], {}),
+    "scatter_elements": lambda: (
+        [f32(3, 4), np.array([[0, 1], [2, 1]]), f32(2, 2)],
+        {"axis": 0, "reduction": "add"},
+    ),
+    "scatter_nd": lambda: ([f32(3, 4), np.array([[1, 2], [0, 0]]), f32(2)], {"reduction": "max"}),
+    "trilu": lambda: ([f32(3, 4)], {"k": 1, "upper": False}),
+    "one_hot": lambda: ([np.array([0, 2, -1]), f32(2)], {"depth": 3, "axis": 0}),
+    "reverse_sequence": lambda: ([f32(4, 3), np.array([1, 4, 2])], {}),
+    "layer_norm": lambda: ([f32(2, 3, 4), f32(4), f32(4)], {"axis": -1, "epsilon": 1e-3}),
+    "rms_norm": lambda: ([f32(2, 3, 4), f32(3, 4)], {"axis": 1}),
+    "log_softmax": lambda: ([f32(3, 4)], {"axis": 0}),
+    "hardmax": lambda: ([f32(3, 4)], {}),
+    "resize": lambda: (
+        [f32(2, 3, 4)],
+        {"size": (2, 6, 2), "scales": float_array([1.0, 2.0, 0.5]), "mode": "cubic", "antialias": True},
+    ),
+    "nll_loss": lambda: (
+        [f32(2, 3, 4), np.array([[0, 2, 1, 5], [1, 1, 0, 2]]), f32(3, low=0.5)],
+        {"ignore_index": 5, "has_ignore": True},
+    ),
+    "grid_sample": lambda: (
+        [f32(1, 2, 3, 4), f32(1, 5, 2, 2, low=-1.2, high=1.2)],
+        {"mode": "linear", "padding_mode": "reflection"},
+    ),
+    "col2im": lambda: ([f32(1, 4, 6)], {"image_shape": (3, 4), "block_shape": (2, 2)}),
 }
 
 

@@ -190,6 +190,35 @@ BUILDS: dict[
         {"hidden_size": 3, "direction": "reverse"},
         [((5, 1, 2, 3), F), ((1, 2, 3), F)],
     ),
+    # -- ONNX coverage, part B (byoc/dialects/nn/indexing.py) --
+    "nn.gather_elements": ([((2, 3), F), ((2, 5), I64)], {"axis": 1}, [((2, 5), F)]),
+    "nn.gather_nd": ([((2, 3, 4), F), ((2, 5, 1), I64)], {"batch_dims": 1}, [((2, 5, 4), F)]),
+    "nn.scatter_elements": (
+        [((4, 3), F), ((2, 3), I32), ((2, 3), F)],
+        {"axis": 0, "reduction": "mul"},
+        [((4, 3), F)],
+    ),
+    "nn.scatter_nd": ([((4, 3), I64), ((2, 1), I64), ((2, 3), I64)], {"reduction": "add"}, [((4, 3), I64)]),
+    "nn.trilu": ([((3, 4, 5), I32)], {"k": -2, "upper": False}, [((3, 4, 5), I32)]),
+    "nn.one_hot": ([((2, 3), I64), ((2,), F)], {"depth": 4, "axis": 1}, [((2, 4, 3), F)]),
+    "nn.reverse_sequence": ([((5, 3, 2), F), ((3,), I64)], {}, [((5, 3, 2), F)]),
+    "nn.layer_norm": ([((2, 3, 4), F), ((3, 1), F), ((4,), F)], {"axis": 1}, [((2, 3, 4), F)]),
+    "nn.rms_norm": ([((2, 3, 4), F), ((4,), F)], {"epsilon": 1e-3}, [((2, 3, 4), F)]),
+    "nn.log_softmax": ([((2, 3), F)], {"axis": 0}, [((2, 3), F)]),
+    "nn.hardmax": ([((2, 3), f64)], {}, [((2, 3), f64)]),
+    "nn.resize": ([((2, 3, 4), F)], {"size": (3, 6, 2), "mode": "cubic"}, [((3, 6, 2), F)]),
+    "nn.attention": (
+        [((2, 5, 8), F), ((2, 7, 4), F), ((2, 7, 6), F)],
+        {"q_num_heads": 4, "kv_num_heads": 2, "num_outputs": 4},
+        [((2, 5, 12), F), ((2, 2, 7, 2), F), ((2, 2, 7, 3), F), ((2, 4, 5, 7), F)],
+    ),
+    "nn.nll_loss": ([((2, 3, 4), F), ((2, 4), I64), ((3,), F)], {"reduction": "none"}, [((2, 4), F)]),
+    "nn.grid_sample": ([((2, 3, 4, 5), F), ((2, 6, 7, 2), F)], {"mode": "cubic"}, [((2, 3, 6, 7), F)]),
+    "nn.col2im": (
+        [((1, 8, 6), F)],
+        {"image_shape": (3, 4), "block_shape": (2, 2), "strides": (1, 2), "pads": (0, 1, 0, 1)},
+        [((1, 2, 3, 4), F)],
+    ),
 }
 # issue #13: the quantized ops (byoc/dialects/nn/quant.py; more cases in test_nn_quant.py)
 _U8, _I8 = nn.ELEMENT_TYPES[7].element_type, nn.ELEMENT_TYPES[5].element_type
@@ -454,6 +483,7 @@ def test_constant_from_array_is_a_zero_copy_view(dtype: type) -> None:
 def test_constant_rejects_unsupported_dtypes_and_bad_payloads() -> None:
     with pytest.raises(ValueError, match="unsupported numpy dtype"):
         nn.ConstantOp.from_array(np.zeros(2, np.complex64))
+    nn.ConstantOp.from_array(np.zeros(2, np.float64)).verify()  # every table type is a constant
     ty = nn.tensor((4,))
     short = DenseIntOrFPElementsAttr(ty, BytesAttr(b"\x00" * 8))
     op = nn.ConstantOp.create(properties={"value": short}, result_types=[ty])

@@ -34,6 +34,10 @@ NEW_OPS = [
     "nn.log_softmax",
     "nn.hardmax",
     "nn.resize",
+    "nn.attention",
+    "nn.nll_loss",
+    "nn.grid_sample",
+    "nn.col2im",
 ]
 
 
@@ -123,6 +127,16 @@ func.func @main(%x: tensor<2x3x4xf32>, %i: tensor<2x3x4xi64>, %n: tensor<2x1xi64
         (nni.ResizeOp, [(1, 2, 3)], {"size": (1, 2)}, "3 values"),
         (nni.ResizeOp, [(1, 2, 3)], {"size": (1, 2, 6), "mode": "area"}, "mode"),
         (nni.ResizeOp, [(1, 2, 3)], {"size": (1, 2, 6), "antialias": True}, "antialias"),
+        (nni.AttentionOp, [(1, 2, 3, 4), (1, 2, 5, 4)], {}, "expected 3 operands"),
+        (nni.AttentionOp, [(1, 2, 3, 4), (1, 2, 5, 3), (1, 2, 5, 3)], {}, "disagree"),
+        (nni.AttentionOp, [(1, 3, 8), (1, 5, 8), (1, 5, 8)], {"q_num_heads": 3, "kv_num_heads": 2}, "3-D inputs"),
+        (nni.AttentionOp, [(1, 3, 3, 4), (1, 2, 5, 4), (1, 2, 5, 4)], {}, "multiple of kv heads"),
+        (nni.NLLLossOp, [(2, 3, 4), ((2, 3), i64)], {}, "does not fit"),
+        (nni.GridSampleOp, [(1, 2, 3, 4), (1, 5, 5, 3)], {}, "does not fit"),
+        (nni.Col2ImOp, [(1, 8, 5)], {"image_shape": (3, 4), "block_shape": (2, 2)}, "must be (N, C * 4, 6)"),
+        (nni.Col2ImOp, [(1, 8, 5)], {"image_shape": (3, 4), "block_shape": (5, 2)}, "does not fit"),
+        (nni.GridSampleOp, [(1, 2, 3, 4), (1, 5, 5, 2)], {"padding_mode": "wrap"}, "padding_mode"),
+        (nni.NLLLossOp, [(2, 3), ((2,), i64), (2,)], {}, "weight must have shape [3]"),
     ],
 )
 def test_relation_errors(cls: type[nn.NNOp], types: list[Any], attrs: dict[str, Any], message: str) -> None:
@@ -221,3 +235,86 @@ def test_resize_matches_onnx(mode: str, coord: str, extra: dict[str, Any], scale
     # attribute), this kernel in float64: a sum of at most 16 taps per output, each tap
     # weight at most 1.5 times an input
     assert_within(got, want, reduction_bound(16, 16 * 1.5 * np.abs(x).max()))
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {},
+        {"is_causal": 1, "softcap": 2.0, "qk_matmul_output_mode": 2},
+        {"left_window_size": 1, "right_window_size": 0, "qk_matmul_output_mode": 3},
+    ],
+)
+def test_attention_matches_onnx(attrs: dict[str, Any]) -> None:
+    rng = np.random.default_rng(5)
+    q = rng.standard_normal((2, 4, 3, 8)).astype(np.float32)
+    k = rng.standard_normal((2, 2, 5, 8)).astype(np.float32)
+    v = rng.standard_normal((2, 2, 5, 6)).astype(np.float32)
+    mask = rng.random((3, 4)) > 0.3  # shorter than the keys: padded as masked
+    pk = rng.standard_normal((2, 2, 1, 8)).astype(np.float32)
+    pv = rng.standard_normal((2, 2, 1, 6)).astype(np.float32)
+    names = ["q", "k", "v", "m", "pk", "pv"]
+    node = helper.make_node("Attention", names, ["y", "ck", "cv", "qk"], **attrs)
+    given = [q, k, v, mask, pk, pv]
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for n, a in zip(names, given, strict=True)],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y", "ck", "cv", "qk")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 25)])
+    want = ReferenceEvaluator(model).run(None, dict(zip(names, given, strict=True)))
+    got = KERNELS["nn.attention"](
+        *given,
+        has_mask=True,
+        has_past=True,
+        has_nonpad=False,
+        num_outputs=4,
+        is_causal=bool(attrs.get("is_causal", 0)),
+        q_num_heads=0,
+        kv_num_heads=0,
+        scale=0.0,
+        softcap=attrs.get("softcap", 0.0),
+        qk_matmul_output_mode=attrs.get("qk_matmul_output_mode", 0),
+        softmax_precision=0,
+        left_window_size=attrs.get("left_window_size", -1),
+        right_window_size=attrs.get("right_window_size", -1),
+    )
+    for a, e in zip(got, want, strict=True):
+        # two matmuls of at most 8 terms, a softmax of 6 (exp: ULPS)
+        assert_within(a, e, reduction_bound(16, 16 * np.abs(e).max() + 16) + ulp_bound(e, 64))
+
+
+def test_nll_loss_matches_onnx() -> None:
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((3, 4, 2)).astype(np.float32)
+    t = np.array([[0, 3], [9, 1], [2, 9]])
+    w = rng.random(4).astype(np.float32)
+    for reduction in ("none", "sum", "mean"):
+        want = onnx_ref("NegativeLogLikelihoodLoss", [x, t, w], opset=22, reduction=reduction, ignore_index=9)
+        got = KERNELS["nn.nll_loss"](x, t, w, reduction=reduction, ignore_index=9, has_ignore=True)
+        assert_within(got, want, reduction_bound(6, np.abs(x).max() * 6))
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [0, 1])
+def test_grid_sample_matches_onnx(mode: str, padding_mode: str, align_corners: int) -> None:
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((1, 2, 4, 5)).astype(np.float32)
+    grid = rng.uniform(-1.4, 1.4, (1, 3, 6, 2)).astype(np.float32)
+    want = onnx_ref("GridSample", [x, grid], opset=22, mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+    got = KERNELS["nn.grid_sample"](x, grid, mode=mode, padding_mode=padding_mode, align_corners=bool(align_corners))
+    # onnx's evaluator sums the taps in float32, this kernel in float64: at most 16 taps
+    assert_within(got, want, reduction_bound(16, 16 * 1.5 * np.abs(x).max()))
+
+
+def test_col2im_matches_onnx() -> None:
+    x = np.random.default_rng(10).standard_normal((2, 12, 6)).astype(np.float32)
+    attrs = {"dilations": [1, 2], "pads": [1, 0, 0, 1], "strides": [2, 1]}
+    image, block = np.array([3, 4]), np.array([2, 2])
+    want = onnx_ref("Col2Im", [x, image, block], opset=18, **attrs)
+    got = KERNELS["nn.col2im"](
+        x, image_shape=(3, 4), block_shape=(2, 2), **{k: tuple(v) for k, v in attrs.items()}
+    )
+    assert_within(got, want, reduction_bound(4, 4 * np.abs(x).max()))

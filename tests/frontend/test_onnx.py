@@ -320,6 +320,17 @@ def test_non_nn_element_types_are_rejected_not_converted(elem: int, name: str) -
         import_model(model)
 
 
+@pytest.mark.parametrize("elem", [TensorProto.DOUBLE, TensorProto.UINT8, TensorProto.BOOL, TensorProto.FLOAT16])
+def test_data_movement_takes_every_nn_element_type(elem: int) -> None:
+    model = make_model(
+        [helper.make_node("Transpose", ["x"], ["y"])], [tensor_in("x", [2, 3], elem)], [tensor_in("y", [3, 2], elem)]
+    )
+    x = (np.arange(6).reshape(2, 3) % 2).astype(helper.tensor_dtype_to_np_dtype(elem))
+    (y,) = run_reference(import_model(model), [x])
+    np.testing.assert_array_equal(y, x.T)
+    assert y.dtype == x.dtype
+
+
 def test_integer_ops_outside_nn_are_rejected() -> None:
     i32 = TensorProto.INT32
     model = make_model(
@@ -571,7 +582,7 @@ def test_resize(attrs: dict[str, Any], scales: list[float]) -> None:
     check_against_ort(model, rand(1, 2, 5, 6))
 
 
-def test_resize_cubic_is_unsupported() -> None:
+def test_resize_cubic_is_nn_resize() -> None:
     model = make_model(
         [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="cubic")],
         [tensor_in("x", [1, 2, 5, 6])],
@@ -579,8 +590,8 @@ def test_resize_cubic_is_unsupported() -> None:
         [np.array([1, 1, 2, 2], np.float32)],
         ["scales"],
     )
-    with pytest.raises(UnsupportedOnnxError, match="Resize mode 'cubic' is not supported"):
-        import_model(model)
+    assert "nn.resize " in str(import_model(model))
+    check_against_ort(model, rand(1, 2, 5, 6))
 
 
 def test_batchnorm_lrn_prelu_hard_activations() -> None:

@@ -953,3 +953,88 @@ def test_comparisons_logic_and_where_match_onnx() -> None:
     np.testing.assert_array_equal(run_op(nn.NN_OPS["nn.logical_not"], [p])[0], ort("Not", [p])[0])
     (got,) = run_op(nn.NN_OPS["nn.where"], [q, a, b])
     np.testing.assert_array_equal(got, ort("Where", [q, a, b])[0])
+
+
+# ---- ONNX coverage, part B (byoc/dialects/nn/indexing.py) ----------------------------
+
+
+@covers(
+    "nn.gather_elements",
+    "nn.gather_nd",
+    "nn.scatter_elements",
+    "nn.scatter_nd",
+    "nn.trilu",
+    "nn.one_hot",
+    "nn.reverse_sequence",
+    "nn.layer_norm",
+    "nn.rms_norm",
+    "nn.log_softmax",
+    "nn.hardmax",
+    "nn.resize",
+    "nn.attention",
+    "nn.nll_loss",
+    "nn.grid_sample",
+    "nn.col2im",
+)
+def test_part_b_ops_match_onnxruntime() -> None:
+    """Each op through the reference interpreter against onnxruntime's node (opsets 17-19)."""
+    from byoc.dialects.nn import indexing as nni
+
+    x = rand(3, 4)
+    idx = np.array([[0, 3, -1, 2], [1, 1, 0, -4], [2, 0, 3, 3]], np.int64)
+    nd = np.array([[2, -1], [0, 1]], np.int64)
+    upd = rand(2)
+    close(run_op(nni.GatherElementsOp, [x, idx], axis=1)[0], ort("GatherElements", [x, idx], axis=1)[0])
+    close(run_op(nni.GatherNDOp, [x, nd])[0], ort("GatherND", [x, nd])[0])
+    close(
+        run_op(nni.ScatterNDOp, [x, nd, upd], reduction="add")[0],
+        ort("ScatterND", [x, nd, upd], reduction="add")[0],
+    )
+    scat_idx, scat_upd = idx[:, :2] % 4, rand(3, 2)
+    close(
+        run_op(nni.ScatterElementsOp, [x, scat_idx, scat_upd], axis=1, reduction="max")[0],
+        ort("ScatterElements", [x, scat_idx, scat_upd], axis=1, reduction="max", opset=18)[0],
+    )
+    close(run_op(nni.TriluOp, [x], k=1, upper=False)[0], ort("Trilu", [x], [np.array(1, np.int64)], upper=0)[0])
+    close(run_op(nni.LogSoftmaxOp, [x], axis=0)[0], ort("LogSoftmax", [x], axis=0)[0])
+    close(run_op(nni.HardmaxOp, [x], axis=0)[0], ort("Hardmax", [x], axis=0)[0])
+    w, b = rand(4), rand(4)
+    close(
+        run_op(nni.LayerNormOp, [x, w, b], axis=-1, epsilon=1e-5)[0],
+        ort("LayerNormalization", [x, w, b], axis=-1, opset=17)[0],
+    )
+    rms = run_op(nni.RMSNormOp, [x, w], axis=-1, epsilon=1e-5)[0]
+    x64 = x.astype(np.float64)
+    close(rms, (x64 / np.sqrt((x64 * x64).mean(-1, keepdims=True) + 1e-5) * w).astype(np.float32))
+    image = rand(1, 1, 4, 5)
+    # resize is a weighted sum of 4 x 4 taps, each weight below 1.5 in magnitude
+    assert_within(
+        run_op(nni.ResizeOp, [image], size=(1, 1, 8, 3), mode="cubic")[0],
+        ort("Resize", [image], [None, None, np.array([1, 1, 8, 3], np.int64)], mode="cubic")[0],
+        reduction_bound(16, 16 * 1.5 * np.abs(image).max()),
+    )
+    rev = run_op(nni.ReverseSequenceOp, [x, np.array([4, 1, 2], np.int64)], batch_axis=0, time_axis=1)[0]
+    np.testing.assert_array_equal(rev[0], x[0, ::-1])
+    np.testing.assert_array_equal(rev[2], [x[2, 1], x[2, 0], x[2, 2], x[2, 3]])
+    hot = run_op(nni.OneHotOp, [np.array([0, 2, -1, 7], np.int64), np.array([0, 5], np.float32)], depth=3)[0]
+    np.testing.assert_array_equal(hot, [[5, 0, 0], [0, 0, 5], [0, 0, 5], [0, 0, 0]])
+    # attention and the NLL loss, against onnxruntime's nodes (opsets 23 and 22)
+    q, kk, vv = rand(1, 2, 3, 4), rand(1, 2, 5, 4), rand(1, 2, 5, 4)
+    (y,) = run_op(nni.AttentionOp, [q, kk, vv], is_causal=True)
+    close(y, ort("Attention", [q, kk, vv], opset=23, is_causal=1)[0])
+    target = np.array([[0, 2, 1], [1, 1, 0]], np.int64)
+    logits = rand(2, 3, 3)
+    (loss,) = run_op(nni.NLLLossOp, [logits, target], reduction="mean")
+    close(loss, ort("NegativeLogLikelihoodLoss", [logits, target], opset=22)[0])
+    image, grid = rand(1, 2, 4, 5), rand(1, 3, 2, 2) * 0.6
+    (sampled,) = run_op(nni.GridSampleOp, [image, grid], mode="linear", padding_mode="border")
+    # a weighted sum of 4 taps, each weight in [0, 1]
+    assert_within(
+        sampled,
+        ort("GridSample", [image, grid], opset=20, mode="linear", padding_mode="border")[0],
+        reduction_bound(4, 4 * np.abs(image).max()),
+    )
+    cols = rand(1, 8, 6)
+    (image,) = run_op(nni.Col2ImOp, [cols], image_shape=(3, 4), block_shape=(2, 2))
+    want = ort("Col2Im", [cols], [np.array([3, 4], np.int64), np.array([2, 2], np.int64)], opset=18)[0]
+    assert_within(image, want, reduction_bound(4, 4 * np.abs(cols).max()))

@@ -82,6 +82,8 @@ class TextFormatError(ValueError):
 def format_value(attr: Attribute) -> str:
     """One attribute value in the text: [1,2] | true | 3 | 0.5 | name."""
     if isinstance(attr, DenseArrayBase):
+        if not isinstance(attr.elt_type, IntegerType):  # f64 arrays: exact reprs
+            return "[" + ",".join(repr(float(v)) for v in attr.get_values()) + "]"
         return "[" + ",".join(str(v) for v in attr.get_values()) + "]"
     if isinstance(attr, IntegerAttr):
         if attr.type == IntegerType(1):
@@ -258,11 +260,11 @@ def _split(words: list[_Word], keys: tuple[str, ...]) -> dict[str, tuple[_Word, 
 
 
 def _attr_kind(cls: type[NNOp], key: str) -> str:
-    """How a property of nn op `cls` is spelled: list, bool, int, float or string."""
+    """How a property of nn op `cls` is spelled: list, floats, bool, int, float or string."""
     pdef = cls.get_irdl_definition().properties[key]
     default = pdef.default_value
     if isinstance(default, DenseArrayBase):
-        return "list"
+        return "list" if isinstance(default.elt_type, IntegerType) else "floats"
     if isinstance(default, IntegerAttr):
         return "bool" if default.type == IntegerType(1) else "int"
     if isinstance(default, FloatAttr):
@@ -290,6 +292,14 @@ def _parse_value(kind: str, text: str) -> Attribute:
         if not all(_INT.match(i) for i in items):
             raise ValueError("expected a list of integers such as [1,2]")
         return DenseArrayBase.from_list(i64, [int(i) for i in items])
+    if kind == "floats":  # an f64 array (nn.resize's scales and roi)
+        if not (text.startswith("[") and text.endswith("]")):
+            raise ValueError("expected a list such as [1.0,2.5]")
+        body = text[1:-1]
+        try:
+            return DenseArrayBase.from_list(f64, [float(i) for i in (body.split(",") if body else [])])
+        except ValueError:
+            raise ValueError("expected a list of numbers such as [1.0,2.5]") from None
     if kind == "bool":
         if text not in ("true", "false"):
             raise ValueError("expected true or false")

@@ -2,8 +2,8 @@
 
 Gathers and scatters (`gather_elements`, `gather_nd`, `scatter_elements`,
 `scatter_nd`), `trilu`, `one_hot`, `reverse_sequence`, the normalisations that are
-one op (`layer_norm`, `log_softmax`, `hardmax`) and the N-d `resize` with every
-ONNX mode. Each op's type relation is its `infer`; its numpy kernel is in
+one op (`layer_norm`, `rms_norm`, `log_softmax`, `hardmax`), the N-d `resize` with every
+ONNX mode, `grid_sample`, `col2im`, `nll_loss` and `attention`. Each op's type relation is its `infer`; its numpy kernel is in
 `byoc/interpreters/kernels_indexing.py`. None has a C kernel: they run on the host
 or in ExampleJSON (docs/onnx.md says why).
 """
@@ -34,6 +34,8 @@ from xdsl.irdl import (
     prop_def,
     result_def,
     traits_def,
+    var_operand_def,
+    var_result_def,
 )
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
@@ -430,6 +432,212 @@ class ResizeOp(NNOp):
         return [tensor(size, types[0].element_type)]
 
 
+@irdl_op_definition
+class NLLLossOp(NNOp):
+    """Negative log-likelihood: -x[n, target[n, d...], d...] * weight[target] (ONNX
+    NegativeLogLikelihoodLoss), x (N, C, d...), target (N, d...); `reduction` none, sum
+    or mean (weighted: sum / sum of the weights); targets equal to `ignore_index`
+    (when `has_ignore`) count 0 with weight 0. With `has_weight`, a (C,) weight operand."""
+
+    name = "nn.nll_loss"
+    inputs = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    reduction = prop_def(StringAttr, default_value=StringAttr("mean"))
+    ignore_index = prop_def(IntegerAttr, default_value=int_attr(0))
+    has_ignore = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "opaque"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+    SAME_DTYPE: ClassVar[bool] = False
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        if len(types) not in (2, 3):
+            raise _fail(f"nll_loss takes x, target and an optional weight, got {len(types)} operands")
+        x, t = shape_of(types[0]), _check_indices(types[1], "target")
+        if len(x) < 2 or t != (x[0], *x[2:]):
+            raise _fail(f"target of shape {list(t)} does not fit x of shape {list(x)} (N, C, d...)")
+        if len(types) == 3:
+            _same_type(types[0], types[2], "weight")
+            if shape_of(types[2]) != (x[1],):
+                raise _fail(f"weight must have shape [{x[1]}], got {list(shape_of(types[2]))}")
+        if attrs["reduction"] not in ("none", "sum", "mean"):
+            raise _fail(f"reduction '{attrs['reduction']}' is not one of none, sum, mean")
+        return [tensor(t if attrs["reduction"] == "none" else (), types[0].element_type)]
+
+
+@irdl_op_definition
+class GridSampleOp(NNOp):
+    """Sample x (N, C, D...) at the normalised coordinates of grid (N, O..., r), last axis
+    in reverse dim order (ONNX GridSample): `mode` nearest, linear or cubic, `padding_mode`
+    zeros, border or reflection, `align_corners`. Result (N, C, O...)."""
+
+    name = "nn.grid_sample"
+    data = operand_def(TensorType)
+    grid = operand_def(TensorType)
+    result = result_def(TensorType)
+    mode = prop_def(StringAttr, default_value=StringAttr("linear"))
+    padding_mode = prop_def(StringAttr, default_value=StringAttr("zeros"))
+    align_corners = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "opaque"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+    SAME_DTYPE: ClassVar[bool] = False
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        x, g = shape_of(types[0]), shape_of(types[1])
+        if types[1].element_type not in FLOATS:
+            raise _fail(f"grid must be a float tensor, got {types[1].element_type}")
+        r = len(x) - 2
+        if r < 1 or len(g) != r + 2 or g[0] != x[0] or g[-1] != r:
+            raise _fail(f"grid of shape {list(g)} does not fit data {list(x)}: (N, O..., {r}) expected")
+        if attrs["mode"] not in ("nearest", "linear", "cubic"):
+            raise _fail(f"mode '{attrs['mode']}' is not one of nearest, linear, cubic")
+        if attrs["padding_mode"] not in ("zeros", "border", "reflection"):
+            raise _fail(f"padding_mode '{attrs['padding_mode']}' is not one of zeros, border, reflection")
+        return [tensor((x[0], x[1], *g[1:-1]), types[0].element_type)]
+
+
+@irdl_op_definition
+class Col2ImOp(NNOp):
+    """Sum the sliding blocks of x (N, C * prod(block_shape), L) back into an image
+    (N, C, image_shape...) (ONNX Col2Im); `pads` is (begin..., end...)."""
+
+    name = "nn.col2im"
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
+    image_shape = prop_def(DenseArrayBase)
+    block_shape = prop_def(DenseArrayBase)
+    dilations = prop_def(DenseArrayBase, default_value=ints())
+    pads = prop_def(DenseArrayBase, default_value=ints())
+    strides = prop_def(DenseArrayBase, default_value=ints())
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "opaque"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = (*FLOATS, i32, i64)
+
+    @staticmethod
+    def blocks(attrs: Mapping[str, Any]) -> list[int]:
+        """The number of block positions along each image dim; raises if they do not fit."""
+        image, block = attrs["image_shape"], attrs["block_shape"]
+        r = len(image)
+        dil = attrs["dilations"] or (1,) * r
+        pads = attrs["pads"] or (0,) * (2 * r)
+        strides = attrs["strides"] or (1,) * r
+        if len(block) != r or len(dil) != r or len(strides) != r or len(pads) != 2 * r:
+            raise _fail(f"image_shape, block_shape, dilations, strides and pads disagree on rank {r}")
+        out = []
+        for i in range(r):
+            span = dil[i] * (block[i] - 1) + 1
+            room = image[i] + pads[i] + pads[r + i] - span
+            if min(image[i], block[i], dil[i], strides[i]) < 1 or min(pads) < 0 or room < 0:
+                raise _fail(f"a block of {block[i]} (dilation {dil[i]}) does not fit image dim {image[i]}")
+            out.append(room // strides[i] + 1)
+        return out
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        x = shape_of(types[0])
+        positions = cls.blocks(attrs)
+        size = 1
+        for b in attrs["block_shape"]:
+            size *= b
+        count = 1
+        for n in positions:
+            count *= n
+        if len(x) != 3 or x[1] % size or x[2] != count:
+            raise _fail(f"input {list(x)} must be (N, C * {size}, {count})")
+        return [tensor((x[0], x[1] // size, *attrs["image_shape"]), types[0].element_type)]
+
+
+# ---- attention -------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class AttentionOp(NNOp):
+    """Scaled dot-product attention (ONNX Attention, opsets 23-25).
+
+    Operands: q, k, v, then the optional ones `has_mask`, `has_past` (past_key,
+    past_value) and `has_nonpad` (nonpad_kv_seqlen) say are present, in that order.
+    q/k/v are 4-D (batch, heads, seq, head_size) or 3-D (batch, seq, heads * head_size)
+    with `q_num_heads`/`kv_num_heads`. Results: y, then with `num_outputs` 3 or 4 the
+    present key and value and the QK product (`qk_matmul_output_mode` 0-3).
+    `scale` 0 means 1/sqrt(head_size); `softcap` 0 means none; a window size -1 is
+    unbounded; `softmax_precision` 0 keeps the input type (else an ONNX type code)."""
+
+    name = "nn.attention"
+    inputs = var_operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    has_mask = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
+    has_past = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
+    has_nonpad = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
+    num_outputs = prop_def(IntegerAttr, default_value=int_attr(1))
+    is_causal = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
+    q_num_heads = prop_def(IntegerAttr, default_value=int_attr(0))
+    kv_num_heads = prop_def(IntegerAttr, default_value=int_attr(0))
+    scale = prop_def(FloatAttr, default_value=float_attr(0.0))
+    softcap = prop_def(FloatAttr, default_value=float_attr(0.0))
+    qk_matmul_output_mode = prop_def(IntegerAttr, default_value=int_attr(0))
+    softmax_precision = prop_def(IntegerAttr, default_value=int_attr(0))
+    left_window_size = prop_def(IntegerAttr, default_value=int_attr(-1))
+    right_window_size = prop_def(IntegerAttr, default_value=int_attr(-1))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "opaque"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+    SAME_DTYPE: ClassVar[bool] = False
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        want = 3 + attrs["has_mask"] + 2 * attrs["has_past"] + attrs["has_nonpad"]
+        if len(types) != want:
+            raise _fail(f"expected {want} operands for the optional inputs given, got {len(types)}")
+        q, k, v = (shape_of(t) for t in types[:3])
+        et = types[0].element_type
+        for name, t in zip(("k", "v"), types[1:3], strict=True):
+            _same_type(types[0], t, name)
+        if not (len(q) == len(k) == len(v) and len(q) in (3, 4)):
+            raise _fail("q, k and v must all be 3-D or all 4-D")
+        hq, hkv = attrs["q_num_heads"], attrs["kv_num_heads"]
+        if len(q) == 3:
+            if hq < 1 or hkv < 1 or q[2] % hq or k[2] % hkv or v[2] % hkv:
+                raise _fail("3-D inputs need q_num_heads and kv_num_heads dividing their hidden sizes")
+            b, sq, d = q[0], q[1], q[2] // hq
+            skv, dk, dv = k[1], k[2] // hkv, v[2] // hkv
+        else:
+            b, hq, sq, d = q
+            _, hkv, skv, dk = k
+            dv = v[3]
+            if v[:3] != (b, hkv, skv):
+                raise _fail(f"v has shape {list(v)}, incompatible with k {list(k)}")
+        if k[0] != b or v[0] != b or d != dk:
+            raise _fail(f"q {list(q)} and k {list(k)} disagree on batch or head size")
+        if hq % hkv:
+            raise _fail(f"q heads {hq} must be a multiple of kv heads {hkv}")
+        rest = list(types[3:])
+        total = skv
+        if attrs["has_mask"]:
+            rest.pop(0)
+        if attrs["has_past"]:
+            pk, pv = (shape_of(t) for t in rest[:2])
+            if len(pk) != 4 or pk[:2] != (b, hkv) or pk[3] != d or len(pv) != 4 or pv[:3] != pk[:3]:
+                raise _fail(f"past_key {list(pk)} / past_value {list(pv)} do not fit (b, kv heads, s, d)")
+            total += pk[2]
+            rest = rest[2:]
+        if attrs["has_nonpad"]:
+            _check_indices(rest[0], "nonpad_kv_seqlen")
+        if attrs["softmax_precision"] not in (0, 1, 10, 11):
+            raise _fail(f"softmax_precision {attrs['softmax_precision']} is not float, float16 or double")
+        if attrs["qk_matmul_output_mode"] not in (0, 1, 2, 3):
+            raise _fail(f"qk_matmul_output_mode {attrs['qk_matmul_output_mode']} is not 0-3")
+        y = (b, hq, sq, dv) if len(q) == 4 else (b, sq, hq * dv)
+        out = [tensor(y, et), tensor((b, hkv, total, d), et), tensor((b, hkv, total, dv), et)]
+        out.append(tensor((b, hq, sq, total), et))
+        n = attrs["num_outputs"]
+        if n not in (1, 3, 4):
+            raise _fail(f"num_outputs {n} is not 1, 3 or 4")
+        return out[:n]
+
+
 def float_array(values: Sequence[float]) -> DenseArrayBase[Any]:
     """An f64 array property (ResizeOp's scales and roi)."""
     return DenseArrayBase.from_list(f64, [float(v) for v in values])
@@ -448,17 +656,25 @@ INDEXING_OPS: tuple[type[NNOp], ...] = (
     LogSoftmaxOp,
     HardmaxOp,
     ResizeOp,
+    AttentionOp,
+    NLLLossOp,
+    GridSampleOp,
+    Col2ImOp,
 )
 """The ops of this module, appended to the nn dialect's list."""
 
 __all__ = [
+    "AttentionOp",
+    "Col2ImOp",
     "FLOATS",
     "INDEXING_OPS",
     "GatherElementsOp",
     "GatherNDOp",
+    "GridSampleOp",
     "HardmaxOp",
     "LayerNormOp",
     "LogSoftmaxOp",
+    "NLLLossOp",
     "OneHotOp",
     "RMSNormOp",
     "ResizeOp",

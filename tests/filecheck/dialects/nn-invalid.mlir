@@ -738,3 +738,28 @@ func.func @f(%x: tensor<1x1x5x5xf32>) {
   %0 = nn.avg_pool2d %x {pool_size = array<i64: 2, 2>, padding = array<i64: 0, 0, 3, 0>, dilation = array<i64: 2, 2>, ceil_mode = true} : (tensor<1x1x5x5xf32>) -> tensor<1x1x7x4xf32>
   func.return
 }
+
+// -----
+
+/// ONNX coverage, part B: gather indices are integers, scatter updates match the data.
+func.func @f(%x: tensor<2x3xf32>, %i: tensor<2x3xf32>) {
+  // expected-error@+1 {{indices must be i32 or i64, got f32}}
+  %0 = nn.gather_elements %x, %i : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x3xf32>, %i: tensor<1x1xi64>, %u: tensor<1x2xf32>) {
+  // expected-error@+1 {{updates has shape [1, 2], expected [1, 3]}}
+  %0 = nn.scatter_nd %x, %i, %u : (tensor<2x3xf32>, tensor<1x1xi64>, tensor<1x2xf32>) -> tensor<2x3xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{coordinate_transformation_mode 'crop' is not one of}}
+  %0 = nn.resize %x {size = array<i64: 4, 6>, coordinate_transformation_mode = "crop"} : (tensor<2x3xf32>) -> tensor<4x6xf32>
+  func.return
+}

@@ -315,4 +315,48 @@ func.func @dynamic(%x: tensor<?x3x?x?xf32>, %w: tensor<8x3x3x3xf32>) -> tensor<?
   %0 = nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : (tensor<?x3x?x?xf32>, tensor<8x3x3x3xf32>) -> tensor<?x8x?x?xf32>
   %1 = nn.global_avg_pool2d %0 : (tensor<?x8x?x?xf32>) -> tensor<?x8x1x1xf32>
   func.return %1 : tensor<?x8x1x1xf32>
+/// ONNX coverage, part B (byoc/dialects/nn/indexing.py): gathers, scatters, norms, resize.
+// CHECK-LABEL: func.func @indexing
+// CHECK:      nn.gather_elements %x, %i {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x3xi64>) -> tensor<2x3xf32>
+// CHECK-NEXT: nn.gather_nd %x, %n : (tensor<2x3xf32>, tensor<4x2xi64>) -> tensor<4xf32>
+// CHECK-NEXT: nn.scatter_elements %x, %i, %x {reduction = "add"} : (tensor<2x3xf32>, tensor<2x3xi64>, tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT: nn.scatter_nd %x, %n, %u : (tensor<2x3xf32>, tensor<4x2xi64>, tensor<4xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT: nn.trilu %x {k = 1 : i64, upper = false} : tensor<2x3xf32>
+// CHECK-NEXT: nn.one_hot %i, %v {depth = 4 : i64} : (tensor<2x3xi64>, tensor<2xf32>) -> tensor<2x3x4xf32>
+// CHECK-NEXT: nn.reverse_sequence %x, %l {batch_axis = 0 : i64, time_axis = 1 : i64} : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<2x3xf32>
+// CHECK-NEXT: nn.layer_norm %x, %g, %g {epsilon = 1.000000e-03 : f64} : (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT: nn.rms_norm %x, %g : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT: nn.log_softmax %x {axis = 0 : i64} : tensor<2x3xf32>
+// CHECK-NEXT: nn.hardmax %x : tensor<2x3xf32>
+// CHECK-NEXT: nn.resize %x {size = array<i64: 4, 2>, scales = array<f64: 2.000000e+00, 7.500000e-01>, mode = "linear", antialias = true} : (tensor<2x3xf32>) -> tensor<4x2xf32>
+// GENERIC-LABEL: sym_name = "indexing"
+// GENERIC: "nn.resize"(%x) <{size = array<i64: 4, 2>, scales = array<f64: 2.000000e+00, 7.500000e-01>, mode = "linear", antialias = true, roi = array<f64>
+func.func @indexing(%x: tensor<2x3xf32>, %i: tensor<2x3xi64>, %n: tensor<4x2xi64>, %u: tensor<4xf32>, %v: tensor<2xf32>, %l: tensor<2xi64>, %g: tensor<3xf32>) -> tensor<2x3xf32> {
+  %0 = nn.gather_elements %x, %i {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x3xi64>) -> tensor<2x3xf32>
+  %1 = nn.gather_nd %x, %n : (tensor<2x3xf32>, tensor<4x2xi64>) -> tensor<4xf32>
+  %2 = nn.scatter_elements %x, %i, %x {reduction = "add"} : (tensor<2x3xf32>, tensor<2x3xi64>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %3 = nn.scatter_nd %x, %n, %u : (tensor<2x3xf32>, tensor<4x2xi64>, tensor<4xf32>) -> tensor<2x3xf32>
+  %4 = nn.trilu %x {k = 1 : i64, upper = false} : tensor<2x3xf32>
+  %5 = nn.one_hot %i, %v {depth = 4 : i64} : (tensor<2x3xi64>, tensor<2xf32>) -> tensor<2x3x4xf32>
+  %6 = nn.reverse_sequence %x, %l {batch_axis = 0 : i64, time_axis = 1 : i64} : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<2x3xf32>
+  %7 = nn.layer_norm %x, %g, %g {epsilon = 1.0e-03 : f64} : (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %8 = nn.rms_norm %x, %g : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %9 = nn.log_softmax %x {axis = 0 : i64} : tensor<2x3xf32>
+  %10 = nn.hardmax %x : tensor<2x3xf32>
+  %11 = nn.resize %x {size = array<i64: 4, 2>, scales = array<f64: 2.0, 0.75>, mode = "linear", antialias = true} : (tensor<2x3xf32>) -> tensor<4x2xf32>
+  func.return %10 : tensor<2x3xf32>
+}
+
+/// Attention (several results) and the NLL loss.
+// CHECK-LABEL: func.func @attention
+// CHECK:      %{{.*}}, %{{.*}}, %{{.*}} = nn.attention %q, %k, %v {num_outputs = 3 : i64, is_causal = true, q_num_heads = 2 : i64, kv_num_heads = 1 : i64} : (tensor<1x3x8xf32>, tensor<1x5x4xf32>, tensor<1x5x4xf32>) -> (tensor<1x3x8xf32>, tensor<1x1x5x4xf32>, tensor<1x1x5x4xf32>)
+// CHECK-NEXT: nn.nll_loss %q, %t {reduction = "sum"} : (tensor<1x3x8xf32>, tensor<1x8xi64>) -> tensor<f32>
+// CHECK-NEXT: nn.grid_sample %g, %gr {padding_mode = "border", align_corners = true} : (tensor<1x2x4x4xf32>, tensor<1x3x4x2xf32>) -> tensor<1x2x3x4xf32>
+// CHECK-NEXT: nn.col2im %c {image_shape = array<i64: 3, 4>, block_shape = array<i64: 2, 2>} : (tensor<1x8x6xf32>) -> tensor<1x2x3x4xf32>
+func.func @attention(%q: tensor<1x3x8xf32>, %k: tensor<1x5x4xf32>, %v: tensor<1x5x4xf32>, %t: tensor<1x8xi64>, %g: tensor<1x2x4x4xf32>, %gr: tensor<1x3x4x2xf32>, %c: tensor<1x8x6xf32>) -> tensor<1x3x8xf32> {
+  %y, %ck, %cv = nn.attention %q, %k, %v {num_outputs = 3 : i64, is_causal = true, q_num_heads = 2 : i64, kv_num_heads = 1 : i64} : (tensor<1x3x8xf32>, tensor<1x5x4xf32>, tensor<1x5x4xf32>) -> (tensor<1x3x8xf32>, tensor<1x1x5x4xf32>, tensor<1x1x5x4xf32>)
+  %l = nn.nll_loss %q, %t {reduction = "sum"} : (tensor<1x3x8xf32>, tensor<1x8xi64>) -> tensor<f32>
+  %s = nn.grid_sample %g, %gr {padding_mode = "border", align_corners = true} : (tensor<1x2x4x4xf32>, tensor<1x3x4x2xf32>) -> tensor<1x2x3x4xf32>
+  %c2 = nn.col2im %c {image_shape = array<i64: 3, 4>, block_shape = array<i64: 2, 2>} : (tensor<1x8x6xf32>) -> tensor<1x2x3x4xf32>
+  func.return %y : tensor<1x3x8xf32>
 }

@@ -1,6 +1,8 @@
-"""ONNX ops of coverage part B: gathers and scatters, Trilu, OneHot, NonZero, Compress,
-ReverseSequence, DepthToSpace/SpaceToDepth, the normalisations, LogSoftmax/Hardmax,
-the general Resize, and `If` with a condition known at import (the branch is inlined)."""
+"""ONNX ops of coverage part B: gathers and scatters, Trilu, OneHot, NonZero, Unique,
+Compress, ReverseSequence, DepthToSpace/SpaceToDepth, CenterCropPad, EyeLike, the
+normalisations, LogSoftmax/Hardmax, the general Resize, `If` with a condition known at
+import (the branch is inlined), Attention, the NLL and softmax cross-entropy losses,
+GridSample, AffineGrid, Col2Im and LpPool. docs/onnx.md says how each maps."""
 
 from __future__ import annotations
 
@@ -105,7 +107,10 @@ def _non_zero(imp: Importer, node: Node) -> list[Value]:
     # the result's shape is the count of non-zeros: known only when the input is
     x = imp.static(node, 0, "input (NonZero's result shape depends on its values)")
     assert x is not None
-    return [np.asarray(np.nonzero(np.asarray(x)), dtype=np.int64).reshape(np.ndim(x), -1)]
+    a = np.asarray(x)
+    if a.ndim == 0:  # numpy refuses a 0-d nonzero: no coordinates, one column if the value is set
+        return [np.zeros((0, int(bool(a))), dtype=np.int64)]
+    return [np.asarray(np.nonzero(a), dtype=np.int64).reshape(a.ndim, -1)]
 
 
 @converts("Unique")
@@ -502,3 +507,191 @@ def _if(imp: Importer, node: Node) -> list[Value]:
     if len(outputs) != node.num_outputs:
         raise OnnxImportError(f"the If branch has {len(outputs)} outputs, the node {node.num_outputs}")
     return outputs
+
+
+# ---- Attention ------------------------------------------------------------------------------
+
+
+@converts("Attention")
+def _attention(imp: Importer, node: Node) -> list[Value]:
+    q, k, v = node.required(0), node.required(1), node.required(2)
+    mask, past_k, past_v, nonpad = (node.input(i) for i in (3, 4, 5, 6))
+    if (past_k is None) != (past_v is None):
+        raise OnnxImportError("Attention needs past_key and past_value together")
+    if nonpad is not None and past_k is not None:
+        raise OnnxImportError("Attention's nonpad_kv_seqlen cannot be combined with past_key/past_value")
+    if len(imp.shape(q)) == 4 and (node.attr("q_num_heads") is not None or node.attr("kv_num_heads") is not None):
+        raise OnnxImportError("q_num_heads and kv_num_heads must not be given for 4-D inputs")
+    operands = [q, k, v] + [x for x in (mask, past_k, past_v, nonpad) if x is not None]
+    names = list(node.proto.output)
+    count = max(i + 1 for i, n in enumerate(names) if n or i == 0)
+    count = 1 if count == 1 else (3 if count <= 3 else 4)
+    scale = node.attr("scale")
+    precision = node.attr("softmax_precision")
+    outs = imp.emit_all(
+        nni.AttentionOp,
+        *operands,
+        has_mask=mask is not None,
+        has_past=past_k is not None,
+        has_nonpad=nonpad is not None,
+        num_outputs=count,
+        is_causal=bool(node.attr("is_causal", 0)),
+        q_num_heads=int(node.attr("q_num_heads", 0)),
+        kv_num_heads=int(node.attr("kv_num_heads", 0)),
+        scale=0.0 if scale is None else float(scale),
+        softcap=float(node.attr("softcap", 0.0)),
+        qk_matmul_output_mode=int(node.attr("qk_matmul_output_mode", 0)),
+        softmax_precision=0 if precision is None else int(precision),
+        left_window_size=int(node.attr("left_window_size", -1)),
+        right_window_size=int(node.attr("right_window_size", -1)),
+    )
+    return outs
+
+
+# ---- losses (inference-time computations, as ONNX defines them) ----------------------------
+
+
+def _nll(imp: Importer, node: Node, x: Value) -> Value:
+    weight = node.input(2)
+    ignore = node.attr("ignore_index")
+    return imp.emit(
+        nni.NLLLossOp,
+        x,
+        node.required(1),
+        *([weight] if weight is not None else []),
+        reduction=string(node.attr("reduction", "mean")),
+        ignore_index=0 if ignore is None else int(ignore),
+        has_ignore=ignore is not None,
+    )
+
+
+@converts("NegativeLogLikelihoodLoss")
+def _nll_loss(imp: Importer, node: Node) -> list[Value]:
+    return [_nll(imp, node, node.required(0))]
+
+
+@converts("SoftmaxCrossEntropyLoss")
+def _softmax_cross_entropy(imp: Importer, node: Node) -> list[Value]:
+    log_prob = imp.emit(nni.LogSoftmaxOp, node.required(0), axis=1)
+    return [_nll(imp, node, log_prob), log_prob]
+
+
+@converts("GridSample")
+def _grid_sample(imp: Importer, node: Node) -> list[Value]:
+    mode = string(node.attr("mode", "bilinear" if node.version < 20 else "linear"))
+    mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
+    return [
+        imp.emit(
+            nni.GridSampleOp,
+            node.required(0),
+            node.required(1),
+            mode=mode,
+            padding_mode=string(node.attr("padding_mode", "zeros")),
+            align_corners=bool(node.attr("align_corners", 0)),
+        )
+    ]
+
+
+@converts("Col2Im")
+def _col2im(imp: Importer, node: Node) -> list[Value]:
+    image = ints(imp.static(node, 1, "image_shape"))
+    block = ints(imp.static(node, 2, "block_shape"))
+    return [
+        imp.emit(
+            nni.Col2ImOp,
+            node.required(0),
+            image_shape=tuple(image),
+            block_shape=tuple(block),
+            dilations=tuple(int(v) for v in node.attr("dilations", [])),
+            pads=tuple(int(v) for v in node.attr("pads", [])),
+            strides=tuple(int(v) for v in node.attr("strides", [])),
+        )
+    ]
+
+
+@converts("AffineGrid")
+def _affine_grid(imp: Importer, node: Node) -> list[Value]:
+    theta = node.required(0)
+    size = ints(imp.static(node, 1, "size"))
+    dims = size[2:]
+    r = len(dims)
+    if r not in (2, 3) or imp.shape(theta) != (size[0], r, r + 1):
+        raise OnnxImportError(f"AffineGrid's theta {list(imp.shape(theta))} does not fit size {size}")
+    align = bool(node.attr("align_corners", 0))
+    axes = [
+        np.linspace(-1.0, 1.0, d) if align else (np.arange(d) * 2.0 + 1.0) / d - 1.0 for d in dims
+    ]
+    mesh = np.meshgrid(*axes, indexing="ij")  # per dim, in dim order (z,) y, x
+    base = np.stack([*mesh[::-1], np.ones(dims)], axis=-1).reshape(-1, r + 1)  # x, y, (z,) 1
+    base = base.astype(imp.dtype(theta))
+    # grid = base . theta^T for each batch: (P, r + 1) x (N, r + 1, r) -> (N, P, r)
+    grid = imp.emit(nn.MatmulOp, base, imp.emit(nn.TransposeOp, theta, axes=(0, 2, 1)))
+    return [imp.reshape(grid, (size[0], *dims, r))]
+
+
+@converts("LpPool")
+def _lp_pool(imp: Importer, node: Node) -> list[Value]:
+    """(sum over the window of |x|^p)^(1/p): an average pool counting the padding (zeros add
+    nothing to the sum), times the window size, on |x|^p."""
+    from byoc.frontend.onnx.converters import neural
+
+    x = node.required(0)
+    n = neural._spatial(imp, node, x)  # pyright: ignore[reportPrivateUsage]
+    kernel = [int(k) for k in node.required_attr("kernel_shape")]
+    strides = [int(s) for s in node.attr("strides", [1] * n)]
+    dilations = [int(d) for d in node.attr("dilations", [1] * n)]
+    pads = neural._auto_pads(  # pyright: ignore[reportPrivateUsage]
+        string(node.attr("auto_pad", "NOTSET")), imp.shape(x)[2:], kernel, strides, dilations
+    )
+    if pads is None:
+        pads = [int(p) for p in node.attr("pads", [0] * (2 * n))]
+    if node.attr("ceil_mode", 0):  # a window past the padding would divide by fewer elements
+        raise UnsupportedOnnxError("LpPool with ceil_mode is not supported")
+    p = float(node.attr("p", 2))
+    powered = imp.emit(nn.PowerOp, imp.emit(nn.AbsOp, x), imp.scalar_like(p, x))
+    mean = imp.emit(
+        nn.AvgPool2DOp,
+        neural._to_2d(imp, powered, n),  # pyright: ignore[reportPrivateUsage]
+        pool_size=neural._as_2d(kernel, n, 1),  # pyright: ignore[reportPrivateUsage]
+        strides=neural._as_2d(strides, n, 1),  # pyright: ignore[reportPrivateUsage]
+        padding=neural._pads_2d(pads, n),  # pyright: ignore[reportPrivateUsage]
+        dilation=neural._as_2d(dilations, n, 1),  # pyright: ignore[reportPrivateUsage]
+        count_include_pad=True,
+    )
+    total = imp.emit(nn.MultiplyOp, mean, imp.scalar_like(float(math.prod(kernel)), x))
+    y = imp.emit(nn.PowerOp, total, imp.scalar_like(1.0 / p, x))
+    return [neural._from_2d(imp, y, n)]  # pyright: ignore[reportPrivateUsage]
+
+
+@converts("MaxUnpool")
+def _max_unpool(imp: Importer, node: Node) -> list[Value]:
+    """Scatter x to its flat indices in zeros of the unpooled shape (nn.scatter_nd on the
+    flattened tensor), reshape, then pad out to `output_shape`. This is onnx's reference,
+    which the node tests store: the indices are flat over the shape the pool parameters
+    imply, placed at the start of each dim of a larger `output_shape` (onnxruntime reads
+    them as flat over `output_shape` instead; the two agree without it)."""
+    x, idx = node.required(0), node.required(1)
+    shape = imp.shape(x)
+    kernel = [int(k) for k in node.required_attr("kernel_shape")]
+    n = len(kernel)
+    strides = [int(s) for s in node.attr("strides", [1] * n)]
+    pads = [int(p) for p in node.attr("pads", [0] * (2 * n))]
+    if len(shape) != n + 2 or imp.shape(idx) != shape:
+        raise OnnxImportError(f"MaxUnpool's input {list(shape)} and indices {list(imp.shape(idx))} do not fit")
+    unpooled = [*shape[:2], *((shape[2 + i] - 1) * strides[i] - pads[i] - pads[n + i] + kernel[i] for i in range(n))]
+    out = imp.static(node, 2, "output_shape")
+    target = unpooled if out is None else ints(out)
+    if len(target) != len(unpooled) or any(t < u for t, u in zip(target, unpooled, strict=True)):
+        raise OnnxImportError(f"MaxUnpool's output_shape {target} is smaller than the unpooled {unpooled}")
+    zeros = np.zeros(math.prod(unpooled), dtype=imp.dtype(x))
+    flat = imp.emit(
+        nni.ScatterNDOp,
+        zeros,
+        imp.reshape(idx, (math.prod(shape), 1)),
+        imp.reshape(x, (math.prod(shape),)),
+    )
+    y = imp.reshape(flat, unpooled)
+    if target != unpooled:
+        width = tuple(w for t, u in zip(target, unpooled, strict=True) for w in (0, t - u))
+        y = imp.emit(nn.PadOp, y, pad_width=width)
+    return [y]
