@@ -54,6 +54,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "byoc": _lazy("byoc.passes.byoc_pipeline", "ByocPass"),
     "lower-to-c": _lazy("byoc.lowering.nn_to_c.pass_", "LowerToCPass"),
     "lower-to-examplejson": _lazy("byoc.lowering.nn_to_examplejson", "LowerToExampleJsonPass"),
+    "split-dequantize": _lazy("byoc.passes.split_dequantize", "SplitDequantizePass"),  # issue #13
 }
 
 # public name -> the module defining it, imported on first access

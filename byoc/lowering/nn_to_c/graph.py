@@ -135,11 +135,11 @@ class GraphBuilder:
             self.inputs.append(v)
         self._walk(block)  # an op on an unsupported type is reported at the op
         for i, (arg, v) in enumerate(zip(block.args, self.inputs, strict=True)):
-            if v.dtype not in F32_I32 or any(d <= 0 for d in v.shape):
+            if v.dtype not in (*F32_I32, "i8", "ui8") or any(d <= 0 for d in v.shape):
                 raise PassError(
                     self.fn,
                     f"lower-to-c: argument #{i} of '@{self.fn.sym_name.data}' has type {arg.type}; "
-                    "the C codegen takes f32 and i32 tensors of static, non-empty shape",
+                    "the C codegen takes f32, i32, i8 and ui8 tensors of static, non-empty shape",
                 )
 
     def _walk(self, block: Block) -> None:
@@ -174,6 +174,8 @@ class GraphBuilder:
         """Whether the composite's body is lowered op by op: a ccompiler composite, or one of
         the partition's own target when that target has no composite hook."""
         own = op.target_name == self.target and self.lower_composite is None
+        if op.target_name == CCOMPILER == self.target and self.lower_composite is not None:
+            return False  # ccompiler's own hook: its quantized composites (issue #13)
         return op.target_name == CCOMPILER or own
 
     def _target_composite(self, op: CompositeOp) -> None:

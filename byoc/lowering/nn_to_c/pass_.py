@@ -74,7 +74,16 @@ def _cblas() -> CompositeLowering:
     return lower_composite
 
 
-COMPOSITE_LOWERINGS: dict[str, Callable[[], CompositeLowering]] = {"cblas": _cblas}
+def _qnn() -> CompositeLowering:
+    from byoc.lowering.nn_to_c.quant import lower_composite
+
+    return lower_composite
+
+
+COMPOSITE_LOWERINGS: dict[str, Callable[[], CompositeLowering]] = {
+    "cblas": _cblas,
+    "qnn": _qnn,  # issue #13: ccompiler's QDQ composites (byoc_qkernels.h)
+}
 """Target.composite_lowering name -> lazy hook turning a composite into graph nodes."""
 
 
