@@ -46,7 +46,7 @@ from byoc.runtime.cpu import c_dispatch_flags
 
 INCLUDE_DIR = Path(__file__).resolve().parent
 """Where dlpack.h, byoc_runtime.h and byoc_kernels.h live (`-I` for the generated C)."""
-RUNTIME_HEADERS = ("dlpack.h", "byoc_runtime.h", "byoc_kernels.h", "byoc_cblas.h")
+RUNTIME_HEADERS = ("dlpack.h", "byoc_runtime.h", "byoc_kernels.h", "byoc_cblas.h", "byoc_qkernels.h")
 
 DEFAULT_FLAGS: tuple[str, ...] = (
     "-std=c11",

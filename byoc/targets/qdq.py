@@ -42,6 +42,8 @@ from byoc.dialects import nn
 from byoc.targets.patterns import Match, Pattern, is_constant, is_op, wildcard
 
 INT8_NAMES = ("i8", "ui8")
+COMPOSITES = frozenset({"qconv2d", "qdense", "qmatmul", "quantize", "dequantize"})
+"""The entries of `pattern_table()`: composites `<target>.<name>` an int8 kernel lowers."""
 
 
 def _const(v: SSAValue) -> np.ndarray[Any, Any] | None:
@@ -217,4 +219,4 @@ def pattern_table() -> list[tuple[object, ...]]:
     ]
 
 
-__all__ = ["INT8_NAMES", "QBlock", "lone_qdq", "pattern_table", "qdq_block"]
+__all__ = ["COMPOSITES", "INT8_NAMES", "QBlock", "lone_qdq", "pattern_table", "qdq_block"]
