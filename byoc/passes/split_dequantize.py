@@ -35,9 +35,11 @@ class SplitDequantizePass(ModulePass):
     name: ClassVar[str] = "split-dequantize"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        order = {id(o): i for i, o in enumerate(op.walk())}
         shared = [d for d in op.walk() if isinstance(d, nn.DequantizeOp) and len(list(d.result.uses)) > 1]
         for d in shared:
-            uses = sorted(d.result.uses, key=lambda u: (id(u.operation), u.index))[1:]
+            # the first use in program order keeps the original; later ones get copies, in order
+            uses = sorted(d.result.uses, key=lambda u: (order[id(u.operation)], u.index))[1:]
             block = d.parent_block()
             assert block is not None
             anchor = d

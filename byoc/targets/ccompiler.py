@@ -135,7 +135,6 @@ CCOMPILER = Target(
     # issue #13: the QDQ blocks as int8 kernels (byoc/targets/qdq.py, byoc_qkernels.h)
     patterns=qdq_pattern_table(),
     composite_lowering="qnn",
-    c_includes=("byoc_qkernels.h",),
     lowering="lower-to-c",
     component="c",
     description="C source (fused loops and byoc_kernels.h calls), one shared library",

@@ -210,6 +210,8 @@ class LowerToCPass(ModulePass):
             lowering = PartitionLowering(fn, self.fuse, self.const_threshold, init_base, hook)
             new_ops = lowering.lower()
             init_base += len(lowering.init_arrays)
+            if _calls_qkernels(new_ops):  # issue #13: included only where an int8 kernel is called
+                _add_include(unit, "byoc_qkernels.h")
             for new in new_ops:
                 assert isinstance(new, c.FuncOp | c.GlobalOp)
                 name = new.sym_name.data
@@ -220,6 +222,16 @@ class LowerToCPass(ModulePass):
             fn.body.detach_block(fn.body.block).erase()
             fn.properties["sym_visibility"] = StringAttr("private")
         unit.body.block.add_op(_init_func(unit))
+
+
+def _calls_qkernels(ops: list[Operation]) -> bool:
+    """Whether any of `ops` calls a kernel of byoc_qkernels.h (`byoc_q*`, `byoc_(de)quantize_*`)."""
+    return any(
+        isinstance(o, c.CallOpaqueOp)
+        and o.callee.data.startswith(("byoc_q", "byoc_quantize_", "byoc_dequantize_"))
+        for op in ops
+        for o in op.walk()
+    )
 
 
 def constants_of(unit: c.ModuleOp) -> list[np.ndarray[Any, Any]]:
