@@ -33,7 +33,7 @@ from byoc.lowering.nn_to_c.graph import Computation, GraphBuilder, Tensor, i32_a
 from byoc.targets.qdq import QBlock, lone_qdq, qdq_block
 
 QK = 16
-"""BYOC_QK of byoc_qkernels.h: K is padded to a multiple of it."""
+"""BYOC_QK of byoc_qkernels.h: K, and the pixels of a packed block, are padded to multiples of it."""
 
 PACK_BYTES = 128 * 1024
 """Bytes of packed int16 activations one GEMM block holds."""
@@ -170,7 +170,8 @@ class _Lowering:
             p = oh * ow
             tp = max(2, min(p, PACK_BYTES // (2 * kp)) // 2 * 2)
             tp = min(tp, p)
-            scratch = (tp * kp + 1) // 2 + (o // groups) * tp
+            pp = -(-tp // QK) * QK  # the packed block's pixels, padded to 16 (byoc_qkernels.h)
+            scratch = kp * pp // 2 + (o // groups) * pp
             ints = [n, c, h, wd, o, groups, kh, kw, oh, ow, sh, sw, pt, pl, dh, dw, kp, tp]
             return self.node(
                 f"byoc_qconv2d_{suffix}", [x, self.const(wt), *consts], out,
@@ -182,7 +183,8 @@ class _Lowering:
         wt = np.zeros((nout, kp), np.int16)
         wt[:, :k] = w
         tp = max(1, min(m, PACK_BYTES // (2 * kp)))
-        scratch = (tp * kp + 1) // 2 + nout * tp
+        pp = -(-tp // QK) * QK
+        scratch = kp * pp // 2 + nout * pp
         return self.node(
             f"byoc_qdense_{suffix}", [x, self.const(wt), *consts], out,
             [*(i64_attr(v) for v in (m, nout, k, kp, tp)), *tail], scratch,
