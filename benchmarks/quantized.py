@@ -97,7 +97,12 @@ def data_input(model: onnx.ModelProto) -> onnx.ValueInfoProto:
 
 
 def quantize(model: onnx.ModelProto, tmp: Path) -> onnx.ModelProto:
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
 
     vi = data_input(model)
     shape = [d.dim_value for d in vi.type.tensor_type.shape.dim]
@@ -116,34 +121,45 @@ def quantize(model: onnx.ModelProto, tmp: Path) -> onnx.ModelProto:
     return onnx.load(tmp / "q.onnx")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--models", default="cnn,squeezenet,resnet50")
-    args = parser.parse_args()
-    print("model | byoc int8 | byoc f32 | onnxruntime int8 | onnxruntime f32 | int8/f32 (byoc) | "
-          "byoc/ort int8 | int8 outputs equal ort")
-    for name in args.models.split(","):
-        model = cnn() if name == "cnn" else light(name)
-        with tempfile.TemporaryDirectory() as tmp:
-            q = quantize(model, Path(tmp))
-        vi = data_input(model)
-        x = np.random.default_rng(1).standard_normal([d.dim_value for d in vi.type.tensor_type.shape.dim])
-        x = x.astype(np.float32)
-        int8 = byoc.build(import_model(q), targets=["ccompiler"], num_threads=1) if _has_threads() else \
-            byoc.build(import_model(q), targets=["ccompiler"])
-        f32 = byoc.build(import_model(model), targets=["ccompiler"])
-        ort_q, ort_f = session(q), session(model)
-        feed = {vi.name: x}
-        equal = all(np.array_equal(a, b) for a, b in zip(int8.run(x), ort_q.run(None, feed), strict=True))
-        t = best_of({
+def measure(name: str) -> str:
+    """One row of the table."""
+    model = cnn() if name == "cnn" else light(name)
+    with tempfile.TemporaryDirectory() as tmp:
+        q = quantize(model, Path(tmp))
+    vi = data_input(model)
+    x = np.random.default_rng(1).standard_normal([d.dim_value for d in vi.type.tensor_type.shape.dim])
+    x = x.astype(np.float32)
+    threads = {"num_threads": 1} if _has_threads() else {}
+    int8 = byoc.build(import_model(q), targets=["ccompiler"], **threads)
+    f32 = byoc.build(import_model(model), targets=["ccompiler"], **threads)
+    ort_q, ort_f = session(q), session(model)
+    feed = {vi.name: x}
+    equal = all(np.array_equal(a, b) for a, b in zip(int8.run(x), ort_q.run(None, feed), strict=True))
+    t = best_of(
+        {
             "int8": lambda: int8.run(x),
             "f32": lambda: f32.run(x),
             "ort_int8": lambda: ort_q.run(None, feed),
             "ort_f32": lambda: ort_f.run(None, feed),
-        }, min_time=2.0)
-        print(f"{name} | {fmt2(t['int8'])} | {fmt2(t['f32'])} | {fmt2(t['ort_int8'])} | {fmt2(t['ort_f32'])} | "
-              f"{t['f32'][1] / t['int8'][1]:.2f}x faster | {t['int8'][1] / t['ort_int8'][1]:.2f}x | {equal}",
-              flush=True)
+        },
+        min_time=2.0,
+    )
+    return (
+        f"{name} | {fmt2(t['int8'])} | {fmt2(t['f32'])} | {fmt2(t['ort_int8'])} | {fmt2(t['ort_f32'])} | "
+        f"{t['f32'][1] / t['int8'][1]:.2f}x | {t['int8'][1] / t['ort_int8'][1]:.2f}x | {equal}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--models", default="cnn,squeezenet,resnet50")
+    args = parser.parse_args()
+    print(
+        "model | byoc int8 | byoc f32 | onnxruntime int8 | onnxruntime f32 | byoc f32/int8 | "
+        "byoc int8/ort int8 | int8 output equals ort"
+    )
+    for name in args.models.split(","):
+        print(measure(name), flush=True)
 
 
 def _has_threads() -> bool:
