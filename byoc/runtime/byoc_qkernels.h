@@ -324,27 +324,69 @@ BYOC_DEFINE_REQUANT_ROW(byoc_q_requant_row_i8_, int8_t, _mm_packs_epi16)
     }                                                                                          \
   }
 
-/* quantize / dequantize, per tensor or per axis: channel of element i = (i / inner) % CH. */
-#define BYOC_DEFINE_QUANTIZE(NAME, YT, QMIN, QMAX)                                              \
+/* quantize / dequantize, per tensor or per axis: element (o, c, i) of the (n / (CH * inner),
+ * CH, inner) view uses scale[c], zp[c]. A row of `inner` elements shares them. */
+static inline float byoc_q_quantize1_(float x, float scale, float qlo, float qhi) {
+  float v = x / scale;
+  v = v < qlo ? qlo : v;
+  v = v > qhi ? qhi : v;
+  return byoc_q_round_(v != v ? 0.0f : v);
+}
+
+#ifdef BYOC_Q_AVX2
+/* The AVX2 part of a quantize row: the elements it did (a multiple of 8); NaN -> 0 first, as the
+ * scalar code does. _mm256_div_ps divides exactly as the scalar division does. */
+#define BYOC_QUANTIZE_AVX2_FN(NAME, YT, PACK)                                                   \
+  static BYOC_Q_AVX2 int64_t NAME##_avx2_(const float* x, float scale, int32_t z, YT* y,       \
+                                          int64_t len, float qlo, float qhi) {                 \
+    const __m256 vs = _mm256_set1_ps(scale), vlo = _mm256_set1_ps(qlo), vhi = _mm256_set1_ps(qhi); \
+    const __m256i vz = _mm256_set1_epi32(z);                                                   \
+    int64_t i = 0;                                                                             \
+    for (; i + 8 <= len; i += 8) {                                                             \
+      __m256 v = _mm256_div_ps(_mm256_loadu_ps(x + i), vs);                                    \
+      v = _mm256_andnot_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q), v);                              \
+      v = _mm256_min_ps(_mm256_max_ps(v, vlo), vhi);                                           \
+      __m256i r = _mm256_add_epi32(_mm256_cvtps_epi32(v), vz);                                 \
+      __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));  \
+      _mm_storel_epi64((__m128i*)(y + i), PACK(w, w));                                         \
+    }                                                                                          \
+    return i;                                                                                  \
+  }
+#define BYOC_QUANTIZE_AVX2_CALL(NAME)                                                           \
+  if (level > 0) i = NAME##_avx2_(x, scale, z, y, len, qlo, qhi);
+#else
+#define BYOC_QUANTIZE_AVX2_FN(NAME, YT, PACK)
+#define BYOC_QUANTIZE_AVX2_CALL(NAME)
+#endif
+
+#define BYOC_DEFINE_QUANTIZE(NAME, YT, QMIN, QMAX, PACK)                                        \
+  BYOC_QUANTIZE_AVX2_FN(NAME, YT, PACK)                                                        \
+  static void NAME##_row_(const float* x, float scale, int32_t z, YT* y, int64_t len, int level) { \
+    const float qlo = (float)(QMIN) - (float)z, qhi = (float)(QMAX) - (float)z;                \
+    int64_t i = 0;                                                                             \
+    BYOC_QUANTIZE_AVX2_CALL(NAME)                                                              \
+    (void)level;                                                                               \
+    for (; i < len; ++i) y[i] = (YT)((int32_t)byoc_q_quantize1_(x[i], scale, qlo, qhi) + z);   \
+  }                                                                                            \
   static BYOC_MAYBE_UNUSED void NAME(const float* x, const float* scale, const YT* zp, YT* y,  \
                                      int64_t n, int64_t inner, int64_t CH) {                   \
-    for (int64_t i = 0; i < n; ++i) {                                                          \
-      const int64_t c = (i / inner) % CH;                                                      \
-      const float z = (float)zp[c];                                                            \
-      float v = x[i] / scale[c];                                                               \
-      v = v < (float)(QMIN) - z ? (float)(QMIN) - z : v;                                       \
-      v = v > (float)(QMAX) - z ? (float)(QMAX) - z : v;                                       \
-      y[i] = (YT)((int32_t)byoc_q_round_(v != v ? 0.0f : v) + (int32_t)zp[c]);                 \
-    }                                                                                          \
+    const int level = byoc_qgemm_level();                                                      \
+    for (int64_t o = 0; o < n; o += CH * inner)                                                \
+      for (int64_t c = 0; c < CH; ++c)                                                         \
+        NAME##_row_(x + o + c * inner, scale[c], (int32_t)zp[c], y + o + c * inner, inner, level); \
   }
 
 #define BYOC_DEFINE_DEQUANTIZE(NAME, XT)                                                        \
   static BYOC_MAYBE_UNUSED void NAME(const XT* x, const float* scale, const XT* zp, float* y,  \
                                      int64_t n, int64_t inner, int64_t CH) {                   \
-    for (int64_t i = 0; i < n; ++i) {                                                          \
-      const int64_t c = (i / inner) % CH;                                                      \
-      y[i] = (float)((int32_t)x[i] - (int32_t)zp[c]) * scale[c];                               \
-    }                                                                                          \
+    for (int64_t o = 0; o < n; o += CH * inner)                                                \
+      for (int64_t c = 0; c < CH; ++c) {                                                       \
+        const XT* xr = x + o + c * inner;                                                      \
+        float* yr = y + o + c * inner;                                                         \
+        const int32_t z = (int32_t)zp[c];                                                      \
+        const float s = scale[c];                                                              \
+        for (int64_t i = 0; i < inner; ++i) yr[i] = (float)((int32_t)xr[i] - z) * s;           \
+      }                                                                                        \
   }
 
 BYOC_DEFINE_QCONV2D(byoc_qconv2d_u8_u8, uint8_t, uint8_t, byoc_q_requant_row_u8_)
@@ -359,8 +401,8 @@ BYOC_DEFINE_QDENSE(byoc_qdense_u8_u8, uint8_t, uint8_t)
 BYOC_DEFINE_QDENSE(byoc_qdense_u8_i8, uint8_t, int8_t)
 BYOC_DEFINE_QDENSE(byoc_qdense_i8_u8, int8_t, uint8_t)
 BYOC_DEFINE_QDENSE(byoc_qdense_i8_i8, int8_t, int8_t)
-BYOC_DEFINE_QUANTIZE(byoc_quantize_u8, uint8_t, 0, 255)
-BYOC_DEFINE_QUANTIZE(byoc_quantize_i8, int8_t, -128, 127)
+BYOC_DEFINE_QUANTIZE(byoc_quantize_u8, uint8_t, 0, 255, _mm_packus_epi16)
+BYOC_DEFINE_QUANTIZE(byoc_quantize_i8, int8_t, -128, 127, _mm_packs_epi16)
 BYOC_DEFINE_DEQUANTIZE(byoc_dequantize_u8, uint8_t)
 BYOC_DEFINE_DEQUANTIZE(byoc_dequantize_i8, int8_t)
 
