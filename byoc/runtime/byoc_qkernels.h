@@ -132,6 +132,70 @@ static BYOC_Q_VNNI void byoc_qgemm_vnni_(const int16_t* A, const int16_t* B, int
 }
 #endif
 
+#ifdef BYOC_Q_AVX2
+/*
+ * The u8 x s8 form on AVX-512 VNNI (vpdpbusd, 4 products a lane, exact in int32):
+ * C[o * ldc + p] = sum_k W8[o * Kp + k] * U[(k / 4) * 4 * PP + 4 * p + k % 4], W8 the centred
+ * weights as int8 (when they fit), U the activations offset to unsigned (x, or x + 128 for i8)
+ * and not centred; the kernels subtract x_zp' * sum_k W8[o][k] afterwards, so the integers are
+ * those of the int16 form.
+ */
+static BYOC_Q_VNNI void byoc_qgemm_u8_vnni_(const int8_t* W8, const uint8_t* U, int32_t* C,
+                                            int64_t M, int64_t PP, int64_t Kp, int64_t ldc) {
+  const int64_t ka = Kp / 4;
+  for (int64_t o = 0; o + 4 <= M; o += 4) {
+    const int32_t* a0 = (const int32_t*)(W8 + o * Kp);
+    for (int64_t p = 0; p < PP; p += 16) {
+      __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
+              c30 = c00, c31 = c00;
+      const uint8_t* b = U + 4 * p;
+      for (int64_t k = 0; k < ka; ++k, b += 4 * PP) {
+        const __m256i x0 = _mm256_loadu_si256((const __m256i*)b);
+        const __m256i x1 = _mm256_loadu_si256((const __m256i*)(b + 32));
+        __m256i w = _mm256_set1_epi32(a0[k]);
+        c00 = _mm256_dpbusd_epi32(c00, x0, w); c01 = _mm256_dpbusd_epi32(c01, x1, w);
+        w = _mm256_set1_epi32(a0[ka + k]);
+        c10 = _mm256_dpbusd_epi32(c10, x0, w); c11 = _mm256_dpbusd_epi32(c11, x1, w);
+        w = _mm256_set1_epi32(a0[2 * ka + k]);
+        c20 = _mm256_dpbusd_epi32(c20, x0, w); c21 = _mm256_dpbusd_epi32(c21, x1, w);
+        w = _mm256_set1_epi32(a0[3 * ka + k]);
+        c30 = _mm256_dpbusd_epi32(c30, x0, w); c31 = _mm256_dpbusd_epi32(c31, x1, w);
+      }
+      int32_t* c = C + o * ldc + p;
+      _mm256_storeu_si256((__m256i*)c, c00); _mm256_storeu_si256((__m256i*)(c + 8), c01);
+      c += ldc;
+      _mm256_storeu_si256((__m256i*)c, c10); _mm256_storeu_si256((__m256i*)(c + 8), c11);
+      c += ldc;
+      _mm256_storeu_si256((__m256i*)c, c20); _mm256_storeu_si256((__m256i*)(c + 8), c21);
+      c += ldc;
+      _mm256_storeu_si256((__m256i*)c, c30); _mm256_storeu_si256((__m256i*)(c + 8), c31);
+    }
+  }
+  for (int64_t r = M & ~(int64_t)3; r < M; ++r) {
+    const int32_t* a0 = (const int32_t*)(W8 + r * Kp);
+    for (int64_t p = 0; p < PP; p += 16) {
+      __m256i c0 = _mm256_setzero_si256(), c1 = c0;
+      const uint8_t* b = U + 4 * p;
+      for (int64_t k = 0; k < ka; ++k, b += 4 * PP) {
+        const __m256i w = _mm256_set1_epi32(a0[k]);
+        c0 = _mm256_dpbusd_epi32(c0, _mm256_loadu_si256((const __m256i*)b), w);
+        c1 = _mm256_dpbusd_epi32(c1, _mm256_loadu_si256((const __m256i*)(b + 32)), w);
+      }
+      _mm256_storeu_si256((__m256i*)(C + r * ldc + p), c0);
+      _mm256_storeu_si256((__m256i*)(C + r * ldc + p + 8), c1);
+    }
+  }
+}
+#endif
+
+#ifdef BYOC_Q_AVX2
+#define BYOC_Q_USE8(level, use8) ((level) == 2 && (use8))
+#define BYOC_Q_GEMM8(W8, U, C, M, PP, Kp, ldc) byoc_qgemm_u8_vnni_(W8, U, C, M, PP, Kp, ldc)
+#else
+#define BYOC_Q_USE8(level, use8) ((void)(use8), 0)
+#define BYOC_Q_GEMM8(W8, U, C, M, PP, Kp, ldc) ((void)(W8), (void)(U))
+#endif
+
 /* 0: baseline, 1: AVX2, 2: AVX-512 VNNI — what byoc_qgemm_ runs on this CPU. */
 static BYOC_MAYBE_UNUSED int byoc_qgemm_level(void) {
 #ifdef BYOC_Q_AVX2
@@ -206,25 +270,61 @@ BYOC_DEFINE_REQUANT_ROW(byoc_q_requant_row_i8_, int8_t, _mm_packs_epi16)
 
 /*
  * conv2d (NCHW, groups G): x (N, C, H, W) of XT, w int16 (O, Kp) centred, K = C/G*KH*KW in
- * (c, kh, kw) order; bias int32 (O); mult f32 (O); y (N, O, OH, OW) of YT. TP: output pixels
+ * (c, kh, kw) order; w8 the same as int8 and wsum its row sums when use8 (the centred weights
+ * fit int8: then AVX-512 VNNI runs the u8 x s8 form); bias int32 (O); mult f32 (O);
+ * y (N, O, OH, OW) of YT. TP: output pixels
  * per block; scratch: Kp * PP int16 (the packed block, PP = TP rounded up to 16) then
  * (O / G) * PP int32.
  */
-#define BYOC_DEFINE_QCONV2D(NAME, XT, YT, ROW)                                                  \
+#define BYOC_DEFINE_QCONV2D(NAME, XT, YT, ROW, XOFF)                                            \
   static BYOC_MAYBE_UNUSED void NAME(                                                          \
-      const XT* x, const int16_t* w, const int32_t* bias, const float* mult, YT* y, float* scratch, \
-      int64_t N, int64_t C, int64_t H, int64_t W, int64_t O, int64_t G, int64_t KH, int64_t KW, \
-      int64_t OH, int64_t OW, int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,      \
-      int64_t DW, int64_t Kp, int64_t TP, int32_t xzp, int32_t yzp, float lo, float hi) {      \
+      const XT* x, const int16_t* w, const int8_t* w8, const int32_t* wsum, const int32_t* bias, \
+      const float* mult, YT* y, float* scratch, int64_t N, int64_t C, int64_t H, int64_t W,    \
+      int64_t O, int64_t G, int64_t KH, int64_t KW, int64_t OH, int64_t OW, int64_t SH,        \
+      int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t Kp, int64_t TP,      \
+      int32_t xzp, int32_t yzp, float lo, float hi, int32_t use8) {                            \
     const int64_t CG = C / G, OG = O / G, P = OH * OW;                                         \
     int16_t* cols = (int16_t*)scratch;                                                         \
     int32_t* acc = (int32_t*)(cols + Kp * ((TP + 15) & ~(int64_t)15));                         \
     const int level = byoc_qgemm_level();                                                      \
+    const int32_t off = (XOFF), xzu = xzp + off; /* i8 + 128 -> u8 for vpdpbusd */          \
     for (int64_t n = 0; n < N; ++n)                                                            \
       for (int64_t g = 0; g < G; ++g) {                                                        \
         const XT* xg = x + (n * C + g * CG) * H * W;                                           \
         for (int64_t p0 = 0; p0 < P; p0 += TP) {                                               \
           const int64_t tp = P - p0 < TP ? P - p0 : TP, pp = (tp + 15) & ~(int64_t)15;         \
+          if (BYOC_Q_USE8(level, use8)) {                                                      \
+            uint8_t* u = (uint8_t*)cols;                                                       \
+            memset(u, xzu, (size_t)(Kp * pp));                                                 \
+            int64_t k = 0;                                                                     \
+            for (int64_t c = 0; c < CG; ++c)                                                   \
+              for (int64_t i = 0; i < KH; ++i)                                                 \
+                for (int64_t j = 0; j < KW; ++j, ++k) {                                        \
+                  uint8_t* dst = u + (k >> 2) * 4 * pp + (k & 3);                              \
+                  int64_t t = 0, oh = p0 / OW, ow = p0 % OW;                                   \
+                  while (t < tp) {                                                             \
+                    const int64_t run = OW - ow < tp - t ? OW - ow : tp - t;                   \
+                    const int64_t ih = oh * SH - PT + i * DH;                                  \
+                    if (ih >= 0 && ih < H) {                                                   \
+                      const XT* row = xg + (c * H + ih) * W;                                   \
+                      for (int64_t r = 0; r < run; ++r) {                                      \
+                        const int64_t iw = (ow + r) * SW - PL + j * DW;                        \
+                        if (iw >= 0 && iw < W) dst[4 * (t + r)] = (uint8_t)((int32_t)row[iw] + off); \
+                      }                                                                        \
+                    }                                                                          \
+                    t += run;                                                                  \
+                    ow = 0;                                                                    \
+                    ++oh;                                                                      \
+                  }                                                                            \
+                }                                                                              \
+            BYOC_Q_GEMM8(w8 + g * OG * Kp, u, acc, OG, pp, Kp, pp);                            \
+            for (int64_t o = 0; o < OG; ++o) {                                                 \
+              const int64_t oc = g * OG + o;                                                   \
+              const int32_t b8 = (int32_t)((uint32_t)bias[oc] - (uint32_t)xzu * (uint32_t)wsum[oc]); \
+              ROW(acc + o * pp, tp, b8, mult[oc], lo, hi, yzp, y + (n * O + oc) * P + p0, level); \
+            }                                                                                  \
+            continue;                                                                          \
+          }                                                                                    \
           memset(cols, 0, (size_t)(Kp * pp) * sizeof(int16_t));                                \
           int64_t k = 0;                                                                       \
           for (int64_t c = 0; c < CG; ++c)                                                     \
@@ -389,10 +489,10 @@ static inline float byoc_q_quantize1_(float x, float scale, float qlo, float qhi
       }                                                                                        \
   }
 
-BYOC_DEFINE_QCONV2D(byoc_qconv2d_u8_u8, uint8_t, uint8_t, byoc_q_requant_row_u8_)
-BYOC_DEFINE_QCONV2D(byoc_qconv2d_u8_i8, uint8_t, int8_t, byoc_q_requant_row_i8_)
-BYOC_DEFINE_QCONV2D(byoc_qconv2d_i8_u8, int8_t, uint8_t, byoc_q_requant_row_u8_)
-BYOC_DEFINE_QCONV2D(byoc_qconv2d_i8_i8, int8_t, int8_t, byoc_q_requant_row_i8_)
+BYOC_DEFINE_QCONV2D(byoc_qconv2d_u8_u8, uint8_t, uint8_t, byoc_q_requant_row_u8_, 0)
+BYOC_DEFINE_QCONV2D(byoc_qconv2d_u8_i8, uint8_t, int8_t, byoc_q_requant_row_i8_, 0)
+BYOC_DEFINE_QCONV2D(byoc_qconv2d_i8_u8, int8_t, uint8_t, byoc_q_requant_row_u8_, 128)
+BYOC_DEFINE_QCONV2D(byoc_qconv2d_i8_i8, int8_t, int8_t, byoc_q_requant_row_i8_, 128)
 BYOC_DEFINE_QDWCONV2D(byoc_qdwconv2d_u8_u8, uint8_t, uint8_t, byoc_q_requant_row_u8_)
 BYOC_DEFINE_QDWCONV2D(byoc_qdwconv2d_u8_i8, uint8_t, int8_t, byoc_q_requant_row_i8_)
 BYOC_DEFINE_QDWCONV2D(byoc_qdwconv2d_i8_u8, int8_t, uint8_t, byoc_q_requant_row_u8_)

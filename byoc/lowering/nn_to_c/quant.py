@@ -167,6 +167,10 @@ class _Lowering:
             kp = -(-k // QK) * QK
             wt = np.zeros((o, kp), np.int16)
             wt[:, :k] = w.reshape(o, k)
+            # the u8 x s8 form (AVX-512 VNNI) when the centred weights fit int8
+            use8 = int(-128 <= w.min(initial=0) and w.max(initial=0) <= 127)
+            w8 = wt.astype(np.int8) if use8 else np.zeros((o, kp), np.int8)
+            wsum = w8.astype(np.int64).sum(axis=1).astype(np.int32)
             p = oh * ow
             tp = max(2, min(p, PACK_BYTES // (2 * kp)) // 2 * 2)
             tp = min(tp, p)
@@ -174,8 +178,8 @@ class _Lowering:
             scratch = kp * pp // 2 + (o // groups) * pp
             ints = [n, c, h, wd, o, groups, kh, kw, oh, ow, sh, sw, pt, pl, dh, dw, kp, tp]
             return self.node(
-                f"byoc_qconv2d_{suffix}", [x, self.const(wt), *consts], out,
-                [*(i64_attr(v) for v in ints), *tail], scratch,
+                f"byoc_qconv2d_{suffix}", [x, self.const(wt), self.const(w8), self.const(wsum), *consts],
+                out, [*(i64_attr(v) for v in ints), *tail, i32_attr(use8)], scratch,
             )
         nout, k = b.weight.shape
         m = math.prod(x.shape[:-1])
