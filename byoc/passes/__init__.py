@@ -57,6 +57,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "lower-to-c": _lazy("byoc.lowering.nn_to_c.pass_", "LowerToCPass"),
     "lower-to-examplejson": _lazy("byoc.lowering.nn_to_examplejson", "LowerToExampleJsonPass"),
     "lower-to-graph": _lazy("byoc.lowering.nn_to_graph", "LowerToGraphPass"),
+    "split-dequantize": _lazy("byoc.passes.split_dequantize", "SplitDequantizePass"),  # issue #13
 }
 
 # public name -> the module defining it, imported on first access

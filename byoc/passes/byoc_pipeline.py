@@ -1,7 +1,8 @@
 """byoc: the partitioning pipeline a user runs first, and `byoc.partition_for`.
 
     byoc{targets=ccompiler}
-      = merge-composite{targets=ccompiler}
+      = split-dequantize                    (a no-op unless an nn.dequantize is shared)
+        merge-composite{targets=ccompiler}
         annotate-target{targets=ccompiler}
         merge-compiler-regions
         partition
@@ -34,6 +35,7 @@ from byoc.passes.merge_compiler_regions import MergeCompilerRegionsPass
 from byoc.passes.merge_composite import MergeCompositePass
 from byoc.passes.options import as_names
 from byoc.passes.partition import PartitionPass
+from byoc.passes.split_dequantize import SplitDequantizePass
 from byoc.utils.gc import paused_gc
 
 
@@ -67,6 +69,7 @@ class ByocPass(ModulePass):
     def pipeline(self) -> PassPipeline:
         return PassPipeline(
             (
+                SplitDequantizePass(),  # issue #13: a QDQ composite owns its dequantize
                 MergeCompositePass(targets=self.targets, patterns=self.patterns),
                 AnnotateTargetPass(targets=self.targets, ops=self.ops),
                 MergeCompilerRegionsPass(min_ops=self.min_ops),

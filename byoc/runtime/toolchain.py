@@ -58,6 +58,7 @@ RUNTIME_HEADERS = (
     "byoc_cblas.h",
     "byoc_graph_engine.h",
     "byoc_graph_runtime.h",
+    "byoc_qkernels.h",
 )
 
 DEFAULT_FLAGS: tuple[str, ...] = (

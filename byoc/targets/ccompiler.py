@@ -7,8 +7,8 @@ predicates registered as `target.ccompiler` are the same check, so an op is
 tagged for ccompiler exactly when lower-to-c can emit it. An unsupported form
 is left to the host, never miscompiled.
 
-The C codegen fuses elementwise chains itself, so the pattern table is empty:
-regions of single ops are what it wants.
+The C codegen fuses elementwise chains itself, so the pattern table holds only the
+quantized (QDQ) blocks, which become int8 kernels (byoc/targets/qdq.py, issue #13).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from xdsl.ir import Attribute, Operation
 from byoc.dialects.nn.ops import layout_of
 from byoc.targets.base import Target
 from byoc.targets.predicates import Predicate
+from byoc.targets.qdq import pattern_table as qdq_pattern_table
 
 NAME = "ccompiler"
 
@@ -95,7 +96,7 @@ SUPPORTED_OPS: dict[str, tuple[str, ...]] = {
     **POINTWISE_OPS,
     **KERNEL_OPS,
     **ALIAS_OPS,
-    "nn.constant": F32_I32,
+    "nn.constant": (*F32_I32, "i8", "ui8"),  # i8/ui8: operands of the QDQ composites
 }
 
 CCOMPILER_LAYOUTS = ("NCHW", "OIHW")
@@ -154,6 +155,9 @@ def _predicate(op_name: str) -> Predicate:
 CCOMPILER = Target(
     name=NAME,
     support={name: _predicate(name) for name in SUPPORTED_OPS if name != "nn.constant"},
+    # issue #13: the QDQ blocks as int8 kernels (byoc/targets/qdq.py, byoc_qkernels.h)
+    patterns=qdq_pattern_table(),
+    composite_lowering="qnn",
     lowering="lower-to-c",
     component="c",
     description="C source (fused loops and byoc_kernels.h calls), one shared library",

@@ -216,6 +216,34 @@ CASES: dict[str, Callable[[], tuple[list[Array], dict[str, Any]]]] = {
     ),
     "col2im": lambda: ([f32(1, 4, 6)], {"image_shape": (3, 4), "block_shape": (2, 2)}),
 }
+# issue #13: the quantized ops (scales and zero points are operands)
+_Q = np.random.default_rng(13)
+
+
+def _ints(dtype: Any, *shape: int) -> Array:
+    info = np.iinfo(dtype)
+    return _Q.integers(info.min, info.max, size=shape, endpoint=True).astype(dtype)
+
+
+def _scale(*shape: int) -> Array:
+    return ((_Q.random(shape) + 0.1) / 10).astype(np.float32)
+
+
+CASES.update({
+    "quantize": lambda: ([f32(2, 3) * 8, _scale(), _ints(np.uint8)], {}),
+    "dequantize": lambda: ([_ints(np.uint8, 2, 3), _scale(3), _ints(np.uint8, 3)], {"axis": 1}),
+    "requantize": lambda: (
+        [_ints(np.int32, 2, 4) // 65536, _scale(4), np.zeros(4, np.int32), _scale(), _ints(np.int8)], {}
+    ),
+    "qconv2d": lambda: (
+        [_ints(np.uint8, 1, 2, 5, 5), _ints(np.int8, 3, 2, 3, 3), _ints(np.uint8), _ints(np.int8, 3)],
+        {"padding": (1, 1, 1, 1)},
+    ),
+    "qdense": lambda: ([_ints(np.int8, 2, 8), _ints(np.int8, 4, 8), _ints(np.int8), _ints(np.int8)], {}),
+    "qmatmul": lambda: (
+        [_ints(np.uint8, 2, 3, 8), _ints(np.uint8, 8, 4), _ints(np.uint8), _ints(np.uint8, 4)], {}
+    ),
+})
 
 
 def _ints(*shape: int) -> Array:

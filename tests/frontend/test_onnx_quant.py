@@ -219,7 +219,12 @@ def quantize_static_model(model: onnx.ModelProto, path: Any, activation: str = "
         quantize_static,
     )
 
-    shapes = {i.name: [d.dim_value or 1 for d in i.type.tensor_type.shape.dim] for i in model.graph.input}
+    inits = {i.name for i in model.graph.initializer}
+    shapes = {
+        i.name: [d.dim_value or 1 for d in i.type.tensor_type.shape.dim]
+        for i in model.graph.input
+        if i.name not in inits
+    }
     rng = np.random.default_rng(seed)
 
     class Reader(CalibrationDataReader):

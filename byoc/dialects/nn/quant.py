@@ -82,7 +82,9 @@ def check_qparams(
     xs, ss = shape_of(x), shape_of(scale)
     if scale.element_type != f32:
         raise _fail(f"{what} must be f32, got {scale.element_type}")
-    if zero_point is not None and shape_of(zero_point) != ss:
+    if zero_point is not None and shape_of(zero_point) != ss and not (
+        shape_of(zero_point) in ((), (1,)) and ss in ((), (1,))
+    ):
         raise _fail(
             f"zero point shape {list(shape_of(zero_point))} differs from {what} shape {list(ss)}"
         )

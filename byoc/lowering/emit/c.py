@@ -206,6 +206,8 @@ _DL_CODES: dict[str, tuple[str, int]] = {
     "i32": ("kDLInt", 32),
     "i64": ("kDLInt", 64),
     "i8": ("kDLInt", 8),
+    "ui8": ("kDLUInt", 8),
+    "i16": ("kDLInt", 16),
     "i1": ("kDLBool", 8),
 }
 

@@ -46,7 +46,10 @@ index = IndexType()
 
 
 def _elt(dtype: str) -> Attribute:
-    return f32 if dtype == "f32" else i32
+    if dtype == "f32":
+        return f32
+    # i32, and the quantized kernels' i8 / ui8 / i16 buffers (issue #13)
+    return nn.element_type_named(dtype) or i32
 
 
 def _ptr(dtype: str, const: bool = False) -> c.PtrType:

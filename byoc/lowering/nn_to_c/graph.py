@@ -33,6 +33,7 @@ from byoc.targets.ccompiler import (
     unsupported_reason,
 )
 from byoc.targets.ccompiler import NAME as CCOMPILER
+from byoc.targets.qdq import COMPOSITES as QDQ_COMPOSITES
 
 CompositeLowering = Callable[["GraphBuilder", CompositeOp, Sequence["Tensor"]], list["Tensor"]]
 """A target's lower-to-c hook: adds a composite's nodes to the graph, returns its results."""
@@ -57,7 +58,10 @@ class Tensor:
 
     @property
     def nbytes(self) -> int:
-        return self.numel * 4
+        if self.dtype in ("f32", "i32"):
+            return self.numel * 4
+        t = nn.element_type_named(self.dtype)  # the quantized kernels' i8 / ui8 / i16 (issue #13)
+        return self.numel * (nn.numpy_dtype(t).itemsize if t is not None else 4)
 
     def root(self) -> Tensor:
         v = self
@@ -135,11 +139,11 @@ class GraphBuilder:
             self.inputs.append(v)
         self._walk(block)  # an op on an unsupported type is reported at the op
         for i, (arg, v) in enumerate(zip(block.args, self.inputs, strict=True)):
-            if v.dtype not in F32_I32 or any(d <= 0 for d in v.shape):
+            if v.dtype not in (*F32_I32, "i8", "ui8") or any(d <= 0 for d in v.shape):
                 raise PassError(
                     self.fn,
                     f"lower-to-c: argument #{i} of '@{self.fn.sym_name.data}' has type {arg.type}; "
-                    "the C codegen takes f32 and i32 tensors of static, non-empty shape",
+                    "the C codegen takes f32, i32, i8 and ui8 tensors of static, non-empty shape",
                 )
 
     def _walk(self, block: Block) -> None:
@@ -174,6 +178,12 @@ class GraphBuilder:
         """Whether the composite's body is lowered op by op: a ccompiler composite, or one of
         the partition's own target when that target has no composite hook."""
         own = op.target_name == self.target and self.lower_composite is None
+        if (
+            op.target_name == CCOMPILER == self.target
+            and self.lower_composite is not None
+            and op.composite.data.rpartition(".")[2] in QDQ_COMPOSITES
+        ):
+            return False  # ccompiler's quantized composites go to its hook (issue #13)
         return op.target_name == CCOMPILER or own
 
     def _target_composite(self, op: CompositeOp) -> None:

@@ -75,7 +75,16 @@ def _cblas() -> CompositeLowering:
     return lower_composite
 
 
-COMPOSITE_LOWERINGS: dict[str, Callable[[], CompositeLowering]] = {"cblas": _cblas}
+def _qnn() -> CompositeLowering:
+    from byoc.lowering.nn_to_c.quant import lower_composite
+
+    return lower_composite
+
+
+COMPOSITE_LOWERINGS: dict[str, Callable[[], CompositeLowering]] = {
+    "cblas": _cblas,
+    "qnn": _qnn,  # issue #13: ccompiler's QDQ composites (byoc_qkernels.h)
+}
 """Target.composite_lowering name -> lazy hook turning a composite into graph nodes."""
 
 
@@ -216,6 +225,8 @@ class LowerToCPass(ModulePass):
             lowering = PartitionLowering(fn, self.fuse, self.const_threshold, init_base, hook, helpers)
             new_ops = lowering.lower()
             init_base += len(lowering.init_arrays)
+            if _calls_qkernels(new_ops):  # issue #13: included only where an int8 kernel is called
+                _add_include(unit, "byoc_qkernels.h")
             for new in new_ops:
                 assert isinstance(new, c.FuncOp | c.GlobalOp)
                 name = new.sym_name.data
@@ -226,6 +237,16 @@ class LowerToCPass(ModulePass):
             fn.body.detach_block(fn.body.block).erase()
             fn.properties["sym_visibility"] = StringAttr("private")
         unit.body.block.add_op(_init_func(unit))
+
+
+def _calls_qkernels(ops: list[Operation]) -> bool:
+    """Whether any of `ops` calls a kernel of byoc_qkernels.h (`byoc_q*`, `byoc_(de)quantize_*`)."""
+    return any(
+        isinstance(o, c.CallOpaqueOp)
+        and o.callee.data.startswith(("byoc_q", "byoc_quantize_", "byoc_dequantize_"))
+        for op in ops
+        for o in op.walk()
+    )
 
 
 def constants_of(unit: c.ModuleOp) -> list[np.ndarray[Any, Any]]:

@@ -33,7 +33,7 @@ func.func private @ccompiler_main_0(%a: tensor<4xf32>) -> tensor<4xf32> attribut
 // -----
 
 /// An argument the C ABI cannot take, even if no op reads it.
-// expected-error@+1 {{lower-to-c: argument #1 of '@ccompiler_main_0' has type tensor<4xf64>; the C codegen takes f32 and i32 tensors of static, non-empty shape}}
+// expected-error@+1 {{lower-to-c: argument #1 of '@ccompiler_main_0' has type tensor<4xf64>; the C codegen takes f32, i32, i8 and ui8 tensors of static, non-empty shape}}
 func.func private @ccompiler_main_0(%a: tensor<4xf32>, %b: tensor<4xf64>) -> tensor<4xf32> attributes {byoc.compiler = "ccompiler"} {
   %0 = nn.relu %a : tensor<4xf32>
   func.return %0 : tensor<4xf32>

@@ -1,0 +1,509 @@
+/*
+ * byoc_qkernels.h — int8 kernels of the quantized (QDQ) composites of the ccompiler target
+ * (issue #13; lowering in byoc/lowering/nn_to_c/quant.py, docs/quantization.md).
+ *
+ * Every product and sum is exact integer arithmetic: the weights arrive centred and widened
+ * (int16 w - w_zp, laid out [O][Kp], Kp = K rounded up to 16, zero-padded), the activations
+ * are centred and widened while they are packed (x - x_zp; padding is 0; each pixel's k
+ * pairs interleaved, see byoc_qgemm_), and the dot products accumulate in int32. The three code paths — baseline C, AVX2 (vpmaddwd) and
+ * AVX-512 VNNI (vpdpwssd on 256-bit vectors) — therefore give identical integers; the path is
+ * chosen at run time (__builtin_cpu_supports), and -DBYOC_BASELINE_ONLY
+ * (BYOC_CPU_DISPATCH=baseline) keeps the baseline.
+ *
+ * The only floating point is the requantization of each accumulator, done as onnxruntime's
+ * MLAS does it (MlasRequantizeOutput): v = (float)(acc + bias) * mult, clamped to
+ * [lo, hi] (the output type's range minus the zero point, raised to 0 by a fused ReLU),
+ * rounded half to even (byoc_q_round_), plus the output zero point.
+ */
+#ifndef BYOC_QKERNELS_H_
+#define BYOC_QKERNELS_H_
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifndef BYOC_MAYBE_UNUSED
+#define BYOC_MAYBE_UNUSED __attribute__((unused))
+#endif
+
+#if defined(__x86_64__) && defined(__has_attribute) && !defined(BYOC_BASELINE_ONLY)
+#if __has_attribute(target) && !defined(__SANITIZE_ADDRESS__)
+#include <immintrin.h>
+#define BYOC_Q_AVX2 __attribute__((target("avx2")))
+#define BYOC_Q_VNNI __attribute__((target("avx2,avx512f,avx512vl,avx512vnni")))
+#endif
+#endif
+
+/* K is packed in blocks of this many int16 (one 256-bit vector). */
+#define BYOC_QK 16
+
+/*
+ * Round half to even of a float already clamped to |v| < 2^22: adding and subtracting
+ * 1.5 * 2^23 rounds in the FPU's default mode (nearest even) — what nearbyintf does, without
+ * its call and its saving of the floating-point environment (10+ ns an element).
+ */
+static inline float byoc_q_round_(float v) {
+  return (v + 12582912.0f) - 12582912.0f;
+}
+
+static inline int32_t byoc_q_requant_(int32_t acc, float mult, float lo, float hi, int32_t zp) {
+  float v = (float)acc * mult;
+  v = v < lo ? lo : v;
+  v = v > hi ? hi : v;
+  return (int32_t)byoc_q_round_(v) + zp;
+}
+
+/* ---- the int16 GEMM ------------------------------------------------------------------------
+ * C[o * ldc + p] = sum_k A[o * Kp + k] * B[(k / 2) * 2 * PP + 2 * p + k % 2]: A holds the weights
+ * row by row, B the packed activations with each pixel's k pairs interleaved (PP pixels, a
+ * multiple of 16, the pad columns zero), so that one vpmaddwd of a broadcast weight pair and
+ * 8 pixels' pairs adds 8 pixels' partial sums — no horizontal sums.
+ */
+static void byoc_qgemm_base_(const int16_t* A, const int16_t* B, int32_t* C, int64_t M, int64_t PP,
+                             int64_t Kp, int64_t ldc) {
+  for (int64_t o = 0; o < M; ++o) {
+    int32_t* c = C + o * ldc;
+    for (int64_t p = 0; p < PP; ++p) c[p] = 0;
+    for (int64_t k = 0; k < Kp; k += 2) {
+      const int32_t a0 = A[o * Kp + k], a1 = A[o * Kp + k + 1];
+      const int16_t* b = B + k * PP;
+      for (int64_t p = 0; p < PP; ++p) c[p] += a0 * (int32_t)b[2 * p] + a1 * (int32_t)b[2 * p + 1];
+    }
+  }
+}
+
+#ifdef BYOC_Q_AVX2
+/* 4 output channels x 16 pixels per tile; MADD(acc, a, b) adds the pairwise products. */
+#define BYOC_QGEMM_BODY(MADD)                                                                   \
+  for (int64_t o = 0; o + 4 <= M; o += 4) {                                                    \
+    const int32_t* a0 = (const int32_t*)(A + o * Kp);                                          \
+    const int64_t ka = Kp / 2;                                                                 \
+    for (int64_t p = 0; p < PP; p += 16) {                                                     \
+      __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00,        \
+              c21 = c00, c30 = c00, c31 = c00;                                                 \
+      const int16_t* b = B + 2 * p;                                                            \
+      for (int64_t k = 0; k < ka; ++k, b += 2 * PP) {                                          \
+        const __m256i x0 = _mm256_loadu_si256((const __m256i*)b);                              \
+        const __m256i x1 = _mm256_loadu_si256((const __m256i*)(b + 16));                       \
+        __m256i w = _mm256_set1_epi32(a0[k]);                                                  \
+        c00 = MADD(c00, w, x0); c01 = MADD(c01, w, x1);                                        \
+        w = _mm256_set1_epi32(a0[ka + k]);                                                     \
+        c10 = MADD(c10, w, x0); c11 = MADD(c11, w, x1);                                        \
+        w = _mm256_set1_epi32(a0[2 * ka + k]);                                                 \
+        c20 = MADD(c20, w, x0); c21 = MADD(c21, w, x1);                                        \
+        w = _mm256_set1_epi32(a0[3 * ka + k]);                                                 \
+        c30 = MADD(c30, w, x0); c31 = MADD(c31, w, x1);                                        \
+      }                                                                                        \
+      int32_t* c = C + o * ldc + p;                                                            \
+      _mm256_storeu_si256((__m256i*)c, c00); _mm256_storeu_si256((__m256i*)(c + 8), c01);      \
+      c += ldc;                                                                                \
+      _mm256_storeu_si256((__m256i*)c, c10); _mm256_storeu_si256((__m256i*)(c + 8), c11);      \
+      c += ldc;                                                                                \
+      _mm256_storeu_si256((__m256i*)c, c20); _mm256_storeu_si256((__m256i*)(c + 8), c21);      \
+      c += ldc;                                                                                \
+      _mm256_storeu_si256((__m256i*)c, c30); _mm256_storeu_si256((__m256i*)(c + 8), c31);      \
+    }                                                                                          \
+  }                                                                                            \
+  for (int64_t r = M & ~(int64_t)3; r < M; ++r) {                                             \
+    const int32_t* a0 = (const int32_t*)(A + r * Kp);                                          \
+    for (int64_t p = 0; p < PP; p += 16) {                                                     \
+      __m256i c0 = _mm256_setzero_si256(), c1 = c0;                                            \
+      const int16_t* b = B + 2 * p;                                                            \
+      for (int64_t k = 0; k < Kp / 2; ++k, b += 2 * PP) {                                      \
+        const __m256i w = _mm256_set1_epi32(a0[k]);                                            \
+        c0 = MADD(c0, w, _mm256_loadu_si256((const __m256i*)b));                               \
+        c1 = MADD(c1, w, _mm256_loadu_si256((const __m256i*)(b + 16)));                        \
+      }                                                                                        \
+      _mm256_storeu_si256((__m256i*)(C + r * ldc + p), c0);                                    \
+      _mm256_storeu_si256((__m256i*)(C + r * ldc + p + 8), c1);                                \
+    }                                                                                          \
+  }
+
+#define BYOC_Q_MADD_AVX2(acc, a, b) _mm256_add_epi32((acc), _mm256_madd_epi16((a), (b)))
+static BYOC_Q_AVX2 void byoc_qgemm_avx2_(const int16_t* A, const int16_t* B, int32_t* C, int64_t M,
+                                         int64_t PP, int64_t Kp, int64_t ldc) {
+  BYOC_QGEMM_BODY(BYOC_Q_MADD_AVX2)
+}
+
+#define BYOC_Q_MADD_VNNI(acc, a, b) _mm256_dpwssd_epi32((acc), (a), (b))
+static BYOC_Q_VNNI void byoc_qgemm_vnni_(const int16_t* A, const int16_t* B, int32_t* C, int64_t M,
+                                         int64_t PP, int64_t Kp, int64_t ldc) {
+  BYOC_QGEMM_BODY(BYOC_Q_MADD_VNNI)
+}
+#endif
+
+#ifdef BYOC_Q_AVX2
+/*
+ * The u8 x s8 form on AVX-512 VNNI (vpdpbusd, 4 products a lane, exact in int32):
+ * C[o * ldc + p] = sum_k W8[o * Kp + k] * U[(k / 4) * 4 * PP + 4 * p + k % 4], W8 the centred
+ * weights as int8 (when they fit), U the activations offset to unsigned (x, or x + 128 for i8)
+ * and not centred; the kernels subtract x_zp' * sum_k W8[o][k] afterwards, so the integers are
+ * those of the int16 form.
+ */
+static BYOC_Q_VNNI void byoc_qgemm_u8_vnni_(const int8_t* W8, const uint8_t* U, int32_t* C,
+                                            int64_t M, int64_t PP, int64_t Kp, int64_t ldc) {
+  const int64_t ka = Kp / 4;
+  for (int64_t o = 0; o + 4 <= M; o += 4) {
+    const int32_t* a0 = (const int32_t*)(W8 + o * Kp);
+    for (int64_t p = 0; p < PP; p += 16) {
+      __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
+              c30 = c00, c31 = c00;
+      const uint8_t* b = U + 4 * p;
+      for (int64_t k = 0; k < ka; ++k, b += 4 * PP) {
+        const __m256i x0 = _mm256_loadu_si256((const __m256i*)b);
+        const __m256i x1 = _mm256_loadu_si256((const __m256i*)(b + 32));
+        __m256i w = _mm256_set1_epi32(a0[k]);
+        c00 = _mm256_dpbusd_epi32(c00, x0, w); c01 = _mm256_dpbusd_epi32(c01, x1, w);
+        w = _mm256_set1_epi32(a0[ka + k]);
+        c10 = _mm256_dpbusd_epi32(c10, x0, w); c11 = _mm256_dpbusd_epi32(c11, x1, w);
+        w = _mm256_set1_epi32(a0[2 * ka + k]);
+        c20 = _mm256_dpbusd_epi32(c20, x0, w); c21 = _mm256_dpbusd_epi32(c21, x1, w);
+        w = _mm256_set1_epi32(a0[3 * ka + k]);
+        c30 = _mm256_dpbusd_epi32(c30, x0, w); c31 = _mm256_dpbusd_epi32(c31, x1, w);
+      }
+      int32_t* c = C + o * ldc + p;
+      _mm256_storeu_si256((__m256i*)c, c00); _mm256_storeu_si256((__m256i*)(c + 8), c01);
+      c += ldc;
+      _mm256_storeu_si256((__m256i*)c, c10); _mm256_storeu_si256((__m256i*)(c + 8), c11);
+      c += ldc;
+      _mm256_storeu_si256((__m256i*)c, c20); _mm256_storeu_si256((__m256i*)(c + 8), c21);
+      c += ldc;
+      _mm256_storeu_si256((__m256i*)c, c30); _mm256_storeu_si256((__m256i*)(c + 8), c31);
+    }
+  }
+  for (int64_t r = M & ~(int64_t)3; r < M; ++r) {
+    const int32_t* a0 = (const int32_t*)(W8 + r * Kp);
+    for (int64_t p = 0; p < PP; p += 16) {
+      __m256i c0 = _mm256_setzero_si256(), c1 = c0;
+      const uint8_t* b = U + 4 * p;
+      for (int64_t k = 0; k < ka; ++k, b += 4 * PP) {
+        const __m256i w = _mm256_set1_epi32(a0[k]);
+        c0 = _mm256_dpbusd_epi32(c0, _mm256_loadu_si256((const __m256i*)b), w);
+        c1 = _mm256_dpbusd_epi32(c1, _mm256_loadu_si256((const __m256i*)(b + 32)), w);
+      }
+      _mm256_storeu_si256((__m256i*)(C + r * ldc + p), c0);
+      _mm256_storeu_si256((__m256i*)(C + r * ldc + p + 8), c1);
+    }
+  }
+}
+#endif
+
+#ifdef BYOC_Q_AVX2
+#define BYOC_Q_USE8(level, use8) ((level) == 2 && (use8))
+#define BYOC_Q_GEMM8(W8, U, C, M, PP, Kp, ldc) byoc_qgemm_u8_vnni_(W8, U, C, M, PP, Kp, ldc)
+#else
+#define BYOC_Q_USE8(level, use8) ((void)(use8), 0)
+#define BYOC_Q_GEMM8(W8, U, C, M, PP, Kp, ldc) ((void)(W8), (void)(U))
+#endif
+
+/* 0: baseline, 1: AVX2, 2: AVX-512 VNNI — what byoc_qgemm_ runs on this CPU. */
+static BYOC_MAYBE_UNUSED int byoc_qgemm_level(void) {
+#ifdef BYOC_Q_AVX2
+  if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl")) return 2;
+  if (__builtin_cpu_supports("avx2")) return 1;
+#endif
+  return 0;
+}
+
+static void byoc_qgemm_(const int16_t* A, const int16_t* B, int32_t* C, int64_t M, int64_t PP,
+                        int64_t Kp, int64_t ldc, int level) {
+#ifdef BYOC_Q_AVX2
+  if (level == 2) {
+    byoc_qgemm_vnni_(A, B, C, M, PP, Kp, ldc);
+    return;
+  }
+  if (level == 1) {
+    byoc_qgemm_avx2_(A, B, C, M, PP, Kp, ldc);
+    return;
+  }
+#endif
+  (void)level;
+  byoc_qgemm_base_(A, B, C, M, PP, Kp, ldc);
+}
+
+/* ---- requantization of a row of accumulators (vectorised where AVX2 is) ----------------- */
+#define BYOC_DEFINE_REQUANT_ROW(NAME, YT, PACK)                                                 \
+  static void NAME##_base_(const int32_t* acc, int64_t n, int32_t bias, float m, float lo,     \
+                           float hi, int32_t zp, YT* y) {                                      \
+    for (int64_t i = 0; i < n; ++i) y[i] = (YT)byoc_q_requant_(acc[i] + bias, m, lo, hi, zp);  \
+  }                                                                                            \
+  BYOC_REQUANT_AVX2(NAME, YT, PACK)                                                            \
+  static BYOC_MAYBE_UNUSED void NAME(const int32_t* acc, int64_t n, int32_t bias, float m,     \
+                                     float lo, float hi, int32_t zp, YT* y, int level) {       \
+    BYOC_REQUANT_DISPATCH(NAME)                                                                \
+    (void)level;                                                                               \
+    NAME##_base_(acc, n, bias, m, lo, hi, zp, y);                                              \
+  }
+
+#ifdef BYOC_Q_AVX2
+/* _mm256_cvtps_epi32 rounds half to even (the default MXCSR mode), as byoc_q_round_ does. */
+#define BYOC_REQUANT_AVX2(NAME, YT, PACK)                                                       \
+  static BYOC_Q_AVX2 void NAME##_avx2_(const int32_t* acc, int64_t n, int32_t bias, float m,   \
+                                       float lo, float hi, int32_t zp, YT* y) {                \
+    const __m256i vb = _mm256_set1_epi32(bias), vz = _mm256_set1_epi32(zp);                    \
+    const __m256 vm = _mm256_set1_ps(m), vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);   \
+    int64_t i = 0;                                                                             \
+    for (; i + 8 <= n; i += 8) {                                                               \
+      __m256i a = _mm256_add_epi32(_mm256_loadu_si256((const __m256i*)(acc + i)), vb);         \
+      __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(a), vm);                                     \
+      v = _mm256_min_ps(_mm256_max_ps(v, vlo), vhi);                                           \
+      __m256i r = _mm256_add_epi32(_mm256_cvtps_epi32(v), vz);                                 \
+      __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));  \
+      _mm_storel_epi64((__m128i*)(y + i), PACK(w, w));                                         \
+    }                                                                                          \
+    NAME##_base_(acc + i, n - i, bias, m, lo, hi, zp, y + i);                                  \
+  }
+#define BYOC_REQUANT_DISPATCH(NAME)                                                             \
+  if (level > 0) {                                                                             \
+    NAME##_avx2_(acc, n, bias, m, lo, hi, zp, y);                                              \
+    return;                                                                                    \
+  }
+#else
+#define BYOC_REQUANT_AVX2(NAME, YT, PACK)
+#define BYOC_REQUANT_DISPATCH(NAME)
+#endif
+
+BYOC_DEFINE_REQUANT_ROW(byoc_q_requant_row_u8_, uint8_t, _mm_packus_epi16)
+BYOC_DEFINE_REQUANT_ROW(byoc_q_requant_row_i8_, int8_t, _mm_packs_epi16)
+
+/* ---- kernels, one per (activation type, output type) ------------------------------------- */
+
+/*
+ * conv2d (NCHW, groups G): x (N, C, H, W) of XT, w int16 (O, Kp) centred, K = C/G*KH*KW in
+ * (c, kh, kw) order; w8 the same as int8 and wsum its row sums when use8 (the centred weights
+ * fit int8: then AVX-512 VNNI runs the u8 x s8 form); bias int32 (O); mult f32 (O);
+ * y (N, O, OH, OW) of YT. TP: output pixels
+ * per block; scratch: Kp * PP int16 (the packed block, PP = TP rounded up to 16) then
+ * (O / G) * PP int32.
+ */
+#define BYOC_DEFINE_QCONV2D(NAME, XT, YT, ROW, XOFF)                                            \
+  static BYOC_MAYBE_UNUSED void NAME(                                                          \
+      const XT* x, const int16_t* w, const int8_t* w8, const int32_t* wsum, const int32_t* bias, \
+      const float* mult, YT* y, float* scratch, int64_t N, int64_t C, int64_t H, int64_t W,    \
+      int64_t O, int64_t G, int64_t KH, int64_t KW, int64_t OH, int64_t OW, int64_t SH,        \
+      int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t Kp, int64_t TP,      \
+      int32_t xzp, int32_t yzp, float lo, float hi, int32_t use8) {                            \
+    const int64_t CG = C / G, OG = O / G, P = OH * OW;                                         \
+    int16_t* cols = (int16_t*)scratch;                                                         \
+    int32_t* acc = (int32_t*)(cols + Kp * ((TP + 15) & ~(int64_t)15));                         \
+    const int level = byoc_qgemm_level();                                                      \
+    const int32_t off = (XOFF), xzu = xzp + off; /* i8 + 128 -> u8 for vpdpbusd */          \
+    for (int64_t n = 0; n < N; ++n)                                                            \
+      for (int64_t g = 0; g < G; ++g) {                                                        \
+        const XT* xg = x + (n * C + g * CG) * H * W;                                           \
+        for (int64_t p0 = 0; p0 < P; p0 += TP) {                                               \
+          const int64_t tp = P - p0 < TP ? P - p0 : TP, pp = (tp + 15) & ~(int64_t)15;         \
+          if (BYOC_Q_USE8(level, use8)) {                                                      \
+            uint8_t* u = (uint8_t*)cols;                                                       \
+            memset(u, xzu, (size_t)(Kp * pp));                                                 \
+            int64_t k = 0;                                                                     \
+            for (int64_t c = 0; c < CG; ++c)                                                   \
+              for (int64_t i = 0; i < KH; ++i)                                                 \
+                for (int64_t j = 0; j < KW; ++j, ++k) {                                        \
+                  uint8_t* dst = u + (k >> 2) * 4 * pp + (k & 3);                              \
+                  int64_t t = 0, oh = p0 / OW, ow = p0 % OW;                                   \
+                  while (t < tp) {                                                             \
+                    const int64_t run = OW - ow < tp - t ? OW - ow : tp - t;                   \
+                    const int64_t ih = oh * SH - PT + i * DH;                                  \
+                    if (ih >= 0 && ih < H) {                                                   \
+                      const XT* row = xg + (c * H + ih) * W;                                   \
+                      for (int64_t r = 0; r < run; ++r) {                                      \
+                        const int64_t iw = (ow + r) * SW - PL + j * DW;                        \
+                        if (iw >= 0 && iw < W) dst[4 * (t + r)] = (uint8_t)((int32_t)row[iw] + off); \
+                      }                                                                        \
+                    }                                                                          \
+                    t += run;                                                                  \
+                    ow = 0;                                                                    \
+                    ++oh;                                                                      \
+                  }                                                                            \
+                }                                                                              \
+            BYOC_Q_GEMM8(w8 + g * OG * Kp, u, acc, OG, pp, Kp, pp);                            \
+            for (int64_t o = 0; o < OG; ++o) {                                                 \
+              const int64_t oc = g * OG + o;                                                   \
+              const int32_t b8 = (int32_t)((uint32_t)bias[oc] - (uint32_t)xzu * (uint32_t)wsum[oc]); \
+              ROW(acc + o * pp, tp, b8, mult[oc], lo, hi, yzp, y + (n * O + oc) * P + p0, level); \
+            }                                                                                  \
+            continue;                                                                          \
+          }                                                                                    \
+          memset(cols, 0, (size_t)(Kp * pp) * sizeof(int16_t));                                \
+          int64_t k = 0;                                                                       \
+          for (int64_t c = 0; c < CG; ++c)                                                     \
+            for (int64_t i = 0; i < KH; ++i)                                                   \
+              for (int64_t j = 0; j < KW; ++j, ++k) {                                          \
+                int16_t* dst = cols + (k >> 1) * 2 * pp + (k & 1);                             \
+                int64_t t = 0, oh = p0 / OW, ow = p0 % OW;                                     \
+                while (t < tp) {                                                               \
+                  const int64_t run = OW - ow < tp - t ? OW - ow : tp - t;                     \
+                  const int64_t ih = oh * SH - PT + i * DH;                                    \
+                  if (ih >= 0 && ih < H) {                                                     \
+                    const XT* row = xg + (c * H + ih) * W;                                     \
+                    for (int64_t r = 0; r < run; ++r) {                                        \
+                      const int64_t iw = (ow + r) * SW - PL + j * DW;                          \
+                      if (iw >= 0 && iw < W) dst[2 * (t + r)] = (int16_t)((int32_t)row[iw] - xzp); \
+                    }                                                                          \
+                  }                                                                            \
+                  t += run;                                                                    \
+                  ow = 0;                                                                      \
+                  ++oh;                                                                        \
+                }                                                                              \
+              }                                                                                \
+          byoc_qgemm_(w + g * OG * Kp, cols, acc, OG, pp, Kp, pp, level);                      \
+          for (int64_t o = 0; o < OG; ++o) {                                                   \
+            const int64_t oc = g * OG + o;                                                     \
+            ROW(acc + o * pp, tp, bias[oc], mult[oc], lo, hi, yzp, y + (n * O + oc) * P + p0, level); \
+          }                                                                                    \
+        }                                                                                      \
+      }                                                                                        \
+  }
+
+/*
+ * Depthwise conv2d (G == C == O): w int16 (C, KH*KW) centred. Scratch: the centred, padded
+ * plane (HP * WP int16) then OW int32. The taps of one output row accumulate across OW (the
+ * inner loop vectorises when SW == 1).
+ */
+#define BYOC_DEFINE_QDWCONV2D(NAME, XT, YT, ROW)                                                \
+  static BYOC_MAYBE_UNUSED void NAME(                                                          \
+      const XT* x, const int16_t* w, const int32_t* bias, const float* mult, YT* y, float* scratch, \
+      int64_t N, int64_t C, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t OH, int64_t OW, \
+      int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t HP,      \
+      int64_t WP, int32_t xzp, int32_t yzp, float lo, float hi) {                              \
+    int16_t* plane = (int16_t*)scratch;                                                        \
+    int32_t* acc = (int32_t*)(plane + ((HP * WP + 1) & ~(int64_t)1));                          \
+    const int level = byoc_qgemm_level();                                                      \
+    for (int64_t n = 0; n < N; ++n)                                                            \
+      for (int64_t c = 0; c < C; ++c) {                                                        \
+        const XT* xc = x + (n * C + c) * H * W;                                                \
+        memset(plane, 0, (size_t)(HP * WP) * sizeof(int16_t));                                 \
+        for (int64_t r = 0; r < H; ++r)                                                        \
+          for (int64_t q = 0; q < W; ++q)                                                      \
+            plane[(r + PT) * WP + q + PL] = (int16_t)((int32_t)xc[r * W + q] - xzp);           \
+        const int16_t* wc = w + c * KH * KW;                                                   \
+        YT* yc = y + (n * C + c) * OH * OW;                                                    \
+        for (int64_t oh = 0; oh < OH; ++oh) {                                                  \
+          for (int64_t ow = 0; ow < OW; ++ow) acc[ow] = 0;                                     \
+          for (int64_t i = 0; i < KH; ++i)                                                     \
+            for (int64_t j = 0; j < KW; ++j) {                                                 \
+              const int32_t wv = wc[i * KW + j];                                               \
+              const int16_t* src = plane + (oh * SH + i * DH) * WP + j * DW;                   \
+              if (SW == 1)                                                                     \
+                for (int64_t ow = 0; ow < OW; ++ow) acc[ow] += wv * (int32_t)src[ow];          \
+              else                                                                             \
+                for (int64_t ow = 0; ow < OW; ++ow) acc[ow] += wv * (int32_t)src[ow * SW];     \
+            }                                                                                  \
+          ROW(acc, OW, bias[c], mult[c], lo, hi, yzp, yc + oh * OW, level);                    \
+        }                                                                                      \
+      }                                                                                        \
+  }
+
+/*
+ * dense / matmul with a constant right operand: x (M, K) of XT, w int16 (N, Kp) centred,
+ * y (M, N). Scratch: Kp * PP int16 (packed rows, PP = TP rounded up to 16) then N * PP int32.
+ */
+#define BYOC_DEFINE_QDENSE(NAME, XT, YT)                                                        \
+  static BYOC_MAYBE_UNUSED void NAME(const XT* x, const int16_t* w, const int32_t* bias,      \
+                                     const float* mult, YT* y, float* scratch, int64_t M,      \
+                                     int64_t N, int64_t K, int64_t Kp, int64_t TP, int32_t xzp, \
+                                     int32_t yzp, float lo, float hi) {                        \
+    int16_t* rows = (int16_t*)scratch;                                                         \
+    int32_t* acc = (int32_t*)(rows + Kp * ((TP + 15) & ~(int64_t)15));                        \
+    const int level = byoc_qgemm_level();                                                      \
+    for (int64_t m0 = 0; m0 < M; m0 += TP) {                                                   \
+      const int64_t tp = M - m0 < TP ? M - m0 : TP, pp = (tp + 15) & ~(int64_t)15;             \
+      memset(rows, 0, (size_t)(Kp * pp) * sizeof(int16_t));                                    \
+      for (int64_t t = 0; t < tp; ++t) {                                                       \
+        const XT* xr = x + (m0 + t) * K;                                                       \
+        for (int64_t k = 0; k < K; ++k)                                                        \
+          rows[(k >> 1) * 2 * pp + 2 * t + (k & 1)] = (int16_t)((int32_t)xr[k] - xzp);         \
+      }                                                                                        \
+      byoc_qgemm_(w, rows, acc, N, pp, Kp, pp, level);                                         \
+      for (int64_t t = 0; t < tp; ++t) {                                                       \
+        YT* yr = y + (m0 + t) * N;                                                             \
+        for (int64_t o = 0; o < N; ++o)                                                        \
+          yr[o] = (YT)byoc_q_requant_(acc[o * pp + t] + bias[o], mult[o], lo, hi, yzp);        \
+      }                                                                                        \
+    }                                                                                          \
+  }
+
+/* quantize / dequantize, per tensor or per axis: element (o, c, i) of the (n / (CH * inner),
+ * CH, inner) view uses scale[c], zp[c]. A row of `inner` elements shares them. */
+static inline float byoc_q_quantize1_(float x, float scale, float qlo, float qhi) {
+  float v = x / scale;
+  v = v < qlo ? qlo : v;
+  v = v > qhi ? qhi : v;
+  return byoc_q_round_(v != v ? 0.0f : v);
+}
+
+#ifdef BYOC_Q_AVX2
+/* The AVX2 part of a quantize row: the elements it did (a multiple of 8); NaN -> 0 first, as the
+ * scalar code does. _mm256_div_ps divides exactly as the scalar division does. */
+#define BYOC_QUANTIZE_AVX2_FN(NAME, YT, PACK)                                                   \
+  static BYOC_Q_AVX2 int64_t NAME##_avx2_(const float* x, float scale, int32_t z, YT* y,       \
+                                          int64_t len, float qlo, float qhi) {                 \
+    const __m256 vs = _mm256_set1_ps(scale), vlo = _mm256_set1_ps(qlo), vhi = _mm256_set1_ps(qhi); \
+    const __m256i vz = _mm256_set1_epi32(z);                                                   \
+    int64_t i = 0;                                                                             \
+    for (; i + 8 <= len; i += 8) {                                                             \
+      __m256 v = _mm256_div_ps(_mm256_loadu_ps(x + i), vs);                                    \
+      v = _mm256_andnot_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q), v);                              \
+      v = _mm256_min_ps(_mm256_max_ps(v, vlo), vhi);                                           \
+      __m256i r = _mm256_add_epi32(_mm256_cvtps_epi32(v), vz);                                 \
+      __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));  \
+      _mm_storel_epi64((__m128i*)(y + i), PACK(w, w));                                         \
+    }                                                                                          \
+    return i;                                                                                  \
+  }
+#define BYOC_QUANTIZE_AVX2_CALL(NAME)                                                           \
+  if (level > 0) i = NAME##_avx2_(x, scale, z, y, len, qlo, qhi);
+#else
+#define BYOC_QUANTIZE_AVX2_FN(NAME, YT, PACK)
+#define BYOC_QUANTIZE_AVX2_CALL(NAME)
+#endif
+
+#define BYOC_DEFINE_QUANTIZE(NAME, YT, QMIN, QMAX, PACK)                                        \
+  BYOC_QUANTIZE_AVX2_FN(NAME, YT, PACK)                                                        \
+  static void NAME##_row_(const float* x, float scale, int32_t z, YT* y, int64_t len, int level) { \
+    const float qlo = (float)(QMIN) - (float)z, qhi = (float)(QMAX) - (float)z;                \
+    int64_t i = 0;                                                                             \
+    BYOC_QUANTIZE_AVX2_CALL(NAME)                                                              \
+    (void)level;                                                                               \
+    for (; i < len; ++i) y[i] = (YT)((int32_t)byoc_q_quantize1_(x[i], scale, qlo, qhi) + z);   \
+  }                                                                                            \
+  static BYOC_MAYBE_UNUSED void NAME(const float* x, const float* scale, const YT* zp, YT* y,  \
+                                     int64_t n, int64_t inner, int64_t CH) {                   \
+    const int level = byoc_qgemm_level();                                                      \
+    for (int64_t o = 0; o < n; o += CH * inner)                                                \
+      for (int64_t c = 0; c < CH; ++c)                                                         \
+        NAME##_row_(x + o + c * inner, scale[c], (int32_t)zp[c], y + o + c * inner, inner, level); \
+  }
+
+#define BYOC_DEFINE_DEQUANTIZE(NAME, XT)                                                        \
+  static BYOC_MAYBE_UNUSED void NAME(const XT* x, const float* scale, const XT* zp, float* y,  \
+                                     int64_t n, int64_t inner, int64_t CH) {                   \
+    for (int64_t o = 0; o < n; o += CH * inner)                                                \
+      for (int64_t c = 0; c < CH; ++c) {                                                       \
+        const XT* xr = x + o + c * inner;                                                      \
+        float* yr = y + o + c * inner;                                                         \
+        const int32_t z = (int32_t)zp[c];                                                      \
+        const float s = scale[c];                                                              \
+        for (int64_t i = 0; i < inner; ++i) yr[i] = (float)((int32_t)xr[i] - z) * s;           \
+      }                                                                                        \
+  }
+
+BYOC_DEFINE_QCONV2D(byoc_qconv2d_u8_u8, uint8_t, uint8_t, byoc_q_requant_row_u8_, 0)
+BYOC_DEFINE_QCONV2D(byoc_qconv2d_u8_i8, uint8_t, int8_t, byoc_q_requant_row_i8_, 0)
+BYOC_DEFINE_QCONV2D(byoc_qconv2d_i8_u8, int8_t, uint8_t, byoc_q_requant_row_u8_, 128)
+BYOC_DEFINE_QCONV2D(byoc_qconv2d_i8_i8, int8_t, int8_t, byoc_q_requant_row_i8_, 128)
+BYOC_DEFINE_QDWCONV2D(byoc_qdwconv2d_u8_u8, uint8_t, uint8_t, byoc_q_requant_row_u8_)
+BYOC_DEFINE_QDWCONV2D(byoc_qdwconv2d_u8_i8, uint8_t, int8_t, byoc_q_requant_row_i8_)
+BYOC_DEFINE_QDWCONV2D(byoc_qdwconv2d_i8_u8, int8_t, uint8_t, byoc_q_requant_row_u8_)
+BYOC_DEFINE_QDWCONV2D(byoc_qdwconv2d_i8_i8, int8_t, int8_t, byoc_q_requant_row_i8_)
+BYOC_DEFINE_QDENSE(byoc_qdense_u8_u8, uint8_t, uint8_t)
+BYOC_DEFINE_QDENSE(byoc_qdense_u8_i8, uint8_t, int8_t)
+BYOC_DEFINE_QDENSE(byoc_qdense_i8_u8, int8_t, uint8_t)
+BYOC_DEFINE_QDENSE(byoc_qdense_i8_i8, int8_t, int8_t)
+BYOC_DEFINE_QUANTIZE(byoc_quantize_u8, uint8_t, 0, 255, _mm_packus_epi16)
+BYOC_DEFINE_QUANTIZE(byoc_quantize_i8, int8_t, -128, 127, _mm_packs_epi16)
+BYOC_DEFINE_DEQUANTIZE(byoc_dequantize_u8, uint8_t)
+BYOC_DEFINE_DEQUANTIZE(byoc_dequantize_i8, int8_t)
+
+#endif /* BYOC_QKERNELS_H_ */
