@@ -156,11 +156,11 @@ CASES: dict[str, Callable[[], tuple[list[Array], dict[str, Any]]]] = {
     )},  # fmt: skip
     "acosh": lambda: ([f32(3, 4, low=1.0, high=3.0)], {}),
     "mod": lambda: ([f32(3, 4), f32(4, low=0.5, high=2.0)], {"fmod": True}),
-    "bitwise_and": lambda: ([_ints(3, 4), _ints(4)], {}),
-    "bitwise_or": lambda: ([_ints(3, 4), _ints(3, 4)], {}),
-    "bitwise_xor": lambda: ([_ints(3, 4), _ints(3, 4)], {}),
-    "bitwise_not": lambda: ([_ints(3, 4)], {}),
-    "bit_shift": lambda: ([_ints(3, 4), _ints(3, 4) % 9], {"direction": "left"}),
+    "bitwise_and": lambda: ([_u8s(3, 4), _u8s(4)], {}),
+    "bitwise_or": lambda: ([_u8s(3, 4), _u8s(3, 4)], {}),
+    "bitwise_xor": lambda: ([_u8s(3, 4), _u8s(3, 4)], {}),
+    "bitwise_not": lambda: ([_u8s(3, 4)], {}),
+    "bit_shift": lambda: ([_u8s(3, 4), _u8s(3, 4) % 9], {"direction": "left"}),
     "reduce_min": lambda: ([f32(2, 3, 4)], {"axes": (1,)}),
     "reduce_prod": lambda: ([f32(2, 3, 4)], {"axes": (0, 2), "keepdims": True}),
     "reduce_l1": lambda: ([f32(2, 3, 4)], {}),
@@ -177,10 +177,10 @@ CASES: dict[str, Callable[[], tuple[list[Array], dict[str, Any]]]] = {
     "bitcast": lambda: ([f32(2, 3)], {"dtype": "ui32"}),
     "det": lambda: ([f32(2, 3, 3)], {}),
     "broadcast_to": lambda: ([f32(3, 1)], {"shape": (2, 3, 4)}),
-    "equal": lambda: ([_ints(3, 4) % 3, _ints(4) % 3], {}),
+    "equal": lambda: ([_u8s(3, 4) % 3, _u8s(4) % 3], {}),
     "less": lambda: ([f32(3, 4), f32(4)], {}),
     "greater": lambda: ([f32(3, 4), f32(3, 4)], {}),
-    "less_equal": lambda: ([_ints(3, 4) % 3, _ints(3, 4) % 3], {}),
+    "less_equal": lambda: ([_u8s(3, 4) % 3, _u8s(3, 4) % 3], {}),
     "greater_equal": lambda: ([f32(3, 4), f32(3, 1)], {}),
     "logical_and": lambda: ([f32(3, 4) > 0, f32(4) > 0], {}),
     "logical_or": lambda: ([f32(3, 4) > 0, f32(3, 4) > 0], {}),
@@ -246,7 +246,7 @@ CASES.update({
 })
 
 
-def _ints(*shape: int) -> Array:
+def _u8s(*shape: int) -> Array:
     return np.random.default_rng(len(shape)).integers(0, 200, shape, dtype=np.uint8)
 
 

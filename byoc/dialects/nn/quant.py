@@ -52,6 +52,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.nn.ops import (
+    DEFAULT_LAYOUTS,
     Conv2DOp,
     DenseOp,
     MatmulOp,
@@ -244,7 +245,7 @@ class QConv2DOp(_QOp):
         x, w, xzp, wzp = types
         o = shape_of(w)[0] if shape_of(w) else 0
         _check_int_operands(cls.name, x, w, xzp, wzp, o)
-        (out,) = Conv2DOp.infer([_as_float(x), _as_float(w)], attrs)
+        (out,) = Conv2DOp.infer([_as_float(x), _as_float(w)], {**DEFAULT_LAYOUTS, **attrs})
         return [tensor(shape_of(out), i32)]
 
 
