@@ -130,7 +130,6 @@ class SpecializingExecutable(Executable):
         build_static: Callable[[ModuleOp], Executable],
         cache_size: int | None = None,
     ) -> None:
-        super().__init__(generic.plan, generic.constants, generic.components, generic.partitions())
         self.module = module
         self._build_static = build_static
         if cache_size is None:
@@ -143,19 +142,15 @@ class SpecializingExecutable(Executable):
         self._key_locks: dict[Shapes, threading.Lock] = {}
         self.evictions = 0
         self.misses = 0
-        self._num_threads: int | None = None
+        # the base's __init__ applies the thread setting, which reaches the cache above
+        super().__init__(generic.plan, generic.constants, generic.components, generic.partitions())
 
     def set_num_threads(self, n: int) -> None:
-        """The thread setting (issue 15's `Executable.set_num_threads`), for the generic plan,
-        every cached specialisation and the ones built later."""
-        self._num_threads = int(n)
-        parent = getattr(super(), "set_num_threads", None)
-        if parent is not None:
-            parent(n)
+        """The thread setting, for the generic plan, every cached specialisation and the
+        ones built later."""
+        super().set_num_threads(n)
         for entry in self.specializations():
-            setter = getattr(entry.executable, "set_num_threads", None)
-            if setter is not None:
-                setter(n)
+            entry.executable.set_num_threads(n)
 
     def specialization_for(self, arrays: Sequence[np.ndarray[Any, Any]]) -> Specialization:
         key: Shapes = tuple(tuple(int(d) for d in a.shape) for a in arrays)
@@ -172,8 +167,7 @@ class SpecializingExecutable(Executable):
                     return entry
             start = time.perf_counter()
             exe = self._build_static(specialize(self.module, key))
-            if self._num_threads is not None and hasattr(exe, "set_num_threads"):
-                exe.set_num_threads(self._num_threads)
+            exe.set_num_threads(self.num_threads)
             entry = Specialization(key, exe, time.perf_counter() - start)
             with self._lock:
                 self.misses += 1

@@ -388,9 +388,7 @@ class Importer:
             self.env[name] = arg
             self._graph_input_of[arg] = name
 
-        self._used = {name for n in graph.node for name in n.input} | {
-            vi.name for vi in graph.output
-        }
+        self._used = _names_read(graph)
         for index, proto in enumerate(graph.node):
             self._convert(proto, index)
 
@@ -505,3 +503,14 @@ def _ssa_name(name: str) -> str:
         cleaned = "v" + cleaned
     return cleaned
 
+
+def _names_read(graph: Any) -> set[str]:
+    """Every value name a node of `graph` or of its subgraphs (If/Loop/Scan bodies, which
+    may read the outer scope) reads, and the graph's outputs."""
+    names = {vi.name for vi in graph.output}
+    for node in graph.node:
+        names.update(node.input)
+        for attr in node.attribute:
+            for sub in [attr.g, *attr.graphs] if attr.HasField("g") else attr.graphs:
+                names |= _names_read(sub)
+    return names
