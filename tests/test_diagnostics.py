@@ -93,9 +93,9 @@ BAD_INPUTS: dict[str, tuple[bytes, tuple[int, int], str]] = {
         "'nn.add' op operand shapes 4, 5 are not broadcast-compatible",
     ),
     "verifier: dtype": (
-        b"func.func @main(%a: tensor<4xf64>) {\n  %0 = nn.relu %a : tensor<4xf64>\n  func.return\n}\n",
+        b"func.func @main(%a: tensor<4xi32>) {\n  %0 = nn.sigmoid %a : tensor<4xi32>\n  func.return\n}\n",
         (2, 3),
-        "element type f64 is not supported",
+        "element type i32 is not supported",
     ),
     "verifier: nested in a region": (
         b'func.func @main(%a: tensor<4xf32>) {\n  %r = byoc.region "c" -> (tensor<4xf32>) {\n'

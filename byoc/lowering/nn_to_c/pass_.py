@@ -47,6 +47,7 @@ Before/after (seed subgraph, fused):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -176,12 +177,13 @@ def _init_func(unit: c.ModuleOp) -> c.FuncOp:
 
 def c_helper_base(sym: str, names: Collection[str]) -> str:
     """What the C names of partition `sym`'s helpers extend: its entry's name `E`
-    (`E_0`, `E_`, `E_wrapper`, `E_c0`), unless another entry or global starts with
-    `E_` (partitions `@f` and `@f_0`: `f`'s first kernel would be `f_0`'s entry);
+    (`E_0`, `E_`, `E_wrapper`, `E_c0`), unless another entry or global has one of those
+    names (partitions `@f` and `@f_0`: `f`'s first kernel would be `f_0`'s entry);
     then `byoc_h<len(sym)>_<sym>`, which no entry starts with and which names the
     partition unambiguously (the length says where `sym` ends)."""
     entry = c_entry_symbol(sym)
-    if any(n != entry and n.startswith(entry + "_") for n in names):
+    helper = re.compile(re.escape(entry) + r"_(\d*|wrapper|c\d+)")
+    if any(helper.fullmatch(n) for n in names):
         return f"byoc_h{len(sym)}_{sym}"
     return entry
 
