@@ -315,6 +315,8 @@ func.func @dynamic(%x: tensor<?x3x?x?xf32>, %w: tensor<8x3x3x3xf32>) -> tensor<?
   %0 = nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : (tensor<?x3x?x?xf32>, tensor<8x3x3x3xf32>) -> tensor<?x8x?x?xf32>
   %1 = nn.global_avg_pool2d %0 : (tensor<?x8x?x?xf32>) -> tensor<?x8x1x1xf32>
   func.return %1 : tensor<?x8x1x1xf32>
+}
+
 /// ONNX coverage, part B (byoc/dialects/nn/indexing.py): gathers, scatters, norms, resize.
 // CHECK-LABEL: func.func @indexing
 // CHECK:      nn.gather_elements %x, %i {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x3xi64>) -> tensor<2x3xf32>

@@ -12,7 +12,7 @@
 // CHECK-NEXT:   input %0: f32[1, 4, 6, 6] "x"
 // CHECK-NEXT:   input %1: f32[1, 8, 6, 6] "r"
 // CHECK:        %3: f32[1, 8, 6, 6] = dnnl.conv2d_bias_sum(%0, %2, %1, %4) {
-// CHECK-NEXT:     %5: f32[1, 8, 6, 6] = nn.conv2d(%0, %2) {strides = [1, 1], padding = [1, 1, 1, 1], dilation = [1, 1], groups = 1}
+// CHECK-NEXT:     %5: f32[1, 8, 6, 6] = nn.conv2d(%0, %2) {strides = [1, 1], padding = [1, 1, 1, 1], dilation = [1, 1], groups = 1, data_layout = "NCHW", kernel_layout = "OIHW"}
 // CHECK-NEXT:     %6: f32[1, 8, 6, 6] = nn.bias_add(%5, %4) {axis = 1}
 // CHECK-NEXT:     %7: f32[1, 8, 6, 6] = nn.add(%6, %1)
 // CHECK-NEXT:     %3: f32[1, 8, 6, 6] = nn.relu(%7)
