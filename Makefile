@@ -18,10 +18,10 @@ demo: $(STAMP)
 	$(BIN)/byoc-run examples/small_cnn.mlir --targets ccompiler,examplejson
 
 test: $(STAMP)
-	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests -n auto
 
 test-slow: $(STAMP)
-	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests -m slow
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests -m slow -n auto
 
 lint: $(STAMP)
 	$(BIN)/ruff check byoc tests benchmarks
