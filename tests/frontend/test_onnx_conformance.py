@@ -266,3 +266,34 @@ def test_max_with_onnx_names_collapsing_to_one_hint() -> None:
     assert exe.input_names == ["data_1"]
     (y,) = exe.run(data_1=b)
     np.testing.assert_array_equal(y, [3, 4, 4])
+
+
+# ---- every case not passed falls under one named reason ------------------------------
+
+
+def test_every_skip_has_a_named_reason(results: list[CaseResult]) -> None:
+    from onnx_skip_reasons import UNCLASSIFIED, import_reason
+
+    skipped = [r for r in results if r.status == "skipped"]
+    assert [f"{r.name}: {r.reason}" for r in skipped if import_reason(r.reason) == UNCLASSIFIED] == []
+
+
+def test_an_unconverted_op_inside_a_branch_is_filed_like_a_case_not_run() -> None:
+    from onnx_skip_reasons import NOT_CONVERTED, UNCLASSIFIED, import_reason, op_reason
+
+    message = "unsupported ONNX op type 'SequenceConstruct' (node '1'); supported: Abs, Add"
+    assert import_reason(message) == op_reason(["SequenceConstruct"]) == "sequence and optional types"
+    assert import_reason("graph input 's' is not a tensor") == "sequence and optional types"
+    assert import_reason("unsupported ONNX op type 'Frobnicate' (node 'n')") == NOT_CONVERTED
+    assert import_reason("something nobody wrote a rule for") == UNCLASSIFIED
+    text = render_markdown(
+        [CaseResult("test_if_seq", ("If",), "skipped", message)],
+        total_cases=3,
+        executor="build",
+        command="cmd",
+        unconverted=[("SequenceAt",), ("Loop",)],
+    )
+    assert "| sequence and optional types | 1 | 1 | 2 |" in text
+    assert "| loops (Loop, Scan) | 0 | 1 | 1 |" in text
+    assert "| **total** | 1 | 2 | 3 |" in text
+    assert text.count("sequence and optional types") == 1  # each reason listed once
