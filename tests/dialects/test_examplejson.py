@@ -244,6 +244,17 @@ CASES.update({
         [_ints(np.uint8, 2, 3, 8), _ints(np.uint8, 8, 4), _ints(np.uint8), _ints(np.uint8, 4)], {}
     ),
 })
+# issue #16 (h16): detectors and transformers
+CASES.update({
+    "roi_align": lambda: (
+        [f32(1, 2, 6, 6), np.array([[0, 0, 4, 4], [1, 0.5, 5.5, 3]], np.float32), np.zeros(2, np.int64)],
+        {"output_height": 2, "output_width": 2, "sampling_ratio": 2},
+    ),
+    "rotary_embedding": lambda: (
+        [f32(1, 3, 8), f32(4, 2), f32(4, 2), np.array([[0, 2, 3]], np.int64)],
+        {"num_heads": 2},
+    ),
+})
 
 
 def _u8s(*shape: int) -> Array:

@@ -235,6 +235,19 @@ BUILDS.update({
     "nn.qmatmul": ([((3, 2, 8), _U8), ((8, 5), _U8), ((), _U8), ((5,), _U8)], {}, [((3, 2, 5), I32)]),
     "nn.dynamic_quantize": ([((2, 3), F)], {}, [((2, 3), _U8), ((), F), ((), _U8)]),
 })
+# issue #16 (h16): detectors and transformers (byoc/dialects/nn/detection.py)
+BUILDS.update({
+    "nn.roi_align": (
+        [((1, 3, 8, 8), F), ((5, 4), F), ((5,), I64)],
+        {"output_height": 2, "output_width": 3, "mode": "max", "spatial_scale": 0.5},
+        [((5, 3, 2, 3), F)],
+    ),
+    "nn.rotary_embedding": (
+        [((2, 3, 16), F), ((10, 2), F), ((10, 2), F), ((2, 3), I64)],
+        {"num_heads": 2, "rotary_embedding_dim": 4, "interleaved": True},
+        [((2, 3, 16), F)],
+    ),
+})
 
 
 def test_every_op_is_built_here() -> None:

@@ -22,6 +22,7 @@ from byoc.dialects.nn.format import (
     print_nn_op,
 )
 from byoc.dialects.nn.indexing import INDEXING_OPS
+from byoc.dialects.nn.detection import DETECTION_OPS  # issue 16 (h16): roi_align, rotary_embedding
 from byoc.dialects.nn.ops import (
     AbsOp,
     AddOp,
@@ -126,7 +127,7 @@ from byoc.dialects.nn.types import (
 
 Nn = Dialect(
     "nn",
-    [*ops.Nn.operations, *math_ops.OPS, *logic_ops.OPS, *INDEXING_OPS, *RECURRENT_OPS, *QUANT_OPS],
+    [*ops.Nn.operations, *math_ops.OPS, *logic_ops.OPS, *INDEXING_OPS, *RECURRENT_OPS, *QUANT_OPS, *DETECTION_OPS],
     list(ops.Nn.attributes),
 )
 """The nn dialect: the ops of `ops`, then those of `math_ops`, `logic_ops`, `indexing`, `recurrent` and `quant`."""
@@ -246,4 +247,6 @@ __all__ = [
     "QMatmulOp",
     "QuantizeOp",
     "RequantizeOp",
+    # issue #16 (h16)
+    "DETECTION_OPS",
 ]

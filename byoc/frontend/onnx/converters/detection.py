@@ -1,0 +1,82 @@
+"""ONNX ops of detectors and transformers (issue 16): NonMaxSuppression, RoiAlign,
+RotaryEmbedding. docs/onnx.md says how each maps."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from byoc.dialects.nn import detection as nnd
+from byoc.frontend.onnx.base import Importer, Node, Value, converts, string
+from byoc.frontend.onnx.errors import OnnxImportError
+from byoc.interpreters.kernels_detection import non_max_suppression
+
+
+@converts("NonMaxSuppression")
+def _non_max_suppression(imp: Importer, node: Node) -> list[Value]:
+    # the result has one row per kept box: a count only the values decide, so (like
+    # NonZero) it is computed at import and needs every input known then
+    what = "{} (NonMaxSuppression's result shape depends on the values)"
+    boxes = imp.static(node, 0, what.format("boxes"))
+    scores = imp.static(node, 1, what.format("scores"))
+    limit = imp.static(node, 2, what.format("max_output_boxes_per_class"))
+    iou = imp.static(node, 3, what.format("iou_threshold"))
+    score = imp.static(node, 4, what.format("score_threshold"))
+    assert boxes is not None and scores is not None
+    b, s = np.asarray(boxes), np.asarray(scores)
+    if b.ndim != 3 or b.shape[2] != 4 or s.ndim != 3 or s.shape[0] != b.shape[0] or s.shape[2] != b.shape[1]:
+        raise OnnxImportError(
+            f"NonMaxSuppression's boxes {list(b.shape)} and scores {list(s.shape)} must be "
+            "(batches, boxes, 4) and (batches, classes, boxes)"
+        )
+    center = int(node.attr("center_point_box", 0))
+    if center not in (0, 1):
+        raise OnnxImportError(f"NonMaxSuppression's center_point_box must be 0 or 1, got {center}")
+
+    def scalar(v: object, default: float | None) -> float | None:
+        a = None if v is None else np.asarray(v).reshape(-1)
+        return default if a is None or a.size == 0 else float(a[0])
+
+    return [
+        non_max_suppression(
+            b, s, int(scalar(limit, 0) or 0), float(scalar(iou, 0.0) or 0.0), scalar(score, None), center
+        )
+    ]
+
+
+@converts("RoiAlign")
+def _roi_align(imp: Importer, node: Node) -> list[Value]:
+    # opset 10 had no coordinate_transformation_mode: its behaviour is output_half_pixel
+    mode = string(node.attr("coordinate_transformation_mode", "half_pixel" if node.version >= 16 else "output_half_pixel"))
+    return [
+        imp.emit(
+            nnd.RoiAlignOp,
+            node.required(0),
+            node.required(1),
+            node.required(2),
+            mode=string(node.attr("mode", "avg")),
+            output_height=int(node.attr("output_height", 1)),
+            output_width=int(node.attr("output_width", 1)),
+            sampling_ratio=int(node.attr("sampling_ratio", 0)),
+            spatial_scale=float(node.attr("spatial_scale", 1.0)),
+            coordinate_transformation_mode=mode,
+        )
+    ]
+
+
+@converts("RotaryEmbedding")
+def _rotary_embedding(imp: Importer, node: Node) -> list[Value]:
+    pos = node.input(3)
+    if pos is None:  # left out: the caches are (batch, sequence, dim/2) already
+        pos = np.zeros((0,), np.int64)
+    return [
+        imp.emit(
+            nnd.RotaryEmbeddingOp,
+            node.required(0),
+            node.required(1),
+            node.required(2),
+            pos,
+            interleaved=bool(node.attr("interleaved", 0)),
+            num_heads=int(node.attr("num_heads", 0)),
+            rotary_embedding_dim=int(node.attr("rotary_embedding_dim", 0)),
+        )
+    ]

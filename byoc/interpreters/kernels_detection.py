@@ -1,0 +1,176 @@
+"""numpy kernels of `byoc/dialects/nn/detection.py` (ONNX semantics), and the
+NonMaxSuppression the importer evaluates when its inputs are known (no nn op: its result
+count depends on the values).
+
+Registered in `KERNELS` with `@kernel`, like `kernels.py`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from byoc.interpreters.kernels import Array, kernel
+
+# ---- RoiAlign -----------------------------------------------------------------------
+
+
+def _sample_axis(coords: Array, size: int) -> tuple[Array, Array, Array, Array, Array]:
+    """Bilinear taps along one axis, as ONNX RoiAlign takes them: (low, high, weight of
+    low, weight of high, inside). A coordinate below -1 or above `size` samples nothing."""
+    inside = (coords >= -1.0) & (coords <= size)
+    c = np.maximum(coords, 0.0)
+    low = np.floor(c).astype(np.int64)
+    at_end = low >= size - 1
+    low = np.where(at_end, size - 1, low)
+    high = np.where(at_end, size - 1, low + 1)
+    c = np.where(at_end, low.astype(np.float64), c)
+    frac = c - low
+    return low, high, 1.0 - frac, frac, inside
+
+
+@kernel("nn.roi_align")
+def roi_align(
+    x: Array,
+    rois: Array,
+    batch_indices: Array,
+    *,
+    mode: str,
+    output_height: int,
+    output_width: int,
+    sampling_ratio: int,
+    spatial_scale: float,
+    coordinate_transformation_mode: str,
+) -> Array:
+    n_rois = rois.shape[0]
+    _, c, h, w = x.shape
+    oh, ow = output_height, output_width
+    out = np.zeros((n_rois, c, oh, ow), dtype=np.float64)
+    half_pixel = coordinate_transformation_mode == "half_pixel"
+    offset = 0.5 if half_pixel else 0.0
+    boxes = rois.astype(np.float64) * float(spatial_scale) - offset
+    for r in range(n_rois):
+        x1, y1, x2, y2 = boxes[r]
+        roi_w, roi_h = x2 - x1, y2 - y1
+        if not half_pixel:  # the opset-10 behaviour: a malformed region is 1x1
+            roi_w, roi_h = max(roi_w, 1.0), max(roi_h, 1.0)
+        bin_h, bin_w = roi_h / oh, roi_w / ow
+        gh = sampling_ratio if sampling_ratio > 0 else int(math.ceil(roi_h / oh))
+        gw = sampling_ratio if sampling_ratio > 0 else int(math.ceil(roi_w / ow))
+        if gh <= 0 or gw <= 0:  # an empty region: ONNX averages nothing (0) or maxes nothing (0)
+            continue
+        ys = y1 + np.arange(oh)[:, None] * bin_h + (np.arange(gh)[None, :] + 0.5) * bin_h / gh  # (oh, gh)
+        xs = x1 + np.arange(ow)[:, None] * bin_w + (np.arange(gw)[None, :] + 0.5) * bin_w / gw  # (ow, gw)
+        ylo, yhi, wylo, wyhi, yin = _sample_axis(ys, h)
+        xlo, xhi, wxlo, wxhi, xin = _sample_axis(xs, w)
+        inside = yin[:, :, None, None] & xin[None, None, :, :]  # (oh, gh, ow, gw)
+        img = x[int(batch_indices[r])].astype(np.float64)  # (C, H, W)
+        terms = []
+        for yi, wy in ((ylo, wylo), (yhi, wyhi)):
+            for xi, wx in ((xlo, wxlo), (xhi, wxhi)):
+                weight = np.where(inside, wy[:, :, None, None] * wx[None, None, :, :], 0.0)
+                values = img[:, yi[:, :, None, None], xi[None, None, :, :]]  # (C, oh, gh, ow, gw)
+                terms.append(np.where(inside, weight * values, 0.0))
+        if mode == "avg":
+            out[r] = sum(terms).sum(axis=(2, 4)) / max(gh * gw, 1)
+        else:
+            out[r] = np.maximum.reduce(terms).max(axis=(2, 4))
+    return out.astype(x.dtype)
+
+
+# ---- RotaryEmbedding -------------------------------------------------------------------
+
+
+@kernel("nn.rotary_embedding")
+def rotary_embedding(
+    x: Array,
+    cos_cache: Array,
+    sin_cache: Array,
+    position_ids: Array,
+    *,
+    interleaved: bool,
+    num_heads: int,
+    rotary_embedding_dim: int,
+) -> Array:
+    shape = x.shape
+    v = np.transpose(x, (0, 2, 1, 3)) if x.ndim == 4 else x.reshape(shape[0], shape[1], num_heads, -1)
+    head = v.shape[3]
+    dim = rotary_embedding_dim or head
+    if position_ids.size or position_ids.ndim == 2:
+        pos = position_ids.astype(np.int64)
+        cos_cache, sin_cache = cos_cache[pos], sin_cache[pos]
+    cos = cos_cache[:, :, None, :].astype(np.float64)  # (B, S, 1, dim/2)
+    sin = sin_cache[:, :, None, :].astype(np.float64)
+    rot = v[..., :dim].astype(np.float64)
+    if interleaved:
+        x1, x2 = rot[..., 0::2], rot[..., 1::2]
+    else:
+        x1, x2 = rot[..., : dim // 2], rot[..., dim // 2 :]
+    real = cos * x1 - sin * x2
+    imag = sin * x1 + cos * x2
+    if interleaved:
+        rotated = np.stack([real, imag], axis=-1).reshape(rot.shape)
+    else:
+        rotated = np.concatenate([real, imag], axis=-1)
+    out = np.concatenate([rotated.astype(x.dtype), v[..., dim:]], axis=-1)
+    return np.ascontiguousarray(np.transpose(out, (0, 2, 1, 3)) if x.ndim == 4 else out.reshape(shape))
+
+
+# ---- NonMaxSuppression (evaluated at import) ---------------------------------------------
+
+
+def _corners(boxes: Array, center_point_box: int) -> tuple[Array, Array, Array, Array]:
+    b = boxes.astype(np.float64)
+    if center_point_box:  # [x_center, y_center, width, height]
+        return b[:, 1] - b[:, 3] / 2, b[:, 0] - b[:, 2] / 2, b[:, 1] + b[:, 3] / 2, b[:, 0] + b[:, 2] / 2
+    # [y1, x1, y2, x2], either corner first
+    return (
+        np.minimum(b[:, 0], b[:, 2]), np.minimum(b[:, 1], b[:, 3]),
+        np.maximum(b[:, 0], b[:, 2]), np.maximum(b[:, 1], b[:, 3]),
+    )  # fmt: skip
+
+
+def non_max_suppression(
+    boxes: Array,
+    scores: Array,
+    max_output_boxes_per_class: int,
+    iou_threshold: float,
+    score_threshold: float | None,
+    center_point_box: int,
+) -> Array:
+    """ONNX NonMaxSuppression: rows (batch, class, box) of the boxes kept, class by class in
+    descending score (ties: the lower box index first), each box dropped whose IoU with a
+    kept one of its class exceeds `iou_threshold`; at most `max_output_boxes_per_class` a class."""
+    selected: list[tuple[int, int, int]] = []
+    limit = max(int(max_output_boxes_per_class), 0)
+    for b in range(boxes.shape[0]):
+        y1, x1, y2, x2 = _corners(boxes[b], center_point_box)
+        area = (y2 - y1) * (x2 - x1)
+        for c in range(scores.shape[1]):
+            s = scores[b, c].astype(np.float64)
+            candidates = np.arange(s.shape[0])
+            if score_threshold is not None:
+                candidates = candidates[s[candidates] > score_threshold]
+            order = candidates[np.lexsort((candidates, -s[candidates]))]
+            kept: list[int] = []
+            for i in order:
+                if len(kept) >= limit:
+                    break
+                if kept:
+                    k = np.asarray(kept)
+                    ih = np.minimum(y2[i], y2[k]) - np.maximum(y1[i], y1[k])
+                    iw = np.minimum(x2[i], x2[k]) - np.maximum(x1[i], x1[k])
+                    inter = np.where((ih > 0) & (iw > 0), ih * iw, 0.0)
+                    union = area[i] + area[k] - inter
+                    valid = (inter > 0) & (area[i] > 0) & (area[k] > 0) & (union > 0)
+                    iou = np.where(valid, inter / np.where(union > 0, union, 1.0), 0.0)
+                    if np.any(valid & (iou > iou_threshold)):
+                        continue
+                kept.append(int(i))
+                selected.append((b, c, int(i)))
+    return np.asarray(selected, dtype=np.int64).reshape(-1, 3)
+
+
+__all__: list[Any] = ["non_max_suppression", "roi_align", "rotary_embedding"]
