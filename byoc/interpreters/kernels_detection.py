@@ -118,6 +118,89 @@ def rotary_embedding(
     return np.ascontiguousarray(np.transpose(out, (0, 2, 1, 3)) if x.ndim == 4 else out.reshape(shape))
 
 
+# ---- DeformConv ---------------------------------------------------------------------------
+
+
+def _bilinear_zeros(img: Array, ys: Array, xs: Array) -> Array:
+    """img (C, H, W) sampled at (ys, xs) of any one shape, zeros outside: (C, *shape)."""
+    _, h, w = img.shape
+    y0, x0 = np.floor(ys).astype(np.int64), np.floor(xs).astype(np.int64)
+    fy, fx = ys - y0, xs - x0
+    out = np.zeros((img.shape[0], *ys.shape), dtype=np.float64)
+    for dy, wy in ((0, 1.0 - fy), (1, fy)):
+        for dx, wx in ((0, 1.0 - fx), (1, fx)):
+            yy, xx = y0 + dy, x0 + dx
+            inside = (yy >= 0) & (yy < h) & (xx >= 0) & (xx < w)
+            v = img[:, np.clip(yy, 0, h - 1), np.clip(xx, 0, w - 1)]
+            out += np.where(inside, wy * wx, 0.0) * v
+    return out
+
+
+@kernel("nn.deform_conv2d")
+def deform_conv2d(
+    x: Array,
+    weight: Array,
+    offset: Array,
+    bias: Array,
+    mask: Array,
+    *,
+    strides: Any,
+    padding: Any,
+    dilation: Any,
+    groups: int,
+    offset_group: int,
+) -> Array:
+    n, c, _, _ = x.shape
+    oc, cg, kh, kw = weight.shape
+    oh, ow = offset.shape[2:]
+    og = offset_group
+    off = offset.astype(np.float64).reshape(n, og, kh, kw, 2, oh, ow)
+    m = (
+        np.ones((n, og, kh, kw, oh, ow)) if mask.size == 0 else mask.astype(np.float64).reshape(n, og, kh, kw, oh, ow)
+    )
+    base_y = -padding[0] + strides[0] * np.arange(oh)[None, None, :, None] + dilation[0] * np.arange(kh)[:, None, None, None]
+    base_x = -padding[1] + strides[1] * np.arange(ow)[None, None, None, :] + dilation[1] * np.arange(kw)[None, :, None, None]
+    out = np.zeros((n, oc, oh, ow), dtype=np.float64)
+    per_og = c // og
+    w64 = weight.astype(np.float64)
+    for b in range(n):
+        cols = np.empty((c, kh, kw, oh, ow), dtype=np.float64)
+        for g in range(og):
+            ys = base_y + off[b, g, :, :, 0]  # (kh, kw, oh, ow)
+            xs = base_x + off[b, g, :, :, 1]
+            chans = slice(g * per_og, (g + 1) * per_og)
+            cols[chans] = _bilinear_zeros(x[b, chans].astype(np.float64), ys, xs) * m[b, g]
+        ocg = oc // groups
+        for g in range(groups):
+            out[b, g * ocg : (g + 1) * ocg] = np.einsum(
+                "ocij,cijhw->ohw", w64[g * ocg : (g + 1) * ocg], cols[g * cg : (g + 1) * cg]
+            )
+    if bias.size:
+        out += bias.astype(np.float64).reshape(1, -1, 1, 1)
+    return out.astype(x.dtype)
+
+
+# ---- TensorScatter ---------------------------------------------------------------------------
+
+
+@kernel("nn.tensor_scatter")
+def tensor_scatter(past_cache: Array, update: Array, write_indices: Array, *, mode: str, axis: int) -> Array:
+    out = np.array(past_cache, copy=True)
+    axis %= past_cache.ndim
+    size, count = past_cache.shape[axis], update.shape[axis]
+    starts = np.zeros(past_cache.shape[0], np.int64) if write_indices.size == 0 else write_indices.astype(np.int64)
+    for b in range(past_cache.shape[0]):
+        idx = starts[b] + np.arange(count)
+        if mode == "circular":
+            idx %= size
+        elif count and (idx[0] < 0 or idx[-1] >= size):
+            raise ValueError(
+                f"tensor_scatter: batch row {b} writes positions {idx[0]}..{idx[-1]} of a cache of {size} (mode linear)"
+            )
+        np.moveaxis(out[b], axis - 1, 0)[idx] = np.moveaxis(update[b], axis - 1, 0)
+    return out
+
+
 # ---- NonMaxSuppression (evaluated at import) ---------------------------------------------
 
 
@@ -173,4 +256,4 @@ def non_max_suppression(
     return np.asarray(selected, dtype=np.int64).reshape(-1, 3)
 
 
-__all__: list[Any] = ["non_max_suppression", "roi_align", "rotary_embedding"]
+__all__: list[Any] = ["deform_conv2d", "non_max_suppression", "roi_align", "rotary_embedding", "tensor_scatter"]

@@ -254,6 +254,12 @@ CASES.update({
         [f32(1, 3, 8), f32(4, 2), f32(4, 2), np.array([[0, 2, 3]], np.int64)],
         {"num_heads": 2},
     ),
+    "deform_conv2d": lambda: (
+        [f32(1, 2, 5, 5), f32(3, 2, 2, 2), f32(1, 8, 4, 4), f32(3), f32(1, 4, 4, 4)], {}
+    ),
+    "tensor_scatter": lambda: (
+        [f32(2, 6, 3), f32(2, 2, 3), np.array([1, 5], np.int64)], {"mode": "circular", "axis": 1}
+    ),
 })
 
 

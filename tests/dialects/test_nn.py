@@ -247,6 +247,14 @@ BUILDS.update({
         {"num_heads": 2, "rotary_embedding_dim": 4, "interleaved": True},
         [((2, 3, 16), F)],
     ),
+    "nn.deform_conv2d": (
+        [((1, 4, 6, 6), F), ((6, 2, 3, 3), F), ((1, 36, 4, 2), F), ((6,), F), ((0,), F)],
+        {"groups": 2, "offset_group": 2, "strides": (1, 2)},
+        [((1, 6, 4, 2), F)],
+    ),
+    "nn.tensor_scatter": (
+        [((2, 3, 8, 4), I64), ((2, 3, 2, 4), I64), ((2,), I64)], {"mode": "circular"}, [((2, 3, 8, 4), I64)]
+    ),
 })
 
 

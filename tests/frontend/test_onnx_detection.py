@@ -4,6 +4,7 @@ reference, through byoc.build (the ExampleJSON runtime and the host)."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -176,3 +177,95 @@ def test_non_max_suppression_known_at_import_matches_onnxruntime(center: int, wi
     (got,) = byoc.build(module, targets=["ccompiler"]).run()
     np.testing.assert_array_equal(got, want)
     assert 0 < len(want) <= 2 * 3 * 4
+
+
+# ---- DeformConv -------------------------------------------------------------------------------
+
+
+DEFORM_CASES = [
+    (False, 1, 1, (1, 1), (0, 0, 0, 0)), (True, 2, 2, (2, 1), (1, 1, 1, 1)), (True, 1, 4, (1, 1), (1, 0, 2, 1)),
+]  # fmt: skip
+
+
+@functools.cache
+def _deform_case(with_bias_mask: bool, group: int, offset_group: int, strides: tuple[int, ...], pads: tuple[int, ...]) -> Any:
+    """(model, feeds, onnx reference output): the reference loops in Python, so once a case."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((1, 4, 5, 4)).astype(np.float32)
+    w = rng.standard_normal((4, 4 // group, 3, 2)).astype(np.float32)
+    oh = (5 + pads[0] + pads[2] - 3) // strides[0] + 1
+    ow = (4 + pads[1] + pads[3] - 2) // strides[1] + 1
+    off = (2 * rng.standard_normal((1, offset_group * 3 * 2 * 2, oh, ow))).astype(np.float32)  # reaches past the edges
+    feeds = [x, w, off]
+    names = ["x", "w", "off"]
+    if with_bias_mask:
+        feeds += [rng.standard_normal(4).astype(np.float32), rng.uniform(0, 1, (1, offset_group * 6, oh, ow)).astype(np.float32)]
+        names += ["b", "m"]
+    node = helper.make_node(
+        "DeformConv", names, ["y"], group=group, offset_group=offset_group, strides=list(strides), pads=list(pads),
+        kernel_shape=[3, 2],
+    )  # fmt: skip
+    model = _model(node, [(n, TensorProto.FLOAT, a.shape) for n, a in zip(names, feeds, strict=True)], 19)
+    (want,) = ReferenceEvaluator(model).run(None, dict(zip(names, feeds, strict=True)))
+    return model, feeds, want
+
+
+@pytest.mark.parametrize("case", range(len(DEFORM_CASES)))
+@pytest.mark.parametrize("targets", [[], ["ccompiler", "examplejson"]])
+def test_deform_conv_matches_onnx(case: int, targets: list[str]) -> None:
+    with_bias_mask, group, offset_group, strides, pads = DEFORM_CASES[case]
+    model, feeds, want = _deform_case(*DEFORM_CASES[case])
+    module = import_model(model)
+    assert "nn.deform_conv2d" in str(module)
+    (got,) = byoc.build(module, targets=targets).run(*feeds)
+    # a sum of 4 * C/group * 6 bilinear products, in float64 here and in float32 there
+    k = 4 * (4 // group) * 6
+    scale = np.abs(feeds[1]).max() * np.abs(feeds[0]).max() * k
+    assert_within(got, want, 4 * k * np.finfo(np.float32).eps * scale)
+
+
+def test_deform_conv_3d_is_a_clean_rejection() -> None:
+    from byoc.frontend.onnx import UnsupportedOnnxError
+
+    node = helper.make_node("DeformConv", ["x", "w", "off"], ["y"])
+    model = _model(
+        node,
+        [("x", TensorProto.FLOAT, [1, 2, 4, 4, 4]), ("w", TensorProto.FLOAT, [2, 2, 1, 1, 1]),
+         ("off", TensorProto.FLOAT, [1, 3, 4, 4, 4])],
+        19,
+    )  # fmt: skip
+    with pytest.raises(UnsupportedOnnxError, match=r"rank-5 input \(3-D\)"):
+        import_model(model)
+
+
+# ---- TensorScatter ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("mode", "axis", "indices"), [("linear", -2, [0, 3]), ("circular", 2, [5, 1]), ("linear", 1, None)])
+@pytest.mark.parametrize("targets", [[], ["ccompiler", "examplejson"]])
+def test_tensor_scatter_matches_onnx(mode: str, axis: int, indices: list[int] | None, targets: list[str]) -> None:
+    rng = np.random.default_rng(5)
+    cache = rng.standard_normal((2, 3, 6, 4)).astype(np.float32)
+    shape = list(cache.shape)
+    shape[axis] = 2
+    update = rng.standard_normal(shape).astype(np.float32)
+    feeds, names = [cache, update], ["cache", "update"]
+    if indices is not None:
+        feeds.append(np.array(indices, np.int64))
+        names.append("idx")
+    types = [TensorProto.FLOAT, TensorProto.FLOAT, TensorProto.INT64]
+    node = helper.make_node("TensorScatter", names, ["y"], mode=mode, axis=axis)
+    model = _model(node, [(n, t, a.shape) for n, t, a in zip(names, types, feeds, strict=False)], 24)
+    (want,) = ReferenceEvaluator(model).run(None, dict(zip(names, feeds, strict=True)))
+    (got,) = byoc.build(import_model(model), targets=targets).run(*feeds)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_tensor_scatter_past_the_end_is_an_error_not_a_wrong_answer() -> None:
+    from byoc.interpreters.kernels import KERNELS
+
+    cache, update = np.zeros((1, 4, 2), np.float32), np.ones((1, 2, 2), np.float32)
+    with pytest.raises(ValueError, match="writes positions 3..4 of a cache of 4"):
+        KERNELS["nn.tensor_scatter"](cache, update, np.array([3]), mode="linear", axis=1)
+    got = KERNELS["nn.tensor_scatter"](cache, update, np.array([3]), mode="circular", axis=1)
+    np.testing.assert_array_equal(got[0, :, 0], [1, 0, 0, 1])

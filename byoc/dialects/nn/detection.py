@@ -1,4 +1,5 @@
-"""nn ops for detectors and transformers (issue 16): `roi_align` and `rotary_embedding`.
+"""nn ops for detectors and transformers (issue 16): `roi_align`, `rotary_embedding`,
+`deform_conv2d` and `tensor_scatter`.
 
     %y = nn.roi_align %x, %rois, %batch {output_height = 7 : i64, output_width = 7 : i64}
         : (tensor<1x8x32x32xf32>, tensor<5x4xf32>, tensor<5xi64>) -> tensor<5x8x7x7xf32>
@@ -14,11 +15,20 @@ of each head are rotated, in halves or `interleaved`; `position_ids` (B, S) sele
 of the (max_pos, dim/2) caches, and an empty `position_ids` (`tensor<0xi64>`, ONNX leaves
 it out) means the caches are already (B, S, dim/2).
 
-Their numpy kernels are in `byoc/interpreters/kernels_detection.py`. Neither has a C
-kernel: RoiAlign gathers at data-dependent positions (each region's coordinates are
-values), which the C emitter's static loop nests cannot index without per-region bounds
-checks, and RotaryEmbedding's cache rows are gathers by `position_ids`; both run in the
-ExampleJSON runtime or on the host with the numpy kernel (one result each).
+`deform_conv2d` is ONNX DeformConv on NCHW inputs: each kernel tap samples x bilinearly
+(zeros outside) at its position plus a learned `offset` (N, offset_group * kh * kw * 2,
+oh, ow; (dy, dx) pairs), scaled by `mask` when given (empty `tensor<0xf32>`: all ones),
+then the taps are summed with the weights per `group`, plus `bias` (empty: none).
+`tensor_scatter` is ONNX TensorScatter (opset 24, a KV-cache write): `update` is written
+into a copy of `past_cache` along `axis` from each batch row's `write_indices` (empty:
+0), wrapping around in `mode` circular; a linear write past the end is a run-time error.
+
+Their numpy kernels are in `byoc/interpreters/kernels_detection.py`. None has a C
+kernel: RoiAlign and DeformConv gather at data-dependent positions (region coordinates,
+offsets are values), which the C emitter's static loop nests cannot index without
+per-element bounds checks, RotaryEmbedding's cache rows and TensorScatter's write
+positions are indices read at run time; all run in the ExampleJSON runtime or on the
+host with the numpy kernel (one result each).
 
 NonMaxSuppression has no nn op: its result has one row per selected box, a count that only
 the values decide. Like NonZero, it is evaluated at import when its inputs are known
@@ -32,6 +42,7 @@ from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import (
     BoolAttr,
+    DenseArrayBase,
     FloatAttr,
     IntegerAttr,
     StringAttr,
@@ -48,7 +59,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.nn.ops import NNOp
-from byoc.dialects.nn.types import float_attr, int_attr, shape_of, tensor
+from byoc.dialects.nn.types import ALL_TYPES, float_attr, int_attr, ints, shape_of, tensor
 
 FLOATS: tuple[Attribute, ...] = (f32, f64, f16)
 ROI_MODES = ("avg", "max")
@@ -157,7 +168,96 @@ class RotaryEmbeddingOp(NNOp):
         return [types[0]]
 
 
-DETECTION_OPS: tuple[type[NNOp], ...] = (RoiAlignOp, RotaryEmbeddingOp)
+@irdl_op_definition
+class DeformConv2DOp(NNOp):
+    """Deformable 2-D convolution (ONNX DeformConv, NCHW): x (N, C, H, W), weight
+    (OC, C / group, kh, kw), offset (N, offset_group * kh * kw * 2, oh, ow), bias (OC,)
+    or empty, mask (N, offset_group * kh * kw, oh, ow) or empty. Result (N, OC, oh, ow)."""
+
+    name = "nn.deform_conv2d"
+    data = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    offset = operand_def(TensorType)
+    bias = operand_def(TensorType)
+    mask = operand_def(TensorType)
+    result = result_def(TensorType)
+    strides = prop_def(DenseArrayBase, default_value=ints(1, 1))
+    padding = prop_def(DenseArrayBase, default_value=ints(0, 0, 0, 0))
+    dilation = prop_def(DenseArrayBase, default_value=ints(1, 1))
+    groups = prop_def(IntegerAttr, default_value=int_attr(1))
+    offset_group = prop_def(IntegerAttr, default_value=int_attr(1))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "opaque"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        x, w, off, bias, mask = (shape_of(t) for t in types)
+        if len(x) != 4 or len(w) != 4:
+            raise _fail(f"deform_conv2d needs (N, C, H, W) data and (OC, C/group, kh, kw) weights, got {list(x)} and {list(w)}")
+        strides, pads, dil = attrs["strides"], attrs["padding"], attrs["dilation"]
+        g, og = attrs["groups"], attrs["offset_group"]
+        if len(strides) != 2 or len(dil) != 2 or len(pads) != 4 or min(*strides, *dil) < 1 or min(pads) < 0:
+            raise _fail("strides and dilation need 2 positive values, padding 4 non-negative ones")
+        if g < 1 or og < 1 or x[1] != w[1] * g or w[0] % g or x[1] % og:
+            raise _fail(f"channels {x[1]}, weights {list(w)}, group {g} and offset_group {og} disagree")
+        kh, kw = w[2], w[3]
+        oh = (x[2] + pads[0] + pads[2] - dil[0] * (kh - 1) - 1) // strides[0] + 1
+        ow = (x[3] + pads[1] + pads[3] - dil[1] * (kw - 1) - 1) // strides[1] + 1
+        if oh < 1 or ow < 1:
+            raise _fail(f"a {kh}x{kw} kernel does not fit the padded {x[2]}x{x[3]} input")
+        if off != (x[0], og * kh * kw * 2, oh, ow):
+            raise _fail(f"offset has shape {list(off)}, expected {[x[0], og * kh * kw * 2, oh, ow]}")
+        if bias not in ((0,), (w[0],)):
+            raise _fail(f"bias has shape {list(bias)}, expected [{w[0]}] (or empty)")
+        if mask not in ((0,), (x[0], og * kh * kw, oh, ow)):
+            raise _fail(f"mask has shape {list(mask)}, expected {[x[0], og * kh * kw, oh, ow]} (or empty)")
+        return [tensor((x[0], w[0], oh, ow), types[0].element_type)]
+
+
+@irdl_op_definition
+class TensorScatterOp(NNOp):
+    """Write `update` into a copy of `past_cache` along `axis` from each batch row's
+    `write_indices` (ONNX TensorScatter); the result has past_cache's type."""
+
+    name = "nn.tensor_scatter"
+    past_cache = operand_def(TensorType)
+    update = operand_def(TensorType)
+    write_indices = operand_def(TensorType)
+    result = result_def(TensorType)
+    mode = prop_def(StringAttr, default_value=StringAttr("linear"))
+    axis = prop_def(IntegerAttr, default_value=int_attr(-2))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "opaque"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
+    SAME_DTYPE: ClassVar[bool] = False
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        cache, upd, idx = (shape_of(t) for t in types)
+        if types[1].element_type != types[0].element_type:
+            raise _fail(f"update must have the cache's element type {types[0].element_type}")
+        if types[2].element_type not in (i32, i64):
+            raise _fail(f"write_indices must be i32 or i64, got {types[2].element_type}")
+        r = len(cache)
+        if not -r <= attrs["axis"] < r or attrs["axis"] % max(r, 1) == 0:
+            raise _fail(f"axis {attrs['axis']} must name a dim after the batch dim of a rank-{r} cache")
+        axis = attrs["axis"] % r
+        if len(upd) != r or any(a != b for i, (a, b) in enumerate(zip(cache, upd, strict=True)) if i != axis):
+            raise _fail(f"update {list(upd)} must match the cache {list(cache)} outside axis {axis}")
+        if upd[axis] > cache[axis]:
+            raise _fail(f"update's {upd[axis]} positions do not fit the cache's {cache[axis]}")
+        if idx not in ((0,), (cache[0],)):
+            raise _fail(f"write_indices has shape {list(idx)}, expected [{cache[0]}] (or empty)")
+        if attrs["mode"] not in ("linear", "circular"):
+            raise _fail(f"mode '{attrs['mode']}' is not one of linear, circular")
+        return [types[0]]
+
+
+DETECTION_OPS: tuple[type[NNOp], ...] = (RoiAlignOp, RotaryEmbeddingOp, DeformConv2DOp, TensorScatterOp)
 """The ops of this module, appended to the nn dialect's list."""
 
-__all__ = ["DETECTION_OPS", "ROI_COORDINATE_MODES", "ROI_MODES", "RoiAlignOp", "RotaryEmbeddingOp"]
+__all__ = [
+    "DETECTION_OPS", "ROI_COORDINATE_MODES", "ROI_MODES", "DeformConv2DOp", "RoiAlignOp", "RotaryEmbeddingOp",
+    "TensorScatterOp",
+]  # fmt: skip

@@ -1,5 +1,5 @@
 """ONNX ops of detectors and transformers (issue 16): NonMaxSuppression, RoiAlign,
-RotaryEmbedding. docs/onnx.md says how each maps."""
+RotaryEmbedding, DeformConv, TensorScatter. docs/onnx.md says how each maps."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 
 from byoc.dialects.nn import detection as nnd
 from byoc.frontend.onnx.base import Importer, Node, Value, converts, string
-from byoc.frontend.onnx.errors import OnnxImportError
+from byoc.frontend.onnx.errors import OnnxImportError, UnsupportedOnnxError
 from byoc.interpreters.kernels_detection import non_max_suppression
 
 
@@ -78,5 +78,54 @@ def _rotary_embedding(imp: Importer, node: Node) -> list[Value]:
             interleaved=bool(node.attr("interleaved", 0)),
             num_heads=int(node.attr("num_heads", 0)),
             rotary_embedding_dim=int(node.attr("rotary_embedding_dim", 0)),
+        )
+    ]
+
+
+@converts("DeformConv")
+def _deform_conv(imp: Importer, node: Node) -> list[Value]:
+    x, w = node.required(0), node.required(1)
+    rank = len(imp.shape(x))
+    if rank != 4:
+        raise UnsupportedOnnxError(
+            f"DeformConv on a rank-{rank} input ({rank - 2}-D) is not supported; 2-D is"
+            if rank == 5
+            else f"DeformConv on a rank-{rank} input is not supported; 2-D (rank 4) is"
+        )
+    ktaps = imp.shape(w)[2:]
+    kernel_shape = node.attr("kernel_shape")
+    if kernel_shape is not None and tuple(int(k) for k in kernel_shape) != tuple(ktaps):
+        raise OnnxImportError(f"DeformConv's kernel_shape {list(kernel_shape)} is not the weights' {list(ktaps)}")
+    pads = [int(p) for p in node.attr("pads", [0, 0, 0, 0])]
+    empty = np.zeros((0,), imp.dtype(x))
+    bias, mask = node.input(3), node.input(4)
+    return [
+        imp.emit(
+            nnd.DeformConv2DOp,
+            x,
+            w,
+            node.required(2),
+            empty if bias is None else bias,
+            empty if mask is None else mask,
+            strides=tuple(int(v) for v in node.attr("strides", [1, 1])),
+            padding=tuple(pads),
+            dilation=tuple(int(v) for v in node.attr("dilations", [1, 1])),
+            groups=int(node.attr("group", 1)),
+            offset_group=int(node.attr("offset_group", 1)),
+        )
+    ]
+
+
+@converts("TensorScatter")
+def _tensor_scatter(imp: Importer, node: Node) -> list[Value]:
+    idx = node.input(2)
+    return [
+        imp.emit(
+            nnd.TensorScatterOp,
+            node.required(0),
+            node.required(1),
+            np.zeros((0,), np.int64) if idx is None else idx,
+            mode=string(node.attr("mode", "linear")),
+            axis=int(node.attr("axis", -2)),
         )
     ]
