@@ -269,3 +269,15 @@ def test_tensor_scatter_past_the_end_is_an_error_not_a_wrong_answer() -> None:
         KERNELS["nn.tensor_scatter"](cache, update, np.array([3]), mode="linear", axis=1)
     got = KERNELS["nn.tensor_scatter"](cache, update, np.array([3]), mode="circular", axis=1)
     np.testing.assert_array_equal(got[0, :, 0], [1, 0, 0, 1])
+
+
+def test_docs_list_the_supported_ops() -> None:
+    import re
+    from pathlib import Path
+
+    from byoc.frontend.onnx import SUPPORTED_OPS
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "onnx.md").read_text()
+    listed = re.search(r"<!-- supported-ops -->(.*?)<!-- /supported-ops -->", text, re.S)
+    assert listed is not None
+    assert sorted(listed.group(1).split()) == sorted(SUPPORTED_OPS)
