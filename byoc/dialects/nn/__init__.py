@@ -14,6 +14,7 @@ from xdsl.dialects.builtin import (  # reached as nn.f32 / nn.IntegerType by old
 from xdsl.ir import Dialect
 
 from byoc.dialects.nn import logic_ops, math_ops, ops  # the ONNX-coverage ops (issue #16)
+from byoc.dialects.nn.detection import DETECTION_OPS  # issue 16 (h16): detectors, transformers
 from byoc.dialects.nn.format import (
     HEX_CONSTANTS_LARGER_THAN,
     parse_constant,
@@ -22,7 +23,6 @@ from byoc.dialects.nn.format import (
     print_nn_op,
 )
 from byoc.dialects.nn.indexing import INDEXING_OPS
-from byoc.dialects.nn.detection import DETECTION_OPS  # issue 16 (h16): roi_align, rotary_embedding
 from byoc.dialects.nn.ops import (
     AbsOp,
     AddOp,
