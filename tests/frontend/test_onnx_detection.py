@@ -281,3 +281,31 @@ def test_docs_list_the_supported_ops() -> None:
     listed = re.search(r"<!-- supported-ops -->(.*?)<!-- /supported-ops -->", text, re.S)
     assert listed is not None
     assert sorted(listed.group(1).split()) == sorted(SUPPORTED_OPS)
+
+
+# ---- CausalConvWithState (opset 27): nn ops that run in C ------------------------------------
+
+
+@pytest.mark.parametrize(("activation", "with_state", "with_bias"), [("none", False, False), ("silu", True, True)])
+def test_causal_conv_with_state_matches_onnx(activation: str, with_state: bool, with_bias: bool) -> None:
+    rng = np.random.default_rng(6)
+    b, c, length, k = 2, 5, 7, 4
+    feeds = [rng.standard_normal((b, c, length)).astype(np.float32), rng.standard_normal((c, 1, k)).astype(np.float32)]
+    names = ["x", "w", "", ""]
+    if with_bias:
+        feeds.append(rng.standard_normal(c).astype(np.float32))
+        names[2] = "bias"
+    if with_state:
+        feeds.append(rng.standard_normal((b, c, k - 1)).astype(np.float32))
+        names[3] = "state"
+    used = [n for n in names if n]
+    node = helper.make_node("CausalConvWithState", names, ["y", "present"], activation=activation)
+    model = _model(node, [(n, TensorProto.FLOAT, a.shape) for n, a in zip(used, feeds, strict=True)], 27)
+    want = ReferenceEvaluator(model).run(None, dict(zip(used, feeds, strict=True)))
+    exe = byoc.build(import_model(model), targets=["ccompiler"])
+    assert "nn.conv2d" in {op for p in exe.partitions() for op in p.ops}
+    got = exe.run(*feeds)
+    # a k-tap dot product plus a bias (then SiLU): float32 rounding of terms up to |w| |x|
+    scale = k * np.abs(feeds[1]).max() * max(np.abs(a).max() for a in feeds if a.ndim == 3) + 1
+    assert_within(got[0], want[0], 4 * (k + 2) * np.finfo(np.float32).eps * scale)
+    np.testing.assert_array_equal(got[1], want[1])

@@ -1,5 +1,5 @@
 """ONNX ops of detectors and transformers (issue 16): NonMaxSuppression, RoiAlign,
-RotaryEmbedding, DeformConv, TensorScatter. docs/onnx.md says how each maps."""
+RotaryEmbedding, DeformConv, TensorScatter, CausalConvWithState. docs/onnx.md says how each maps."""
 
 from __future__ import annotations
 
@@ -129,3 +129,43 @@ def _tensor_scatter(imp: Importer, node: Node) -> list[Value]:
             axis=int(node.attr("axis", -2)),
         )
     ]
+
+
+@converts("CausalConvWithState")
+def _causal_conv_with_state(imp: Importer, node: Node) -> list[Value]:
+    # (opset 27) a depthwise causal conv1d over [past_state, input], SiLU when asked, and the
+    # last k - 1 positions of that concatenation as the new state: nn ops that run in C
+    from byoc.dialects import nn
+    from byoc.dialects.nn import math_ops
+
+    x, w = node.required(0), node.required(1)
+    bias, past = node.input(2), node.input(3)
+    xs, ws = imp.shape(x), imp.shape(w)
+    if len(xs) != 3 or len(ws) != 3 or ws[0] != xs[1] or ws[1] != 1:
+        raise OnnxImportError(
+            f"CausalConvWithState needs input (B, C, L) and weight (C, 1, k), got {list(xs)} and {list(ws)}"
+        )
+    activation = string(node.attr("activation", "none"))
+    if activation not in ("none", "silu", "swish"):
+        raise OnnxImportError(f"CausalConvWithState's activation '{activation}' is not one of none, silu, swish")
+    b, c, length = xs
+    k = ws[2]
+    if past is None:
+        past = np.zeros((b, c, k - 1), imp.dtype(x))
+    padded = imp.emit(nn.ConcatenateOp, past, x, axis=2) if k > 1 else x
+    y = imp.emit(
+        nn.Conv2DOp,
+        imp.reshape(padded, (b, c, 1, length + k - 1)),
+        imp.reshape(w, (c, 1, 1, k)),
+        strides=(1, 1),
+        padding=(0, 0, 0, 0),
+        dilation=(1, 1),
+        groups=c,
+    )
+    if bias is not None:
+        y = imp.emit(nn.BiasAddOp, y, bias, axis=1)
+    y = imp.reshape(y, (b, c, length))
+    if activation != "none":
+        y = imp.emit(math_ops.SwishOp, y, alpha=1.0)
+    state = imp.emit(nn.StridedSliceOp, padded, begin=(0, 0, length), end=(b, c, length + k - 1), strides=(1, 1, 1))
+    return [y, state]
