@@ -201,6 +201,52 @@ def tensor_scatter(past_cache: Array, update: Array, write_indices: Array, *, mo
     return out
 
 
+# ---- LinearAttention ---------------------------------------------------------------------------
+
+
+@kernel("nn.linear_attention")
+def linear_attention(
+    query: Array,
+    key: Array,
+    value: Array,
+    past_state: Array,
+    decay: Array,
+    beta: Array,
+    *,
+    q_num_heads: int,
+    kv_num_heads: int,
+    scale: float,
+    update_rule: str,
+) -> tuple[Array, Array]:
+    b, t, _ = query.shape
+    hq, hkv = q_num_heads, kv_num_heads
+    dk, dv = query.shape[2] // hq, value.shape[2] // hkv
+
+    def heads(x: Array, h: int) -> Array:  # (B, T, h * d) -> (B, h, T, d), in float64
+        return x.reshape(b, t, h, -1).transpose(0, 2, 1, 3).astype(np.float64)
+
+    q, k, v = heads(query, hq), heads(key, hkv), heads(value, hkv)
+    gated, delta = update_rule in ("gated", "gated_delta"), update_rule in ("delta", "gated_delta")
+    g = heads(decay, hkv) if gated else None  # (B, hkv, T, 1 or dk)
+    beta4 = heads(beta, beta.shape[2]) if delta else None  # (B, hkv or 1, T, 1)
+    state = np.zeros((b, hkv, dk, dv)) if past_state.size == 0 else past_state.astype(np.float64)
+    s = float(scale) if scale else 1.0 / math.sqrt(dk)
+    out = np.zeros((b, hq, t, dv))
+    group = hq // hkv
+    for i in range(t):
+        v_t = v[:, :, i, :]
+        if g is not None:
+            state = state * np.exp(g[:, :, i, :])[..., None]
+        if beta4 is not None:
+            retrieved = np.einsum("bhdm,bhd->bhm", state, k[:, :, i, :])
+            v_t = beta4[:, :, i, :] * (v_t - retrieved)
+        state = state + k[:, :, i, :, None] * v_t[:, :, None, :]
+        read = state if group == 1 else np.repeat(state, group, axis=1)
+        out[:, :, i, :] = s * np.einsum("bhd,bhdm->bhm", q[:, :, i, :], read)
+    output = out.transpose(0, 2, 1, 3).reshape(b, t, hq * dv).astype(query.dtype)
+    return output, state.astype(past_state.dtype if past_state.size else query.dtype)
+
+
 # ---- NonMaxSuppression (evaluated at import) ---------------------------------------------
 
 
@@ -256,4 +302,4 @@ def non_max_suppression(
     return np.asarray(selected, dtype=np.int64).reshape(-1, 3)
 
 
-__all__: list[Any] = ["deform_conv2d", "non_max_suppression", "roi_align", "rotary_embedding", "tensor_scatter"]
+__all__: list[Any] = ["deform_conv2d", "linear_attention", "non_max_suppression", "roi_align", "rotary_embedding", "tensor_scatter"]

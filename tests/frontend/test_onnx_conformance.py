@@ -136,7 +136,8 @@ def test_ops_run_on_the_targets(
     } <= on["ccompiler"]  # fmt: skip
     assert {"nn.take", "nn.strided_slice"} <= on["examplejson"]
     assert on[HOST] == {
-        "nn.split", "nn.topk", "nn.einsum", "nn.lstm", "nn.gru", "nn.rnn", "nn.attention", "nn.dynamic_quantize"
+        "nn.split", "nn.topk", "nn.einsum", "nn.lstm", "nn.gru", "nn.rnn", "nn.attention", "nn.dynamic_quantize",
+        "nn.linear_attention",
     }
     alone = {op for r in built_examplejson for op, w in r.placement if w == "examplejson"}
     assert on["ccompiler"] <= alone
@@ -307,7 +308,7 @@ ArgMax ArgMin TopK Einsum LayerNormalization InstanceNormalization GroupNormaliz
 Mish Softplus Selu Elu Celu HardSwish PRelu Pow Sqrt Reciprocal Mod ReduceMean ReduceL1
 ReduceL2 ReduceLogSumExp ReduceProd ReduceMin DepthToSpace SpaceToDepth GatherElements
 GatherND ScatterElements ScatterND Trilu OneHot NonZero Resize Slice Pad Cast LSTM GRU RNN If
-NonMaxSuppression RoiAlign RotaryEmbedding DeformConv TensorScatter
+NonMaxSuppression RoiAlign RotaryEmbedding DeformConv TensorScatter CausalConvWithState LinearAttention
 """.split()
 
 ISSUE16_FORMS = {

@@ -309,3 +309,41 @@ def test_causal_conv_with_state_matches_onnx(activation: str, with_state: bool, 
     scale = k * np.abs(feeds[1]).max() * max(np.abs(a).max() for a in feeds if a.ndim == 3) + 1
     assert_within(got[0], want[0], 4 * (k + 2) * np.finfo(np.float32).eps * scale)
     np.testing.assert_array_equal(got[1], want[1])
+
+
+# ---- LinearAttention (opset 27): two results, on the host ------------------------------------
+
+
+@pytest.mark.parametrize(("rule", "hq", "hkv", "with_past", "decay_per_key"), [
+    ("linear", 2, 2, False, False), ("gated", 4, 2, True, True), ("delta", 2, 1, False, False),
+    ("gated_delta", 4, 2, True, False),
+])  # fmt: skip
+def test_linear_attention_matches_onnx(rule: str, hq: int, hkv: int, with_past: bool, decay_per_key: bool) -> None:
+    rng = np.random.default_rng(7)
+    b, t, dk, dv = 2, 5, 4, 3
+    feeds = {
+        "q": rng.standard_normal((b, t, hq * dk)).astype(np.float32),
+        "k": (rng.standard_normal((b, t, hkv * dk)) / 2).astype(np.float32),
+        "v": rng.standard_normal((b, t, hkv * dv)).astype(np.float32),
+    }
+    names = ["q", "k", "v", "", "", ""]
+    if with_past:
+        feeds["past"] = rng.standard_normal((b, hkv, dk, dv)).astype(np.float32)
+        names[3] = "past"
+    if rule in ("gated", "gated_delta"):
+        feeds["decay"] = -rng.uniform(0, 1, (b, t, hkv * dk if decay_per_key else hkv)).astype(np.float32)
+        names[4] = "decay"
+    if rule in ("delta", "gated_delta"):
+        feeds["beta"] = rng.uniform(0, 1, (b, t, hkv)).astype(np.float32)
+        names[5] = "beta"
+    node = helper.make_node(
+        "LinearAttention", names, ["y", "state"], q_num_heads=hq, kv_num_heads=hkv, update_rule=rule
+    )
+    model = _model(node, [(n, TensorProto.FLOAT, a.shape) for n, a in feeds.items()], 27)
+    want = ReferenceEvaluator(model).run(None, feeds)
+    exe = byoc.build(import_model(model), targets=["ccompiler", "examplejson"])
+    assert exe.partitions() == []  # two results: no target takes it, the host runs it
+    got = exe.run(**feeds)
+    for a, e in zip(got, want, strict=True):
+        # the reference accumulates in float32 over t steps, the kernel in float64
+        assert_within(a, e, 64 * t * np.finfo(np.float32).eps * (1 + np.abs(e)))

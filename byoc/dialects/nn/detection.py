@@ -1,5 +1,5 @@
 """nn ops for detectors and transformers (issue 16): `roi_align`, `rotary_embedding`,
-`deform_conv2d` and `tensor_scatter`.
+`deform_conv2d`, `tensor_scatter` and `linear_attention`.
 
     %y = nn.roi_align %x, %rois, %batch {output_height = 7 : i64, output_width = 7 : i64}
         : (tensor<1x8x32x32xf32>, tensor<5x4xf32>, tensor<5xi64>) -> tensor<5x8x7x7xf32>
@@ -22,6 +22,11 @@ then the taps are summed with the weights per `group`, plus `bias` (empty: none)
 `tensor_scatter` is ONNX TensorScatter (opset 24, a KV-cache write): `update` is written
 into a copy of `past_cache` along `axis` from each batch row's `write_indices` (empty:
 0), wrapping around in `mode` circular; a linear write past the end is a run-time error.
+
+`linear_attention` is ONNX LinearAttention (opset 27): the state S (B, kv_heads, d_k, d_v)
+is updated token by token (`update_rule` linear, gated, delta, gated_delta) and read by
+the query heads (grouped-query: q_heads a multiple of kv_heads); it has two results
+(output, present state), so it runs on the host, like the recurrent ops.
 
 Their numpy kernels are in `byoc/interpreters/kernels_detection.py`. None has a C
 kernel: RoiAlign and DeformConv gather at data-dependent positions (region coordinates,
@@ -254,10 +259,66 @@ class TensorScatterOp(NNOp):
         return [types[0]]
 
 
-DETECTION_OPS: tuple[type[NNOp], ...] = (RoiAlignOp, RotaryEmbeddingOp, DeformConv2DOp, TensorScatterOp)
+@irdl_op_definition
+class LinearAttentionOp(NNOp):
+    """Linear attention as a recurrence over time (ONNX LinearAttention, opset 27): query,
+    key, value (B, T, heads * d) packed; past_state (B, kv_heads, d_k, d_v), decay (B, T,
+    kv_heads or kv_heads * d_k) and beta (B, T, kv_heads or 1) given or empty; `update_rule`
+    linear, gated, delta or gated_delta. Results: the output (B, T, q_heads * d_v) and the
+    present state (B, kv_heads, d_k, d_v). Two results: it runs on the host."""
+
+    name = "nn.linear_attention"
+    query = operand_def(TensorType)
+    key = operand_def(TensorType)
+    value = operand_def(TensorType)
+    past_state = operand_def(TensorType)
+    decay = operand_def(TensorType)
+    beta = operand_def(TensorType)
+    output = result_def(TensorType)
+    present_state = result_def(TensorType)
+    q_num_heads = prop_def(IntegerAttr)
+    kv_num_heads = prop_def(IntegerAttr)
+    scale = prop_def(FloatAttr, default_value=float_attr(0.0))
+    update_rule = prop_def(StringAttr, default_value=StringAttr("gated_delta"))
+    traits = traits_def(Pure())
+    KIND: ClassVar[str] = "opaque"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        q, k, v, past, decay, beta = (shape_of(t) for t in types)
+        hq, hkv, rule = attrs["q_num_heads"], attrs["kv_num_heads"], attrs["update_rule"]
+        if rule not in ("linear", "gated", "delta", "gated_delta"):
+            raise _fail(f"update_rule '{rule}' is not one of linear, gated, delta, gated_delta")
+        if hq < 1 or hkv < 1 or hq % hkv:
+            raise _fail(f"q_num_heads {hq} must be a positive multiple of kv_num_heads {hkv}")
+        if len(q) != 3 or len(k) != 3 or len(v) != 3 or q[:2] != k[:2] or q[:2] != v[:2]:
+            raise _fail(f"query {list(q)}, key {list(k)} and value {list(v)} must be (B, T, heads * d) alike")
+        if q[2] % hq or k[2] % hkv or v[2] % hkv or q[2] // hq != k[2] // hkv:
+            raise _fail("the packed head sizes of query, key and value do not fit the head counts")
+        b, t, dk, dv = q[0], q[1], q[2] // hq, v[2] // hkv
+        if past not in ((0,), (b, hkv, dk, dv)):
+            raise _fail(f"past_state has shape {list(past)}, expected {[b, hkv, dk, dv]} (or empty)")
+        gated, delta = rule in ("gated", "gated_delta"), rule in ("delta", "gated_delta")
+        if (decay != (0,)) != gated or (beta != (0,)) != delta:
+            raise _fail(f"update_rule '{rule}' takes decay: {gated}, beta: {delta}")
+        if gated and decay not in ((b, t, hkv), (b, t, hkv * dk)):
+            raise _fail(f"decay has shape {list(decay)}, expected {[b, t, hkv]} or {[b, t, hkv * dk]}")
+        if delta and beta not in ((b, t, hkv), (b, t, 1)):
+            raise _fail(f"beta has shape {list(beta)}, expected {[b, t, hkv]} or {[b, t, 1]}")
+        for other in types[1:]:
+            if shape_of(other) != (0,) and other.element_type != types[0].element_type:
+                raise _fail(f"every operand must have the query's element type {types[0].element_type}")
+        state_type = types[3].element_type if past != (0,) else types[0].element_type
+        return [tensor((b, t, hq * dv), types[0].element_type), tensor((b, hkv, dk, dv), state_type)]
+
+
+DETECTION_OPS: tuple[type[NNOp], ...] = (
+    RoiAlignOp, RotaryEmbeddingOp, DeformConv2DOp, TensorScatterOp, LinearAttentionOp,
+)  # fmt: skip
 """The ops of this module, appended to the nn dialect's list."""
 
 __all__ = [
     "DETECTION_OPS", "ROI_COORDINATE_MODES", "ROI_MODES", "DeformConv2DOp", "RoiAlignOp", "RotaryEmbeddingOp",
-    "TensorScatterOp",
+    "LinearAttentionOp", "TensorScatterOp",
 ]  # fmt: skip

@@ -1,5 +1,6 @@
 """ONNX ops of detectors and transformers (issue 16): NonMaxSuppression, RoiAlign,
-RotaryEmbedding, DeformConv, TensorScatter, CausalConvWithState. docs/onnx.md says how each maps."""
+RotaryEmbedding, DeformConv, TensorScatter, CausalConvWithState, LinearAttention.
+docs/onnx.md says how each maps."""
 
 from __future__ import annotations
 
@@ -169,3 +170,27 @@ def _causal_conv_with_state(imp: Importer, node: Node) -> list[Value]:
         y = imp.emit(math_ops.SwishOp, y, alpha=1.0)
     state = imp.emit(nn.StridedSliceOp, padded, begin=(0, 0, length), end=(b, c, length + k - 1), strides=(1, 1, 1))
     return [y, state]
+
+
+@converts("LinearAttention")
+def _linear_attention(imp: Importer, node: Node) -> list[Value]:
+    q = node.required(0)
+    empty = np.zeros((0,), imp.dtype(q))
+
+    def given(i: int) -> Value:
+        v = node.input(i)
+        return empty if v is None else v
+
+    return imp.emit_all(
+        nnd.LinearAttentionOp,
+        q,
+        node.required(1),
+        node.required(2),
+        given(3),
+        given(4),
+        given(5),
+        q_num_heads=int(node.required_attr("q_num_heads")),
+        kv_num_heads=int(node.required_attr("kv_num_heads")),
+        scale=float(node.attr("scale", 0.0)),
+        update_rule=string(node.attr("update_rule", "gated_delta")),
+    )
