@@ -487,29 +487,36 @@ def render_markdown(
             f"| {op} | {sum(c.values())} | {c['passed']} | {c['failed']} | {c['skipped']} |"
         )
     skipped = [r for r in results if r.status == "skipped"]
-    if skipped:
-        lines += ["", "## Skipped, by reason", "", "| cases | reason |", "|---:|---|"]
-        reasons = collections.Counter(import_reason(r.reason) for r in skipped)
-        for reason, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])):
-            lines.append(f"| {n} | {reason.replace('|', '/')} |")
-    if unconverted:
+    if skipped or unconverted:
         lines += [
             "",
-            "## Not run: ops the importer does not convert, by reason",
+            "## Not passed, by reason",
             "",
-            "| cases | reason |",
-            "|---:|---|",
+            "Every case that does not pass is counted once, under one reason: skipped (the importer",
+            "rejects it cleanly) or not run (its model uses an op type the importer does not convert).",
+            "",
+            "| reason | skipped | not run | cases |",
+            "|---|---:|---:|---:|",
         ]
-        why = collections.Counter(op_reason(ops) for ops in unconverted)
-        for reason, n in sorted(why.items(), key=lambda kv: (-kv[1], kv[0])):
-            lines.append(f"| {n} | {reason} |")
+        skip_why = collections.Counter(import_reason(r.reason) for r in skipped)
+        run_why = collections.Counter(op_reason(ops) for ops in unconverted)
+        reasons = set(skip_why) | set(run_why)
+        for reason in sorted(reasons, key=lambda w: (-(skip_why[w] + run_why[w]), w)):
+            lines.append(
+                f"| {reason.replace('|', '/')} | {skip_why[reason]} | {run_why[reason]} | "
+                f"{skip_why[reason] + run_why[reason]} |"
+            )
+        lines.append(
+            f"| **total** | {sum(skip_why.values())} | {sum(run_why.values())} | "
+            f"{sum(skip_why.values()) + sum(run_why.values())} |"
+        )
         missing = collections.Counter(
             op for ops in unconverted if op_reason(ops) == NOT_CONVERTED for op in ops
         )
         if missing:
             lines += [
                 "",
-                f"The {why[NOT_CONVERTED]} cases under \"{NOT_CONVERTED}\" use (cases per op):",
+                f"The {run_why[NOT_CONVERTED]} cases not run under \"{NOT_CONVERTED}\" use (cases per op):",
                 ", ".join(f"{op} {n}" for op, n in sorted(missing.items(), key=lambda kv: (-kv[1], kv[0])))
                 + ".",
             ]
@@ -517,7 +524,8 @@ def render_markdown(
     if not_passed:
         lines += ["", "## Cases not passed", "", "| case | status | reason |", "|---|---|---|"]
         for r in sorted(not_passed, key=lambda r: (r.status, r.name)):
-            lines.append(f"| {r.name} | {r.status} | {r.reason.replace('|', '/')} |")
+            reason = re.sub(r"; supported: .*$", "; supported: see docs/onnx.md", r.reason)
+            lines.append(f"| {r.name} | {r.status} | {reason.replace('|', '/')} |")
     placed = collections.Counter(w for r in results for w in r.placement)
     if placed:
         wheres = sorted({w for _, w in placed}, key=lambda w: (w == HOST, w))

@@ -215,3 +215,40 @@ def test_byoc_run_reports_the_specialisations(tmp_path, capsys) -> None:  # type
     # one profiled run, one timed run (--repeat 1) and the warm-up of the timing loop
     assert "1x3x1x1: built in" in out and re.search(r"1 partition\(s\), [23] call\(s\)", out)
     assert "9223372036854775808" not in out
+
+
+@pytest.mark.parametrize("targets", [["ccompiler"], ["examplejson"], ["ccompiler", "examplejson"]])
+def test_a_dynamic_dense_module_builds_and_runs(targets: list[str]) -> None:
+    # issue 16: `tensor<?x4xf32>` built, then failed at run with "expected (-9223372036854775808, 4)"
+    exe = byoc.build(byoc.parse_module(DENSE), targets=targets)
+    rng = np.random.default_rng(7)
+    w = rng.standard_normal((3, 4)).astype(np.float32)
+    for n in (1, 6, 2):
+        x = rng.standard_normal((n, 4)).astype(np.float32)
+        (y,) = exe.run(x, w)
+        static = specialize(byoc.parse_module(DENSE), [(n, 4), (3, 4)])
+        assert_graph_outputs(static, [x, w], [y], byoc.run_reference(static, [x, w]), what=f"n={n}")
+    assert {p.target for p in exe.partitions()} <= set(targets)
+
+
+def test_no_message_shows_int64_min() -> None:
+    # every way of calling a dynamic module wrongly, on the host and through specialised
+    # partitions: the dim is named `?`, never as INT64_MIN
+    w = np.ones((3, 4), np.float32)
+    messages = []
+    for targets in ([], ["ccompiler"], ["examplejson"]):
+        exe = byoc.build(byoc.parse_module(DENSE), targets=targets)
+        for bad in (np.ones((2, 5), np.float32), np.ones((4,), np.float32), np.ones((2, 4, 1), np.float32)):
+            with pytest.raises(InputError) as e:
+                exe.run(bad, w)
+            messages.append(str(e.value))
+    bad_module = DENSE.replace("%w: tensor<3x4xf32>", "%w: tensor<3x5xf32>").replace(
+        "(tensor<?x4xf32>, tensor<3x4xf32>)", "(tensor<?x4xf32>, tensor<3x5xf32>)"
+    )
+    for targets in (["ccompiler"], ["examplejson"]):  # a relation the static dims break shows once shapes are known
+        exe = byoc.build(byoc.parse_module(bad_module), targets=targets)
+        with pytest.raises(InputError) as e:
+            exe.run(np.ones((2, 4), np.float32), np.ones((3, 5), np.float32))
+        messages.append(str(e.value))
+    assert messages and all("9223372036854775808" not in m for m in messages), messages
+    assert any("(?, 4)" in m for m in messages)

@@ -3,7 +3,12 @@ interpreter functions that run a module with them (`nn`, `byoc`, `reference`).""
 
 from __future__ import annotations
 
-from byoc.interpreters import kernels_indexing, kernels_logic, kernels_math  # noqa: F401  (register first)
+from byoc.interpreters import (  # noqa: F401  (register first)
+    kernels_detection,  # issue 16: roi_align, rotary_embedding, deform_conv2d, tensor_scatter
+    kernels_indexing,
+    kernels_logic,
+    kernels_math,
+)
 from byoc.interpreters.byoc import ByocFunctions
 from byoc.interpreters.kernels import KERNELS
 from byoc.interpreters.nn import NnFunctions

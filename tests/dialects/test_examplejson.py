@@ -244,6 +244,23 @@ CASES.update({
         [_ints(np.uint8, 2, 3, 8), _ints(np.uint8, 8, 4), _ints(np.uint8), _ints(np.uint8, 4)], {}
     ),
 })
+# issue #16 (h16): detectors and transformers
+CASES.update({
+    "roi_align": lambda: (
+        [f32(1, 2, 6, 6), np.array([[0, 0, 4, 4], [1, 0.5, 5.5, 3]], np.float32), np.zeros(2, np.int64)],
+        {"output_height": 2, "output_width": 2, "sampling_ratio": 2},
+    ),
+    "rotary_embedding": lambda: (
+        [f32(1, 3, 8), f32(4, 2), f32(4, 2), np.array([[0, 2, 3]], np.int64)],
+        {"num_heads": 2},
+    ),
+    "deform_conv2d": lambda: (
+        [f32(1, 2, 5, 5), f32(3, 2, 2, 2), f32(1, 8, 4, 4), f32(3), f32(1, 4, 4, 4)], {}
+    ),
+    "tensor_scatter": lambda: (
+        [f32(2, 6, 3), f32(2, 2, 3), np.array([1, 5], np.int64)], {"mode": "circular", "axis": 1}
+    ),
+})
 
 
 def _u8s(*shape: int) -> Array:

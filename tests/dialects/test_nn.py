@@ -235,6 +235,32 @@ BUILDS.update({
     "nn.qmatmul": ([((3, 2, 8), _U8), ((8, 5), _U8), ((), _U8), ((5,), _U8)], {}, [((3, 2, 5), I32)]),
     "nn.dynamic_quantize": ([((2, 3), F)], {}, [((2, 3), _U8), ((), F), ((), _U8)]),
 })
+# issue #16 (h16): detectors and transformers (byoc/dialects/nn/detection.py)
+BUILDS.update({
+    "nn.roi_align": (
+        [((1, 3, 8, 8), F), ((5, 4), F), ((5,), I64)],
+        {"output_height": 2, "output_width": 3, "mode": "max", "spatial_scale": 0.5},
+        [((5, 3, 2, 3), F)],
+    ),
+    "nn.rotary_embedding": (
+        [((2, 3, 16), F), ((10, 2), F), ((10, 2), F), ((2, 3), I64)],
+        {"num_heads": 2, "rotary_embedding_dim": 4, "interleaved": True},
+        [((2, 3, 16), F)],
+    ),
+    "nn.deform_conv2d": (
+        [((1, 4, 6, 6), F), ((6, 2, 3, 3), F), ((1, 36, 4, 2), F), ((6,), F), ((0,), F)],
+        {"groups": 2, "offset_group": 2, "strides": (1, 2)},
+        [((1, 6, 4, 2), F)],
+    ),
+    "nn.tensor_scatter": (
+        [((2, 3, 8, 4), I64), ((2, 3, 2, 4), I64), ((2,), I64)], {"mode": "circular"}, [((2, 3, 8, 4), I64)]
+    ),
+    "nn.linear_attention": (
+        [((2, 3, 16), F), ((2, 3, 8), F), ((2, 3, 12), F), ((0,), F), ((2, 3, 2), F), ((2, 3, 1), F)],
+        {"q_num_heads": 4, "kv_num_heads": 2},
+        [((2, 3, 24), F), ((2, 2, 4, 6), F)],
+    ),
+})
 
 
 def test_every_op_is_built_here() -> None:

@@ -58,7 +58,10 @@ def _nchw_reference(x, w, g, b):  # type: ignore[no-untyped-def]
     return [a.transpose(0, 2, 3, 1), gap.transpose(0, 2, 3, 1)]
 
 
-@pytest.mark.parametrize("targets", [[], ["ccompiler"], ["examplejson"], ["cblas"], ["ccompiler", "examplejson"]])
+@pytest.mark.parametrize(
+    "targets",
+    [[], ["ccompiler"], ["examplejson"], ["cblas"], ["ccompiler", "examplejson"], ["graphref"], ["dnnl"]],
+)
 def test_nhwc_is_computed_as_nhwc_on_every_executor(targets: list[str]) -> None:
     module = byoc.parse_module(NHWC_MODEL)
     inputs = _inputs()
@@ -145,3 +148,16 @@ def test_nhwc_host_steps_survive_export_and_load(tmp_path) -> None:  # type: ign
     inputs = _inputs()
     for a, b in zip(exe.run(*inputs), loaded.run(*inputs), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_nhwc_on_the_reference_and_what_the_graph_engines_take() -> None:
+    # the numpy reference computes NHWC as NHWC; graphref and dnnl implement NCHW only, so
+    # their predicates leave the layout-carrying ops to the host (never computed as NCHW)
+    module = byoc.parse_module(NHWC_MODEL)
+    inputs = _inputs()
+    expected = [o.astype(np.float32) for o in _nchw_reference(*inputs)]
+    assert_graph_outputs(module, inputs, byoc.run_reference(module, inputs), expected, what="NHWC on the reference")
+    for target in ("graphref", "dnnl"):
+        exe = byoc.build(byoc.parse_module(NHWC_MODEL), targets=[target])
+        taken = {op for p in exe.partitions() for op in p.ops}
+        assert taken <= {"nn.relu", "nn.batch_norm"}, (target, taken)

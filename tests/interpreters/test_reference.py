@@ -1038,3 +1038,56 @@ def test_part_b_ops_match_onnxruntime() -> None:
     (image,) = run_op(nni.Col2ImOp, [cols], image_shape=(3, 4), block_shape=(2, 2))
     want = ort("Col2Im", [cols], [np.array([3, 4], np.int64), np.array([2, 2], np.int64)], opset=18)[0]
     assert_within(image, want, reduction_bound(4, 4 * np.abs(cols).max()))
+
+
+def _onnx_reference(op_type: str, inputs: Sequence[Array | None], outputs: int, opset: int, **attrs: Any) -> list[Array]:
+    """One ONNX node on onnx's ReferenceEvaluator (ops newer than onnxruntime's opsets)."""
+    from onnx.reference import ReferenceEvaluator
+
+    names = ["" if a is None else f"x{i}" for i, a in enumerate(inputs)]
+    feeds = {n: a for n, a in zip(names, inputs, strict=True) if a is not None}
+    node = helper.make_node(op_type, names, [f"y{i}" for i in range(outputs)], **attrs)
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info(n, _ONNX_DTYPES[a.dtype], a.shape) for n, a in feeds.items()],
+        [helper.make_tensor_value_info(f"y{i}", TensorProto.UNDEFINED, None) for i in range(outputs)],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    return [np.asarray(o) for o in ReferenceEvaluator(model).run(None, feeds)]
+
+
+@covers("nn.roi_align", "nn.rotary_embedding", "nn.deform_conv2d", "nn.tensor_scatter", "nn.linear_attention")
+def test_detection_and_sequence_ops_match_onnx() -> None:
+    """One case each (more: tests/frontend/test_onnx_detection.py)."""
+    x = rand(1, 2, 6, 6)
+    rois = np.array([[0, 0, 4, 4], [1, 0.5, 5.5, 3]], np.float32)
+    idx = np.zeros(2, np.int64)
+    (got,) = run_op(nn.detection.RoiAlignOp, [x, rois, idx], output_height=2, output_width=3, sampling_ratio=2)
+    (want,) = ort("RoiAlign", [x, rois, idx], opset=16, output_height=2, output_width=3, sampling_ratio=2)
+    assert_within(got, want, 1e-5 * (1 + np.abs(want)))
+
+    q, cos, sin, pos = rand(1, 3, 8), rand(4, 2), rand(4, 2), np.array([[0, 3, 1]], np.int64)
+    (got,) = run_op(nn.detection.RotaryEmbeddingOp, [q, cos, sin, pos], num_heads=2)
+    (want,) = _onnx_reference("RotaryEmbedding", [q, cos, sin, pos], 1, 23, num_heads=2)
+    assert_within(got, want, ulp_bound(want, 4) + 1e-6)
+
+    w, off, empty = rand(3, 2, 2, 2), rand(1, 8, 5, 5), np.zeros((0,), np.float32)
+    (got,) = run_op(nn.detection.DeformConv2DOp, [x, w, off, empty, empty])
+    (want,) = _onnx_reference("DeformConv", [x, w, off], 1, 19)
+    # 8 taps, each a bilinear mix (weights summing to at most 1) of |x| <= 2 times |w| <= 2
+    assert_within(got, want, 16 * 8 * np.finfo(np.float32).eps * 32)
+
+    cache, update = rand(2, 5, 3), rand(2, 2, 3)
+    wi = np.array([4, 1], np.int64)
+    (got,) = run_op(nn.detection.TensorScatterOp, [cache, update, wi], mode="circular", axis=1)
+    (want,) = _onnx_reference("TensorScatter", [cache, update, wi], 1, 24, mode="circular", axis=1)
+    np.testing.assert_array_equal(got, want)
+
+    qa, ka, va = rand(1, 4, 8), rand(1, 4, 4, low=-0.5, high=0.5), rand(1, 4, 6)
+    got = run_op(
+        nn.detection.LinearAttentionOp, [qa, ka, va, empty, empty, empty],
+        q_num_heads=2, kv_num_heads=1, update_rule="linear",
+    )  # fmt: skip
+    want = _onnx_reference("LinearAttention", [qa, ka, va], 2, 27, q_num_heads=2, kv_num_heads=1, update_rule="linear")
+    for a, e in zip(got, want, strict=True):  # 4 steps of rank-1 updates; float32 there, float64 here
+        assert_within(a, e, 256 * np.finfo(np.float32).eps * (1 + np.abs(e)))

@@ -14,6 +14,7 @@ from xdsl.dialects.builtin import (  # reached as nn.f32 / nn.IntegerType by old
 from xdsl.ir import Dialect
 
 from byoc.dialects.nn import logic_ops, math_ops, ops  # the ONNX-coverage ops (issue #16)
+from byoc.dialects.nn.detection import DETECTION_OPS  # issue 16 (h16): detectors, transformers
 from byoc.dialects.nn.format import (
     HEX_CONSTANTS_LARGER_THAN,
     parse_constant,
@@ -126,7 +127,7 @@ from byoc.dialects.nn.types import (
 
 Nn = Dialect(
     "nn",
-    [*ops.Nn.operations, *math_ops.OPS, *logic_ops.OPS, *INDEXING_OPS, *RECURRENT_OPS, *QUANT_OPS],
+    [*ops.Nn.operations, *math_ops.OPS, *logic_ops.OPS, *INDEXING_OPS, *RECURRENT_OPS, *QUANT_OPS, *DETECTION_OPS],
     list(ops.Nn.attributes),
 )
 """The nn dialect: the ops of `ops`, then those of `math_ops`, `logic_ops`, `indexing`, `recurrent` and `quant`."""
@@ -246,4 +247,6 @@ __all__ = [
     "QMatmulOp",
     "QuantizeOp",
     "RequantizeOp",
+    # issue #16 (h16)
+    "DETECTION_OPS",
 ]

@@ -362,3 +362,19 @@ func.func @attention(%q: tensor<1x3x8xf32>, %k: tensor<1x5x4xf32>, %v: tensor<1x
   %c2 = nn.col2im %c {image_shape = array<i64: 3, 4>, block_shape = array<i64: 2, 2>} : (tensor<1x8x6xf32>) -> tensor<1x2x3x4xf32>
   func.return %y : tensor<1x3x8xf32>
 }
+
+/// Detectors and transformers (issue 16): RoiAlign and RotaryEmbedding.
+// CHECK-LABEL: func.func @detection
+// CHECK:      %{{.*}} = nn.roi_align %x, %r, %b {mode = "max", output_height = 2 : i64, output_width = 3 : i64, spatial_scale = 5.000000e-01 : f64} : (tensor<1x3x8x8xf32>, tensor<5x4xf32>, tensor<5xi64>) -> tensor<5x3x2x3xf32>
+// CHECK-NEXT: %{{.*}} = nn.rotary_embedding %q, %c, %c, %p {interleaved = true, num_heads = 2 : i64} : (tensor<2x3x16xf32>, tensor<10x4xf32>, tensor<10x4xf32>, tensor<2x3xi64>) -> tensor<2x3x16xf32>
+// CHECK-NEXT: %{{.*}} = nn.deform_conv2d %x, %w, %o, %nb, %nb {padding = array<i64: 1, 1, 1, 1>, offset_group = 3 : i64} : (tensor<1x3x8x8xf32>, tensor<2x3x3x3xf32>, tensor<1x54x8x8xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x2x8x8xf32>
+// CHECK-NEXT: %{{.*}} = nn.tensor_scatter %q, %u, %wi {mode = "circular", axis = 1 : i64} : (tensor<2x3x16xf32>, tensor<2x1x16xf32>, tensor<2xi64>) -> tensor<2x3x16xf32>
+// CHECK-NEXT: %{{.*}}, %{{.*}} = nn.linear_attention %q, %q, %q, %nb, %nb, %nb {q_num_heads = 2 : i64, kv_num_heads = 2 : i64, update_rule = "linear"} : (tensor<2x3x16xf32>, tensor<2x3x16xf32>, tensor<2x3x16xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>) -> (tensor<2x3x16xf32>, tensor<2x2x8x8xf32>)
+func.func @detection(%x: tensor<1x3x8x8xf32>, %r: tensor<5x4xf32>, %b: tensor<5xi64>, %q: tensor<2x3x16xf32>, %c: tensor<10x4xf32>, %p: tensor<2x3xi64>, %w: tensor<2x3x3x3xf32>, %o: tensor<1x54x8x8xf32>, %nb: tensor<0xf32>, %u: tensor<2x1x16xf32>, %wi: tensor<2xi64>) -> tensor<5x3x2x3xf32> {
+  %y = nn.roi_align %x, %r, %b {mode = "max", output_height = 2 : i64, output_width = 3 : i64, spatial_scale = 5.000000e-01 : f64} : (tensor<1x3x8x8xf32>, tensor<5x4xf32>, tensor<5xi64>) -> tensor<5x3x2x3xf32>
+  %e = nn.rotary_embedding %q, %c, %c, %p {interleaved = true, num_heads = 2 : i64} : (tensor<2x3x16xf32>, tensor<10x4xf32>, tensor<10x4xf32>, tensor<2x3xi64>) -> tensor<2x3x16xf32>
+  %d = nn.deform_conv2d %x, %w, %o, %nb, %nb {padding = array<i64: 1, 1, 1, 1>, offset_group = 3 : i64} : (tensor<1x3x8x8xf32>, tensor<2x3x3x3xf32>, tensor<1x54x8x8xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x2x8x8xf32>
+  %t = nn.tensor_scatter %q, %u, %wi {mode = "circular", axis = 1 : i64} : (tensor<2x3x16xf32>, tensor<2x1x16xf32>, tensor<2xi64>) -> tensor<2x3x16xf32>
+  %la, %ls = nn.linear_attention %q, %q, %q, %nb, %nb, %nb {q_num_heads = 2 : i64, kv_num_heads = 2 : i64, update_rule = "linear"} : (tensor<2x3x16xf32>, tensor<2x3x16xf32>, tensor<2x3x16xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>) -> (tensor<2x3x16xf32>, tensor<2x2x8x8xf32>)
+  func.return %y : tensor<5x3x2x3xf32>
+}
