@@ -8,6 +8,7 @@ target (ccompiler) or the host, never a wrong answer.
 
 from __future__ import annotations
 
+import math
 from xdsl.dialects.builtin import TensorType, f32
 from xdsl.ir import Operation, OpResult, SSAValue
 
@@ -50,6 +51,7 @@ OTHER_OPS = (
     "nn.global_max_pool2d",
     "nn.softmax",
     "nn.lrn",
+    "nn.layer_norm",
     "nn.concatenate",
     "nn.reshape",
     "nn.flatten",
@@ -124,6 +126,11 @@ def unsupported_reason(op: Operation) -> str | None:
             return "batch_norm on an axis other than 1"
         if not all(is_constant(v) for v in op.operands[1:]):
             return "batch_norm with computed parameters"
+    elif name == "nn.layer_norm":
+        inner = out[attrs["axis"] % len(out) :]
+        for which, v in (("gamma", op.operands[1]), ("beta", op.operands[2])):
+            if not is_constant(v) and math.prod(_shape(v)) != math.prod(inner):
+                return f"layer_norm with a computed {which} that broadcasts (oneDNN takes one value a position)"
     elif name == "nn.concatenate":
         if len(op.operands) > MAX_CONCAT_INPUTS:
             return f"concatenate of more than {MAX_CONCAT_INPUTS} inputs"
