@@ -559,6 +559,8 @@ def _model() -> tuple[Any, list[Array]]:
     y = g.op(nn.ReluOp, bn(g, conv(g, y, 32, 32, (3, 3), groups=32, padding=(1, 1, 1, 1)), 32))
     y = g.op(nn.MaxPool2DOp, y, pool_size=(2, 2), strides=(2, 2))
     y = g.op(nn.FlattenOp, g.op(nn.GlobalAvgPool2DOp, y))
+    # layer norm over both dims, gamma and beta broadcast (expanded by the engine at init)
+    y = g.op(LayerNormOp, y, g.const(g.rand(32) + 1.0), g.const(g.rand(1, 32)), axis=0)
     g.results.append(g.op(nn.SoftmaxOp, bias(g, dense(g, y, 32, 10), 10, axis=-1)))
     return g.module(), g.inputs
 

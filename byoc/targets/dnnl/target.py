@@ -25,6 +25,6 @@ DNNL = Target(
     component="graph",
     graph_engine=DNNL_ENGINE,
     prepare=("fold-batch-norm",),  # batch_norm into the conv's constants, before partitioning
-    description="partitions as graphs run by oneDNN (conv/dense/matmul with fused post-ops, "
+    description="partitions as graphs run by oneDNN (conv/dense/matmul with fused post-ops, layer norm, "
     "pools, softmax, LRN, batch_norm, concat, elementwise)",
 )
