@@ -220,7 +220,7 @@ class FoldIntoConv(RewritePattern):
 
 @dataclass(frozen=True)
 class FoldBatchNormPass(ModulePass):
-    """Fold each inference batch_norm with constant parameters into the conv2d before it."""
+    """Fold each inference batch_norm with constant parameters into the conv2d, conv2d_transpose or dense before it."""
 
     name: ClassVar[str] = "fold-batch-norm"
 
