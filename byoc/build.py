@@ -165,7 +165,6 @@ def prepare_for(module: ModuleOp, targets: Sequence[str]) -> None:
     """Run the `prepare` passes of `targets` (each once, in target order) on `module`."""
     from byoc.context import make_context
     from byoc.passes import ALL_PASSES
-
     from byoc.targets import UnknownTargetError
 
     seen: list[str] = []

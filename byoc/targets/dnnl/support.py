@@ -9,6 +9,7 @@ target (ccompiler) or the host, never a wrong answer.
 from __future__ import annotations
 
 import math
+
 from xdsl.dialects.builtin import TensorType, f32
 from xdsl.ir import Operation, OpResult, SSAValue
 
