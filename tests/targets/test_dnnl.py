@@ -292,6 +292,42 @@ for _act in ("clip", "sigmoid", "hard_swish", "gelu"):
     CASES.append(Case(f"matmul_batched_bias_{_act}", one(_mm_build), ("matmul_bias_act",)))
 
 
+def _anchor_case(anchor: str, chain: str) -> Case:
+    """The remaining (anchor, composite) pairs: bias only, activation only, residual with and
+    without a bias, for conv2d_transpose, dense and batched matmul."""
+
+    def build(g: Graph) -> SSAValue:
+        if anchor == "conv2d_transpose":
+            y = deconv(g, g.arg(g.rand(1, 4, 5, 5)), 4, 6, (2, 2), strides=(2, 2))
+            n, axis = 6, 1
+        elif anchor == "dense":
+            y, n, axis = dense(g, g.arg(g.rand(5, 19)), 19, 11), 11, -1
+        else:
+            y = g.op(nn.MatmulOp, g.arg(g.rand(2, 3, 7)), g.const(g.rand(7, 9)))
+            n, axis = 9, -1
+        if "bias" in chain:
+            y = bias(g, y, n, axis=axis)
+        if chain.endswith("act"):
+            y = g.op(nn.SigmoidOp, y)
+        if chain.endswith("sum"):
+            residual = g.op(nn.ReluOp, g.arg(g.rand(*y.type.get_shape())))  # type: ignore[attr-defined]
+            y = g.op(nn.AddOp, residual, y)
+        return y
+
+    return Case(f"{anchor}_{chain}_only", one(build), (f"{anchor}_{chain}",))
+
+
+CASES += [
+    _anchor_case(a, c)
+    for a, chains in {
+        "conv2d_transpose": ("bias", "act", "sum"),
+        "dense": ("bias", "act", "bias_sum"),
+        "matmul": ("bias", "act", "sum", "bias_sum"),
+    }.items()
+    for c in chains
+]
+
+
 @_case("matmul_broadcast_computed")
 def _(g: Graph) -> None:
     a, b = g.arg(g.rand(3, 1, 4, 7)), g.arg(g.rand(5, 7, 2))
@@ -526,11 +562,10 @@ def test_the_build_folds_batch_norm_into_the_conv(
 
 
 def test_every_pattern_entry_has_a_case() -> None:
-    names = {entry[0] for entry in pattern_table()}
+    # the f32 entries (conv2d, conv2d_transpose, dense, matmul anchors)
+    names = {e[0] for e in pattern_table() if str(e[0]).split("_")[0] in ("conv2d", "dense", "matmul")}
     covered = {c for case in CASES for c in case.composites}
-    # conv2d_transpose / dense / matmul entries share the engine path of conv2d's
-    assert {n for n in names if n.startswith("conv2d_") and not n.startswith("conv2d_transpose")} <= covered
-    assert {"conv2d_transpose_bias_act", "dense_bias_act", "dense_sum", "matmul_bias_act"} <= covered
+    assert len(names) == 20 and names <= covered, sorted(names - covered)
 
 
 def test_unsupported_forms_stay_off_dnnl() -> None:
