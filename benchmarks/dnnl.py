@@ -3,6 +3,7 @@
     python benchmarks/dnnl.py                        # every op and light model, 1 and 2 threads
     python benchmarks/dnnl.py --models resnet50 --ops '' --threads 1 --rounds 9
     python benchmarks/dnnl.py --quick                # the goal's figures only: light models, 3 rounds
+    python benchmarks/dnnl.py --quick --omp-wait-policy passive   # OpenMP threads sleep at once
 
 Per op (conv 3x3 64->64 at 56x56, conv 1x1 256->64 at 56x56, depthwise 3x3 at 112x112,
 dense 1x1024 * 1024x1024, each followed by bias and ReLU) and per light model (seeded random
@@ -243,6 +244,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ort-no-spin", action="store_true", help="onnxruntime threads do not spin")
     parser.add_argument("--quick", action="store_true",
                         help="the goal's figures only, in a few minutes: no single ops, 3 rounds")
+    parser.add_argument("--omp-wait-policy", choices=("passive", "active"),
+                        help="OMP_WAIT_POLICY for the measuring processes (libgomp reads it once, "
+                        "at load; default: libgomp's spin-then-sleep)")
     parser.add_argument("--result", help=argparse.SUPPRESS)  # the child's geometric means (json)
     args = parser.parse_args(argv)
     if args.quick:
@@ -250,6 +254,13 @@ def main(argv: list[str] | None = None) -> int:
     global ORT_SPINNING
     ORT_SPINNING = not args.ort_no_spin
     threads = [int(t) for t in args.threads.split(",") if t]
+    if args.omp_wait_policy and os.environ.get("OMP_WAIT_POLICY") != args.omp_wait_policy:
+        # libgomp reads it when it is loaded: run the measurement in a process that has it
+        import subprocess
+
+        env = dict(os.environ, OMP_WAIT_POLICY=args.omp_wait_policy)
+        rest = argv if argv is not None else sys.argv[1:]
+        return subprocess.run([sys.executable, __file__, *rest], env=env, check=False).returncode
     if len(threads) > 1:
         # one process per thread count: OpenMP's worker threads from a 2-thread run would
         # otherwise stay around (spinning, then asleep) during the 1-thread one
@@ -275,7 +286,9 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"# dnnl vs onnxruntime ({platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M')}"
-          f"{', onnxruntime not spinning' if args.ort_no_spin else ''}, load average "
+          f"{', onnxruntime not spinning' if args.ort_no_spin else ''}"
+          f"{', OMP_WAIT_POLICY=' + os.environ['OMP_WAIT_POLICY'] if os.environ.get('OMP_WAIT_POLICY') else ''}"
+          f", load average "
           f"{', '.join(f'{v:.1f}' for v in os.getloadavg())})")
     ops = [o for o in args.ops.split(",") if o]
     if ops:
