@@ -85,6 +85,12 @@ def check_target(target: Target) -> None:
             f"target '{target.name}' names component kind '{target.component}', which is not "
             f"known (kinds: {', '.join(sorted(COMPONENT_BUILDERS))})"
         )
+    for name in target.prepare:
+        if name not in ALL_PASSES:
+            raise BuildError(
+                f"target '{target.name}' names prepare pass '{name}', which is not a "
+                f"registered pass (passes: {', '.join(sorted(ALL_PASSES))})"
+            )
     if target.composite_lowering is not None and (
         target.composite_lowering not in COMPOSITE_LOWERINGS
     ):
@@ -155,6 +161,26 @@ def bind_params(module: ModuleOp, params: Mapping[str, Any], function: str = "ma
     func.update_function_type()
 
 
+def prepare_for(module: ModuleOp, targets: Sequence[str]) -> None:
+    """Run the `prepare` passes of `targets` (each once, in target order) on `module`."""
+    from byoc.context import make_context
+    from byoc.passes import ALL_PASSES
+    from byoc.targets import UnknownTargetError
+
+    seen: list[str] = []
+    for name in targets:
+        try:
+            target = get_target(name)
+        except UnknownTargetError:
+            continue  # the byoc pipeline reports it, with the list of targets
+        for p in target.prepare:
+            if p not in seen:
+                check_target(target)
+                seen.append(p)
+    for p in seen:
+        ALL_PASSES[p]()().apply(make_context(), module)
+
+
 def _ops_of(func: FuncOp) -> tuple[str, ...]:
     names: list[str] = []
     for op in func.body.walk():
@@ -217,6 +243,7 @@ def build(
     if targets:
         from byoc.passes.byoc_pipeline import partition_for
 
+        prepare_for(module, list(targets))
         partition_for(module, list(targets))
     module.verify()
 

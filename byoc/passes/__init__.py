@@ -58,6 +58,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "lower-to-examplejson": _lazy("byoc.lowering.nn_to_examplejson", "LowerToExampleJsonPass"),
     "lower-to-graph": _lazy("byoc.lowering.nn_to_graph", "LowerToGraphPass"),
     "split-dequantize": _lazy("byoc.passes.split_dequantize", "SplitDequantizePass"),  # issue #13
+    "fold-batch-norm": _lazy("byoc.passes.fold_batch_norm", "FoldBatchNormPass"),  # issue #12
 }
 
 # public name -> the module defining it, imported on first access

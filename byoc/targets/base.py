@@ -99,6 +99,11 @@ class Target:
     )
     """What `convert-layout{targets=<name>}` rewrites conv2d, the pools and batch_norm to."""
 
+    prepare: tuple[str, ...] = ()
+    """CLI names of nn -> nn passes `byoc.build` runs on the whole module before partitioning
+    when this target is among its targets (`fold-batch-norm` for dnnl); each pass once, in
+    target order. `byoc-opt` users put them in front of `byoc{...}` themselves."""
+
     description: str = ""
 
     def implements_layouts(self, op: Operation) -> bool:

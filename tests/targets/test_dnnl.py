@@ -29,6 +29,7 @@ from xdsl.ir import Block, Region, SSAValue
 
 import byoc
 from byoc.dialects import nn
+from byoc.dialects.nn.indexing import LayerNormOp
 from byoc.targets.dnnl import missing_reason, unsupported_reason
 from byoc.targets.dnnl.patterns import pattern_table
 
@@ -232,6 +233,24 @@ for _form, (_shape, _attrs, _o) in {
     CASES.append(Case(f"conv2d_transpose_{_form}", one(_deconv_build), ("conv2d_transpose_bias_act",)))
 
 
+def _deconv_chain(chain: str) -> Case:
+    """conv2d_transpose (odd strides, padding) + bias + each activation, or + a residual."""
+
+    def build(g: Graph) -> SSAValue:
+        x = g.arg(g.rand(1, 6, 5, 6))
+        y = bias(g, deconv(g, x, 6, 8, (3, 3), strides=(2, 2), padding=(1, 0, 1, 1)), 8)
+        if chain == "sum":
+            residual = g.op(nn.TanhOp, g.arg(g.rand(*y.type.get_shape())))  # type: ignore[attr-defined]
+            return g.op(nn.ReluOp, g.op(nn.AddOp, y, residual))
+        return ACTS[chain](g, y)
+
+    name = "conv2d_transpose_bias_sum" if chain == "sum" else "conv2d_transpose_bias_act"
+    return Case(f"conv2d_transpose_bias_{chain}", one(build), (name,))
+
+
+CASES += [_deconv_chain(chain) for chain in (*ACTS, "sum")]
+
+
 @_case("dense_bias_relu", ("dense_bias_act",))
 def _(g: Graph) -> None:
     x = g.arg(g.rand(4, 1024))
@@ -262,6 +281,51 @@ def _(g: Graph) -> None:
 def _(g: Graph) -> None:
     a, b = g.arg(g.rand(2, 3, 5, 8)), g.const(g.rand(8, 6))
     g.results.append(g.op(nn.TanhOp, g.op(nn.AddOp, g.op(nn.MatmulOp, a, b), g.const(g.rand(6)))))
+
+
+for _act in ("clip", "sigmoid", "hard_swish", "gelu"):
+
+    def _mm_build(g: Graph, act: str = _act) -> SSAValue:
+        a, b = g.arg(g.rand(3, 4, 9)), g.const(g.rand(9, 5))
+        return ACTS[act](g, g.op(nn.AddOp, g.op(nn.MatmulOp, a, b), g.const(g.rand(5))))
+
+    CASES.append(Case(f"matmul_batched_bias_{_act}", one(_mm_build), ("matmul_bias_act",)))
+
+
+def _anchor_case(anchor: str, chain: str) -> Case:
+    """The remaining (anchor, composite) pairs: bias only, activation only, residual with and
+    without a bias, for conv2d_transpose, dense and batched matmul."""
+
+    def build(g: Graph) -> SSAValue:
+        if anchor == "conv2d_transpose":
+            y = deconv(g, g.arg(g.rand(1, 4, 5, 5)), 4, 6, (2, 2), strides=(2, 2))
+            n, axis = 6, 1
+        elif anchor == "dense":
+            y, n, axis = dense(g, g.arg(g.rand(5, 19)), 19, 11), 11, -1
+        else:
+            y = g.op(nn.MatmulOp, g.arg(g.rand(2, 3, 7)), g.const(g.rand(7, 9)))
+            n, axis = 9, -1
+        if "bias" in chain:
+            y = bias(g, y, n, axis=axis)
+        if chain.endswith("act"):
+            y = g.op(nn.SigmoidOp, y)
+        if chain.endswith("sum"):
+            residual = g.op(nn.ReluOp, g.arg(g.rand(*y.type.get_shape())))  # type: ignore[attr-defined]
+            y = g.op(nn.AddOp, residual, y)
+        return y
+
+    return Case(f"{anchor}_{chain}_only", one(build), (f"{anchor}_{chain}",))
+
+
+CASES += [
+    _anchor_case(a, c)
+    for a, chains in {
+        "conv2d_transpose": ("bias", "act", "sum"),
+        "dense": ("bias", "act", "bias_sum"),
+        "matmul": ("bias", "act", "sum", "bias_sum"),
+    }.items()
+    for c in chains
+]
 
 
 @_case("matmul_broadcast_computed")
@@ -315,6 +379,37 @@ def _(g: Graph) -> None:
     x = g.arg(g.rand(1, 3, 12, 12))
     y = g.op(nn.ReluOp, bias(g, conv(g, x, 3, 16, (5, 5), padding=(2, 2, 2, 2)), 16))
     g.results.append(g.op(nn.LRNOp, y, size=3, alpha=1e-4, beta=0.75, bias=1.0))
+
+
+# layer norm: transformer rows (axis -1), several trailing dims (axis 1 of a 4-D tensor),
+# odd sizes, gamma/beta broadcasting within the normalised dims, computed gamma/beta
+LAYER_NORMS: dict[str, tuple[tuple[int, ...], int, tuple[int, ...], float]] = {
+    # name: (data shape, axis, gamma/beta shape, epsilon)
+    "rows": ((2, 7, 64), -1, (64,), 1e-5),
+    "odd": ((3, 5, 13), 2, (13,), 1e-3),
+    "trailing_dims": ((2, 6, 5, 3), 1, (6, 5, 3), 1e-5),
+    "broadcast_param": ((4, 3, 9), 1, (1, 9), 1e-6),
+    "whole_tensor": ((17,), 0, (17,), 1e-5),
+}
+for _name, (_shape, _axis, _pshape, _eps) in LAYER_NORMS.items():
+
+    def _ln_build(g: Graph, shape: Any = _shape, axis: int = _axis, pshape: Any = _pshape,
+                  eps: float = _eps) -> SSAValue:
+        x = g.arg(g.rand(*shape, scale=3.0) + 1.0)
+        gamma, beta = g.const(g.rand(*pshape) + 1.0), g.const(g.rand(*pshape))
+        return g.op(LayerNormOp, x, gamma, beta, axis=axis, epsilon=eps)
+
+    CASES.append(Case(f"layer_norm_{_name}", one(_ln_build)))
+
+
+@_case("layer_norm_computed_params_after_dense")
+def _(g: Graph) -> None:
+    """A transformer block's tail: dense + bias + residual, then layer norm whose gamma and
+    beta are computed (graph inputs through an op)."""
+    x = g.arg(g.rand(2, 5, 24))
+    y = g.op(nn.AddOp, g.op(nn.AddOp, dense(g, x, 24, 24), g.const(g.rand(24))), x)
+    gamma = g.op(nn.AbsOp, g.arg(g.rand(24)))
+    g.results.append(g.op(LayerNormOp, y, gamma, g.arg(g.rand(24)), axis=-1, epsilon=1e-5))
 
 
 @_case("batch_norm_relu")
@@ -397,6 +492,15 @@ def _(g: Graph) -> None:
     g.results.append(conv(g, y, 12, 12, (3, 3), groups=12, padding=(1, 1, 1, 1)))
 
 
+@_case("conv_bn_read_twice")
+def _(g: Graph) -> None:
+    """A conv whose value is also an output: fold-batch-norm leaves its batch_norm, which the
+    engine runs as a batch normalization primitive (with the relu fused)."""
+    x = g.arg(g.rand(1, 6, 7, 7))
+    y = conv(g, x, 6, 8, (3, 3), padding=(1, 1, 1, 1))
+    g.results += [y, g.op(nn.ReluOp, bn(g, y, 8))]
+
+
 @_case("two_outputs_one_interior")
 def _(g: Graph) -> None:
     """A conv's value used outside the chain stays a value of its own."""
@@ -437,12 +541,31 @@ def test_case_against_the_reference(case: Case) -> None:
         np.testing.assert_array_equal(a, b)
 
 
+def test_the_build_folds_batch_norm_into_the_conv(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """fold-batch-norm runs before partitioning (Target.prepare): the plan has one
+    convolution with its bias and relu, no batch normalization; a batch_norm the pass
+    cannot fold (the conv's value read twice) is a primitive of its own."""
+    monkeypatch.setenv("BYOC_DNNL_VERBOSE", "1")
+    for name, want, unwanted in (
+        ("conv2d_odd_bn_relu", "conv2d+2:", "batch_norm"),
+        ("conv_bn_read_twice", "batch_norm+relu:", None),
+    ):
+        case = next(c for c in CASES if c.name == name)
+        exe, inputs, expected, bounds = _built(case)
+        plan = capfd.readouterr().err
+        assert want in plan, plan
+        assert unwanted is None or unwanted not in plan, plan
+        for out, e, b in zip(exe.run(*inputs), expected, bounds, strict=True):
+            assert_within(out, e, b, name)
+
+
 def test_every_pattern_entry_has_a_case() -> None:
-    names = {entry[0] for entry in pattern_table()}
+    # the f32 entries (conv2d, conv2d_transpose, dense, matmul anchors)
+    names = {e[0] for e in pattern_table() if str(e[0]).split("_")[0] in ("conv2d", "dense", "matmul")}
     covered = {c for case in CASES for c in case.composites}
-    # conv2d_transpose / dense / matmul entries share the engine path of conv2d's
-    assert {n for n in names if n.startswith("conv2d_") and not n.startswith("conv2d_transpose")} <= covered
-    assert {"conv2d_transpose_bias_act", "dense_bias_act", "dense_sum", "matmul_bias_act"} <= covered
+    assert len(names) == 20 and names <= covered, sorted(names - covered)
 
 
 def test_unsupported_forms_stay_off_dnnl() -> None:
@@ -471,6 +594,8 @@ def _model() -> tuple[Any, list[Array]]:
     y = g.op(nn.ReluOp, bn(g, conv(g, y, 32, 32, (3, 3), groups=32, padding=(1, 1, 1, 1)), 32))
     y = g.op(nn.MaxPool2DOp, y, pool_size=(2, 2), strides=(2, 2))
     y = g.op(nn.FlattenOp, g.op(nn.GlobalAvgPool2DOp, y))
+    # layer norm over both dims, gamma and beta broadcast (expanded by the engine at init)
+    y = g.op(LayerNormOp, y, g.const(g.rand(32) + 1.0), g.const(g.rand(1, 32)), axis=0)
     g.results.append(g.op(nn.SoftmaxOp, bias(g, dense(g, y, 32, 10), 10, axis=-1)))
     return g.module(), g.inputs
 

@@ -5,8 +5,10 @@
  *
  *  - anchors (conv2d, conv2d_transpose, dense, matmul) absorb the chain after them
  *    while each value in it has one use: per-channel affine steps (bias_add, an add
- *    or multiply by a per-channel constant, an inference batch_norm) are folded into
- *    the weights and the bias (constants, folded once here); then elementwise ops
+ *    or multiply by a per-channel constant) are folded into the weights and the bias
+ *    (constants, folded once here; a batch_norm after a conv was already folded into
+ *    its constants at build time by the fold-batch-norm pass, and one that reaches the
+ *    engine runs as a batch normalization primitive); then elementwise ops
  *    become eltwise post-ops and binary ops with a constant or an already computed
  *    operand become binary post-ops (an add of a residual computed earlier, used
  *    only there, becomes a sum post-op written in place over the residual);
@@ -678,11 +680,6 @@ static void collect_chain(planner *p, int a, int axis, int64_t channels, int aff
         int ax = (int)int_attr(p, nid, "axis", 1);
         if (ax < 0) ax += rank;
         affine = ax == axis;
-      } else if (op_is(n, "nn.batch_norm") && n->in[0] == cur) {
-        int ax = (int)int_attr(p, nid, "axis", 1);
-        if (ax < 0) ax += rank;
-        affine = ax == axis && is_const(p, n->in[1]) && is_const(p, n->in[2]) &&
-                 is_const(p, n->in[3]) && is_const(p, n->in[4]);
       } else if ((op_is(n, "nn.add") || op_is(n, "nn.multiply")) && n->nin == 2) {
         int other = n->in[0] == cur ? n->in[1] : n->in[0];
         affine = other != cur && is_const(p, other) &&
@@ -749,20 +746,6 @@ static int fold_affine(planner *p, const chain *c, int64_t channels, float **sca
     if (op_is(n, "nn.bias_add")) {
       const float *b = g->entries[n->in[1]].data;
       for (int64_t i = 0; i < channels; i++) shift[i] += b[i];
-    } else if (op_is(n, "nn.batch_norm")) {
-      const float *gm = g->entries[n->in[1]].data, *bt = g->entries[n->in[2]].data;
-      const float *mu = g->entries[n->in[3]].data, *var = g->entries[n->in[4]].data;
-      double eps = float_attr(p, nid, "epsilon", 1e-5);
-      if (!scale) {
-        scale = malloc((size_t)channels * sizeof(float));
-        if (!scale) return fail(p, "out of memory");
-        for (int64_t i = 0; i < channels; i++) scale[i] = 1.f;
-      }
-      for (int64_t i = 0; i < channels; i++) {
-        float s = (float)(gm[i] / sqrt((double)var[i] + eps));
-        scale[i] *= s;
-        shift[i] = (shift[i] - mu[i]) * s + bt[i];
-      }
     } else {
       /* the constant operand (the chain's value is computed, never a constant) */
       int other = is_const(p, n->in[1]) ? n->in[1] : n->in[0];
@@ -1477,6 +1460,71 @@ static int plan_batch_norm(planner *p, int nid) {
   return finish_simple(p, pd, relu >= 0 ? "batch_norm+relu" : "batch_norm", 5, args, slots, y);
 }
 
+/* A per-position parameter of layer norm: constant `e` broadcast (numpy rules) to the
+   `inner` trailing dims of the data, in a new owned buffer; or a computed value of exactly
+   those dims, viewed as 1-D. */
+static int layer_norm_param(planner *p, int e, int ndim, const int64_t *inner, int64_t count) {
+  const dn_entry *en = &p->g->entries[e];
+  if (!is_const(p, e)) {
+    if (numel(en) != count) return fail(p, "nn.layer_norm: a computed gamma/beta must not broadcast");
+    return slot_reshaped(p, e, 1, &count);
+  }
+  int id = new_slot(p, md_plain(1, &count), LOC_CONST);
+  if (id < 0) return id;
+  float *buf = owned_alloc(p, (size_t)count * sizeof(float));
+  if (!buf) return fail(p, "out of memory");
+  p->s->slots[id].cptr = buf;
+  int64_t sh[DN_MAX_RANK], st[DN_MAX_RANK], acc = 1;
+  padded_shape(en, ndim, sh);
+  for (int d = ndim - 1; d >= 0; d--) {
+    st[d] = sh[d] == 1 ? 0 : acc; /* a broadcast dim repeats */
+    acc *= sh[d];
+  }
+  const float *src = en->data;
+  for (int64_t i = 0; i < count; i++) {
+    int64_t rest = i, off = 0;
+    for (int d = ndim - 1; d >= 0; d--) {
+      off += (rest % inner[d]) * st[d];
+      rest /= inner[d];
+    }
+    buf[i] = src[off];
+  }
+  return id;
+}
+
+/* layer norm over the dims from `axis` on: oneDNN's layer_normalization over the last dim
+   of a (rows, inner) view of the plain data; gamma and beta are its scale and shift */
+static int plan_layer_norm(planner *p, int nid) {
+  const dn_node *n = &p->g->nodes[nid];
+  const dn_entry *xe = &p->g->entries[n->in[0]], *ye = &p->g->entries[n->out[0]];
+  int axis = (int)int_attr(p, nid, "axis", -1);
+  if (axis < 0) axis += xe->ndim;
+  if (axis < 0 || axis >= xe->ndim) return fail(p, "nn.layer_norm: axis out of range");
+  float eps = (float)float_attr(p, nid, "epsilon", 1e-5);
+  int64_t count = 1;
+  for (int d = axis; d < xe->ndim; d++) count *= xe->shape[d];
+  int64_t dims[2] = {numel(xe) / count, count};
+  int x = slot_reshaped(p, n->in[0], 2, dims);
+  if (x < 0) return -1;
+  int ninner = xe->ndim - axis;
+  int scale = layer_norm_param(p, n->in[1], ninner, xe->shape + axis, count);
+  int shift = scale < 0 ? -1 : layer_norm_param(p, n->in[2], ninner, xe->shape + axis, count);
+  if (shift < 0) return -1;
+  dnnl_primitive_attr_t attr = new_attr();
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_status_t st = dnnl_layer_normalization_forward_primitive_desc_create(
+      &pd, p->s->eng, dnnl_forward_inference, p->s->slots[x].md, p->s->slots[x].md, NULL, eps,
+      dnnl_use_scale | dnnl_use_shift, attr);
+  dnnl_primitive_attr_destroy(attr);
+  if (st != dnnl_success) return fail(p, "oneDNN: no layer normalization here (status %d)", (int)st);
+  int args[3] = {DNNL_ARG_SRC, DNNL_ARG_SCALE, DNNL_ARG_SHIFT}, slots[3] = {x, scale, shift};
+  if (finish_simple(p, pd, "layer_norm", 3, args, slots, n->out[0]) < 0) return -1;
+  int view = alias_slot(p, p->entry_slot[n->out[0]], md_plain(ye->ndim, ye->shape));
+  if (view < 0) return -1;
+  p->entry_slot[n->out[0]] = view;
+  return 0;
+}
+
 static int plan_concat(planner *p, int nid) {
   const dn_graph *g = p->g;
   const dn_node *n = &g->nodes[nid];
@@ -1593,6 +1641,7 @@ static int plan_node(planner *p, int nid) {
   if (op_is(n, "nn.softmax")) return plan_softmax(p, nid);
   if (op_is(n, "nn.lrn")) return plan_lrn(p, nid);
   if (op_is(n, "nn.batch_norm")) return plan_batch_norm(p, nid);
+  if (op_is(n, "nn.layer_norm")) return plan_layer_norm(p, nid);
   if (op_is(n, "nn.concatenate")) return plan_concat(p, nid);
   if (op_is(n, "nn.reshape") || op_is(n, "nn.flatten")) return plan_reshape(p, nid);
   if (op_is(n, "nn.transpose")) return plan_transpose(p, nid);

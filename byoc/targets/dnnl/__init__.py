@@ -12,9 +12,10 @@ offset at init and runs them on a per-call workspace (docs/dnnl.md).
 
 Files: `support.py` (which ops, which forms), `patterns.py` (the composite table),
 `target.py` (the `DNNL` Target and its `GraphEngine`), `onednn.py` (finding the wheels;
-compiler and linker flags). batch_norm (and bias_add, per-channel add/multiply) after a
-conv/dense is folded into its weights and bias by the engine, once at init, from the
-graph's constants (docs/dnnl.md).
+compiler and linker flags). A batch_norm after a conv/dense is folded into its weights
+and bias at build time by the `fold-batch-norm` pass (`Target.prepare`); bias_add and
+per-channel add/multiply are folded into the primitive's weights and bias by the engine,
+once at init, from the graph's constants (docs/dnnl.md).
 """
 
 from __future__ import annotations

@@ -10,10 +10,12 @@ applies to its output in the same pass (post-ops).
 | `dnnl.<a>_act`           | a -> act                                                       |
 
 for `<a>` in conv2d, conv2d_transpose, dense, matmul (earlier rows and anchors win).
-`bias` is `nn.bias_add` or `nn.add` of a per-channel constant, then an optional
-inference `nn.batch_norm` with constant parameters (or the batch_norm alone): all of it
-is folded into the weights and bias once, by the engine at init (from the graph's
-constants: the same plan whether the ops arrive as a composite or side by side). `act` is relu, leaky_relu, clip, sigmoid,
+`bias` is `nn.bias_add` or `nn.add` of a per-channel constant, folded into the
+primitive's bias (and a per-channel multiply into the weights) once, by the engine at
+init (from the graph's constants: the same plan whether the ops arrive as a composite or
+side by side). An inference `nn.batch_norm` after the anchor is folded before
+partitioning by the `fold-batch-norm` pass the target's build runs (`Target.prepare`),
+so it arrives here as a bias_add. `act` is relu, leaky_relu, clip, sigmoid,
 tanh, hard_swish, hard_sigmoid or gelu (the erf form ONNX exporters write:
 `x * (erf(x / c) + 1) * 0.5`); each becomes an eltwise post-op; `add(residual)` a sum
 post-op (in place over the residual when nothing else reads it) or a binary post-op.
@@ -51,13 +53,9 @@ def _anchor(name: str) -> Pattern:
 
 
 def _bias(p: Pattern) -> Pattern:
-    """bias_add / add of a constant, then an optional batch_norm; or the batch_norm alone."""
-
-    def bn(q: Pattern) -> Pattern:
-        return is_op("nn.batch_norm")(q, is_constant(), is_constant(), is_constant(), is_constant())
-
-    shift = is_op("nn.bias_add")(p, is_constant()) | is_op("nn.add")(p, is_constant())
-    return shift.optional(bn) | bn(p)
+    """bias_add / add of a constant (a batch_norm after the anchor is already one: the
+    dnnl target's build folds it first, `fold-batch-norm`)."""
+    return is_op("nn.bias_add")(p, is_constant()) | is_op("nn.add")(p, is_constant())
 
 
 def gelu(x: Pattern) -> Pattern:
@@ -110,7 +108,7 @@ def check(match: Match) -> bool:
             continue
         if not is_supported(op):
             return False
-        if op.name in ("nn.bias_add", "nn.batch_norm"):
+        if op.name == "nn.bias_add":
             if op.attr_values()["axis"] % rank != axis:  # type: ignore[attr-defined]
                 return False
     value = anchor.results[0]

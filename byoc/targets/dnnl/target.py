@@ -24,6 +24,7 @@ DNNL = Target(
     lowering="lower-to-graph",
     component="graph",
     graph_engine=DNNL_ENGINE,
-    description="partitions as graphs run by oneDNN (conv/dense/matmul with fused post-ops, "
+    prepare=("fold-batch-norm",),  # batch_norm into the conv's constants, before partitioning
+    description="partitions as graphs run by oneDNN (conv/dense/matmul with fused post-ops, layer norm, "
     "pools, softmax, LRN, batch_norm, concat, elementwise)",
 )

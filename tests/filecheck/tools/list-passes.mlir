@@ -12,6 +12,7 @@
 // CHECK-DAG:  lower-to-c
 // CHECK-DAG:  lower-to-examplejson
 // CHECK-DAG:  lower-to-graph
+// CHECK-DAG:  fold-batch-norm {{ +}}Fold each inference batch_norm
 // CHECK-DAG:  canonicalize {{ +}}Applies all canonicalization patterns.
 // CHECK-DAG:  cse {{ +}}Eliminate common subexpressions
 // CHECK-DAG:  dce {{ +}}Remove pure ops whose results are unused

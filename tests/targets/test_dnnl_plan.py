@@ -1,0 +1,81 @@
+"""What the dnnl engine's plan does, read from oneDNN's own log (`ONEDNN_VERBOSE=2`) in a
+fresh process (oneDNN reads the variable once per process):
+
+- every primitive is created at init, none while the model runs;
+- constant weights are reordered once, at init, to the blocked layouts oneDNN chose
+  (format_tag::any); a run executes exactly the plan's steps, and no weight reorder;
+- inside the partition, activations are in the layouts oneDNN picked, not plain NCHW.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from byoc.targets.dnnl import missing_reason
+
+REASON = missing_reason()
+pytestmark = pytest.mark.skipif(REASON is not None, reason=f"oneDNN extra absent: {REASON}")
+
+TESTS = Path(__file__).resolve().parent.parent
+
+_SCRIPT = """
+import sys
+sys.path[:0] = [{targets!r}, {tests!r}]
+import byoc
+from test_dnnl import _model
+module, inputs = _model()
+exe = byoc.build(module, targets=["dnnl"])
+print("RUN-BEGIN", flush=True)
+for _ in range(3):
+    exe.run(*inputs)
+print("RUN-END", flush=True)
+"""
+
+
+def _mds(line: str) -> dict[str, str]:
+    """{'src': 'aBcd16b', 'wei': ..., 'dst': ...} of a oneDNN verbose line."""
+    return dict(re.findall(r"\b(src|wei|dst)_f32:\w*:blocked:(\w+)", line))
+
+
+def _reorder(line: str) -> str:
+    """'abcd Acdb16a:32x8x3x3': a reorder's source and destination formats and its dims."""
+    mds = _mds(line)
+    dims = line.split(",,,", 1)[1].split(",", 1)[0]
+    return f"{mds['src']} {mds['dst']}:{dims}"
+
+
+def test_weights_are_reordered_once_at_init_and_layouts_are_chosen(tmp_path: Path) -> None:
+    script = tmp_path / "plan.py"
+    script.write_text(_SCRIPT.format(targets=str(TESTS / "targets"), tests=str(TESTS)))
+    env = dict(os.environ, ONEDNN_VERBOSE="2", BYOC_DNNL_VERBOSE="1", BYOC_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=env, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    init, rest = out.split("RUN-BEGIN", 1)
+    run = rest.split("RUN-END", 1)[0]
+    (plan,) = re.findall(r"dnnl plan \w+: (.*)", done.stderr)
+    steps = plan.split("; ")
+    run_lines = [ln for ln in run.splitlines() if ln.startswith("onednn_verbose")]
+    # the plan is built at init: nothing is created while running
+    assert not [ln for ln in run_lines if ",create:" in ln], run
+    # a run executes exactly the plan's steps, in order
+    assert len(run_lines) == 3 * len(steps), (plan, run)
+    # weights: reordered (executed) at init into the layouts the primitives asked for,
+    # never during a run (a reorder is told by its source, destination and dims)
+    init_reorders = {_reorder(ln) for ln in init.splitlines() if ",exec,cpu,reorder," in ln}
+    weight_formats = {f.split(":")[0].split(" ")[1] for f in init_reorders}
+    convs = [ln for ln in run_lines if ",convolution," in ln or ",matmul," in ln]
+    assert len(init_reorders) >= 3, init  # the three convolutions' and the dense's weights
+    assert {_mds(ln)["wei"] for ln in convs} <= weight_formats, (convs, weight_formats)
+    for ln in run_lines:
+        if ",reorder," in ln:
+            assert _reorder(ln) not in init_reorders, ln
+    # format_tag::any: the convolutions write a layout oneDNN chose (blocked or channels-last)
+    assert any(_mds(ln)["dst"] != "abcd" for ln in convs if ",convolution," in ln), run
