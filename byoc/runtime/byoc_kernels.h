@@ -1054,6 +1054,25 @@ static inline void byoc_pool_inner_cols_(int64_t W, int64_t OW, int64_t KW, int6
  * lane visits its window in the order byoc_max_window_ does: the same
  * results as the scalar code, and in the AVX2 clone as in the baseline one.
  */
+/* The 8 outputs of row `top` from column ow (their windows inside the input) into y. */
+static inline __attribute__((always_inline)) void byoc_max_pool8_(
+    const float* restrict xc, float* restrict y, int64_t H, int64_t W, int64_t KH, int64_t KW,
+    int64_t SW, int64_t PL, int64_t DH, int64_t DW, int64_t top, int64_t ow) {
+  byoc_v8f_ m = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                 -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+  for (int64_t kh = 0; kh < KH; ++kh) {
+    const int64_t ih = top + kh * DH;
+    if (ih < 0 || ih >= H) continue;
+    const float* xr = xc + ih * W + ow * SW - PL;
+    for (int64_t kw = 0; kw < KW; ++kw) {
+      byoc_v8f_ v;
+      byoc_load8_(xr + kw * DW, SW, &v);
+      byoc_vmax_(&m, &v);
+    }
+  }
+  memcpy(y, &m, sizeof m);
+}
+
 BYOC_KERNEL void byoc_max_pool2d_part_(const float* restrict x, float* restrict y, int64_t H,
                                        int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
                                        int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,
@@ -1061,6 +1080,11 @@ BYOC_KERNEL void byoc_max_pool2d_part_(const float* restrict x, float* restrict 
   int64_t lo, hi;
   byoc_pool_inner_cols_(W, OW, KW, SW, PL, DW, &lo, &hi);
   const int64_t nvec = (hi - lo) / 8, tail = lo + 8 * nvec;
+  /* The inner columns past the last whole group of 8: one more group ending at hi, which
+   * overlaps the previous one (its lanes compute the same windows again, the same way),
+   * instead of one window at a time. */
+  const int64_t overlap = nvec > 0 && tail < hi;
+  const int64_t scalar_from = overlap ? hi : tail;
   for (int64_t c = c0; c < c1; ++c) {
     const float* xc = x + c * H * W;
     float* yc = y + c * OH * OW;
@@ -1070,21 +1094,11 @@ BYOC_KERNEL void byoc_max_pool2d_part_(const float* restrict x, float* restrict 
         yc[oh * OW + ow] = byoc_max_window_(xc, H, W, KH, KW, DH, DW, top, ow * SW - PL);
       for (int64_t b = 0; b < nvec; ++b) {
         const int64_t ow = lo + 8 * b;
-        byoc_v8f_ m = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
-                       -INFINITY, -INFINITY, -INFINITY, -INFINITY};
-        for (int64_t kh = 0; kh < KH; ++kh) {
-          const int64_t ih = top + kh * DH;
-          if (ih < 0 || ih >= H) continue;
-          const float* xr = xc + ih * W + ow * SW - PL;
-          for (int64_t kw = 0; kw < KW; ++kw) {
-            byoc_v8f_ v;
-            byoc_load8_(xr + kw * DW, SW, &v);
-            byoc_vmax_(&m, &v);
-          }
-        }
-        memcpy(yc + oh * OW + ow, &m, sizeof m);
+        byoc_max_pool8_(xc, yc + oh * OW + ow, H, W, KH, KW, SW, PL, DH, DW, top, ow);
       }
-      for (int64_t ow = tail; ow < OW; ++ow)
+      if (overlap)
+        byoc_max_pool8_(xc, yc + oh * OW + hi - 8, H, W, KH, KW, SW, PL, DH, DW, top, hi - 8);
+      for (int64_t ow = scalar_from; ow < OW; ++ow)
         yc[oh * OW + ow] = byoc_max_window_(xc, H, W, KH, KW, DH, DW, top, ow * SW - PL);
     }
   }
@@ -1333,7 +1347,10 @@ BYOC_DEFINE_REDUCE(byoc_reduce_max_i32, int32_t, int32_t, INT32_MIN, acc = v > a
     const int64_t step = nd > 0 ? istr[nd - 1] : 0;                                           \
     int64_t off = 0;                                                                          \
     for (int64_t t = 0; t < total; t += inner) {                                              \
-      for (int64_t i = 0; i < inner; ++i) y[t + i] = x[off + i * step];                       \
+      if (step == 1) /* a run of whole rows (e.g. a channel shuffle): one copy */             \
+        memcpy(y + t, x + off, (size_t)inner * sizeof(T));                                    \
+      else                                                                                    \
+        for (int64_t i = 0; i < inner; ++i) y[t + i] = x[off + i * step];                     \
       for (int32_t d = nd - 2; d >= 0; --d) {                                                 \
         off += istr[d];                                                                       \
         if (++idx[d] < oshape[d]) break;                                                      \
