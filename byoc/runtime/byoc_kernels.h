@@ -1143,6 +1143,7 @@ static inline float byoc_avg_window_(const float* restrict xc, int64_t H, int64_
 }
 
 typedef double byoc_v4d_ __attribute__((vector_size(32)));
+typedef float byoc_v4f_ __attribute__((vector_size(16)));
 
 /*
  * Channels [c0, c1). Where a window lies inside the input (its rows and its
@@ -1157,7 +1158,10 @@ BYOC_KERNEL void byoc_avg_pool2d_part_(const float* restrict x, float* restrict 
                                        int64_t c0, int64_t c1) {
   int64_t lo, hi;
   byoc_pool_inner_cols_(W, OW, KW, SW, PL, DW, &lo, &hi);
-  const int64_t nvec = (hi - lo) / 4, tail = lo + 4 * nvec;
+  const int64_t nvec = (hi - lo) / 4;
+  /* the inner columns past the last whole group of 4: one more group ending at hi,
+   * overlapping the one before it (its lanes compute the same windows the same way) */
+  const int64_t tail = nvec > 0 ? hi : lo;
   const double area = (double)(KH * KW);
   for (int64_t c = c0; c < c1; ++c) {
     const float* xc = x + c * H * W;
@@ -1169,13 +1173,21 @@ BYOC_KERNEL void byoc_avg_pool2d_part_(const float* restrict x, float* restrict 
       for (int64_t ow = 0; ow < scalar_from; ++ow)
         yc[oh * OW + ow] = byoc_avg_window_(xc, H, W, KH, KW, PT, PL, PB, PR, DH, DW,
                                             include_pad, top, ow * SW - PL);
-      for (int64_t ow = scalar_from; ow < vec_end; ow += 4) {
+      for (int64_t ow0 = scalar_from; ow0 < vec_end; ow0 += 4) {
+        const int64_t ow = ow0 + 4 <= vec_end ? ow0 : vec_end - 4;
         byoc_v4d_ s = {0.0, 0.0, 0.0, 0.0};
         for (int64_t kh = 0; kh < KH; ++kh) {
           const float* xr = xc + (top + kh * DH) * W + ow * SW - PL;
           for (int64_t kw = 0; kw < KW; ++kw) {
             const float* p = xr + kw * DW;
-            const byoc_v4d_ v = {(double)p[0], (double)p[SW], (double)p[2 * SW], (double)p[3 * SW]};
+            byoc_v4d_ v;
+            if (SW == 1) { /* 4 consecutive floats: one load, one conversion */
+              byoc_v4f_ f;
+              memcpy(&f, p, sizeof f);
+              v = __builtin_convertvector(f, byoc_v4d_);
+            } else {
+              v = (byoc_v4d_){(double)p[0], (double)p[SW], (double)p[2 * SW], (double)p[3 * SW]};
+            }
             s += v;
           }
         }

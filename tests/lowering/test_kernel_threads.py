@@ -147,6 +147,9 @@ BIG: list[Case] = [
     Case("t_conv_hsig_odd", [((1, 8, 27, 25), F32), ((20, 8, 3, 3), F32)],
          _conv_act(nn.HardSigmoidOp, alpha=0.2, beta=0.5)),
     Case("t_max_pool_tail", [((1, 48, 61, 45), F32)], _op(nn.MaxPool2DOp, pool_size=(3, 3), strides=(2, 2))),
+    Case("t_avg_pool_s1_tail", [((1, 40, 29, 27), F32)], _op(nn.AvgPool2DOp, pool_size=(3, 3), padding=(1, 1, 1, 1))),
+    Case("t_avg_pool_s1_pad", [((1, 40, 29, 27), F32)],
+         _op(nn.AvgPool2DOp, pool_size=(3, 3), padding=(1, 1, 1, 1), count_include_pad=True)),
     Case("t_shuffle_rows", [((1, 4, 30, 899), F32)], _op(nn.TransposeOp, axes=(0, 2, 1, 3))),
     Case("t_conv1x1_tail", [((1, 40, 13, 13), F32), ((70, 40, 1, 1), F32)], _conv_act(nn.ReluOp)),
 ]
