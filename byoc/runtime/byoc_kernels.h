@@ -16,21 +16,74 @@
 
 #define BYOC_MAX_RANK 16
 
+/*
+ * Run CALL for t in [0, nt) across nt threads; with nt <= 1 run it once (t = 0) on the
+ * caller, entering no OpenMP region at all (even an `if(0)` region costs a team setup per
+ * call, which added up to 4-5 ms per shufflenet inference at 1 thread).
+ */
+#define BYOC_SPLIT_(nt, t, CALL)                                   \
+  do {                                                            \
+    if ((nt) > 1) {                                               \
+      BYOC_PARALLEL_FOR(nt)                                       \
+      for (int32_t t = 0; t < (nt); ++t) CALL;                    \
+    } else {                                                      \
+      const int32_t t = 0;                                        \
+      (void)t;                                                    \
+      CALL;                                                       \
+    }                                                             \
+  } while (0)
+
 /* NaN-propagating maximum (numpy.maximum). */
 static inline float byoc_maxf_(float a, float b) { return (a >= b || a != a) ? a : b; }
 
 /* ---- copies ---------------------------------------------------------------- */
 
-static inline void byoc_copy(const void* restrict src, void* restrict dst, int64_t nbytes) {
-  if (nbytes > 0) memcpy(dst, src, (size_t)nbytes);
+/* Bytes a thread copies at least: below 2 x this a copy stays on the calling thread. */
+#define BYOC_COPY_GRAIN ((int64_t)1 << 18)
+
+/* Bytes [lo, hi) of a copy of n bytes split into nt pieces, piece t, 64-byte aligned. */
+static inline void byoc_copy_piece_(int64_t n, int32_t nt, int32_t t, int64_t* lo, int64_t* hi) {
+  const int64_t lines = (n + 63) / 64;
+  *lo = 64 * (lines * t / nt);
+  *hi = t == nt - 1 ? n : 64 * (lines * (t + 1) / nt);
 }
 
-/* `nblocks` blocks of `block` bytes, read contiguously, written every `dst_stride` bytes. */
+static inline void byoc_copy_part_(const char* restrict s, char* restrict d, int64_t n, int32_t nt,
+                                   int32_t t) {
+  int64_t lo, hi;
+  byoc_copy_piece_(n, nt, t, &lo, &hi);
+  if (hi > lo) memcpy(d + lo, s + lo, (size_t)(hi - lo));
+}
+
+/* A copy of nbytes; a big one (a concatenation's input, a reshape's copy) is split across
+ * the threads (a copy is the same bytes however it is split). */
+static inline void byoc_copy(const void* restrict src, void* restrict dst, int64_t nbytes) {
+  if (nbytes <= 0) return;
+  const int32_t nt = byoc_threads_for(nbytes, BYOC_COPY_GRAIN);
+  BYOC_SPLIT_(nt, t, byoc_copy_part_((const char*)src, (char*)dst, nbytes, nt, t));
+}
+
+static inline void byoc_copy_blocks_part_(const char* restrict s, char* restrict d,
+                                          int64_t block, int64_t dst_stride, int64_t b0,
+                                          int64_t b1) {
+  for (int64_t i = b0; i < b1; ++i) memcpy(d + i * dst_stride, s + i * block, (size_t)block);
+}
+
+/* `nblocks` blocks of `block` bytes, read contiguously, written every `dst_stride` bytes;
+ * split across the threads by blocks, or (one block) by bytes. */
 static inline void byoc_copy_blocks(const void* restrict src, void* restrict dst, int64_t nblocks,
                                     int64_t block, int64_t dst_stride) {
   const char* s = (const char*)src;
   char* d = (char*)dst;
-  for (int64_t i = 0; i < nblocks; ++i) memcpy(d + i * dst_stride, s + i * block, (size_t)block);
+  if (nblocks <= 0 || block <= 0) return;
+  if (nblocks == 1) {
+    byoc_copy(s, d, block);
+    return;
+  }
+  const int32_t nt0 = byoc_threads_for(nblocks * block, BYOC_COPY_GRAIN);
+  const int32_t nt = nt0 < nblocks ? nt0 : (int32_t)nblocks;
+  BYOC_SPLIT_(nt, t, byoc_copy_blocks_part_(s, d, block, dst_stride, nblocks * t / nt,
+                                            nblocks * (t + 1) / nt));
 }
 
 /* ---- epilogues ----------------------------------------------------------------- */
@@ -202,22 +255,6 @@ typedef float byoc_v8f_ __attribute__((vector_size(32)));
 /* A big kernel: not inlined (it may be cloned), fine to leave unused. */
 #define BYOC_KERNEL static BYOC_CLONES BYOC_MAYBE_UNUSED
 
-/*
- * Run CALL for t in [0, nt) across nt threads; with nt <= 1 run it once (t = 0) on the
- * caller, entering no OpenMP region at all (even an `if(0)` region costs a team setup per
- * call, which added up to 4-5 ms per shufflenet inference at 1 thread).
- */
-#define BYOC_SPLIT_(nt, t, CALL)                                   \
-  do {                                                            \
-    if ((nt) > 1) {                                               \
-      BYOC_PARALLEL_FOR(nt)                                       \
-      for (int32_t t = 0; t < (nt); ++t) CALL;                    \
-    } else {                                                      \
-      const int32_t t = 0;                                        \
-      (void)t;                                                    \
-      CALL;                                                       \
-    }                                                             \
-  } while (0)
 
 /* Rows of the im2col panel one k block holds (see byoc_conv2d_f32). */
 #define BYOC_CONV2D_KC 1024

@@ -150,6 +150,8 @@ BIG: list[Case] = [
     Case("t_avg_pool_s1_tail", [((1, 40, 29, 27), F32)], _op(nn.AvgPool2DOp, pool_size=(3, 3), padding=(1, 1, 1, 1))),
     Case("t_avg_pool_s1_pad", [((1, 40, 29, 27), F32)],
          _op(nn.AvgPool2DOp, pool_size=(3, 3), padding=(1, 1, 1, 1), count_include_pad=True)),
+    Case("t_concat_channels", [((1, 96, 40, 41), F32), ((1, 70, 40, 41), F32)], _op(nn.ConcatenateOp, axis=1)),
+    Case("t_concat_rows", [((6, 8, 300, 41), F32), ((6, 8, 13, 41), F32)], _op(nn.ConcatenateOp, axis=2)),
     Case("t_shuffle_rows", [((1, 4, 30, 899), F32)], _op(nn.TransposeOp, axes=(0, 2, 1, 3))),
     Case("t_conv1x1_tail", [((1, 40, 13, 13), F32), ((70, 40, 1, 1), F32)], _conv_act(nn.ReluOp)),
 ]
