@@ -1,7 +1,7 @@
 """Threads: each light model and the small CNN at 1 and 2 threads, byoc against onnxruntime.
 
     python benchmarks/threads.py [--models squeezenet,resnet50] [--rounds 7] [--threads 1,2]
-    python benchmarks/threads.py --quick          # five light models, ccompiler only: ~10 min on 2 idle cores
+    python benchmarks/threads.py --quick          # five light models, ccompiler only, 9 rounds: a few minutes
 
 In one process, for each model (ONNX light models with seeded random weights,
 `randomize_weights`; the small CNN of examples/small_cnn.mlir, exported to ONNX
@@ -241,12 +241,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-cblas", action="store_true")
     parser.add_argument(
         "--quick", action="store_true",
-        help=f"--models {','.join(QUICK)} --rounds 5 --no-cblas (unless given)",
+        help=f"--models {','.join(QUICK)} --rounds 9 --no-cblas (unless given)",
     )
     args = parser.parse_args(argv)
     if args.quick:
         args.models = args.models or ",".join(QUICK)
-        args.rounds = args.rounds if args.rounds != parser.get_default("rounds") else 5
+        args.rounds = args.rounds if args.rounds != parser.get_default("rounds") else 9
         args.no_cblas = True
     counts = sorted({int(t) for t in args.threads.split(",") if t})
     names = [m for m in args.models.split(",") if m] or ["small_cnn", *light_models()]
