@@ -1,6 +1,7 @@
 """Threads: each light model and the small CNN at 1 and 2 threads, byoc against onnxruntime.
 
     python benchmarks/threads.py [--models squeezenet,resnet50] [--rounds 7] [--threads 1,2]
+    python benchmarks/threads.py --quick          # five light models, ccompiler only, 9 rounds: a few minutes
 
 In one process, for each model (ONNX light models with seeded random weights,
 `randomize_weights`; the small CNN of examples/small_cnn.mlir, exported to ONNX
@@ -18,7 +19,9 @@ latency per thread count,
 the speedup from 1 to 2 threads of each, and byoc / onnxruntime at each count,
 with geometric means over the light models. The goals of issue 15: 2 threads
 >= 1.7x byoc's 1 thread on conv-heavy models, scaling at least onnxruntime's, and
-ccompiler within 1.5x of onnxruntime at both counts.
+ccompiler within 1.5x of onnxruntime at both counts; the last lines of the output say
+for each goal whether it is met ("goal A/B/C ... met" or "NOT met", with the figures),
+from the medians of the rounds.
 
 The environment's OMP_NUM_THREADS / OPENBLAS_NUM_THREADS do not change byoc's
 setting (docs/threads.md); this script sets both to 1 so that numpy's own OpenBLAS
@@ -187,23 +190,82 @@ def _table(results: dict[str, dict[str, float]], counts: list[int], with_cblas: 
         print(line)
 
 
+def goals(results: dict[str, dict[str, float]], counts: list[int], system: str = "ccompiler") -> list[str]:
+    """The three goal lines of issue 15 for `system`, from the medians of the rounds."""
+    light = {k: v for k, v in results.items() if k != "small_cnn"}
+    lo, hi = counts[0], counts[-1]
+    if not light or lo == hi:
+        return [f"goals: need light models and two thread counts (have {sorted(results)}, {counts})"]
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "NOT met"
+
+    lines = []
+    speed = {k: r[f"{system}@{lo}"] / r[f"{system}@{hi}"] for k, r in light.items()}
+    heavy = {k: v for k, v in speed.items() if k in CONV_HEAVY}
+    if heavy:
+        short = {k: v for k, v in heavy.items() if v < SPEEDUP_GOAL}
+        lines.append(
+            f"goal A ({hi} threads >= {SPEEDUP_GOAL}x {system}'s {lo} thread on conv-heavy models): "
+            f"{verdict(not short)}: {len(heavy) - len(short)} of {len(heavy)} "
+            f"(" + ", ".join(f"{k} {v:.2f}x" for k, v in heavy.items()) + ")"
+        )
+    else:
+        lines.append(f"goal A: no conv-heavy model among {sorted(light)} ({', '.join(CONV_HEAVY)})")
+    ort = {k: r[f"ort@{lo}"] / r[f"ort@{hi}"] for k, r in light.items()}
+    worse = [k for k in light if speed[k] < ort[k]]
+    lines.append(
+        f"goal B ({system} scales from {lo} to {hi} threads at least as well as onnxruntime, each model): "
+        f"{verdict(not worse)}: {len(light) - len(worse)} of {len(light)} ("
+        + ", ".join(f"{k} {speed[k]:.2f}x vs {ort[k]:.2f}x" for k in light)
+        + ")"
+    )
+    ratios = {n: geo([r[f"{system}@{n}"] / r[f"ort@{n}"] for r in light.values()]) for n in counts}
+    lines.append(
+        f"goal C ({system} within {RATIO_GOAL}x of onnxruntime, geometric mean over {len(light)} light models): "
+        f"{verdict(all(v <= RATIO_GOAL for v in ratios.values()))}: "
+        + ", ".join(f"{v:.2f}x at {n} thread{'s' if n > 1 else ''}" for n, v in ratios.items())
+    )
+    return lines
+
+
+QUICK = ["squeezenet", "shufflenet", "inception_v2", "resnet50", "densenet121"]
+"""`--quick`: the models where ccompiler was furthest from onnxruntime, three of them conv-heavy."""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default="", help="comma-separated (default: small_cnn and every light model)")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--threads", default="1,2", help="thread counts (default 1,2)")
     parser.add_argument("--no-cblas", action="store_true")
+    parser.add_argument(
+        "--quick", action="store_true",
+        help=f"--models {','.join(QUICK)} --rounds 9 --no-cblas (unless given)",
+    )
     args = parser.parse_args(argv)
+    if args.quick:
+        args.models = args.models or ",".join(QUICK)
+        args.rounds = args.rounds if args.rounds != parser.get_default("rounds") else 9
+        args.no_cblas = True
     counts = sorted({int(t) for t in args.threads.split(",") if t})
     names = [m for m in args.models.split(",") if m] or ["small_cnn", *light_models()]
     with_cblas = not args.no_cblas
     results: dict[str, dict[str, float]] = {}
+    print(f"load average at the start: {os.getloadavg()[0]:.1f} (cores: {os.cpu_count()})")
     for name in names:
         t0 = time.perf_counter()
         results[name] = measure(name, counts, args.rounds, with_cblas)
-        print(f"# {name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+        print(
+            f"# {name}: {time.perf_counter() - t0:.0f} s, load average {os.getloadavg()[0]:.1f}",
+            file=sys.stderr,
+            flush=True,
+        )
     print(f"load average at the end: {os.getloadavg()[0]:.1f} (cores: {os.cpu_count()})")
     report(results, counts, with_cblas)
+    print()
+    for line in goals(results, counts):
+        print(line)
     return 0
 
 

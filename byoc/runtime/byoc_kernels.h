@@ -16,21 +16,74 @@
 
 #define BYOC_MAX_RANK 16
 
+/*
+ * Run CALL for t in [0, nt) across nt threads; with nt <= 1 run it once (t = 0) on the
+ * caller, entering no OpenMP region at all (even an `if(0)` region costs a team setup per
+ * call, which added up to 4-5 ms per shufflenet inference at 1 thread).
+ */
+#define BYOC_SPLIT_(nt, t, CALL)                                   \
+  do {                                                            \
+    if ((nt) > 1) {                                               \
+      BYOC_PARALLEL_FOR(nt)                                       \
+      for (int32_t t = 0; t < (nt); ++t) CALL;                    \
+    } else {                                                      \
+      const int32_t t = 0;                                        \
+      (void)t;                                                    \
+      CALL;                                                       \
+    }                                                             \
+  } while (0)
+
 /* NaN-propagating maximum (numpy.maximum). */
 static inline float byoc_maxf_(float a, float b) { return (a >= b || a != a) ? a : b; }
 
 /* ---- copies ---------------------------------------------------------------- */
 
-static inline void byoc_copy(const void* restrict src, void* restrict dst, int64_t nbytes) {
-  if (nbytes > 0) memcpy(dst, src, (size_t)nbytes);
+/* Bytes a thread copies at least: below 2 x this a copy stays on the calling thread. */
+#define BYOC_COPY_GRAIN ((int64_t)1 << 18)
+
+/* Bytes [lo, hi) of a copy of n bytes split into nt pieces, piece t, 64-byte aligned. */
+static inline void byoc_copy_piece_(int64_t n, int32_t nt, int32_t t, int64_t* lo, int64_t* hi) {
+  const int64_t lines = (n + 63) / 64;
+  *lo = 64 * (lines * t / nt);
+  *hi = t == nt - 1 ? n : 64 * (lines * (t + 1) / nt);
 }
 
-/* `nblocks` blocks of `block` bytes, read contiguously, written every `dst_stride` bytes. */
+static inline void byoc_copy_part_(const char* restrict s, char* restrict d, int64_t n, int32_t nt,
+                                   int32_t t) {
+  int64_t lo, hi;
+  byoc_copy_piece_(n, nt, t, &lo, &hi);
+  if (hi > lo) memcpy(d + lo, s + lo, (size_t)(hi - lo));
+}
+
+/* A copy of nbytes; a big one (a concatenation's input, a reshape's copy) is split across
+ * the threads (a copy is the same bytes however it is split). */
+static inline void byoc_copy(const void* restrict src, void* restrict dst, int64_t nbytes) {
+  if (nbytes <= 0) return;
+  const int32_t nt = byoc_threads_for(nbytes, BYOC_COPY_GRAIN);
+  BYOC_SPLIT_(nt, t, byoc_copy_part_((const char*)src, (char*)dst, nbytes, nt, t));
+}
+
+static inline void byoc_copy_blocks_part_(const char* restrict s, char* restrict d,
+                                          int64_t block, int64_t dst_stride, int64_t b0,
+                                          int64_t b1) {
+  for (int64_t i = b0; i < b1; ++i) memcpy(d + i * dst_stride, s + i * block, (size_t)block);
+}
+
+/* `nblocks` blocks of `block` bytes, read contiguously, written every `dst_stride` bytes;
+ * split across the threads by blocks, or (one block) by bytes. */
 static inline void byoc_copy_blocks(const void* restrict src, void* restrict dst, int64_t nblocks,
                                     int64_t block, int64_t dst_stride) {
   const char* s = (const char*)src;
   char* d = (char*)dst;
-  for (int64_t i = 0; i < nblocks; ++i) memcpy(d + i * dst_stride, s + i * block, (size_t)block);
+  if (nblocks <= 0 || block <= 0) return;
+  if (nblocks == 1) {
+    byoc_copy(s, d, block);
+    return;
+  }
+  const int32_t nt0 = byoc_threads_for(nblocks * block, BYOC_COPY_GRAIN);
+  const int32_t nt = nt0 < nblocks ? nt0 : (int32_t)nblocks;
+  BYOC_SPLIT_(nt, t, byoc_copy_blocks_part_(s, d, block, dst_stride, nblocks * t / nt,
+                                            nblocks * (t + 1) / nt));
 }
 
 /* ---- epilogues ----------------------------------------------------------------- */
@@ -74,42 +127,63 @@ static inline byoc_epilogue_ byoc_epilogue_of_(int32_t parts, const float* bias,
   return ep;
 }
 
+/*
+ * `for (i = 0; i < n; ++i) STMT` in blocks of 8 with a constant trip count, then the rest:
+ * gcc -O2 vectorizes only loops whose trip count is a known multiple of the vector length
+ * (its "very cheap" cost model), and leaves a loop of run-time length scalar, with a branch
+ * per element for a select such as relu's (mispredicted half the time on real data). STMT
+ * must touch element i only; the results are those of the plain loop.
+ */
+#define BYOC_EACH8_(n, i, STMT)                                         \
+  do {                                                                 \
+    const int64_t byoc_n8_ = (n) - (n) % 8;                            \
+    for (int64_t byoc_b_ = 0; byoc_b_ < byoc_n8_; byoc_b_ += 8) {      \
+      for (int64_t byoc_j_ = 0; byoc_j_ < 8; ++byoc_j_) {              \
+        const int64_t i = byoc_b_ + byoc_j_;                           \
+        STMT;                                                          \
+      }                                                                \
+    }                                                                  \
+    for (int64_t i = byoc_n8_; i < (n); ++i) {                         \
+      STMT;                                                            \
+    }                                                                  \
+  } while (0)
+
 /* The activation on v[0..n). */
 static inline void byoc_act_run_(int32_t act, float a, float b, float* restrict v, int64_t n) {
   switch (act) {
     case BYOC_ACT_RELU:
-      for (int64_t i = 0; i < n; ++i) v[i] = v[i] < 0.0f ? 0.0f : v[i];
+      BYOC_EACH8_(n, i, v[i] = v[i] < 0.0f ? 0.0f : v[i]);
       break;
     case BYOC_ACT_CLIP:
       if (a != a || b != b) {
-        for (int64_t i = 0; i < n; ++i) v[i] = v[i] + NAN;
+        BYOC_EACH8_(n, i, v[i] = v[i] + NAN);
       } else {
-        for (int64_t i = 0; i < n; ++i) {
+        BYOC_EACH8_(n, i, {
           const float t = v[i] < a ? a : v[i];
           v[i] = t > b ? b : t;
-        }
+        });
       }
       break;
     case BYOC_ACT_LEAKY_RELU:
-      for (int64_t i = 0; i < n; ++i) v[i] = v[i] >= 0.0f ? v[i] : v[i] * a;
+      BYOC_EACH8_(n, i, v[i] = v[i] >= 0.0f ? v[i] : v[i] * a);
       break;
     case BYOC_ACT_SIGMOID:
       for (int64_t i = 0; i < n; ++i) v[i] = 1.0f / (1.0f + expf(-v[i]));
       break;
     case BYOC_ACT_HARD_SWISH:
-      for (int64_t i = 0; i < n; ++i) {
+      BYOC_EACH8_(n, i, {
         float c = v[i] + 3.0f;
         c = c < 0.0f ? 0.0f : c;
         c = c > 6.0f ? 6.0f : c;
         v[i] = (v[i] * c) / 6.0f;
-      }
+      });
       break;
     case BYOC_ACT_HARD_SIGMOID:
-      for (int64_t i = 0; i < n; ++i) {
+      BYOC_EACH8_(n, i, {
         float t = v[i] * a + b;
         t = t < 0.0f ? 0.0f : t;
         v[i] = t > 1.0f ? 1.0f : t;
-      }
+      });
       break;
     case BYOC_ACT_TANH:
       for (int64_t i = 0; i < n; ++i) v[i] = tanhf(v[i]);
@@ -124,11 +198,11 @@ static inline void byoc_epilogue_run_(const byoc_epilogue_* ep, int64_t ch, floa
                                       int64_t n) {
   if (ep->bias != NULL) {
     const float b = ep->bias[ch];
-    for (int64_t i = 0; i < n; ++i) v[i] = v[i] + b;
+    BYOC_EACH8_(n, i, v[i] = v[i] + b);
   }
   if (ep->scale != NULL) {
     const float s = ep->scale[ch], t = ep->shift[ch];
-    for (int64_t i = 0; i < n; ++i) v[i] = v[i] * s + t;
+    BYOC_EACH8_(n, i, v[i] = v[i] * s + t);
   }
   byoc_act_run_(ep->act, ep->alpha, ep->beta, v, n);
 }
@@ -136,10 +210,15 @@ static inline void byoc_epilogue_run_(const byoc_epilogue_* ep, int64_t ch, floa
 /* The epilogue on a row v[0..n) whose element j is of channel ch0 + j (dense). */
 static inline void byoc_epilogue_row_(const byoc_epilogue_* ep, int64_t ch0, float* restrict v,
                                       int64_t n) {
-  if (ep->bias != NULL)
-    for (int64_t i = 0; i < n; ++i) v[i] = v[i] + ep->bias[ch0 + i];
-  if (ep->scale != NULL)
-    for (int64_t i = 0; i < n; ++i) v[i] = v[i] * ep->scale[ch0 + i] + ep->shift[ch0 + i];
+  if (ep->bias != NULL) {
+    const float* restrict bias = ep->bias + ch0;
+    BYOC_EACH8_(n, i, v[i] = v[i] + bias[i]);
+  }
+  if (ep->scale != NULL) {
+    const float* restrict scale = ep->scale + ch0;
+    const float* restrict shift = ep->shift + ch0;
+    BYOC_EACH8_(n, i, v[i] = v[i] * scale[i] + shift[i]);
+  }
   byoc_act_run_(ep->act, ep->alpha, ep->beta, v, n);
 }
 
@@ -176,22 +255,6 @@ typedef float byoc_v8f_ __attribute__((vector_size(32)));
 /* A big kernel: not inlined (it may be cloned), fine to leave unused. */
 #define BYOC_KERNEL static BYOC_CLONES BYOC_MAYBE_UNUSED
 
-/*
- * Run CALL for t in [0, nt) across nt threads; with nt <= 1 run it once (t = 0) on the
- * caller, entering no OpenMP region at all (even an `if(0)` region costs a team setup per
- * call, which added up to 4-5 ms per shufflenet inference at 1 thread).
- */
-#define BYOC_SPLIT_(nt, t, CALL)                                   \
-  do {                                                            \
-    if ((nt) > 1) {                                               \
-      BYOC_PARALLEL_FOR(nt)                                       \
-      for (int32_t t = 0; t < (nt); ++t) CALL;                    \
-    } else {                                                      \
-      const int32_t t = 0;                                        \
-      (void)t;                                                    \
-      CALL;                                                       \
-    }                                                             \
-  } while (0)
 
 /* Rows of the im2col panel one k block holds (see byoc_conv2d_f32). */
 #define BYOC_CONV2D_KC 1024
@@ -204,6 +267,11 @@ typedef float byoc_v8f_ __attribute__((vector_size(32)));
 /* 16 floats at y, of which np are valid, into two vectors (zeros past np), and back. */
 static inline __attribute__((always_inline)) void byoc_load16_(const float* y, int64_t np,
                                                                byoc_v8f_* lo, byoc_v8f_* hi) {
+  if (np == 16) { /* a whole tile: no staging copy (a memcpy of run-time length is a call) */
+    memcpy(lo, y, sizeof *lo);
+    memcpy(hi, y + 8, sizeof *hi);
+    return;
+  }
   float tmp[16] = {0};
   memcpy(tmp, y, (size_t)np * sizeof(float));
   memcpy(lo, tmp, sizeof *lo);
@@ -216,6 +284,11 @@ typedef int32_t byoc_v8i_ __attribute__((vector_size(32)));
 static inline __attribute__((always_inline)) void byoc_store16_(float* y, int64_t np,
                                                                 const byoc_v8f_* lo,
                                                                 const byoc_v8f_* hi) {
+  if (np == 16) {
+    memcpy(y, lo, sizeof *lo);
+    memcpy(y + 8, hi, sizeof *hi);
+    return;
+  }
   float tmp[16];
   memcpy(tmp, lo, sizeof *lo);
   memcpy(tmp + 8, hi, sizeof *hi);
@@ -277,6 +350,9 @@ static BYOC_FMA BYOC_MAYBE_UNUSED void byoc_conv2d_tile_fma_(
     if (first || t >= to) {
       a[t] = _mm256_setzero_ps();
       b[t] = _mm256_setzero_ps();
+    } else if (np == 16) {
+      a[t] = _mm256_loadu_ps(y + t * plane);
+      b[t] = _mm256_loadu_ps(y + t * plane + 8);
     } else {
       memset(tmp, 0, sizeof tmp);
       memcpy(tmp, y + t * plane, (size_t)np * sizeof(float));
@@ -311,6 +387,11 @@ static BYOC_FMA BYOC_MAYBE_UNUSED void byoc_conv2d_tile_fma_(
   a[0] = a0, a[1] = a1, a[2] = a2, a[3] = a3, a[4] = a4, a[5] = a5;
   b[0] = b0, b[1] = b1, b[2] = b2, b[3] = b3, b[4] = b4, b[5] = b5;
   for (int t = 0; t < to; ++t) {
+    if (np == 16) {
+      _mm256_storeu_ps(y + t * plane, a[t]);
+      _mm256_storeu_ps(y + t * plane + 8, b[t]);
+      continue;
+    }
     _mm256_storeu_ps(tmp, a[t]);
     _mm256_storeu_ps(tmp + 8, b[t]);
     memcpy(y + t * plane, tmp, (size_t)np * sizeof(float));
@@ -1010,6 +1091,25 @@ static inline void byoc_pool_inner_cols_(int64_t W, int64_t OW, int64_t KW, int6
  * lane visits its window in the order byoc_max_window_ does: the same
  * results as the scalar code, and in the AVX2 clone as in the baseline one.
  */
+/* The 8 outputs of row `top` from column ow (their windows inside the input) into y. */
+static inline __attribute__((always_inline)) void byoc_max_pool8_(
+    const float* restrict xc, float* restrict y, int64_t H, int64_t W, int64_t KH, int64_t KW,
+    int64_t SW, int64_t PL, int64_t DH, int64_t DW, int64_t top, int64_t ow) {
+  byoc_v8f_ m = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                 -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+  for (int64_t kh = 0; kh < KH; ++kh) {
+    const int64_t ih = top + kh * DH;
+    if (ih < 0 || ih >= H) continue;
+    const float* xr = xc + ih * W + ow * SW - PL;
+    for (int64_t kw = 0; kw < KW; ++kw) {
+      byoc_v8f_ v;
+      byoc_load8_(xr + kw * DW, SW, &v);
+      byoc_vmax_(&m, &v);
+    }
+  }
+  memcpy(y, &m, sizeof m);
+}
+
 BYOC_KERNEL void byoc_max_pool2d_part_(const float* restrict x, float* restrict y, int64_t H,
                                        int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
                                        int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,
@@ -1017,6 +1117,11 @@ BYOC_KERNEL void byoc_max_pool2d_part_(const float* restrict x, float* restrict 
   int64_t lo, hi;
   byoc_pool_inner_cols_(W, OW, KW, SW, PL, DW, &lo, &hi);
   const int64_t nvec = (hi - lo) / 8, tail = lo + 8 * nvec;
+  /* The inner columns past the last whole group of 8: one more group ending at hi, which
+   * overlaps the previous one (its lanes compute the same windows again, the same way),
+   * instead of one window at a time. */
+  const int64_t overlap = nvec > 0 && tail < hi;
+  const int64_t scalar_from = overlap ? hi : tail;
   for (int64_t c = c0; c < c1; ++c) {
     const float* xc = x + c * H * W;
     float* yc = y + c * OH * OW;
@@ -1026,21 +1131,11 @@ BYOC_KERNEL void byoc_max_pool2d_part_(const float* restrict x, float* restrict 
         yc[oh * OW + ow] = byoc_max_window_(xc, H, W, KH, KW, DH, DW, top, ow * SW - PL);
       for (int64_t b = 0; b < nvec; ++b) {
         const int64_t ow = lo + 8 * b;
-        byoc_v8f_ m = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
-                       -INFINITY, -INFINITY, -INFINITY, -INFINITY};
-        for (int64_t kh = 0; kh < KH; ++kh) {
-          const int64_t ih = top + kh * DH;
-          if (ih < 0 || ih >= H) continue;
-          const float* xr = xc + ih * W + ow * SW - PL;
-          for (int64_t kw = 0; kw < KW; ++kw) {
-            byoc_v8f_ v;
-            byoc_load8_(xr + kw * DW, SW, &v);
-            byoc_vmax_(&m, &v);
-          }
-        }
-        memcpy(yc + oh * OW + ow, &m, sizeof m);
+        byoc_max_pool8_(xc, yc + oh * OW + ow, H, W, KH, KW, SW, PL, DH, DW, top, ow);
       }
-      for (int64_t ow = tail; ow < OW; ++ow)
+      if (overlap)
+        byoc_max_pool8_(xc, yc + oh * OW + hi - 8, H, W, KH, KW, SW, PL, DH, DW, top, hi - 8);
+      for (int64_t ow = scalar_from; ow < OW; ++ow)
         yc[oh * OW + ow] = byoc_max_window_(xc, H, W, KH, KW, DH, DW, top, ow * SW - PL);
     }
   }
@@ -1085,6 +1180,7 @@ static inline float byoc_avg_window_(const float* restrict xc, int64_t H, int64_
 }
 
 typedef double byoc_v4d_ __attribute__((vector_size(32)));
+typedef float byoc_v4f_ __attribute__((vector_size(16)));
 
 /*
  * Channels [c0, c1). Where a window lies inside the input (its rows and its
@@ -1099,7 +1195,10 @@ BYOC_KERNEL void byoc_avg_pool2d_part_(const float* restrict x, float* restrict 
                                        int64_t c0, int64_t c1) {
   int64_t lo, hi;
   byoc_pool_inner_cols_(W, OW, KW, SW, PL, DW, &lo, &hi);
-  const int64_t nvec = (hi - lo) / 4, tail = lo + 4 * nvec;
+  const int64_t nvec = (hi - lo) / 4;
+  /* the inner columns past the last whole group of 4: one more group ending at hi,
+   * overlapping the one before it (its lanes compute the same windows the same way) */
+  const int64_t tail = nvec > 0 ? hi : lo;
   const double area = (double)(KH * KW);
   for (int64_t c = c0; c < c1; ++c) {
     const float* xc = x + c * H * W;
@@ -1111,13 +1210,21 @@ BYOC_KERNEL void byoc_avg_pool2d_part_(const float* restrict x, float* restrict 
       for (int64_t ow = 0; ow < scalar_from; ++ow)
         yc[oh * OW + ow] = byoc_avg_window_(xc, H, W, KH, KW, PT, PL, PB, PR, DH, DW,
                                             include_pad, top, ow * SW - PL);
-      for (int64_t ow = scalar_from; ow < vec_end; ow += 4) {
+      for (int64_t ow0 = scalar_from; ow0 < vec_end; ow0 += 4) {
+        const int64_t ow = ow0 + 4 <= vec_end ? ow0 : vec_end - 4;
         byoc_v4d_ s = {0.0, 0.0, 0.0, 0.0};
         for (int64_t kh = 0; kh < KH; ++kh) {
           const float* xr = xc + (top + kh * DH) * W + ow * SW - PL;
           for (int64_t kw = 0; kw < KW; ++kw) {
             const float* p = xr + kw * DW;
-            const byoc_v4d_ v = {(double)p[0], (double)p[SW], (double)p[2 * SW], (double)p[3 * SW]};
+            byoc_v4d_ v;
+            if (SW == 1) { /* 4 consecutive floats: one load, one conversion */
+              byoc_v4f_ f;
+              memcpy(&f, p, sizeof f);
+              v = __builtin_convertvector(f, byoc_v4d_);
+            } else {
+              v = (byoc_v4d_){(double)p[0], (double)p[SW], (double)p[2 * SW], (double)p[3 * SW]};
+            }
             s += v;
           }
         }
@@ -1289,7 +1396,10 @@ BYOC_DEFINE_REDUCE(byoc_reduce_max_i32, int32_t, int32_t, INT32_MIN, acc = v > a
     const int64_t step = nd > 0 ? istr[nd - 1] : 0;                                           \
     int64_t off = 0;                                                                          \
     for (int64_t t = 0; t < total; t += inner) {                                              \
-      for (int64_t i = 0; i < inner; ++i) y[t + i] = x[off + i * step];                       \
+      if (step == 1) /* a run of whole rows (e.g. a channel shuffle): one copy */             \
+        memcpy(y + t, x + off, (size_t)inner * sizeof(T));                                    \
+      else                                                                                    \
+        for (int64_t i = 0; i < inner; ++i) y[t + i] = x[off + i * step];                     \
       for (int32_t d = nd - 2; d >= 0; --d) {                                                 \
         off += istr[d];                                                                       \
         if (++idx[d] < oshape[d]) break;                                                      \

@@ -105,6 +105,16 @@ def _conv_bias_relu(vs: list[Any]) -> list[Any]:
     return [conv, bias, nn.ReluOp.build(bias)]
 
 
+def _conv_act(act: type[nn.NNOp], **attrs: Any) -> Any:
+    """conv2d 3x3 (padding 1) and one activation, fused into the kernel's epilogue."""
+
+    def build(vs: list[Any]) -> list[Any]:
+        conv = nn.Conv2DOp.build(vs[0], vs[1], padding=(1, 1, 1, 1))
+        return [conv, act.build(conv, **attrs)]
+
+    return build
+
+
 BIG: list[Case] = [
     Case("t_conv3x3", [((1, 16, 30, 34), F32), ((30, 16, 3, 3), F32)], _op(nn.Conv2DOp, padding=(1, 1, 1, 1))),
     Case("t_conv1x1_few_pixels", [((1, 256, 5, 5), F32), ((200, 256, 1, 1), F32)], _op(nn.Conv2DOp)),
@@ -129,6 +139,21 @@ BIG: list[Case] = [
     Case("t_softmax", [((256, 1000), F32)], _op(nn.SoftmaxOp)),
     Case("t_reduce_mean", [((64, 64, 40), F32)], _op(nn.ReduceMeanOp, axes=(2,))),
     Case("t_reduce_sum_middle", [((64, 64, 40), F32)], _op(nn.ReduceSumOp, axes=(1,))),
+    # h15: epilogues in blocks of 8 and a tail (27x25 = 675 pixels a channel), the max pool's
+    # overlapping last group (22 output columns: 16 + an overlapping 8), a transpose of whole
+    # rows (a channel shuffle), a 1x1 conv with a partial last pixel tile
+    Case("t_conv_leaky_odd", [((1, 8, 27, 25), F32), ((20, 8, 3, 3), F32)], _conv_act(nn.LeakyReluOp, alpha=0.1)),
+    Case("t_conv_clip_odd", [((1, 8, 27, 25), F32), ((20, 8, 3, 3), F32)], _conv_act(nn.ClipOp, a_min=-0.5, a_max=0.5)),
+    Case("t_conv_hsig_odd", [((1, 8, 27, 25), F32), ((20, 8, 3, 3), F32)],
+         _conv_act(nn.HardSigmoidOp, alpha=0.2, beta=0.5)),
+    Case("t_max_pool_tail", [((1, 48, 61, 45), F32)], _op(nn.MaxPool2DOp, pool_size=(3, 3), strides=(2, 2))),
+    Case("t_avg_pool_s1_tail", [((1, 40, 29, 27), F32)], _op(nn.AvgPool2DOp, pool_size=(3, 3), padding=(1, 1, 1, 1))),
+    Case("t_avg_pool_s1_pad", [((1, 40, 29, 27), F32)],
+         _op(nn.AvgPool2DOp, pool_size=(3, 3), padding=(1, 1, 1, 1), count_include_pad=True)),
+    Case("t_concat_channels", [((1, 96, 40, 41), F32), ((1, 70, 40, 41), F32)], _op(nn.ConcatenateOp, axis=1)),
+    Case("t_concat_rows", [((6, 8, 300, 41), F32), ((6, 8, 13, 41), F32)], _op(nn.ConcatenateOp, axis=2)),
+    Case("t_shuffle_rows", [((1, 4, 30, 899), F32)], _op(nn.TransposeOp, axes=(0, 2, 1, 3))),
+    Case("t_conv1x1_tail", [((1, 40, 13, 13), F32), ((70, 40, 1, 1), F32)], _conv_act(nn.ReluOp)),
 ]
 
 
@@ -151,3 +176,28 @@ def test_two_threads_give_the_one_thread_result(cache: Path, dispatch: str) -> N
             want = run_reference(module, inputs, function=name)
         (bound,) = graph_bounds(module, inputs, want, function=name)
         assert_within(one, want[0], bound, f"{case.name} ({dispatch})")
+
+
+# ---- one thread: no OpenMP region ---------------------------------------------------------------
+
+def test_split_elementwise_loop_has_a_copy_without_a_region() -> None:
+    """A fused elementwise loop big enough to split is emitted twice: with the pragma inside
+    `if (byoc_nt > 1)`, and plain in the `else` branch, so a 1-thread call enters no OpenMP
+    region (an if(0) region still sets up a team per call, and its outlined body is
+    compiled worse); a small loop gets neither."""
+
+    def add_relu(vs: list[Any]) -> list[Any]:
+        add = nn.AddOp.build(vs[0], vs[1])
+        return [add, nn.ReluOp.build(add)]
+
+    big = Case("t_add_relu_big", [((4, 64, 33, 31), F32), ((4, 64, 33, 31), F32)], add_relu)
+    small = Case("t_add_relu_small", [((3, 7), F32), ((3, 7), F32)], add_relu)
+    unit = next(op for op in lowered([big, small]).ops if isinstance(op, c.ModuleOp))
+    source = emit_c_source(unit)
+    body = source.split("byoc_p_ccompiler_t_add_relu_big_0(")[1].split("\n}\n")[0]
+    split, serial = body.split("} else {")
+    assert "if (byoc_nt > 1) {" in split and "BYOC_PARALLEL_FOR(byoc_nt)" in split
+    assert "BYOC_PARALLEL" not in serial and "for (" in serial
+    assert split.count("for (") == serial.count("for (")
+    small_body = source.split("byoc_p_ccompiler_t_add_relu_small_0(")[1].split("\n}\n")[0]
+    assert "byoc_nt" not in small_body and "BYOC_PARALLEL" not in small_body

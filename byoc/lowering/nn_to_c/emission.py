@@ -247,13 +247,37 @@ class PartitionLowering:
                 dims[-1] = (dims[-1][0] * shape[d], strides)
             else:
                 dims.append((shape[d], strides))
-        offsets: list[SSAValue | None] = [None] * len(accesses)  # None: offset 0
-        body = b
         parallel = parallel_loop_prologue(dims[0][0] if dims else 0, math.prod(shape) * len(step.nodes))
+        if parallel is None:
+            self._loop_body(b, step, params, dims, leaf_keys, access_of, len(accesses), members)
+            return
+        # Two copies of the nest: the split one inside `if (byoc_nt > 1)`, and a plain one that
+        # enters no OpenMP region (even an if(0) region sets up a team on every call).
+        b.add(c.VerbatimOp(parallel[0]))
+        self._loop_body(b, step, params, dims, leaf_keys, access_of, len(accesses), members, pragma=parallel[1])
+        b.add(c.VerbatimOp("} else {"))
+        self._loop_body(b, step, params, dims, leaf_keys, access_of, len(accesses), members)
+        b.add(c.VerbatimOp("}"))
+
+    def _loop_body(
+        self,
+        b: CBuilder,
+        step: KernelPlan,
+        params: dict[Tensor, SSAValue],
+        dims: list[tuple[int, list[int]]],
+        leaf_keys: list[tuple[Tensor, tuple[int, ...]]],
+        access_of: list[int],
+        n_accesses: int,
+        members: set[Computation],
+        pragma: str | None = None,
+    ) -> None:
+        """The loop nest of `_loop_nest` over `dims`; `pragma` before its outer loop."""
+        offsets: list[SSAValue | None] = [None] * n_accesses  # None: offset 0
+        body = b
         for level, (extent, strides) in enumerate(dims):
             loop = c.ForOp(0, extent, iv_name=f"i{level}")
-            if level == 0 and parallel is not None:
-                body.add(c.VerbatimOp(parallel))
+            if level == 0 and pragma is not None:
+                body.add(c.VerbatimOp(pragma))
             body.add(loop)
             inner = CBuilder(loop.body.block)
             inner.consts = {}
@@ -389,16 +413,18 @@ PARALLEL_MIN_EXTENT = 4
 threads leaves one idle a third of the time)."""
 
 
-def parallel_loop_prologue(extent: int, work: int) -> str | None:
-    """The lines that split the next loop (`extent` iterations, `work` elementwise operations
-    in all) across the thread setting's OpenMP team (byoc_runtime.h), or None when it is too
-    small to gain. The iterations of an elementwise loop are independent, so the result is
-    the same at every thread count."""
+def parallel_loop_prologue(extent: int, work: int) -> tuple[str, str] | None:
+    """What splits the next loop (`extent` iterations, `work` elementwise operations in all)
+    across the thread setting's OpenMP team (byoc_runtime.h), or None when it is too small to
+    gain: the lines that open `if (byoc_nt > 1) {`, and the pragma before the split loop (the
+    caller emits the loop a second time, without the pragma, in the `else` branch, so a run on
+    one thread enters no OpenMP region). The iterations of an elementwise loop are
+    independent, so the result is the same at every thread count."""
     if extent < PARALLEL_MIN_EXTENT or work < PARALLEL_MIN_WORK:
         return None
     return (
-        f"const int32_t byoc_nt = byoc_threads_for({work}, BYOC_PAR_GRAIN);\n"
-        "BYOC_PARALLEL_FOR(byoc_nt)"
+        f"const int32_t byoc_nt = byoc_threads_for({work}, BYOC_PAR_GRAIN);\nif (byoc_nt > 1) {{",
+        "BYOC_PARALLEL_FOR(byoc_nt)",
     )
 
 
