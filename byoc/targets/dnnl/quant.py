@@ -1,0 +1,130 @@
+"""The dnnl target's int8 blocks (issue 13): which QDQ composites oneDNN runs exactly.
+
+The composites are byoc/targets/qdq.py's (`dnnl.qconv2d`, `dnnl.qdense`, `dnnl.qmatmul`:
+dequantize -> conv2d/dense/matmul [-> bias] [-> relu] -> quantize), with a stricter check:
+the engine (byoc/runtime/engines/dnnl_int8.c) lets oneDNN compute only the int32
+accumulator (u8/s8 source with its zero point, s8 weights, s32 result) and requantizes it
+itself exactly like the reference, so it takes a block only when
+
+- oneDNN's int8 kernels are exact on this CPU: its effective ISA has VNNI or AMX
+  (`int8_unavailable_reason`; without VNNI oneDNN multiplies with vpmaddubsw, whose int16
+  pair sums saturate, and halves the weights). ONEDNN_MAX_CPU_ISA lowers the ISA;
+- the weights are s8 with zero point 0 (oneDNN's CPU convolutions have no weight zero
+  point; onnxruntime's quantizer writes symmetric s8 weights);
+- no value inside the block is read outside it (no extra results);
+- a conv2d is NCHW/OIHW; a matmul's left operand has rank >= 2.
+
+Blocks it declines stay for the next target (ccompiler's int8 kernels) or the host.
+Lone quantize/dequantize stay there too.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from functools import lru_cache
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation
+
+from byoc.dialects import nn
+from byoc.targets.patterns import Match
+from byoc.targets.qdq import QBlock, qdq_block
+from byoc.targets.qdq import pattern_table as qdq_pattern_table
+
+INT8_COMPOSITES = ("qconv2d", "qdense", "qmatmul")
+
+VNNI_BITS = 0x8 | 0x40
+"""dnnl_cpu_isa_t bits of avx2_vnni (0xf) and avx512_core_vnni (0x67); every ISA above them
+(bf16, fp16, AMX) includes one."""
+
+
+@lru_cache(maxsize=1)
+def effective_isa() -> int | None:
+    """oneDNN's dnnl_get_effective_cpu_isa() in this process (None without oneDNN)."""
+    from byoc.targets.dnnl.onednn import OneDnnMissing, find
+
+    try:
+        lib = ctypes.CDLL(str(find().lib_dir / "libdnnl.so.3"))
+    except (OneDnnMissing, OSError):
+        return None
+    fn = lib.dnnl_get_effective_cpu_isa
+    fn.restype = ctypes.c_int
+    fn.argtypes = []
+    return int(fn())
+
+
+def int8_unavailable_reason() -> str | None:
+    """None when oneDNN's int8 kernels here sum exactly (VNNI/AMX), else why not."""
+    isa = effective_isa()
+    if isa is None:
+        return "oneDNN is not installed"
+    if not isa & VNNI_BITS:
+        return (
+            f"oneDNN's ISA here (0x{isa:x}) has no VNNI: its u8 x s8 kernels saturate int16 "
+            "pair sums, so the int8 blocks stay on ccompiler"
+        )
+    return None
+
+
+def _dtype(op: Operation, i: int) -> str:
+    t = op.operands[i].type
+    assert isinstance(t, TensorType)
+    return nn.DTYPE_NAMES.get(t.element_type, str(t.element_type))
+
+
+def block_reason(match: Match) -> str | None:
+    """Why the dnnl engine does not take this QDQ match (None: it does)."""
+    block = qdq_block(match.root)
+    if not isinstance(block, QBlock):
+        return block
+    members = {id(o) for o in match.ops if not isinstance(o, nn.ConstantOp)}
+    if {id(o) for o in block.ops} != members:
+        return "the match is not the whole block"
+    reason = int8_unavailable_reason()
+    if reason is not None:
+        return reason
+    gemm = block.gemm
+    wd = gemm.operands[1].owner
+    if not isinstance(wd, nn.DequantizeOp) or _dtype(wd, 0) != "i8":
+        return "the weights are not i8 (oneDNN takes s8 weights)"
+    if block.weight_zero_point.any():
+        return "a weight zero point is not 0"
+    for op in block.ops:
+        if op is match.root:
+            continue
+        for r in op.results:
+            if any(id(u.operation) not in members for u in r.uses):
+                return f"'{op.name}' inside the block is also read outside it"
+    if isinstance(gemm, nn.Conv2DOp):
+        attrs = gemm.attr_values()
+        if attrs["data_layout"] != "NCHW" or attrs["kernel_layout"] != "OIHW":
+            return "conv2d not in NCHW/OIHW"
+    if isinstance(gemm, nn.MatmulOp) and len(nn.shape_of(gemm.lhs.type)) < 2:
+        return "matmul of a rank-1 operand"
+    for v in (*gemm.operands, *gemm.results):
+        if any(d <= 0 for d in nn.shape_of(v.type)):
+            return "a dynamic or empty shape"
+    return None
+
+
+def check(match: Match) -> bool:
+    return block_reason(match) is None
+
+
+def pattern_table() -> list[tuple[object, ...]]:
+    """The dnnl int8 entries: qdq.py's block patterns under this module's check."""
+    return [
+        (name, pattern, check)
+        for name, pattern, *_ in qdq_pattern_table()
+        if name in INT8_COMPOSITES
+    ]
+
+
+__all__ = [
+    "INT8_COMPOSITES",
+    "block_reason",
+    "check",
+    "effective_isa",
+    "int8_unavailable_reason",
+    "pattern_table",
+]
