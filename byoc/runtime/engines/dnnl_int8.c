@@ -323,6 +323,21 @@ static int dq_plan_gemm(dq_state *s, int ci, dq_gemm *q) {
   if (b.relu != NULL && q->lo < 0.f) q->lo = 0.f;
   q->zp_val = xzp;
   q->has_zp = xzp != 0;
+  if (xdt != 1 || xzp != 0) {
+    /* oneDNN compensates an s8 source or a zero point in float32: exact only while every
+       value stays below 2^24 (byoc/targets/dnnl/quant.py, COMPENSATED_BOUND) */
+    int64_t K = wen->numel / O, most = 0;
+    for (int64_t o = 0; o < O; o++) {
+      int64_t sum = 0;
+      for (int64_t k = 0; k < K; k++) {
+        int8_t v = is_matmul ? w[k * O + o] : w[o * K + k];
+        sum += v < 0 ? -(int64_t)v : v;
+      }
+      if (sum > most) most = sum;
+    }
+    if (most * 640 > ((int64_t)1 << 24))
+      return byoc_fail("dnnl: %s: weights too large for oneDNN's exact compensated int8 sums", c->op);
+  }
 
   dnnl_primitive_attr_t attr = NULL;
   if (dnnl_primitive_attr_create(&attr) != dnnl_success) return byoc_fail("dnnl: no attr");

@@ -9,6 +9,8 @@ itself exactly like the reference, so it takes a block only when
 - oneDNN's int8 kernels are exact on this CPU: its effective ISA has VNNI or AMX
   (`int8_unavailable_reason`; without VNNI oneDNN multiplies with vpmaddubsw, whose int16
   pair sums saturate, and halves the weights). ONEDNN_MAX_CPU_ISA lowers the ISA;
+- oneDNN's s32 result is the exact sum (`exact_accumulator`): a u8 source with zero point
+  0, or weights small enough that its float32 compensation cannot round;
 - the weights are s8 with zero point 0 (oneDNN's CPU convolutions have no weight zero
   point; onnxruntime's quantizer writes symmetric s8 weights);
 - no value inside the block is read outside it (no extra results);
@@ -22,6 +24,9 @@ from __future__ import annotations
 
 import ctypes
 from functools import lru_cache
+from typing import Any
+
+import numpy as np
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation
@@ -66,6 +71,24 @@ def int8_unavailable_reason() -> str | None:
     return None
 
 
+COMPENSATED_BOUND = 640
+"""With an s8 source or a nonzero source zero point, oneDNN adds compensation terms to the
+accumulator after converting it to float32 (measured: 1 off at -18945225, an s8 source with
+zero point 127). Every value involved is an integer of magnitude at most (255 + 128 + 255) *
+sum_k |w[c, k]|, so when 640 * max_c sum_k |w[c, k]| <= 2^24 each is exact in float32 and the
+result is the integer. A u8 source with zero point 0 needs no compensation: oneDNN's s32
+result is then the integer accumulator at any size (tests/targets/test_dnnl_int8.py checks it
+to the unit beyond 2^24, K up to 4609)."""
+
+
+def exact_accumulator(x_dtype: str, x_zero_point: int, weight: Any) -> bool:
+    """Whether oneDNN's s32 result is the exact accumulator for this source and weights."""
+    if x_dtype == "ui8" and x_zero_point == 0:
+        return True
+    w = np.abs(np.asarray(weight, np.int64)).reshape(len(weight), -1)
+    return int(w.sum(axis=1).max()) * COMPENSATED_BOUND <= 2**24
+
+
 def _dtype(op: Operation, i: int) -> str:
     t = op.operands[i].type
     assert isinstance(t, TensorType)
@@ -89,6 +112,11 @@ def block_reason(match: Match) -> str | None:
         return "the weights are not i8 (oneDNN takes s8 weights)"
     if block.weight_zero_point.any():
         return "a weight zero point is not 0"
+    if not exact_accumulator(_dtype(block.x_dequantize, 0), block.x_zero_point, block.weight):
+        return (
+            "oneDNN's zero-point or s8-source compensation goes through float32: "
+            f"sum |w| of a channel times {COMPENSATED_BOUND} exceeds 2^24"
+        )
     for op in block.ops:
         if op is match.root:
             continue
@@ -123,8 +151,10 @@ def pattern_table() -> list[tuple[object, ...]]:
 __all__ = [
     "INT8_COMPOSITES",
     "block_reason",
+    "COMPENSATED_BOUND",
     "check",
     "effective_isa",
+    "exact_accumulator",
     "int8_unavailable_reason",
     "pattern_table",
 ]
