@@ -38,10 +38,26 @@ static int dq_isa_exact(void) {
   return (isa & 0x8) != 0 || (isa & 0x40) != 0; /* avx2_vnni bit, avx512_core_vnni bit */
 }
 
-static int dq_is_qnode(const byoc_graph_node *n) {
+static int dq_is_gemm(const byoc_graph_node *n) {
   return strcmp(n->op, "dnnl.qconv2d") == 0 || strcmp(n->op, "dnnl.qdense") == 0 ||
          strcmp(n->op, "dnnl.qmatmul") == 0;
 }
+
+static int dq_is_lone(const byoc_graph_node *n) {
+  return strcmp(n->op, "dnnl.quantize") == 0 || strcmp(n->op, "dnnl.dequantize") == 0;
+}
+
+static int dq_is_qnode(const byoc_graph_node *n) { return dq_is_gemm(n) || dq_is_lone(n); }
+
+/* A lone quantize / dequantize: byoc_qkernels.h's semantics (per tensor or per axis). */
+typedef struct dq_lone {
+  int quant;       /* 1: f32 -> int8 (quantize), 0: int8 -> f32 */
+  int s8;          /* the int8 side is s8 */
+  int x_e, y_e;
+  float *scale;    /* ch values, owned */
+  int32_t *zp;     /* ch values, owned */
+  int64_t n, inner, ch;
+} dq_lone;
 
 typedef struct dq_gemm {
   int is_conv;
@@ -64,8 +80,10 @@ typedef struct dq_gemm {
 } dq_gemm;
 
 typedef struct dq_part {
-  int is_q;
+  int is_q;   /* an int8 gemm (q) or, with is_lone, a quantize / dequantize (lone) */
+  int is_lone;
   dq_gemm q;
+  dq_lone lone;
   /* f32 part */
   byoc_graph sub;
   byoc_graph_entry *sub_entries;
@@ -447,6 +465,71 @@ static int dq_plan_gemm(dq_state *s, int ci, dq_gemm *q) {
   return 0;
 }
 
+static int dq_plan_lone(dq_state *s, int ci, dq_lone *l) {
+  const byoc_graph *g = s->graph;
+  const byoc_graph_node *c = &g->nodes[ci];
+  if (c->num_body != 1 || c->num_outputs != 1) return byoc_fail("dnnl: %s is not one op", c->op);
+  const byoc_graph_node *n = &c->body[0];
+  l->quant = strcmp(n->op, "nn.quantize") == 0;
+  if (!l->quant && strcmp(n->op, "nn.dequantize") != 0) return byoc_fail("dnnl: %s holds %s", c->op, n->op);
+  l->x_e = n->inputs[0];
+  l->y_e = c->outputs[0];
+  const byoc_graph_entry *xe = &g->entries[l->x_e];
+  int qdt = dq_dtype(l->quant ? &g->entries[l->y_e] : xe);
+  int fdt = dq_dtype(l->quant ? xe : &g->entries[l->y_e]);
+  if ((qdt != 1 && qdt != 2) || fdt != 4) return byoc_fail("dnnl: %s: not f32 <-> u8/s8", c->op);
+  l->s8 = qdt == 2;
+  const float *sc = dq_const(g, n->inputs[1]);
+  const void *zp = dq_const(g, n->inputs[2]);
+  int64_t ns = g->entries[n->inputs[1]].numel;
+  if (sc == NULL || zp == NULL || dq_dtype(&g->entries[n->inputs[1]]) != 4 ||
+      dq_dtype(&g->entries[n->inputs[2]]) != qdt || g->entries[n->inputs[2]].numel != ns ||
+      byoc_graph_attr_int(n, "block_size", 0) != 0)
+    return byoc_fail("dnnl: %s: scale and zero point must be constants, not blocked", c->op);
+  l->n = xe->numel;
+  l->ch = 1;
+  l->inner = l->n;
+  if (ns != 1) {
+    int64_t axis = byoc_graph_attr_int(n, "axis", 1);
+    if (axis < 0) axis += xe->ndim;
+    if (axis < 0 || axis >= xe->ndim || xe->shape[axis] != ns) return byoc_fail("dnnl: %s: axis", c->op);
+    l->ch = ns;
+    l->inner = 1;
+    for (int d = (int)axis + 1; d < xe->ndim; d++) l->inner *= xe->shape[d];
+  }
+  l->scale = malloc((size_t)ns * sizeof(float));
+  l->zp = malloc((size_t)ns * sizeof(int32_t));
+  if (!l->scale || !l->zp) return byoc_fail("dnnl: out of memory");
+  for (int64_t i = 0; i < ns; i++) {
+    l->scale[i] = sc[i];
+    l->zp[i] = l->s8 ? ((const int8_t *)zp)[i] : ((const uint8_t *)zp)[i];
+  }
+  return 0;
+}
+
+static void dq_run_lone(const dq_lone *l, const void *x, void *y) {
+  const int level = byoc_qgemm_level();
+  const int64_t block = l->ch * l->inner;
+  for (int64_t o = 0; o < l->n; o += block)
+    for (int64_t c = 0; c < l->ch; c++) {
+      const int64_t at = o + c * l->inner;
+      const float s = l->scale[c];
+      const int32_t z = l->zp[c];
+      if (l->quant) {
+        if (l->s8) byoc_quantize_i8_row_((const float *)x + at, s, z, (int8_t *)y + at, l->inner, level);
+        else byoc_quantize_u8_row_((const float *)x + at, s, z, (uint8_t *)y + at, l->inner, level);
+      } else if (l->s8) {
+        const int8_t *xr = (const int8_t *)x + at;
+        float *yr = (float *)y + at;
+        for (int64_t i = 0; i < l->inner; i++) yr[i] = (float)((int32_t)xr[i] - z) * s;
+      } else {
+        const uint8_t *xr = (const uint8_t *)x + at;
+        float *yr = (float *)y + at;
+        for (int64_t i = 0; i < l->inner; i++) yr[i] = (float)((int32_t)xr[i] - z) * s;
+      }
+    }
+}
+
 /* An f32 part: nodes [lo, hi) of the graph as a graph of their own. */
 static int dq_plan_f32(dq_state *s, dq_part *part, int lo, int hi, const int *last_use) {
   const byoc_graph *g = s->graph;
@@ -512,7 +595,9 @@ static int dq_plan_f32(dq_state *s, dq_part *part, int lo, int hi, const int *la
 }
 
 static dq_state *dq_plan(const byoc_graph *g, int nthreads) {
-  if (!dq_isa_exact()) {
+  int has_gemm = 0;
+  for (int32_t i = 0; i < g->num_nodes; i++) has_gemm |= dq_is_gemm(&g->nodes[i]);
+  if (has_gemm && !dq_isa_exact()) {
     byoc_fail("dnnl (%s): int8 blocks need oneDNN's VNNI or AMX kernels (exact int32 sums); "
               "oneDNN's ISA here is 0x%x: rebuild with the int8 blocks on ccompiler",
               g->name ? g->name : "?", (unsigned)dnnl_get_effective_cpu_isa());
@@ -584,7 +669,11 @@ static dq_state *dq_plan(const byoc_graph *g, int nthreads) {
   int rc = 0;
   for (int i = 0; i < nn && rc == 0;) {
     dq_part *part = &s->parts[s->nparts++];
-    if (dq_is_qnode(&g->nodes[i])) {
+    if (dq_is_lone(&g->nodes[i])) {
+      part->is_lone = 1;
+      rc = dq_plan_lone(s, i, &part->lone);
+      i++;
+    } else if (dq_is_gemm(&g->nodes[i])) {
       part->is_q = 1;
       rc = dq_plan_gemm(s, i, &part->q);
       i++;
@@ -637,7 +726,10 @@ static void dq_destroy_state(dq_state *s) {
   }
   for (int i = 0; i < s->nparts; i++) {
     dq_part *p = &s->parts[i];
-    if (p->is_q) {
+    if (p->is_lone) {
+      free(p->lone.scale);
+      free(p->lone.zp);
+    } else if (p->is_q) {
       dq_gemm *q = &p->q;
       dnnl_memory_desc_t mds[] = {q->src_plain_md, q->src_md,  q->wei_md,           q->dst_md,
                                   q->zp_md,        q->scratch_md, q->reorder_scratch_md};
@@ -790,6 +882,11 @@ static int dq_run(dq_state *s, void *const *in, void *const *out) {
   omp_set_num_threads(s->nthreads);
   for (int i = 0; rc == 0 && i < s->nparts; i++) {
     dq_part *p = &s->parts[i];
+    if (p->is_lone) {
+      dq_run_lone(&p->lone, dq_ptr(s, p->lone.x_e, w->arena, in, out),
+                  dq_ptr(s, p->lone.y_e, w->arena, in, out));
+      continue;
+    }
     if (!p->is_q) {
       void *pin[DQ_MAX_IO], *pout[DQ_MAX_IO];
       for (int32_t k = 0; k < p->sub.num_inputs; k++)

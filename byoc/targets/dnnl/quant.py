@@ -16,8 +16,10 @@ itself exactly like the reference, so it takes a block only when
 - no value inside the block is read outside it (no extra results);
 - a conv2d is NCHW/OIHW; a matmul's left operand has rank >= 2.
 
-Blocks it declines stay for the next target (ccompiler's int8 kernels) or the host.
-Lone quantize/dequantize stay there too.
+Blocks it declines stay for the next target (ccompiler's int8 kernels) or the host. Lone
+quantize / dequantize between blocks and f32 ops (`lone_reason`) run in the engine too, in
+C with byoc_qkernels.h's code, so a quantized model's pools and adds stay in one dnnl
+partition with its blocks.
 """
 
 from __future__ import annotations
@@ -29,14 +31,15 @@ from typing import Any
 import numpy as np
 
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation
+from xdsl.ir import Operation, OpResult
 
 from byoc.dialects import nn
 from byoc.targets.patterns import Match
-from byoc.targets.qdq import QBlock, qdq_block
+from byoc.targets.qdq import QBlock, lone_qdq, qdq_block
 from byoc.targets.qdq import pattern_table as qdq_pattern_table
 
 INT8_COMPOSITES = ("qconv2d", "qdense", "qmatmul")
+LONE = ("quantize", "dequantize")
 
 VNNI_BITS = 0x8 | 0x40
 """dnnl_cpu_isa_t bits of avx2_vnni (0xf) and avx512_core_vnni (0x67); every ISA above them
@@ -139,17 +142,48 @@ def check(match: Match) -> bool:
     return block_reason(match) is None
 
 
+GEMMS = (nn.Conv2DOp, nn.DenseOp, nn.MatmulOp)
+
+
+def lone_reason(op: Operation) -> str | None:
+    """Why the engine does not take a lone quantize / dequantize (None: it does).
+
+    It takes those between the values the blocks and the f32 ops exchange; not the parts
+    of a block another target may still take whole (a dequantized constant, a dequantize
+    feeding a conv/dense/matmul, a quantize closing a block), so that a block dnnl declines
+    stays whole for ccompiler's int8 kernel."""
+    reason = lone_qdq(op)
+    if reason is not None:
+        return reason
+    if any(d <= 0 for d in nn.shape_of(op.operands[0].type)):
+        return "a dynamic or empty shape"
+    if isinstance(op, nn.DequantizeOp):
+        if isinstance(op.x, OpResult) and isinstance(op.x.op, nn.ConstantOp):
+            return "a dequantized constant (weights or bias of a block)"
+        if any(isinstance(u.operation, GEMMS) for u in op.result.uses):
+            return "the input of a conv2d, dense or matmul (a block's)"
+    elif isinstance(qdq_block(op), QBlock):
+        return "it closes a block"
+    return None
+
+
+def check_lone(match: Match) -> bool:
+    return lone_reason(match.root) is None
+
+
 def pattern_table() -> list[tuple[object, ...]]:
-    """The dnnl int8 entries: qdq.py's block patterns under this module's check."""
-    return [
-        (name, pattern, check)
-        for name, pattern, *_ in qdq_pattern_table()
-        if name in INT8_COMPOSITES
-    ]
+    """The dnnl int8 entries: qdq.py's block patterns under this module's check, then its
+    lone quantize / dequantize under `lone_reason`."""
+    table = qdq_pattern_table()
+    blocks = [(name, pattern, check) for name, pattern, *_ in table if name in INT8_COMPOSITES]
+    lone = [(name, pattern, check_lone) for name, pattern, *_ in table if name in LONE]
+    return blocks + lone
 
 
 __all__ = [
     "INT8_COMPOSITES",
+    "LONE",
+    "lone_reason",
     "block_reason",
     "COMPENSATED_BOUND",
     "check",
