@@ -52,8 +52,8 @@ def measure(name: str, rounds: int) -> float:
     module = import_model(q)
     byoc.partition_for(module, targets=["dnnl", "ccompiler"])
     blocks = [op.composite.data for op in module.walk() if op.name == "byoc.composite"]
-    on_dnnl = sum(b.startswith("dnnl.q") for b in blocks)
-    total = sum(b.split(".")[1] in ("qconv2d", "qdense", "qmatmul") for b in blocks)
+    gemms = [b for b in blocks if b.split(".")[1] in ("qconv2d", "qdense", "qmatmul")]
+    on_dnnl, total = sum(b.startswith("dnnl.") for b in gemms), len(gemms)
     int8_dnnl = byoc.build(import_model(q), targets=["dnnl", "ccompiler"], num_threads=1)
     int8_c = byoc.build(import_model(q), targets=["ccompiler"], num_threads=1)
     f32_dnnl = byoc.build(import_model(model), targets=["dnnl", "ccompiler"], num_threads=1)
