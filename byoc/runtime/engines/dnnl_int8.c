@@ -47,12 +47,29 @@ static int dq_is_lone(const byoc_graph_node *n) {
   return strcmp(n->op, "dnnl.quantize") == 0 || strcmp(n->op, "dnnl.dequantize") == 0;
 }
 
+/* An nn.batch_norm reading a lone dequantize's value: run in C like the reference kernel
+   (byoc.interpreters.kernels.batch_norm), so the quantized model's integers stay the
+   reference's; oneDNN's batch normalization rounds differently. */
+static int dq_is_bn(const byoc_graph *g, const byoc_graph_node *n) {
+  if (strcmp(n->op, "nn.batch_norm") != 0 || n->num_inputs != 5) return 0;
+  const byoc_graph_entry *x = &g->entries[n->inputs[0]];
+  int at = x->kind == BYOC_ENTRY_INNER ? x->parent : x->kind == BYOC_ENTRY_NODE ? x->node : -1;
+  return at >= 0 && strcmp(g->nodes[at].op, "dnnl.dequantize") == 0;
+}
+
 static int dq_is_qnode(const byoc_graph_node *n) { return dq_is_gemm(n) || dq_is_lone(n); }
+
+typedef struct dq_bn {
+  int x_e, y_e;
+  float *scale, *shift; /* per channel, owned */
+  int64_t n, inner, ch;
+} dq_bn;
 
 /* A lone quantize / dequantize: byoc_qkernels.h's semantics (per tensor or per axis). */
 typedef struct dq_lone {
   int quant;       /* 1: f32 -> int8 (quantize), 0: int8 -> f32 */
   int s8;          /* the int8 side is s8 */
+  int s32;         /* a dequantized i32 constant (folded at init) */
   int x_e, y_e;
   float *scale;    /* ch values, owned */
   int32_t *zp;     /* ch values, owned */
@@ -84,6 +101,9 @@ typedef struct dq_gemm {
 typedef struct dq_part {
   int is_q;   /* an int8 gemm (q) or, with is_lone, a quantize / dequantize (lone) */
   int is_lone;
+  int folded; /* a lone dequantize of a constant, done at init */
+  int is_bn;
+  dq_bn bn;
   dq_gemm q;
   dq_lone lone;
   /* f32 part */
@@ -110,6 +130,7 @@ typedef struct dq_state {
   int *loc;          /* entry -> DQ_LOC_* */
   size_t *off;       /* entry -> arena offset */
   int *nhwc;         /* entry -> stored NHWC */
+  void **fold;       /* entry -> its value computed at init (a dequantized constant), or NULL */
   size_t arena_size; /* values, then the temporaries */
   size_t acc_off, src_off, out_off, scratch_size;
   pthread_mutex_t lock;
@@ -493,8 +514,11 @@ static int dq_plan_lone(dq_state *s, int ci, dq_lone *l) {
   const byoc_graph_entry *xe = &g->entries[l->x_e];
   int qdt = dq_dtype(l->quant ? &g->entries[l->y_e] : xe);
   int fdt = dq_dtype(l->quant ? xe : &g->entries[l->y_e]);
-  if ((qdt != 1 && qdt != 2) || fdt != 4) return byoc_fail("dnnl: %s: not f32 <-> u8/s8", c->op);
+  int folded_i32 = qdt == 3 && !l->quant && xe->kind == BYOC_ENTRY_CONST;
+  if ((qdt != 1 && qdt != 2 && !folded_i32) || fdt != 4)
+    return byoc_fail("dnnl: %s: not f32 <-> u8/s8", c->op);
   l->s8 = qdt == 2;
+  l->s32 = qdt == 3;
   const float *sc = dq_const(g, n->inputs[1]);
   const void *zp = dq_const(g, n->inputs[2]);
   int64_t ns = g->entries[n->inputs[1]].numel;
@@ -518,7 +542,8 @@ static int dq_plan_lone(dq_state *s, int ci, dq_lone *l) {
   if (!l->scale || !l->zp) return byoc_fail("dnnl: out of memory");
   for (int64_t i = 0; i < ns; i++) {
     l->scale[i] = sc[i];
-    l->zp[i] = l->s8 ? ((const int8_t *)zp)[i] : ((const uint8_t *)zp)[i];
+    l->zp[i] = l->s32 ? ((const int32_t *)zp)[i]
+               : l->s8 ? ((const int8_t *)zp)[i] : ((const uint8_t *)zp)[i];
   }
   return 0;
 }
@@ -550,6 +575,10 @@ static void dq_run_lone(const dq_lone *l, const void *x, void *y) {
       if (l->quant) {
         if (l->s8) byoc_quantize_i8_row_((const float *)x + at, s, z, (int8_t *)y + at, l->inner, level);
         else byoc_quantize_u8_row_((const float *)x + at, s, z, (uint8_t *)y + at, l->inner, level);
+      } else if (l->s32) {
+        const int32_t *xr = (const int32_t *)x + at;
+        float *yr = (float *)y + at;
+        for (int64_t i = 0; i < l->inner; i++) yr[i] = (float)((int64_t)xr[i] - z) * s;
       } else {
         int64_t i = 0;
         float *yr = (float *)y + at;
@@ -562,6 +591,53 @@ static void dq_run_lone(const dq_lone *l, const void *x, void *y) {
         else
           for (const uint8_t *xr = (const uint8_t *)x + at; i < l->inner; i++)
             yr[i] = (float)((int32_t)xr[i] - z) * s;
+      }
+    }
+}
+
+static int dq_plan_bn(dq_state *s, int ni, dq_bn *b) {
+  const byoc_graph *g = s->graph;
+  const byoc_graph_node *n = &g->nodes[ni];
+  b->x_e = n->inputs[0];
+  b->y_e = n->outputs[0];
+  const byoc_graph_entry *xe = &g->entries[b->x_e];
+  int64_t axis = byoc_graph_attr_int(n, "axis", 1);
+  if (axis < 0) axis += xe->ndim;
+  if (dq_dtype(xe) != 4 || dq_dtype(&g->entries[b->y_e]) != 4 || axis != 1 || xe->ndim < 2)
+    return byoc_fail("dnnl: nn.batch_norm after a dequantize: f32 on axis 1 only");
+  b->ch = xe->shape[1];
+  b->n = xe->numel;
+  b->inner = 1;
+  for (int d = 2; d < xe->ndim; d++) b->inner *= xe->shape[d];
+  const float *p[4];
+  for (int k = 0; k < 4; k++) {
+    int e = n->inputs[k + 1];
+    p[k] = s->fold[e] != NULL ? s->fold[e] : dq_const(g, e);
+    if (p[k] == NULL || dq_dtype(&g->entries[e]) != 4 || g->entries[e].numel != b->ch)
+      return byoc_fail("dnnl: nn.batch_norm after a dequantize needs constant parameters");
+  }
+  b->scale = malloc((size_t)b->ch * sizeof(float));
+  b->shift = malloc((size_t)b->ch * sizeof(float));
+  if (!b->scale || !b->shift) return byoc_fail("dnnl: out of memory");
+  const float eps = (float)byoc_graph_attr_float(n, "epsilon", 1e-5);
+  for (int64_t c = 0; c < b->ch; c++) { /* gamma / sqrt(var + eps); beta - mean * scale */
+    const float sd = sqrtf(p[3][c] + eps);
+    b->scale[c] = p[0][c] / sd;
+    const float ms = p[2][c] * b->scale[c];
+    b->shift[c] = p[1][c] - ms;
+  }
+  return 0;
+}
+
+static void dq_run_bn(const dq_bn *b, const float *x, float *y) {
+  for (int64_t o = 0; o < b->n; o += b->ch * b->inner)
+    for (int64_t c = 0; c < b->ch; c++) {
+      const float sc = b->scale[c], sh = b->shift[c];
+      const float *xr = x + o + c * b->inner;
+      float *yr = y + o + c * b->inner;
+      for (int64_t i = 0; i < b->inner; i++) {
+        const float t = xr[i] * sc; /* two roundings, as numpy: x * scale + shift */
+        yr[i] = t + sh;
       }
     }
 }
@@ -589,6 +665,12 @@ static int dq_plan_f32(dq_state *s, dq_part *part, int lo, int hi, const int *la
     for (int32_t k = 0; k < n->num_inputs; k++) {
       int e = n->inputs[k];
       if (seen[e] || g->entries[e].kind == BYOC_ENTRY_CONST) continue;
+      if (s->fold[e] != NULL) {
+        seen[e] = 1;
+        part->sub_entries[e].kind = BYOC_ENTRY_CONST;
+        part->sub_entries[e].data = s->fold[e];
+        continue;
+      }
       int inside = (g->entries[e].kind == BYOC_ENTRY_NODE && g->entries[e].node >= lo &&
                     g->entries[e].node < hi) ||
                    (g->entries[e].kind == BYOC_ENTRY_INNER && g->entries[e].parent >= lo &&
@@ -651,10 +733,11 @@ static dq_state *dq_plan(const byoc_graph *g, int nthreads) {
   s->loc = calloc((size_t)(ne ? ne : 1), sizeof(int));
   s->off = calloc((size_t)(ne ? ne : 1), sizeof(size_t));
   s->nhwc = calloc((size_t)(ne ? ne : 1), sizeof(int));
+  s->fold = calloc((size_t)(ne ? ne : 1), sizeof(void *));
   s->parts = calloc((size_t)(nn ? nn : 1), sizeof(dq_part));
   int *last_use = malloc((size_t)(ne ? ne : 1) * sizeof(int));
   int *conv_only = malloc((size_t)(ne ? ne : 1) * sizeof(int));
-  if (!s->loc || !s->off || !s->nhwc || !s->parts || !last_use || !conv_only) {
+  if (!s->loc || !s->off || !s->nhwc || !s->fold || !s->parts || !last_use || !conv_only) {
     free(last_use);
     free(conv_only);
     byoc_fail("dnnl: out of memory");
@@ -709,13 +792,32 @@ static dq_state *dq_plan(const byoc_graph *g, int nthreads) {
       part->is_lone = 1;
       rc = dq_plan_lone(s, i, &part->lone);
       i++;
+      const dq_lone *l = &part->lone;
+      if (rc == 0 && !l->quant && g->entries[l->x_e].kind == BYOC_ENTRY_CONST &&
+          s->loc[l->y_e] == DQ_LOC_ARENA) {
+        /* a dequantized constant (batch-norm parameters): computed once, here, and a
+           constant of the f32 parts after it */
+        int y = l->y_e;
+        s->fold[y] = aligned_alloc(DN_ALIGN, dq_align((size_t)g->entries[y].nbytes + 1));
+        if (s->fold[y] == NULL) {
+          rc = byoc_fail("dnnl: out of memory");
+        } else {
+          dq_run_lone(l, g->entries[l->x_e].data, s->fold[y]);
+          s->loc[y] = DQ_LOC_CONST;
+          part->folded = 1;
+        }
+      }
     } else if (dq_is_gemm(&g->nodes[i])) {
       part->is_q = 1;
       rc = dq_plan_gemm(s, i, &part->q);
       i++;
+    } else if (dq_is_bn(g, &g->nodes[i])) {
+      part->is_bn = 1;
+      rc = dq_plan_bn(s, i, &part->bn);
+      i++;
     } else {
       int j = i;
-      while (j < nn && !dq_is_qnode(&g->nodes[j])) j++;
+      while (j < nn && !dq_is_qnode(&g->nodes[j]) && !dq_is_bn(g, &g->nodes[j])) j++;
       rc = dq_plan_f32(s, part, i, j, last_use);
       i = j;
     }
@@ -765,7 +867,10 @@ static void dq_destroy_state(dq_state *s) {
   }
   for (int i = 0; i < s->nparts; i++) {
     dq_part *p = &s->parts[i];
-    if (p->is_lone) {
+    if (p->is_bn) {
+      free(p->bn.scale);
+      free(p->bn.shift);
+    } else if (p->is_lone) {
       free(p->lone.scale);
       free(p->lone.zp);
     } else if (p->is_q) {
@@ -792,6 +897,9 @@ static void dq_destroy_state(dq_state *s) {
   free(s->loc);
   free(s->off);
   free(s->nhwc);
+  if (s->fold)
+    for (int e = 0; e < s->graph->num_entries; e++) free(s->fold[e]);
+  free(s->fold);
   if (s->eng) dnnl_engine_destroy(s->eng);
   pthread_mutex_destroy(&s->lock);
   free(s);
@@ -839,7 +947,7 @@ static void *dq_ptr(const dq_state *s, int e, void *arena, void *const *in, void
     case DQ_LOC_INPUT: return in[en->input];
     case DQ_LOC_OUTPUT: return out[en->output];
     case DQ_LOC_ARENA: return (char *)arena + s->off[e];
-    case DQ_LOC_CONST: return (void *)en->data;
+    case DQ_LOC_CONST: return s->fold[e] != NULL ? s->fold[e] : (void *)en->data;
     default: return NULL;
   }
 }
@@ -912,7 +1020,12 @@ static int dq_run(dq_state *s, void *const *in, void *const *out) {
   omp_set_num_threads(s->nthreads);
   for (int i = 0; rc == 0 && i < s->nparts; i++) {
     dq_part *p = &s->parts[i];
+    if (p->is_bn) {
+      dq_run_bn(&p->bn, dq_ptr(s, p->bn.x_e, w->arena, in, out), dq_ptr(s, p->bn.y_e, w->arena, in, out));
+      continue;
+    }
     if (p->is_lone) {
+      if (p->folded) continue;
       dq_run_lone(&p->lone, dq_ptr(s, p->lone.x_e, w->arena, in, out),
                   dq_ptr(s, p->lone.y_e, w->arena, in, out));
       continue;

@@ -31,9 +31,10 @@ from typing import Any
 import numpy as np
 
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation, OpResult
+from xdsl.ir import BlockArgument, Operation, OpResult
 
 from byoc.dialects import nn
+from byoc.dialects.byoc import CompositeOp
 from byoc.targets.patterns import Match
 from byoc.targets.qdq import QBlock, lone_qdq, qdq_block
 from byoc.targets.qdq import pattern_table as qdq_pattern_table
@@ -152,19 +153,84 @@ def lone_reason(op: Operation) -> str | None:
     of a block another target may still take whole (a dequantized constant, a dequantize
     feeding a conv/dense/matmul, a quantize closing a block), so that a block dnnl declines
     stays whole for ccompiler's int8 kernel."""
-    reason = lone_qdq(op)
+    folded = isinstance(op, nn.DequantizeOp) and _folded_reason(op) is None
+    reason = None if folded else lone_qdq(op)
     if reason is not None:
         return reason
     if any(d <= 0 for d in nn.shape_of(op.operands[0].type)):
         return "a dynamic or empty shape"
     if isinstance(op, nn.DequantizeOp):
         if isinstance(op.x, OpResult) and isinstance(op.x.op, nn.ConstantOp):
-            return "a dequantized constant (weights or bias of a block)"
+            users = [u for u in op.result.uses]
+            if not users or not all(
+                isinstance(u.operation, nn.BatchNormOp) and u.index >= 1
+                and batch_norm_reason(u.operation) is None
+                for u in users
+            ):
+                return "a dequantized constant (weights or bias of a block)"
+            return None
         if any(isinstance(u.operation, GEMMS) for u in op.result.uses):
             return "the input of a conv2d, dense or matmul (a block's)"
     elif isinstance(qdq_block(op), QBlock):
         return "it closes a block"
     return None
+
+
+def _folded_reason(op: nn.DequantizeOp) -> str | None:
+    """Why the engine cannot dequantize this constant once at init (None: it can): i8/ui8
+    as lone_qdq says, or i32 with zero point 0 (a batch-norm shift)."""
+    if not (isinstance(op.x, OpResult) and isinstance(op.x.op, nn.ConstantOp)):
+        return "not a constant"
+    if _dtype(op, 0) != "i32":
+        return lone_qdq(op)
+    zp = op.zero_point
+    if op.attr_values()["block_size"] or not (
+        isinstance(zp, OpResult) and isinstance(zp.op, nn.ConstantOp)
+        and isinstance(op.scale, OpResult) and isinstance(op.scale.op, nn.ConstantOp)
+    ):
+        return "scale or zero point computed, or blocked"
+    if zp.op.ndarray().any():
+        return "an i32 zero point other than 0"
+    return None
+
+
+def _dequantized_constant(v: Any) -> bool:
+    """A dequantize of a constant the engine folds at init: the op, or (after merge-composite)
+    the `dnnl.dequantize` composite made of it (accepted by `lone_reason` already)."""
+    if not isinstance(v, OpResult):
+        return False
+    op = v.op
+    if isinstance(op, nn.DequantizeOp):
+        return _folded_reason(op) is None
+    if isinstance(op, CompositeOp) and op.composite.data == "dnnl.dequantize":
+        inner = [o for o in op.body.block.ops if isinstance(o, nn.DequantizeOp)]
+        if len(inner) != 1:
+            return False
+        x = inner[0].x
+        if isinstance(x, BlockArgument):
+            x = op.operands[x.index]
+        return isinstance(x, OpResult) and isinstance(x.op, nn.ConstantOp)
+    return False
+
+
+def batch_norm_reason(op: Operation) -> str | None:
+    """The f32 engine's reason (support.py), except that parameters which are dequantized
+    constants count as constants: the engine dequantizes them once at init (the light
+    models quantized by onnxruntime keep batch_norm in float with QDQ parameters)."""
+    from byoc.targets.dnnl.support import unsupported_reason
+
+    reason = unsupported_reason(op)
+    if reason == "batch_norm with computed parameters" and all(
+        _dequantized_constant(v) or support_is_constant(v) for v in op.operands[1:]
+    ):
+        return None
+    return reason
+
+
+def support_is_constant(v: Any) -> bool:
+    from byoc.targets.dnnl.support import is_constant
+
+    return is_constant(v)
 
 
 def check_lone(match: Match) -> bool:
@@ -183,6 +249,7 @@ def pattern_table() -> list[tuple[object, ...]]:
 __all__ = [
     "INT8_COMPOSITES",
     "LONE",
+    "batch_norm_reason",
     "lone_reason",
     "block_reason",
     "COMPENSATED_BOUND",

@@ -6,7 +6,9 @@ from byoc.runtime.graph_module import ENGINES_DIR, GraphEngine
 from byoc.targets.base import Target
 from byoc.targets.dnnl.onednn import build_options
 from byoc.targets.dnnl.patterns import pattern_table
+from byoc.targets.dnnl.quant import batch_norm_reason
 from byoc.targets.dnnl.quant import pattern_table as int8_pattern_table
+from byoc.targets.predicates import Predicate
 from byoc.targets.dnnl.support import SUPPORT
 
 ENGINE_SOURCE = ENGINES_DIR / "dnnl_engine.c"
@@ -22,7 +24,12 @@ DNNL_ENGINE = GraphEngine(
 
 DNNL = Target(
     name="dnnl",
-    support=SUPPORT,
+    support={  # issue 13: batch_norm parameters may be dequantized constants (quant.py)
+        **SUPPORT,
+        "nn.batch_norm": Predicate(
+            lambda op: batch_norm_reason(op) is None, SUPPORT["nn.batch_norm"].description
+        ),
+    },
     patterns=int8_pattern_table() + pattern_table(),  # int8 blocks first (issue 13)
     lowering="lower-to-graph",
     component="graph",
