@@ -301,6 +301,51 @@ def test_quantize_static_small_cnn_on_dnnl(tmp_path: Path, activation: str) -> N
             np.testing.assert_array_equal(g, c)
 
 
+def bn_cnn(seed: int = 0) -> onnx.ModelProto:
+    """conv -> BatchNormalization -> relu -> conv: onnxruntime's quantizer keeps the batch norm
+    in float with dequantized (QDQ) parameters, as in the light resnet50."""
+    rng = np.random.default_rng(seed)
+    inits = {
+        "W1": rng.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.3,
+        "g": (rng.random(8) + 0.5).astype(np.float32), "b": rng.standard_normal(8).astype(np.float32) * 0.1,
+        "m": rng.standard_normal(8).astype(np.float32) * 0.1, "v": (rng.random(8) + 0.5).astype(np.float32),
+        "W2": rng.standard_normal((4, 8, 1, 1)).astype(np.float32) * 0.3,
+    }
+    nodes = [
+        helper.make_node("Conv", ["x", "W1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c1", "g", "b", "m", "v"], ["n"]),
+        helper.make_node("Relu", ["n"], ["r"]),
+        helper.make_node("Conv", ["r", "W2"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "bn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 12, 12])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 12, 12])],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model
+
+
+def test_batch_norm_with_dequantized_parameters_stays_on_dnnl(tmp_path: Path) -> None:
+    """The batch norm and its dequantized parameters join the dnnl partition (the parameters
+    dequantized once at init, the norm computed as the reference does): onnxruntime's and
+    ccompiler's integers."""
+    q = quantize_static_model(bn_cnn(), tmp_path, "u8")
+    module = import_model(q)
+    byoc.partition_for(module, targets=TARGETS)
+    on_c = [op.name for f in module.ops if "ccompiler" in getattr(getattr(f, "sym_name", None), "data", "")
+            for op in f.walk() if op.name.startswith("nn.")]
+    if has_int8():
+        assert "nn.batch_norm" not in on_c
+    x = np.random.default_rng(2).standard_normal((1, 3, 12, 12)).astype(np.float32)
+    got = byoc.build(import_model(q), targets=TARGETS).run(x)
+    for g, w, c in zip(got, ort_session(q).run(None, {"x": x}),
+                       byoc.build(import_model(q), targets=["ccompiler"]).run(x), strict=True):
+        np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(g, c)
+
+
 def _light(name: str) -> onnx.ModelProto:
     sys.path.insert(0, str(Path(__file__).parents[1]))
     from onnx_harness import light_models, randomize_weights
