@@ -301,6 +301,14 @@ def test_quantize_static_small_cnn_on_dnnl(tmp_path: Path, activation: str) -> N
             np.testing.assert_array_equal(g, c)
 
 
+@pytest.mark.slow
+def test_baseline_dispatch_gives_the_same_integers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """BYOC_CPU_DISPATCH=baseline: the engine built without byoc's AVX2 loops (requantize,
+    quantize, dequantize) gives onnxruntime's integers too (a separate library build)."""
+    monkeypatch.setenv("BYOC_CPU_DISPATCH", "baseline")
+    test_quantize_static_small_cnn_on_dnnl(tmp_path, "u8")
+
+
 def bn_cnn(seed: int = 0) -> onnx.ModelProto:
     """conv -> BatchNormalization -> relu -> conv: onnxruntime's quantizer keeps the batch norm
     in float with dequantized (QDQ) parameters, as in the light resnet50."""

@@ -38,6 +38,14 @@ static int dq_isa_exact(void) {
   return (isa & 0x8) != 0 || (isa & 0x40) != 0; /* avx2_vnni bit, avx512_core_vnni bit */
 }
 
+/* byoc's own loops (requantize, quantize, dequantize): AVX2 where the CPU has it, the
+   baseline C when BYOC_CPU_DISPATCH=baseline (read at init; the same integers either way). */
+static int dq_level(void) {
+  const char *d = getenv("BYOC_CPU_DISPATCH");
+  if (d != NULL && strcmp(d, "baseline") == 0) return 0;
+  return byoc_qgemm_level();
+}
+
 static int dq_is_gemm(const byoc_graph_node *n) {
   return strcmp(n->op, "dnnl.qconv2d") == 0 || strcmp(n->op, "dnnl.qdense") == 0 ||
          strcmp(n->op, "dnnl.qmatmul") == 0;
@@ -124,6 +132,7 @@ typedef struct dq_ws {
 typedef struct dq_state {
   const byoc_graph *graph;
   int nthreads;
+  int level; /* dq_level() at init */
   dnnl_engine_t eng;
   int nparts;
   dq_part *parts;
@@ -564,8 +573,7 @@ static BYOC_Q_AVX2 int64_t dq_dequant_avx2(const void *x, int s8, int32_t z, flo
 }
 #endif
 
-static void dq_run_lone(const dq_lone *l, const void *x, void *y) {
-  const int level = byoc_qgemm_level();
+static void dq_run_lone(const dq_lone *l, const void *x, void *y, int level) {
   const int64_t block = l->ch * l->inner;
   for (int64_t o = 0; o < l->n; o += block)
     for (int64_t c = 0; c < l->ch; c++) {
@@ -729,6 +737,7 @@ static dq_state *dq_plan(const byoc_graph *g, int nthreads) {
   pthread_mutex_init(&s->lock, NULL);
   s->graph = g;
   s->nthreads = nthreads;
+  s->level = dq_level();
   int ne = g->num_entries, nn = g->num_nodes;
   s->loc = calloc((size_t)(ne ? ne : 1), sizeof(int));
   s->off = calloc((size_t)(ne ? ne : 1), sizeof(size_t));
@@ -802,7 +811,7 @@ static dq_state *dq_plan(const byoc_graph *g, int nthreads) {
         if (s->fold[y] == NULL) {
           rc = byoc_fail("dnnl: out of memory");
         } else {
-          dq_run_lone(l, g->entries[l->x_e].data, s->fold[y]);
+          dq_run_lone(l, g->entries[l->x_e].data, s->fold[y], s->level);
           s->loc[y] = DQ_LOC_CONST;
           part->folded = 1;
         }
@@ -986,10 +995,11 @@ static BYOC_Q_AVX2 void dq_requant_avx2(const int32_t *acc, int64_t n, const int
 }
 #endif
 
-static void dq_requant(const dq_gemm *q, const int32_t *acc, void *y, int nthreads) {
+static void dq_requant(const dq_gemm *q, const int32_t *acc, void *y, int nthreads, int level) {
+  (void)level; /* unused in a BYOC_BASELINE_ONLY build */
   const int64_t rows = q->rows, ch = q->ch;
 #ifdef BYOC_Q_AVX2
-  const int avx2 = __builtin_cpu_supports("avx2");
+  const int avx2 = level > 0;
 #endif
 #pragma omp parallel for num_threads(nthreads) if (nthreads > 1 && rows * ch > 65536)
   for (int64_t r = 0; r < rows; r++) {
@@ -1027,7 +1037,7 @@ static int dq_run(dq_state *s, void *const *in, void *const *out) {
     if (p->is_lone) {
       if (p->folded) continue;
       dq_run_lone(&p->lone, dq_ptr(s, p->lone.x_e, w->arena, in, out),
-                  dq_ptr(s, p->lone.y_e, w->arena, in, out));
+                  dq_ptr(s, p->lone.y_e, w->arena, in, out), s->level);
       continue;
     }
     if (!p->is_q) {
@@ -1067,10 +1077,10 @@ static int dq_run(dq_state *s, void *const *in, void *const *out) {
     }
     const int32_t *acc = (const int32_t *)((char *)w->arena + s->acc_off);
     if (q->out_reorder == NULL) {
-      dq_requant(q, acc, y, s->nthreads);
+      dq_requant(q, acc, y, s->nthreads, s->level);
       continue;
     }
-    dq_requant(q, acc, (char *)w->arena + s->out_off, s->nthreads);
+    dq_requant(q, acc, (char *)w->arena + s->out_off, s->nthreads, s->level);
     dnnl_memory_set_data_handle(m[8], y);
     dnnl_exec_arg_t oa[2] = {{DNNL_ARG_FROM, m[7]}, {DNNL_ARG_TO, m[8]}};
     if (dq_exec(q->out_reorder, w->stream, 2, oa) < 0) {
