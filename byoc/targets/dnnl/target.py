@@ -6,21 +6,31 @@ from byoc.runtime.graph_module import ENGINES_DIR, GraphEngine
 from byoc.targets.base import Target
 from byoc.targets.dnnl.onednn import build_options
 from byoc.targets.dnnl.patterns import pattern_table
+from byoc.targets.dnnl.quant import batch_norm_reason
+from byoc.targets.dnnl.quant import pattern_table as int8_pattern_table
+from byoc.targets.predicates import Predicate
 from byoc.targets.dnnl.support import SUPPORT
 
 ENGINE_SOURCE = ENGINES_DIR / "dnnl_engine.c"
+INT8_SOURCE = ENGINES_DIR / "dnnl_int8.c"
+"""The int8 blocks (issue 13); defines byoc_graph_engine_def, so it comes last."""
 
 DNNL_ENGINE = GraphEngine(
     "dnnl",
-    (ENGINE_SOURCE,),
+    (ENGINE_SOURCE, INT8_SOURCE),
     build_options=build_options,  # oneDNN's headers and library from the wheels, -fopenmp
 )
 """byoc_graph_engine.h on oneDNN's C primitive API (docs/dnnl.md)."""
 
 DNNL = Target(
     name="dnnl",
-    support=SUPPORT,
-    patterns=pattern_table(),
+    support={  # issue 13: batch_norm parameters may be dequantized constants (quant.py)
+        **SUPPORT,
+        "nn.batch_norm": Predicate(
+            lambda op: batch_norm_reason(op) is None, SUPPORT["nn.batch_norm"].description
+        ),
+    },
+    patterns=int8_pattern_table() + pattern_table(),  # int8 blocks first (issue 13)
     lowering="lower-to-graph",
     component="graph",
     graph_engine=DNNL_ENGINE,
