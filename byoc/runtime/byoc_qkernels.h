@@ -22,6 +22,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "byoc_runtime.h"
+
 #ifndef BYOC_MAYBE_UNUSED
 #define BYOC_MAYBE_UNUSED __attribute__((unused))
 #endif
@@ -505,5 +507,219 @@ BYOC_DEFINE_QUANTIZE(byoc_quantize_u8, uint8_t, 0, 255, _mm_packus_epi16)
 BYOC_DEFINE_QUANTIZE(byoc_quantize_i8, int8_t, -128, 127, _mm_packs_epi16)
 BYOC_DEFINE_DEQUANTIZE(byoc_dequantize_u8, uint8_t)
 BYOC_DEFINE_DEQUANTIZE(byoc_dequantize_i8, int8_t)
+
+/* ---- fused int8 elementwise, pooling and concatenation (docs/quantization.md) -------------
+ * The composites byoc/targets/qdq.py calls qlut, qadd, qmaxpool and qconcat. Each gives the
+ * integers of its float QDQ block (dequantize in f32, the float op, quantize): see the
+ * exactness argument there. Elementwise loops split across the OpenMP team by elements
+ * (static schedule, each element computed alone: identical at any thread count).
+ */
+#define BYOC_Q_EW_GRAIN 32768 /* elements per thread below which a loop stays on one */
+
+/* y = table[c * 256 + byte(x)], element (o, c, i) of the (n / (CH * inner), CH, inner) view;
+ * CH == 1: one table. A lookup, so every code path gives the same bytes. */
+#ifdef BYOC_Q_AVX2
+#define BYOC_Q_VBMI __attribute__((target("avx512f,avx512bw,avx512vbmi")))
+/* 64 bytes a step: vpermi2b looks each byte's low 7 bits up in two 128-byte halves; bit 7
+ * chooses the half. */
+static BYOC_Q_VBMI void byoc_qlut_row_vbmi_(const uint8_t* x, const uint8_t* t, uint8_t* y, int64_t len) {
+  const __m512i t0 = _mm512_loadu_si512((const void*)t), t1 = _mm512_loadu_si512((const void*)(t + 64));
+  const __m512i t2 = _mm512_loadu_si512((const void*)(t + 128)), t3 = _mm512_loadu_si512((const void*)(t + 192));
+  int64_t i = 0;
+  for (; i + 64 <= len; i += 64) {
+    const __m512i v = _mm512_loadu_si512((const void*)(x + i));
+    const __m512i lo = _mm512_permutex2var_epi8(t0, v, t1), hi = _mm512_permutex2var_epi8(t2, v, t3);
+    const __mmask64 high = _mm512_movepi8_mask(v);
+    _mm512_storeu_si512((void*)(y + i), _mm512_mask_blend_epi8(high, lo, hi));
+  }
+  for (; i < len; ++i) y[i] = t[x[i]];
+}
+static BYOC_MAYBE_UNUSED int byoc_q_vbmi_(void) {
+  return __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
+}
+#else
+static BYOC_MAYBE_UNUSED int byoc_q_vbmi_(void) { return 0; }
+#endif
+
+static void byoc_qlut_row_(const uint8_t* x, const uint8_t* t, uint8_t* y, int64_t len, int vbmi) {
+#ifdef BYOC_Q_AVX2
+  if (vbmi) {
+    byoc_qlut_row_vbmi_(x, t, y, len);
+    return;
+  }
+#endif
+  (void)vbmi;
+  for (int64_t i = 0; i < len; ++i) y[i] = t[x[i]];
+}
+
+static BYOC_MAYBE_UNUSED void byoc_qlut_bytes_(const uint8_t* x, const uint8_t* table, uint8_t* y,
+                                               int64_t n, int64_t inner, int64_t CH) {
+  const int vbmi = byoc_qgemm_level() > 0 && byoc_q_vbmi_();
+  if (CH == 1) {
+    const int64_t chunk = 4096;
+    const int64_t nc = (n + chunk - 1) / chunk;
+    const int32_t nt = byoc_threads_for(n, BYOC_Q_EW_GRAIN);
+    BYOC_PARALLEL_FOR(nt)
+    for (int64_t b = 0; b < nc; ++b) {
+      const int64_t i0 = b * chunk, len = n - i0 < chunk ? n - i0 : chunk;
+      byoc_qlut_row_(x + i0, table, y + i0, len, vbmi);
+    }
+    return;
+  }
+  const int64_t rows = n / inner;
+  const int32_t nt = byoc_threads_for(n, BYOC_Q_EW_GRAIN);
+  BYOC_PARALLEL_FOR(nt)
+  for (int64_t r = 0; r < rows; ++r)
+    byoc_qlut_row_(x + r * inner, table + (r % CH) * 256, y + r * inner, inner, vbmi);
+}
+
+#define BYOC_DEFINE_QLUT(NAME, XT, YT)                                                          \
+  static BYOC_MAYBE_UNUSED void NAME(const XT* x, const uint8_t* table, YT* y, int64_t n,      \
+                                     int64_t inner, int64_t CH) {                              \
+    byoc_qlut_bytes_((const uint8_t*)x, table, (uint8_t*)y, n, inner, CH);                     \
+  }
+
+/*
+ * y = quantize([relu](dequantize(a) + dequantize(b)))  (or *): the f32 operations of the
+ * reference in the same order, one rounding each — (float)(a - za) * sa, the same for b, the
+ * sum or product, max(., 0), / sy — then clamping to the output range minus zy (integer
+ * bounds, so clamp-then-round = round-then-saturate), rounding half to even, + zy. No FMA:
+ * neither the baseline nor the AVX2 code is compiled with it.
+ */
+static inline int32_t byoc_qadd1_(int32_t a, int32_t b, float sa, float sb, float sy, float qlo,
+                                  float qhi, int32_t mul, int32_t relu) {
+  const float fa = (float)a * sa, fb = (float)b * sb;
+  float v = mul ? fa * fb : fa + fb;
+  if (relu) v = v > 0.0f ? v : 0.0f;
+  v = v / sy;
+  v = v < qlo ? qlo : v;
+  v = v > qhi ? qhi : v;
+  return (int32_t)byoc_q_round_(v != v ? 0.0f : v);
+}
+
+#ifdef BYOC_Q_AVX2
+#define BYOC_Q_WIDEN_uint8_t(p) _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(p)))
+#define BYOC_Q_WIDEN_int8_t(p) _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)(p)))
+#define BYOC_Q_PACK_uint8_t _mm_packus_epi16
+#define BYOC_Q_PACK_int8_t _mm_packs_epi16
+#define BYOC_QADD_AVX2(NAME, AT, BT, YT)                                                        \
+  static BYOC_Q_AVX2 int64_t NAME##_avx2_(const AT* a, const BT* b, YT* y, int64_t n, float sa, \
+                                          int32_t za, float sb, int32_t zb, float sy, float qlo, \
+                                          float qhi, int32_t zy, int32_t mul, int32_t relu) {  \
+    const __m256 vsa = _mm256_set1_ps(sa), vsb = _mm256_set1_ps(sb), vsy = _mm256_set1_ps(sy); \
+    const __m256 vlo = _mm256_set1_ps(qlo), vhi = _mm256_set1_ps(qhi), zero = _mm256_setzero_ps(); \
+    const __m256i vza = _mm256_set1_epi32(za), vzb = _mm256_set1_epi32(zb), vzy = _mm256_set1_epi32(zy); \
+    int64_t i = 0;                                                                             \
+    for (; i + 8 <= n; i += 8) {                                                               \
+      const __m256 fa = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(BYOC_Q_WIDEN_##AT(a + i), vza)), vsa); \
+      const __m256 fb = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(BYOC_Q_WIDEN_##BT(b + i), vzb)), vsb); \
+      __m256 v = mul ? _mm256_mul_ps(fa, fb) : _mm256_add_ps(fa, fb);                          \
+      if (relu) v = _mm256_max_ps(v, zero);                                                    \
+      v = _mm256_div_ps(v, vsy);                                                               \
+      v = _mm256_andnot_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q), v);                              \
+      v = _mm256_min_ps(_mm256_max_ps(v, vlo), vhi);                                           \
+      const __m256i r = _mm256_add_epi32(_mm256_cvtps_epi32(v), vzy);                          \
+      const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)); \
+      _mm_storel_epi64((__m128i*)(y + i), BYOC_Q_PACK_##YT(w, w));                             \
+    }                                                                                          \
+    return i;                                                                                  \
+  }
+#define BYOC_QADD_AVX2_CALL(NAME)                                                               \
+  if (level > 0) i = NAME##_avx2_(a + i0, b + i0, y + i0, len, sa, za, sb, zb, sy, qlo, qhi, zy, mul, relu);
+#else
+#define BYOC_QADD_AVX2(NAME, AT, BT, YT)
+#define BYOC_QADD_AVX2_CALL(NAME)
+#endif
+
+#define BYOC_DEFINE_QADD(NAME, AT, BT, YT, QMIN, QMAX)                                          \
+  BYOC_QADD_AVX2(NAME, AT, BT, YT)                                                             \
+  static BYOC_MAYBE_UNUSED void NAME(const AT* a, const BT* b, YT* y, int64_t n, float sa,    \
+                                     int32_t za, float sb, int32_t zb, float sy, int32_t zy,   \
+                                     int32_t mul, int32_t relu) {                              \
+    const int level = byoc_qgemm_level();                                                      \
+    const float qlo = (float)(QMIN) - (float)zy, qhi = (float)(QMAX) - (float)zy;              \
+    const int64_t chunk = 4096, nc = (n + chunk - 1) / chunk;                                  \
+    const int32_t nt = byoc_threads_for(n, BYOC_Q_EW_GRAIN);                                   \
+    (void)level;                                                                               \
+    BYOC_PARALLEL_FOR(nt)                                                                      \
+    for (int64_t c = 0; c < nc; ++c) {                                                         \
+      const int64_t i0 = c * chunk, len = n - i0 < chunk ? n - i0 : chunk;                     \
+      int64_t i = 0;                                                                           \
+      BYOC_QADD_AVX2_CALL(NAME)                                                                \
+      for (; i < len; ++i)                                                                     \
+        y[i0 + i] = (YT)(byoc_qadd1_((int32_t)a[i0 + i] - za, (int32_t)b[i0 + i] - zb, sa, sb, sy, \
+                                     qlo, qhi, mul, relu) + zy);                               \
+    }                                                                                          \
+  }
+
+/* Max pooling on the integers (NCHW): padding is skipped (every window holds an element).
+ * Per output row: the max over the window's valid input rows, column by column (a loop the
+ * compiler vectorises), then the max over each window's valid columns of that row. */
+#define BYOC_QPOOL_MAXW 2048
+#define BYOC_DEFINE_QMAXPOOL(NAME, XT)                                                          \
+  static BYOC_MAYBE_UNUSED void NAME(const XT* x, XT* y, int64_t N, int64_t C, int64_t H,     \
+                                     int64_t W, int64_t KH, int64_t KW, int64_t OH, int64_t OW, \
+                                     int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH, \
+                                     int64_t DW) {                                             \
+    const int32_t nt = byoc_threads_for(N * C * OH * (W * KH + OW * KW), BYOC_Q_EW_GRAIN);     \
+    BYOC_PARALLEL_FOR(nt)                                                                      \
+    for (int64_t nc = 0; nc < N * C; ++nc) {                                                   \
+      XT rowmax[BYOC_QPOOL_MAXW];                                                              \
+      const XT* xc = x + nc * H * W;                                                           \
+      XT* yc = y + nc * OH * OW;                                                               \
+      for (int64_t oh = 0; oh < OH; ++oh) {                                                    \
+        if (W <= BYOC_QPOOL_MAXW) {                                                            \
+          int first = 1;                                                                       \
+          for (int64_t i = 0; i < KH; ++i) {                                                   \
+            const int64_t ih = oh * SH - PT + i * DH;                                          \
+            if (ih < 0 || ih >= H) continue;                                                   \
+            const XT* row = xc + ih * W;                                                       \
+            if (first)                                                                         \
+              memcpy(rowmax, row, (size_t)W * sizeof(XT));                                     \
+            else                                                                               \
+              for (int64_t q = 0; q < W; ++q) rowmax[q] = row[q] > rowmax[q] ? row[q] : rowmax[q]; \
+            first = 0;                                                                         \
+          }                                                                                    \
+          for (int64_t ow = 0; ow < OW; ++ow) {                                                \
+            int32_t m = -1000;                                                                 \
+            for (int64_t j = 0; j < KW; ++j) {                                                 \
+              const int64_t iw = ow * SW - PL + j * DW;                                        \
+              if (iw >= 0 && iw < W && (int32_t)rowmax[iw] > m) m = rowmax[iw];                \
+            }                                                                                  \
+            yc[oh * OW + ow] = (XT)m;                                                          \
+          }                                                                                    \
+          continue;                                                                            \
+        }                                                                                      \
+        for (int64_t ow = 0; ow < OW; ++ow) {                                                  \
+          int32_t m = -1000;                                                                   \
+          for (int64_t i = 0; i < KH; ++i) {                                                   \
+            const int64_t ih = oh * SH - PT + i * DH;                                          \
+            if (ih < 0 || ih >= H) continue;                                                   \
+            const XT* row = xc + ih * W;                                                       \
+            for (int64_t j = 0; j < KW; ++j) {                                                 \
+              const int64_t iw = ow * SW - PL + j * DW;                                        \
+              if (iw >= 0 && iw < W && (int32_t)row[iw] > m) m = row[iw];                      \
+            }                                                                                  \
+          }                                                                                    \
+          yc[oh * OW + ow] = (XT)m;                                                            \
+        }                                                                                      \
+      }                                                                                        \
+    }                                                                                          \
+  }
+
+BYOC_DEFINE_QLUT(byoc_qlut_u8_u8, uint8_t, uint8_t)
+BYOC_DEFINE_QLUT(byoc_qlut_u8_i8, uint8_t, int8_t)
+BYOC_DEFINE_QLUT(byoc_qlut_i8_u8, int8_t, uint8_t)
+BYOC_DEFINE_QLUT(byoc_qlut_i8_i8, int8_t, int8_t)
+BYOC_DEFINE_QADD(byoc_qadd_u8_u8_u8, uint8_t, uint8_t, uint8_t, 0, 255)
+BYOC_DEFINE_QADD(byoc_qadd_u8_u8_i8, uint8_t, uint8_t, int8_t, -128, 127)
+BYOC_DEFINE_QADD(byoc_qadd_u8_i8_u8, uint8_t, int8_t, uint8_t, 0, 255)
+BYOC_DEFINE_QADD(byoc_qadd_u8_i8_i8, uint8_t, int8_t, int8_t, -128, 127)
+BYOC_DEFINE_QADD(byoc_qadd_i8_u8_u8, int8_t, uint8_t, uint8_t, 0, 255)
+BYOC_DEFINE_QADD(byoc_qadd_i8_u8_i8, int8_t, uint8_t, int8_t, -128, 127)
+BYOC_DEFINE_QADD(byoc_qadd_i8_i8_u8, int8_t, int8_t, uint8_t, 0, 255)
+BYOC_DEFINE_QADD(byoc_qadd_i8_i8_i8, int8_t, int8_t, int8_t, -128, 127)
+BYOC_DEFINE_QMAXPOOL(byoc_qmaxpool_u8, uint8_t)
+BYOC_DEFINE_QMAXPOOL(byoc_qmaxpool_i8, int8_t)
 
 #endif /* BYOC_QKERNELS_H_ */
