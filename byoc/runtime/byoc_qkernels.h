@@ -32,7 +32,7 @@
 #if __has_attribute(target) && !defined(__SANITIZE_ADDRESS__)
 #include <immintrin.h>
 #define BYOC_Q_AVX2 __attribute__((target("avx2")))
-#define BYOC_Q_VNNI __attribute__((target("avx2,avx512f,avx512vl,avx512vnni")))
+#define BYOC_Q_VNNI __attribute__((target("avx2,avx512f,avx512vl,avx512bw,avx512vnni")))
 #endif
 #endif
 
@@ -136,56 +136,126 @@ static BYOC_Q_VNNI void byoc_qgemm_vnni_(const int16_t* A, const int16_t* B, int
 
 #ifdef BYOC_Q_AVX2
 /*
- * The u8 x s8 form on AVX-512 VNNI (vpdpbusd, 4 products a lane, exact in int32):
- * C[o * ldc + p] = sum_k W8[o * Kp + k] * U[(k / 4) * 4 * PP + 4 * p + k % 4], W8 the centred
- * weights as int8 (when they fit), U the activations offset to unsigned (x, or x + 128 for i8)
- * and not centred; the kernels subtract x_zp' * sum_k W8[o][k] afterwards, so the integers are
- * those of the int16 form.
+ * The u8 x s8 form on AVX-512 VNNI (vpdpbusd on 512-bit vectors, 4 products a lane, exact in
+ * int32): C[o * ldc + p] = sum_k W8[o * Kp + k] * U[(k / 4) * 4 * PP + 4 * p + k % 4], W8 the
+ * centred weights as int8 (when they fit), U the activations offset to unsigned (x, or x + 128
+ * for i8: x ^ 0x80) and not centred; the kernels subtract x_zp' * sum_k W8[o][k] afterwards, so
+ * the integers are those of the int16 form. Tiles of 8 output channels x 32 pixels (16 zmm
+ * accumulators); PP is a multiple of 32.
  */
+#define BYOC_Q_VNNI512_TILE(R)                                                                  \
+  {                                                                                            \
+    __m512i acc0[R], acc1[R];                                                                  \
+    _Pragma("GCC unroll 8") for (int r = 0; r < (R); ++r) acc0[r] = acc1[r] = _mm512_setzero_si512(); \
+    const uint8_t* b = U + 4 * p;                                                              \
+    for (int64_t k = 0; k < ka; ++k, b += 4 * PP) {                                            \
+      const __m512i x0 = _mm512_loadu_si512((const void*)b);                                   \
+      const __m512i x1 = _mm512_loadu_si512((const void*)(b + 64));                            \
+      _Pragma("GCC unroll 8") for (int r = 0; r < (R); ++r) {                                  \
+        const __m512i w = _mm512_set1_epi32(a0[r * ka + k]);                                   \
+        acc0[r] = _mm512_dpbusd_epi32(acc0[r], x0, w);                                         \
+        acc1[r] = _mm512_dpbusd_epi32(acc1[r], x1, w);                                         \
+      }                                                                                        \
+    }                                                                                          \
+    _Pragma("GCC unroll 8") for (int r = 0; r < (R); ++r) {                                    \
+      _mm512_storeu_si512((void*)(C + (o + r) * ldc + p), acc0[r]);                            \
+      _mm512_storeu_si512((void*)(C + (o + r) * ldc + p + 16), acc1[r]);                       \
+    }                                                                                          \
+  }
 static BYOC_Q_VNNI void byoc_qgemm_u8_vnni_(const int8_t* W8, const uint8_t* U, int32_t* C,
                                             int64_t M, int64_t PP, int64_t Kp, int64_t ldc) {
   const int64_t ka = Kp / 4;
-  for (int64_t o = 0; o + 4 <= M; o += 4) {
+  int64_t o = 0;
+  for (; o + 8 <= M; o += 8) {
     const int32_t* a0 = (const int32_t*)(W8 + o * Kp);
-    for (int64_t p = 0; p < PP; p += 16) {
-      __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
-              c30 = c00, c31 = c00;
-      const uint8_t* b = U + 4 * p;
-      for (int64_t k = 0; k < ka; ++k, b += 4 * PP) {
-        const __m256i x0 = _mm256_loadu_si256((const __m256i*)b);
-        const __m256i x1 = _mm256_loadu_si256((const __m256i*)(b + 32));
-        __m256i w = _mm256_set1_epi32(a0[k]);
-        c00 = _mm256_dpbusd_epi32(c00, x0, w); c01 = _mm256_dpbusd_epi32(c01, x1, w);
-        w = _mm256_set1_epi32(a0[ka + k]);
-        c10 = _mm256_dpbusd_epi32(c10, x0, w); c11 = _mm256_dpbusd_epi32(c11, x1, w);
-        w = _mm256_set1_epi32(a0[2 * ka + k]);
-        c20 = _mm256_dpbusd_epi32(c20, x0, w); c21 = _mm256_dpbusd_epi32(c21, x1, w);
-        w = _mm256_set1_epi32(a0[3 * ka + k]);
-        c30 = _mm256_dpbusd_epi32(c30, x0, w); c31 = _mm256_dpbusd_epi32(c31, x1, w);
-      }
-      int32_t* c = C + o * ldc + p;
-      _mm256_storeu_si256((__m256i*)c, c00); _mm256_storeu_si256((__m256i*)(c + 8), c01);
-      c += ldc;
-      _mm256_storeu_si256((__m256i*)c, c10); _mm256_storeu_si256((__m256i*)(c + 8), c11);
-      c += ldc;
-      _mm256_storeu_si256((__m256i*)c, c20); _mm256_storeu_si256((__m256i*)(c + 8), c21);
-      c += ldc;
-      _mm256_storeu_si256((__m256i*)c, c30); _mm256_storeu_si256((__m256i*)(c + 8), c31);
-    }
+    for (int64_t p = 0; p < PP; p += 32) BYOC_Q_VNNI512_TILE(8)
   }
-  for (int64_t r = M & ~(int64_t)3; r < M; ++r) {
-    const int32_t* a0 = (const int32_t*)(W8 + r * Kp);
-    for (int64_t p = 0; p < PP; p += 16) {
-      __m256i c0 = _mm256_setzero_si256(), c1 = c0;
-      const uint8_t* b = U + 4 * p;
-      for (int64_t k = 0; k < ka; ++k, b += 4 * PP) {
-        const __m256i w = _mm256_set1_epi32(a0[k]);
-        c0 = _mm256_dpbusd_epi32(c0, _mm256_loadu_si256((const __m256i*)b), w);
-        c1 = _mm256_dpbusd_epi32(c1, _mm256_loadu_si256((const __m256i*)(b + 32)), w);
+  for (; o + 4 <= M; o += 4) {
+    const int32_t* a0 = (const int32_t*)(W8 + o * Kp);
+    for (int64_t p = 0; p < PP; p += 32) BYOC_Q_VNNI512_TILE(4)
+  }
+  for (; o < M; ++o) {
+    const int32_t* a0 = (const int32_t*)(W8 + o * Kp);
+    for (int64_t p = 0; p < PP; p += 32) BYOC_Q_VNNI512_TILE(1)
+  }
+}
+
+/* dst[4 p + r] = rows[r * pp + p] ^ flip (r < 4, p < pp, pp a multiple of 16): four im2col rows
+ * interleaved into vpdpbusd's layout, i8 turned into u8 (x + 128 = x ^ 0x80). */
+static BYOC_Q_VNNI void byoc_q_interleave4_(const uint8_t* rows, int64_t pp, uint8_t flip, uint8_t* dst) {
+  const __m128i f = _mm_set1_epi8((char)flip);
+  for (int64_t p = 0; p < pp; p += 16) {
+    const __m128i a = _mm_xor_si128(_mm_loadu_si128((const __m128i*)(rows + p)), f);
+    const __m128i b = _mm_xor_si128(_mm_loadu_si128((const __m128i*)(rows + pp + p)), f);
+    const __m128i c = _mm_xor_si128(_mm_loadu_si128((const __m128i*)(rows + 2 * pp + p)), f);
+    const __m128i d = _mm_xor_si128(_mm_loadu_si128((const __m128i*)(rows + 3 * pp + p)), f);
+    const __m128i ablo = _mm_unpacklo_epi8(a, b), abhi = _mm_unpackhi_epi8(a, b);
+    const __m128i cdlo = _mm_unpacklo_epi8(c, d), cdhi = _mm_unpackhi_epi8(c, d);
+    uint8_t* o = dst + 4 * p;
+    _mm_storeu_si128((__m128i*)o, _mm_unpacklo_epi16(ablo, cdlo));
+    _mm_storeu_si128((__m128i*)(o + 16), _mm_unpackhi_epi16(ablo, cdlo));
+    _mm_storeu_si128((__m128i*)(o + 32), _mm_unpacklo_epi16(abhi, cdhi));
+    _mm_storeu_si128((__m128i*)(o + 48), _mm_unpackhi_epi16(abhi, cdhi));
+  }
+}
+
+/* One im2col row of bytes: dst[t] = x byte of output pixel p0 + t at tap (c, i, j), or the
+ * raw zero-point byte `pad` outside the input; t < tp, then pad up to pp. */
+static void byoc_q_im2col_row_(const uint8_t* xc, uint8_t pad, uint8_t* dst, int64_t H, int64_t W,
+                               int64_t OW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
+                               int64_t i, int64_t j, int64_t DH, int64_t DW, int64_t p0, int64_t tp,
+                               int64_t pp) {
+  int64_t t = 0, oh = p0 / OW, ow = p0 % OW;
+  while (t < tp) {
+    const int64_t run = OW - ow < tp - t ? OW - ow : tp - t;
+    const int64_t ih = oh * SH - PT + i * DH;
+    uint8_t* d = dst + t;
+    if (ih < 0 || ih >= H) {
+      memset(d, pad, (size_t)run);
+    } else {
+      const uint8_t* row = xc + ih * W;
+      const int64_t base = ow * SW - PL + j * DW; /* iw of the run's first pixel */
+      if (SW == 1) {
+        int64_t r0 = base < 0 ? -base : 0, r1 = W - base;
+        r0 = r0 < run ? r0 : run;
+        r1 = r1 < run ? r1 : run;
+        r1 = r1 > r0 ? r1 : r0;
+        memset(d, pad, (size_t)r0);
+        memcpy(d + r0, row + base + r0, (size_t)(r1 - r0));
+        memset(d + r1, pad, (size_t)(run - r1));
+      } else {
+        for (int64_t r = 0; r < run; ++r) {
+          const int64_t iw = base + r * SW;
+          d[r] = iw >= 0 && iw < W ? row[iw] : pad;
+        }
       }
-      _mm256_storeu_si256((__m256i*)(C + r * ldc + p), c0);
-      _mm256_storeu_si256((__m256i*)(C + r * ldc + p + 8), c1);
     }
+    t += run;
+    ow = 0;
+    ++oh;
+  }
+  memset(dst + tp, pad, (size_t)(pp - tp));
+}
+
+/* The packed block U (Kp / 4 groups of 4 * pp bytes) of pixels [p0, p0 + tp) of one group;
+ * `rows` holds 4 * pp bytes of scratch. */
+static void byoc_q_pack_u8_(const uint8_t* xg, uint8_t pad, uint8_t flip, uint8_t* U, uint8_t* rows,
+                            int64_t CG, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t OW,
+                            int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW,
+                            int64_t p0, int64_t tp, int64_t pp, int64_t Kp) {
+  const int64_t K = CG * KH * KW;
+  for (int64_t kq = 0; kq < Kp / 4; ++kq) {
+    for (int64_t r = 0; r < 4; ++r) {
+      const int64_t k = 4 * kq + r;
+      if (k >= K) {
+        memset(rows + r * pp, pad, (size_t)pp);
+        continue;
+      }
+      const int64_t c = k / (KH * KW), i = (k / KW) % KH, j = k % KW;
+      byoc_q_im2col_row_(xg + c * H * W, pad, rows + r * pp, H, W, OW, SH, SW, PT, PL, i, j, DH, DW,
+                         p0, tp, pp);
+    }
+    byoc_q_interleave4_(rows, pp, flip, U + kq * 4 * pp);
   }
 }
 #endif
@@ -193,15 +263,19 @@ static BYOC_Q_VNNI void byoc_qgemm_u8_vnni_(const int8_t* W8, const uint8_t* U, 
 #ifdef BYOC_Q_AVX2
 #define BYOC_Q_USE8(level, use8) ((level) == 2 && (use8))
 #define BYOC_Q_GEMM8(W8, U, C, M, PP, Kp, ldc) byoc_qgemm_u8_vnni_(W8, U, C, M, PP, Kp, ldc)
+#define BYOC_Q_PACK8(...) byoc_q_pack_u8_(__VA_ARGS__)
 #else
 #define BYOC_Q_USE8(level, use8) ((void)(use8), 0)
 #define BYOC_Q_GEMM8(W8, U, C, M, PP, Kp, ldc) ((void)(W8), (void)(U))
+#define BYOC_Q_PACK8(...) ((void)0)
 #endif
 
 /* 0: baseline, 1: AVX2, 2: AVX-512 VNNI — what byoc_qgemm_ runs on this CPU. */
 static BYOC_MAYBE_UNUSED int byoc_qgemm_level(void) {
 #ifdef BYOC_Q_AVX2
-  if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl")) return 2;
+  if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512bw"))
+    return 2;
   if (__builtin_cpu_supports("avx2")) return 1;
 #endif
   return 0;
@@ -287,38 +361,17 @@ BYOC_DEFINE_REQUANT_ROW(byoc_q_requant_row_i8_, int8_t, _mm_packs_epi16)
       int32_t xzp, int32_t yzp, float lo, float hi, int32_t use8) {                            \
     const int64_t CG = C / G, OG = O / G, P = OH * OW;                                         \
     int16_t* cols = (int16_t*)scratch;                                                         \
-    int32_t* acc = (int32_t*)(cols + Kp * ((TP + 15) & ~(int64_t)15));                         \
+    int32_t* acc = (int32_t*)(cols + Kp * ((TP + 31) & ~(int64_t)31));                         \
     const int level = byoc_qgemm_level();                                                      \
     const int32_t off = (XOFF), xzu = xzp + off; /* i8 + 128 -> u8 for vpdpbusd */          \
     for (int64_t n = 0; n < N; ++n)                                                            \
       for (int64_t g = 0; g < G; ++g) {                                                        \
         const XT* xg = x + (n * C + g * CG) * H * W;                                           \
         for (int64_t p0 = 0; p0 < P; p0 += TP) {                                               \
-          const int64_t tp = P - p0 < TP ? P - p0 : TP, pp = (tp + 15) & ~(int64_t)15;         \
+          const int64_t tp = P - p0 < TP ? P - p0 : TP, pp = (tp + 31) & ~(int64_t)31;         \
           if (BYOC_Q_USE8(level, use8)) {                                                      \
             uint8_t* u = (uint8_t*)cols;                                                       \
-            memset(u, xzu, (size_t)(Kp * pp));                                                 \
-            int64_t k = 0;                                                                     \
-            for (int64_t c = 0; c < CG; ++c)                                                   \
-              for (int64_t i = 0; i < KH; ++i)                                                 \
-                for (int64_t j = 0; j < KW; ++j, ++k) {                                        \
-                  uint8_t* dst = u + (k >> 2) * 4 * pp + (k & 3);                              \
-                  int64_t t = 0, oh = p0 / OW, ow = p0 % OW;                                   \
-                  while (t < tp) {                                                             \
-                    const int64_t run = OW - ow < tp - t ? OW - ow : tp - t;                   \
-                    const int64_t ih = oh * SH - PT + i * DH;                                  \
-                    if (ih >= 0 && ih < H) {                                                   \
-                      const XT* row = xg + (c * H + ih) * W;                                   \
-                      for (int64_t r = 0; r < run; ++r) {                                      \
-                        const int64_t iw = (ow + r) * SW - PL + j * DW;                        \
-                        if (iw >= 0 && iw < W) dst[4 * (t + r)] = (uint8_t)((int32_t)row[iw] + off); \
-                      }                                                                        \
-                    }                                                                          \
-                    t += run;                                                                  \
-                    ow = 0;                                                                    \
-                    ++oh;                                                                      \
-                  }                                                                            \
-                }                                                                              \
+            BYOC_Q_PACK8((const uint8_t*)xg, (uint8_t)xzp, (uint8_t)(off ? 0x80 : 0), u, u + Kp * pp, CG, H, W, KH, KW, OW, SH, SW, PT, PL, DH, DW, p0, tp, pp, Kp); \
             BYOC_Q_GEMM8(w8 + g * OG * Kp, u, acc, OG, pp, Kp, pp);                            \
             for (int64_t o = 0; o < OG; ++o) {                                                 \
               const int64_t oc = g * OG + o;                                                   \

@@ -181,7 +181,7 @@ class _Lowering:
             p = oh * ow
             tp = max(2, min(p, PACK_BYTES // (2 * kp)) // 2 * 2)
             tp = min(tp, p)
-            pp = -(-tp // QK) * QK  # the packed block's pixels, padded to 16 (byoc_qkernels.h)
+            pp = -(-tp // 32) * 32  # the packed block's pixels, padded to 32 (byoc_qkernels.h)
             scratch = kp * pp // 2 + (o // groups) * pp
             ints = [n, c, h, wd, o, groups, kh, kw, oh, ow, sh, sw, pt, pl, dh, dw, kp, tp]
             return self.node(
