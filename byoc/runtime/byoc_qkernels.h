@@ -40,6 +40,38 @@
 #define BYOC_QK 16
 
 /*
+ * Threads. Run CALL for t in [0, nt) across nt threads of the OpenMP team (byoc_runtime.h's
+ * BYOC_PARALLEL_FOR, static schedule); with nt <= 1 run it once on the caller, entering no
+ * region at all (the BYOC_SPLIT_ pattern of byoc_kernels.h). Every kernel splits over outputs
+ * (output channels, elements, planes), and each output is computed by the same code whatever
+ * thread runs it, so the integers are identical at any thread count.
+ */
+#define BYOC_Q_SPLIT_(nt, t, CALL)                                 \
+  do {                                                            \
+    if ((nt) > 1) {                                               \
+      BYOC_PARALLEL_FOR(nt)                                       \
+      for (int32_t t = 0; t < (nt); ++t) CALL;                    \
+    } else {                                                      \
+      const int32_t t = 0;                                        \
+      (void)t;                                                    \
+      CALL;                                                       \
+    }                                                             \
+  } while (0)
+#define BYOC_Q_GEMM_GRAIN ((int64_t)1 << 20) /* multiply-adds per thread, at least */
+#define BYOC_Q_EW_GRAIN 32768                /* elements per thread, at least */
+
+/* Integer kernels the compiler vectorises itself are also compiled for AVX2 and picked at
+ * load time (as byoc_kernels.h's BYOC_CLONES): integer arithmetic, so identical results. */
+#if defined(__x86_64__) && defined(__ELF__) && defined(__has_attribute) && !defined(BYOC_BASELINE_ONLY)
+#if __has_attribute(target_clones) && !defined(__SANITIZE_ADDRESS__)
+#define BYOC_Q_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef BYOC_Q_CLONES
+#define BYOC_Q_CLONES
+#endif
+
+/*
  * Round half to even of a float already clamped to |v| < 2^22: adding and subtracting
  * 1.5 * 2^23 rounds in the FPU's default mode (nearest even) — what nearbyintf does, without
  * its call and its saving of the floating-point environment (10+ ns an element).
@@ -344,6 +376,10 @@ BYOC_DEFINE_REQUANT_ROW(byoc_q_requant_row_i8_, int8_t, _mm_packs_epi16)
 
 /* ---- kernels, one per (activation type, output type) ------------------------------------- */
 
+/* The first output channel of thread t's share of OG channels, in blocks of 8 (a GEMM tile). */
+#define BYOC_Q_BLOCK0_(OG, t, nt)                                                              \
+  ((((OG) + 7) / 8 * (int64_t)(t) / (nt)) * 8 < (OG) ? (((OG) + 7) / 8 * (int64_t)(t) / (nt)) * 8 : (OG))
+
 /*
  * conv2d (NCHW, groups G): x (N, C, H, W) of XT, w int16 (O, Kp) centred, K = C/G*KH*KW in
  * (c, kh, kw) order; w8 the same as int8 and wsum its row sums when use8 (the centred weights
@@ -353,6 +389,25 @@ BYOC_DEFINE_REQUANT_ROW(byoc_q_requant_row_i8_, int8_t, _mm_packs_epi16)
  * (O / G) * PP int32.
  */
 #define BYOC_DEFINE_QCONV2D(NAME, XT, YT, ROW, XOFF)                                            \
+  /* output channels [o0, o1) of group g of one packed block: GEMM, then requantization */     \
+  static inline __attribute__((always_inline)) void NAME##_rows_(const int16_t* w, const int8_t* w8, const int32_t* wsum,            \
+                           const int32_t* bias, const float* mult, YT* y, int32_t* acc,        \
+                           const uint8_t* u, const int16_t* cols, int64_t n, int64_t g,        \
+                           int64_t O, int64_t OG, int64_t P, int64_t p0, int64_t tp, int64_t pp, \
+                           int64_t Kp, int32_t xzu, int32_t yzp, float lo, float hi, int level, \
+                           int u8, int64_t o0, int64_t o1) {                                   \
+    if (o1 <= o0) return;                                                                      \
+    if (u8)                                                                                    \
+      BYOC_Q_GEMM8(w8 + (g * OG + o0) * Kp, u, acc + o0 * pp, o1 - o0, pp, Kp, pp);            \
+    else                                                                                       \
+      byoc_qgemm_(w + (g * OG + o0) * Kp, cols, acc + o0 * pp, o1 - o0, pp, Kp, pp, level);    \
+    for (int64_t o = o0; o < o1; ++o) {                                                        \
+      const int64_t oc = g * OG + o;                                                           \
+      /* the u8 form's sums are not centred: take x_zp' * sum(w8) off (mod 2^32, as i32 wraps) */ \
+      const int32_t b = u8 ? (int32_t)((uint32_t)bias[oc] - (uint32_t)xzu * (uint32_t)wsum[oc]) : bias[oc]; \
+      ROW(acc + o * pp, tp, b, mult[oc], lo, hi, yzp, y + (n * O + oc) * P + p0, level);         \
+    }                                                                                          \
+  }                                                                                            \
   static BYOC_MAYBE_UNUSED void NAME(                                                          \
       const XT* x, const int16_t* w, const int8_t* w8, const int32_t* wsum, const int32_t* bias, \
       const float* mult, YT* y, float* scratch, int64_t N, int64_t C, int64_t H, int64_t W,    \
@@ -369,15 +424,13 @@ BYOC_DEFINE_REQUANT_ROW(byoc_q_requant_row_i8_, int8_t, _mm_packs_epi16)
         const XT* xg = x + (n * C + g * CG) * H * W;                                           \
         for (int64_t p0 = 0; p0 < P; p0 += TP) {                                               \
           const int64_t tp = P - p0 < TP ? P - p0 : TP, pp = (tp + 31) & ~(int64_t)31;         \
+          const int32_t nt = byoc_threads_for(OG * pp * Kp, BYOC_Q_GEMM_GRAIN);                \
           if (BYOC_Q_USE8(level, use8)) {                                                      \
             uint8_t* u = (uint8_t*)cols;                                                       \
             BYOC_Q_PACK8((const uint8_t*)xg, (uint8_t)xzp, (uint8_t)(off ? 0x80 : 0), u, u + Kp * pp, CG, H, W, KH, KW, OW, SH, SW, PT, PL, DH, DW, p0, tp, pp, Kp); \
-            BYOC_Q_GEMM8(w8 + g * OG * Kp, u, acc, OG, pp, Kp, pp);                            \
-            for (int64_t o = 0; o < OG; ++o) {                                                 \
-              const int64_t oc = g * OG + o;                                                   \
-              const int32_t b8 = (int32_t)((uint32_t)bias[oc] - (uint32_t)xzu * (uint32_t)wsum[oc]); \
-              ROW(acc + o * pp, tp, b8, mult[oc], lo, hi, yzp, y + (n * O + oc) * P + p0, level); \
-            }                                                                                  \
+            BYOC_Q_SPLIT_(nt, t, NAME##_rows_(w, w8, wsum, bias, mult, y, acc, u, cols, n, g, O, OG, P, \
+                                              p0, tp, pp, Kp, xzu, yzp, lo, hi, level, 1,        \
+                                              BYOC_Q_BLOCK0_(OG, t, nt), BYOC_Q_BLOCK0_(OG, t + 1, nt))); \
             continue;                                                                          \
           }                                                                                    \
           memset(cols, 0, (size_t)(Kp * pp) * sizeof(int16_t));                                \
@@ -402,11 +455,10 @@ BYOC_DEFINE_REQUANT_ROW(byoc_q_requant_row_i8_, int8_t, _mm_packs_epi16)
                   ++oh;                                                                        \
                 }                                                                              \
               }                                                                                \
-          byoc_qgemm_(w + g * OG * Kp, cols, acc, OG, pp, Kp, pp, level);                      \
-          for (int64_t o = 0; o < OG; ++o) {                                                   \
-            const int64_t oc = g * OG + o;                                                     \
-            ROW(acc + o * pp, tp, bias[oc], mult[oc], lo, hi, yzp, y + (n * O + oc) * P + p0, level); \
-          }                                                                                    \
+          BYOC_Q_SPLIT_(nt, t, NAME##_rows_(w, w8, wsum, bias, mult, y, acc, (const uint8_t*)cols, cols, \
+                                            n, g, O, OG, P, p0, tp, pp, Kp, xzu, yzp, lo, hi,   \
+                                            level, 0, BYOC_Q_BLOCK0_(OG, t, nt),                \
+                                            BYOC_Q_BLOCK0_(OG, t + 1, nt)));                    \
         }                                                                                      \
       }                                                                                        \
   }
@@ -416,38 +468,83 @@ BYOC_DEFINE_REQUANT_ROW(byoc_q_requant_row_i8_, int8_t, _mm_packs_epi16)
  * plane (HP * WP int16) then OW int32. The taps of one output row accumulate across OW (the
  * inner loop vectorises when SW == 1).
  */
+#ifdef BYOC_Q_AVX2
+/* One output row of a stride-1 depthwise conv2d, 8 pixels a step: acc[ow] = sum over the taps
+ * of w * plane value, exact (centred values and weights fit int16; each int32 lane of the
+ * widened values times (w, 0) in vpmaddwd is x * w + sign-half * 0). Returns the pixels done. */
+static BYOC_Q_AVX2 int64_t byoc_q_dw_row_avx2_(const int16_t* plane, int64_t WP, const int16_t* wc,
+                                              int64_t KH, int64_t KW, int64_t DH, int64_t DW,
+                                              int64_t r0, int32_t* acc, int64_t OW) {
+  int64_t ow = 0;
+  for (; ow + 8 <= OW; ow += 8) {
+    __m256i a = _mm256_setzero_si256();
+    for (int64_t i = 0; i < KH; ++i) {
+      const int16_t* src = plane + (r0 + i * DH) * WP + ow;
+      for (int64_t j = 0; j < KW; ++j) {
+        const __m256i v = _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i*)(src + j * DW)));
+        const __m256i w = _mm256_set1_epi32((int32_t)(uint16_t)wc[i * KW + j]);
+        a = _mm256_add_epi32(a, _mm256_madd_epi16(v, w));
+      }
+    }
+    _mm256_storeu_si256((__m256i*)(acc + ow), a);
+  }
+  return ow;
+}
+#define BYOC_Q_DW_ROW(plane, WP, wc, KH, KW, DH, DW, r0, acc, OW) \
+  byoc_q_dw_row_avx2_(plane, WP, wc, KH, KW, DH, DW, r0, acc, OW)
+#else
+#define BYOC_Q_DW_ROW(plane, WP, wc, KH, KW, DH, DW, r0, acc, OW) ((int64_t)0)
+#endif
+
+/* Threads a depthwise conv2d may use: its scratch holds this many planes (see quant.py). */
+#define BYOC_Q_DW_THREADS 8
 #define BYOC_DEFINE_QDWCONV2D(NAME, XT, YT, ROW)                                                \
+  /* planes [nc0, nc1) of the (N * C) planes; `scratch` is this thread's. Always inlined: the \
+   * caller's literal sizes and strides specialise (and vectorise) the taps' loops. */         \
+  static inline __attribute__((always_inline)) void NAME##_part_(                              \
+      const XT* x, const int16_t* w, const int32_t* bias, const float* mult, YT* y, float* scratch, \
+      int64_t C, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t OH, int64_t OW,         \
+      int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t HP,      \
+      int64_t WP, int32_t xzp, int32_t yzp, float lo, float hi, int64_t nc0, int64_t nc1, int level) { \
+    int16_t* plane = (int16_t*)scratch;                                                        \
+    int32_t* acc = (int32_t*)(plane + ((HP * WP + 1) & ~(int64_t)1));                          \
+    for (int64_t nc = nc0; nc < nc1; ++nc) {                                                   \
+      const int64_t c = nc % C;                                                                \
+      const XT* xc = x + nc * H * W;                                                           \
+      memset(plane, 0, (size_t)(HP * WP) * sizeof(int16_t));                                   \
+      for (int64_t r = 0; r < H; ++r)                                                          \
+        for (int64_t q = 0; q < W; ++q)                                                        \
+          plane[(r + PT) * WP + q + PL] = (int16_t)((int32_t)xc[r * W + q] - xzp);             \
+      const int16_t* wc = w + c * KH * KW;                                                     \
+      YT* yc = y + nc * OH * OW;                                                               \
+      for (int64_t oh = 0; oh < OH; ++oh) {                                                    \
+        const int64_t done = SW == 1 && level > 0 ? BYOC_Q_DW_ROW(plane, WP, wc, KH, KW, DH, DW, oh * SH, acc, OW) : 0; \
+        for (int64_t ow = done; ow < OW; ++ow) acc[ow] = 0;                                    \
+        for (int64_t i = 0; i < KH; ++i)                                                       \
+          for (int64_t j = 0; j < KW; ++j) {                                                   \
+            const int32_t wv = wc[i * KW + j];                                                 \
+            const int16_t* src = plane + (oh * SH + i * DH) * WP + j * DW;                     \
+            if (SW == 1)                                                                       \
+              for (int64_t ow = done; ow < OW; ++ow) acc[ow] += wv * (int32_t)src[ow];         \
+            else                                                                               \
+              for (int64_t ow = 0; ow < OW; ++ow) acc[ow] += wv * (int32_t)src[ow * SW];       \
+          }                                                                                    \
+        ROW(acc, OW, bias[c], mult[c], lo, hi, yzp, yc + oh * OW, level);                      \
+      }                                                                                        \
+    }                                                                                          \
+  }                                                                                            \
   static BYOC_MAYBE_UNUSED void NAME(                                                          \
       const XT* x, const int16_t* w, const int32_t* bias, const float* mult, YT* y, float* scratch, \
       int64_t N, int64_t C, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t OH, int64_t OW, \
       int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t HP,      \
       int64_t WP, int32_t xzp, int32_t yzp, float lo, float hi) {                              \
-    int16_t* plane = (int16_t*)scratch;                                                        \
-    int32_t* acc = (int32_t*)(plane + ((HP * WP + 1) & ~(int64_t)1));                          \
     const int level = byoc_qgemm_level();                                                      \
-    for (int64_t n = 0; n < N; ++n)                                                            \
-      for (int64_t c = 0; c < C; ++c) {                                                        \
-        const XT* xc = x + (n * C + c) * H * W;                                                \
-        memset(plane, 0, (size_t)(HP * WP) * sizeof(int16_t));                                 \
-        for (int64_t r = 0; r < H; ++r)                                                        \
-          for (int64_t q = 0; q < W; ++q)                                                      \
-            plane[(r + PT) * WP + q + PL] = (int16_t)((int32_t)xc[r * W + q] - xzp);           \
-        const int16_t* wc = w + c * KH * KW;                                                   \
-        YT* yc = y + (n * C + c) * OH * OW;                                                    \
-        for (int64_t oh = 0; oh < OH; ++oh) {                                                  \
-          for (int64_t ow = 0; ow < OW; ++ow) acc[ow] = 0;                                     \
-          for (int64_t i = 0; i < KH; ++i)                                                     \
-            for (int64_t j = 0; j < KW; ++j) {                                                 \
-              const int32_t wv = wc[i * KW + j];                                               \
-              const int16_t* src = plane + (oh * SH + i * DH) * WP + j * DW;                   \
-              if (SW == 1)                                                                     \
-                for (int64_t ow = 0; ow < OW; ++ow) acc[ow] += wv * (int32_t)src[ow];          \
-              else                                                                             \
-                for (int64_t ow = 0; ow < OW; ++ow) acc[ow] += wv * (int32_t)src[ow * SW];     \
-            }                                                                                  \
-          ROW(acc, OW, bias[c], mult[c], lo, hi, yzp, yc + oh * OW, level);                    \
-        }                                                                                      \
-      }                                                                                        \
+    const int64_t per = ((HP * WP + 1) / 2 + 1 + OW); /* floats of one thread's scratch */     \
+    int32_t nt = byoc_threads_for(N * C * OH * OW * KH * KW, BYOC_Q_GEMM_GRAIN / 4);           \
+    nt = nt < BYOC_Q_DW_THREADS ? nt : BYOC_Q_DW_THREADS;                                      \
+    BYOC_Q_SPLIT_(nt, t, NAME##_part_(x, w, bias, mult, y, scratch + t * per, C, H, W, KH, KW, OH, \
+                                      OW, SH, SW, PT, PL, DH, DW, HP, WP, xzp, yzp, lo, hi,    \
+                                      N * C * t / nt, N * C * (t + 1) / nt, level));           \
   }
 
 /*
@@ -567,7 +664,6 @@ BYOC_DEFINE_DEQUANTIZE(byoc_dequantize_i8, int8_t)
  * exactness argument there. Elementwise loops split across the OpenMP team by elements
  * (static schedule, each element computed alone: identical at any thread count).
  */
-#define BYOC_Q_EW_GRAIN 32768 /* elements per thread below which a loop stays on one */
 
 /* y = table[c * 256 + byte(x)], element (o, c, i) of the (n / (CH * inner), CH, inner) view;
  * CH == 1: one table. A lookup, so every code path gives the same bytes. */
@@ -605,25 +701,23 @@ static void byoc_qlut_row_(const uint8_t* x, const uint8_t* t, uint8_t* y, int64
   for (int64_t i = 0; i < len; ++i) y[i] = t[x[i]];
 }
 
+static void byoc_qlut_part_(const uint8_t* x, const uint8_t* table, uint8_t* y, int64_t n,
+                            int64_t inner, int64_t CH, int vbmi, int64_t t, int64_t nt) {
+  if (CH == 1) {
+    const int64_t i0 = n * t / nt, i1 = n * (t + 1) / nt;
+    byoc_qlut_row_(x + i0, table, y + i0, i1 - i0, vbmi);
+    return;
+  }
+  const int64_t rows = n / inner, r0 = rows * t / nt, r1 = rows * (t + 1) / nt;
+  for (int64_t r = r0; r < r1; ++r)
+    byoc_qlut_row_(x + r * inner, table + (r % CH) * 256, y + r * inner, inner, vbmi);
+}
+
 static BYOC_MAYBE_UNUSED void byoc_qlut_bytes_(const uint8_t* x, const uint8_t* table, uint8_t* y,
                                                int64_t n, int64_t inner, int64_t CH) {
   const int vbmi = byoc_qgemm_level() > 0 && byoc_q_vbmi_();
-  if (CH == 1) {
-    const int64_t chunk = 4096;
-    const int64_t nc = (n + chunk - 1) / chunk;
-    const int32_t nt = byoc_threads_for(n, BYOC_Q_EW_GRAIN);
-    BYOC_PARALLEL_FOR(nt)
-    for (int64_t b = 0; b < nc; ++b) {
-      const int64_t i0 = b * chunk, len = n - i0 < chunk ? n - i0 : chunk;
-      byoc_qlut_row_(x + i0, table, y + i0, len, vbmi);
-    }
-    return;
-  }
-  const int64_t rows = n / inner;
   const int32_t nt = byoc_threads_for(n, BYOC_Q_EW_GRAIN);
-  BYOC_PARALLEL_FOR(nt)
-  for (int64_t r = 0; r < rows; ++r)
-    byoc_qlut_row_(x + r * inner, table + (r % CH) * 256, y + r * inner, inner, vbmi);
+  BYOC_Q_SPLIT_(nt, t, byoc_qlut_part_(x, table, y, n, inner, CH, vbmi, t, nt));
 }
 
 #define BYOC_DEFINE_QLUT(NAME, XT, YT)                                                          \
@@ -686,23 +780,24 @@ static inline int32_t byoc_qadd1_(int32_t a, int32_t b, float sa, float sb, floa
 
 #define BYOC_DEFINE_QADD(NAME, AT, BT, YT, QMIN, QMAX)                                          \
   BYOC_QADD_AVX2(NAME, AT, BT, YT)                                                             \
+  static void NAME##_part_(const AT* a, const BT* b, YT* y, int64_t i0, int64_t len, float sa, \
+                           int32_t za, float sb, int32_t zb, float sy, float qlo, float qhi,   \
+                           int32_t zy, int32_t mul, int32_t relu, int level) {                 \
+    int64_t i = 0;                                                                             \
+    (void)level;                                                                               \
+    BYOC_QADD_AVX2_CALL(NAME)                                                                  \
+    for (; i < len; ++i)                                                                       \
+      y[i0 + i] = (YT)(byoc_qadd1_((int32_t)a[i0 + i] - za, (int32_t)b[i0 + i] - zb, sa, sb, sy, \
+                                   qlo, qhi, mul, relu) + zy);                                 \
+  }                                                                                            \
   static BYOC_MAYBE_UNUSED void NAME(const AT* a, const BT* b, YT* y, int64_t n, float sa,    \
                                      int32_t za, float sb, int32_t zb, float sy, int32_t zy,   \
                                      int32_t mul, int32_t relu) {                              \
     const int level = byoc_qgemm_level();                                                      \
     const float qlo = (float)(QMIN) - (float)zy, qhi = (float)(QMAX) - (float)zy;              \
-    const int64_t chunk = 4096, nc = (n + chunk - 1) / chunk;                                  \
     const int32_t nt = byoc_threads_for(n, BYOC_Q_EW_GRAIN);                                   \
-    (void)level;                                                                               \
-    BYOC_PARALLEL_FOR(nt)                                                                      \
-    for (int64_t c = 0; c < nc; ++c) {                                                         \
-      const int64_t i0 = c * chunk, len = n - i0 < chunk ? n - i0 : chunk;                     \
-      int64_t i = 0;                                                                           \
-      BYOC_QADD_AVX2_CALL(NAME)                                                                \
-      for (; i < len; ++i)                                                                     \
-        y[i0 + i] = (YT)(byoc_qadd1_((int32_t)a[i0 + i] - za, (int32_t)b[i0 + i] - zb, sa, sb, sy, \
-                                     qlo, qhi, mul, relu) + zy);                               \
-    }                                                                                          \
+    BYOC_Q_SPLIT_(nt, t, NAME##_part_(a, b, y, n * t / nt, n * (t + 1) / nt - n * t / nt, sa, za, \
+                                      sb, zb, sy, qlo, qhi, zy, mul, relu, level));            \
   }
 
 /* Max pooling on the integers (NCHW): padding is skipped (every window holds an element).
@@ -710,13 +805,11 @@ static inline int32_t byoc_qadd1_(int32_t a, int32_t b, float sa, float sb, floa
  * compiler vectorises), then the max over each window's valid columns of that row. */
 #define BYOC_QPOOL_MAXW 2048
 #define BYOC_DEFINE_QMAXPOOL(NAME, XT)                                                          \
-  static BYOC_MAYBE_UNUSED void NAME(const XT* x, XT* y, int64_t N, int64_t C, int64_t H,     \
-                                     int64_t W, int64_t KH, int64_t KW, int64_t OH, int64_t OW, \
-                                     int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH, \
-                                     int64_t DW) {                                             \
-    const int32_t nt = byoc_threads_for(N * C * OH * (W * KH + OW * KW), BYOC_Q_EW_GRAIN);     \
-    BYOC_PARALLEL_FOR(nt)                                                                      \
-    for (int64_t nc = 0; nc < N * C; ++nc) {                                                   \
+  static BYOC_Q_CLONES void NAME##_part_(const XT* x, XT* y, int64_t NC, int64_t H, int64_t W,  \
+                                          int64_t KH, int64_t KW, int64_t OH, int64_t OW,      \
+                                          int64_t SH, int64_t SW, int64_t PT, int64_t PL,      \
+                                          int64_t DH, int64_t DW, int64_t t, int64_t nt) {     \
+    for (int64_t nc = NC * t / nt; nc < NC * (t + 1) / nt; ++nc) {                             \
       XT rowmax[BYOC_QPOOL_MAXW];                                                              \
       const XT* xc = x + nc * H * W;                                                           \
       XT* yc = y + nc * OH * OW;                                                               \
@@ -769,6 +862,13 @@ static inline int32_t byoc_qadd1_(int32_t a, int32_t b, float sa, float sb, floa
         }                                                                                      \
       }                                                                                        \
     }                                                                                          \
+  } \
+  static BYOC_MAYBE_UNUSED void NAME(const XT* x, XT* y, int64_t N, int64_t C, int64_t H,     \
+                                     int64_t W, int64_t KH, int64_t KW, int64_t OH, int64_t OW, \
+                                     int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH, \
+                                     int64_t DW) {                                             \
+    const int32_t nt = byoc_threads_for(N * C * OH * (W * KH + OW * KW), BYOC_Q_EW_GRAIN);     \
+    BYOC_Q_SPLIT_(nt, t, NAME##_part_(x, y, N * C, H, W, KH, KW, OH, OW, SH, SW, PT, PL, DH, DW, t, nt)); \
   }
 
 BYOC_DEFINE_QLUT(byoc_qlut_u8_u8, uint8_t, uint8_t)

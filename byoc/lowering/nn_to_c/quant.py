@@ -35,6 +35,9 @@ from byoc.targets.qdq import FUSED_BLOCKS, QAdd, QBlock, QConcat, QLut, QPool, l
 QK = 16
 """BYOC_QK of byoc_qkernels.h: K, and the pixels of a packed block, are padded to multiples of it."""
 
+DW_THREADS = 8
+"""BYOC_Q_DW_THREADS of byoc_qkernels.h: the threads a depthwise conv2d's scratch serves."""
+
 PACK_BYTES = 128 * 1024
 """Bytes of packed int16 activations one GEMM block holds."""
 
@@ -164,7 +167,7 @@ class _Lowering:
             if groups == c == o and cg == 1:
                 hp, wp = h + pt + pb, wd + pl + pr
                 wt = self.const(w.reshape(o, kh * kw).astype(np.int16))
-                scratch = (hp * wp + 1) // 2 + 1 + ow
+                scratch = ((hp * wp + 1) // 2 + 1 + ow) * DW_THREADS  # one plane a thread
                 ints = [n, c, h, wd, kh, kw, oh, ow, sh, sw, pt, pl, dh, dw, hp, wp]
                 return self.node(
                     f"byoc_qdwconv2d_{suffix}", [x, wt, *consts], out,
