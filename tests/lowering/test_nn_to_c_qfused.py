@@ -19,6 +19,7 @@ from byoc import run_reference
 from byoc.frontend.onnx import import_model
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "frontend"))
+sys.path.insert(0, str(Path(__file__).parent))
 from test_onnx_quant import ort_session, quantize_static_model, small_cnn  # noqa: E402
 
 ort = pytest.importorskip("onnxruntime")
@@ -192,5 +193,22 @@ def test_quantize_static_small_cnn_is_fused_and_exact(tmp_path: Any, activation:
     want = ort_session(q).run(None, {name: x})
     for threads in (1, 2):
         got = byoc.build(import_model(q), targets=["ccompiler"], num_threads=threads).run(x)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("groups,x_dtype", [(1, np.uint8), (1, np.int8), (32, np.uint8)])
+def test_qconv2d_is_identical_at_1_and_2_threads(groups: int, x_dtype: type, dispatch: str) -> None:
+    """A conv2d big enough to split its output channels (and a depthwise one its planes) across
+    two threads gives onnxruntime's integers (QLinearConv) at both thread counts."""
+    from test_nn_to_c_quant import qdq_conv_model
+
+    model = qdq_conv_model(x_dtype, np.uint8, c=32, o=32, groups=groups, relu=True)
+    dims = model.graph.input[0].type.tensor_type.shape.dim
+    dims[0].dim_value, dims[2].dim_value, dims[3].dim_value = 1, 48, 48
+    x = np.random.default_rng(3).standard_normal((1, 32, 48, 48)).astype(np.float32)
+    want = ort_session(model).run(None, {"x": x})
+    for threads in (1, 2):
+        got = byoc.build(import_model(model), targets=["ccompiler"], num_threads=threads).run(x)
         for g, w in zip(got, want, strict=True):
             np.testing.assert_array_equal(g, w)
