@@ -24,6 +24,10 @@
 
 #include "byoc_runtime.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h> /* part of the x86-64 baseline */
+#endif
+
 #ifndef BYOC_MAYBE_UNUSED
 #define BYOC_MAYBE_UNUSED __attribute__((unused))
 #endif
@@ -800,6 +804,21 @@ static inline int32_t byoc_qadd1_(int32_t a, int32_t b, float sa, float sb, floa
                                       sb, zb, sy, qlo, qhi, zy, mul, relu, level));            \
   }
 
+/* m[q] = max(m[q], r[q]) over bytes that are u8 (flip 0) or i8 (flip 0x80: x ^ 0x80 orders i8
+ * as u8 orders unsigned bytes). */
+static inline void byoc_q_rowmax_(uint8_t* m, const uint8_t* r, int64_t n, uint8_t flip) {
+  int64_t q = 0;
+#if defined(__SSE2__)
+  const __m128i f = _mm_set1_epi8((char)flip);
+  for (; q + 16 <= n; q += 16) {
+    const __m128i a = _mm_xor_si128(_mm_loadu_si128((const __m128i*)(m + q)), f);
+    const __m128i b = _mm_xor_si128(_mm_loadu_si128((const __m128i*)(r + q)), f);
+    _mm_storeu_si128((__m128i*)(m + q), _mm_xor_si128(_mm_max_epu8(a, b), f));
+  }
+#endif
+  for (; q < n; ++q) m[q] = (uint8_t)(m[q] ^ flip) > (uint8_t)(r[q] ^ flip) ? m[q] : r[q];
+}
+
 /* Max pooling on the integers (NCHW): padding is skipped (every window holds an element).
  * Per output row: the max over the window's valid input rows, column by column (a loop the
  * compiler vectorises), then the max over each window's valid columns of that row. */
@@ -823,7 +842,7 @@ static inline int32_t byoc_qadd1_(int32_t a, int32_t b, float sa, float sb, floa
             if (first)                                                                         \
               memcpy(rowmax, row, (size_t)W * sizeof(XT));                                     \
             else                                                                               \
-              for (int64_t q = 0; q < W; ++q) rowmax[q] = row[q] > rowmax[q] ? row[q] : rowmax[q]; \
+              byoc_q_rowmax_((uint8_t*)rowmax, (const uint8_t*)row, W, (uint8_t)((XT)-1 < 0 ? 0x80 : 0)); \
             first = 0;                                                                         \
           }                                                                                    \
           /* outputs whose window lies inside the row, [lo, hi): no bounds checks */          \

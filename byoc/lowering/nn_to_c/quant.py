@@ -130,7 +130,7 @@ class _Lowering:
         zp = zp.reshape(-1)
         shape = x.shape
         if scale.size == 1:
-            inner, ch = 1, 1
+            inner, ch = max(math.prod(shape), 1), 1  # one row: the kernels vectorise along it
         else:
             axis = op.attr_values()["axis"] % len(shape)
             inner, ch = math.prod(shape[axis + 1 :]), shape[axis]
