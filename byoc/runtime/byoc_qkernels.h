@@ -815,8 +815,45 @@ static inline void byoc_q_rowmax_(uint8_t* m, const uint8_t* r, int64_t n, uint8
     const __m128i b = _mm_xor_si128(_mm_loadu_si128((const __m128i*)(r + q)), f);
     _mm_storeu_si128((__m128i*)(m + q), _mm_xor_si128(_mm_max_epu8(a, b), f));
   }
+  if (q < n && n >= 16) { /* the tail as one overlapping vector: max is idempotent */
+    q = n - 16;
+    const __m128i a = _mm_xor_si128(_mm_loadu_si128((const __m128i*)(m + q)), f);
+    const __m128i b = _mm_xor_si128(_mm_loadu_si128((const __m128i*)(r + q)), f);
+    _mm_storeu_si128((__m128i*)(m + q), _mm_xor_si128(_mm_max_epu8(a, b), f));
+    q = n;
+  }
 #endif
   for (; q < n; ++q) m[q] = (uint8_t)(m[q] ^ flip) > (uint8_t)(r[q] ^ flip) ? m[q] : r[q];
+}
+
+/* y[ow] = max_j r[ow * SW - PL + j * DW] for ow in [lo, hi) (windows inside the row), 16
+ * outputs a step for SW 1 or 2 (stride 2: the even bytes of 32, by a mask and packus); the
+ * outputs it did not do start at the returned ow. r has 64 readable bytes past the row. */
+static inline int64_t byoc_q_hmax_(const uint8_t* r, uint8_t* y, int64_t lo, int64_t hi, int64_t SW,
+                                   int64_t PL, int64_t KW, int64_t DW, uint8_t flip) {
+  int64_t ow = lo;
+#if defined(__SSE2__)
+  if (SW > 2) return ow;
+  const __m128i f = _mm_set1_epi8((char)flip), even = _mm_set1_epi16(0x00FF);
+  for (; ow < hi && hi - lo >= 16; ow += 16) {
+    if (ow + 16 > hi) ow = hi - 16; /* the tail as one overlapping step: same values again */
+    const uint8_t* b = r + ow * SW - PL;
+    __m128i m = _mm_setzero_si128();
+    for (int64_t j = 0; j < KW; ++j) {
+      const uint8_t* p = b + j * DW;
+      __m128i v = _mm_loadu_si128((const __m128i*)p);
+      if (SW == 2)
+        v = _mm_packus_epi16(_mm_and_si128(v, even),
+                             _mm_and_si128(_mm_loadu_si128((const __m128i*)(p + 16)), even));
+      v = _mm_xor_si128(v, f);
+      m = j ? _mm_max_epu8(m, v) : v;
+    }
+    _mm_storeu_si128((__m128i*)(y + ow), _mm_xor_si128(m, f));
+  }
+#else
+  (void)r, (void)y, (void)hi, (void)SW, (void)PL, (void)KW, (void)DW, (void)flip;
+#endif
+  return ow;
 }
 
 /* Max pooling on the integers (NCHW): padding is skipped (every window holds an element).
@@ -829,7 +866,7 @@ static inline void byoc_q_rowmax_(uint8_t* m, const uint8_t* r, int64_t n, uint8
                                           int64_t SH, int64_t SW, int64_t PT, int64_t PL,      \
                                           int64_t DH, int64_t DW, int64_t t, int64_t nt) {     \
     for (int64_t nc = NC * t / nt; nc < NC * (t + 1) / nt; ++nc) {                             \
-      XT rowmax[BYOC_QPOOL_MAXW];                                                              \
+      XT rowmax[BYOC_QPOOL_MAXW + 64];                                                         \
       const XT* xc = x + nc * H * W;                                                           \
       XT* yc = y + nc * OH * OW;                                                               \
       for (int64_t oh = 0; oh < OH; ++oh) {                                                    \
@@ -849,7 +886,9 @@ static inline void byoc_q_rowmax_(uint8_t* m, const uint8_t* r, int64_t n, uint8
           const int64_t lo = PL > 0 ? (PL + SW - 1) / SW : 0;                                  \
           int64_t hi = W - 1 - (KW - 1) * DW + PL >= 0 ? (W - 1 - (KW - 1) * DW + PL) / SW + 1 : 0; \
           hi = hi < OW ? hi : OW;                                                              \
-          for (int64_t ow = lo; ow < hi; ++ow) {                                               \
+          const int64_t done = byoc_q_hmax_((const uint8_t*)rowmax, (uint8_t*)(yc + oh * OW), lo, hi, SW, \
+                                            PL, KW, DW, (uint8_t)((XT)-1 < 0 ? 0x80 : 0));     \
+          for (int64_t ow = done; ow < hi; ++ow) {                                             \
             const XT* r = rowmax + ow * SW - PL;                                               \
             XT m = r[0];                                                                       \
             for (int64_t j = 1; j < KW; ++j) m = r[j * DW] > m ? r[j * DW] : m;                \

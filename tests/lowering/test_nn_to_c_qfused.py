@@ -123,11 +123,12 @@ def test_qadd_matches_the_float_block(op: str, relu: bool, types: tuple[type, ty
 
 
 @pytest.mark.parametrize("same", [True, False])
-@pytest.mark.parametrize("pool", ["max3x3s2", "max2x2-pad-ceil", "global"])
+@pytest.mark.parametrize("pool", ["max3x3s2", "max2x2-pad-ceil", "max3x3s1-dilated", "global"])
 def test_qmaxpool_is_the_max_over_the_integers(pool: str, same: bool, dispatch: str) -> None:
     attrs: dict[str, Any] = {
         "max3x3s2": dict(kernel_shape=[3, 3], strides=[2, 2]),
         "max2x2-pad-ceil": dict(kernel_shape=[2, 3], strides=[2, 2], pads=[1, 0, 0, 2], ceil_mode=1),
+        "max3x3s1-dilated": dict(kernel_shape=[3, 3], strides=[1, 1], pads=[2, 2, 2, 2], dilations=[2, 2]),
         "global": {},
     }[pool]
     node = helper.make_node("GlobalMaxPool" if pool == "global" else "MaxPool", ["x_d"], ["f"], **attrs)
