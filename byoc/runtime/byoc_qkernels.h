@@ -20,6 +20,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "byoc_runtime.h"
@@ -63,6 +64,7 @@
   } while (0)
 #define BYOC_Q_GEMM_GRAIN ((int64_t)1 << 20) /* multiply-adds per thread, at least */
 #define BYOC_Q_EW_GRAIN 32768                /* elements per thread, at least */
+#define BYOC_Q_MAX_THREADS 64                /* threads a conv2d shares its tiles among, at most */
 
 /* Integer kernels the compiler vectorises itself are also compiled for AVX2 and picked at
  * load time (as byoc_kernels.h's BYOC_CLONES): integer arithmetic, so identical results. */
@@ -412,59 +414,92 @@ BYOC_DEFINE_REQUANT_ROW(byoc_q_requant_row_i8_, int8_t, _mm_packs_epi16)
       ROW(acc + o * pp, tp, b, mult[oc], lo, hi, yzp, y + (n * O + oc) * P + p0, level);         \
     }                                                                                          \
   }                                                                                            \
+  /* tile `it` (image n, group g, pixels [p0, p0 + TP)) with this thread's scratch: packing,   \
+   * GEMM, requantization */                                                                   \
+  static void NAME##_tile_(                                                                    \
+      const XT* x, const int16_t* w, const int8_t* w8, const int32_t* wsum, const int32_t* bias, \
+      const float* mult, YT* y, float* scratch, int64_t C, int64_t H, int64_t W, int64_t O,    \
+      int64_t G, int64_t KH, int64_t KW, int64_t OH, int64_t OW, int64_t SH, int64_t SW,       \
+      int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t Kp, int64_t TP, int32_t xzp,     \
+      int32_t yzp, float lo, float hi, int32_t use8, int64_t it, int level) {                  \
+    const int64_t CG = C / G, OG = O / G, P = OH * OW, TT = (P + TP - 1) / TP;                 \
+    const int64_t n = it / (G * TT), g = (it / TT) % G, p0 = (it % TT) * TP;                   \
+    int16_t* cols = (int16_t*)scratch;                                                         \
+    int32_t* acc = (int32_t*)(cols + Kp * ((TP + 31) & ~(int64_t)31));                         \
+    const int32_t off = (XOFF), xzu = xzp + off; /* i8 + 128 -> u8 for vpdpbusd */          \
+    const XT* xg = x + (n * C + g * CG) * H * W;                                               \
+    const int64_t tp = P - p0 < TP ? P - p0 : TP, pp = (tp + 31) & ~(int64_t)31;               \
+    if (BYOC_Q_USE8(level, use8)) {                                                            \
+      uint8_t* u = (uint8_t*)cols;                                                             \
+      BYOC_Q_PACK8((const uint8_t*)xg, (uint8_t)xzp, (uint8_t)(off ? 0x80 : 0), u, u + Kp * pp, CG, H, W, KH, KW, OW, SH, SW, PT, PL, DH, DW, p0, tp, pp, Kp); \
+      NAME##_rows_(w, w8, wsum, bias, mult, y, acc, u, cols, n, g, O, OG, P, p0, tp, pp, Kp, xzu, \
+                   yzp, lo, hi, level, 1, 0, OG);                                              \
+      return;                                                                                  \
+    }                                                                                          \
+    memset(cols, 0, (size_t)(Kp * pp) * sizeof(int16_t));                                     \
+    int64_t k = 0;                                                                             \
+    for (int64_t c = 0; c < CG; ++c)                                                           \
+      for (int64_t i = 0; i < KH; ++i)                                                         \
+        for (int64_t j = 0; j < KW; ++j, ++k) {                                                \
+          int16_t* dst = cols + (k >> 1) * 2 * pp + (k & 1);                                   \
+          int64_t t = 0, oh = p0 / OW, ow = p0 % OW;                                           \
+          while (t < tp) {                                                                     \
+            const int64_t run = OW - ow < tp - t ? OW - ow : tp - t;                           \
+            const int64_t ih = oh * SH - PT + i * DH;                                          \
+            if (ih >= 0 && ih < H) {                                                           \
+              const XT* row = xg + (c * H + ih) * W;                                           \
+              for (int64_t r = 0; r < run; ++r) {                                              \
+                const int64_t iw = (ow + r) * SW - PL + j * DW;                                \
+                if (iw >= 0 && iw < W) dst[2 * (t + r)] = (int16_t)((int32_t)row[iw] - xzp);   \
+              }                                                                                \
+            }                                                                                  \
+            t += run;                                                                          \
+            ow = 0;                                                                            \
+            ++oh;                                                                              \
+          }                                                                                    \
+        }                                                                                      \
+    NAME##_rows_(w, w8, wsum, bias, mult, y, acc, (const uint8_t*)cols, cols, n, g, O, OG, P, p0, \
+                 tp, pp, Kp, xzu, yzp, lo, hi, level, 0, 0, OG);                               \
+  }                                                                                            \
+  /* The tiles are shared out round-robin, one OpenMP region a call: thread 0 uses `scratch`, \
+   * the others a block of their own (a tile a thread fails to get one for is done after the  \
+   * region, with `scratch`). Each tile is computed alike by any thread: identical integers. */ \
   static BYOC_MAYBE_UNUSED void NAME(                                                          \
       const XT* x, const int16_t* w, const int8_t* w8, const int32_t* wsum, const int32_t* bias, \
       const float* mult, YT* y, float* scratch, int64_t N, int64_t C, int64_t H, int64_t W,    \
       int64_t O, int64_t G, int64_t KH, int64_t KW, int64_t OH, int64_t OW, int64_t SH,        \
       int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t Kp, int64_t TP,      \
       int32_t xzp, int32_t yzp, float lo, float hi, int32_t use8) {                            \
-    const int64_t CG = C / G, OG = O / G, P = OH * OW;                                         \
-    int16_t* cols = (int16_t*)scratch;                                                         \
-    int32_t* acc = (int32_t*)(cols + Kp * ((TP + 31) & ~(int64_t)31));                         \
     const int level = byoc_qgemm_level();                                                      \
-    const int32_t off = (XOFF), xzu = xzp + off; /* i8 + 128 -> u8 for vpdpbusd */          \
-    for (int64_t n = 0; n < N; ++n)                                                            \
-      for (int64_t g = 0; g < G; ++g) {                                                        \
-        const XT* xg = x + (n * C + g * CG) * H * W;                                           \
-        for (int64_t p0 = 0; p0 < P; p0 += TP) {                                               \
-          const int64_t tp = P - p0 < TP ? P - p0 : TP, pp = (tp + 31) & ~(int64_t)31;         \
-          const int32_t nt = byoc_threads_for(OG * pp * Kp, BYOC_Q_GEMM_GRAIN);                \
-          if (BYOC_Q_USE8(level, use8)) {                                                      \
-            uint8_t* u = (uint8_t*)cols;                                                       \
-            BYOC_Q_PACK8((const uint8_t*)xg, (uint8_t)xzp, (uint8_t)(off ? 0x80 : 0), u, u + Kp * pp, CG, H, W, KH, KW, OW, SH, SW, PT, PL, DH, DW, p0, tp, pp, Kp); \
-            BYOC_Q_SPLIT_(nt, t, NAME##_rows_(w, w8, wsum, bias, mult, y, acc, u, cols, n, g, O, OG, P, \
-                                              p0, tp, pp, Kp, xzu, yzp, lo, hi, level, 1,        \
-                                              BYOC_Q_BLOCK0_(OG, t, nt), BYOC_Q_BLOCK0_(OG, t + 1, nt))); \
-            continue;                                                                          \
-          }                                                                                    \
-          memset(cols, 0, (size_t)(Kp * pp) * sizeof(int16_t));                                \
-          int64_t k = 0;                                                                       \
-          for (int64_t c = 0; c < CG; ++c)                                                     \
-            for (int64_t i = 0; i < KH; ++i)                                                   \
-              for (int64_t j = 0; j < KW; ++j, ++k) {                                          \
-                int16_t* dst = cols + (k >> 1) * 2 * pp + (k & 1);                             \
-                int64_t t = 0, oh = p0 / OW, ow = p0 % OW;                                     \
-                while (t < tp) {                                                               \
-                  const int64_t run = OW - ow < tp - t ? OW - ow : tp - t;                     \
-                  const int64_t ih = oh * SH - PT + i * DH;                                    \
-                  if (ih >= 0 && ih < H) {                                                     \
-                    const XT* row = xg + (c * H + ih) * W;                                     \
-                    for (int64_t r = 0; r < run; ++r) {                                        \
-                      const int64_t iw = (ow + r) * SW - PL + j * DW;                          \
-                      if (iw >= 0 && iw < W) dst[2 * (t + r)] = (int16_t)((int32_t)row[iw] - xzp); \
-                    }                                                                          \
-                  }                                                                            \
-                  t += run;                                                                    \
-                  ow = 0;                                                                      \
-                  ++oh;                                                                        \
-                }                                                                              \
-              }                                                                                \
-          BYOC_Q_SPLIT_(nt, t, NAME##_rows_(w, w8, wsum, bias, mult, y, acc, (const uint8_t*)cols, cols, \
-                                            n, g, O, OG, P, p0, tp, pp, Kp, xzu, yzp, lo, hi,   \
-                                            level, 0, BYOC_Q_BLOCK0_(OG, t, nt),                \
-                                            BYOC_Q_BLOCK0_(OG, t + 1, nt)));                    \
-        }                                                                                      \
+    const int64_t total = N * G * ((OH * OW + TP - 1) / TP);                                   \
+    int32_t nt = byoc_threads_for(N * O * OH * OW * Kp, BYOC_Q_GEMM_GRAIN);                    \
+    nt = nt < total ? nt : (int32_t)total;                                                     \
+    nt = nt < BYOC_Q_MAX_THREADS ? nt : BYOC_Q_MAX_THREADS;                                    \
+    if (nt <= 1) {                                                                             \
+      for (int64_t it = 0; it < total; ++it)                                                   \
+        NAME##_tile_(x, w, w8, wsum, bias, mult, y, scratch, C, H, W, O, G, KH, KW, OH, OW, SH, \
+                     SW, PT, PL, DH, DW, Kp, TP, xzp, yzp, lo, hi, use8, it, level);           \
+      return;                                                                                  \
+    }                                                                                          \
+    const int64_t PPm = (TP + 31) & ~(int64_t)31; /* the scratch the lowering gives: */      \
+    const size_t bytes = (size_t)(2 * Kp * PPm + 4 * (O / G) * PPm); /* cols, then acc */     \
+    unsigned char ok[BYOC_Q_MAX_THREADS];                                                      \
+    BYOC_PARALLEL_FOR(nt)                                                                      \
+    for (int32_t t = 0; t < nt; ++t) {                                                         \
+      float* s = t == 0 ? scratch : (float*)malloc(bytes);                                     \
+      ok[t] = s != NULL;                                                                       \
+      if (s != NULL) {                                                                         \
+        for (int64_t it = t; it < total; it += nt)                                             \
+          NAME##_tile_(x, w, w8, wsum, bias, mult, y, s, C, H, W, O, G, KH, KW, OH, OW, SH, SW, \
+                       PT, PL, DH, DW, Kp, TP, xzp, yzp, lo, hi, use8, it, level);             \
+        if (t != 0) free(s);                                                                   \
       }                                                                                        \
+    }                                                                                          \
+    for (int32_t t = 1; t < nt; ++t)                                                           \
+      if (!ok[t])                                                                              \
+        for (int64_t it = t; it < total; it += nt)                                             \
+          NAME##_tile_(x, w, w8, wsum, bias, mult, y, scratch, C, H, W, O, G, KH, KW, OH, OW,  \
+                       SH, SW, PT, PL, DH, DW, Kp, TP, xzp, yzp, lo, hi, use8, it, level);     \
   }
 
 /*
