@@ -3,17 +3,20 @@
  * (issue #13; lowering in byoc/lowering/nn_to_c/quant.py, docs/quantization.md).
  *
  * Every product and sum is exact integer arithmetic: the weights arrive centred and widened
- * (int16 w - w_zp, laid out [O][Kp], Kp = K rounded up to 16, zero-padded), the activations
- * are centred and widened while they are packed (x - x_zp; padding is 0; each pixel's k
- * pairs interleaved, see byoc_qgemm_), and the dot products accumulate in int32. The three code paths — baseline C, AVX2 (vpmaddwd) and
- * AVX-512 VNNI (vpdpwssd on 256-bit vectors) — therefore give identical integers; the path is
- * chosen at run time (__builtin_cpu_supports), and -DBYOC_BASELINE_ONLY
- * (BYOC_CPU_DISPATCH=baseline) keeps the baseline.
+ * (int16 w - w_zp, laid out [O][Kp], Kp = K rounded up to 16, zero-padded; also as int8 with
+ * their row sums when they fit), the activations are packed per block of pixels, and the dot
+ * products accumulate in int32. The GEMM paths — baseline C and AVX2 (vpmaddwd) on the int16
+ * form, AVX-512 VNNI (vpdpbusd on 512-bit vectors) on the u8 x s8 form, corrected by
+ * x_zp * sum(w) — therefore give identical integers; the path is chosen at run time
+ * (__builtin_cpu_supports), and -DBYOC_BASELINE_ONLY (BYOC_CPU_DISPATCH=baseline) keeps the
+ * baseline. vpmaddubsw is never used (it saturates int16 pair sums).
  *
  * The only floating point is the requantization of each accumulator, done as onnxruntime's
  * MLAS does it (MlasRequantizeOutput): v = (float)(acc + bias) * mult, clamped to
  * [lo, hi] (the output type's range minus the zero point, raised to 0 by a fused ReLU),
- * rounded half to even (byoc_q_round_), plus the output zero point.
+ * rounded half to even (byoc_q_round_), plus the output zero point. The fused elementwise,
+ * pooling and concatenation kernels at the end (qlut, qadd, qmaxpool) give the integers of
+ * their float QDQ blocks; why each is exact is in byoc/targets/qdq.py.
  */
 #ifndef BYOC_QKERNELS_H_
 #define BYOC_QKERNELS_H_
@@ -48,8 +51,8 @@
  * Threads. Run CALL for t in [0, nt) across nt threads of the OpenMP team (byoc_runtime.h's
  * BYOC_PARALLEL_FOR, static schedule); with nt <= 1 run it once on the caller, entering no
  * region at all (the BYOC_SPLIT_ pattern of byoc_kernels.h). Every kernel splits over outputs
- * (output channels, elements, planes), and each output is computed by the same code whatever
- * thread runs it, so the integers are identical at any thread count.
+ * (conv2d tiles of pixels, planes, elements), and each output is computed by the same code
+ * whatever thread runs it, so the integers are identical at any thread count.
  */
 #define BYOC_Q_SPLIT_(nt, t, CALL)                                 \
   do {                                                            \
