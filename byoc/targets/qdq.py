@@ -18,6 +18,10 @@ arithmetic. `qdq_block(root)` analyses a match rooted at the `quantize`; the pat
 | `<t>.quantize`      | a lone nn.quantize (f32 -> i8/ui8), per tensor or per axis               |
 | `<t>.dequantize`    | a lone nn.dequantize (i8/ui8 -> f32)                                     |
 
+`pattern_table(fused=True)` (the ccompiler target's) adds, ahead of the lone entries, the
+int8 elementwise / pooling / concatenation blocks `<t>.qadd`, `<t>.qmaxpool`, `<t>.qconcat`
+and `<t>.qlut` (see "the fused int8 ... blocks" below, and docs/quantization.md).
+
 Conditions (`qdq_block`, the entries' check): x, y are i8/ui8 per tensor; W is an i8/ui8
 constant per tensor or per output channel; B an i32 constant with zero point 0 and scale
 exactly `f32(x_scale * w_scale)` (what onnxruntime's quantizer writes and its QLinearConv
