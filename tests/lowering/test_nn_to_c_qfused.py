@@ -80,7 +80,7 @@ def check(model: onnx.ModelProto, want: str, shape: list[int], *, ort_exact: boo
 SHAPE = [1, 8, 96, 96]  # 73,728 elements: the elementwise kernels split across 2 threads
 
 
-@pytest.mark.parametrize("x_dtype,y_dtype", [(np.uint8, np.uint8), (np.int8, np.uint8), (np.uint8, np.int8)])
+@pytest.mark.parametrize("x_dtype,y_dtype", [(np.uint8, np.uint8), (np.int8, np.int8)])
 def test_qlut_batch_norm_relu_per_channel(x_dtype: type, y_dtype: type, dispatch: str) -> None:
     rng = np.random.default_rng(1)
     c = SHAPE[1]
@@ -122,8 +122,10 @@ def test_qadd_matches_the_float_block(op: str, relu: bool, types: tuple[type, ty
     check(model, "qadd", SHAPE)
 
 
-@pytest.mark.parametrize("same", [True, False])
-@pytest.mark.parametrize("pool", ["max3x3s2", "max2x2-pad-ceil", "max3x3s1-dilated", "global"])
+@pytest.mark.parametrize("pool,same", [
+    ("max3x3s2", True), ("max3x3s2", False), ("max2x2-pad-ceil", False), ("max3x3s1-dilated", True),
+    ("global", False),
+])
 def test_qmaxpool_is_the_max_over_the_integers(pool: str, same: bool, dispatch: str) -> None:
     attrs: dict[str, Any] = {
         "max3x3s2": dict(kernel_shape=[3, 3], strides=[2, 2]),
