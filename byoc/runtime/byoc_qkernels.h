@@ -3,24 +3,34 @@
  * (issue #13; lowering in byoc/lowering/nn_to_c/quant.py, docs/quantization.md).
  *
  * Every product and sum is exact integer arithmetic: the weights arrive centred and widened
- * (int16 w - w_zp, laid out [O][Kp], Kp = K rounded up to 16, zero-padded), the activations
- * are centred and widened while they are packed (x - x_zp; padding is 0; each pixel's k
- * pairs interleaved, see byoc_qgemm_), and the dot products accumulate in int32. The three code paths — baseline C, AVX2 (vpmaddwd) and
- * AVX-512 VNNI (vpdpwssd on 256-bit vectors) — therefore give identical integers; the path is
- * chosen at run time (__builtin_cpu_supports), and -DBYOC_BASELINE_ONLY
- * (BYOC_CPU_DISPATCH=baseline) keeps the baseline.
+ * (int16 w - w_zp, laid out [O][Kp], Kp = K rounded up to 16, zero-padded; also as int8 with
+ * their row sums when they fit), the activations are packed per block of pixels, and the dot
+ * products accumulate in int32. The GEMM paths — baseline C and AVX2 (vpmaddwd) on the int16
+ * form, AVX-512 VNNI (vpdpbusd on 512-bit vectors) on the u8 x s8 form, corrected by
+ * x_zp * sum(w) — therefore give identical integers; the path is chosen at run time
+ * (__builtin_cpu_supports), and -DBYOC_BASELINE_ONLY (BYOC_CPU_DISPATCH=baseline) keeps the
+ * baseline. vpmaddubsw is never used (it saturates int16 pair sums).
  *
  * The only floating point is the requantization of each accumulator, done as onnxruntime's
  * MLAS does it (MlasRequantizeOutput): v = (float)(acc + bias) * mult, clamped to
  * [lo, hi] (the output type's range minus the zero point, raised to 0 by a fused ReLU),
- * rounded half to even (byoc_q_round_), plus the output zero point.
+ * rounded half to even (byoc_q_round_), plus the output zero point. The fused elementwise,
+ * pooling and concatenation kernels at the end (qlut, qadd, qmaxpool) give the integers of
+ * their float QDQ blocks; why each is exact is in byoc/targets/qdq.py.
  */
 #ifndef BYOC_QKERNELS_H_
 #define BYOC_QKERNELS_H_
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "byoc_runtime.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h> /* part of the x86-64 baseline */
+#endif
 
 #ifndef BYOC_MAYBE_UNUSED
 #define BYOC_MAYBE_UNUSED __attribute__((unused))
@@ -30,12 +40,45 @@
 #if __has_attribute(target) && !defined(__SANITIZE_ADDRESS__)
 #include <immintrin.h>
 #define BYOC_Q_AVX2 __attribute__((target("avx2")))
-#define BYOC_Q_VNNI __attribute__((target("avx2,avx512f,avx512vl,avx512vnni")))
+#define BYOC_Q_VNNI __attribute__((target("avx2,avx512f,avx512vl,avx512bw,avx512vnni")))
 #endif
 #endif
 
 /* K is packed in blocks of this many int16 (one 256-bit vector). */
 #define BYOC_QK 16
+
+/*
+ * Threads. Run CALL for t in [0, nt) across nt threads of the OpenMP team (byoc_runtime.h's
+ * BYOC_PARALLEL_FOR, static schedule); with nt <= 1 run it once on the caller, entering no
+ * region at all (the BYOC_SPLIT_ pattern of byoc_kernels.h). Every kernel splits over outputs
+ * (conv2d tiles of pixels, planes, elements), and each output is computed by the same code
+ * whatever thread runs it, so the integers are identical at any thread count.
+ */
+#define BYOC_Q_SPLIT_(nt, t, CALL)                                 \
+  do {                                                            \
+    if ((nt) > 1) {                                               \
+      BYOC_PARALLEL_FOR(nt)                                       \
+      for (int32_t t = 0; t < (nt); ++t) CALL;                    \
+    } else {                                                      \
+      const int32_t t = 0;                                        \
+      (void)t;                                                    \
+      CALL;                                                       \
+    }                                                             \
+  } while (0)
+#define BYOC_Q_GEMM_GRAIN ((int64_t)1 << 20) /* multiply-adds per thread, at least */
+#define BYOC_Q_EW_GRAIN 32768                /* elements per thread, at least */
+#define BYOC_Q_MAX_THREADS 64                /* threads a conv2d shares its tiles among, at most */
+
+/* Integer kernels the compiler vectorises itself are also compiled for AVX2 and picked at
+ * load time (as byoc_kernels.h's BYOC_CLONES): integer arithmetic, so identical results. */
+#if defined(__x86_64__) && defined(__ELF__) && defined(__has_attribute) && !defined(BYOC_BASELINE_ONLY)
+#if __has_attribute(target_clones) && !defined(__SANITIZE_ADDRESS__)
+#define BYOC_Q_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef BYOC_Q_CLONES
+#define BYOC_Q_CLONES
+#endif
 
 /*
  * Round half to even of a float already clamped to |v| < 2^22: adding and subtracting
@@ -134,56 +177,126 @@ static BYOC_Q_VNNI void byoc_qgemm_vnni_(const int16_t* A, const int16_t* B, int
 
 #ifdef BYOC_Q_AVX2
 /*
- * The u8 x s8 form on AVX-512 VNNI (vpdpbusd, 4 products a lane, exact in int32):
- * C[o * ldc + p] = sum_k W8[o * Kp + k] * U[(k / 4) * 4 * PP + 4 * p + k % 4], W8 the centred
- * weights as int8 (when they fit), U the activations offset to unsigned (x, or x + 128 for i8)
- * and not centred; the kernels subtract x_zp' * sum_k W8[o][k] afterwards, so the integers are
- * those of the int16 form.
+ * The u8 x s8 form on AVX-512 VNNI (vpdpbusd on 512-bit vectors, 4 products a lane, exact in
+ * int32): C[o * ldc + p] = sum_k W8[o * Kp + k] * U[(k / 4) * 4 * PP + 4 * p + k % 4], W8 the
+ * centred weights as int8 (when they fit), U the activations offset to unsigned (x, or x + 128
+ * for i8: x ^ 0x80) and not centred; the kernels subtract x_zp' * sum_k W8[o][k] afterwards, so
+ * the integers are those of the int16 form. Tiles of 8 output channels x 32 pixels (16 zmm
+ * accumulators); PP is a multiple of 32.
  */
+#define BYOC_Q_VNNI512_TILE(R)                                                                  \
+  {                                                                                            \
+    __m512i acc0[R], acc1[R];                                                                  \
+    _Pragma("GCC unroll 8") for (int r = 0; r < (R); ++r) acc0[r] = acc1[r] = _mm512_setzero_si512(); \
+    const uint8_t* b = U + 4 * p;                                                              \
+    for (int64_t k = 0; k < ka; ++k, b += 4 * PP) {                                            \
+      const __m512i x0 = _mm512_loadu_si512((const void*)b);                                   \
+      const __m512i x1 = _mm512_loadu_si512((const void*)(b + 64));                            \
+      _Pragma("GCC unroll 8") for (int r = 0; r < (R); ++r) {                                  \
+        const __m512i w = _mm512_set1_epi32(a0[r * ka + k]);                                   \
+        acc0[r] = _mm512_dpbusd_epi32(acc0[r], x0, w);                                         \
+        acc1[r] = _mm512_dpbusd_epi32(acc1[r], x1, w);                                         \
+      }                                                                                        \
+    }                                                                                          \
+    _Pragma("GCC unroll 8") for (int r = 0; r < (R); ++r) {                                    \
+      _mm512_storeu_si512((void*)(C + (o + r) * ldc + p), acc0[r]);                            \
+      _mm512_storeu_si512((void*)(C + (o + r) * ldc + p + 16), acc1[r]);                       \
+    }                                                                                          \
+  }
 static BYOC_Q_VNNI void byoc_qgemm_u8_vnni_(const int8_t* W8, const uint8_t* U, int32_t* C,
                                             int64_t M, int64_t PP, int64_t Kp, int64_t ldc) {
   const int64_t ka = Kp / 4;
-  for (int64_t o = 0; o + 4 <= M; o += 4) {
+  int64_t o = 0;
+  for (; o + 8 <= M; o += 8) {
     const int32_t* a0 = (const int32_t*)(W8 + o * Kp);
-    for (int64_t p = 0; p < PP; p += 16) {
-      __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
-              c30 = c00, c31 = c00;
-      const uint8_t* b = U + 4 * p;
-      for (int64_t k = 0; k < ka; ++k, b += 4 * PP) {
-        const __m256i x0 = _mm256_loadu_si256((const __m256i*)b);
-        const __m256i x1 = _mm256_loadu_si256((const __m256i*)(b + 32));
-        __m256i w = _mm256_set1_epi32(a0[k]);
-        c00 = _mm256_dpbusd_epi32(c00, x0, w); c01 = _mm256_dpbusd_epi32(c01, x1, w);
-        w = _mm256_set1_epi32(a0[ka + k]);
-        c10 = _mm256_dpbusd_epi32(c10, x0, w); c11 = _mm256_dpbusd_epi32(c11, x1, w);
-        w = _mm256_set1_epi32(a0[2 * ka + k]);
-        c20 = _mm256_dpbusd_epi32(c20, x0, w); c21 = _mm256_dpbusd_epi32(c21, x1, w);
-        w = _mm256_set1_epi32(a0[3 * ka + k]);
-        c30 = _mm256_dpbusd_epi32(c30, x0, w); c31 = _mm256_dpbusd_epi32(c31, x1, w);
-      }
-      int32_t* c = C + o * ldc + p;
-      _mm256_storeu_si256((__m256i*)c, c00); _mm256_storeu_si256((__m256i*)(c + 8), c01);
-      c += ldc;
-      _mm256_storeu_si256((__m256i*)c, c10); _mm256_storeu_si256((__m256i*)(c + 8), c11);
-      c += ldc;
-      _mm256_storeu_si256((__m256i*)c, c20); _mm256_storeu_si256((__m256i*)(c + 8), c21);
-      c += ldc;
-      _mm256_storeu_si256((__m256i*)c, c30); _mm256_storeu_si256((__m256i*)(c + 8), c31);
-    }
+    for (int64_t p = 0; p < PP; p += 32) BYOC_Q_VNNI512_TILE(8)
   }
-  for (int64_t r = M & ~(int64_t)3; r < M; ++r) {
-    const int32_t* a0 = (const int32_t*)(W8 + r * Kp);
-    for (int64_t p = 0; p < PP; p += 16) {
-      __m256i c0 = _mm256_setzero_si256(), c1 = c0;
-      const uint8_t* b = U + 4 * p;
-      for (int64_t k = 0; k < ka; ++k, b += 4 * PP) {
-        const __m256i w = _mm256_set1_epi32(a0[k]);
-        c0 = _mm256_dpbusd_epi32(c0, _mm256_loadu_si256((const __m256i*)b), w);
-        c1 = _mm256_dpbusd_epi32(c1, _mm256_loadu_si256((const __m256i*)(b + 32)), w);
+  for (; o + 4 <= M; o += 4) {
+    const int32_t* a0 = (const int32_t*)(W8 + o * Kp);
+    for (int64_t p = 0; p < PP; p += 32) BYOC_Q_VNNI512_TILE(4)
+  }
+  for (; o < M; ++o) {
+    const int32_t* a0 = (const int32_t*)(W8 + o * Kp);
+    for (int64_t p = 0; p < PP; p += 32) BYOC_Q_VNNI512_TILE(1)
+  }
+}
+
+/* dst[4 p + r] = rows[r * pp + p] ^ flip (r < 4, p < pp, pp a multiple of 16): four im2col rows
+ * interleaved into vpdpbusd's layout, i8 turned into u8 (x + 128 = x ^ 0x80). */
+static BYOC_Q_VNNI void byoc_q_interleave4_(const uint8_t* rows, int64_t pp, uint8_t flip, uint8_t* dst) {
+  const __m128i f = _mm_set1_epi8((char)flip);
+  for (int64_t p = 0; p < pp; p += 16) {
+    const __m128i a = _mm_xor_si128(_mm_loadu_si128((const __m128i*)(rows + p)), f);
+    const __m128i b = _mm_xor_si128(_mm_loadu_si128((const __m128i*)(rows + pp + p)), f);
+    const __m128i c = _mm_xor_si128(_mm_loadu_si128((const __m128i*)(rows + 2 * pp + p)), f);
+    const __m128i d = _mm_xor_si128(_mm_loadu_si128((const __m128i*)(rows + 3 * pp + p)), f);
+    const __m128i ablo = _mm_unpacklo_epi8(a, b), abhi = _mm_unpackhi_epi8(a, b);
+    const __m128i cdlo = _mm_unpacklo_epi8(c, d), cdhi = _mm_unpackhi_epi8(c, d);
+    uint8_t* o = dst + 4 * p;
+    _mm_storeu_si128((__m128i*)o, _mm_unpacklo_epi16(ablo, cdlo));
+    _mm_storeu_si128((__m128i*)(o + 16), _mm_unpackhi_epi16(ablo, cdlo));
+    _mm_storeu_si128((__m128i*)(o + 32), _mm_unpacklo_epi16(abhi, cdhi));
+    _mm_storeu_si128((__m128i*)(o + 48), _mm_unpackhi_epi16(abhi, cdhi));
+  }
+}
+
+/* One im2col row of bytes: dst[t] = x byte of output pixel p0 + t at tap (c, i, j), or the
+ * raw zero-point byte `pad` outside the input; t < tp, then pad up to pp. */
+static void byoc_q_im2col_row_(const uint8_t* xc, uint8_t pad, uint8_t* dst, int64_t H, int64_t W,
+                               int64_t OW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
+                               int64_t i, int64_t j, int64_t DH, int64_t DW, int64_t p0, int64_t tp,
+                               int64_t pp) {
+  int64_t t = 0, oh = p0 / OW, ow = p0 % OW;
+  while (t < tp) {
+    const int64_t run = OW - ow < tp - t ? OW - ow : tp - t;
+    const int64_t ih = oh * SH - PT + i * DH;
+    uint8_t* d = dst + t;
+    if (ih < 0 || ih >= H) {
+      memset(d, pad, (size_t)run);
+    } else {
+      const uint8_t* row = xc + ih * W;
+      const int64_t base = ow * SW - PL + j * DW; /* iw of the run's first pixel */
+      if (SW == 1) {
+        int64_t r0 = base < 0 ? -base : 0, r1 = W - base;
+        r0 = r0 < run ? r0 : run;
+        r1 = r1 < run ? r1 : run;
+        r1 = r1 > r0 ? r1 : r0;
+        memset(d, pad, (size_t)r0);
+        memcpy(d + r0, row + base + r0, (size_t)(r1 - r0));
+        memset(d + r1, pad, (size_t)(run - r1));
+      } else {
+        for (int64_t r = 0; r < run; ++r) {
+          const int64_t iw = base + r * SW;
+          d[r] = iw >= 0 && iw < W ? row[iw] : pad;
+        }
       }
-      _mm256_storeu_si256((__m256i*)(C + r * ldc + p), c0);
-      _mm256_storeu_si256((__m256i*)(C + r * ldc + p + 8), c1);
     }
+    t += run;
+    ow = 0;
+    ++oh;
+  }
+  memset(dst + tp, pad, (size_t)(pp - tp));
+}
+
+/* The packed block U (Kp / 4 groups of 4 * pp bytes) of pixels [p0, p0 + tp) of one group;
+ * `rows` holds 4 * pp bytes of scratch. */
+static void byoc_q_pack_u8_(const uint8_t* xg, uint8_t pad, uint8_t flip, uint8_t* U, uint8_t* rows,
+                            int64_t CG, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t OW,
+                            int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW,
+                            int64_t p0, int64_t tp, int64_t pp, int64_t Kp) {
+  const int64_t K = CG * KH * KW;
+  for (int64_t kq = 0; kq < Kp / 4; ++kq) {
+    for (int64_t r = 0; r < 4; ++r) {
+      const int64_t k = 4 * kq + r;
+      if (k >= K) {
+        memset(rows + r * pp, pad, (size_t)pp);
+        continue;
+      }
+      const int64_t c = k / (KH * KW), i = (k / KW) % KH, j = k % KW;
+      byoc_q_im2col_row_(xg + c * H * W, pad, rows + r * pp, H, W, OW, SH, SW, PT, PL, i, j, DH, DW,
+                         p0, tp, pp);
+    }
+    byoc_q_interleave4_(rows, pp, flip, U + kq * 4 * pp);
   }
 }
 #endif
@@ -191,15 +304,19 @@ static BYOC_Q_VNNI void byoc_qgemm_u8_vnni_(const int8_t* W8, const uint8_t* U, 
 #ifdef BYOC_Q_AVX2
 #define BYOC_Q_USE8(level, use8) ((level) == 2 && (use8))
 #define BYOC_Q_GEMM8(W8, U, C, M, PP, Kp, ldc) byoc_qgemm_u8_vnni_(W8, U, C, M, PP, Kp, ldc)
+#define BYOC_Q_PACK8(...) byoc_q_pack_u8_(__VA_ARGS__)
 #else
 #define BYOC_Q_USE8(level, use8) ((void)(use8), 0)
 #define BYOC_Q_GEMM8(W8, U, C, M, PP, Kp, ldc) ((void)(W8), (void)(U))
+#define BYOC_Q_PACK8(...) ((void)0)
 #endif
 
 /* 0: baseline, 1: AVX2, 2: AVX-512 VNNI — what byoc_qgemm_ runs on this CPU. */
 static BYOC_MAYBE_UNUSED int byoc_qgemm_level(void) {
 #ifdef BYOC_Q_AVX2
-  if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl")) return 2;
+  if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512bw"))
+    return 2;
   if (__builtin_cpu_supports("avx2")) return 1;
 #endif
   return 0;
@@ -268,6 +385,10 @@ BYOC_DEFINE_REQUANT_ROW(byoc_q_requant_row_i8_, int8_t, _mm_packs_epi16)
 
 /* ---- kernels, one per (activation type, output type) ------------------------------------- */
 
+/* The first output channel of thread t's share of OG channels, in blocks of 8 (a GEMM tile). */
+#define BYOC_Q_BLOCK0_(OG, t, nt)                                                              \
+  ((((OG) + 7) / 8 * (int64_t)(t) / (nt)) * 8 < (OG) ? (((OG) + 7) / 8 * (int64_t)(t) / (nt)) * 8 : (OG))
+
 /*
  * conv2d (NCHW, groups G): x (N, C, H, W) of XT, w int16 (O, Kp) centred, K = C/G*KH*KW in
  * (c, kh, kw) order; w8 the same as int8 and wsum its row sums when use8 (the centred weights
@@ -277,83 +398,111 @@ BYOC_DEFINE_REQUANT_ROW(byoc_q_requant_row_i8_, int8_t, _mm_packs_epi16)
  * (O / G) * PP int32.
  */
 #define BYOC_DEFINE_QCONV2D(NAME, XT, YT, ROW, XOFF)                                            \
+  /* output channels [o0, o1) of group g of one packed block: GEMM, then requantization */     \
+  static inline __attribute__((always_inline)) void NAME##_rows_(const int16_t* w, const int8_t* w8, const int32_t* wsum,            \
+                           const int32_t* bias, const float* mult, YT* y, int32_t* acc,        \
+                           const uint8_t* u, const int16_t* cols, int64_t n, int64_t g,        \
+                           int64_t O, int64_t OG, int64_t P, int64_t p0, int64_t tp, int64_t pp, \
+                           int64_t Kp, int32_t xzu, int32_t yzp, float lo, float hi, int level, \
+                           int u8, int64_t o0, int64_t o1) {                                   \
+    if (o1 <= o0) return;                                                                      \
+    if (u8)                                                                                    \
+      BYOC_Q_GEMM8(w8 + (g * OG + o0) * Kp, u, acc + o0 * pp, o1 - o0, pp, Kp, pp);            \
+    else                                                                                       \
+      byoc_qgemm_(w + (g * OG + o0) * Kp, cols, acc + o0 * pp, o1 - o0, pp, Kp, pp, level);    \
+    for (int64_t o = o0; o < o1; ++o) {                                                        \
+      const int64_t oc = g * OG + o;                                                           \
+      /* the u8 form's sums are not centred: take x_zp' * sum(w8) off (mod 2^32, as i32 wraps) */ \
+      const int32_t b = u8 ? (int32_t)((uint32_t)bias[oc] - (uint32_t)xzu * (uint32_t)wsum[oc]) : bias[oc]; \
+      ROW(acc + o * pp, tp, b, mult[oc], lo, hi, yzp, y + (n * O + oc) * P + p0, level);         \
+    }                                                                                          \
+  }                                                                                            \
+  /* tile `it` (image n, group g, pixels [p0, p0 + TP)) with this thread's scratch: packing,   \
+   * GEMM, requantization */                                                                   \
+  static void NAME##_tile_(                                                                    \
+      const XT* x, const int16_t* w, const int8_t* w8, const int32_t* wsum, const int32_t* bias, \
+      const float* mult, YT* y, float* scratch, int64_t C, int64_t H, int64_t W, int64_t O,    \
+      int64_t G, int64_t KH, int64_t KW, int64_t OH, int64_t OW, int64_t SH, int64_t SW,       \
+      int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t Kp, int64_t TP, int32_t xzp,     \
+      int32_t yzp, float lo, float hi, int32_t use8, int64_t it, int level) {                  \
+    const int64_t CG = C / G, OG = O / G, P = OH * OW, TT = (P + TP - 1) / TP;                 \
+    const int64_t n = it / (G * TT), g = (it / TT) % G, p0 = (it % TT) * TP;                   \
+    int16_t* cols = (int16_t*)scratch;                                                         \
+    int32_t* acc = (int32_t*)(cols + Kp * ((TP + 31) & ~(int64_t)31));                         \
+    const int32_t off = (XOFF), xzu = xzp + off; /* i8 + 128 -> u8 for vpdpbusd */          \
+    const XT* xg = x + (n * C + g * CG) * H * W;                                               \
+    const int64_t tp = P - p0 < TP ? P - p0 : TP, pp = (tp + 31) & ~(int64_t)31;               \
+    if (BYOC_Q_USE8(level, use8)) {                                                            \
+      uint8_t* u = (uint8_t*)cols;                                                             \
+      BYOC_Q_PACK8((const uint8_t*)xg, (uint8_t)xzp, (uint8_t)(off ? 0x80 : 0), u, u + Kp * pp, CG, H, W, KH, KW, OW, SH, SW, PT, PL, DH, DW, p0, tp, pp, Kp); \
+      NAME##_rows_(w, w8, wsum, bias, mult, y, acc, u, cols, n, g, O, OG, P, p0, tp, pp, Kp, xzu, \
+                   yzp, lo, hi, level, 1, 0, OG);                                              \
+      return;                                                                                  \
+    }                                                                                          \
+    memset(cols, 0, (size_t)(Kp * pp) * sizeof(int16_t));                                     \
+    int64_t k = 0;                                                                             \
+    for (int64_t c = 0; c < CG; ++c)                                                           \
+      for (int64_t i = 0; i < KH; ++i)                                                         \
+        for (int64_t j = 0; j < KW; ++j, ++k) {                                                \
+          int16_t* dst = cols + (k >> 1) * 2 * pp + (k & 1);                                   \
+          int64_t t = 0, oh = p0 / OW, ow = p0 % OW;                                           \
+          while (t < tp) {                                                                     \
+            const int64_t run = OW - ow < tp - t ? OW - ow : tp - t;                           \
+            const int64_t ih = oh * SH - PT + i * DH;                                          \
+            if (ih >= 0 && ih < H) {                                                           \
+              const XT* row = xg + (c * H + ih) * W;                                           \
+              for (int64_t r = 0; r < run; ++r) {                                              \
+                const int64_t iw = (ow + r) * SW - PL + j * DW;                                \
+                if (iw >= 0 && iw < W) dst[2 * (t + r)] = (int16_t)((int32_t)row[iw] - xzp);   \
+              }                                                                                \
+            }                                                                                  \
+            t += run;                                                                          \
+            ow = 0;                                                                            \
+            ++oh;                                                                              \
+          }                                                                                    \
+        }                                                                                      \
+    NAME##_rows_(w, w8, wsum, bias, mult, y, acc, (const uint8_t*)cols, cols, n, g, O, OG, P, p0, \
+                 tp, pp, Kp, xzu, yzp, lo, hi, level, 0, 0, OG);                               \
+  }                                                                                            \
+  /* The tiles are shared out round-robin, one OpenMP region a call: thread 0 uses `scratch`, \
+   * the others a block of their own (a tile a thread fails to get one for is done after the  \
+   * region, with `scratch`). Each tile is computed alike by any thread: identical integers. */ \
   static BYOC_MAYBE_UNUSED void NAME(                                                          \
       const XT* x, const int16_t* w, const int8_t* w8, const int32_t* wsum, const int32_t* bias, \
       const float* mult, YT* y, float* scratch, int64_t N, int64_t C, int64_t H, int64_t W,    \
       int64_t O, int64_t G, int64_t KH, int64_t KW, int64_t OH, int64_t OW, int64_t SH,        \
       int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t Kp, int64_t TP,      \
       int32_t xzp, int32_t yzp, float lo, float hi, int32_t use8) {                            \
-    const int64_t CG = C / G, OG = O / G, P = OH * OW;                                         \
-    int16_t* cols = (int16_t*)scratch;                                                         \
-    int32_t* acc = (int32_t*)(cols + Kp * ((TP + 15) & ~(int64_t)15));                         \
     const int level = byoc_qgemm_level();                                                      \
-    const int32_t off = (XOFF), xzu = xzp + off; /* i8 + 128 -> u8 for vpdpbusd */          \
-    for (int64_t n = 0; n < N; ++n)                                                            \
-      for (int64_t g = 0; g < G; ++g) {                                                        \
-        const XT* xg = x + (n * C + g * CG) * H * W;                                           \
-        for (int64_t p0 = 0; p0 < P; p0 += TP) {                                               \
-          const int64_t tp = P - p0 < TP ? P - p0 : TP, pp = (tp + 15) & ~(int64_t)15;         \
-          if (BYOC_Q_USE8(level, use8)) {                                                      \
-            uint8_t* u = (uint8_t*)cols;                                                       \
-            memset(u, xzu, (size_t)(Kp * pp));                                                 \
-            int64_t k = 0;                                                                     \
-            for (int64_t c = 0; c < CG; ++c)                                                   \
-              for (int64_t i = 0; i < KH; ++i)                                                 \
-                for (int64_t j = 0; j < KW; ++j, ++k) {                                        \
-                  uint8_t* dst = u + (k >> 2) * 4 * pp + (k & 3);                              \
-                  int64_t t = 0, oh = p0 / OW, ow = p0 % OW;                                   \
-                  while (t < tp) {                                                             \
-                    const int64_t run = OW - ow < tp - t ? OW - ow : tp - t;                   \
-                    const int64_t ih = oh * SH - PT + i * DH;                                  \
-                    if (ih >= 0 && ih < H) {                                                   \
-                      const XT* row = xg + (c * H + ih) * W;                                   \
-                      for (int64_t r = 0; r < run; ++r) {                                      \
-                        const int64_t iw = (ow + r) * SW - PL + j * DW;                        \
-                        if (iw >= 0 && iw < W) dst[4 * (t + r)] = (uint8_t)((int32_t)row[iw] + off); \
-                      }                                                                        \
-                    }                                                                          \
-                    t += run;                                                                  \
-                    ow = 0;                                                                    \
-                    ++oh;                                                                      \
-                  }                                                                            \
-                }                                                                              \
-            BYOC_Q_GEMM8(w8 + g * OG * Kp, u, acc, OG, pp, Kp, pp);                            \
-            for (int64_t o = 0; o < OG; ++o) {                                                 \
-              const int64_t oc = g * OG + o;                                                   \
-              const int32_t b8 = (int32_t)((uint32_t)bias[oc] - (uint32_t)xzu * (uint32_t)wsum[oc]); \
-              ROW(acc + o * pp, tp, b8, mult[oc], lo, hi, yzp, y + (n * O + oc) * P + p0, level); \
-            }                                                                                  \
-            continue;                                                                          \
-          }                                                                                    \
-          memset(cols, 0, (size_t)(Kp * pp) * sizeof(int16_t));                                \
-          int64_t k = 0;                                                                       \
-          for (int64_t c = 0; c < CG; ++c)                                                     \
-            for (int64_t i = 0; i < KH; ++i)                                                   \
-              for (int64_t j = 0; j < KW; ++j, ++k) {                                          \
-                int16_t* dst = cols + (k >> 1) * 2 * pp + (k & 1);                             \
-                int64_t t = 0, oh = p0 / OW, ow = p0 % OW;                                     \
-                while (t < tp) {                                                               \
-                  const int64_t run = OW - ow < tp - t ? OW - ow : tp - t;                     \
-                  const int64_t ih = oh * SH - PT + i * DH;                                    \
-                  if (ih >= 0 && ih < H) {                                                     \
-                    const XT* row = xg + (c * H + ih) * W;                                     \
-                    for (int64_t r = 0; r < run; ++r) {                                        \
-                      const int64_t iw = (ow + r) * SW - PL + j * DW;                          \
-                      if (iw >= 0 && iw < W) dst[2 * (t + r)] = (int16_t)((int32_t)row[iw] - xzp); \
-                    }                                                                          \
-                  }                                                                            \
-                  t += run;                                                                    \
-                  ow = 0;                                                                      \
-                  ++oh;                                                                        \
-                }                                                                              \
-              }                                                                                \
-          byoc_qgemm_(w + g * OG * Kp, cols, acc, OG, pp, Kp, pp, level);                      \
-          for (int64_t o = 0; o < OG; ++o) {                                                   \
-            const int64_t oc = g * OG + o;                                                     \
-            ROW(acc + o * pp, tp, bias[oc], mult[oc], lo, hi, yzp, y + (n * O + oc) * P + p0, level); \
-          }                                                                                    \
-        }                                                                                      \
+    const int64_t total = N * G * ((OH * OW + TP - 1) / TP);                                   \
+    int32_t nt = byoc_threads_for(N * O * OH * OW * Kp, BYOC_Q_GEMM_GRAIN);                    \
+    nt = nt < total ? nt : (int32_t)total;                                                     \
+    nt = nt < BYOC_Q_MAX_THREADS ? nt : BYOC_Q_MAX_THREADS;                                    \
+    if (nt <= 1) {                                                                             \
+      for (int64_t it = 0; it < total; ++it)                                                   \
+        NAME##_tile_(x, w, w8, wsum, bias, mult, y, scratch, C, H, W, O, G, KH, KW, OH, OW, SH, \
+                     SW, PT, PL, DH, DW, Kp, TP, xzp, yzp, lo, hi, use8, it, level);           \
+      return;                                                                                  \
+    }                                                                                          \
+    const int64_t PPm = (TP + 31) & ~(int64_t)31; /* the scratch the lowering gives: */      \
+    const size_t bytes = (size_t)(2 * Kp * PPm + 4 * (O / G) * PPm); /* cols, then acc */     \
+    unsigned char ok[BYOC_Q_MAX_THREADS];                                                      \
+    BYOC_PARALLEL_FOR(nt)                                                                      \
+    for (int32_t t = 0; t < nt; ++t) {                                                         \
+      float* s = t == 0 ? scratch : (float*)malloc(bytes);                                     \
+      ok[t] = s != NULL;                                                                       \
+      if (s != NULL) {                                                                         \
+        for (int64_t it = t; it < total; it += nt)                                             \
+          NAME##_tile_(x, w, w8, wsum, bias, mult, y, s, C, H, W, O, G, KH, KW, OH, OW, SH, SW, \
+                       PT, PL, DH, DW, Kp, TP, xzp, yzp, lo, hi, use8, it, level);             \
+        if (t != 0) free(s);                                                                   \
       }                                                                                        \
+    }                                                                                          \
+    for (int32_t t = 1; t < nt; ++t)                                                           \
+      if (!ok[t])                                                                              \
+        for (int64_t it = t; it < total; it += nt)                                             \
+          NAME##_tile_(x, w, w8, wsum, bias, mult, y, scratch, C, H, W, O, G, KH, KW, OH, OW,  \
+                       SH, SW, PT, PL, DH, DW, Kp, TP, xzp, yzp, lo, hi, use8, it, level);     \
   }
 
 /*
@@ -361,38 +510,83 @@ BYOC_DEFINE_REQUANT_ROW(byoc_q_requant_row_i8_, int8_t, _mm_packs_epi16)
  * plane (HP * WP int16) then OW int32. The taps of one output row accumulate across OW (the
  * inner loop vectorises when SW == 1).
  */
+#ifdef BYOC_Q_AVX2
+/* One output row of a stride-1 depthwise conv2d, 8 pixels a step: acc[ow] = sum over the taps
+ * of w * plane value, exact (centred values and weights fit int16; each int32 lane of the
+ * widened values times (w, 0) in vpmaddwd is x * w + sign-half * 0). Returns the pixels done. */
+static BYOC_Q_AVX2 int64_t byoc_q_dw_row_avx2_(const int16_t* plane, int64_t WP, const int16_t* wc,
+                                              int64_t KH, int64_t KW, int64_t DH, int64_t DW,
+                                              int64_t r0, int32_t* acc, int64_t OW) {
+  int64_t ow = 0;
+  for (; ow + 8 <= OW; ow += 8) {
+    __m256i a = _mm256_setzero_si256();
+    for (int64_t i = 0; i < KH; ++i) {
+      const int16_t* src = plane + (r0 + i * DH) * WP + ow;
+      for (int64_t j = 0; j < KW; ++j) {
+        const __m256i v = _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i*)(src + j * DW)));
+        const __m256i w = _mm256_set1_epi32((int32_t)(uint16_t)wc[i * KW + j]);
+        a = _mm256_add_epi32(a, _mm256_madd_epi16(v, w));
+      }
+    }
+    _mm256_storeu_si256((__m256i*)(acc + ow), a);
+  }
+  return ow;
+}
+#define BYOC_Q_DW_ROW(plane, WP, wc, KH, KW, DH, DW, r0, acc, OW) \
+  byoc_q_dw_row_avx2_(plane, WP, wc, KH, KW, DH, DW, r0, acc, OW)
+#else
+#define BYOC_Q_DW_ROW(plane, WP, wc, KH, KW, DH, DW, r0, acc, OW) ((int64_t)0)
+#endif
+
+/* Threads a depthwise conv2d may use: its scratch holds this many planes (see quant.py). */
+#define BYOC_Q_DW_THREADS 8
 #define BYOC_DEFINE_QDWCONV2D(NAME, XT, YT, ROW)                                                \
+  /* planes [nc0, nc1) of the (N * C) planes; `scratch` is this thread's. Always inlined: the \
+   * caller's literal sizes and strides specialise (and vectorise) the taps' loops. */         \
+  static inline __attribute__((always_inline)) void NAME##_part_(                              \
+      const XT* x, const int16_t* w, const int32_t* bias, const float* mult, YT* y, float* scratch, \
+      int64_t C, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t OH, int64_t OW,         \
+      int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t HP,      \
+      int64_t WP, int32_t xzp, int32_t yzp, float lo, float hi, int64_t nc0, int64_t nc1, int level) { \
+    int16_t* plane = (int16_t*)scratch;                                                        \
+    int32_t* acc = (int32_t*)(plane + ((HP * WP + 1) & ~(int64_t)1));                          \
+    for (int64_t nc = nc0; nc < nc1; ++nc) {                                                   \
+      const int64_t c = nc % C;                                                                \
+      const XT* xc = x + nc * H * W;                                                           \
+      memset(plane, 0, (size_t)(HP * WP) * sizeof(int16_t));                                   \
+      for (int64_t r = 0; r < H; ++r)                                                          \
+        for (int64_t q = 0; q < W; ++q)                                                        \
+          plane[(r + PT) * WP + q + PL] = (int16_t)((int32_t)xc[r * W + q] - xzp);             \
+      const int16_t* wc = w + c * KH * KW;                                                     \
+      YT* yc = y + nc * OH * OW;                                                               \
+      for (int64_t oh = 0; oh < OH; ++oh) {                                                    \
+        const int64_t done = SW == 1 && level > 0 ? BYOC_Q_DW_ROW(plane, WP, wc, KH, KW, DH, DW, oh * SH, acc, OW) : 0; \
+        for (int64_t ow = done; ow < OW; ++ow) acc[ow] = 0;                                    \
+        for (int64_t i = 0; i < KH; ++i)                                                       \
+          for (int64_t j = 0; j < KW; ++j) {                                                   \
+            const int32_t wv = wc[i * KW + j];                                                 \
+            const int16_t* src = plane + (oh * SH + i * DH) * WP + j * DW;                     \
+            if (SW == 1)                                                                       \
+              for (int64_t ow = done; ow < OW; ++ow) acc[ow] += wv * (int32_t)src[ow];         \
+            else                                                                               \
+              for (int64_t ow = 0; ow < OW; ++ow) acc[ow] += wv * (int32_t)src[ow * SW];       \
+          }                                                                                    \
+        ROW(acc, OW, bias[c], mult[c], lo, hi, yzp, yc + oh * OW, level);                      \
+      }                                                                                        \
+    }                                                                                          \
+  }                                                                                            \
   static BYOC_MAYBE_UNUSED void NAME(                                                          \
       const XT* x, const int16_t* w, const int32_t* bias, const float* mult, YT* y, float* scratch, \
       int64_t N, int64_t C, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t OH, int64_t OW, \
       int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t HP,      \
       int64_t WP, int32_t xzp, int32_t yzp, float lo, float hi) {                              \
-    int16_t* plane = (int16_t*)scratch;                                                        \
-    int32_t* acc = (int32_t*)(plane + ((HP * WP + 1) & ~(int64_t)1));                          \
     const int level = byoc_qgemm_level();                                                      \
-    for (int64_t n = 0; n < N; ++n)                                                            \
-      for (int64_t c = 0; c < C; ++c) {                                                        \
-        const XT* xc = x + (n * C + c) * H * W;                                                \
-        memset(plane, 0, (size_t)(HP * WP) * sizeof(int16_t));                                 \
-        for (int64_t r = 0; r < H; ++r)                                                        \
-          for (int64_t q = 0; q < W; ++q)                                                      \
-            plane[(r + PT) * WP + q + PL] = (int16_t)((int32_t)xc[r * W + q] - xzp);           \
-        const int16_t* wc = w + c * KH * KW;                                                   \
-        YT* yc = y + (n * C + c) * OH * OW;                                                    \
-        for (int64_t oh = 0; oh < OH; ++oh) {                                                  \
-          for (int64_t ow = 0; ow < OW; ++ow) acc[ow] = 0;                                     \
-          for (int64_t i = 0; i < KH; ++i)                                                     \
-            for (int64_t j = 0; j < KW; ++j) {                                                 \
-              const int32_t wv = wc[i * KW + j];                                               \
-              const int16_t* src = plane + (oh * SH + i * DH) * WP + j * DW;                   \
-              if (SW == 1)                                                                     \
-                for (int64_t ow = 0; ow < OW; ++ow) acc[ow] += wv * (int32_t)src[ow];          \
-              else                                                                             \
-                for (int64_t ow = 0; ow < OW; ++ow) acc[ow] += wv * (int32_t)src[ow * SW];     \
-            }                                                                                  \
-          ROW(acc, OW, bias[c], mult[c], lo, hi, yzp, yc + oh * OW, level);                    \
-        }                                                                                      \
-      }                                                                                        \
+    const int64_t per = ((HP * WP + 1) / 2 + 1 + OW); /* floats of one thread's scratch */     \
+    int32_t nt = byoc_threads_for(N * C * OH * OW * KH * KW, BYOC_Q_GEMM_GRAIN / 4);           \
+    nt = nt < BYOC_Q_DW_THREADS ? nt : BYOC_Q_DW_THREADS;                                      \
+    BYOC_Q_SPLIT_(nt, t, NAME##_part_(x, w, bias, mult, y, scratch + t * per, C, H, W, KH, KW, OH, \
+                                      OW, SH, SW, PT, PL, DH, DW, HP, WP, xzp, yzp, lo, hi,    \
+                                      N * C * t / nt, N * C * (t + 1) / nt, level));           \
   }
 
 /*
@@ -505,5 +699,287 @@ BYOC_DEFINE_QUANTIZE(byoc_quantize_u8, uint8_t, 0, 255, _mm_packus_epi16)
 BYOC_DEFINE_QUANTIZE(byoc_quantize_i8, int8_t, -128, 127, _mm_packs_epi16)
 BYOC_DEFINE_DEQUANTIZE(byoc_dequantize_u8, uint8_t)
 BYOC_DEFINE_DEQUANTIZE(byoc_dequantize_i8, int8_t)
+
+/* ---- fused int8 elementwise, pooling and concatenation (docs/quantization.md) -------------
+ * The composites byoc/targets/qdq.py calls qlut, qadd, qmaxpool and qconcat. Each gives the
+ * integers of its float QDQ block (dequantize in f32, the float op, quantize): see the
+ * exactness argument there. Elementwise loops split across the OpenMP team by elements
+ * (static schedule, each element computed alone: identical at any thread count).
+ */
+
+/* y = table[c * 256 + byte(x)], element (o, c, i) of the (n / (CH * inner), CH, inner) view;
+ * CH == 1: one table. A lookup, so every code path gives the same bytes. */
+#ifdef BYOC_Q_AVX2
+#define BYOC_Q_VBMI __attribute__((target("avx512f,avx512bw,avx512vbmi")))
+/* 64 bytes a step: vpermi2b looks each byte's low 7 bits up in two 128-byte halves; bit 7
+ * chooses the half. */
+static BYOC_Q_VBMI void byoc_qlut_row_vbmi_(const uint8_t* x, const uint8_t* t, uint8_t* y, int64_t len) {
+  const __m512i t0 = _mm512_loadu_si512((const void*)t), t1 = _mm512_loadu_si512((const void*)(t + 64));
+  const __m512i t2 = _mm512_loadu_si512((const void*)(t + 128)), t3 = _mm512_loadu_si512((const void*)(t + 192));
+  int64_t i = 0;
+  for (; i + 64 <= len; i += 64) {
+    const __m512i v = _mm512_loadu_si512((const void*)(x + i));
+    const __m512i lo = _mm512_permutex2var_epi8(t0, v, t1), hi = _mm512_permutex2var_epi8(t2, v, t3);
+    const __mmask64 high = _mm512_movepi8_mask(v);
+    _mm512_storeu_si512((void*)(y + i), _mm512_mask_blend_epi8(high, lo, hi));
+  }
+  for (; i < len; ++i) y[i] = t[x[i]];
+}
+static BYOC_MAYBE_UNUSED int byoc_q_vbmi_(void) {
+  return __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
+}
+#else
+static BYOC_MAYBE_UNUSED int byoc_q_vbmi_(void) { return 0; }
+#endif
+
+static void byoc_qlut_row_(const uint8_t* x, const uint8_t* t, uint8_t* y, int64_t len, int vbmi) {
+#ifdef BYOC_Q_AVX2
+  if (vbmi) {
+    byoc_qlut_row_vbmi_(x, t, y, len);
+    return;
+  }
+#endif
+  (void)vbmi;
+  for (int64_t i = 0; i < len; ++i) y[i] = t[x[i]];
+}
+
+static void byoc_qlut_part_(const uint8_t* x, const uint8_t* table, uint8_t* y, int64_t n,
+                            int64_t inner, int64_t CH, int vbmi, int64_t t, int64_t nt) {
+  if (CH == 1) {
+    const int64_t i0 = n * t / nt, i1 = n * (t + 1) / nt;
+    byoc_qlut_row_(x + i0, table, y + i0, i1 - i0, vbmi);
+    return;
+  }
+  const int64_t rows = n / inner, r0 = rows * t / nt, r1 = rows * (t + 1) / nt;
+  for (int64_t r = r0; r < r1; ++r)
+    byoc_qlut_row_(x + r * inner, table + (r % CH) * 256, y + r * inner, inner, vbmi);
+}
+
+static BYOC_MAYBE_UNUSED void byoc_qlut_bytes_(const uint8_t* x, const uint8_t* table, uint8_t* y,
+                                               int64_t n, int64_t inner, int64_t CH) {
+  const int vbmi = byoc_qgemm_level() > 0 && byoc_q_vbmi_();
+  const int32_t nt = byoc_threads_for(n, BYOC_Q_EW_GRAIN);
+  BYOC_Q_SPLIT_(nt, t, byoc_qlut_part_(x, table, y, n, inner, CH, vbmi, t, nt));
+}
+
+#define BYOC_DEFINE_QLUT(NAME, XT, YT)                                                          \
+  static BYOC_MAYBE_UNUSED void NAME(const XT* x, const uint8_t* table, YT* y, int64_t n,      \
+                                     int64_t inner, int64_t CH) {                              \
+    byoc_qlut_bytes_((const uint8_t*)x, table, (uint8_t*)y, n, inner, CH);                     \
+  }
+
+/*
+ * y = quantize([relu](dequantize(a) + dequantize(b)))  (or *): the f32 operations of the
+ * reference in the same order, one rounding each — (float)(a - za) * sa, the same for b, the
+ * sum or product, max(., 0), / sy — then clamping to the output range minus zy (integer
+ * bounds, so clamp-then-round = round-then-saturate), rounding half to even, + zy. No FMA:
+ * neither the baseline nor the AVX2 code is compiled with it.
+ */
+static inline int32_t byoc_qadd1_(int32_t a, int32_t b, float sa, float sb, float sy, float qlo,
+                                  float qhi, int32_t mul, int32_t relu) {
+  const float fa = (float)a * sa, fb = (float)b * sb;
+  float v = mul ? fa * fb : fa + fb;
+  if (relu) v = v > 0.0f ? v : 0.0f;
+  v = v / sy;
+  v = v < qlo ? qlo : v;
+  v = v > qhi ? qhi : v;
+  return (int32_t)byoc_q_round_(v != v ? 0.0f : v);
+}
+
+#ifdef BYOC_Q_AVX2
+#define BYOC_Q_WIDEN_uint8_t(p) _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(p)))
+#define BYOC_Q_WIDEN_int8_t(p) _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)(p)))
+#define BYOC_Q_PACK_uint8_t _mm_packus_epi16
+#define BYOC_Q_PACK_int8_t _mm_packs_epi16
+#define BYOC_QADD_AVX2(NAME, AT, BT, YT)                                                        \
+  static BYOC_Q_AVX2 int64_t NAME##_avx2_(const AT* a, const BT* b, YT* y, int64_t n, float sa, \
+                                          int32_t za, float sb, int32_t zb, float sy, float qlo, \
+                                          float qhi, int32_t zy, int32_t mul, int32_t relu) {  \
+    const __m256 vsa = _mm256_set1_ps(sa), vsb = _mm256_set1_ps(sb), vsy = _mm256_set1_ps(sy); \
+    const __m256 vlo = _mm256_set1_ps(qlo), vhi = _mm256_set1_ps(qhi), zero = _mm256_setzero_ps(); \
+    const __m256i vza = _mm256_set1_epi32(za), vzb = _mm256_set1_epi32(zb), vzy = _mm256_set1_epi32(zy); \
+    int64_t i = 0;                                                                             \
+    for (; i + 8 <= n; i += 8) {                                                               \
+      const __m256 fa = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(BYOC_Q_WIDEN_##AT(a + i), vza)), vsa); \
+      const __m256 fb = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(BYOC_Q_WIDEN_##BT(b + i), vzb)), vsb); \
+      __m256 v = mul ? _mm256_mul_ps(fa, fb) : _mm256_add_ps(fa, fb);                          \
+      if (relu) v = _mm256_max_ps(v, zero);                                                    \
+      v = _mm256_div_ps(v, vsy);                                                               \
+      v = _mm256_andnot_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q), v);                              \
+      v = _mm256_min_ps(_mm256_max_ps(v, vlo), vhi);                                           \
+      const __m256i r = _mm256_add_epi32(_mm256_cvtps_epi32(v), vzy);                          \
+      const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)); \
+      _mm_storel_epi64((__m128i*)(y + i), BYOC_Q_PACK_##YT(w, w));                             \
+    }                                                                                          \
+    return i;                                                                                  \
+  }
+#define BYOC_QADD_AVX2_CALL(NAME)                                                               \
+  if (level > 0) i = NAME##_avx2_(a + i0, b + i0, y + i0, len, sa, za, sb, zb, sy, qlo, qhi, zy, mul, relu);
+#else
+#define BYOC_QADD_AVX2(NAME, AT, BT, YT)
+#define BYOC_QADD_AVX2_CALL(NAME)
+#endif
+
+#define BYOC_DEFINE_QADD(NAME, AT, BT, YT, QMIN, QMAX)                                          \
+  BYOC_QADD_AVX2(NAME, AT, BT, YT)                                                             \
+  static void NAME##_part_(const AT* a, const BT* b, YT* y, int64_t i0, int64_t len, float sa, \
+                           int32_t za, float sb, int32_t zb, float sy, float qlo, float qhi,   \
+                           int32_t zy, int32_t mul, int32_t relu, int level) {                 \
+    int64_t i = 0;                                                                             \
+    (void)level;                                                                               \
+    BYOC_QADD_AVX2_CALL(NAME)                                                                  \
+    for (; i < len; ++i)                                                                       \
+      y[i0 + i] = (YT)(byoc_qadd1_((int32_t)a[i0 + i] - za, (int32_t)b[i0 + i] - zb, sa, sb, sy, \
+                                   qlo, qhi, mul, relu) + zy);                                 \
+  }                                                                                            \
+  static BYOC_MAYBE_UNUSED void NAME(const AT* a, const BT* b, YT* y, int64_t n, float sa,    \
+                                     int32_t za, float sb, int32_t zb, float sy, int32_t zy,   \
+                                     int32_t mul, int32_t relu) {                              \
+    const int level = byoc_qgemm_level();                                                      \
+    const float qlo = (float)(QMIN) - (float)zy, qhi = (float)(QMAX) - (float)zy;              \
+    const int32_t nt = byoc_threads_for(n, BYOC_Q_EW_GRAIN);                                   \
+    BYOC_Q_SPLIT_(nt, t, NAME##_part_(a, b, y, n * t / nt, n * (t + 1) / nt - n * t / nt, sa, za, \
+                                      sb, zb, sy, qlo, qhi, zy, mul, relu, level));            \
+  }
+
+/* m[q] = max(m[q], r[q]) over bytes that are u8 (flip 0) or i8 (flip 0x80: x ^ 0x80 orders i8
+ * as u8 orders unsigned bytes). */
+static inline void byoc_q_rowmax_(uint8_t* m, const uint8_t* r, int64_t n, uint8_t flip) {
+  int64_t q = 0;
+#if defined(__SSE2__)
+  const __m128i f = _mm_set1_epi8((char)flip);
+  for (; q + 16 <= n; q += 16) {
+    const __m128i a = _mm_xor_si128(_mm_loadu_si128((const __m128i*)(m + q)), f);
+    const __m128i b = _mm_xor_si128(_mm_loadu_si128((const __m128i*)(r + q)), f);
+    _mm_storeu_si128((__m128i*)(m + q), _mm_xor_si128(_mm_max_epu8(a, b), f));
+  }
+  if (q < n && n >= 16) { /* the tail as one overlapping vector: max is idempotent */
+    q = n - 16;
+    const __m128i a = _mm_xor_si128(_mm_loadu_si128((const __m128i*)(m + q)), f);
+    const __m128i b = _mm_xor_si128(_mm_loadu_si128((const __m128i*)(r + q)), f);
+    _mm_storeu_si128((__m128i*)(m + q), _mm_xor_si128(_mm_max_epu8(a, b), f));
+    q = n;
+  }
+#endif
+  for (; q < n; ++q) m[q] = (uint8_t)(m[q] ^ flip) > (uint8_t)(r[q] ^ flip) ? m[q] : r[q];
+}
+
+/* y[ow] = max_j r[ow * SW - PL + j * DW] for ow in [lo, hi) (windows inside the row), 16
+ * outputs a step for SW 1 or 2 (stride 2: the even bytes of 32, by a mask and packus); the
+ * outputs it did not do start at the returned ow. r has 64 readable bytes past the row. */
+static inline int64_t byoc_q_hmax_(const uint8_t* r, uint8_t* y, int64_t lo, int64_t hi, int64_t SW,
+                                   int64_t PL, int64_t KW, int64_t DW, uint8_t flip) {
+  int64_t ow = lo;
+#if defined(__SSE2__)
+  if (SW > 2) return ow;
+  const __m128i f = _mm_set1_epi8((char)flip), even = _mm_set1_epi16(0x00FF);
+  for (; ow < hi && hi - lo >= 16; ow += 16) {
+    if (ow + 16 > hi) ow = hi - 16; /* the tail as one overlapping step: same values again */
+    const uint8_t* b = r + ow * SW - PL;
+    __m128i m = _mm_setzero_si128();
+    for (int64_t j = 0; j < KW; ++j) {
+      const uint8_t* p = b + j * DW;
+      __m128i v = _mm_loadu_si128((const __m128i*)p);
+      if (SW == 2)
+        v = _mm_packus_epi16(_mm_and_si128(v, even),
+                             _mm_and_si128(_mm_loadu_si128((const __m128i*)(p + 16)), even));
+      v = _mm_xor_si128(v, f);
+      m = j ? _mm_max_epu8(m, v) : v;
+    }
+    _mm_storeu_si128((__m128i*)(y + ow), _mm_xor_si128(m, f));
+  }
+#else
+  (void)r, (void)y, (void)hi, (void)SW, (void)PL, (void)KW, (void)DW, (void)flip;
+#endif
+  return ow;
+}
+
+/* Max pooling on the integers (NCHW): padding is skipped (every window holds an element).
+ * Per output row: the max over the window's valid input rows, column by column (a loop the
+ * compiler vectorises), then the max over each window's valid columns of that row. */
+#define BYOC_QPOOL_MAXW 2048
+#define BYOC_DEFINE_QMAXPOOL(NAME, XT)                                                          \
+  static BYOC_Q_CLONES void NAME##_part_(const XT* x, XT* y, int64_t NC, int64_t H, int64_t W,  \
+                                          int64_t KH, int64_t KW, int64_t OH, int64_t OW,      \
+                                          int64_t SH, int64_t SW, int64_t PT, int64_t PL,      \
+                                          int64_t DH, int64_t DW, int64_t t, int64_t nt) {     \
+    for (int64_t nc = NC * t / nt; nc < NC * (t + 1) / nt; ++nc) {                             \
+      XT rowmax[BYOC_QPOOL_MAXW + 64];                                                         \
+      const XT* xc = x + nc * H * W;                                                           \
+      XT* yc = y + nc * OH * OW;                                                               \
+      for (int64_t oh = 0; oh < OH; ++oh) {                                                    \
+        if (W <= BYOC_QPOOL_MAXW) {                                                            \
+          int first = 1;                                                                       \
+          for (int64_t i = 0; i < KH; ++i) {                                                   \
+            const int64_t ih = oh * SH - PT + i * DH;                                          \
+            if (ih < 0 || ih >= H) continue;                                                   \
+            const XT* row = xc + ih * W;                                                       \
+            if (first)                                                                         \
+              memcpy(rowmax, row, (size_t)W * sizeof(XT));                                     \
+            else                                                                               \
+              byoc_q_rowmax_((uint8_t*)rowmax, (const uint8_t*)row, W, (uint8_t)((XT)-1 < 0 ? 0x80 : 0)); \
+            first = 0;                                                                         \
+          }                                                                                    \
+          /* outputs whose window lies inside the row, [lo, hi): no bounds checks */          \
+          const int64_t lo = PL > 0 ? (PL + SW - 1) / SW : 0;                                  \
+          int64_t hi = W - 1 - (KW - 1) * DW + PL >= 0 ? (W - 1 - (KW - 1) * DW + PL) / SW + 1 : 0; \
+          hi = hi < OW ? hi : OW;                                                              \
+          const int64_t done = byoc_q_hmax_((const uint8_t*)rowmax, (uint8_t*)(yc + oh * OW), lo, hi, SW, \
+                                            PL, KW, DW, (uint8_t)((XT)-1 < 0 ? 0x80 : 0));     \
+          for (int64_t ow = done; ow < hi; ++ow) {                                             \
+            const XT* r = rowmax + ow * SW - PL;                                               \
+            XT m = r[0];                                                                       \
+            for (int64_t j = 1; j < KW; ++j) m = r[j * DW] > m ? r[j * DW] : m;                \
+            yc[oh * OW + ow] = m;                                                              \
+          }                                                                                    \
+          for (int64_t ow = 0; ow < OW; ++ow) {                                             \
+            if (ow >= lo && ow < hi) continue;                                                \
+            int32_t m = -1000;                                                                 \
+            for (int64_t j = 0; j < KW; ++j) {                                                 \
+              const int64_t iw = ow * SW - PL + j * DW;                                        \
+              if (iw >= 0 && iw < W && (int32_t)rowmax[iw] > m) m = rowmax[iw];                \
+            }                                                                                  \
+            yc[oh * OW + ow] = (XT)m;                                                          \
+          }                                                                                    \
+          continue;                                                                            \
+        }                                                                                      \
+        for (int64_t ow = 0; ow < OW; ++ow) {                                                  \
+          int32_t m = -1000;                                                                   \
+          for (int64_t i = 0; i < KH; ++i) {                                                   \
+            const int64_t ih = oh * SH - PT + i * DH;                                          \
+            if (ih < 0 || ih >= H) continue;                                                   \
+            const XT* row = xc + ih * W;                                                       \
+            for (int64_t j = 0; j < KW; ++j) {                                                 \
+              const int64_t iw = ow * SW - PL + j * DW;                                        \
+              if (iw >= 0 && iw < W && (int32_t)row[iw] > m) m = row[iw];                      \
+            }                                                                                  \
+          }                                                                                    \
+          yc[oh * OW + ow] = (XT)m;                                                            \
+        }                                                                                      \
+      }                                                                                        \
+    }                                                                                          \
+  } \
+  static BYOC_MAYBE_UNUSED void NAME(const XT* x, XT* y, int64_t N, int64_t C, int64_t H,     \
+                                     int64_t W, int64_t KH, int64_t KW, int64_t OH, int64_t OW, \
+                                     int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH, \
+                                     int64_t DW) {                                             \
+    const int32_t nt = byoc_threads_for(N * C * OH * (W * KH + OW * KW), BYOC_Q_EW_GRAIN);     \
+    BYOC_Q_SPLIT_(nt, t, NAME##_part_(x, y, N * C, H, W, KH, KW, OH, OW, SH, SW, PT, PL, DH, DW, t, nt)); \
+  }
+
+BYOC_DEFINE_QLUT(byoc_qlut_u8_u8, uint8_t, uint8_t)
+BYOC_DEFINE_QLUT(byoc_qlut_u8_i8, uint8_t, int8_t)
+BYOC_DEFINE_QLUT(byoc_qlut_i8_u8, int8_t, uint8_t)
+BYOC_DEFINE_QLUT(byoc_qlut_i8_i8, int8_t, int8_t)
+BYOC_DEFINE_QADD(byoc_qadd_u8_u8_u8, uint8_t, uint8_t, uint8_t, 0, 255)
+BYOC_DEFINE_QADD(byoc_qadd_u8_u8_i8, uint8_t, uint8_t, int8_t, -128, 127)
+BYOC_DEFINE_QADD(byoc_qadd_u8_i8_u8, uint8_t, int8_t, uint8_t, 0, 255)
+BYOC_DEFINE_QADD(byoc_qadd_u8_i8_i8, uint8_t, int8_t, int8_t, -128, 127)
+BYOC_DEFINE_QADD(byoc_qadd_i8_u8_u8, int8_t, uint8_t, uint8_t, 0, 255)
+BYOC_DEFINE_QADD(byoc_qadd_i8_u8_i8, int8_t, uint8_t, int8_t, -128, 127)
+BYOC_DEFINE_QADD(byoc_qadd_i8_i8_u8, int8_t, int8_t, uint8_t, 0, 255)
+BYOC_DEFINE_QADD(byoc_qadd_i8_i8_i8, int8_t, int8_t, int8_t, -128, 127)
+BYOC_DEFINE_QMAXPOOL(byoc_qmaxpool_u8, uint8_t)
+BYOC_DEFINE_QMAXPOOL(byoc_qmaxpool_i8, int8_t)
 
 #endif /* BYOC_QKERNELS_H_ */

@@ -156,7 +156,7 @@ CCOMPILER = Target(
     name=NAME,
     support={name: _predicate(name) for name in SUPPORTED_OPS if name != "nn.constant"},
     # issue #13: the QDQ blocks as int8 kernels (byoc/targets/qdq.py, byoc_qkernels.h)
-    patterns=qdq_pattern_table(),
+    patterns=qdq_pattern_table(fused=True),
     composite_lowering="qnn",
     lowering="lower-to-c",
     component="c",

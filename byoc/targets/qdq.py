@@ -18,6 +18,10 @@ arithmetic. `qdq_block(root)` analyses a match rooted at the `quantize`; the pat
 | `<t>.quantize`      | a lone nn.quantize (f32 -> i8/ui8), per tensor or per axis               |
 | `<t>.dequantize`    | a lone nn.dequantize (i8/ui8 -> f32)                                     |
 
+`pattern_table(fused=True)` (the ccompiler target's) adds, ahead of the lone entries, the
+int8 elementwise / pooling / concatenation blocks `<t>.qadd`, `<t>.qmaxpool`, `<t>.qconcat`
+and `<t>.qlut` (see "the fused int8 ... blocks" below, and docs/quantization.md).
+
 Conditions (`qdq_block`, the entries' check): x, y are i8/ui8 per tensor; W is an i8/ui8
 constant per tensor or per output channel; B an i32 constant with zero point 0 and scale
 exactly `f32(x_scale * w_scale)` (what onnxruntime's quantizer writes and its QLinearConv
@@ -42,8 +46,10 @@ from byoc.dialects import nn
 from byoc.targets.patterns import Match, Pattern, is_constant, is_op, wildcard
 
 INT8_NAMES = ("i8", "ui8")
-COMPOSITES = frozenset({"qconv2d", "qdense", "qmatmul", "quantize", "dequantize"})
-"""The entries of `pattern_table()`: composites `<target>.<name>` an int8 kernel lowers."""
+FUSED_COMPOSITES = frozenset({"qlut", "qadd", "qmaxpool", "qconcat"})
+"""The entries `pattern_table(fused=True)` adds: int8 elementwise, pooling and concatenation."""
+COMPOSITES = frozenset({"qconv2d", "qdense", "qmatmul", "quantize", "dequantize"}) | FUSED_COMPOSITES
+"""The entries of `pattern_table(fused=True)`: composites `<target>.<name>` an int8 kernel lowers."""
 
 
 def _const(v: SSAValue) -> np.ndarray[Any, Any] | None:
@@ -208,15 +214,431 @@ def _check_lone(match: Match) -> bool:
     return lone_qdq(match.root) is None
 
 
-def pattern_table() -> list[tuple[object, ...]]:
-    """(name, pattern, check) entries: the composites `<target>.qconv2d` ... (see above)."""
+def pattern_table(fused: bool = False) -> list[tuple[object, ...]]:
+    """(name, pattern, check) entries: the composites `<target>.qconv2d` ... (see above);
+    with `fused`, also the int8 elementwise / pooling / concatenation blocks
+    (`fused_pattern_table`), ahead of the lone quantize / dequantize."""
     return [
         ("qconv2d", _block("nn.conv2d"), _check_block),
         ("qdense", _block("nn.dense"), _check_block),
         ("qmatmul", _block("nn.matmul"), _check_block),
+        *(fused_pattern_table() if fused else []),
         ("quantize", is_op("nn.quantize")(wildcard(), is_constant(), is_constant()), _check_lone),
         ("dequantize", is_op("nn.dequantize")(wildcard(), is_constant(), is_constant()), _check_lone),
     ]
 
 
-__all__ = ["COMPOSITES", "INT8_NAMES", "QBlock", "lone_qdq", "pattern_table", "qdq_block"]
+# ---- the fused int8 elementwise, pooling and concatenation blocks ---------------------------
+#
+# Every op byoc would otherwise keep in float between a lone dequantize and quantize. Each is
+# computed on the integers and gives exactly the integers of the reference semantics
+# (dequantize in f32, the float op of byoc's numpy kernels, quantize with round half to even
+# and saturation):
+#
+# - `qlut`: quantize(U(dequantize(x))), U a chain of up to MAX_CHAIN elementwise ops whose
+#   other operands are constants varying at most along axis 1 (relu, sigmoid, hard_swish,
+#   batch_norm, add/multiply by a constant, ...). Its output at an element depends only on
+#   the input byte and the channel, so the reference kernels themselves, run once at compile
+#   time on all 256 bytes of every channel, give a table (C or 1 rows of 256) and the kernel
+#   is a byte lookup: exact by construction (numpy's elementwise kernels compute an element
+#   independently of the array's shape). An empty chain is a requantization.
+# - `qadd`: quantize([relu](add|multiply(dequantize(a), dequantize(b)))), a and b of the
+#   output's shape: the same f32 operations in C (no FMA contraction: no -mfma, vector code
+#   by explicit mul/add intrinsics), so the same f32 value, then the same rounding.
+# - `qmaxpool`: quantize(max_pool2d | global_max_pool2d(dequantize(x))): the max over the
+#   integers, then x's table of `qlut` (skipped when the parameters are equal). Exact because
+#   dequantize d(q) = f32((q - z) * s) with s > 0 is non-decreasing in q (real multiplication
+#   by s > 0 is increasing and rounding to f32 is non-decreasing), and max commutes with any
+#   non-decreasing f: max_i f(q_i) = f(max_i q_i) (the largest q_i has the largest f(q_i);
+#   ties give equal values). Padding is skipped, as -inf is in the float op, and every window
+#   holds at least one element (the verifier's padding < window rule). So quantize(maxpool(
+#   d(x))) = quantize(d(maxpool(x))) = table[maxpool(x)] element by element.
+# - `qconcat`: quantize(concatenate(dequantize(x_i)...)): concatenation moves values, so
+#   each input goes through its own table into the output (a plain copy when its scale and
+#   zero point are the output's: quantize(dequantize(q)) = q, since |q - z| <= 255 makes
+#   f32(f32((q - z) * s) / s) differ from q - z by far less than 1/2).
+
+MAX_CHAIN = 3
+"""Elementwise ops a `qlut` block may chain between its dequantize and quantize."""
+MAX_CONCAT = 8
+"""Inputs a `qconcat` block may have."""
+
+UNARY_OPS = frozenset({
+    "nn.relu", "nn.sigmoid", "nn.tanh", "nn.hard_swish", "nn.hard_sigmoid", "nn.leaky_relu",
+    "nn.clip", "nn.negative", "nn.abs", "nn.exp", "nn.erf",
+})
+"""Elementwise ops of one operand a `qlut` chain may hold."""
+BINARY_CONST_OPS = frozenset({
+    "nn.add", "nn.subtract", "nn.multiply", "nn.divide", "nn.maximum", "nn.minimum", "nn.prelu",
+})
+"""Elementwise ops a `qlut` chain may hold when their other operand is a constant."""
+
+
+def _shape(v: SSAValue) -> tuple[int, ...]:
+    return tuple(nn.shape_of(v.type))  # type: ignore[arg-type]
+
+
+def _single_use(op: Operation) -> bool:
+    return all(len(list(r.uses)) <= 1 for r in op.results)
+
+
+def _const_value(v: SSAValue) -> tuple[np.ndarray[Any, Any], tuple[Operation, ...]] | None:
+    """A constant operand's value (an nn.constant, or the dequantize of constants) and the
+    non-constant ops that compute it."""
+    c = _const(v)
+    if c is not None:
+        return c, ()
+    if isinstance(v, OpResult) and isinstance(v.op, nn.DequantizeOp) and _single_use(v.op):
+        args = [_const(o) for o in v.op.operands]
+        if all(a is not None for a in args):
+            from byoc.interpreters.qkernels import dequantize
+
+            return np.asarray(dequantize(*args, **v.op.attr_values())), (v.op,)
+    return None
+
+
+def _per_channel_only(c: np.ndarray[Any, Any], rank: int) -> bool:
+    """Whether a constant broadcast against a rank-`rank` tensor varies at most along axis 1."""
+    if c.ndim > rank:
+        return False
+    dims = (1,) * (rank - c.ndim) + tuple(c.shape)
+    return all(d == 1 for a, d in enumerate(dims) if a != 1)
+
+
+def _dq_input(v: SSAValue, per_axis: bool) -> tuple[nn.DequantizeOp, np.ndarray[Any, Any], np.ndarray[Any, Any]] | str:
+    """The i8/ui8 dequantize that makes v (its scale and zero point), or why not."""
+    if not isinstance(v, OpResult) or not isinstance(v.op, nn.DequantizeOp):
+        return "the input is not dequantized"
+    d = v.op
+    if not _single_use(d):
+        return "the dequantized value has other uses"
+    s, z = _const(d.scale), _const(d.zero_point)
+    if s is None or z is None or _dtype(d.x) not in INT8_NAMES or d.attr_values()["block_size"]:
+        return "the input is not an i8/ui8 tensor with constant scale"
+    if not _per_tensor(s, z):
+        rank = len(_shape(d.x))
+        if not per_axis or rank < 2 or d.attr_values()["axis"] % rank != 1:
+            return "the input is not quantized per tensor"
+    if np.any(np.asarray(s, np.float32) <= 0) or not np.all(np.isfinite(s)):
+        return "a scale is not positive and finite"
+    return d, s, z
+
+
+def _q_output(root: Operation) -> str | None:
+    if not isinstance(root, nn.QuantizeOp):
+        return "the root is not nn.quantize"
+    ys, yz = _const(root.scale), _const(root.zero_point)
+    if not _per_tensor(ys, yz) or _dtype(root.result) not in INT8_NAMES or root.attr_values()["block_size"]:
+        return "the output is not i8/ui8 per tensor"
+    assert ys is not None
+    if not (np.float32(ys.reshape(())) > 0 and np.isfinite(ys).all()):
+        return "the output scale is not positive and finite"
+    return None
+
+
+def _probe(dtype: str) -> np.ndarray[Any, Any]:
+    """The 256 values of an i8/ui8 type, indexed by their byte."""
+    raw = np.arange(256, dtype=np.uint8)
+    return raw.view(np.int8) if dtype == "i8" else raw
+
+
+@dataclass(frozen=True)
+class QLut:
+    """A `qlut` block: y = table[channel][byte of x]."""
+
+    x: SSAValue
+    table: np.ndarray[Any, Any]
+    """uint8 (CH, 256): the output byte for each input byte; CH is 1 or x's axis 1."""
+    y_dtype: str
+    ops: tuple[Operation, ...]
+
+
+def lut_table(dq: nn.DequantizeOp, chain: list[tuple[Operation, list[Any]]], root: nn.QuantizeOp) -> np.ndarray[Any, Any]:
+    """The (CH, 256) output bytes of quantize(chain(dequantize(q))) for every byte of q, by
+    the reference kernels. `chain` lists each op with its operands, None for the value."""
+    from byoc.interpreters.kernels import KERNELS
+
+    xs = _shape(dq.x)
+    rank = len(xs)
+    channels = xs[1] if rank >= 2 else 1
+    probe = _probe(_dtype(dq.x))
+    if rank >= 2:
+        v = np.broadcast_to(probe.reshape((256, 1) + (1,) * (rank - 2)), (256, channels) + (1,) * (rank - 2))
+    else:
+        v = probe.reshape((256,) + (1,) * max(rank - 1, 0))
+    v = np.ascontiguousarray(v)
+    v = KERNELS["nn.dequantize"](v, *(_const(o) for o in dq.operands[1:]), **dq.attr_values())
+    for op, args in chain:
+        v = KERNELS[op.name](*[v if a is None else a for a in args], **op.attr_values())  # type: ignore[attr-defined]
+    v = KERNELS["nn.quantize"](np.asarray(v), _const(root.scale), _const(root.zero_point), **root.attr_values())
+    table = np.ascontiguousarray(np.asarray(v).reshape(256, -1).T).view(np.uint8)
+    if table.shape[0] > 1 and (table == table[:1]).all():
+        table = table[:1]
+    return np.ascontiguousarray(table)
+
+
+def qlut_block(root: Operation) -> QLut | str:
+    """The `qlut` block a quantize closes, or why there is none."""
+    why = _q_output(root)
+    if why is not None:
+        return why
+    assert isinstance(root, nn.QuantizeOp)
+    ops: list[Operation] = [root]
+    chain: list[tuple[Operation, list[Any]]] = []
+    v = root.x
+    out_shape = _shape(v)
+    rank = len(out_shape)
+    while isinstance(v, OpResult) and v.op.name in UNARY_OPS | BINARY_CONST_OPS | {"nn.batch_norm"}:
+        op = v.op
+        if len(chain) == MAX_CHAIN:
+            return "too long a chain of elementwise ops"
+        if _shape(op.results[0]) != out_shape or not _single_use(op):
+            return f"'{op.name}' changes the shape or has other uses"
+        if op.name in UNARY_OPS:
+            chain.append((op, [None]))
+            v = op.operands[0]
+        elif op.name == "nn.batch_norm":
+            if rank < 2 or op.attr_values()["axis"] % rank != 1:
+                return "batch_norm on another axis than 1"
+            consts = [_const_value(o) for o in op.operands[1:]]
+            if any(c is None for c in consts):
+                return "batch_norm with parameters computed at run time"
+            chain.append((op, [None, *(c[0] for c in consts)]))  # type: ignore[index]
+            ops += [o for c in consts for o in c[1]]  # type: ignore[union-attr]
+            v = op.operands[0]
+        else:
+            a, b = op.operands
+            ca, cb = _const_value(a), _const_value(b)
+            if (ca is None) == (cb is None):
+                return f"'{op.name}' needs exactly one constant operand"
+            c, value = (cb, a) if cb is not None else (ca, b)
+            assert c is not None
+            if not _per_channel_only(c[0], rank) or rank < 2 and c[0].size != 1:
+                return f"the constant of '{op.name}' varies along another axis than 1"
+            chain.append((op, [None, c[0]] if cb is not None else [c[0], None]))
+            ops += list(c[1])
+            v = value
+        ops.append(op)
+    got = _dq_input(v, per_axis=True)
+    if isinstance(got, str):
+        return got
+    dq, _, _ = got
+    if _shape(dq.x) != out_shape:
+        return "the input's shape differs from the output's"
+    ops.append(dq)
+    chain.reverse()
+    with np.errstate(all="ignore"):
+        table = lut_table(dq, chain, root)
+    return QLut(x=dq.x, table=table, y_dtype=_dtype(root.result), ops=tuple(ops))
+
+
+@dataclass(frozen=True)
+class QAdd:
+    """A `qadd` block: y = quantize([relu](dequantize(a) op dequantize(b)))."""
+
+    a: SSAValue
+    b: SSAValue
+    a_scale: float
+    a_zero_point: int
+    b_scale: float
+    b_zero_point: int
+    y_scale: float
+    y_zero_point: int
+    y_dtype: str
+    multiply: bool
+    relu: bool
+    ops: tuple[Operation, ...]
+
+
+def qadd_block(root: Operation) -> QAdd | str:
+    why = _q_output(root)
+    if why is not None:
+        return why
+    assert isinstance(root, nn.QuantizeOp)
+    ops: list[Operation] = [root]
+    v = root.x
+    relu = False
+    if isinstance(v, OpResult) and isinstance(v.op, nn.ReluOp) and _single_use(v.op):
+        relu = True
+        ops.append(v.op)
+        v = v.op.x
+    if not (isinstance(v, OpResult) and v.op.name in ("nn.add", "nn.multiply") and _single_use(v.op)):
+        return "no add or multiply under the quantize"
+    op = v.op
+    ops.append(op)
+    shape = _shape(op.results[0])
+    ins = []
+    for o in op.operands:
+        got = _dq_input(o, per_axis=False)
+        if isinstance(got, str):
+            return got
+        if _shape(got[0].x) != shape:
+            return "an operand is broadcast"
+        ins.append(got)
+        ops.append(got[0])
+    if ins[0][0] is ins[1][0]:
+        return "the same dequantize twice"
+    (da, sa, za), (db, sb, zb) = ins
+    ys, yz = _const(root.scale), _const(root.zero_point)
+    assert ys is not None and yz is not None
+    return QAdd(
+        a=da.x, b=db.x,
+        a_scale=float(np.float32(sa.reshape(()))), a_zero_point=int(za.reshape(())),
+        b_scale=float(np.float32(sb.reshape(()))), b_zero_point=int(zb.reshape(())),
+        y_scale=float(np.float32(ys.reshape(()))), y_zero_point=int(yz.reshape(())),
+        y_dtype=_dtype(root.result), multiply=op.name == "nn.multiply", relu=relu, ops=tuple(ops),
+    )
+
+
+def _requant_table(dq: nn.DequantizeOp, root: nn.QuantizeOp) -> np.ndarray[Any, Any] | None:
+    """x's table into root's parameters, or None when it is the identity (same parameters)."""
+    same = (
+        _dtype(dq.x) == _dtype(root.result)
+        and np.array_equal(_const(dq.scale).reshape(()), _const(root.scale).reshape(()))  # type: ignore[union-attr]
+        and np.array_equal(_const(dq.zero_point).reshape(()), _const(root.zero_point).reshape(()))  # type: ignore[union-attr]
+    )
+    if same:
+        return None
+    with np.errstate(all="ignore"):
+        return lut_table(dq, [], root)
+
+
+@dataclass(frozen=True)
+class QPool:
+    """A `qmaxpool` block: the max over the integers, then `table` (None: the identity)."""
+
+    x: SSAValue
+    pool: Operation
+    table: np.ndarray[Any, Any] | None
+    y_dtype: str
+    ops: tuple[Operation, ...]
+
+
+def qmaxpool_block(root: Operation) -> QPool | str:
+    why = _q_output(root)
+    if why is not None:
+        return why
+    assert isinstance(root, nn.QuantizeOp)
+    v = root.x
+    if not (isinstance(v, OpResult) and v.op.name in ("nn.max_pool2d", "nn.global_max_pool2d") and _single_use(v.op)):
+        return "no max pooling under the quantize"
+    pool = v.op
+    if pool.attr_values().get("data_layout", "NCHW") != "NCHW":
+        return "max pooling in another layout than NCHW"
+    got = _dq_input(pool.operands[0], per_axis=False)
+    if isinstance(got, str):
+        return got
+    dq = got[0]
+    return QPool(x=dq.x, pool=pool, table=_requant_table(dq, root), y_dtype=_dtype(root.result),
+                 ops=(root, pool, dq))
+
+
+@dataclass(frozen=True)
+class QConcat:
+    """A `qconcat` block: each input through its table (None: copied) into the output."""
+
+    inputs: tuple[SSAValue, ...]
+    tables: tuple[np.ndarray[Any, Any] | None, ...]
+    axis: int
+    y_dtype: str
+    ops: tuple[Operation, ...]
+
+
+def qconcat_block(root: Operation) -> QConcat | str:
+    why = _q_output(root)
+    if why is not None:
+        return why
+    assert isinstance(root, nn.QuantizeOp)
+    v = root.x
+    if not (isinstance(v, OpResult) and v.op.name == "nn.concatenate" and _single_use(v.op)):
+        return "no concatenation under the quantize"
+    cat = v.op
+    ops: list[Operation] = [root, cat]
+    inputs, tables = [], []
+    for o in cat.operands:
+        got = _dq_input(o, per_axis=False)
+        if isinstance(got, str):
+            return got
+        if any(got[0] is p for p in ops):
+            return "the same dequantize twice"
+        ops.append(got[0])
+        inputs.append(got[0].x)
+        tables.append(_requant_table(got[0], root))
+    rank = len(_shape(cat.results[0]))
+    return QConcat(inputs=tuple(inputs), tables=tuple(tables), axis=cat.attr_values()["axis"] % rank,
+                   y_dtype=_dtype(root.result), ops=tuple(ops))
+
+
+FUSED_BLOCKS = {"qlut": qlut_block, "qadd": qadd_block, "qmaxpool": qmaxpool_block, "qconcat": qconcat_block}
+"""composite name -> the analysis its check and its lowering share."""
+
+
+def _check_fused(kind: str) -> Any:
+    def check(match: Match) -> bool:
+        block = FUSED_BLOCKS[kind](match.root)
+        if isinstance(block, str):
+            return False
+        return {id(o) for o in block.ops} == {id(o) for o in match.ops if not isinstance(o, nn.ConstantOp)}
+
+    return check
+
+
+def _const_like() -> Pattern:
+    return is_constant() | _dq(is_constant())
+
+
+def _elementwise_step(p: Pattern) -> Pattern:
+    alt: Pattern = is_op("nn.batch_norm")(p, _const_like(), _const_like(), _const_like(), _const_like())
+    for name in sorted(UNARY_OPS):
+        alt = alt | is_op(name)(p)
+    for name in sorted(BINARY_CONST_OPS):
+        alt = alt | is_op(name)(p, _const_like())
+        if name not in ("nn.add", "nn.multiply"):  # the commutative ones match either order
+            alt = alt | is_op(name)(_const_like(), p)
+    return alt
+
+
+def _q(p: Pattern) -> Pattern:
+    return is_op("nn.quantize")(p, is_constant(), is_constant())
+
+
+def fused_pattern_table() -> list[tuple[object, ...]]:
+    """The `qadd`, `qmaxpool`, `qconcat` and `qlut` entries (see the comment above)."""
+    dq = _dq(wildcard())
+    lut = dq
+    for _ in range(MAX_CHAIN):
+        lut = lut.optional(_elementwise_step)
+    add = (is_op("nn.add")(_dq(wildcard()), _dq(wildcard())) | is_op("nn.multiply")(_dq(wildcard()), _dq(wildcard())))
+    add = add.optional(lambda p: is_op("nn.relu")(p))
+    pool = is_op("nn.max_pool2d")(_dq(wildcard())) | is_op("nn.global_max_pool2d")(_dq(wildcard()))
+    cat: Pattern = is_op("nn.concatenate")(*[_dq(wildcard()) for _ in range(2)])
+    for n in range(3, MAX_CONCAT + 1):
+        cat = cat | is_op("nn.concatenate")(*[_dq(wildcard()) for _ in range(n)])
+    return [
+        ("qadd", _q(add), _check_fused("qadd")),
+        ("qmaxpool", _q(pool), _check_fused("qmaxpool")),
+        ("qconcat", _q(cat), _check_fused("qconcat")),
+        ("qlut", _q(lut), _check_fused("qlut")),
+    ]
+
+
+__all__ = [
+    "COMPOSITES",
+    "FUSED_BLOCKS",
+    "FUSED_COMPOSITES",
+    "INT8_NAMES",
+    "QAdd",
+    "QBlock",
+    "QConcat",
+    "QLut",
+    "QPool",
+    "fused_pattern_table",
+    "lone_qdq",
+    "lut_table",
+    "pattern_table",
+    "qadd_block",
+    "qconcat_block",
+    "qdq_block",
+    "qlut_block",
+    "qmaxpool_block",
+]

@@ -196,6 +196,7 @@ class PartitionLowering:
             outer = math.prod(shape[:axis])
             out_inner = math.prod(shape[axis:])
             offset = 0
+            size = first.out.nbytes // max(first.out.numel, 1)  # bytes an element (i8/ui8: 1)
             for v in first.inputs:
                 block_elems = math.prod(v.shape[axis:])
                 dst = out if offset == 0 else b.add(c.PtrOffsetOp(out, b.const(offset, index)))
@@ -204,7 +205,7 @@ class PartitionLowering:
                         "byoc_copy_blocks",
                         [params[v.root()], dst],
                         (),
-                        [IntegerAttr(0, index), IntegerAttr(1, index), i64_attr(outer), i64_attr(block_elems * 4), i64_attr(out_inner * 4)],
+                        [IntegerAttr(0, index), IntegerAttr(1, index), i64_attr(outer), i64_attr(block_elems * size), i64_attr(out_inner * size)],
                     )
                 )
                 offset += block_elems

@@ -30,10 +30,13 @@ from byoc.diagnostics import PassError
 from byoc.dialects import nn
 from byoc.dialects.byoc import CompositeOp, YieldOp
 from byoc.lowering.nn_to_c.graph import Computation, GraphBuilder, Tensor, i32_attr, i64_attr
-from byoc.targets.qdq import QBlock, lone_qdq, qdq_block
+from byoc.targets.qdq import FUSED_BLOCKS, QAdd, QBlock, QConcat, QLut, QPool, lone_qdq, qdq_block
 
 QK = 16
 """BYOC_QK of byoc_qkernels.h: K, and the pixels of a packed block, are padded to multiples of it."""
+
+DW_THREADS = 8
+"""BYOC_Q_DW_THREADS of byoc_qkernels.h: the threads a depthwise conv2d's scratch serves."""
 
 PACK_BYTES = 128 * 1024
 """Bytes of packed int16 activations one GEMM block holds."""
@@ -66,6 +69,13 @@ def lower_composite(g: GraphBuilder, composite: CompositeOp, inputs: Sequence[Te
         return [_fold(g, ops, values, v) for v in last.values]
     kind = name.rpartition(".")[2]
     lowering = _Lowering(g, composite, values)
+    if kind in FUSED_BLOCKS:
+        (v,) = last.values
+        assert isinstance(v, OpResult)
+        fused = FUSED_BLOCKS[kind](v.op)
+        if isinstance(fused, str):
+            raise PassError(composite, f"lower-to-c: composite '{name}': {fused}")
+        return [lowering.fused(fused)]
     outs: list[Tensor] = []
     for v in last.values:
         if not isinstance(v, OpResult):
@@ -120,7 +130,7 @@ class _Lowering:
         zp = zp.reshape(-1)
         shape = x.shape
         if scale.size == 1:
-            inner, ch = 1, 1
+            inner, ch = max(math.prod(shape), 1), 1  # one row: the kernels vectorise along it
         else:
             axis = op.attr_values()["axis"] % len(shape)
             inner, ch = math.prod(shape[axis + 1 :]), shape[axis]
@@ -157,7 +167,7 @@ class _Lowering:
             if groups == c == o and cg == 1:
                 hp, wp = h + pt + pb, wd + pl + pr
                 wt = self.const(w.reshape(o, kh * kw).astype(np.int16))
-                scratch = (hp * wp + 1) // 2 + 1 + ow
+                scratch = ((hp * wp + 1) // 2 + 1 + ow) * DW_THREADS  # one plane a thread
                 ints = [n, c, h, wd, kh, kw, oh, ow, sh, sw, pt, pl, dh, dw, hp, wp]
                 return self.node(
                     f"byoc_qdwconv2d_{suffix}", [x, wt, *consts], out,
@@ -174,7 +184,7 @@ class _Lowering:
             p = oh * ow
             tp = max(2, min(p, PACK_BYTES // (2 * kp)) // 2 * 2)
             tp = min(tp, p)
-            pp = -(-tp // QK) * QK  # the packed block's pixels, padded to 16 (byoc_qkernels.h)
+            pp = -(-tp // 32) * 32  # the packed block's pixels, padded to 32 (byoc_qkernels.h)
             scratch = kp * pp // 2 + (o // groups) * pp
             ints = [n, c, h, wd, o, groups, kh, kw, oh, ow, sh, sw, pt, pl, dh, dw, kp, tp]
             return self.node(
@@ -193,6 +203,56 @@ class _Lowering:
             f"byoc_qdense_{suffix}", [x, self.const(wt), *consts], out,
             [*(i64_attr(v) for v in (m, nout, k, kp, tp)), *tail], scratch,
         )
+
+
+    # ---- the fused int8 elementwise / pooling / concatenation blocks (qdq.FUSED_BLOCKS) ----
+    def _lut(self, x: Tensor, table: Any, y_dtype: str) -> Tensor:
+        out = Tensor(x.shape, y_dtype, "node")
+        ch = table.shape[0]
+        inner = math.prod(x.shape[2:]) if ch > 1 else 1
+        args = [i64_attr(math.prod(x.shape)), i64_attr(inner), i64_attr(ch)]
+        return self.node(f"byoc_qlut_{_SHORT[x.dtype]}_{_SHORT[y_dtype]}", [x, self.const(table)], out, args)
+
+    def fused(self, b: QLut | QAdd | QPool | QConcat) -> Tensor:
+        if isinstance(b, QLut):
+            return self._lut(self.values[b.x], b.table, b.y_dtype)
+        if isinstance(b, QAdd):
+            a, c = self.values[b.a], self.values[b.b]
+            out = Tensor(a.shape, b.y_dtype, "node")
+            callee = f"byoc_qadd_{_SHORT[a.dtype]}_{_SHORT[c.dtype]}_{_SHORT[b.y_dtype]}"
+            args = [
+                i64_attr(math.prod(a.shape)), _f32_attr(b.a_scale), i32_attr(b.a_zero_point),
+                _f32_attr(b.b_scale), i32_attr(b.b_zero_point), _f32_attr(b.y_scale),
+                i32_attr(b.y_zero_point), i32_attr(int(b.multiply)), i32_attr(int(b.relu)),
+            ]
+            return self.node(callee, [a, c], out, args)
+        if isinstance(b, QPool):
+            x = self.values[b.x]
+            n, c, h, w = x.shape
+            if b.pool.name == "nn.global_max_pool2d":
+                ints = [n, c, h, w, h, w, 1, 1, 1, 1, 0, 0, 1, 1]
+            else:
+                a = b.pool.attr_values()  # type: ignore[attr-defined]
+                _, _, oh, ow = nn.shape_of(b.pool.results[0].type)  # type: ignore[arg-type]
+                kh, kw = a["pool_size"]
+                sh, sw = a["strides"]
+                pt, pl, _, _ = a["padding"]
+                dh, dw = a["dilation"]
+                ints = [n, c, h, w, kh, kw, oh, ow, sh, sw, pt, pl, dh, dw]
+            pooled = Tensor((n, c, ints[6], ints[7]), x.dtype, "node")
+            self.node(f"byoc_qmaxpool_{_SHORT[x.dtype]}", [x], pooled, [i64_attr(v) for v in ints])
+            return pooled if b.table is None else self._lut(pooled, b.table, b.y_dtype)
+        parts = []
+        for v, table in zip(b.inputs, b.tables, strict=True):
+            x = self.values[v]
+            parts.append(x if table is None else self._lut(x, table, b.y_dtype))
+        shape = list(parts[0].shape)
+        shape[b.axis] = sum(p.shape[b.axis] for p in parts)
+        out = Tensor(tuple(shape), b.y_dtype, "node")
+        self.g._node(  # pyright: ignore[reportPrivateUsage]
+            Computation("concat", self.composite.composite.data, parts, out, params={"axis": b.axis}, source=self.composite)
+        )
+        return out
 
 
 __all__ = ["lower_composite"]
