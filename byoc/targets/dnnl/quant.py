@@ -29,7 +29,6 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import BlockArgument, Operation, OpResult
 

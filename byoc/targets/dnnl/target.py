@@ -8,8 +8,8 @@ from byoc.targets.dnnl.onednn import build_options
 from byoc.targets.dnnl.patterns import pattern_table
 from byoc.targets.dnnl.quant import batch_norm_reason
 from byoc.targets.dnnl.quant import pattern_table as int8_pattern_table
-from byoc.targets.predicates import Predicate
 from byoc.targets.dnnl.support import SUPPORT
+from byoc.targets.predicates import Predicate
 
 ENGINE_SOURCE = ENGINES_DIR / "dnnl_engine.c"
 INT8_SOURCE = ENGINES_DIR / "dnnl_int8.c"
