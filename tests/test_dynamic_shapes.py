@@ -252,3 +252,27 @@ def test_no_message_shows_int64_min() -> None:
         messages.append(str(e.value))
     assert messages and all("9223372036854775808" not in m for m in messages), messages
     assert any("(?, 4)" in m for m in messages)
+
+
+def test_a_host_only_build_names_the_step_a_shape_breaks() -> None:
+    # a module whose `?` dim meets a static one that disagrees (4 against the weight's 5)
+    # verifies; built for the host alone, the inputs are checked per distinct shape
+    text = """
+func.func @main(%x: tensor<?x4xf32>, %w: tensor<3x5xf32>) -> tensor<?x3xf32> {
+  %0 = nn.dense %x, %w : (tensor<?x4xf32>, tensor<3x5xf32>) -> tensor<?x3xf32>
+  func.return %0 : tensor<?x3xf32>
+}
+"""
+    exe = byoc.build(byoc.parse_module(text))
+    for _ in range(2):  # a rejected shape is not remembered: it is rejected again
+        with pytest.raises(InputError, match=r"inputs of shapes \(2, 4\), \(3, 5\): 'nn.dense' rejects them: contraction sizes differ"):
+            exe.run(np.ones((2, 4), np.float32), np.ones((3, 5), np.float32))
+
+
+def test_a_host_only_build_runs_every_shape_that_fits() -> None:
+    exe = byoc.build(byoc.parse_module(DENSE))
+    w = np.ones((3, 4), np.float32)
+    for n in (1, 2, 7, 2):
+        (y,) = exe.run(np.ones((n, 4), np.float32), w)
+        assert y.shape == (n, 3)
+    assert exe._shapes_ok == {((1, 4), (3, 4)), ((2, 4), (3, 4)), ((7, 4), (3, 4))}  # noqa: SLF001

@@ -18,7 +18,7 @@ import numpy as np
 
 from byoc.runtime.artifact import ArtifactError, ArtifactWriter, brief, read_artifact
 from byoc.runtime.component import RuntimeComponent, kind_of_blobs, load_component
-from byoc.runtime.host import BoundPlan, HostPlan, PlanError, check_plan
+from byoc.runtime.host import BoundPlan, HostPlan, PlanError, check_input_shapes, check_plan
 from byoc.runtime.parallel import BranchGraph, HostPool, run_branches
 from byoc.runtime.tensor import checked_dtype, checked_shape
 from byoc.runtime.threads import check_num_threads, resolve_num_threads
@@ -115,6 +115,8 @@ class Executable:
             (name, spec.dtype, spec.shape)
             for name, spec in zip(plan.input_names, plan.input_specs, strict=True)
         ]
+        self._dynamic = any(DYNAMIC in spec.shape for spec in plan.input_specs)
+        self._shapes_ok: set[tuple[tuple[int, ...], ...]] = set()
         self._graph = BranchGraph.of(plan)
         self._setters = [
             getattr(self.components.get(step.target), "set_call_threads", None)
@@ -210,7 +212,24 @@ class Executable:
                 # gets an aligned copy; the C partitions would reject it
                 arr = arr.copy()
             out.append(arr)
+        if self._dynamic:
+            self._check_shapes(out)
         return out
+
+    def _check_shapes(self, arrays: Sequence[Array]) -> None:
+        """Inputs that fill `?` dims: check once per distinct shapes that every host
+        step's type relation holds for them (an InputError naming the step, not an
+        error from inside a numpy kernel)."""
+        key = tuple(a.shape for a in arrays)
+        if key in self._shapes_ok:
+            return
+        why = check_input_shapes(self.plan, self.constants, key)
+        if why is not None:
+            shown = ", ".join(shape_repr(k) for k in key)
+            raise InputError(f"inputs of shapes {shown}: {why}")
+        if len(self._shapes_ok) >= 256:  # bounded: a stream of new shapes checks again
+            self._shapes_ok.clear()
+        self._shapes_ok.add(key)
 
     def _gather(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Any]:
         names = self.plan.input_names

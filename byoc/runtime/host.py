@@ -124,6 +124,42 @@ def _spec_type(spec: TensorSpec, what: str) -> TensorType[Any]:
         raise PlanError(f"{what}: {exc}") from None
 
 
+def check_input_shapes(
+    plan: HostPlan, constants: Sequence[Array], shapes: Sequence[tuple[int, ...]]
+) -> str | None:
+    """Why the plan cannot run inputs of `shapes`, or None.
+
+    For a plan whose inputs have `?` dims: the types are propagated from the
+    concrete input shapes through every kernel step (the op's type relation,
+    strictly, as `verify` does for static shapes), so a dim that disagrees with a
+    static dim further on (`?x4` fed to a dense whose weight is `3x5`) is named here
+    instead of failing inside a numpy kernel. A partition call's results keep their
+    recorded types; steps that read a value of unknown type are not checked."""
+    types: dict[int, TensorType[Any] | None] = {}
+    for slot, spec, shape in zip(plan.input_slots, plan.input_specs, shapes, strict=True):
+        types[slot] = nn.tensor(shape, nn.element_type_of(spec.dtype))
+    for slot, cid in plan.constant_slots.items():
+        arr = constants[cid]
+        types[slot] = nn.tensor(arr.shape, nn.element_type_of(arr.dtype))
+    for k, step in enumerate(plan.steps):
+        operands = [types.get(i) for i in step.inputs]
+        results: list[TensorType[Any] | None]
+        if step.kind == "kernel" and all(t is not None for t in operands):
+            try:
+                results = list(nn.NN_OPS[step.name].check_call(operands, step.attrs))  # type: ignore[arg-type]
+            except VerifyException as exc:
+                return f"'{step.name}' rejects them: {exc} (host step {k})"
+        elif step.kind == "kernel":
+            results = [None] * len(step.outputs)
+        else:
+            results = [
+                None if nn.DYNAMIC in spec.shape else _spec_type(spec, f"step {k}")
+                for spec in step.out_specs
+            ]
+        types.update(zip(step.outputs, results, strict=False))
+    return None
+
+
 def check_plan(plan: HostPlan, constants: Sequence[Array]) -> None:
     """Raise PlanError unless the plan is what planning a verified module gives.
 
