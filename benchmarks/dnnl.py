@@ -4,6 +4,7 @@
     python benchmarks/dnnl.py --models resnet50 --ops '' --threads 1 --rounds 9
     python benchmarks/dnnl.py --quick                # the goal's figures only: light models, 3 rounds
     python benchmarks/dnnl.py --quick --omp-wait-policy passive   # OpenMP threads sleep at once
+    python benchmarks/dnnl.py --quick --isolated     # each contender in its own process, alternating
 
 Per op (conv 3x3 64->64 at 56x56, conv 1x1 256->64 at 56x56, depthwise 3x3 at 112x112,
 dense 1x1024 * 1024x1024, each followed by bias and ReLU) and per light model (seeded random
@@ -159,7 +160,13 @@ def set_threads(exe: Any, threads: int) -> None:
             fn(threads)
 
 
+CONTENDERS = ("byoc", "onnxruntime")
+"""Who runs in this process: both (taking turns), or one (`--contender`, for `--isolated`)."""
+
+
 def measure(name: str, model: onnx.ModelProto, threads: list[int], rounds: int) -> dict[str, Any]:
+    if CONTENDERS == ("onnxruntime",):
+        return measure_ort_alone(model, threads, rounds)
     module = import_model(model)
     with fresh_cache():
         exe, t_cold = timed(lambda: byoc.build(module.clone(), targets=TARGETS))
@@ -179,13 +186,59 @@ def measure(name: str, model: onnx.ModelProto, threads: list[int], rounds: int) 
     }
     for n in threads:
         set_threads(exe, n)
-        sess = session_for(model, n)
-        times = latencies(
-            {"byoc": lambda: exe.run(x), "onnxruntime": lambda s=sess: s.run(None, feed)}, rounds
-        )
+        contenders: dict[str, Callable[[], Any]] = {"byoc": lambda: exe.run(x)}
+        if "onnxruntime" in CONTENDERS:
+            sess = session_for(model, n)
+            contenders["onnxruntime"] = lambda s=sess: s.run(None, feed)
+        times = latencies(contenders, rounds)
         row[f"byoc {n}"], row[f"byoc {n} median"] = times["byoc"]
+        if "onnxruntime" in times:
+            row[f"ort {n}"], row[f"ort {n} median"] = times["onnxruntime"]
+    return row
+
+
+def measure_ort_alone(model: onnx.ModelProto, threads: list[int], rounds: int) -> dict[str, Any]:
+    """onnxruntime in a process of its own (`--isolated`): no byoc build, no OpenMP team."""
+    row: dict[str, Any] = {}
+    for n in threads:
+        sess = session_for(model, n)
+        inp = sess.get_inputs()[0]
+        x = np.random.default_rng(1).standard_normal(inp.shape).astype(np.float32)
+        times = latencies({"onnxruntime": lambda s=sess, f={inp.name: x}: s.run(None, f)}, rounds)
         row[f"ort {n}"], row[f"ort {n} median"] = times["onnxruntime"]
     return row
+
+
+def isolated(argv: list[str], threads: list[int], models: list[str], alternations: int = 2) -> int:
+    """Each contender in a process of its own, byoc and onnxruntime alternating
+    (`alternations` times per thread count), the best of each kept: two thread pools
+    in one process measure how they share the cores, not each runtime (docs/dnnl.md)."""
+    import json
+    import subprocess
+    import tempfile
+
+    rows: dict[str, dict[str, Any]] = {}
+    rest = [a for a in argv if a != "--isolated"]
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in threads:
+            for k in range(alternations):
+                for who in CONTENDERS:
+                    result = Path(tmp) / f"{who}-{n}-{k}.json"
+                    cmd = [sys.executable, __file__, *rest, "--threads", str(n), "--contender", who,
+                           "--ops", "", "--result", str(result)]
+                    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+                    for name, row in json.loads(result.read_text())["rows"].items():
+                        into = rows.setdefault(name, {})
+                        for key, value in row.items():
+                            if isinstance(value, float) and key in into and "median" not in key and key.split()[0] in ("byoc", "ort"):
+                                into[key] = min(into[key], value)
+                            else:
+                                into.setdefault(key, value)
+    print("\n(--isolated: each contender in its own process, alternating; best of "
+          f"{alternations} processes x the rounds of each)")
+    geomeans = report("light models end to end, each contender in its own process", rows, threads)
+    print("\n" + goal_line(geomeans, models))
+    return 0
 
 
 def ms(seconds: float) -> str:
@@ -236,6 +289,7 @@ def goal_line(geomeans: dict[int, float], models: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global CONTENDERS
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--ops", default=",".join(OPS), help="single-op cases ('' for none)")
     parser.add_argument("--models", default=",".join(light_models()), help="light models ('' for none)")
@@ -247,6 +301,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--omp-wait-policy", choices=("passive", "active"),
                         help="OMP_WAIT_POLICY for the measuring processes (libgomp reads it once, "
                         "at load; default: libgomp's spin-then-sleep)")
+    parser.add_argument("--isolated", action="store_true",
+                        help="each contender in a process of its own, alternating (no two thread "
+                        "pools in one process)")
+    parser.add_argument("--contender", choices=CONTENDERS, help=argparse.SUPPRESS)  # --isolated's children
     parser.add_argument("--result", help=argparse.SUPPRESS)  # the child's geometric means (json)
     args = parser.parse_args(argv)
     if args.quick:
@@ -254,6 +312,11 @@ def main(argv: list[str] | None = None) -> int:
     global ORT_SPINNING
     ORT_SPINNING = not args.ort_no_spin
     threads = [int(t) for t in args.threads.split(",") if t]
+    if args.contender:
+        CONTENDERS = (args.contender,)
+    if args.isolated:
+        return isolated(argv if argv is not None else sys.argv[1:], threads,
+                        [m for m in args.models.split(",") if m])
     if args.omp_wait_policy and os.environ.get("OMP_WAIT_POLICY") != args.omp_wait_policy:
         # libgomp reads it when it is loaded: run the measurement in a process that has it
         import subprocess
@@ -305,6 +368,11 @@ def main(argv: list[str] | None = None) -> int:
             model = randomize_weights(onnx.load(paths[name]), seed=0)
             rows[f"light_{name}"] = measure(name, model, threads, args.rounds)
             print(f"  light_{name} done", file=sys.stderr, flush=True)
+        if args.contender:  # one contender of --isolated: its figures go to the parent
+            import json
+
+            Path(args.result).write_text(json.dumps({"rows": rows}))
+            return 0
         geomeans = report("light models end to end (random weights, seeded)", rows, threads)
         if args.result:
             import json
