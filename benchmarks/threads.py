@@ -2,6 +2,7 @@
 
     python benchmarks/threads.py [--models squeezenet,resnet50] [--rounds 7] [--threads 1,2]
     python benchmarks/threads.py --quick          # five light models, ccompiler only, 9 rounds: a few minutes
+    python benchmarks/threads.py --no-cblas --isolated   # byoc and onnxruntime in processes of their own
 
 In one process, for each model (ONNX light models with seeded random weights,
 `randomize_weights`; the small CNN of examples/small_cnn.mlir, exported to ONNX
@@ -100,6 +101,10 @@ def small_cnn() -> tuple[Any, onnx.ModelProto]:
     return module, model
 
 
+ONLY: str | None = None
+"""`--contender byoc|ort` (the children of `--isolated`): time only that side in this process."""
+
+
 def measure(name: str, counts: list[int], rounds: int, with_cblas: bool) -> dict[str, float]:
     if name == "small_cnn":
         module, model = small_cnn()
@@ -112,17 +117,20 @@ def measure(name: str, counts: list[int], rounds: int, with_cblas: bool) -> dict
     keep: list[Any] = []
     expected = None
     for n in counts:
-        session = ort_session(model, n)
+        # byoc alone: the expected answer from a 1-thread session (no onnxruntime pool)
+        session = ort_session(model, 1 if ONLY == "byoc" else n)
         feed = {session.get_inputs()[0].name: x}
         if expected is None:
             expected = session.run(None, feed)[0]
         keep.append(session)
-        exe = byoc.build(module, targets=["ccompiler"], num_threads=n)
-        contenders[f"ccompiler@{n}"] = lambda exe=exe: exe.run(x)
-        if with_cblas:
-            blas = byoc.build(module, targets=["cblas", "ccompiler"], num_threads=n)
-            contenders[f"cblas@{n}"] = lambda blas=blas: blas.run(x)
-        contenders[f"ort@{n}"] = lambda s=session, f=feed: s.run(None, f)
+        if ONLY != "ort":
+            exe = byoc.build(module, targets=["ccompiler"], num_threads=n)
+            contenders[f"ccompiler@{n}"] = lambda exe=exe: exe.run(x)
+            if with_cblas:
+                blas = byoc.build(module, targets=["cblas", "ccompiler"], num_threads=n)
+                contenders[f"cblas@{n}"] = lambda blas=blas: blas.run(x)
+        if ONLY != "byoc":
+            contenders[f"ort@{n}"] = lambda s=session, f=feed: s.run(None, f)
     for label, fn in contenders.items():
         np.testing.assert_allclose(fn()[0], expected, rtol=1e-3, atol=1e-4, err_msg=f"{name} {label}")
     samples: dict[str, list[float]] = {k: [] for k in contenders}
@@ -233,7 +241,34 @@ QUICK = ["squeezenet", "shufflenet", "inception_v2", "resnet50", "densenet121"]
 """`--quick`: the models where ccompiler was furthest from onnxruntime, three of them conv-heavy."""
 
 
+def isolated(argv: list[str], counts: list[int], alternations: int = 2) -> dict[str, dict[str, float]]:
+    """Each side in a process of its own (byoc, then onnxruntime, `alternations` times per
+    thread count), keeping each figure's best over the processes: onnxruntime's spinning
+    intra-op threads and byoc's OpenMP team in one process measure how two pools share the
+    cores, not each runtime (docs/threads.md)."""
+    import json
+    import subprocess
+    import tempfile
+
+    merged: dict[str, dict[str, float]] = {}
+    rest = [a for a in argv if a != "--isolated"]
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in counts:
+            for k in range(alternations):
+                for who in ("byoc", "ort"):
+                    out = Path(tmp) / f"{who}-{n}-{k}.json"
+                    cmd = [sys.executable, __file__, *rest, "--threads", str(n), "--contender", who,
+                           "--result", str(out)]
+                    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+                    for name, row in json.loads(out.read_text()).items():
+                        into = merged.setdefault(name, {})
+                        for key, value in row.items():
+                            into[key] = min(value, into.get(key, value))
+    return merged
+
+
 def main(argv: list[str] | None = None) -> int:
+    global ONLY
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default="", help="comma-separated (default: small_cnn and every light model)")
     parser.add_argument("--rounds", type=int, default=7)
@@ -243,7 +278,12 @@ def main(argv: list[str] | None = None) -> int:
         "--quick", action="store_true",
         help=f"--models {','.join(QUICK)} --rounds 9 --no-cblas (unless given)",
     )
+    parser.add_argument("--isolated", action="store_true",
+                        help="byoc and onnxruntime each in processes of their own, alternating")
+    parser.add_argument("--contender", choices=("byoc", "ort"), help=argparse.SUPPRESS)
+    parser.add_argument("--result", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    ONLY = args.contender
     if args.quick:
         args.models = args.models or ",".join(QUICK)
         args.rounds = args.rounds if args.rounds != parser.get_default("rounds") else 9
@@ -253,6 +293,11 @@ def main(argv: list[str] | None = None) -> int:
     with_cblas = not args.no_cblas
     results: dict[str, dict[str, float]] = {}
     print(f"load average at the start: {os.getloadavg()[0]:.1f} (cores: {os.cpu_count()})")
+    if args.isolated:
+        results = isolated(argv if argv is not None else sys.argv[1:], counts)
+        print("(--isolated: each side in its own process, alternating twice per thread count; "
+              "each figure the best of its processes)")
+        names = []
     for name in names:
         t0 = time.perf_counter()
         results[name] = measure(name, counts, args.rounds, with_cblas)
@@ -261,6 +306,11 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
             flush=True,
         )
+    if args.result:  # a child of --isolated
+        import json
+
+        Path(args.result).write_text(json.dumps(results))
+        return 0
     print(f"load average at the end: {os.getloadavg()[0]:.1f} (cores: {os.cpu_count()})")
     report(results, counts, with_cblas)
     print()
