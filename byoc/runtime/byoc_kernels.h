@@ -555,6 +555,56 @@ BYOC_KERNEL void byoc_conv2d_part_(const byoc_conv_geom_* g, const float* restri
   }
 }
 
+/* Depthwise: channels [c0, c1) padded (in blocks of 8, so each padded plane is still in
+ * cache when it is read) and computed. A depthwise output channel reads only its own padded
+ * input channel, so no thread waits for another's padding. */
+static inline void byoc_conv2d_dw_pad_part_(const byoc_conv_geom_* g, const float* restrict x,
+                                            float* restrict xp, const float* restrict w,
+                                            float* restrict y, int64_t c0, int64_t c1, int split,
+                                            const byoc_epilogue_* ep) {
+  for (int64_t b0 = c0; b0 < c1; b0 += 8) {
+    const int64_t b1 = c1 - b0 < 8 ? c1 : b0 + 8;
+    byoc_conv2d_pad_(g, x, xp, b0, b1, split);
+    byoc_conv2d_dw_part_(g, xp, w, y, b0, b1, ep);
+  }
+}
+
+/*
+ * Work units [u0, u1) of one image for one thread. A unit is one 16-pixel tile times one
+ * chunk of 6 output channels of one group, numbered group-major, then tile, then channel
+ * chunk; thread t of nt takes units [U * t / nt, U * (t + 1) / nt) of the U in all, so the
+ * threads' shares differ by one unit at most, whatever the map size. (Cutting only the
+ * pixel tiles left 13 tiles of a 14x14 map as 6 and 7 on two threads, 8 % lost; cutting
+ * channel chunks too, every chunk repacked the tiles' panels.) Runs of whole tiles go in
+ * chunks of at most `chunk` tiles, each chunk's epilogue while its outputs are in cache; a
+ * tile shared with the next thread is split between their channel chunks (both pack it).
+ */
+static inline void byoc_conv2d_units_(const byoc_conv_geom_* g, const float* restrict xs,
+                                      const float* restrict w, float* restrict yn, int64_t tiles,
+                                      int64_t u0, int64_t u1, int64_t chunk,
+                                      const byoc_epilogue_* ep) {
+  const int64_t ocu = (g->OG + 5) / 6, per_group = tiles * ocu;
+  for (int64_t u = u0; u < u1;) {
+    const int64_t grp = u / per_group, r = u % per_group;
+    const int64_t tile = r / ocu, unit = r % ocu;
+    const float* xg = xs + grp * g->CG * g->HP * g->WP;
+    const float* wg = w + grp * g->OG * g->WS;
+    float* yg = yn + grp * g->OG * g->P;
+    if (unit != 0 || u1 - u < ocu) { /* part of one tile's channel chunks */
+      const int64_t end = unit + (u1 - u) < ocu ? unit + (u1 - u) : ocu;
+      const int64_t oc1 = 6 * end < g->OG ? 6 * end : g->OG;
+      byoc_conv2d_part_(g, xg, wg, yg, tile, tile + 1, 6 * unit, oc1, ep, grp * g->OG);
+      u += end - unit;
+      continue;
+    }
+    int64_t n = (u1 - u) / ocu; /* whole tiles, all channels */
+    n = n < tiles - tile ? n : tiles - tile;
+    n = n < chunk ? n : chunk;
+    byoc_conv2d_part_(g, xg, wg, yg, tile, tile + n, 0, g->OG, ep, grp * g->OG);
+    u += n * ocu;
+  }
+}
+
 /*
  * y[n, o, oh, ow] = sum_{c in group(o), kh, kw} x[n, c, oh*SH - PT + kh*DH, ow*SW - PL + kw*DW]
  *                                                * w[o, c - group_start, kh, kw]
@@ -603,46 +653,27 @@ static inline void byoc_conv2d_run_(const float* restrict x, const float* restri
   for (int64_t n = 0; n < N; ++n) {
     const float* xn = x + n * C * H * W;
     float* yn = y + n * O * g.P;
-    const float* xs = direct ? xn : xp; /* what the tiles read */
-    if (!direct) {
-      const int32_t nt = byoc_threads_for(C * g.HP * g.WP, 4 * BYOC_PAR_GRAIN);
-      BYOC_SPLIT_(nt, t, byoc_conv2d_pad_(&g, xn, xp, C * t / nt, C * (t + 1) / nt, split));
-    }
-    if (depthwise) {
+    if (depthwise) { /* each thread pads its own channels, then computes them: one region */
       const int32_t nt = byoc_threads_for(macs * C, BYOC_PAR_GRAIN);
-      BYOC_SPLIT_(nt, t, byoc_conv2d_dw_part_(&g, xs, w, yn, C * t / nt, C * (t + 1) / nt, ep));
+      BYOC_SPLIT_(nt, t, byoc_conv2d_dw_pad_part_(&g, xn, xp, w, yn, C * t / nt, C * (t + 1) / nt, split, ep));
       continue;
     }
-    /* pieces: chunks of pixel tiles x chunks of output channels (multiples of 6) */
-    const int32_t nt = byoc_threads_for(macs * G, BYOC_PAR_GRAIN);
-    int64_t oc_chunks = 1;
-    if (nt > 1 && tiles < 4 * (int64_t)nt) {
-      oc_chunks = (4 * (int64_t)nt + tiles - 1) / tiles;
-      const int64_t most = (g.OG + 5) / 6;
-      oc_chunks = oc_chunks < most ? oc_chunks : most;
+    const float* xs = direct ? xn : xp; /* what the tiles read */
+    if (!direct) { /* split as a copy is: at least BYOC_COPY_GRAIN bytes a thread */
+      const int32_t nt = byoc_threads_for(C * g.HP * g.WP * (int64_t)sizeof(float), BYOC_COPY_GRAIN);
+      BYOC_SPLIT_(nt, t, byoc_conv2d_pad_(&g, xn, xp, C * t / nt, C * (t + 1) / nt, split));
     }
-    const int64_t tile_chunks = nt > 1 ? (tiles < 4 * (int64_t)nt ? tiles : 4 * (int64_t)nt) : 1;
+    const int32_t nt = byoc_threads_for(macs * G, BYOC_PAR_GRAIN);
     if (nt <= 1) { /* no OpenMP region at all (see BYOC_SPLIT_) */
       for (int64_t grp = 0; grp < G; ++grp)
         byoc_conv2d_part_(&g, xs + grp * g.CG * g.HP * g.WP, w + grp * g.OG * g.WS,
                           yn + grp * g.OG * g.P, 0, tiles, 0, g.OG, ep, grp * g.OG);
       continue;
     }
-    const int64_t pieces = G * oc_chunks * tile_chunks;
-    const int64_t per_group = oc_chunks * tile_chunks;
-    BYOC_PARALLEL_FOR(nt)
-    for (int64_t piece = 0; piece < pieces; ++piece) {
-      const int64_t grp = piece / per_group, rest = piece % per_group;
-      const int64_t oc_i = rest / tile_chunks, tc = rest % tile_chunks;
-      const int64_t oc_units = (g.OG + 5) / 6;
-      const int64_t oc0 = 6 * (oc_units * oc_i / oc_chunks);
-      int64_t oc1 = 6 * (oc_units * (oc_i + 1) / oc_chunks);
-      oc1 = oc1 < g.OG ? oc1 : g.OG;
-      const int64_t t0 = tiles * tc / tile_chunks, t1 = tiles * (tc + 1) / tile_chunks;
-      if (oc0 >= oc1 || t0 >= t1) continue;
-      byoc_conv2d_part_(&g, xs + grp * g.CG * g.HP * g.WP, w + grp * g.OG * g.WS,
-                        yn + grp * g.OG * g.P, t0, t1, oc0, oc1, ep, grp * g.OG);
-    }
+    /* each thread an equal share of the image's (group, tile, 6-channel chunk) units */
+    const int64_t units = G * tiles * ((g.OG + 5) / 6);
+    const int64_t chunk = (tiles + 4 * nt - 1) / (4 * (int64_t)nt);
+    BYOC_SPLIT_(nt, t, byoc_conv2d_units_(&g, xs, w, yn, tiles, units * t / nt, units * (t + 1) / nt, chunk, ep));
   }
 }
 
@@ -1383,19 +1414,24 @@ BYOC_DEFINE_REDUCE(byoc_reduce_max_i32, int32_t, int32_t, INT32_MIN, acc = v > a
 
 /*
  * Transpose: walk the output (rank `nd`, extents `oshape`) in row-major order;
- * `istr[d]` is how far the input moves per step of output dim d.
+ * `istr[d]` is how far the input moves per step of output dim d. The output's rows
+ * (its last dim) are split across the threads when the copy is big (shufflenet's channel
+ * shuffles: whole rows of 784-3136 floats); a copy is the same bytes however it is split.
  */
 #define BYOC_DEFINE_TRANSPOSE(NAME, T)                                                         \
-  static inline void NAME(const T* restrict x, T* restrict y, int32_t nd, const int64_t* oshape, \
-                          const int64_t* istr) {                                               \
+  static inline void NAME##_rows_(const T* restrict x, T* restrict y, int32_t nd,              \
+                                  const int64_t* oshape, const int64_t* istr, int64_t r0,       \
+                                  int64_t r1) {                                                 \
     int64_t idx[BYOC_MAX_RANK] = {0};                                                         \
-    int64_t total = 1;                                                                        \
-    for (int32_t d = 0; d < nd; ++d) total *= oshape[d];                                      \
-    if (total == 0) return;                                                                   \
     const int64_t inner = nd > 0 ? oshape[nd - 1] : 1;                                        \
     const int64_t step = nd > 0 ? istr[nd - 1] : 0;                                           \
     int64_t off = 0;                                                                          \
-    for (int64_t t = 0; t < total; t += inner) {                                              \
+    for (int64_t d = nd - 2, r = r0; d >= 0; --d) { /* the index of row r0 */                 \
+      idx[d] = r % oshape[d];                                                                 \
+      r /= oshape[d];                                                                         \
+      off += idx[d] * istr[d];                                                                \
+    }                                                                                         \
+    for (int64_t t = r0 * inner; t < r1 * inner; t += inner) {                                \
       if (step == 1) /* a run of whole rows (e.g. a channel shuffle): one copy */             \
         memcpy(y + t, x + off, (size_t)inner * sizeof(T));                                    \
       else                                                                                    \
@@ -1407,6 +1443,17 @@ BYOC_DEFINE_REDUCE(byoc_reduce_max_i32, int32_t, int32_t, INT32_MIN, acc = v > a
         idx[d] = 0;                                                                           \
       }                                                                                       \
     }                                                                                         \
+  }                                                                                           \
+  static inline void NAME(const T* restrict x, T* restrict y, int32_t nd, const int64_t* oshape, \
+                          const int64_t* istr) {                                               \
+    int64_t total = 1;                                                                        \
+    for (int32_t d = 0; d < nd; ++d) total *= oshape[d];                                      \
+    if (total == 0) return;                                                                   \
+    const int64_t inner = nd > 0 ? oshape[nd - 1] : 1;                                        \
+    const int64_t rows = total / inner;                                                       \
+    const int32_t nt0 = byoc_threads_for(total * (int64_t)sizeof(T), BYOC_COPY_GRAIN);        \
+    const int32_t nt = nt0 < rows ? nt0 : (int32_t)rows;                                      \
+    BYOC_SPLIT_(nt, t, NAME##_rows_(x, y, nd, oshape, istr, rows * t / nt, rows * (t + 1) / nt)); \
   }
 
 BYOC_DEFINE_TRANSPOSE(byoc_transpose_f32, float)

@@ -59,6 +59,7 @@ RUNTIME_HEADERS = (
     "byoc_graph_engine.h",
     "byoc_graph_runtime.h",
     "byoc_qkernels.h",
+    "byoc_profile.h",
 )
 
 DEFAULT_FLAGS: tuple[str, ...] = (
@@ -94,6 +95,17 @@ def sanitize_flags() -> tuple[str, ...]:
         "-fno-omit-frame-pointer",
         "-g",
     )
+
+PROFILE_ENV = "BYOC_PROFILE_KERNELS"
+"""`BYOC_PROFILE_KERNELS=1` builds every library with `-DBYOC_PROFILE_KERNELS`: each kernel
+call of a generated partition is timed into the sink of `byoc.runtime.kernel_profile`
+(byoc_profile.h; `benchmarks/kernel_profile.py`). Part of the cache key, like every flag."""
+
+
+def profile_flags() -> tuple[str, ...]:
+    """`-DBYOC_PROFILE_KERNELS` when `BYOC_PROFILE_KERNELS` asks for it, else ()."""
+    return ("-DBYOC_PROFILE_KERNELS",) if os.environ.get(PROFILE_ENV, "") not in ("", "0") else ()
+
 
 class CompileError(RuntimeError):
     """The C compiler rejected the generated source."""
@@ -198,7 +210,7 @@ def compile_source(
     cc = cc or compiler()
     directory = directory or cache_dir()
     _make_cache_dir(directory)
-    flags = (*flags, *c_dispatch_flags(), *sanitize_flags())
+    flags = (*flags, *c_dispatch_flags(), *sanitize_flags(), *profile_flags())
     if "-fopenmp" in flags and cc in NO_OPENMP:
         flags = tuple(f for f in flags if f != "-fopenmp")
     try:

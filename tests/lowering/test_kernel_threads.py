@@ -115,6 +115,16 @@ def _conv_act(act: type[nn.NNOp], **attrs: Any) -> Any:
     return build
 
 
+def _conv_act_groups(act: type[nn.NNOp], groups: int, strides: tuple[int, int] = (1, 1)) -> Any:
+    """A grouped conv2d 3x3 (padding 1) and an activation fused into its epilogue."""
+
+    def build(vs: list[Any]) -> list[Any]:
+        conv = nn.Conv2DOp.build(vs[0], vs[1], padding=(1, 1, 1, 1), groups=groups, strides=strides)
+        return [conv, act.build(conv)]
+
+    return build
+
+
 BIG: list[Case] = [
     Case("t_conv3x3", [((1, 16, 30, 34), F32), ((30, 16, 3, 3), F32)], _op(nn.Conv2DOp, padding=(1, 1, 1, 1))),
     Case("t_conv1x1_few_pixels", [((1, 256, 5, 5), F32), ((200, 256, 1, 1), F32)], _op(nn.Conv2DOp)),
@@ -154,6 +164,19 @@ BIG: list[Case] = [
     Case("t_concat_rows", [((6, 8, 300, 41), F32), ((6, 8, 13, 41), F32)], _op(nn.ConcatenateOp, axis=2)),
     Case("t_shuffle_rows", [((1, 4, 30, 899), F32)], _op(nn.TransposeOp, axes=(0, 2, 1, 3))),
     Case("t_conv1x1_tail", [((1, 40, 13, 13), F32), ((70, 40, 1, 1), F32)], _conv_act(nn.ReluOp)),
+    # h15k: conv2d split into equal shares of (group, tile, 6-channel chunk) units, a tile
+    # at a share's edge split between two threads' channel chunks (14x14: 13 tiles; 7x7: 4;
+    # 1x1 maps; 3 groups on 2 threads; two images); depthwise padding each thread's own
+    # channels (with an epilogue, stride 1 and 2); transposes split by output rows
+    Case("t_conv3x3_14", [((1, 40, 14, 14), F32), ((64, 40, 3, 3), F32), ((64,), F32)], _conv_bias_relu),
+    Case("t_conv3x3_7_few_oc", [((1, 128, 7, 7), F32), ((32, 128, 3, 3), F32)], _op(nn.Conv2DOp, padding=(1, 1, 1, 1))),
+    Case("t_conv1x1_map1", [((1, 512, 1, 1), F32), ((250, 512, 1, 1), F32)], _conv_act(nn.ReluOp)),
+    Case("t_conv_groups3", [((2, 48, 11, 11), F32), ((45, 16, 1, 1), F32)], _op(nn.Conv2DOp, groups=3)),
+    Case("t_depthwise_ep_s2", [((1, 72, 28, 28), F32), ((72, 1, 3, 3), F32)],
+         _conv_act_groups(nn.ReluOp, groups=72, strides=(2, 2))),
+    Case("t_depthwise_ep_s1", [((1, 100, 14, 14), F32), ((100, 1, 3, 3), F32)], _conv_act_groups(nn.ReluOp, groups=100)),
+    Case("t_shuffle_big", [((1, 4, 30, 40, 40), F32)], _op(nn.TransposeOp, axes=(0, 2, 1, 3, 4))),
+    Case("t_transpose_cols", [((1, 64, 40, 56), F32)], _op(nn.TransposeOp, axes=(0, 1, 3, 2))),
 ]
 
 

@@ -258,6 +258,7 @@ class CEmitter:
         self.globals: dict[str, c.GlobalOp] = {}
         self.func: c.FuncOp | None = None
         self.function_names: set[str] = set()
+        self.profiled: set[str] = set()
         self.indent = 0
         self.counter = 0
 
@@ -268,6 +269,7 @@ class CEmitter:
     def emit_unit(self, unit: c.ModuleOp) -> str:
         self.lines = [C_HEADER]
         self.function_names = {f.sym_name.data for f in unit.ops if isinstance(f, c.FuncOp)}
+        self.profiled: set[str] = set()
         includes = [op for op in unit.ops if isinstance(op, c.IncludeOp)]
         for inc in includes:
             if inc.is_standard_include is not None:
@@ -289,6 +291,7 @@ class CEmitter:
                 self.line()
                 self.emit_global(op)
             elif isinstance(op, c.FuncOp):
+                self._profile_hooks(op, unit, defined)
                 self.line()
                 self.emit_func(op)
                 defined.add(op.sym_name.data)
@@ -297,6 +300,47 @@ class CEmitter:
             else:
                 raise EmitError(op, f"emit-c: cannot emit '{op.name}' at file scope")
         return "\n".join(self.lines) + "\n"
+
+    def _profile_hooks(self, caller: c.FuncOp, unit: c.ModuleOp, defined: set[str]) -> None:
+        """Before the first function that calls a unit's static functions (a partition's
+        kernels, its subgraph function), the profiling hook: under BYOC_PROFILE_KERNELS
+        each such call is timed (byoc_profile.h; a macro named as the function does not
+        expand inside its own expansion). Nothing is compiled without the define."""
+        if caller.is_declaration:
+            return
+        funcs = {f.sym_name.data: f for f in unit.ops if isinstance(f, c.FuncOp)}
+        callees: list[str] = []
+        for inner in caller.walk():
+            if isinstance(inner, c.CallOp) and not inner.res:
+                name = inner.callee.root_reference.data
+                f = funcs.get(name)
+                if f is not None and f.is_static and name in defined and name not in callees:
+                    callees.append(name)
+        callees = [n for n in callees if n not in self.profiled]
+        if not callees:
+            return
+        self.line()
+        self.line("#ifdef BYOC_PROFILE_KERNELS")
+        self.line('#include "byoc_profile.h"')
+        for name in callees:
+            self.profiled.add(name)
+            ops = list(funcs[name].body.block.ops)
+            what = f"partition {caller.sym_name.data}"
+            if ops and isinstance(ops[0], c.VerbatimOp) and ops[0].value.data.startswith("/*"):
+                what = ops[0].value.data.removeprefix("/*").removesuffix("*/").strip()
+                calls = [o for o in funcs[name].walk() if isinstance(o, c.CallOpaqueOp)]
+                if calls:  # the first kernel called, with its sizes
+                    sizes = [
+                        str(a.value.data)
+                        for a in (calls[0].args.data if calls[0].args is not None else ())
+                        if isinstance(a, IntegerAttr) and not isinstance(a.type, IndexType)
+                    ]
+                    what += f" | {calls[0].callee.data}({', '.join(sizes)})"
+            self.line(
+                f"#define {name}(...) BYOC_PROFILE_CALL({c_string(name)}, {c_string(what)}, "
+                f"{name}(__VA_ARGS__))"
+            )
+        self.line("#endif")
 
     @staticmethod
     def _forward_references(unit: c.ModuleOp) -> set[str]:
