@@ -145,6 +145,7 @@ BIG: list[Case] = [
     Case("t_max_pool_s1", [((1, 32, 40, 40), F32)], _op(nn.MaxPool2DOp, pool_size=(3, 3), padding=(1, 1, 1, 1))),
     Case("t_avg_pool", [((1, 64, 40, 40), F32)], _op(nn.AvgPool2DOp, pool_size=(3, 3), strides=(2, 2), padding=(1, 1, 1, 1))),
     Case("t_global_avg", [((1, 512, 20, 20), F32)], _op(nn.GlobalAvgPool2DOp)),
+    Case("t_global_avg_13", [((1, 1000, 13, 13), F32)], _op(nn.GlobalAvgPool2DOp)),
     Case("t_global_max", [((1, 512, 20, 20), F32)], _op(nn.GlobalMaxPool2DOp)),
     Case("t_softmax", [((256, 1000), F32)], _op(nn.SoftmaxOp)),
     Case("t_reduce_mean", [((64, 64, 40), F32)], _op(nn.ReduceMeanOp, axes=(2,))),
