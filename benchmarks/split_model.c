@@ -112,7 +112,8 @@ int main(int argc, char** argv) {
   int64_t oa = 1;
   if (tiles < 4 * nt) oa = (4 * nt + tiles - 1) / tiles, oa = oa < ocu ? oa : ocu;
   const int64_t ob = tiles < 4 * nt ? tiles : 4 * nt, pieces = G * oa * ob;
-  const int64_t chunk = (tiles + 4 * nt - 1) / (4 * nt);
+  int64_t chunk = (tiles + 4 * nt - 1) / (4 * nt);
+  chunk = chunk > 4096 / g.OG ? chunk : 4096 / g.OG;
   const double one = BEST(byoc_conv2d_units_(&g, xs, w, y, tiles, 0, units, tiles, &ep));
   double o[2], n[2];
   for (int t = 0; t < nt; ++t) {

@@ -672,7 +672,10 @@ static inline void byoc_conv2d_run_(const float* restrict x, const float* restri
     }
     /* each thread an equal share of the image's (group, tile, 6-channel chunk) units */
     const int64_t units = G * tiles * ((g.OG + 5) / 6);
-    const int64_t chunk = (tiles + 4 * nt - 1) / (4 * (int64_t)nt);
+    /* chunks of up to 4 a thread, or of 256 KB of outputs if larger (a call per chunk of
+     * a small layer cost 10-15 %: shufflenet's grouped 1x1 convs, 1.7x -> 1.97x) */
+    int64_t chunk = (tiles + 4 * nt - 1) / (4 * (int64_t)nt);
+    chunk = chunk > 4096 / g.OG ? chunk : 4096 / g.OG;
     BYOC_SPLIT_(nt, t, byoc_conv2d_units_(&g, xs, w, yn, tiles, units * t / nt, units * (t + 1) / nt, chunk, ep));
   }
 }

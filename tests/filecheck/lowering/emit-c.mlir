@@ -17,13 +17,26 @@
 // PEROP:          out0[i0] = (in0[i0] - in1[i0]);
 // PEROP:      static void byoc_p_ccompiler_main_0_2(const float* restrict in0, const float* restrict in1, float* restrict out0) {
 // PEROP:          out0[i0] = (in0[i0] * in1[i0]);
-// PEROP:      static void byoc_p_ccompiler_main_0_(const float* in0, const float* in1, const float* in2, const float* in3, float* out0, int8_t* ws) {
+// PEROP:      #ifdef BYOC_PROFILE_KERNELS
+// PEROP-NEXT: #include "byoc_profile.h"
+// PEROP-NEXT: #define byoc_p_ccompiler_main_0_0(...) BYOC_PROFILE_CALL("byoc_p_ccompiler_main_0_0", "nn.add: 10x10 f32", byoc_p_ccompiler_main_0_0(__VA_ARGS__))
+// PEROP-NEXT: #define byoc_p_ccompiler_main_0_1(...) BYOC_PROFILE_CALL("byoc_p_ccompiler_main_0_1", "nn.subtract: 10x10 f32", byoc_p_ccompiler_main_0_1(__VA_ARGS__))
+// PEROP-NEXT: #define byoc_p_ccompiler_main_0_2(...) BYOC_PROFILE_CALL("byoc_p_ccompiler_main_0_2", "nn.multiply: 10x10 f32", byoc_p_ccompiler_main_0_2(__VA_ARGS__))
+// PEROP-NEXT: #endif
+// PEROP-EMPTY:
+// PEROP-NEXT: static void byoc_p_ccompiler_main_0_(const float* in0, const float* in1, const float* in2, const float* in3, float* out0, int8_t* ws) {
 // PEROP-NEXT:   float* buf0 = ((float*)(ws + 0));
 // PEROP-NEXT:   byoc_p_ccompiler_main_0_0(in0, in1, buf0);
 // PEROP-NEXT:   float* buf1 = ((float*)(ws + 448));
 // PEROP-NEXT:   byoc_p_ccompiler_main_0_1(buf0, in2, buf1);
 // PEROP-NEXT:   byoc_p_ccompiler_main_0_2(buf1, in3, out0);
 // PEROP-NEXT: }
+/// The profiling hook (docs/threads.md): compiled only with -DBYOC_PROFILE_KERNELS.
+// PEROP-EMPTY:
+// PEROP-NEXT: #ifdef BYOC_PROFILE_KERNELS
+// PEROP-NEXT: #include "byoc_profile.h"
+// PEROP-NEXT: #define byoc_p_ccompiler_main_0_(...) BYOC_PROFILE_CALL("byoc_p_ccompiler_main_0_", "partition byoc_p_ccompiler_main_0_wrapper", byoc_p_ccompiler_main_0_(__VA_ARGS__))
+// PEROP-NEXT: #endif
 // PEROP-EMPTY:
 // PEROP-NEXT: BYOC_EXPORT int32_t byoc_p_ccompiler_main_0_wrapper(DLTensor*, DLTensor*, DLTensor*, DLTensor*, DLTensor*);
 // PEROP-NEXT: BYOC_EXPORT int32_t byoc_p_ccompiler_main_0_wrapper(DLTensor* in0, DLTensor* in1, DLTensor* in2, DLTensor* in3, DLTensor* out0) {
@@ -58,6 +71,11 @@
 // FUSED-NEXT:     out0[i0] = (((in0[i0] + in1[i0]) - in2[i0]) * in3[i0]);
 // FUSED-NEXT:   }
 // FUSED-NEXT: }
+// FUSED-EMPTY:
+// FUSED-NEXT: #ifdef BYOC_PROFILE_KERNELS
+// FUSED-NEXT: #include "byoc_profile.h"
+// FUSED-NEXT: #define byoc_p_ccompiler_main_0_0(...) BYOC_PROFILE_CALL("byoc_p_ccompiler_main_0_0", "nn.add, nn.subtract, nn.multiply: 10x10 f32", byoc_p_ccompiler_main_0_0(__VA_ARGS__))
+// FUSED-NEXT: #endif
 // FUSED-EMPTY:
 // FUSED-NEXT: static void byoc_p_ccompiler_main_0_(const float* in0, const float* in1, const float* in2, const float* in3, float* out0) {
 // FUSED-NEXT:   byoc_p_ccompiler_main_0_0(in0, in1, in2, in3, out0);
