@@ -59,6 +59,7 @@ RUNTIME_HEADERS = (
     "byoc_graph_engine.h",
     "byoc_graph_runtime.h",
     "byoc_qkernels.h",
+    "byoc_qpool.h",
 )
 
 DEFAULT_FLAGS: tuple[str, ...] = (

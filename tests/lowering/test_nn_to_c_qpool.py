@@ -1,0 +1,143 @@
+"""The int8 average pooling and reshape composites of the ccompiler target (issue #13):
+`qavgpool` (quantize(avg_pool2d | global_avg_pool2d(dequantize(x)))) and `qreshape`
+(quantize(reshape | flatten(dequantize(x)))) — byoc/targets/qdq.py, byoc_qpool.h — give exactly
+the integers of the float QDQ block (byoc's numpy reference) on the best CPU path and the
+baseline one, at 1 and 2 threads; a target without int8 kernels leaves them to the host."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from onnx import helper
+
+import byoc
+from byoc import run_reference
+from byoc.frontend.onnx import import_model
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "frontend"))
+sys.path.insert(0, str(Path(__file__).parent))
+from test_nn_to_c_qfused import SHAPE, check, composites, qdq_model  # noqa: E402
+from test_onnx_quant import ort_session, quantize_static_model, small_cnn  # noqa: E402
+
+Array = np.ndarray[Any, Any]
+
+
+@pytest.mark.parametrize("x,y", [
+    ((np.uint8, 0.05, 128), (np.uint8, 0.0123, 7)),
+    ((np.int8, 0.0371, -3), (np.uint8, 0.05, 128)),
+    ((np.uint8, 0.3333333, 0), (np.int8, 0.3333333, 0)),
+])
+def test_qavgpool_global_is_exact(x: tuple[type, float, int], y: tuple[type, float, int], dispatch: str) -> None:
+    node = helper.make_node("GlobalAveragePool", ["x_d"], ["f"])
+    model = qdq_model([node], {"x": x}, y, SHAPE)
+    check(model, "qavgpool", SHAPE)
+
+
+@pytest.mark.parametrize("pool", ["3x3s1-pad", "3x3s1-pad-include", "2x2s2", "3x3s2-ceil", "2x3-dilated-pads"])
+def test_qavgpool_windows_are_exact(pool: str, dispatch: str) -> None:
+    attrs: dict[str, Any] = {
+        "3x3s1-pad": dict(kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1]),
+        "3x3s1-pad-include": dict(kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1], count_include_pad=1),
+        "2x2s2": dict(kernel_shape=[2, 2], strides=[2, 2]),
+        "3x3s2-ceil": dict(kernel_shape=[3, 3], strides=[2, 2], pads=[0, 1, 1, 0], ceil_mode=1),
+        "2x3-dilated-pads": dict(kernel_shape=[2, 3], strides=[1, 2], pads=[1, 2, 0, 2], dilations=[2, 2]),
+    }[pool]
+    node = helper.make_node("AveragePool", ["x_d"], ["f"], **attrs)
+    shape = [1, 8, 33, 31]
+    model = qdq_model([node], {"x": (np.int8, 0.05, -3)}, (np.uint8, 0.031, 10), shape)
+    model = _with_opset(model, 19)  # dilations on AveragePool: opset 19
+    check(model, "qavgpool", shape, ort_exact=False)
+
+
+def _with_opset(model: Any, version: int) -> Any:
+    del model.opset_import[:]
+    model.opset_import.append(helper.make_opsetid("", version))
+    return model
+
+
+@pytest.mark.parametrize("same", [True, False])
+def test_qreshape_is_the_input_or_its_table(same: bool, dispatch: str) -> None:
+    node = helper.make_node("Flatten", ["x_d"], ["f"])
+    x = (np.uint8, 0.05, 128)
+    y = x if same else (np.int8, 0.07, -5)
+    model = qdq_model([node], {"x": x}, y, SHAPE, out_shape=[1, int(np.prod(SHAPE[1:]))])
+    check(model, "qreshape", SHAPE)
+
+
+def test_the_window_sum_is_exact_on_every_byte() -> None:
+    """The exactness argument of qavgpool: d(byte) = table[byte] * 2^e for every byte and
+    several scales and zero points, |table| < 2^33, and numpy's f64 sum of the dequantized
+    values of a large window (as the reference computes it) equals the integer sum of the
+    table times 2^e, in any order."""
+    from byoc.interpreters.qkernels import dequantize
+    from byoc.targets.qdq import sum_table
+
+    rng = np.random.default_rng(0)
+    for dtype in (np.uint8, np.int8):
+        q = np.arange(256, dtype=np.uint8).view(dtype)
+        for scale in (1e-4, 0.05, 0.3333333, 7.1, 123.456, 2.0**-140, 1.0e36):
+            for z in (0, 5, -128 if dtype == np.int8 else 255):
+                s, zp = np.asarray(scale, np.float32), np.asarray(z, dtype)
+                got = sum_table(q, s, zp)
+                assert got is not None
+                table, e = got
+                d = dequantize(q, s, zp, axis=1, block_size=0).astype(np.float64)
+                np.testing.assert_array_equal(np.ldexp(table.astype(np.float64), e), d)
+                assert np.abs(table).max() < 2**33
+                window = rng.integers(0, 256, 1 << 16)
+                vals = d[window]
+                exact = np.ldexp(float(table[window].sum()), e)
+                assert exact == vals.sum() == vals[::-1].sum() == np.sort(vals).sum()
+                assert exact == np.sum(vals.astype(np.float32), dtype=np.float64)
+    assert sum_table(np.arange(256, dtype=np.uint8), np.asarray(3.0e38, np.float32), np.asarray(0, np.uint8)) is None
+
+
+def test_per_axis_input_stays_float_and_exact() -> None:
+    """An average pool whose input is quantized per channel is no qavgpool; the float block
+    gives the reference's integers."""
+    node = helper.make_node("GlobalAveragePool", ["x_d"], ["f"])
+    model = qdq_model([node], {"x": (np.uint8, 0.05, 128)}, (np.uint8, 0.02, 3), [1, 4, 6, 6])
+    inits = {t.name: t for t in model.graph.initializer}
+    from onnx import numpy_helper
+
+    inits["x_s"].CopyFrom(numpy_helper.from_array(np.asarray([0.05, 0.04, 0.03, 0.02], np.float32), "x_s"))
+    inits["x_z"].CopyFrom(numpy_helper.from_array(np.asarray([128, 120, 100, 90], np.uint8), "x_z"))
+    for n in model.graph.node:
+        if n.op_type in ("QuantizeLinear", "DequantizeLinear") and n.input[1] == "x_s":
+            n.attribute.append(helper.make_attribute("axis", 1))
+    assert "ccompiler.qavgpool" not in composites(model)
+    x = np.random.default_rng(1).standard_normal((1, 4, 6, 6)).astype(np.float32)
+    exe = byoc.build(import_model(model), targets=["ccompiler"])
+    np.testing.assert_array_equal(exe.run(x)[0], run_reference(import_model(model), [x])[0])
+
+
+def test_a_target_without_int8_kernels_leaves_the_block_to_the_host() -> None:
+    node = helper.make_node("GlobalAveragePool", ["x_d"], ["f"])
+    model = qdq_model([node], {"x": (np.uint8, 0.05, 128)}, (np.uint8, 0.02, 3), [1, 4, 6, 6])
+    module = import_model(model)
+    byoc.partition_for(module, targets=["examplejson"])
+    assert not [op for op in module.walk() if op.name == "byoc.composite"]
+    x = np.random.default_rng(1).standard_normal((1, 4, 6, 6)).astype(np.float32)
+    got = byoc.build(import_model(model), targets=["examplejson"]).run(x)[0]
+    np.testing.assert_array_equal(got, run_reference(import_model(model), [x])[0])
+
+
+def test_quantize_static_small_cnn_pools_in_int8(tmp_path: Any) -> None:
+    """The quantizer tests' small CNN: its global average pool is a qavgpool and its flatten a
+    qreshape; the integers are the reference's and onnxruntime's (optimised), at 1 and 2 threads."""
+    q = quantize_static_model(small_cnn(), tmp_path, "u8")
+    found = composites(q)
+    assert "ccompiler.qavgpool" in found and "ccompiler.qreshape" in found
+    (name,) = [i.name for i in q.graph.input if i.name not in {t.name for t in q.graph.initializer}]
+    x = np.random.default_rng(5).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    ref = run_reference(import_model(q), [x])
+    want = ort_session(q).run(None, {name: x})
+    for threads in (1, 2):
+        got = byoc.build(import_model(q), targets=["ccompiler"], num_threads=threads).run(x)
+        for g, r, w in zip(got, ref, want, strict=True):
+            np.testing.assert_array_equal(g, r)
+            np.testing.assert_array_equal(g, w)
