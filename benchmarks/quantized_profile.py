@@ -107,7 +107,7 @@ def classify(ops: tuple[str, ...]) -> str:
     return "other"
 
 
-def profile(name: str, rounds: int) -> None:
+def profile(name: str, rounds: int, show_steps: str = "") -> None:
     model = cnn() if name == "cnn" else light(name)
     with tempfile.TemporaryDirectory() as tmp:
         q = quantize(model, Path(tmp))
@@ -139,6 +139,9 @@ def profile(name: str, rounds: int) -> None:
         else:
             kind, label = "host", step.name
         by_kind[kind] += med[i]
+        if show_steps and show_steps in label:
+            shapes = " ".join("x".join(map(str, sp.shape)) + ":" + str(sp.dtype) for sp in step.out_specs)
+            print(f"  step {i:3d} {med[i] * 1e6:8.1f} us  {label}  -> {shapes}")
         key = label if len(label) < 60 else label[:57] + "..."
         by_op[f"{kind}: {key}"] += med[i]
     for key, t in sorted(by_op.items(), key=lambda kv: -kv[1]):
@@ -152,6 +155,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--models", default="cnn,squeezenet,resnet50")
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--steps", default="", help="also print each step whose ops contain this text")
     args = parser.parse_args()
     print(f"cores: {os.cpu_count()}, load average at start: {os.getloadavg()[0]:.1f}")
     tiny = byoc.build(import_model(tiny_model()), targets=["ccompiler"], num_threads=1)
@@ -159,7 +163,7 @@ def main() -> None:
     print(f"fixed cost: one tiny int8 op ({len(tiny.plan.steps)} steps) run in "
           f"{cpu_per_call(lambda: tiny.run(xt)) * 1e6:.1f} us CPU")
     for name in args.models.split(","):
-        profile(name, args.rounds)
+        profile(name, args.rounds, args.steps)
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
 

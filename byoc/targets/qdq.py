@@ -598,6 +598,8 @@ class QAvgPool:
     exponent: int
     counts: np.ndarray[Any, Any]
     """int32 (OH, OW): the reference's divisor of each output position."""
+    split: tuple[int, int, int, np.ndarray[Any, Any]]
+    """`linear_split(table)`: (form, m, c, r) — the kernel's fast form of the same sums."""
     y_scale: float
     y_zero_point: int
     y_dtype: str
@@ -630,6 +632,31 @@ def sum_table(
     table = np.ldexp(d, -exponent)
     assert np.array_equal(table, np.round(table)), "every f32 >= the smallest is a multiple of its ulp"
     return table.astype(np.int64), exponent
+
+
+def linear_split(table: np.ndarray[Any, Any], unsigned: bool) -> tuple[int, int, int, np.ndarray[Any, Any]]:
+    """(form, m, c, r): table[b] = m * u(b) + c + r[b] + r[256 + b] for every byte b, u(b) the
+    byte as unsigned (u8) or flipped by 0x80 (i8: the value + 128), r bytes; form 1 when
+    r[256:] is all zero, 2 otherwise, 0 when no such split exists (then m = c = 0, r zero).
+    table[b] = d(q) / u rounds (q - z) * s / u (s / u an integer below 2^24, u the ulp of s) to
+    24 bits, so with m = s / u the residual spans at most 257 values."""
+    b = np.arange(256)
+    u = b if unsigned else b ^ 0x80
+    order = np.argsort(u)
+    t = table[order]  # by u
+    nz = np.flatnonzero(t == 0)
+    m = 0
+    if nz.size:
+        k = int(nz[0])
+        m = int(t[k + 1] - t[k]) if k + 1 < 256 else int(t[k] - t[k - 1])
+    rest = table - m * u
+    c = int(rest.min())
+    rest = rest - c
+    if not nz.size or rest.max() > 510:
+        return 0, 0, 0, np.zeros(512, np.uint8)
+    ra = np.minimum(rest, 255)
+    rb = rest - ra
+    return (2 if rb.any() else 1), m, c, np.concatenate([ra, rb]).astype(np.uint8)
 
 
 def _pool_counts(pool: Operation, shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
@@ -688,6 +715,7 @@ def qavgpool_block(root: Operation) -> QAvgPool | str:
     assert ys is not None and yz is not None
     return QAvgPool(
         x=dq.x, pool=pool, table=table, exponent=exponent, counts=counts.astype(np.int32),
+        split=linear_split(table, unsigned=_dtype(dq.x) == "ui8"),
         y_scale=float(np.float32(ys.reshape(()))), y_zero_point=int(yz.reshape(())),
         y_dtype=_dtype(root.result), ops=(root, pool, dq),
     )
@@ -796,6 +824,7 @@ __all__ = [
     "sum_table",
     "fused_pattern_table",
     "lone_qdq",
+    "linear_split",
     "lut_table",
     "pattern_table",
     "qadd_block",

@@ -30,11 +30,39 @@ Array = np.ndarray[Any, Any]
     ((np.uint8, 0.05, 128), (np.uint8, 0.0123, 7)),
     ((np.int8, 0.0371, -3), (np.uint8, 0.05, 128)),
     ((np.uint8, 0.3333333, 0), (np.int8, 0.3333333, 0)),
+    ((np.uint8, 0.01031515747308731, 0), (np.uint8, 0.005, 0)),  # linear_split form 2
 ])
 def test_qavgpool_global_is_exact(x: tuple[type, float, int], y: tuple[type, float, int], dispatch: str) -> None:
     node = helper.make_node("GlobalAveragePool", ["x_d"], ["f"])
     model = qdq_model([node], {"x": x}, y, SHAPE)
     check(model, "qavgpool", SHAPE)
+    odd = [2, 3, 37, 41]  # planes of 1517 bytes: the 64-byte steps and a tail
+    check(qdq_model([node], {"x": x}, y, odd), "qavgpool", odd)
+
+
+def test_linear_split_reproduces_the_table() -> None:
+    """qavgpool's fast form: table[b] = m * u(b) + c + r[b] + r[256 + b] on every byte, for
+    many scales and zero points of both types, and which forms occur."""
+    from byoc.targets.qdq import linear_split, sum_table
+
+    rng = np.random.default_rng(0)
+    forms = set()
+    for dtype in (np.uint8, np.int8):
+        q = np.arange(256, dtype=np.uint8).view(dtype)
+        b = np.arange(256)
+        u = b if dtype == np.uint8 else b ^ 0x80
+        for _ in range(300):
+            scale = np.asarray(np.exp(rng.uniform(-12, 3)), np.float32)
+            z = np.asarray(rng.integers(np.iinfo(dtype).min, np.iinfo(dtype).max + 1), dtype)
+            got = sum_table(q, scale, z)
+            assert got is not None
+            table = got[0]
+            form, m, c, r = linear_split(table, dtype == np.uint8)
+            forms.add(form)
+            assert form in (1, 2)
+            np.testing.assert_array_equal(table, m * u + c + r[:256].astype(np.int64) + r[256:])
+            assert form == 2 or not r[256:].any()
+    assert forms == {1, 2}
 
 
 @pytest.mark.parametrize("pool", ["3x3s1-pad", "3x3s1-pad-include", "2x2s2", "3x3s2-ceil", "2x3-dilated-pads"])

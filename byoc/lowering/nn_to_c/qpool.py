@@ -2,7 +2,8 @@
 
 - `qavgpool` -> `byoc_qavgpool_<x>_<y>` (byoc/runtime/byoc_qpool.h): the integer sum of the
   block's table over each window, then the reference's f64 / f32 steps per output; the table
-  (int64, 256) and the counts (int32, OH x OW) are constants of the kernel.
+  (int64, 256), the counts (int32, OH x OW) and the linear split of the table (`linear_split`:
+  two byte tables, m and c, for the AVX-512 VBMI sum) are constants of the kernel.
 - `qreshape` -> x itself in the output's shape (an alias, as a float reshape is) when the
   parameters are equal, else x's `qlut` table.
 """
@@ -50,12 +51,14 @@ def lower_qpool(lowering: Any, b: QAvgPool | QReshape) -> Tensor:
         dh, dw = a["dilation"]
         ints = [n, c, h, w, kh, kw, oh, ow, sh, sw, pt, pl, dh, dw]
     out = Tensor((n, c, ints[6], ints[7]), b.y_dtype, "node")
+    form, m, c, r = b.split
     args = [
         *(i64_attr(v) for v in ints), i32_attr(b.exponent), _f32_attr(b.y_scale), i32_attr(b.y_zero_point),
+        i32_attr(form), i64_attr(m), i64_attr(c),
     ]
     return lowering.node(
         f"byoc_qavgpool_{_SHORT[x.dtype]}_{_SHORT[b.y_dtype]}",
-        [x, lowering.const(b.table), lowering.const(b.counts)], out, args,
+        [x, lowering.const(b.table), lowering.const(b.counts), lowering.const(r)], out, args,
     )
 
 
