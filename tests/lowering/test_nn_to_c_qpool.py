@@ -169,3 +169,50 @@ def test_quantize_static_small_cnn_pools_in_int8(tmp_path: Any) -> None:
         for g, r, w in zip(got, ref, want, strict=True):
             np.testing.assert_array_equal(g, r)
             np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("scale", [0.05, 0.3333333, 0.0123, 7.1, 1e-30])
+def test_quantize_by_reciprocal_is_the_division_near_every_half(scale: float, dispatch: str) -> None:
+    """The lone quantize and qadd kernels multiply by f32(1 / s) and divide only vectors with a
+    lane near a half-integer (byoc_q_div_): on values at, and 1-3 ulps around, every (k + 1/2) * s
+    and k * s of the range, and random ones, the bytes are the reference's (numpy's division)."""
+    from onnx import TensorProto, numpy_helper
+
+    s = np.float32(scale)
+    k = np.arange(-300, 301, dtype=np.float32)
+    base = np.concatenate([(k + np.float32(0.5)) * s, k * s]).astype(np.float32)
+    vals = [base]
+    for step in (1, 2, 3):
+        up, down = base.copy(), base.copy()
+        for _ in range(step):
+            up, down = np.nextafter(up, np.float32(np.inf)), np.nextafter(down, np.float32(-np.inf))
+        vals += [up, down]
+    rng = np.random.default_rng(2)
+    vals.append((rng.standard_normal(4096) * 200 * s).astype(np.float32))
+    x = np.concatenate(vals).astype(np.float32)
+    x = np.concatenate([x, np.full(5, np.nan, np.float32), np.asarray([np.inf, -np.inf], np.float32)])
+    n = x.size
+    inits = [numpy_helper.from_array(np.asarray(s, np.float32), "s"), numpy_helper.from_array(np.asarray(3, np.uint8), "z"),
+             numpy_helper.from_array(np.asarray(s * np.float32(0.7), np.float32), "s2"),
+             numpy_helper.from_array(np.asarray(-7, np.int8), "z2")]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+        helper.make_node("QuantizeLinear", ["x", "s2", "z2"], ["q2"]),
+        helper.make_node("DequantizeLinear", ["q", "s", "z"], ["a"]),
+        helper.make_node("DequantizeLinear", ["q", "s", "z"], ["b"]),
+        helper.make_node("Add", ["a", "b"], ["c"]),
+        helper.make_node("QuantizeLinear", ["c", "s2", "z2"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "quantize", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, n])],
+        [helper.make_tensor_value_info(v, t, [1, n]) for v, t in
+         (("q", TensorProto.UINT8), ("q2", TensorProto.INT8), ("y", TensorProto.INT8))], inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    found = composites(model)
+    assert "ccompiler.quantize" in found and "ccompiler.qadd" in found
+    want = run_reference(import_model(model), [x[None]])
+    got = byoc.build(import_model(model), targets=["ccompiler"], num_threads=1).run(x[None])
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
