@@ -628,45 +628,16 @@ static inline float byoc_q_quantize1_(float x, float scale, float qlo, float qhi
 }
 
 #ifdef BYOC_Q_AVX2
-/*
- * v / s for the quantizing division of 8 lanes, exactly as _mm256_div_ps rounds it for what
- * follows (clamp to integer bounds within +-255, round half to even): t = v * (1 / s) first.
- * With inv = f32(1 / s), |t - f32(v / s)| <= 3.01 * 2^-24 * |v / s| < 2^-12 while |t| < 512,
- * so where t is at least 2^-11 from every half-integer, f32(v / s) lies between the same two
- * half-integers (never on one) and rounds — clamped or not — to the same integer; where
- * |t| >= 512 both saturate alike. A vector with a lane near a half-integer (ties included) is
- * divided. NaN and inf lanes compare false and pass as t (NaN -> 0 and inf saturate after, as
- * for the quotient). `fast` is 0 when 1 / s or s is not a normal float (then always divide).
- */
-static BYOC_Q_AVX2 inline __m256 byoc_q_div_(__m256 v, __m256 vs, __m256 vinv, int fast) {
-  if (!fast) return _mm256_div_ps(v, vs);
-  const __m256 t = _mm256_mul_ps(v, vinv);
-  const __m256 half = _mm256_set1_ps(0.5f), sign = _mm256_set1_ps(-0.0f);
-  const __m256 fr = _mm256_sub_ps(t, _mm256_round_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
-  const __m256 dist = _mm256_andnot_ps(sign, _mm256_sub_ps(fr, half));
-  const __m256 near = _mm256_and_ps(_mm256_cmp_ps(dist, _mm256_set1_ps(0x1p-11f), _CMP_LT_OQ),
-                                    _mm256_cmp_ps(_mm256_andnot_ps(sign, t), _mm256_set1_ps(512.0f), _CMP_LT_OQ));
-  return _mm256_movemask_ps(near) ? _mm256_div_ps(v, vs) : t;
-}
-static inline int byoc_q_div_fast_ok_(float s) {
-  const float inv = 1.0f / s;
-  return s >= 0x1p-126f && s <= 0x1p126f && inv >= 0x1p-126f && inv <= 0x1p126f;
-}
-#endif
-
-#ifdef BYOC_Q_AVX2
 /* The AVX2 part of a quantize row: the elements it did (a multiple of 8); NaN -> 0 first, as the
  * scalar code does. _mm256_div_ps divides exactly as the scalar division does. */
 #define BYOC_QUANTIZE_AVX2_FN(NAME, YT, PACK)                                                   \
   static BYOC_Q_AVX2 int64_t NAME##_avx2_(const float* x, float scale, int32_t z, YT* y,       \
                                           int64_t len, float qlo, float qhi) {                 \
     const __m256 vs = _mm256_set1_ps(scale), vlo = _mm256_set1_ps(qlo), vhi = _mm256_set1_ps(qhi); \
-    const __m256 vinv = _mm256_set1_ps(1.0f / scale);                                          \
-    const int fast = byoc_q_div_fast_ok_(scale);                                               \
     const __m256i vz = _mm256_set1_epi32(z);                                                   \
     int64_t i = 0;                                                                             \
     for (; i + 8 <= len; i += 8) {                                                             \
-      __m256 v = byoc_q_div_(_mm256_loadu_ps(x + i), vs, vinv, fast);                          \
+      __m256 v = _mm256_div_ps(_mm256_loadu_ps(x + i), vs);                                    \
       v = _mm256_andnot_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q), v);                              \
       v = _mm256_min_ps(_mm256_max_ps(v, vlo), vhi);                                           \
       __m256i r = _mm256_add_epi32(_mm256_cvtps_epi32(v), vz);                                 \
@@ -825,8 +796,6 @@ static inline int32_t byoc_qadd1_(int32_t a, int32_t b, float sa, float sb, floa
                                           int32_t za, float sb, int32_t zb, float sy, float qlo, \
                                           float qhi, int32_t zy, int32_t mul, int32_t relu) {  \
     const __m256 vsa = _mm256_set1_ps(sa), vsb = _mm256_set1_ps(sb), vsy = _mm256_set1_ps(sy); \
-    const __m256 vinv = _mm256_set1_ps(1.0f / sy);                                             \
-    const int fast = byoc_q_div_fast_ok_(sy);                                                  \
     const __m256 vlo = _mm256_set1_ps(qlo), vhi = _mm256_set1_ps(qhi), zero = _mm256_setzero_ps(); \
     const __m256i vza = _mm256_set1_epi32(za), vzb = _mm256_set1_epi32(zb), vzy = _mm256_set1_epi32(zy); \
     int64_t i = 0;                                                                             \
@@ -835,7 +804,7 @@ static inline int32_t byoc_qadd1_(int32_t a, int32_t b, float sa, float sb, floa
       const __m256 fb = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(BYOC_Q_WIDEN_##BT(b + i), vzb)), vsb); \
       __m256 v = mul ? _mm256_mul_ps(fa, fb) : _mm256_add_ps(fa, fb);                          \
       if (relu) v = _mm256_max_ps(v, zero);                                                    \
-      v = byoc_q_div_(v, vsy, vinv, fast);                                                     \
+      v = _mm256_div_ps(v, vsy);                                                               \
       v = _mm256_andnot_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q), v);                              \
       v = _mm256_min_ps(_mm256_max_ps(v, vlo), vhi);                                           \
       const __m256i r = _mm256_add_epi32(_mm256_cvtps_epi32(v), vzy);                          \

@@ -172,10 +172,12 @@ def test_quantize_static_small_cnn_pools_in_int8(tmp_path: Any) -> None:
 
 
 @pytest.mark.parametrize("scale", [0.05, 0.3333333, 0.0123, 7.1, 1e-30])
-def test_quantize_by_reciprocal_is_the_division_near_every_half(scale: float, dispatch: str) -> None:
-    """The lone quantize and qadd kernels multiply by f32(1 / s) and divide only vectors with a
-    lane near a half-integer (byoc_q_div_): on values at, and 1-3 ulps around, every (k + 1/2) * s
-    and k * s of the range, and random ones, the bytes are the reference's (numpy's division)."""
+def test_quantize_and_qadd_near_every_half(scale: float, dispatch: str) -> None:
+    """The lone quantize and qadd kernels divide as numpy does: on values at, and 1-3 ulps
+    around, every (k + 1/2) * s and k * s of the range, NaN, inf and random values, the bytes
+    are the reference's. (A multiply by f32(1 / s) that divided only vectors with a lane near a
+    half-integer gave the same bytes but was slower: 24.7 against 19.3 us for 65,536 qadd
+    elements; this test caught the version without the division.)"""
     from onnx import TensorProto, numpy_helper
 
     s = np.float32(scale)
