@@ -864,6 +864,32 @@ static inline void byoc_q_rowmax_(uint8_t* m, const uint8_t* r, int64_t n, uint8
   for (; q < n; ++q) m[q] = (uint8_t)(m[q] ^ flip) > (uint8_t)(r[q] ^ flip) ? m[q] : r[q];
 }
 
+/* m[q] = max over r < nr of src[r * stride + q], q < n (nr >= 1), bytes ordered as u8 (flip 0) or
+ * i8 (flip 0x80): 16 columns a step across all the rows, each chunk of m stored once; the tail
+ * as one overlapping step (max is idempotent). */
+static inline void byoc_q_colmax_(uint8_t* m, const uint8_t* src, int64_t stride, int64_t nr,
+                                  int64_t n, uint8_t flip) {
+  int64_t q = 0;
+#if defined(__SSE2__)
+  const __m128i f = _mm_set1_epi8((char)flip);
+  for (; q < n && n >= 16; q += 16) {
+    if (q + 16 > n) q = n - 16;
+    __m128i a = _mm_xor_si128(_mm_loadu_si128((const __m128i*)(src + q)), f);
+    for (int64_t r = 1; r < nr; ++r)
+      a = _mm_max_epu8(a, _mm_xor_si128(_mm_loadu_si128((const __m128i*)(src + r * stride + q)), f));
+    _mm_storeu_si128((__m128i*)(m + q), _mm_xor_si128(a, f));
+  }
+#endif
+  for (; q < n; ++q) {
+    uint8_t a = (uint8_t)(src[q] ^ flip);
+    for (int64_t r = 1; r < nr; ++r) {
+      const uint8_t v = (uint8_t)(src[r * stride + q] ^ flip);
+      a = v > a ? v : a;
+    }
+    m[q] = (uint8_t)(a ^ flip);
+  }
+}
+
 /* y[ow] = max_j r[ow * SW - PL + j * DW] for ow in [lo, hi) (windows inside the row), 16
  * outputs a step for SW 1 or 2 (stride 2: the even bytes of 32, by a mask and packus); the
  * outputs it did not do start at the returned ow. r has 64 readable bytes past the row. */
@@ -909,17 +935,13 @@ static inline int64_t byoc_q_hmax_(const uint8_t* r, uint8_t* y, int64_t lo, int
       XT* yc = y + nc * OH * OW;                                                               \
       for (int64_t oh = 0; oh < OH; ++oh) {                                                    \
         if (W <= BYOC_QPOOL_MAXW) {                                                            \
-          int first = 1;                                                                       \
-          for (int64_t i = 0; i < KH; ++i) {                                                   \
-            const int64_t ih = oh * SH - PT + i * DH;                                          \
-            if (ih < 0 || ih >= H) continue;                                                   \
-            const XT* row = xc + ih * W;                                                       \
-            if (first)                                                                         \
-              memcpy(rowmax, row, (size_t)W * sizeof(XT));                                     \
-            else                                                                               \
-              byoc_q_rowmax_((uint8_t*)rowmax, (const uint8_t*)row, W, (uint8_t)((XT)-1 < 0 ? 0x80 : 0)); \
-            first = 0;                                                                         \
-          }                                                                                    \
+          /* the window's valid rows are i in [i0, i1): one pass over them, each chunk of     \
+           * rowmax stored once (no reload of a just-stored row: store forwarding) */          \
+          int64_t i0 = 0, i1 = KH;                                                             \
+          while (i0 < KH && oh * SH - PT + i0 * DH < 0) ++i0;                                  \
+          while (i1 > i0 && oh * SH - PT + (i1 - 1) * DH >= H) --i1;                           \
+          byoc_q_colmax_((uint8_t*)rowmax, (const uint8_t*)(xc + (oh * SH - PT + i0 * DH) * W), \
+                         DH * W, i1 - i0, W, (uint8_t)((XT)-1 < 0 ? 0x80 : 0));                \
           /* outputs whose window lies inside the row, [lo, hi): no bounds checks */          \
           const int64_t lo = PL > 0 ? (PL + SW - 1) / SW : 0;                                  \
           int64_t hi = W - 1 - (KW - 1) * DW + PL >= 0 ? (W - 1 - (KW - 1) * DW + PL) / SW + 1 : 0; \
@@ -932,8 +954,11 @@ static inline int64_t byoc_q_hmax_(const uint8_t* r, uint8_t* y, int64_t lo, int
             for (int64_t j = 1; j < KW; ++j) m = r[j * DW] > m ? r[j * DW] : m;                \
             yc[oh * OW + ow] = m;                                                              \
           }                                                                                    \
-          for (int64_t ow = 0; ow < OW; ++ow) {                                             \
-            if (ow >= lo && ow < hi) continue;                                                \
+          for (int64_t ow = 0; ow < OW; ++ow) {                                                \
+            if (ow == lo && hi > lo) { /* skip the inner outputs [lo, hi), done above */       \
+              ow = hi - 1;                                                                     \
+              continue;                                                                        \
+            }                                                                                  \
             int32_t m = -1000;                                                                 \
             for (int64_t j = 0; j < KW; ++j) {                                                 \
               const int64_t iw = ow * SW - PL + j * DW;                                        \

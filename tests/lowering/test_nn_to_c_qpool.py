@@ -218,3 +218,17 @@ def test_quantize_and_qadd_near_every_half(scale: float, dispatch: str) -> None:
     got = byoc.build(import_model(model), targets=["ccompiler"], num_threads=1).run(x[None])
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("shape,attrs", [
+    ([1, 4, 9, 7], dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])),  # rows under 16 bytes
+    ([1, 3, 23, 37], dict(kernel_shape=[3, 2], strides=[2, 2], pads=[1, 1, 0, 0], ceil_mode=1)),
+    ([1, 2, 40, 53], dict(kernel_shape=[2, 3], strides=[1, 3], pads=[0, 2, 1, 2])),  # stride 3: scalar windows
+])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+def test_qmaxpool_column_max_on_narrow_and_odd_rows(shape: list[int], attrs: dict[str, Any], dtype: type, dispatch: str) -> None:
+    """qmaxpool's one pass over the window's rows (byoc_q_colmax_) and its edge outputs, on rows
+    narrower than a vector, with a tail, padding on both sides and ceil_mode."""
+    node = helper.make_node("MaxPool", ["x_d"], ["f"], **attrs)
+    model = qdq_model([node], {"x": (dtype, 0.05, 3)}, (np.uint8, 0.031, 10), shape)
+    check(model, "qmaxpool", shape)
