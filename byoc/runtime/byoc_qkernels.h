@@ -646,15 +646,37 @@ static inline float byoc_q_quantize1_(float x, float scale, float qlo, float qhi
     }                                                                                          \
     return i;                                                                                  \
   }
+/* 16 lanes on 512-bit vectors (the VNNI level's CPUs): the same division, NaN -> 0, clamp and
+ * rounding; vpmov[u]sdb narrows the clamped integers: identical bytes. */
+#define BYOC_QUANTIZE_AVX512_FN(NAME, YT)                                                       \
+  static __attribute__((target("avx2,avx512f,avx512bw,avx512vl"))) int64_t NAME##_avx512_(     \
+      const float* x, float scale, int32_t z, YT* y, int64_t len, float qlo, float qhi) {     \
+    const __m512 vs = _mm512_set1_ps(scale), vlo = _mm512_set1_ps(qlo), vhi = _mm512_set1_ps(qhi); \
+    const __m512i vz = _mm512_set1_epi32(z);                                                   \
+    int64_t i = 0;                                                                             \
+    for (; i + 16 <= len; i += 16) {                                                           \
+      __m512 v = _mm512_div_ps(_mm512_loadu_ps(x + i), vs);                                    \
+      v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);                        \
+      v = _mm512_min_ps(_mm512_max_ps(v, vlo), vhi);                                           \
+      const __m512i r = _mm512_add_epi32(_mm512_cvtps_epi32(v), vz);                           \
+      _mm_storeu_si128((__m128i*)(y + i), BYOC_Q_NARROW512_##YT(r));                           \
+    }                                                                                          \
+    return i;                                                                                  \
+  }
+#define BYOC_Q_NARROW512_uint8_t _mm512_cvtusepi32_epi8
+#define BYOC_Q_NARROW512_int8_t _mm512_cvtsepi32_epi8
 #define BYOC_QUANTIZE_AVX2_CALL(NAME)                                                           \
-  if (level > 0) i = NAME##_avx2_(x, scale, z, y, len, qlo, qhi);
+  if (level > 1) i = NAME##_avx512_(x, scale, z, y, len, qlo, qhi);                            \
+  if (level > 0) i += NAME##_avx2_(x + i, scale, z, y + i, len - i, qlo, qhi);
 #else
+#define BYOC_QUANTIZE_AVX512_FN(NAME, YT)
 #define BYOC_QUANTIZE_AVX2_FN(NAME, YT, PACK)
 #define BYOC_QUANTIZE_AVX2_CALL(NAME)
 #endif
 
 #define BYOC_DEFINE_QUANTIZE(NAME, YT, QMIN, QMAX, PACK)                                        \
   BYOC_QUANTIZE_AVX2_FN(NAME, YT, PACK)                                                        \
+  BYOC_QUANTIZE_AVX512_FN(NAME, YT)                                                            \
   static void NAME##_row_(const float* x, float scale, int32_t z, YT* y, int64_t len, int level) { \
     const float qlo = (float)(QMIN) - (float)z, qhi = (float)(QMAX) - (float)z;                \
     int64_t i = 0;                                                                             \
@@ -813,15 +835,45 @@ static inline int32_t byoc_qadd1_(int32_t a, int32_t b, float sa, float sb, floa
     }                                                                                          \
     return i;                                                                                  \
   }
+/* The same lanes on 512-bit vectors (AVX-512 F/BW, the VNNI level's CPUs): the same f32
+ * operations one by one (explicit mul / add / div, no FMA), the same rounding (cvtps in the
+ * default mode), saturated to bytes by vpmov[u]sdb after the clamp: identical bytes. */
+#define BYOC_Q_512 __attribute__((target("avx2,avx512f,avx512bw,avx512vl")))
+#define BYOC_Q_WIDEN512_uint8_t(p) _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(p)))
+#define BYOC_Q_WIDEN512_int8_t(p) _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i*)(p)))
+#define BYOC_QADD_AVX512(NAME, AT, BT, YT)                                                      \
+  static BYOC_Q_512 int64_t NAME##_avx512_(const AT* a, const BT* b, YT* y, int64_t n, float sa, \
+                                           int32_t za, float sb, int32_t zb, float sy, float qlo, \
+                                           float qhi, int32_t zy, int32_t mul, int32_t relu) { \
+    const __m512 vsa = _mm512_set1_ps(sa), vsb = _mm512_set1_ps(sb), vsy = _mm512_set1_ps(sy); \
+    const __m512 vlo = _mm512_set1_ps(qlo), vhi = _mm512_set1_ps(qhi), zero = _mm512_setzero_ps(); \
+    const __m512i vza = _mm512_set1_epi32(za), vzb = _mm512_set1_epi32(zb), vzy = _mm512_set1_epi32(zy); \
+    int64_t i = 0;                                                                             \
+    for (; i + 16 <= n; i += 16) {                                                             \
+      const __m512 fa = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(BYOC_Q_WIDEN512_##AT(a + i), vza)), vsa); \
+      const __m512 fb = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(BYOC_Q_WIDEN512_##BT(b + i), vzb)), vsb); \
+      __m512 v = mul ? _mm512_mul_ps(fa, fb) : _mm512_add_ps(fa, fb);                          \
+      if (relu) v = _mm512_max_ps(v, zero);                                                    \
+      v = _mm512_div_ps(v, vsy);                                                               \
+      v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);                        \
+      v = _mm512_min_ps(_mm512_max_ps(v, vlo), vhi);                                           \
+      const __m512i r = _mm512_add_epi32(_mm512_cvtps_epi32(v), vzy);                          \
+      _mm_storeu_si128((__m128i*)(y + i), BYOC_Q_NARROW512_##YT(r));                           \
+    }                                                                                          \
+    return i;                                                                                  \
+  }
 #define BYOC_QADD_AVX2_CALL(NAME)                                                               \
-  if (level > 0) i = NAME##_avx2_(a + i0, b + i0, y + i0, len, sa, za, sb, zb, sy, qlo, qhi, zy, mul, relu);
+  if (level > 1) i = NAME##_avx512_(a + i0, b + i0, y + i0, len, sa, za, sb, zb, sy, qlo, qhi, zy, mul, relu); \
+  if (level > 0) i += NAME##_avx2_(a + i0 + i, b + i0 + i, y + i0 + i, len - i, sa, za, sb, zb, sy, qlo, qhi, zy, mul, relu);
 #else
 #define BYOC_QADD_AVX2(NAME, AT, BT, YT)
+#define BYOC_QADD_AVX512(NAME, AT, BT, YT)
 #define BYOC_QADD_AVX2_CALL(NAME)
 #endif
 
 #define BYOC_DEFINE_QADD(NAME, AT, BT, YT, QMIN, QMAX)                                          \
   BYOC_QADD_AVX2(NAME, AT, BT, YT)                                                             \
+  BYOC_QADD_AVX512(NAME, AT, BT, YT)                                                           \
   static void NAME##_part_(const AT* a, const BT* b, YT* y, int64_t i0, int64_t len, float sa, \
                            int32_t za, float sb, int32_t zb, float sy, float qlo, float qhi,   \
                            int32_t zy, int32_t mul, int32_t relu, int level) {                 \
