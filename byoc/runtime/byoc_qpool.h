@@ -1,5 +1,6 @@
 /*
- * byoc_qpool.h — int8 average pooling of the QDQ composite `qavgpool` (issue #13).
+ * byoc_qpool.h — int8 average pooling of the QDQ composite `qavgpool`, and `qconcat` in one
+ * pass (issue #13).
  *
  * quantize(avg_pool2d | global_avg_pool2d(dequantize(x))), computed as byoc's reference does it
  * (byoc/targets/qdq.py, "qavgpool", has the proof): the window's f64 sum of the dequantized
@@ -14,6 +15,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "byoc_qkernels.h"
 
@@ -148,5 +150,64 @@ BYOC_DEFINE_QAVGPOOL(byoc_qavgpool_u8_u8, uint8_t, uint8_t, 0, 255)
 BYOC_DEFINE_QAVGPOOL(byoc_qavgpool_u8_i8, uint8_t, int8_t, -128, 127)
 BYOC_DEFINE_QAVGPOOL(byoc_qavgpool_i8_u8, int8_t, uint8_t, 0, 255)
 BYOC_DEFINE_QAVGPOOL(byoc_qavgpool_i8_i8, int8_t, int8_t, -128, 127)
+
+/*
+ * qconcat in one pass (2 to 4 inputs): each input's rows go straight into their place in y,
+ * through the input's table (bit k of lut_mask) or copied — no table output to copy again.
+ * Input k is (outer, inner_k) bytes; y is (outer, sum inner_k). Every byte is a lookup or a
+ * copy of the same byte, whatever thread does it (each input row split by elements).
+ */
+static void byoc_qconcat_part_(const uint8_t* const* xs, const int64_t* inner, int32_t k_n,
+                               const uint8_t* tables, int32_t lut_mask, uint8_t* y, int64_t outer,
+                               int vbmi, int64_t t, int64_t nt) {
+  int64_t total = 0;
+  for (int32_t k = 0; k < k_n; ++k) total += inner[k];
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t off = 0;
+    for (int32_t k = 0; k < k_n; ++k) {
+      const int64_t i0 = inner[k] * t / nt, i1 = inner[k] * (t + 1) / nt;
+      const uint8_t* src = xs[k] + o * inner[k] + i0;
+      uint8_t* dst = y + o * total + off + i0;
+      if (lut_mask >> k & 1)
+        byoc_qlut_row_(src, tables + 256 * k, dst, i1 - i0, vbmi);
+      else if (i1 > i0)
+        memcpy(dst, src, (size_t)(i1 - i0));
+      off += inner[k];
+    }
+  }
+}
+
+static void byoc_qconcat_(const uint8_t* const* xs, const int64_t* inner, int32_t k_n,
+                          const uint8_t* tables, int32_t lut_mask, uint8_t* y, int64_t outer) {
+  const int vbmi = lut_mask != 0 && byoc_qgemm_level() > 0 && byoc_q_vbmi_();
+  int64_t total = 0;
+  for (int32_t k = 0; k < k_n; ++k) total += inner[k];
+  const int32_t nt = byoc_threads_for(outer * total, BYOC_Q_EW_GRAIN);
+  BYOC_Q_SPLIT_(nt, t, byoc_qconcat_part_(xs, inner, k_n, tables, lut_mask, y, outer, vbmi, t, nt));
+}
+
+/* The entry points, by number of inputs; pointers as void: inputs may be i8 or u8. */
+static BYOC_MAYBE_UNUSED void byoc_qconcat2(const void* x0, const void* x1, const uint8_t* tables,
+                                            void* y, int64_t outer, int64_t n0, int64_t n1,
+                                            int32_t lut_mask) {
+  const uint8_t* xs[2] = {(const uint8_t*)x0, (const uint8_t*)x1};
+  const int64_t inner[2] = {n0, n1};
+  byoc_qconcat_(xs, inner, 2, tables, lut_mask, (uint8_t*)y, outer);
+}
+static BYOC_MAYBE_UNUSED void byoc_qconcat3(const void* x0, const void* x1, const void* x2,
+                                            const uint8_t* tables, void* y, int64_t outer,
+                                            int64_t n0, int64_t n1, int64_t n2, int32_t lut_mask) {
+  const uint8_t* xs[3] = {(const uint8_t*)x0, (const uint8_t*)x1, (const uint8_t*)x2};
+  const int64_t inner[3] = {n0, n1, n2};
+  byoc_qconcat_(xs, inner, 3, tables, lut_mask, (uint8_t*)y, outer);
+}
+static BYOC_MAYBE_UNUSED void byoc_qconcat4(const void* x0, const void* x1, const void* x2,
+                                            const void* x3, const uint8_t* tables, void* y,
+                                            int64_t outer, int64_t n0, int64_t n1, int64_t n2,
+                                            int64_t n3, int32_t lut_mask) {
+  const uint8_t* xs[4] = {(const uint8_t*)x0, (const uint8_t*)x1, (const uint8_t*)x2, (const uint8_t*)x3};
+  const int64_t inner[4] = {n0, n1, n2, n3};
+  byoc_qconcat_(xs, inner, 4, tables, lut_mask, (uint8_t*)y, outer);
+}
 
 #endif /* BYOC_QPOOL_H_ */

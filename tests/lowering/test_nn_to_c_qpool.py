@@ -232,3 +232,32 @@ def test_qmaxpool_column_max_on_narrow_and_odd_rows(shape: list[int], attrs: dic
     node = helper.make_node("MaxPool", ["x_d"], ["f"], **attrs)
     model = qdq_model([node], {"x": (dtype, 0.05, 3)}, (np.uint8, 0.031, 10), shape)
     check(model, "qmaxpool", shape)
+
+
+@pytest.mark.parametrize("n,axis", [(2, 1), (4, 1), (2, 2), (3, 3), (5, 1)])
+def test_qconcat_in_one_pass(n: int, axis: int, dispatch: str) -> None:
+    """qconcat of 2 to 4 inputs (byoc_qconcat<n>: each input through its table or copied into
+    its slice, rows split across threads), on axis 1 and inner axes (several outer rows), with
+    u8 and i8 inputs; 5 inputs keep the tables and the block copies. The reference's bytes."""
+    params = [(np.uint8, 0.05, 128), (np.int8, 0.02, 4), (np.uint8, 0.05, 128), (np.uint8, 0.09, 17), (np.int8, 0.05, 0)]
+    names = "abcde"[:n]
+    node = helper.make_node("Concat", [f"{c}_d" for c in names], ["f"], axis=axis)
+    shape = [1, 8, 64, 72]
+    out_shape = list(shape)
+    out_shape[axis] *= n
+    model = qdq_model([node], dict(zip(names, params, strict=False)), (np.uint8, 0.05, 128), shape, out_shape=out_shape)
+    if n <= 4:
+        source = _c_source(model)
+        assert f"byoc_qconcat{n}(" in source
+    check(model, "qconcat", shape)
+
+
+def _c_source(model: Any) -> str:
+    from byoc.context import make_context
+    from byoc.lowering.emit.c import emit_c_source
+    from byoc.lowering.nn_to_c.pass_ import LowerToCPass
+
+    module = import_model(model)
+    byoc.partition_for(module, targets=["ccompiler"])
+    LowerToCPass().apply(make_context(), module)
+    return emit_c_source(module)

@@ -254,9 +254,9 @@ def _calls_qkernels(ops: list[Operation]) -> bool:
 
 
 def _calls_qpool(ops: list[Operation]) -> bool:
-    """Whether any of `ops` calls a kernel of byoc_qpool.h (`byoc_qavgpool_*`)."""
+    """Whether any of `ops` calls a kernel of byoc_qpool.h (`byoc_qavgpool_*`, `byoc_qconcat<n>`)."""
     return any(
-        isinstance(o, c.CallOpaqueOp) and o.callee.data.startswith("byoc_qavgpool_")
+        isinstance(o, c.CallOpaqueOp) and o.callee.data.startswith(("byoc_qavgpool_", "byoc_qconcat"))
         for op in ops
         for o in op.walk()
     )

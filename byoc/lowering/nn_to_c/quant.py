@@ -214,7 +214,7 @@ class _Lowering:
         return self.node(f"byoc_qlut_{_SHORT[x.dtype]}_{_SHORT[y_dtype]}", [x, self.const(table)], out, args)
 
     def fused(self, b: QLut | QAdd | QPool | QConcat | QAvgPool | QReshape) -> Tensor:
-        if isinstance(b, QAvgPool | QReshape):  # byoc/lowering/nn_to_c/qpool.py
+        if isinstance(b, QAvgPool | QReshape) or (isinstance(b, QConcat) and len(b.inputs) <= 4):  # qpool.py
             from byoc.lowering.nn_to_c.qpool import lower_qpool
 
             return lower_qpool(self, b)
