@@ -745,7 +745,12 @@ static BYOC_Q_VBMI void byoc_qlut_row_vbmi_(const uint8_t* x, const uint8_t* t, 
     const __mmask64 high = _mm512_movepi8_mask(v);
     _mm512_storeu_si512((void*)(y + i), _mm512_mask_blend_epi8(high, lo, hi));
   }
-  for (; i < len; ++i) y[i] = t[x[i]];
+  if (i < len) { /* the tail (short rows: a 7x7 plane is all tail) by masked loads and stores */
+    const __mmask64 m = (__mmask64)(((uint64_t)1 << (len - i)) - 1);
+    const __m512i v = _mm512_maskz_loadu_epi8(m, (const void*)(x + i));
+    const __m512i lo = _mm512_permutex2var_epi8(t0, v, t1), hi = _mm512_permutex2var_epi8(t2, v, t3);
+    _mm512_mask_storeu_epi8((void*)(y + i), m, _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), lo, hi));
+  }
 }
 static BYOC_MAYBE_UNUSED int byoc_q_vbmi_(void) {
   return __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");

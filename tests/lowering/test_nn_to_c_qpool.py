@@ -261,3 +261,21 @@ def _c_source(model: Any) -> str:
     byoc.partition_for(module, targets=["ccompiler"])
     LowerToCPass().apply(make_context(), module)
     return emit_c_source(module)
+
+
+@pytest.mark.parametrize("shape", [[1, 16, 7, 7], [1, 4, 13, 11], [2, 3, 9, 8]])
+@pytest.mark.parametrize("x_dtype", [np.uint8, np.int8])
+def test_qlut_per_channel_on_short_rows(shape: list[int], x_dtype: type, dispatch: str) -> None:
+    """qlut's rows shorter than, or not a multiple of, 64 bytes (a 7x7 plane is all tail: masked
+    AVX-512 loads and stores where the CPU has VBMI): the reference's bytes."""
+    rng = np.random.default_rng(4)
+    c = shape[1]
+    consts = {
+        "g": (rng.random(c) + 0.5).astype(np.float32), "b": rng.standard_normal(c).astype(np.float32),
+        "m": rng.standard_normal(c).astype(np.float32), "v": (rng.random(c) + 0.1).astype(np.float32),
+    }
+    body = [helper.make_node("BatchNormalization", ["x_d", "g", "b", "m", "v"], ["bn"]),
+            helper.make_node("Relu", ["bn"], ["f"])]
+    xz = 128 if x_dtype == np.uint8 else 0
+    model = qdq_model(body, {"x": (x_dtype, 0.05, xz)}, (np.uint8, 0.03, 3), shape, consts)
+    check(model, "qlut", shape, ort_exact=False)
