@@ -12,6 +12,11 @@ Each model of `benchmarks/quantized.py`, quantized by onnxruntime's `quantize_st
 - the fixed per-call cost: the CPU time of `run` on a model of one tiny op (a 1x1 int8 add),
   against which the small model's total can be compared;
 - the whole `run` in CPU time (the figure `benchmarks/quantized.py` reports).
+
+Caveat: with one partition per block, every block's output is a fresh array of the host's
+(allocated and first touched each call), where one partition would use its arena: the cheap
+streaming blocks (qlut, qadd on large maps) look several times dearer here than inside the
+merged model; use the figures to find the blocks, not to add them up.
 """
 
 from __future__ import annotations
