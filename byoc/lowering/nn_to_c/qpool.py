@@ -13,14 +13,13 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from byoc.dialects import nn
 from byoc.lowering.nn_to_c.graph import Tensor, i32_attr, i64_attr
-import math
-
 from byoc.targets.qdq import QAvgPool, QConcat, QReshape
 
 _SHORT = {"i8": "i8", "ui8": "u8"}

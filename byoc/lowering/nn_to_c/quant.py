@@ -30,7 +30,18 @@ from byoc.diagnostics import PassError
 from byoc.dialects import nn
 from byoc.dialects.byoc import CompositeOp, YieldOp
 from byoc.lowering.nn_to_c.graph import Computation, GraphBuilder, Tensor, i32_attr, i64_attr
-from byoc.targets.qdq import FUSED_BLOCKS, QAdd, QAvgPool, QBlock, QConcat, QLut, QPool, QReshape, lone_qdq, qdq_block
+from byoc.targets.qdq import (
+    FUSED_BLOCKS,
+    QAdd,
+    QAvgPool,
+    QBlock,
+    QConcat,
+    QLut,
+    QPool,
+    QReshape,
+    lone_qdq,
+    qdq_block,
+)
 
 QK = 16
 """BYOC_QK of byoc_qkernels.h: K, and the pixels of a packed block, are padded to multiples of it."""
