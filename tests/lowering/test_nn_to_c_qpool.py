@@ -26,10 +26,13 @@ from test_onnx_quant import ort_session, quantize_static_model, small_cnn  # noq
 Array = np.ndarray[Any, Any]
 
 
+SLOW = pytest.mark.slow  # the wider sweeps; one case of each stays in the quick suite
+
+
 @pytest.mark.parametrize("x,y", [
     ((np.uint8, 0.05, 128), (np.uint8, 0.0123, 7)),
-    ((np.int8, 0.0371, -3), (np.uint8, 0.05, 128)),
-    ((np.uint8, 0.3333333, 0), (np.int8, 0.3333333, 0)),
+    pytest.param((np.int8, 0.0371, -3), (np.uint8, 0.05, 128), marks=SLOW),
+    pytest.param((np.uint8, 0.3333333, 0), (np.int8, 0.3333333, 0), marks=SLOW),
     ((np.uint8, 0.01031515747308731, 0), (np.uint8, 0.005, 0)),  # linear_split form 2
 ])
 def test_qavgpool_global_is_exact(x: tuple[type, float, int], y: tuple[type, float, int], dispatch: str) -> None:
@@ -65,7 +68,10 @@ def test_linear_split_reproduces_the_table() -> None:
     assert forms == {1, 2}
 
 
-@pytest.mark.parametrize("pool", ["3x3s1-pad", "3x3s1-pad-include", "2x2s2", "3x3s2-ceil", "2x3-dilated-pads"])
+@pytest.mark.parametrize("pool", [
+    "3x3s1-pad", pytest.param("3x3s1-pad-include", marks=SLOW), pytest.param("2x2s2", marks=SLOW), "3x3s2-ceil",
+    pytest.param("2x3-dilated-pads", marks=SLOW),
+])
 def test_qavgpool_windows_are_exact(pool: str, dispatch: str) -> None:
     attrs: dict[str, Any] = {
         "3x3s1-pad": dict(kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1]),
@@ -171,7 +177,9 @@ def test_quantize_static_small_cnn_pools_in_int8(tmp_path: Any) -> None:
             np.testing.assert_array_equal(g, w)
 
 
-@pytest.mark.parametrize("scale", [0.05, 0.3333333, 0.0123, 7.1, 1e-30])
+@pytest.mark.parametrize("scale", [
+    pytest.param(0.05, marks=SLOW), pytest.param(0.3333333, marks=SLOW), 0.0123, 7.1, pytest.param(1e-30, marks=SLOW),
+])
 def test_quantize_and_qadd_near_every_half(scale: float, dispatch: str) -> None:
     """The lone quantize and qadd kernels divide as numpy does: on values at, and 1-3 ulps
     around, every (k + 1/2) * s and k * s of the range, NaN, inf and random values, the bytes
@@ -220,12 +228,13 @@ def test_quantize_and_qadd_near_every_half(scale: float, dispatch: str) -> None:
         np.testing.assert_array_equal(g, w)
 
 
-@pytest.mark.parametrize("shape,attrs", [
-    ([1, 4, 9, 7], dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])),  # rows under 16 bytes
-    ([1, 3, 23, 37], dict(kernel_shape=[3, 2], strides=[2, 2], pads=[1, 1, 0, 0], ceil_mode=1)),
-    ([1, 2, 40, 53], dict(kernel_shape=[2, 3], strides=[1, 3], pads=[0, 2, 1, 2])),  # stride 3: scalar windows
+@pytest.mark.parametrize("shape,attrs,dtype", [
+    ([1, 4, 9, 7], dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), np.int8),  # rows under 16 bytes
+    pytest.param([1, 4, 9, 7], dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), np.uint8, marks=SLOW),
+    ([1, 3, 23, 37], dict(kernel_shape=[3, 2], strides=[2, 2], pads=[1, 1, 0, 0], ceil_mode=1), np.uint8),
+    pytest.param([1, 2, 40, 53], dict(kernel_shape=[2, 3], strides=[1, 3], pads=[0, 2, 1, 2]), np.int8,
+                 marks=SLOW),  # stride 3: scalar windows
 ])
-@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
 def test_qmaxpool_column_max_on_narrow_and_odd_rows(shape: list[int], attrs: dict[str, Any], dtype: type, dispatch: str) -> None:
     """qmaxpool's one pass over the window's rows (byoc_q_colmax_) and its edge outputs, on rows
     narrower than a vector, with a tail, padding on both sides and ceil_mode."""
@@ -234,7 +243,9 @@ def test_qmaxpool_column_max_on_narrow_and_odd_rows(shape: list[int], attrs: dic
     check(model, "qmaxpool", shape)
 
 
-@pytest.mark.parametrize("n,axis", [(2, 1), (4, 1), (2, 2), (3, 3), (5, 1)])
+@pytest.mark.parametrize("n,axis", [
+    (2, 1), pytest.param(4, 1, marks=SLOW), pytest.param(2, 2, marks=SLOW), (3, 3), pytest.param(5, 1, marks=SLOW),
+])
 def test_qconcat_in_one_pass(n: int, axis: int, dispatch: str) -> None:
     """qconcat of 2 to 4 inputs (byoc_qconcat<n>: each input through its table or copied into
     its slice, rows split across threads), on axis 1 and inner axes (several outer rows), with
@@ -263,8 +274,10 @@ def _c_source(model: Any) -> str:
     return emit_c_source(module)
 
 
-@pytest.mark.parametrize("shape", [[1, 16, 7, 7], [1, 4, 13, 11], [2, 3, 9, 8]])
-@pytest.mark.parametrize("x_dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("shape,x_dtype", [
+    ([1, 16, 7, 7], np.int8), pytest.param([1, 16, 7, 7], np.uint8, marks=SLOW),
+    pytest.param([1, 4, 13, 11], np.int8, marks=SLOW), pytest.param([2, 3, 9, 8], np.int8, marks=SLOW),
+])
 def test_qlut_per_channel_on_short_rows(shape: list[int], x_dtype: type, dispatch: str) -> None:
     """qlut's rows shorter than, or not a multiple of, 64 bytes (a 7x7 plane is all tail: masked
     AVX-512 loads and stores where the CPU has VBMI): the reference's bytes."""
