@@ -646,15 +646,37 @@ static inline float byoc_q_quantize1_(float x, float scale, float qlo, float qhi
     }                                                                                          \
     return i;                                                                                  \
   }
+/* 16 lanes on 512-bit vectors (the VNNI level's CPUs): the same division, NaN -> 0, clamp and
+ * rounding; vpmov[u]sdb narrows the clamped integers: identical bytes. */
+#define BYOC_QUANTIZE_AVX512_FN(NAME, YT)                                                       \
+  static __attribute__((target("avx2,avx512f,avx512bw,avx512vl"))) int64_t NAME##_avx512_(     \
+      const float* x, float scale, int32_t z, YT* y, int64_t len, float qlo, float qhi) {     \
+    const __m512 vs = _mm512_set1_ps(scale), vlo = _mm512_set1_ps(qlo), vhi = _mm512_set1_ps(qhi); \
+    const __m512i vz = _mm512_set1_epi32(z);                                                   \
+    int64_t i = 0;                                                                             \
+    for (; i + 16 <= len; i += 16) {                                                           \
+      __m512 v = _mm512_div_ps(_mm512_loadu_ps(x + i), vs);                                    \
+      v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);                        \
+      v = _mm512_min_ps(_mm512_max_ps(v, vlo), vhi);                                           \
+      const __m512i r = _mm512_add_epi32(_mm512_cvtps_epi32(v), vz);                           \
+      _mm_storeu_si128((__m128i*)(y + i), BYOC_Q_NARROW512_##YT(r));                           \
+    }                                                                                          \
+    return i;                                                                                  \
+  }
+#define BYOC_Q_NARROW512_uint8_t _mm512_cvtusepi32_epi8
+#define BYOC_Q_NARROW512_int8_t _mm512_cvtsepi32_epi8
 #define BYOC_QUANTIZE_AVX2_CALL(NAME)                                                           \
-  if (level > 0) i = NAME##_avx2_(x, scale, z, y, len, qlo, qhi);
+  if (level > 1) i = NAME##_avx512_(x, scale, z, y, len, qlo, qhi);                            \
+  if (level > 0) i += NAME##_avx2_(x + i, scale, z, y + i, len - i, qlo, qhi);
 #else
+#define BYOC_QUANTIZE_AVX512_FN(NAME, YT)
 #define BYOC_QUANTIZE_AVX2_FN(NAME, YT, PACK)
 #define BYOC_QUANTIZE_AVX2_CALL(NAME)
 #endif
 
 #define BYOC_DEFINE_QUANTIZE(NAME, YT, QMIN, QMAX, PACK)                                        \
   BYOC_QUANTIZE_AVX2_FN(NAME, YT, PACK)                                                        \
+  BYOC_QUANTIZE_AVX512_FN(NAME, YT)                                                            \
   static void NAME##_row_(const float* x, float scale, int32_t z, YT* y, int64_t len, int level) { \
     const float qlo = (float)(QMIN) - (float)z, qhi = (float)(QMAX) - (float)z;                \
     int64_t i = 0;                                                                             \
@@ -723,7 +745,12 @@ static BYOC_Q_VBMI void byoc_qlut_row_vbmi_(const uint8_t* x, const uint8_t* t, 
     const __mmask64 high = _mm512_movepi8_mask(v);
     _mm512_storeu_si512((void*)(y + i), _mm512_mask_blend_epi8(high, lo, hi));
   }
-  for (; i < len; ++i) y[i] = t[x[i]];
+  if (i < len) { /* the tail (short rows: a 7x7 plane is all tail) by masked loads and stores */
+    const __mmask64 m = (__mmask64)(((uint64_t)1 << (len - i)) - 1);
+    const __m512i v = _mm512_maskz_loadu_epi8(m, (const void*)(x + i));
+    const __m512i lo = _mm512_permutex2var_epi8(t0, v, t1), hi = _mm512_permutex2var_epi8(t2, v, t3);
+    _mm512_mask_storeu_epi8((void*)(y + i), m, _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), lo, hi));
+  }
 }
 static BYOC_MAYBE_UNUSED int byoc_q_vbmi_(void) {
   return __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
@@ -813,15 +840,45 @@ static inline int32_t byoc_qadd1_(int32_t a, int32_t b, float sa, float sb, floa
     }                                                                                          \
     return i;                                                                                  \
   }
+/* The same lanes on 512-bit vectors (AVX-512 F/BW, the VNNI level's CPUs): the same f32
+ * operations one by one (explicit mul / add / div, no FMA), the same rounding (cvtps in the
+ * default mode), saturated to bytes by vpmov[u]sdb after the clamp: identical bytes. */
+#define BYOC_Q_512 __attribute__((target("avx2,avx512f,avx512bw,avx512vl")))
+#define BYOC_Q_WIDEN512_uint8_t(p) _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(p)))
+#define BYOC_Q_WIDEN512_int8_t(p) _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i*)(p)))
+#define BYOC_QADD_AVX512(NAME, AT, BT, YT)                                                      \
+  static BYOC_Q_512 int64_t NAME##_avx512_(const AT* a, const BT* b, YT* y, int64_t n, float sa, \
+                                           int32_t za, float sb, int32_t zb, float sy, float qlo, \
+                                           float qhi, int32_t zy, int32_t mul, int32_t relu) { \
+    const __m512 vsa = _mm512_set1_ps(sa), vsb = _mm512_set1_ps(sb), vsy = _mm512_set1_ps(sy); \
+    const __m512 vlo = _mm512_set1_ps(qlo), vhi = _mm512_set1_ps(qhi), zero = _mm512_setzero_ps(); \
+    const __m512i vza = _mm512_set1_epi32(za), vzb = _mm512_set1_epi32(zb), vzy = _mm512_set1_epi32(zy); \
+    int64_t i = 0;                                                                             \
+    for (; i + 16 <= n; i += 16) {                                                             \
+      const __m512 fa = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(BYOC_Q_WIDEN512_##AT(a + i), vza)), vsa); \
+      const __m512 fb = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(BYOC_Q_WIDEN512_##BT(b + i), vzb)), vsb); \
+      __m512 v = mul ? _mm512_mul_ps(fa, fb) : _mm512_add_ps(fa, fb);                          \
+      if (relu) v = _mm512_max_ps(v, zero);                                                    \
+      v = _mm512_div_ps(v, vsy);                                                               \
+      v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);                        \
+      v = _mm512_min_ps(_mm512_max_ps(v, vlo), vhi);                                           \
+      const __m512i r = _mm512_add_epi32(_mm512_cvtps_epi32(v), vzy);                          \
+      _mm_storeu_si128((__m128i*)(y + i), BYOC_Q_NARROW512_##YT(r));                           \
+    }                                                                                          \
+    return i;                                                                                  \
+  }
 #define BYOC_QADD_AVX2_CALL(NAME)                                                               \
-  if (level > 0) i = NAME##_avx2_(a + i0, b + i0, y + i0, len, sa, za, sb, zb, sy, qlo, qhi, zy, mul, relu);
+  if (level > 1) i = NAME##_avx512_(a + i0, b + i0, y + i0, len, sa, za, sb, zb, sy, qlo, qhi, zy, mul, relu); \
+  if (level > 0) i += NAME##_avx2_(a + i0 + i, b + i0 + i, y + i0 + i, len - i, sa, za, sb, zb, sy, qlo, qhi, zy, mul, relu);
 #else
 #define BYOC_QADD_AVX2(NAME, AT, BT, YT)
+#define BYOC_QADD_AVX512(NAME, AT, BT, YT)
 #define BYOC_QADD_AVX2_CALL(NAME)
 #endif
 
 #define BYOC_DEFINE_QADD(NAME, AT, BT, YT, QMIN, QMAX)                                          \
   BYOC_QADD_AVX2(NAME, AT, BT, YT)                                                             \
+  BYOC_QADD_AVX512(NAME, AT, BT, YT)                                                           \
   static void NAME##_part_(const AT* a, const BT* b, YT* y, int64_t i0, int64_t len, float sa, \
                            int32_t za, float sb, int32_t zb, float sy, float qlo, float qhi,   \
                            int32_t zy, int32_t mul, int32_t relu, int level) {                 \
@@ -862,6 +919,32 @@ static inline void byoc_q_rowmax_(uint8_t* m, const uint8_t* r, int64_t n, uint8
   }
 #endif
   for (; q < n; ++q) m[q] = (uint8_t)(m[q] ^ flip) > (uint8_t)(r[q] ^ flip) ? m[q] : r[q];
+}
+
+/* m[q] = max over r < nr of src[r * stride + q], q < n (nr >= 1), bytes ordered as u8 (flip 0) or
+ * i8 (flip 0x80): 16 columns a step across all the rows, each chunk of m stored once; the tail
+ * as one overlapping step (max is idempotent). */
+static inline void byoc_q_colmax_(uint8_t* m, const uint8_t* src, int64_t stride, int64_t nr,
+                                  int64_t n, uint8_t flip) {
+  int64_t q = 0;
+#if defined(__SSE2__)
+  const __m128i f = _mm_set1_epi8((char)flip);
+  for (; q < n && n >= 16; q += 16) {
+    if (q + 16 > n) q = n - 16;
+    __m128i a = _mm_xor_si128(_mm_loadu_si128((const __m128i*)(src + q)), f);
+    for (int64_t r = 1; r < nr; ++r)
+      a = _mm_max_epu8(a, _mm_xor_si128(_mm_loadu_si128((const __m128i*)(src + r * stride + q)), f));
+    _mm_storeu_si128((__m128i*)(m + q), _mm_xor_si128(a, f));
+  }
+#endif
+  for (; q < n; ++q) {
+    uint8_t a = (uint8_t)(src[q] ^ flip);
+    for (int64_t r = 1; r < nr; ++r) {
+      const uint8_t v = (uint8_t)(src[r * stride + q] ^ flip);
+      a = v > a ? v : a;
+    }
+    m[q] = (uint8_t)(a ^ flip);
+  }
 }
 
 /* y[ow] = max_j r[ow * SW - PL + j * DW] for ow in [lo, hi) (windows inside the row), 16
@@ -909,17 +992,13 @@ static inline int64_t byoc_q_hmax_(const uint8_t* r, uint8_t* y, int64_t lo, int
       XT* yc = y + nc * OH * OW;                                                               \
       for (int64_t oh = 0; oh < OH; ++oh) {                                                    \
         if (W <= BYOC_QPOOL_MAXW) {                                                            \
-          int first = 1;                                                                       \
-          for (int64_t i = 0; i < KH; ++i) {                                                   \
-            const int64_t ih = oh * SH - PT + i * DH;                                          \
-            if (ih < 0 || ih >= H) continue;                                                   \
-            const XT* row = xc + ih * W;                                                       \
-            if (first)                                                                         \
-              memcpy(rowmax, row, (size_t)W * sizeof(XT));                                     \
-            else                                                                               \
-              byoc_q_rowmax_((uint8_t*)rowmax, (const uint8_t*)row, W, (uint8_t)((XT)-1 < 0 ? 0x80 : 0)); \
-            first = 0;                                                                         \
-          }                                                                                    \
+          /* the window's valid rows are i in [i0, i1): one pass over them, each chunk of     \
+           * rowmax stored once (no reload of a just-stored row: store forwarding) */          \
+          int64_t i0 = 0, i1 = KH;                                                             \
+          while (i0 < KH && oh * SH - PT + i0 * DH < 0) ++i0;                                  \
+          while (i1 > i0 && oh * SH - PT + (i1 - 1) * DH >= H) --i1;                           \
+          byoc_q_colmax_((uint8_t*)rowmax, (const uint8_t*)(xc + (oh * SH - PT + i0 * DH) * W), \
+                         DH * W, i1 - i0, W, (uint8_t)((XT)-1 < 0 ? 0x80 : 0));                \
           /* outputs whose window lies inside the row, [lo, hi): no bounds checks */          \
           const int64_t lo = PL > 0 ? (PL + SW - 1) / SW : 0;                                  \
           int64_t hi = W - 1 - (KW - 1) * DW + PL >= 0 ? (W - 1 - (KW - 1) * DW + PL) / SW + 1 : 0; \
@@ -932,8 +1011,11 @@ static inline int64_t byoc_q_hmax_(const uint8_t* r, uint8_t* y, int64_t lo, int
             for (int64_t j = 1; j < KW; ++j) m = r[j * DW] > m ? r[j * DW] : m;                \
             yc[oh * OW + ow] = m;                                                              \
           }                                                                                    \
-          for (int64_t ow = 0; ow < OW; ++ow) {                                             \
-            if (ow >= lo && ow < hi) continue;                                                \
+          for (int64_t ow = 0; ow < OW; ++ow) {                                                \
+            if (ow == lo && hi > lo) { /* skip the inner outputs [lo, hi), done above */       \
+              ow = hi - 1;                                                                     \
+              continue;                                                                        \
+            }                                                                                  \
             int32_t m = -1000;                                                                 \
             for (int64_t j = 0; j < KW; ++j) {                                                 \
               const int64_t iw = ow * SW - PL + j * DW;                                        \

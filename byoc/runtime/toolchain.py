@@ -60,6 +60,7 @@ RUNTIME_HEADERS = (
     "byoc_graph_runtime.h",
     "byoc_qkernels.h",
     "byoc_profile.h",
+    "byoc_qpool.h",
 )
 
 DEFAULT_FLAGS: tuple[str, ...] = (

@@ -46,7 +46,7 @@ from byoc.dialects import nn
 from byoc.targets.patterns import Match, Pattern, is_constant, is_op, wildcard
 
 INT8_NAMES = ("i8", "ui8")
-FUSED_COMPOSITES = frozenset({"qlut", "qadd", "qmaxpool", "qconcat"})
+FUSED_COMPOSITES = frozenset({"qlut", "qadd", "qmaxpool", "qconcat", "qavgpool", "qreshape"})
 """The entries `pattern_table(fused=True)` adds: int8 elementwise, pooling and concatenation."""
 COMPOSITES = frozenset({"qconv2d", "qdense", "qmatmul", "quantize", "dequantize"}) | FUSED_COMPOSITES
 """The entries of `pattern_table(fused=True)`: composites `<target>.<name>` an int8 kernel lowers."""
@@ -569,7 +569,189 @@ def qconcat_block(root: Operation) -> QConcat | str:
                    y_dtype=_dtype(root.result), ops=tuple(ops))
 
 
-FUSED_BLOCKS = {"qlut": qlut_block, "qadd": qadd_block, "qmaxpool": qmaxpool_block, "qconcat": qconcat_block}
+# - `qavgpool`: quantize(avg_pool2d | global_avg_pool2d(dequantize(x))). The reference sums
+#   the window's f32 values in f64 (`sum(dtype=float64)`, `mean(dtype=float64)`), divides by
+#   the count in f64, rounds to f32 and quantizes. The sum is exact, whatever its order: every
+#   d(q) = f32((q - z) * s) is an integer multiple of u = ulp(min |d(q)| != 0) (an f32 at least
+#   as large as that one has an ulp that is a multiple of it), |d(q)| / u < 2^33, so a window
+#   of n values sums to a multiple of u below n * 2^33 u, which f64 holds exactly while it is
+#   below 2^53 u (checked: n * max |d(q)| / u < 2^53). So the sum is the integer sum of
+#   D(q) = d(q) / u (a table of 256 int64, from the reference dequantize), times u; the kernel
+#   adds the integers and then does the reference's float steps per output: (double)sum * u
+#   (a power of two: exact), / count in f64, to f32, quantize. Padding adds 0.0 in the
+#   reference and nothing here; the counts are the reference's (count_include_pad, ceil_mode).
+# - `qreshape`: quantize(reshape | flatten(dequantize(x))): a reshape moves no value, so it
+#   is x itself (an alias) when the parameters are equal, else x's `qlut` table.
+
+SUM_BITS = 53
+"""f64's significand: a window's sum of D(q) must stay below 2**SUM_BITS to be exact."""
+
+
+@dataclass(frozen=True)
+class QAvgPool:
+    """A `qavgpool` block: y = quantize(f32(f64(sum of table[byte]) * 2**exponent / count))."""
+
+    x: SSAValue
+    pool: Operation
+    table: np.ndarray[Any, Any]
+    """int64 (256,): d(byte) / 2**exponent, exactly."""
+    exponent: int
+    counts: np.ndarray[Any, Any]
+    """int32 (OH, OW): the reference's divisor of each output position."""
+    split: tuple[int, int, int, np.ndarray[Any, Any]]
+    """`linear_split(table)`: (form, m, c, r) — the kernel's fast form of the same sums."""
+    y_scale: float
+    y_zero_point: int
+    y_dtype: str
+    ops: tuple[Operation, ...]
+
+
+def avgpool_sum_table(dq: nn.DequantizeOp) -> tuple[np.ndarray[Any, Any], int] | None:
+    """(D, e): d(byte) = D[byte] * 2**e exactly for every byte of x's type, d the reference
+    dequantize (per tensor); None when a d(byte) is not finite."""
+    scale, zero_point = _const(dq.scale), _const(dq.zero_point)
+    assert scale is not None and zero_point is not None
+    return sum_table(_probe(_dtype(dq.x)), scale, zero_point)
+
+
+def sum_table(
+    probe: np.ndarray[Any, Any], scale: np.ndarray[Any, Any], zero_point: np.ndarray[Any, Any]
+) -> tuple[np.ndarray[Any, Any], int] | None:
+    """`avgpool_sum_table` for the 256 values `probe` (indexed by their byte) of one type."""
+    from byoc.interpreters.kernels import KERNELS
+
+    d = np.asarray(KERNELS["nn.dequantize"](probe, scale, zero_point, axis=1, block_size=0))
+    d = d.astype(np.float64)
+    if not np.all(np.isfinite(d)):
+        return None
+    nonzero = np.abs(d[d != 0])
+    if nonzero.size == 0:
+        return np.zeros(256, np.int64), 0
+    _, e = np.frexp(nonzero.min())
+    exponent = max(int(e) - 24, -149)  # the ulp of the smallest nonzero |d| (f32: 24 bits)
+    table = np.ldexp(d, -exponent)
+    assert np.array_equal(table, np.round(table)), "every f32 >= the smallest is a multiple of its ulp"
+    return table.astype(np.int64), exponent
+
+
+def linear_split(table: np.ndarray[Any, Any], unsigned: bool) -> tuple[int, int, int, np.ndarray[Any, Any]]:
+    """(form, m, c, r): table[b] = m * u(b) + c + r[b] + r[256 + b] for every byte b, u(b) the
+    byte as unsigned (u8) or flipped by 0x80 (i8: the value + 128), r bytes; form 1 when
+    r[256:] is all zero, 2 otherwise, 0 when no such split exists (then m = c = 0, r zero).
+    table[b] = d(q) / u rounds (q - z) * s / u (s / u an integer below 2^24, u the ulp of s) to
+    24 bits, so with m = s / u the residual spans at most 257 values."""
+    b = np.arange(256)
+    u = b if unsigned else b ^ 0x80
+    order = np.argsort(u)
+    t = table[order]  # by u
+    nz = np.flatnonzero(t == 0)
+    m = 0
+    if nz.size:
+        k = int(nz[0])
+        m = int(t[k + 1] - t[k]) if k + 1 < 256 else int(t[k] - t[k - 1])
+    rest = table - m * u
+    c = int(rest.min())
+    rest = rest - c
+    if not nz.size or rest.max() > 510:
+        return 0, 0, 0, np.zeros(512, np.uint8)
+    ra = np.minimum(rest, 255)
+    rb = rest - ra
+    return (2 if rb.any() else 1), m, c, np.concatenate([ra, rb]).astype(np.uint8)
+
+
+def _pool_counts(pool: Operation, shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
+    """The reference's count per output position (kernels.avg_pool2d, max(counts, 1))."""
+    from byoc.interpreters import kernels as k
+
+    n, c, h, w = shape
+    if pool.name == "nn.global_avg_pool2d":
+        return np.full((1, 1), h * w, np.int64)
+    a = pool.attr_values()  # type: ignore[attr-defined]
+    probe = np.zeros((1, 1, h, w), np.float64)
+    pads, (oh, ow) = k._pool_pads(probe, a["pool_size"], a["strides"], a["padding"], a["dilation"], a["ceil_mode"])  # pyright: ignore[reportPrivateUsage]
+    ones = probe + 1
+    if a["count_include_pad"]:
+        ones = k._pad_nchw(ones, a["padding"], 1.0)  # pyright: ignore[reportPrivateUsage]
+        ones = k._pad_nchw(ones, (0, 0, pads[2] - a["padding"][2], pads[3] - a["padding"][3]), 0.0)  # pyright: ignore[reportPrivateUsage]
+    else:
+        ones = k._pad_nchw(ones, pads, 0.0)  # pyright: ignore[reportPrivateUsage]
+    win = k._windows(ones, a["pool_size"][0], a["pool_size"][1], a["strides"], a["dilation"])[:, :, :oh, :ow]  # pyright: ignore[reportPrivateUsage]
+    return np.maximum(win.sum(axis=(4, 5)), 1).reshape(oh, ow).astype(np.int64)
+
+
+def qavgpool_block(root: Operation) -> QAvgPool | str:
+    why = _q_output(root)
+    if why is not None:
+        return why
+    assert isinstance(root, nn.QuantizeOp)
+    v = root.x
+    if not (isinstance(v, OpResult) and v.op.name in ("nn.avg_pool2d", "nn.global_avg_pool2d") and _single_use(v.op)):
+        return "no average pooling under the quantize"
+    pool = v.op
+    if pool.attr_values().get("data_layout", "NCHW") != "NCHW":
+        return "average pooling in another layout than NCHW"
+    got = _dq_input(pool.operands[0], per_axis=False)
+    if isinstance(got, str):
+        return got
+    dq = got[0]
+    shape = _shape(dq.x)
+    if len(shape) != 4:
+        return "average pooling of another rank than 4"
+    got_table = avgpool_sum_table(dq)
+    if got_table is None:
+        return "a dequantized value is not finite"
+    table, exponent = got_table
+    if pool.name == "nn.global_avg_pool2d":
+        window = shape[2] * shape[3]
+    else:
+        kh, kw = pool.attr_values()["pool_size"]
+        window = kh * kw
+    if window * int(np.abs(table).max(initial=0)) >= 2**SUM_BITS:
+        return "the window is too large for an exact f64 sum"
+    counts = _pool_counts(pool, shape)
+    if counts.max(initial=1) >= 2**31:
+        return "a window count does not fit int32"
+    ys, yz = _const(root.scale), _const(root.zero_point)
+    assert ys is not None and yz is not None
+    return QAvgPool(
+        x=dq.x, pool=pool, table=table, exponent=exponent, counts=counts.astype(np.int32),
+        split=linear_split(table, unsigned=_dtype(dq.x) == "ui8"),
+        y_scale=float(np.float32(ys.reshape(()))), y_zero_point=int(yz.reshape(())),
+        y_dtype=_dtype(root.result), ops=(root, pool, dq),
+    )
+
+
+@dataclass(frozen=True)
+class QReshape:
+    """A `qreshape` block: x viewed in the output's shape, through `table` (None: as it is)."""
+
+    x: SSAValue
+    shape: tuple[int, ...]
+    table: np.ndarray[Any, Any] | None
+    y_dtype: str
+    ops: tuple[Operation, ...]
+
+
+def qreshape_block(root: Operation) -> QReshape | str:
+    why = _q_output(root)
+    if why is not None:
+        return why
+    assert isinstance(root, nn.QuantizeOp)
+    v = root.x
+    if not (isinstance(v, OpResult) and v.op.name in ("nn.reshape", "nn.flatten") and _single_use(v.op)):
+        return "no reshape under the quantize"
+    got = _dq_input(v.op.operands[0], per_axis=False)
+    if isinstance(got, str):
+        return got
+    dq = got[0]
+    return QReshape(x=dq.x, shape=_shape(v), table=_requant_table(dq, root), y_dtype=_dtype(root.result),
+                    ops=(root, v.op, dq))
+
+
+FUSED_BLOCKS = {
+    "qlut": qlut_block, "qadd": qadd_block, "qmaxpool": qmaxpool_block, "qconcat": qconcat_block,
+    "qavgpool": qavgpool_block, "qreshape": qreshape_block,
+}
 """composite name -> the analysis its check and its lowering share."""
 
 
@@ -614,9 +796,13 @@ def fused_pattern_table() -> list[tuple[object, ...]]:
     cat: Pattern = is_op("nn.concatenate")(*[_dq(wildcard()) for _ in range(2)])
     for n in range(3, MAX_CONCAT + 1):
         cat = cat | is_op("nn.concatenate")(*[_dq(wildcard()) for _ in range(n)])
+    avg = is_op("nn.avg_pool2d")(_dq(wildcard())) | is_op("nn.global_avg_pool2d")(_dq(wildcard()))
+    reshape = is_op("nn.reshape")(_dq(wildcard())) | is_op("nn.flatten")(_dq(wildcard()))
     return [
         ("qadd", _q(add), _check_fused("qadd")),
         ("qmaxpool", _q(pool), _check_fused("qmaxpool")),
+        ("qavgpool", _q(avg), _check_fused("qavgpool")),
+        ("qreshape", _q(reshape), _check_fused("qreshape")),
         ("qconcat", _q(cat), _check_fused("qconcat")),
         ("qlut", _q(lut), _check_fused("qlut")),
     ]
@@ -628,17 +814,24 @@ __all__ = [
     "FUSED_COMPOSITES",
     "INT8_NAMES",
     "QAdd",
+    "QAvgPool",
     "QBlock",
     "QConcat",
     "QLut",
     "QPool",
+    "QReshape",
+    "avgpool_sum_table",
+    "sum_table",
     "fused_pattern_table",
     "lone_qdq",
+    "linear_split",
     "lut_table",
     "pattern_table",
     "qadd_block",
+    "qavgpool_block",
     "qconcat_block",
     "qdq_block",
     "qlut_block",
     "qmaxpool_block",
+    "qreshape_block",
 ]

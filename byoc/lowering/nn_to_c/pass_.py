@@ -229,6 +229,8 @@ class LowerToCPass(ModulePass):
             init_base += len(lowering.init_arrays)
             if _calls_qkernels(new_ops):  # issue #13: included only where an int8 kernel is called
                 _add_include(unit, "byoc_qkernels.h")
+            if _calls_qpool(new_ops):  # issue #13: the int8 average pooling (byoc_qpool.h)
+                _add_include(unit, "byoc_qpool.h")
             for new in new_ops:
                 assert isinstance(new, c.FuncOp | c.GlobalOp)
                 name = new.sym_name.data
@@ -246,6 +248,15 @@ def _calls_qkernels(ops: list[Operation]) -> bool:
     return any(
         isinstance(o, c.CallOpaqueOp)
         and o.callee.data.startswith(("byoc_q", "byoc_quantize_", "byoc_dequantize_"))
+        for op in ops
+        for o in op.walk()
+    )
+
+
+def _calls_qpool(ops: list[Operation]) -> bool:
+    """Whether any of `ops` calls a kernel of byoc_qpool.h (`byoc_qavgpool_*`, `byoc_qconcat<n>`)."""
+    return any(
+        isinstance(o, c.CallOpaqueOp) and o.callee.data.startswith(("byoc_qavgpool_", "byoc_qconcat"))
         for op in ops
         for o in op.walk()
     )

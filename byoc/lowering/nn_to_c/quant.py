@@ -30,7 +30,18 @@ from byoc.diagnostics import PassError
 from byoc.dialects import nn
 from byoc.dialects.byoc import CompositeOp, YieldOp
 from byoc.lowering.nn_to_c.graph import Computation, GraphBuilder, Tensor, i32_attr, i64_attr
-from byoc.targets.qdq import FUSED_BLOCKS, QAdd, QBlock, QConcat, QLut, QPool, lone_qdq, qdq_block
+from byoc.targets.qdq import (
+    FUSED_BLOCKS,
+    QAdd,
+    QAvgPool,
+    QBlock,
+    QConcat,
+    QLut,
+    QPool,
+    QReshape,
+    lone_qdq,
+    qdq_block,
+)
 
 QK = 16
 """BYOC_QK of byoc_qkernels.h: K, and the pixels of a packed block, are padded to multiples of it."""
@@ -213,7 +224,11 @@ class _Lowering:
         args = [i64_attr(math.prod(x.shape)), i64_attr(inner), i64_attr(ch)]
         return self.node(f"byoc_qlut_{_SHORT[x.dtype]}_{_SHORT[y_dtype]}", [x, self.const(table)], out, args)
 
-    def fused(self, b: QLut | QAdd | QPool | QConcat) -> Tensor:
+    def fused(self, b: QLut | QAdd | QPool | QConcat | QAvgPool | QReshape) -> Tensor:
+        if isinstance(b, QAvgPool | QReshape) or (isinstance(b, QConcat) and len(b.inputs) <= 4):  # qpool.py
+            from byoc.lowering.nn_to_c.qpool import lower_qpool
+
+            return lower_qpool(self, b)
         if isinstance(b, QLut):
             return self._lut(self.values[b.x], b.table, b.y_dtype)
         if isinstance(b, QAdd):
