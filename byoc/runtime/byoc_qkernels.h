@@ -240,6 +240,54 @@ static BYOC_Q_VNNI void byoc_q_interleave4_(const uint8_t* rows, int64_t pp, uin
   }
 }
 
+/* The same from four row pointers (the implicit-GEMM packing of stride-1 convolutions): dst[4 p
+ * + r] = r_r[p] ^ flip for p < nv, 0 for nv <= p < pp (columns never stored). Reads r_r[p]
+ * for p < nv only. */
+static BYOC_Q_VNNI void byoc_q_interleave4p_(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2,
+                                             const uint8_t* r3, int64_t nv, int64_t pp, uint8_t flip,
+                                             uint8_t* dst) {
+  const __m128i f = _mm_set1_epi8((char)flip);
+  int64_t p = 0;
+  for (; p + 16 <= nv; p += 16) {
+    const __m128i a = _mm_xor_si128(_mm_loadu_si128((const __m128i*)(r0 + p)), f);
+    const __m128i b = _mm_xor_si128(_mm_loadu_si128((const __m128i*)(r1 + p)), f);
+    const __m128i c = _mm_xor_si128(_mm_loadu_si128((const __m128i*)(r2 + p)), f);
+    const __m128i d = _mm_xor_si128(_mm_loadu_si128((const __m128i*)(r3 + p)), f);
+    const __m128i ablo = _mm_unpacklo_epi8(a, b), abhi = _mm_unpackhi_epi8(a, b);
+    const __m128i cdlo = _mm_unpacklo_epi8(c, d), cdhi = _mm_unpackhi_epi8(c, d);
+    uint8_t* o = dst + 4 * p;
+    _mm_storeu_si128((__m128i*)o, _mm_unpacklo_epi16(ablo, cdlo));
+    _mm_storeu_si128((__m128i*)(o + 16), _mm_unpackhi_epi16(ablo, cdlo));
+    _mm_storeu_si128((__m128i*)(o + 32), _mm_unpacklo_epi16(abhi, cdhi));
+    _mm_storeu_si128((__m128i*)(o + 48), _mm_unpackhi_epi16(abhi, cdhi));
+  }
+  for (; p < nv; ++p) {
+    dst[4 * p] = r0[p] ^ flip;
+    dst[4 * p + 1] = r1[p] ^ flip;
+    dst[4 * p + 2] = r2[p] ^ flip;
+    dst[4 * p + 3] = r3[p] ^ flip;
+  }
+  if (pp > nv) memset(dst + 4 * nv, 0, (size_t)(4 * (pp - nv)));
+}
+
+/* Requantization of n accumulators into bytes with AVX-512 (16 a step, the tail masked): the
+ * same float operations as byoc_q_requant_ (cvtps rounds half to even in the default mode); the
+ * clamped value plus the zero point fits the output type, so vpmovdb's truncation is exact for
+ * u8 and i8 alike. */
+static BYOC_Q_VNNI void byoc_q_requant_row512_(const int32_t* acc, int64_t n, int32_t bias, float m,
+                                               float lo, float hi, int32_t zp, uint8_t* y) {
+  const __m512i vb = _mm512_set1_epi32(bias), vz = _mm512_set1_epi32(zp);
+  const __m512 vm = _mm512_set1_ps(m), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+    const __m512i a = _mm512_add_epi32(_mm512_maskz_loadu_epi32(k, acc + i), vb);
+    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(a), vm);
+    v = _mm512_min_ps(_mm512_max_ps(v, vlo), vhi);
+    const __m512i r = _mm512_add_epi32(_mm512_cvtps_epi32(v), vz);
+    _mm_mask_storeu_epi8(y + i, k, _mm512_cvtepi32_epi8(r));
+  }
+}
+
 /* One im2col row of bytes: dst[t] = x byte of output pixel p0 + t at tap (c, i, j), or the
  * raw zero-point byte `pad` outside the input; t < tp, then pad up to pp. */
 static void byoc_q_im2col_row_(const uint8_t* xc, uint8_t pad, uint8_t* dst, int64_t H, int64_t W,
@@ -302,13 +350,115 @@ static void byoc_q_pack_u8_(const uint8_t* xg, uint8_t pad, uint8_t flip, uint8_
 #endif
 
 #ifdef BYOC_Q_AVX2
+/*
+ * A convolution as an implicit GEMM (AVX-512 VNNI, the u8 x s8 form). The padded input is
+ * split into SH x SW phase planes per channel: phase (a, b) holds the padded bytes at rows
+ * r * SH + a and columns q * SW + b, HV = OH + (KH - 1) * DH / SH rows of WV = OW + (KW - 1) *
+ * DW / SW bytes (the zero point outside x). Over the "virtual" pixels v = oh * WV + ow, tap
+ * (c, i, j) reads phase ((i DH) % SH, (j DW) % SW) of channel c at offset
+ * (i DH / SH) * WV + j DW / SW + v: each packed row is a contiguous slice, no im2col copy.
+ * The WV - OW columns past each output row are computed and never stored. xp holds the
+ * phase planes of every image and channel, with WV + 32 readable bytes after the last; or x itself
+ * for a 1x1 stride-1 convolution without padding (WV == OW, HV == OH, nothing past the end
+ * read). Tile `it` (image n, group g, virtual pixels [p0, p0 + TP)) with this thread's scratch
+ * (U, then the accumulators).
+ */
+static void byoc_qconv2d_vtile_(const uint8_t* xp, int64_t HP, int64_t WV, int64_t SH, int64_t SW,
+                                const int8_t* w8,
+                                const int32_t* wsum, const int32_t* bias, const float* mult,
+                                uint8_t* y, float* scratch, int64_t C, int64_t O, int64_t G,
+                                int64_t KH, int64_t KW, int64_t OH, int64_t OW, int64_t DH,
+                                int64_t DW, int64_t Kp, int64_t TP, int32_t xzu, int32_t yzp,
+                                float lo, float hi, uint8_t flip, int64_t it) {
+  const int64_t CG = C / G, OG = O / G, PV = OH * WV, TT = (PV + TP - 1) / TP;
+  const int64_t n = it / (G * TT), g = (it / TT) % G, p0 = (it % TT) * TP;
+  const int64_t tp = PV - p0 < TP ? PV - p0 : TP, pp = (tp + 31) & ~(int64_t)31;
+  uint8_t* u = (uint8_t*)scratch;
+  int32_t* acc = (int32_t*)(u + 2 * Kp * ((TP + 31) & ~(int64_t)31));
+  const uint8_t* xg = xp + (n * C + g * CG) * SH * SW * HP * WV + p0;
+  const int64_t K = CG * KH * KW;
+  for (int64_t kq = 0; kq < Kp / 4; ++kq) {
+    const uint8_t* r[4];
+    for (int64_t q = 0; q < 4; ++q) {
+      const int64_t k = 4 * kq + q < K ? 4 * kq + q : 0; /* past K the weights are 0 */
+      const int64_t c = k / (KH * KW), i = (k / KW) % KH, j = k % KW;
+      r[q] = xg + ((c * SH + (i * DH) % SH) * SW + (j * DW) % SW) * HP * WV + (i * DH / SH) * WV +
+             j * DW / SW;
+    }
+    byoc_q_interleave4p_(r[0], r[1], r[2], r[3], tp, pp, flip, u + kq * 4 * pp);
+  }
+  byoc_qgemm_u8_vnni_(w8 + g * OG * Kp, u, acc, OG, pp, Kp, pp);
+  for (int64_t o = 0; o < OG; ++o) {
+    const int64_t oc = g * OG + o;
+    /* the sums are not centred: take x_zp' * sum(w8) off (mod 2^32, as i32 wraps) */
+    const int32_t b = (int32_t)((uint32_t)bias[oc] - (uint32_t)xzu * (uint32_t)wsum[oc]);
+    const int32_t* a = acc + o * pp;
+    uint8_t* yo = y + (n * O + oc) * OH * OW;
+    if (WV == OW) {
+      byoc_q_requant_row512_(a, tp, b, mult[oc], lo, hi, yzp, yo + p0);
+      continue;
+    }
+    for (int64_t v = p0; v < p0 + tp;) {
+      const int64_t oh = v / WV, ow = v - oh * WV;
+      const int64_t end = (oh + 1) * WV < p0 + tp ? (oh + 1) * WV : p0 + tp;
+      if (ow < OW) {
+        const int64_t e = oh * WV + OW < end ? oh * WV + OW : end;
+        byoc_q_requant_row512_(a + (v - p0), e - v, b, mult[oc], lo, hi, yzp, yo + oh * OW + ow);
+      }
+      v = end;
+    }
+  }
+}
+
+/* The phase planes of x for byoc_qconv2d_vtile_ (per image and channel SH x SW planes of HP x
+ * WV bytes, then WV + 32 bytes); the phases no tap reads are left as they are. */
+static void byoc_q_pad_planes_(const uint8_t* x, uint8_t pad, uint8_t* xp, int64_t NC, int64_t H,
+                               int64_t W, int64_t HP, int64_t WV, int64_t SH, int64_t SW, int64_t KH,
+                               int64_t KW, int64_t DH, int64_t DW, int64_t PT, int64_t PL) {
+  for (int64_t nc = 0; nc < NC; ++nc)
+    for (int64_t ph = 0; ph < SH * SW; ++ph) {
+      const int64_t a = ph / SW, b = ph % SW;
+      int used_a = 0, used_b = 0;
+      for (int64_t i = 0; i < KH; ++i) used_a |= (i * DH) % SH == a;
+      for (int64_t j = 0; j < KW; ++j) used_b |= (j * DW) % SW == b;
+      if (!used_a || !used_b) continue;
+      for (int64_t r = 0; r < HP; ++r) {
+        uint8_t* d = xp + ((nc * SH * SW + ph) * HP + r) * WV;
+        const int64_t ih = r * SH + a - PT;
+        if (ih < 0 || ih >= H) {
+          memset(d, pad, (size_t)WV);
+          continue;
+        }
+        const uint8_t* row = x + (nc * H + ih) * W;
+        if (SW == 1) {
+          const int64_t left = PL < WV ? PL : WV, cols = W < WV - left ? W : WV - left;
+          memset(d, pad, (size_t)left);
+          if (cols > 0) memcpy(d + left, row, (size_t)cols);
+          memset(d + left + (cols > 0 ? cols : 0), pad, (size_t)(WV - left - (cols > 0 ? cols : 0)));
+          continue;
+        }
+        for (int64_t q = 0; q < WV; ++q) {
+          const int64_t iw = q * SW + b - PL;
+          d[q] = iw >= 0 && iw < W ? row[iw] : pad;
+        }
+      }
+    }
+  memset(xp + NC * SH * SW * HP * WV, pad, (size_t)(WV + 32));
+}
+#endif
+
+#ifdef BYOC_Q_AVX2
 #define BYOC_Q_USE8(level, use8) ((level) == 2 && (use8))
 #define BYOC_Q_GEMM8(W8, U, C, M, PP, Kp, ldc) byoc_qgemm_u8_vnni_(W8, U, C, M, PP, Kp, ldc)
 #define BYOC_Q_PACK8(...) byoc_q_pack_u8_(__VA_ARGS__)
+#define BYOC_Q_VTILE(...) byoc_qconv2d_vtile_(__VA_ARGS__)
+#define BYOC_Q_PAD_PLANES(...) byoc_q_pad_planes_(__VA_ARGS__)
 #else
 #define BYOC_Q_USE8(level, use8) ((void)(use8), 0)
 #define BYOC_Q_GEMM8(W8, U, C, M, PP, Kp, ldc) ((void)(W8), (void)(U))
 #define BYOC_Q_PACK8(...) ((void)0)
+#define BYOC_Q_VTILE(...) ((void)0)
+#define BYOC_Q_PAD_PLANES(...) ((void)0)
 #endif
 
 /* 0: baseline, 1: AVX2, 2: AVX-512 VNNI — what byoc_qgemm_ runs on this CPU. */
@@ -474,18 +624,36 @@ BYOC_DEFINE_REQUANT_ROW(byoc_q_requant_row_i8_, int8_t, _mm_packs_epi16)
       int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t Kp, int64_t TP,      \
       int32_t xzp, int32_t yzp, float lo, float hi, int32_t use8) {                            \
     const int level = byoc_qgemm_level();                                                      \
-    const int64_t total = N * G * ((OH * OW + TP - 1) / TP);                                   \
+    const int64_t PPm = (TP + 31) & ~(int64_t)31; /* the scratch the lowering gives: */      \
+    const size_t bytes = (size_t)(2 * Kp * PPm + 4 * (O / G) * PPm); /* cols, then acc */     \
+    /* stride 1 on AVX-512 VNNI: the implicit GEMM over the padded planes (byoc_qconv2d_vtile_) */ \
+    const int vmode = BYOC_Q_USE8(level, use8);                                                \
+    const int64_t HPv = OH + (KH - 1) * DH / SH, WV = OW + (KW - 1) * DW / SW;                 \
+    const int direct = KH == 1 && KW == 1 && SH == 1 && SW == 1 && PT == 0 && PL == 0 && H == OH && W == OW; \
+    const uint8_t* xp = (const uint8_t*)x;                                                     \
+    if (vmode && !direct) {                                                                    \
+      uint8_t* planes = (uint8_t*)scratch + ((bytes + 63) & ~(size_t)63);                      \
+      BYOC_Q_PAD_PLANES((const uint8_t*)x, (uint8_t)xzp, planes, N * C, H, W, HPv, WV,         \
+                        direct ? 1 : SH, direct ? 1 : SW, KH, KW, DH, DW, PT, PL);             \
+      xp = planes;                                                                             \
+    }                                                                                          \
+    const int32_t xzu = xzp + (XOFF);                                                          \
+    const uint8_t flip = (uint8_t)((XOFF) ? 0x80 : 0);                                         \
+    const int64_t total = N * G * (((vmode ? OH * WV : OH * OW) + TP - 1) / TP);               \
     int32_t nt = byoc_threads_for(N * O * OH * OW * Kp, BYOC_Q_GEMM_GRAIN);                    \
     nt = nt < total ? nt : (int32_t)total;                                                     \
     nt = nt < BYOC_Q_MAX_THREADS ? nt : BYOC_Q_MAX_THREADS;                                    \
+    (void)xp, (void)xzu, (void)flip, (void)HPv, (void)WV, (void)direct;                         \
     if (nt <= 1) {                                                                             \
       for (int64_t it = 0; it < total; ++it)                                                   \
-        NAME##_tile_(x, w, w8, wsum, bias, mult, y, scratch, C, H, W, O, G, KH, KW, OH, OW, SH, \
-                     SW, PT, PL, DH, DW, Kp, TP, xzp, yzp, lo, hi, use8, it, level);           \
+        if (vmode)                                                                             \
+          BYOC_Q_VTILE(xp, HPv, WV, SH, SW, w8, wsum, bias, mult, (uint8_t*)y, scratch, C, O, G, KH, KW, OH, \
+                       OW, DH, DW, Kp, TP, xzu, yzp, lo, hi, flip, it);                        \
+        else                                                                                   \
+          NAME##_tile_(x, w, w8, wsum, bias, mult, y, scratch, C, H, W, O, G, KH, KW, OH, OW, SH, \
+                       SW, PT, PL, DH, DW, Kp, TP, xzp, yzp, lo, hi, use8, it, level);         \
       return;                                                                                  \
     }                                                                                          \
-    const int64_t PPm = (TP + 31) & ~(int64_t)31; /* the scratch the lowering gives: */      \
-    const size_t bytes = (size_t)(2 * Kp * PPm + 4 * (O / G) * PPm); /* cols, then acc */     \
     unsigned char ok[BYOC_Q_MAX_THREADS];                                                      \
     BYOC_PARALLEL_FOR(nt)                                                                      \
     for (int32_t t = 0; t < nt; ++t) {                                                         \
@@ -493,16 +661,27 @@ BYOC_DEFINE_REQUANT_ROW(byoc_q_requant_row_i8_, int8_t, _mm_packs_epi16)
       ok[t] = s != NULL;                                                                       \
       if (s != NULL) {                                                                         \
         for (int64_t it = t; it < total; it += nt)                                             \
-          NAME##_tile_(x, w, w8, wsum, bias, mult, y, s, C, H, W, O, G, KH, KW, OH, OW, SH, SW, \
-                       PT, PL, DH, DW, Kp, TP, xzp, yzp, lo, hi, use8, it, level);             \
+          if (vmode)                                                                           \
+            BYOC_Q_VTILE(xp, HPv, WV, SH, SW, w8, wsum, bias, mult, (uint8_t*)y, s, C, O, G, KH, KW, OH, \
+                         OW, DH, DW, Kp, TP, xzu, yzp, lo, hi, flip, it);                      \
+          else                                                                                 \
+            NAME##_tile_(x, w, w8, wsum, bias, mult, y, s, C, H, W, O, G, KH, KW, OH, OW, SH, SW, \
+                         PT, PL, DH, DW, Kp, TP, xzp, yzp, lo, hi, use8, it, level);           \
         if (t != 0) free(s);                                                                   \
       }                                                                                        \
     }                                                                                          \
-    for (int32_t t = 1; t < nt; ++t)                                                           \
-      if (!ok[t])                                                                              \
-        for (int64_t it = t; it < total; it += nt)                                             \
-          NAME##_tile_(x, w, w8, wsum, bias, mult, y, scratch, C, H, W, O, G, KH, KW, OH, OW,  \
-                       SH, SW, PT, PL, DH, DW, Kp, TP, xzp, yzp, lo, hi, use8, it, level);     \
+    for (int32_t t = 1; t < nt; ++t) {                                                         \
+      if (!ok[t]) {                                                                            \
+        for (int64_t it = t; it < total; it += nt) {                                           \
+          if (vmode)                                                                           \
+            BYOC_Q_VTILE(xp, HPv, WV, SH, SW, w8, wsum, bias, mult, (uint8_t*)y, scratch, C, O, G, KH, KW, \
+                         OH, OW, DH, DW, Kp, TP, xzu, yzp, lo, hi, flip, it);                  \
+          else                                                                                 \
+            NAME##_tile_(x, w, w8, wsum, bias, mult, y, scratch, C, H, W, O, G, KH, KW, OH, OW, \
+                         SH, SW, PT, PL, DH, DW, Kp, TP, xzp, yzp, lo, hi, use8, it, level);   \
+        }                                                                                      \
+      }                                                                                        \
+    }                                                                                          \
   }
 
 /*
