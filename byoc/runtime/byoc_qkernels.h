@@ -448,6 +448,39 @@ static void byoc_q_pad_planes_(const uint8_t* x, uint8_t pad, uint8_t* xp, int64
 #endif
 
 #ifdef BYOC_Q_AVX2
+/* acc[o] = sum_k (xr[k] ^ flip) * w8[o * Kp + k] for o < N (AVX-512 VNNI, one row of a dense
+ * layer): four weight rows a step share each 64-byte load of the row, the K tail masked (the
+ * masked weights are 0). The sums are not centred, as in the conv2d's u8 x s8 form. */
+static BYOC_Q_VNNI void byoc_q_dot_u8_vnni_(const uint8_t* xr, uint8_t flip, const int8_t* w8,
+                                            int64_t N, int64_t K, int64_t Kp, int32_t* acc) {
+  const __m512i f = _mm512_set1_epi8((char)flip);
+  for (int64_t o = 0; o < N; o += 4) {
+    const int64_t nr = N - o < 4 ? N - o : 4;
+    const int8_t* w0 = w8 + o * Kp;
+    const int8_t* w1 = nr > 1 ? w0 + Kp : w0;
+    const int8_t* w2 = nr > 2 ? w0 + 2 * Kp : w0;
+    const int8_t* w3 = nr > 3 ? w0 + 3 * Kp : w0;
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t k = 0; k < K; k += 64) {
+      const __mmask64 m = K - k >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (K - k)) - 1);
+      const __m512i xv = _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, xr + k), f);
+      a0 = _mm512_dpbusd_epi32(a0, xv, _mm512_maskz_loadu_epi8(m, w0 + k));
+      a1 = _mm512_dpbusd_epi32(a1, xv, _mm512_maskz_loadu_epi8(m, w1 + k));
+      a2 = _mm512_dpbusd_epi32(a2, xv, _mm512_maskz_loadu_epi8(m, w2 + k));
+      a3 = _mm512_dpbusd_epi32(a3, xv, _mm512_maskz_loadu_epi8(m, w3 + k));
+    }
+    acc[o] = _mm512_reduce_add_epi32(a0);
+    if (nr > 1) acc[o + 1] = _mm512_reduce_add_epi32(a1);
+    if (nr > 2) acc[o + 2] = _mm512_reduce_add_epi32(a2);
+    if (nr > 3) acc[o + 3] = _mm512_reduce_add_epi32(a3);
+  }
+}
+#define BYOC_Q_DOT8(...) byoc_q_dot_u8_vnni_(__VA_ARGS__)
+#else
+#define BYOC_Q_DOT8(...) ((void)0)
+#endif
+
+#ifdef BYOC_Q_AVX2
 #define BYOC_Q_USE8(level, use8) ((level) == 2 && (use8))
 #define BYOC_Q_GEMM8(W8, U, C, M, PP, Kp, ldc) byoc_qgemm_u8_vnni_(W8, U, C, M, PP, Kp, ldc)
 #define BYOC_Q_PACK8(...) byoc_q_pack_u8_(__VA_ARGS__)
@@ -769,17 +802,34 @@ static BYOC_Q_AVX2 int64_t byoc_q_dw_row_avx2_(const int16_t* plane, int64_t WP,
   }
 
 /*
- * dense / matmul with a constant right operand: x (M, K) of XT, w int16 (N, Kp) centred,
- * y (M, N). Scratch: Kp * PP int16 (packed rows, PP = TP rounded up to 16) then N * PP int32.
+ * dense / matmul with a constant right operand: x (M, K) of XT, w int16 (N, Kp) centred (w8 the
+ * same as int8 and wsum its row sums when use8: the centred weights fit int8), y (M, N).
+ * AVX-512 VNNI with use8: each row's dot products with the u8 x s8 form (byoc_q_dot_u8_vnni_),
+ * corrected by x_zp' * wsum; otherwise the int16 GEMM on packed blocks of TP rows. Scratch:
+ * Kp * PP int16 (packed rows, PP = TP rounded up to 16) then N * PP int32.
  */
-#define BYOC_DEFINE_QDENSE(NAME, XT, YT)                                                        \
-  static BYOC_MAYBE_UNUSED void NAME(const XT* x, const int16_t* w, const int32_t* bias,      \
+#define BYOC_DEFINE_QDENSE(NAME, XT, YT, XOFF)                                                  \
+  static BYOC_MAYBE_UNUSED void NAME(const XT* x, const int16_t* w, const int8_t* w8,         \
+                                     const int32_t* wsum, const int32_t* bias,                 \
                                      const float* mult, YT* y, float* scratch, int64_t M,      \
                                      int64_t N, int64_t K, int64_t Kp, int64_t TP, int32_t xzp, \
-                                     int32_t yzp, float lo, float hi) {                        \
+                                     int32_t yzp, float lo, float hi, int32_t use8) {          \
     int16_t* rows = (int16_t*)scratch;                                                         \
     int32_t* acc = (int32_t*)(rows + Kp * ((TP + 15) & ~(int64_t)15));                        \
     const int level = byoc_qgemm_level();                                                      \
+    if (BYOC_Q_USE8(level, use8)) {                                                            \
+      const int32_t xzu = xzp + (XOFF);                                                        \
+      for (int64_t m = 0; m < M; ++m) {                                                        \
+        BYOC_Q_DOT8((const uint8_t*)(x + m * K), (uint8_t)((XOFF) ? 0x80 : 0), w8, N, K, Kp, acc); \
+        YT* yr = y + m * N;                                                                    \
+        for (int64_t o = 0; o < N; ++o) {                                                      \
+          const int32_t b = (int32_t)((uint32_t)bias[o] - (uint32_t)xzu * (uint32_t)wsum[o]);  \
+          yr[o] = (YT)byoc_q_requant_((int32_t)((uint32_t)acc[o] + (uint32_t)b), mult[o], lo, hi, yzp); \
+        }                                                                                      \
+      }                                                                                        \
+      return;                                                                                  \
+    }                                                                                          \
+    (void)w8, (void)wsum;                                                                      \
     for (int64_t m0 = 0; m0 < M; m0 += TP) {                                                   \
       const int64_t tp = M - m0 < TP ? M - m0 : TP, pp = (tp + 15) & ~(int64_t)15;             \
       memset(rows, 0, (size_t)(Kp * pp) * sizeof(int16_t));                                    \
@@ -870,10 +920,10 @@ BYOC_DEFINE_QDWCONV2D(byoc_qdwconv2d_u8_u8, uint8_t, uint8_t, byoc_q_requant_row
 BYOC_DEFINE_QDWCONV2D(byoc_qdwconv2d_u8_i8, uint8_t, int8_t, byoc_q_requant_row_i8_)
 BYOC_DEFINE_QDWCONV2D(byoc_qdwconv2d_i8_u8, int8_t, uint8_t, byoc_q_requant_row_u8_)
 BYOC_DEFINE_QDWCONV2D(byoc_qdwconv2d_i8_i8, int8_t, int8_t, byoc_q_requant_row_i8_)
-BYOC_DEFINE_QDENSE(byoc_qdense_u8_u8, uint8_t, uint8_t)
-BYOC_DEFINE_QDENSE(byoc_qdense_u8_i8, uint8_t, int8_t)
-BYOC_DEFINE_QDENSE(byoc_qdense_i8_u8, int8_t, uint8_t)
-BYOC_DEFINE_QDENSE(byoc_qdense_i8_i8, int8_t, int8_t)
+BYOC_DEFINE_QDENSE(byoc_qdense_u8_u8, uint8_t, uint8_t, 0)
+BYOC_DEFINE_QDENSE(byoc_qdense_u8_i8, uint8_t, int8_t, 0)
+BYOC_DEFINE_QDENSE(byoc_qdense_i8_u8, int8_t, uint8_t, 128)
+BYOC_DEFINE_QDENSE(byoc_qdense_i8_i8, int8_t, int8_t, 128)
 BYOC_DEFINE_QUANTIZE(byoc_quantize_u8, uint8_t, 0, 255, _mm_packus_epi16)
 BYOC_DEFINE_QUANTIZE(byoc_quantize_i8, int8_t, -128, 127, _mm_packs_epi16)
 BYOC_DEFINE_DEQUANTIZE(byoc_dequantize_u8, uint8_t)

@@ -200,12 +200,16 @@ class _Lowering:
         kp = -(-k // QK) * QK
         wt = np.zeros((nout, kp), np.int16)
         wt[:, :k] = w
+        # the u8 x s8 dot products (AVX-512 VNNI) when the centred weights fit int8
+        use8 = int(-128 <= w.min(initial=0) and w.max(initial=0) <= 127)
+        w8 = wt.astype(np.int8) if use8 else np.zeros((nout, kp), np.int8)
+        wsum = w8.astype(np.int64).sum(axis=1).astype(np.int32)
         tp = max(1, min(m, PACK_BYTES // (2 * kp)))
         pp = -(-tp // QK) * QK
         scratch = kp * pp // 2 + nout * pp
         return self.node(
-            f"byoc_qdense_{suffix}", [x, self.const(wt), *consts], out,
-            [*(i64_attr(v) for v in (m, nout, k, kp, tp)), *tail], scratch,
+            f"byoc_qdense_{suffix}", [x, self.const(wt), self.const(w8), self.const(wsum), *consts], out,
+            [*(i64_attr(v) for v in (m, nout, k, kp, tp)), *tail, i32_attr(use8)], scratch,
         )
 
 
