@@ -376,14 +376,29 @@ static void byoc_qconv2d_vtile_(const uint8_t* xp, int64_t HP, int64_t WV, int64
   uint8_t* u = (uint8_t*)scratch;
   int32_t* acc = (int32_t*)(u + 2 * Kp * ((TP + 31) & ~(int64_t)31));
   const uint8_t* xg = xp + (n * C + g * CG) * SH * SW * HP * WV + p0;
-  const int64_t K = CG * KH * KW;
+  const int64_t K = CG * KH * KW, plane = HP * WV;
+  /* tap k = (c, i, j) in (c, kh, kw) order, walked without divisions: i * DH = iq * SH + ip,
+   * j * DW = jq * SW + jp */
+  int64_t c = 0, i = 0, j = 0, ip = 0, iq = 0, jp = 0, jq = 0;
   for (int64_t kq = 0; kq < Kp / 4; ++kq) {
     const uint8_t* r[4];
     for (int64_t q = 0; q < 4; ++q) {
-      const int64_t k = 4 * kq + q < K ? 4 * kq + q : 0; /* past K the weights are 0 */
-      const int64_t c = k / (KH * KW), i = (k / KW) % KH, j = k % KW;
-      r[q] = xg + ((c * SH + (i * DH) % SH) * SW + (j * DW) % SW) * HP * WV + (i * DH / SH) * WV +
-             j * DW / SW;
+      if (4 * kq + q >= K) { /* past K the weights are 0: any readable row */
+        r[q] = xg;
+        continue;
+      }
+      r[q] = xg + ((c * SH + ip) * SW + jp) * plane + iq * WV + jq;
+      if (++j < KW) {
+        for (jp += DW; jp >= SW; jp -= SW) ++jq;
+        continue;
+      }
+      j = jp = jq = 0;
+      if (++i < KH) {
+        for (ip += DH; ip >= SH; ip -= SH) ++iq;
+        continue;
+      }
+      i = ip = iq = 0;
+      ++c;
     }
     byoc_q_interleave4p_(r[0], r[1], r[2], r[3], tp, pp, flip, u + kq * 4 * pp);
   }
