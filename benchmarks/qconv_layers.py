@@ -2,6 +2,7 @@
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/qconv_layers.py [--models resnet50,squeezenet] [--rounds 5]
     python benchmarks/qconv_layers.py --quick        # squeezenet only, 3 rounds
+    python benchmarks/qconv_layers.py --models cnn   # benchmarks/quantized.py's small CNN
 
 For every distinct Conv / Gemm shape of the models (the onnx light models, as
 benchmarks/quantized.py quantizes them: u8 activations, s8 per-channel weights), a one-block
@@ -38,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 from cblas import best_of, fmt, session  # noqa: E402
-from quantized import light  # noqa: E402
+from quantized import cnn, light  # noqa: E402
 
 from byoc.frontend.onnx import import_model  # noqa: E402
 
@@ -152,7 +153,7 @@ def main() -> None:
     if args.quick:
         args.models, args.rounds = "squeezenet", 3
     print(f"cores: {os.cpu_count()}, load average at start: {os.getloadavg()[0]:.1f}")
-    per_model = {name: layers(light(name)) for name in args.models.split(",")}
+    per_model = {name: layers(cnn() if name == "cnn" else light(name)) for name in args.models.split(",")}
     counts: dict[Layer, dict[str, int]] = {}
     for name, ls in per_model.items():
         for layer, n in ls.items():

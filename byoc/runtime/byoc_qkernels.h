@@ -765,6 +765,109 @@ static BYOC_Q_AVX2 int64_t byoc_q_dw_row_avx2_(const int16_t* plane, int64_t WP,
 #define BYOC_Q_DW_ROW(plane, WP, wc, KH, KW, DH, DW, r0, acc, OW) ((int64_t)0)
 #endif
 
+#ifdef BYOC_Q_AVX2
+#define BYOC_Q_VNNI_VBMI __attribute__((target("avx2,avx512f,avx512vl,avx512bw,avx512vnni,avx512vbmi")))
+/* Whether byoc_q_dw_plane_vbmi_ may run: AVX-512 VNNI (level 2) and VBMI. */
+static BYOC_MAYBE_UNUSED int byoc_q_dw_vbmi_(int level) {
+  return level == 2 && __builtin_cpu_supports("avx512vbmi");
+}
+/*
+ * One plane of a depthwise conv2d with AVX-512 VNNI + VBMI, 16 output pixels a step: the u8
+ * padded plane (x, or x ^ 0x80 for i8, the zero point's byte outside; not centred) is read
+ * 64 bytes at a time and vpermb puts taps j0..j0+3 of pixel p in lane p's 4 bytes
+ * (bytes p * SW + q * DW), so one vpdpbusd with the taps' int8 weights (0 past KW) adds 4
+ * taps of 16 pixels; then x_zp' * sum(w) is taken off (mod 2^32, as the int32 sums wrap)
+ * and the row requantized as byoc_q_requant_row512_ does. Needs 15 * SW + 3 * DW <= 63, the
+ * centred weights in int8, and HP * WP + 64 + 4 * DW * ceil(KW / 4) bytes of `buf`. Returns 0 (nothing done) when the
+ * weights do not fit.
+ */
+static BYOC_Q_VNNI_VBMI int byoc_q_dw_plane_vbmi_(const uint8_t* xc, uint8_t flip, uint8_t pad,
+                                                  const int16_t* wc, int32_t bias, float m, float lo,
+                                                  float hi, int32_t xzu, int32_t zp, uint8_t* yc,
+                                                  uint8_t* buf, int64_t H, int64_t W, int64_t KH,
+                                                  int64_t KW, int64_t OH, int64_t OW, int64_t SH,
+                                                  int64_t SW, int64_t PT, int64_t PL, int64_t DH,
+                                                  int64_t DW, int64_t HP, int64_t WP) {
+  int32_t wsum = 0;
+  for (int64_t t = 0; t < KH * KW; ++t) {
+    if (wc[t] < -128 || wc[t] > 127) return 0;
+    wsum += wc[t];
+  }
+  /* the padded plane, 64 bytes of slack after it */
+  const int64_t left = PL < WP ? PL : WP, cols = W < WP - left ? W : WP - left;
+  for (int64_t r = 0; r < HP; ++r) {
+    uint8_t* d = buf + r * WP;
+    const int64_t ih = r - PT;
+    if (ih < 0 || ih >= H || cols <= 0) {
+      memset(d, pad ^ flip, (size_t)WP);
+      continue;
+    }
+    memset(d, pad ^ flip, (size_t)left);
+    memcpy(d + left, xc + ih * W, (size_t)cols);
+    if (flip) {
+      const __m512i f = _mm512_set1_epi8((char)flip);
+      for (int64_t q = 0; q < cols; q += 64) {
+        const __mmask64 k = cols - q >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (cols - q)) - 1);
+        _mm512_mask_storeu_epi8(d + left + q, k, _mm512_xor_si512(_mm512_maskz_loadu_epi8(k, d + left + q), f));
+      }
+    }
+    memset(d + left + cols, pad ^ flip, (size_t)(WP - left - cols));
+  }
+  memset(buf + HP * WP, 0, (size_t)(64 + 4 * ((KW + 3) / 4) * DW));
+  /* lane p, byte q: p * SW + q * DW */
+  uint8_t idx[64];
+  for (int p = 0; p < 16; ++p)
+    for (int q = 0; q < 4; ++q) idx[4 * p + q] = (uint8_t)(p * SW + q * DW);
+  const __m512i vidx = _mm512_loadu_si512((const void*)idx);
+  const int64_t nj = (KW + 3) / 4;
+  const __m512i vb = _mm512_set1_epi32((int32_t)((uint32_t)bias - (uint32_t)xzu * (uint32_t)wsum));
+  const __m512i vz = _mm512_set1_epi32(zp);
+  const __m512 vm = _mm512_set1_ps(m), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  __m512i wv[64]; /* (i, j0 / 4) -> 4 taps' int8 weights, 0 past KW; KH * nj <= 64 (checked by the caller) */
+  for (int64_t i = 0; i < KH; ++i)
+    for (int64_t jq = 0; jq < nj; ++jq) {
+      uint32_t packed = 0;
+      for (int64_t q = 0; q < 4; ++q)
+        if (4 * jq + q < KW) packed |= (uint32_t)(uint8_t)(int8_t)wc[i * KW + 4 * jq + q] << (8 * q);
+      wv[i * nj + jq] = _mm512_set1_epi32((int32_t)packed);
+    }
+  /* 16-pixel chunks of the output rows, 4 at a time (independent vpdpbusd chains) */
+  const int64_t nch = (OW + 15) / 16, total = OH * nch;
+  for (int64_t t0 = 0; t0 < total; t0 += 4) {
+    const int64_t nu = total - t0 < 4 ? total - t0 : 4;
+    const uint8_t* base[4];
+    int64_t at[4], len[4];
+    for (int64_t u = 0; u < 4; ++u) {
+      const int64_t t = t0 + (u < nu ? u : 0), oh = t / nch, ow = (t - oh * nch) * 16;
+      base[u] = buf + oh * SH * WP + ow * SW;
+      at[u] = oh * OW + ow;
+      len[u] = OW - ow < 16 ? OW - ow : 16;
+    }
+    __m512i a[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
+    for (int64_t i = 0; i < KH; ++i)
+      for (int64_t jq = 0; jq < nj; ++jq) {
+        const int64_t off = i * DH * WP + 4 * jq * DW;
+        const __m512i wq = wv[i * nj + jq];
+        _Pragma("GCC unroll 4") for (int u = 0; u < 4; ++u) {
+          const __m512i src = _mm512_loadu_si512((const void*)(base[u] + off));
+          a[u] = _mm512_dpbusd_epi32(a[u], _mm512_permutexvar_epi8(vidx, src), wq);
+        }
+      }
+    for (int64_t u = 0; u < nu; ++u) {
+      const __mmask16 k = len[u] >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << len[u]) - 1);
+      __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(a[u], vb)), vm);
+      v = _mm512_min_ps(_mm512_max_ps(v, vlo), vhi);
+      _mm_mask_storeu_epi8(yc + at[u], k, _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(v), vz)));
+    }
+  }
+  return 1;
+}
+#define BYOC_Q_DW_VBMI(...) byoc_q_dw_plane_vbmi_(__VA_ARGS__)
+#else
+static BYOC_MAYBE_UNUSED int byoc_q_dw_vbmi_(int level) { (void)level; return 0; }
+#define BYOC_Q_DW_VBMI(...) 0
+#endif
+
 /* Threads a depthwise conv2d may use: its scratch holds this many planes (see quant.py). */
 #define BYOC_Q_DW_THREADS 8
 #define BYOC_DEFINE_QDWCONV2D(NAME, XT, YT, ROW)                                                \
@@ -774,12 +877,18 @@ static BYOC_Q_AVX2 int64_t byoc_q_dw_row_avx2_(const int16_t* plane, int64_t WP,
       const XT* x, const int16_t* w, const int32_t* bias, const float* mult, YT* y, float* scratch, \
       int64_t C, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t OH, int64_t OW,         \
       int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t HP,      \
-      int64_t WP, int32_t xzp, int32_t yzp, float lo, float hi, int64_t nc0, int64_t nc1, int level) { \
+      int64_t WP, int32_t xzp, int32_t yzp, float lo, float hi, int64_t nc0, int64_t nc1, int level, \
+      int vbmi) {                                                                              \
     int16_t* plane = (int16_t*)scratch;                                                        \
     int32_t* acc = (int32_t*)(plane + ((HP * WP + 1) & ~(int64_t)1));                          \
     for (int64_t nc = nc0; nc < nc1; ++nc) {                                                   \
       const int64_t c = nc % C;                                                                \
       const XT* xc = x + nc * H * W;                                                           \
+      if (vbmi && BYOC_Q_DW_VBMI((const uint8_t*)xc, (uint8_t)(((XT)-1 < 0) ? 0x80 : 0), (uint8_t)xzp, \
+                                 w + c * KH * KW, bias[c], mult[c], lo, hi,                    \
+                                 xzp + (((XT)-1 < 0) ? 128 : 0), yzp, (uint8_t*)(y + nc * OH * OW), \
+                                 (uint8_t*)scratch, H, W, KH, KW, OH, OW, SH, SW, PT, PL, DH, DW, HP, WP)) \
+        continue;                                                                              \
       memset(plane, 0, (size_t)(HP * WP) * sizeof(int16_t));                                   \
       for (int64_t r = 0; r < H; ++r)                                                          \
         for (int64_t q = 0; q < W; ++q)                                                        \
@@ -811,9 +920,12 @@ static BYOC_Q_AVX2 int64_t byoc_q_dw_row_avx2_(const int16_t* plane, int64_t WP,
     const int64_t per = ((HP * WP + 1) / 2 + 1 + OW); /* floats of one thread's scratch */     \
     int32_t nt = byoc_threads_for(N * C * OH * OW * KH * KW, BYOC_Q_GEMM_GRAIN / 4);           \
     nt = nt < BYOC_Q_DW_THREADS ? nt : BYOC_Q_DW_THREADS;                                      \
+    /* the VBMI form: its byte plane and slack fit the thread's scratch, taps fit vpermb */   \
+    const int vbmi = byoc_q_dw_vbmi_(level) && 15 * SW + 3 * DW <= 63 && KH * ((KW + 3) / 4) <= 64 && \
+                     HP * WP + 64 + 4 * ((KW + 3) / 4) * DW <= 4 * per;                        \
     BYOC_Q_SPLIT_(nt, t, NAME##_part_(x, w, bias, mult, y, scratch + t * per, C, H, W, KH, KW, OH, \
                                       OW, SH, SW, PT, PL, DH, DW, HP, WP, xzp, yzp, lo, hi,    \
-                                      N * C * t / nt, N * C * (t + 1) / nt, level));           \
+                                      N * C * t / nt, N * C * (t + 1) / nt, level, vbmi));     \
   }
 
 /*

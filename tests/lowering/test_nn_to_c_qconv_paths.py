@@ -1,7 +1,8 @@
 """Every code path of the int8 conv2d / dense kernels (byoc_qkernels.h) against onnxruntime's
 QLinearConv / QGemm integers: the implicit GEMM over phase planes (AVX-512 VNNI: 1x1 read in
 place, stride 1 and 2 and 3, padding, dilation, groups, odd channel counts, several packed
-blocks and a partial one), the int16 forms (AVX2, baseline; and weights whose centred values do
+blocks and a partial one), depthwise (the VBMI form at strides 1-3 with dilation, and the
+int16 one where the strides, weights or plane size rule it out), the int16 forms (AVX2, baseline; and weights whose centred values do
 not fit int8, at every level), the dense dot products (K tails, several rows, i8 inputs).
 
 All the layers are branches of one model (one C build per dispatch level), run at 1 and 2
@@ -34,6 +35,13 @@ CONVS: dict[str, tuple[Any, ...]] = {
     "3x3-s2x1-asym": (np.int8, np.uint8, (1, 7, 10, 9), 5, 3, (2, 1), (0, 2, 1, 0), (1, 1), 1, 0, False),
     "grouped-s2": (np.uint8, np.uint8, (1, 12, 12, 11), 9, 3, (2, 2), (1, 1, 1, 1), (1, 1), 3, 0, False),
     "wide-weights-int16": (np.uint8, np.uint8, (1, 8, 9, 10), 6, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1, -100, False),
+    # depthwise (groups == channels): the VBMI form (vpermb + vpdpbusd) and its fallbacks
+    "dw-3x3-s1": (np.uint8, np.uint8, (2, 6, 20, 37), 6, 3, (1, 1), (1, 1, 1, 1), (1, 1), 6, 0, True),
+    "dw-5x5-s2-i8": (np.int8, np.int8, (1, 5, 19, 18), 5, 5, (2, 2), (2, 2, 2, 2), (1, 1), 5, 0, False),
+    "dw-3x3-s3-d2-asym": (np.uint8, np.int8, (1, 4, 23, 21), 4, 3, (3, 3), (0, 2, 1, 1), (2, 2), 4, 0, False),
+    "dw-s4-d2-fallback": (np.int8, np.uint8, (1, 3, 21, 40), 3, 3, (4, 4), (1, 1, 1, 1), (2, 2), 3, 0, False),
+    "dw-wide-weights": (np.uint8, np.uint8, (1, 4, 9, 10), 4, 3, (1, 1), (1, 1, 1, 1), (1, 1), 4, -100, False),
+    "dw-tiny-plane": (np.uint8, np.uint8, (1, 3, 2, 3), 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 3, 0, False),
 }
 
 # name: (x dtype, y dtype, rows, K, N, w_zp)
