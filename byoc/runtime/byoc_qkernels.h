@@ -221,6 +221,66 @@ static BYOC_Q_VNNI void byoc_qgemm_u8_vnni_(const int8_t* W8, const uint8_t* U, 
   }
 }
 
+/*
+ * The same GEMM with the requantization fused (a 1x1 stride-1 convolution without padding,
+ * whose tile pixels are contiguous in y): each 8 x 32 tile is requantized in registers — the
+ * float operations of byoc_q_requant_row512_ — and stored as bytes, y[o * ystride + p] for
+ * p < tp (the tail masked). b: the corrected bias of each row, mult its multiplier. No int32
+ * accumulators go through memory.
+ */
+#define BYOC_Q_VNNI512_RQ(A, r, col)                                                            \
+  {                                                                                            \
+    const int64_t left = tp - (p + (col));                                                     \
+    if (left > 0) {                                                                            \
+      const __mmask16 km = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);     \
+      __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32((A), _mm512_set1_epi32(b[o + (r)]))), \
+                               _mm512_set1_ps(mult[o + (r)]));                                 \
+      v = _mm512_min_ps(_mm512_max_ps(v, vlo), vhi);                                           \
+      _mm_mask_storeu_epi8(y + (o + (r)) * ystride + p + (col), km,                            \
+                           _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(v), vz))); \
+    }                                                                                          \
+  }
+#define BYOC_Q_VNNI512_TILE_RQ(R)                                                               \
+  {                                                                                            \
+    __m512i acc0[R], acc1[R];                                                                  \
+    _Pragma("GCC unroll 8") for (int r = 0; r < (R); ++r) acc0[r] = acc1[r] = _mm512_setzero_si512(); \
+    const uint8_t* bp = U + 4 * p;                                                             \
+    for (int64_t k = 0; k < ka; ++k, bp += 4 * PP) {                                           \
+      const __m512i x0 = _mm512_loadu_si512((const void*)bp);                                  \
+      const __m512i x1 = _mm512_loadu_si512((const void*)(bp + 64));                           \
+      _Pragma("GCC unroll 8") for (int r = 0; r < (R); ++r) {                                  \
+        const __m512i w = _mm512_set1_epi32(a0[r * ka + k]);                                   \
+        acc0[r] = _mm512_dpbusd_epi32(acc0[r], x0, w);                                         \
+        acc1[r] = _mm512_dpbusd_epi32(acc1[r], x1, w);                                         \
+      }                                                                                        \
+    }                                                                                          \
+    _Pragma("GCC unroll 8") for (int r = 0; r < (R); ++r) {                                    \
+      BYOC_Q_VNNI512_RQ(acc0[r], r, 0)                                                         \
+      BYOC_Q_VNNI512_RQ(acc1[r], r, 16)                                                        \
+    }                                                                                          \
+  }
+static BYOC_Q_VNNI void byoc_qgemm_u8_vnni_rq_(const int8_t* W8, const uint8_t* U, int64_t M,
+                                               int64_t PP, int64_t Kp, int64_t tp, const int32_t* b,
+                                               const float* mult, float lo, float hi, int32_t zp,
+                                               uint8_t* y, int64_t ystride) {
+  const int64_t ka = Kp / 4;
+  const __m512i vz = _mm512_set1_epi32(zp);
+  const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  int64_t o = 0;
+  for (; o + 8 <= M; o += 8) {
+    const int32_t* a0 = (const int32_t*)(W8 + o * Kp);
+    for (int64_t p = 0; p < PP; p += 32) BYOC_Q_VNNI512_TILE_RQ(8)
+  }
+  for (; o + 4 <= M; o += 4) {
+    const int32_t* a0 = (const int32_t*)(W8 + o * Kp);
+    for (int64_t p = 0; p < PP; p += 32) BYOC_Q_VNNI512_TILE_RQ(4)
+  }
+  for (; o < M; ++o) {
+    const int32_t* a0 = (const int32_t*)(W8 + o * Kp);
+    for (int64_t p = 0; p < PP; p += 32) BYOC_Q_VNNI512_TILE_RQ(1)
+  }
+}
+
 /* dst[4 p + r] = rows[r * pp + p] ^ flip (r < 4, p < pp, pp a multiple of 16): four im2col rows
  * interleaved into vpdpbusd's layout, i8 turned into u8 (x + 128 = x ^ 0x80). */
 static BYOC_Q_VNNI void byoc_q_interleave4_(const uint8_t* rows, int64_t pp, uint8_t flip, uint8_t* dst) {
@@ -401,6 +461,15 @@ static void byoc_qconv2d_vtile_(const uint8_t* xp, int64_t HP, int64_t WV, int64
       ++c;
     }
     byoc_q_interleave4p_(r[0], r[1], r[2], r[3], tp, pp, flip, u + kq * 4 * pp);
+  }
+  if (WV == OW) { /* pixels contiguous in y: requantize in the GEMM's registers */
+    for (int64_t o = 0; o < OG; ++o) {
+      const int64_t oc = g * OG + o;
+      acc[o] = (int32_t)((uint32_t)bias[oc] - (uint32_t)xzu * (uint32_t)wsum[oc]);
+    }
+    byoc_qgemm_u8_vnni_rq_(w8 + g * OG * Kp, u, OG, pp, Kp, tp, acc, mult + g * OG, lo, hi, yzp,
+                           y + (n * O + g * OG) * OH * OW + p0, OH * OW);
+    return;
   }
   byoc_qgemm_u8_vnni_(w8 + g * OG * Kp, u, acc, OG, pp, Kp, pp);
   for (int64_t o = 0; o < OG; ++o) {
