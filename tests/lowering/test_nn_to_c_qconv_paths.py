@@ -25,6 +25,7 @@ ort = pytest.importorskip("onnxruntime")
 # name: (x dtype, y dtype, x shape, out channels, kernel, strides, pads, dilations, groups, w_zp, relu)
 CONVS: dict[str, tuple[Any, ...]] = {
     "1x1-direct-i8": (np.int8, np.uint8, (1, 40, 12, 12), 33, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1, 0, False),
+    "1x1-direct-tiles": (np.uint8, np.uint8, (1, 2048, 10, 10), 13, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1, 0, False),
     "1x1-padded": (np.uint8, np.uint8, (1, 9, 7, 5), 8, 1, (1, 1), (1, 0, 2, 1), (1, 1), 1, 0, True),
     "1x1-stride2": (np.uint8, np.int8, (2, 24, 11, 13), 16, 1, (2, 2), (0, 0, 0, 0), (1, 1), 1, 0, False),
     "3x3-s1-big-blocks": (np.uint8, np.uint8, (1, 64, 30, 29), 24, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1, 0, True),
