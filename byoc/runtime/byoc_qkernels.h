@@ -494,6 +494,7 @@ static void byoc_qconv2d_vtile_(const uint8_t* xp, int64_t HP, int64_t WV, int64
   }
 }
 
+#define BYOC_Q_ROWBUF 4096 /* padded row bytes of the vectorised stride-2 split */
 /* The phase planes of x for byoc_qconv2d_vtile_ (per image and channel SH x SW planes of HP x
  * WV bytes, then WV + 32 bytes); the phases no tap reads are left as they are. */
 static void byoc_q_pad_planes_(const uint8_t* x, uint8_t pad, uint8_t* xp, int64_t NC, int64_t H,
@@ -519,6 +520,29 @@ static void byoc_q_pad_planes_(const uint8_t* x, uint8_t pad, uint8_t* xp, int64
           memset(d, pad, (size_t)left);
           if (cols > 0) memcpy(d + left, row, (size_t)cols);
           memset(d + left + (cols > 0 ? cols : 0), pad, (size_t)(WV - left - (cols > 0 ? cols : 0)));
+          continue;
+        }
+        if (SW == 2 && 2 * WV + 2 <= BYOC_Q_ROWBUF) {
+          /* the padded row, then its bytes of parity b: 16 a step (mask or shift, packus) */
+          uint8_t t[BYOC_Q_ROWBUF + 32];
+          const int64_t n = 2 * WV + 2, left = PL < n ? PL : n, cols = W < n - left ? W : n - left;
+          memset(t, pad, (size_t)left);
+          if (cols > 0) memcpy(t + left, row, (size_t)cols);
+          memset(t + left + (cols > 0 ? cols : 0), pad, (size_t)(n + 32 - left - (cols > 0 ? cols : 0)));
+          int64_t q = 0;
+#if defined(__SSE2__)
+          /* the last step may write up to 15 bytes past the row: into the next row or plane,
+           * written after this one, or the slack after the last plane */
+          const __m128i lo8 = _mm_set1_epi16(0x00FF);
+          for (; q < WV; q += 16) {
+            __m128i v0 = _mm_loadu_si128((const __m128i*)(t + 2 * q));
+            __m128i v1 = _mm_loadu_si128((const __m128i*)(t + 2 * q + 16));
+            v0 = b ? _mm_srli_epi16(v0, 8) : _mm_and_si128(v0, lo8);
+            v1 = b ? _mm_srli_epi16(v1, 8) : _mm_and_si128(v1, lo8);
+            _mm_storeu_si128((__m128i*)(d + q), _mm_packus_epi16(v0, v1));
+          }
+#endif
+          for (; q < WV; ++q) d[q] = t[2 * q + b];
           continue;
         }
         for (int64_t q = 0; q < WV; ++q) {
