@@ -495,6 +495,16 @@ static void byoc_qconv2d_vtile_(const uint8_t* xp, int64_t HP, int64_t WV, int64
 }
 
 #define BYOC_Q_ROWBUF 4096 /* padded row bytes of the vectorised stride-2 split */
+static inline size_t byoc_q_nz_(int64_t v) { return v > 0 ? (size_t)v : 0; }
+/* d[t] = row[t - PL] for 0 <= t - PL < W, else pad, t < n (sizes clamped at 0). */
+static void byoc_q_pad_row_(uint8_t* d, const uint8_t* row, uint8_t pad, int64_t n, int64_t PL, int64_t W) {
+  const int64_t l = PL < 0 ? 0 : PL < n ? PL : n;
+  const int64_t c = W < n - l ? W : n - l;
+  memset(d, pad, byoc_q_nz_(l));
+  if (c > 0) memcpy(d + l, row, (size_t)c);
+  const int64_t e = l + (c > 0 ? c : 0);
+  memset(d + e, pad, byoc_q_nz_(n - e));
+}
 /* The phase planes of x for byoc_qconv2d_vtile_ (per image and channel SH x SW planes of HP x
  * WV bytes, then WV + 32 bytes); the phases no tap reads are left as they are. */
 static void byoc_q_pad_planes_(const uint8_t* x, uint8_t pad, uint8_t* xp, int64_t NC, int64_t H,
@@ -511,24 +521,19 @@ static void byoc_q_pad_planes_(const uint8_t* x, uint8_t pad, uint8_t* xp, int64
         uint8_t* d = xp + ((nc * SH * SW + ph) * HP + r) * WV;
         const int64_t ih = r * SH + a - PT;
         if (ih < 0 || ih >= H) {
-          memset(d, pad, (size_t)WV);
+          memset(d, pad, byoc_q_nz_(WV));
           continue;
         }
         const uint8_t* row = x + (nc * H + ih) * W;
         if (SW == 1) {
-          const int64_t left = PL < WV ? PL : WV, cols = W < WV - left ? W : WV - left;
-          memset(d, pad, (size_t)left);
-          if (cols > 0) memcpy(d + left, row, (size_t)cols);
-          memset(d + left + (cols > 0 ? cols : 0), pad, (size_t)(WV - left - (cols > 0 ? cols : 0)));
+          byoc_q_pad_row_(d, row, pad, WV, PL, W);
           continue;
         }
         if (SW == 2 && 2 * WV + 2 <= BYOC_Q_ROWBUF) {
           /* the padded row, then its bytes of parity b: 16 a step (mask or shift, packus) */
           uint8_t t[BYOC_Q_ROWBUF + 32];
-          const int64_t n = 2 * WV + 2, left = PL < n ? PL : n, cols = W < n - left ? W : n - left;
-          memset(t, pad, (size_t)left);
-          if (cols > 0) memcpy(t + left, row, (size_t)cols);
-          memset(t + left + (cols > 0 ? cols : 0), pad, (size_t)(n + 32 - left - (cols > 0 ? cols : 0)));
+          byoc_q_pad_row_(t, row, pad, 2 * WV + 2, PL, W);
+          memset(t + 2 * WV + 2, pad, 32);
           int64_t q = 0;
 #if defined(__SSE2__)
           /* the last step may write up to 15 bytes past the row: into the next row or plane,
@@ -887,24 +892,21 @@ static BYOC_Q_VNNI_VBMI int byoc_q_dw_plane_vbmi_(const uint8_t* xc, uint8_t fli
     wsum += wc[t];
   }
   /* the padded plane, 64 bytes of slack after it */
-  const int64_t left = PL < WP ? PL : WP, cols = W < WP - left ? W : WP - left;
   for (int64_t r = 0; r < HP; ++r) {
     uint8_t* d = buf + r * WP;
     const int64_t ih = r - PT;
-    if (ih < 0 || ih >= H || cols <= 0) {
-      memset(d, pad ^ flip, (size_t)WP);
+    if (ih < 0 || ih >= H) {
+      memset(d, pad ^ flip, byoc_q_nz_(WP));
       continue;
     }
-    memset(d, pad ^ flip, (size_t)left);
-    memcpy(d + left, xc + ih * W, (size_t)cols);
+    byoc_q_pad_row_(d, xc + ih * W, pad, WP, PL, W);
     if (flip) {
       const __m512i f = _mm512_set1_epi8((char)flip);
-      for (int64_t q = 0; q < cols; q += 64) {
-        const __mmask64 k = cols - q >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (cols - q)) - 1);
-        _mm512_mask_storeu_epi8(d + left + q, k, _mm512_xor_si512(_mm512_maskz_loadu_epi8(k, d + left + q), f));
+      for (int64_t q = 0; q < WP; q += 64) {
+        const __mmask64 k = WP - q >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (WP - q)) - 1);
+        _mm512_mask_storeu_epi8(d + q, k, _mm512_xor_si512(_mm512_maskz_loadu_epi8(k, d + q), f));
       }
     }
-    memset(d + left + cols, pad ^ flip, (size_t)(WP - left - cols));
   }
   memset(buf + HP * WP, 0, (size_t)(64 + 4 * ((KW + 3) / 4) * DW));
   /* lane p, byte q: p * SW + q * DW */
