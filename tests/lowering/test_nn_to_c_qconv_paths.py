@@ -42,6 +42,7 @@ CONVS: dict[str, tuple[Any, ...]] = {
     "dw-3x3-s3-d2-asym": (np.uint8, np.int8, (1, 4, 23, 21), 4, 3, (3, 3), (0, 2, 1, 1), (2, 2), 4, 0, False),
     "dw-s4-d2-fallback": (np.int8, np.uint8, (1, 3, 21, 40), 3, 3, (4, 4), (1, 1, 1, 1), (2, 2), 3, 0, False),
     "dw-wide-weights": (np.uint8, np.uint8, (1, 4, 9, 10), 4, 3, (1, 1), (1, 1, 1, 1), (1, 1), 4, -100, False),
+    "dw-3x3-two-threads": (np.uint8, np.uint8, (1, 16, 64, 64), 16, 3, (1, 1), (1, 1, 1, 1), (1, 1), 16, 0, True),
     "dw-tiny-plane": (np.uint8, np.uint8, (1, 3, 2, 3), 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 3, 0, False),
 }
 
