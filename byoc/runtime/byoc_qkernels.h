@@ -221,6 +221,66 @@ static BYOC_Q_VNNI void byoc_qgemm_u8_vnni_(const int8_t* W8, const uint8_t* U, 
   }
 }
 
+/*
+ * The same GEMM with the requantization fused (a 1x1 stride-1 convolution without padding,
+ * whose tile pixels are contiguous in y): each 8 x 32 tile is requantized in registers — the
+ * float operations of byoc_q_requant_row512_ — and stored as bytes, y[o * ystride + p] for
+ * p < tp (the tail masked). b: the corrected bias of each row, mult its multiplier. No int32
+ * accumulators go through memory.
+ */
+#define BYOC_Q_VNNI512_RQ(A, r, col)                                                            \
+  {                                                                                            \
+    const int64_t left = tp - (p + (col));                                                     \
+    if (left > 0) {                                                                            \
+      const __mmask16 km = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);     \
+      __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32((A), _mm512_set1_epi32(b[o + (r)]))), \
+                               _mm512_set1_ps(mult[o + (r)]));                                 \
+      v = _mm512_min_ps(_mm512_max_ps(v, vlo), vhi);                                           \
+      _mm_mask_storeu_epi8(y + (o + (r)) * ystride + p + (col), km,                            \
+                           _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(v), vz))); \
+    }                                                                                          \
+  }
+#define BYOC_Q_VNNI512_TILE_RQ(R)                                                               \
+  {                                                                                            \
+    __m512i acc0[R], acc1[R];                                                                  \
+    _Pragma("GCC unroll 8") for (int r = 0; r < (R); ++r) acc0[r] = acc1[r] = _mm512_setzero_si512(); \
+    const uint8_t* bp = U + 4 * p;                                                             \
+    for (int64_t k = 0; k < ka; ++k, bp += 4 * PP) {                                           \
+      const __m512i x0 = _mm512_loadu_si512((const void*)bp);                                  \
+      const __m512i x1 = _mm512_loadu_si512((const void*)(bp + 64));                           \
+      _Pragma("GCC unroll 8") for (int r = 0; r < (R); ++r) {                                  \
+        const __m512i w = _mm512_set1_epi32(a0[r * ka + k]);                                   \
+        acc0[r] = _mm512_dpbusd_epi32(acc0[r], x0, w);                                         \
+        acc1[r] = _mm512_dpbusd_epi32(acc1[r], x1, w);                                         \
+      }                                                                                        \
+    }                                                                                          \
+    _Pragma("GCC unroll 8") for (int r = 0; r < (R); ++r) {                                    \
+      BYOC_Q_VNNI512_RQ(acc0[r], r, 0)                                                         \
+      BYOC_Q_VNNI512_RQ(acc1[r], r, 16)                                                        \
+    }                                                                                          \
+  }
+static BYOC_Q_VNNI void byoc_qgemm_u8_vnni_rq_(const int8_t* W8, const uint8_t* U, int64_t M,
+                                               int64_t PP, int64_t Kp, int64_t tp, const int32_t* b,
+                                               const float* mult, float lo, float hi, int32_t zp,
+                                               uint8_t* y, int64_t ystride) {
+  const int64_t ka = Kp / 4;
+  const __m512i vz = _mm512_set1_epi32(zp);
+  const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  int64_t o = 0;
+  for (; o + 8 <= M; o += 8) {
+    const int32_t* a0 = (const int32_t*)(W8 + o * Kp);
+    for (int64_t p = 0; p < PP; p += 32) BYOC_Q_VNNI512_TILE_RQ(8)
+  }
+  for (; o + 4 <= M; o += 4) {
+    const int32_t* a0 = (const int32_t*)(W8 + o * Kp);
+    for (int64_t p = 0; p < PP; p += 32) BYOC_Q_VNNI512_TILE_RQ(4)
+  }
+  for (; o < M; ++o) {
+    const int32_t* a0 = (const int32_t*)(W8 + o * Kp);
+    for (int64_t p = 0; p < PP; p += 32) BYOC_Q_VNNI512_TILE_RQ(1)
+  }
+}
+
 /* dst[4 p + r] = rows[r * pp + p] ^ flip (r < 4, p < pp, pp a multiple of 16): four im2col rows
  * interleaved into vpdpbusd's layout, i8 turned into u8 (x + 128 = x ^ 0x80). */
 static BYOC_Q_VNNI void byoc_q_interleave4_(const uint8_t* rows, int64_t pp, uint8_t flip, uint8_t* dst) {
@@ -237,6 +297,54 @@ static BYOC_Q_VNNI void byoc_q_interleave4_(const uint8_t* rows, int64_t pp, uin
     _mm_storeu_si128((__m128i*)(o + 16), _mm_unpackhi_epi16(ablo, cdlo));
     _mm_storeu_si128((__m128i*)(o + 32), _mm_unpacklo_epi16(abhi, cdhi));
     _mm_storeu_si128((__m128i*)(o + 48), _mm_unpackhi_epi16(abhi, cdhi));
+  }
+}
+
+/* The same from four row pointers (the implicit-GEMM packing of stride-1 convolutions): dst[4 p
+ * + r] = r_r[p] ^ flip for p < nv, 0 for nv <= p < pp (columns never stored). Reads r_r[p]
+ * for p < nv only. */
+static BYOC_Q_VNNI void byoc_q_interleave4p_(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2,
+                                             const uint8_t* r3, int64_t nv, int64_t pp, uint8_t flip,
+                                             uint8_t* dst) {
+  const __m128i f = _mm_set1_epi8((char)flip);
+  int64_t p = 0;
+  for (; p + 16 <= nv; p += 16) {
+    const __m128i a = _mm_xor_si128(_mm_loadu_si128((const __m128i*)(r0 + p)), f);
+    const __m128i b = _mm_xor_si128(_mm_loadu_si128((const __m128i*)(r1 + p)), f);
+    const __m128i c = _mm_xor_si128(_mm_loadu_si128((const __m128i*)(r2 + p)), f);
+    const __m128i d = _mm_xor_si128(_mm_loadu_si128((const __m128i*)(r3 + p)), f);
+    const __m128i ablo = _mm_unpacklo_epi8(a, b), abhi = _mm_unpackhi_epi8(a, b);
+    const __m128i cdlo = _mm_unpacklo_epi8(c, d), cdhi = _mm_unpackhi_epi8(c, d);
+    uint8_t* o = dst + 4 * p;
+    _mm_storeu_si128((__m128i*)o, _mm_unpacklo_epi16(ablo, cdlo));
+    _mm_storeu_si128((__m128i*)(o + 16), _mm_unpackhi_epi16(ablo, cdlo));
+    _mm_storeu_si128((__m128i*)(o + 32), _mm_unpacklo_epi16(abhi, cdhi));
+    _mm_storeu_si128((__m128i*)(o + 48), _mm_unpackhi_epi16(abhi, cdhi));
+  }
+  for (; p < nv; ++p) {
+    dst[4 * p] = r0[p] ^ flip;
+    dst[4 * p + 1] = r1[p] ^ flip;
+    dst[4 * p + 2] = r2[p] ^ flip;
+    dst[4 * p + 3] = r3[p] ^ flip;
+  }
+  if (pp > nv) memset(dst + 4 * nv, 0, (size_t)(4 * (pp - nv)));
+}
+
+/* Requantization of n accumulators into bytes with AVX-512 (16 a step, the tail masked): the
+ * same float operations as byoc_q_requant_ (cvtps rounds half to even in the default mode); the
+ * clamped value plus the zero point fits the output type, so vpmovdb's truncation is exact for
+ * u8 and i8 alike. */
+static BYOC_Q_VNNI void byoc_q_requant_row512_(const int32_t* acc, int64_t n, int32_t bias, float m,
+                                               float lo, float hi, int32_t zp, uint8_t* y) {
+  const __m512i vb = _mm512_set1_epi32(bias), vz = _mm512_set1_epi32(zp);
+  const __m512 vm = _mm512_set1_ps(m), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+    const __m512i a = _mm512_add_epi32(_mm512_maskz_loadu_epi32(k, acc + i), vb);
+    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(a), vm);
+    v = _mm512_min_ps(_mm512_max_ps(v, vlo), vhi);
+    const __m512i r = _mm512_add_epi32(_mm512_cvtps_epi32(v), vz);
+    _mm_mask_storeu_epi8(y + i, k, _mm512_cvtepi32_epi8(r));
   }
 }
 
@@ -302,13 +410,201 @@ static void byoc_q_pack_u8_(const uint8_t* xg, uint8_t pad, uint8_t flip, uint8_
 #endif
 
 #ifdef BYOC_Q_AVX2
+/*
+ * A convolution as an implicit GEMM (AVX-512 VNNI, the u8 x s8 form). The padded input is
+ * split into SH x SW phase planes per channel: phase (a, b) holds the padded bytes at rows
+ * r * SH + a and columns q * SW + b, HV = OH + (KH - 1) * DH / SH rows of WV = OW + (KW - 1) *
+ * DW / SW bytes (the zero point outside x). Over the "virtual" pixels v = oh * WV + ow, tap
+ * (c, i, j) reads phase ((i DH) % SH, (j DW) % SW) of channel c at offset
+ * (i DH / SH) * WV + j DW / SW + v: each packed row is a contiguous slice, no im2col copy.
+ * The WV - OW columns past each output row are computed and never stored. xp holds the
+ * phase planes of every image and channel, with WV + 32 readable bytes after the last; or x itself
+ * for a 1x1 stride-1 convolution without padding (WV == OW, HV == OH, nothing past the end
+ * read). Tile `it` (image n, group g, virtual pixels [p0, p0 + TP)) with this thread's scratch
+ * (U, then the accumulators).
+ */
+static void byoc_qconv2d_vtile_(const uint8_t* xp, int64_t HP, int64_t WV, int64_t SH, int64_t SW,
+                                const int8_t* w8,
+                                const int32_t* wsum, const int32_t* bias, const float* mult,
+                                uint8_t* y, float* scratch, int64_t C, int64_t O, int64_t G,
+                                int64_t KH, int64_t KW, int64_t OH, int64_t OW, int64_t DH,
+                                int64_t DW, int64_t Kp, int64_t TP, int32_t xzu, int32_t yzp,
+                                float lo, float hi, uint8_t flip, int64_t it) {
+  const int64_t CG = C / G, OG = O / G, PV = OH * WV, TT = (PV + TP - 1) / TP;
+  const int64_t n = it / (G * TT), g = (it / TT) % G, p0 = (it % TT) * TP;
+  const int64_t tp = PV - p0 < TP ? PV - p0 : TP, pp = (tp + 31) & ~(int64_t)31;
+  uint8_t* u = (uint8_t*)scratch;
+  int32_t* acc = (int32_t*)(u + 2 * Kp * ((TP + 31) & ~(int64_t)31));
+  const uint8_t* xg = xp + (n * C + g * CG) * SH * SW * HP * WV + p0;
+  const int64_t K = CG * KH * KW, plane = HP * WV;
+  /* tap k = (c, i, j) in (c, kh, kw) order, walked without divisions: i * DH = iq * SH + ip,
+   * j * DW = jq * SW + jp */
+  int64_t c = 0, i = 0, j = 0, ip = 0, iq = 0, jp = 0, jq = 0;
+  for (int64_t kq = 0; kq < Kp / 4; ++kq) {
+    const uint8_t* r[4];
+    for (int64_t q = 0; q < 4; ++q) {
+      if (4 * kq + q >= K) { /* past K the weights are 0: any readable row */
+        r[q] = xg;
+        continue;
+      }
+      r[q] = xg + ((c * SH + ip) * SW + jp) * plane + iq * WV + jq;
+      if (++j < KW) {
+        for (jp += DW; jp >= SW; jp -= SW) ++jq;
+        continue;
+      }
+      j = jp = jq = 0;
+      if (++i < KH) {
+        for (ip += DH; ip >= SH; ip -= SH) ++iq;
+        continue;
+      }
+      i = ip = iq = 0;
+      ++c;
+    }
+    byoc_q_interleave4p_(r[0], r[1], r[2], r[3], tp, pp, flip, u + kq * 4 * pp);
+  }
+  if (WV == OW) { /* pixels contiguous in y: requantize in the GEMM's registers */
+    for (int64_t o = 0; o < OG; ++o) {
+      const int64_t oc = g * OG + o;
+      acc[o] = (int32_t)((uint32_t)bias[oc] - (uint32_t)xzu * (uint32_t)wsum[oc]);
+    }
+    byoc_qgemm_u8_vnni_rq_(w8 + g * OG * Kp, u, OG, pp, Kp, tp, acc, mult + g * OG, lo, hi, yzp,
+                           y + (n * O + g * OG) * OH * OW + p0, OH * OW);
+    return;
+  }
+  byoc_qgemm_u8_vnni_(w8 + g * OG * Kp, u, acc, OG, pp, Kp, pp);
+  for (int64_t o = 0; o < OG; ++o) {
+    const int64_t oc = g * OG + o;
+    /* the sums are not centred: take x_zp' * sum(w8) off (mod 2^32, as i32 wraps) */
+    const int32_t b = (int32_t)((uint32_t)bias[oc] - (uint32_t)xzu * (uint32_t)wsum[oc]);
+    const int32_t* a = acc + o * pp;
+    uint8_t* yo = y + (n * O + oc) * OH * OW;
+    if (WV == OW) {
+      byoc_q_requant_row512_(a, tp, b, mult[oc], lo, hi, yzp, yo + p0);
+      continue;
+    }
+    for (int64_t v = p0; v < p0 + tp;) {
+      const int64_t oh = v / WV, ow = v - oh * WV;
+      const int64_t end = (oh + 1) * WV < p0 + tp ? (oh + 1) * WV : p0 + tp;
+      if (ow < OW) {
+        const int64_t e = oh * WV + OW < end ? oh * WV + OW : end;
+        byoc_q_requant_row512_(a + (v - p0), e - v, b, mult[oc], lo, hi, yzp, yo + oh * OW + ow);
+      }
+      v = end;
+    }
+  }
+}
+
+#define BYOC_Q_ROWBUF 4096 /* padded row bytes of the vectorised stride-2 split */
+static inline size_t byoc_q_nz_(int64_t v) { return v > 0 ? (size_t)v : 0; }
+/* d[t] = row[t - PL] for 0 <= t - PL < W, else pad, t < n (sizes clamped at 0). */
+static void byoc_q_pad_row_(uint8_t* d, const uint8_t* row, uint8_t pad, int64_t n, int64_t PL, int64_t W) {
+  const int64_t l = PL < 0 ? 0 : PL < n ? PL : n;
+  const int64_t c = W < n - l ? W : n - l;
+  memset(d, pad, byoc_q_nz_(l));
+  if (c > 0) memcpy(d + l, row, (size_t)c);
+  const int64_t e = l + (c > 0 ? c : 0);
+  memset(d + e, pad, byoc_q_nz_(n - e));
+}
+/* The phase planes of x for byoc_qconv2d_vtile_ (per image and channel SH x SW planes of HP x
+ * WV bytes, then WV + 32 bytes); the phases no tap reads are left as they are. */
+static void byoc_q_pad_planes_(const uint8_t* x, uint8_t pad, uint8_t* xp, int64_t NC, int64_t H,
+                               int64_t W, int64_t HP, int64_t WV, int64_t SH, int64_t SW, int64_t KH,
+                               int64_t KW, int64_t DH, int64_t DW, int64_t PT, int64_t PL) {
+  for (int64_t nc = 0; nc < NC; ++nc)
+    for (int64_t ph = 0; ph < SH * SW; ++ph) {
+      const int64_t a = ph / SW, b = ph % SW;
+      int used_a = 0, used_b = 0;
+      for (int64_t i = 0; i < KH; ++i) used_a |= (i * DH) % SH == a;
+      for (int64_t j = 0; j < KW; ++j) used_b |= (j * DW) % SW == b;
+      if (!used_a || !used_b) continue;
+      for (int64_t r = 0; r < HP; ++r) {
+        uint8_t* d = xp + ((nc * SH * SW + ph) * HP + r) * WV;
+        const int64_t ih = r * SH + a - PT;
+        if (ih < 0 || ih >= H) {
+          memset(d, pad, byoc_q_nz_(WV));
+          continue;
+        }
+        const uint8_t* row = x + (nc * H + ih) * W;
+        if (SW == 1) {
+          byoc_q_pad_row_(d, row, pad, WV, PL, W);
+          continue;
+        }
+        if (SW == 2 && 2 * WV + 2 <= BYOC_Q_ROWBUF) {
+          /* the padded row, then its bytes of parity b: 16 a step (mask or shift, packus) */
+          uint8_t t[BYOC_Q_ROWBUF + 32];
+          byoc_q_pad_row_(t, row, pad, 2 * WV + 2, PL, W);
+          memset(t + 2 * WV + 2, pad, 32);
+          int64_t q = 0;
+#if defined(__SSE2__)
+          /* the last step may write up to 15 bytes past the row: into the next row or plane,
+           * written after this one, or the slack after the last plane */
+          const __m128i lo8 = _mm_set1_epi16(0x00FF);
+          for (; q < WV; q += 16) {
+            __m128i v0 = _mm_loadu_si128((const __m128i*)(t + 2 * q));
+            __m128i v1 = _mm_loadu_si128((const __m128i*)(t + 2 * q + 16));
+            v0 = b ? _mm_srli_epi16(v0, 8) : _mm_and_si128(v0, lo8);
+            v1 = b ? _mm_srli_epi16(v1, 8) : _mm_and_si128(v1, lo8);
+            _mm_storeu_si128((__m128i*)(d + q), _mm_packus_epi16(v0, v1));
+          }
+#endif
+          for (; q < WV; ++q) d[q] = t[2 * q + b];
+          continue;
+        }
+        for (int64_t q = 0; q < WV; ++q) {
+          const int64_t iw = q * SW + b - PL;
+          d[q] = iw >= 0 && iw < W ? row[iw] : pad;
+        }
+      }
+    }
+  memset(xp + NC * SH * SW * HP * WV, pad, (size_t)(WV + 32));
+}
+#endif
+
+#ifdef BYOC_Q_AVX2
+/* acc[o] = sum_k (xr[k] ^ flip) * w8[o * Kp + k] for o < N (AVX-512 VNNI, one row of a dense
+ * layer): four weight rows a step share each 64-byte load of the row, the K tail masked (the
+ * masked weights are 0). The sums are not centred, as in the conv2d's u8 x s8 form. */
+static BYOC_Q_VNNI void byoc_q_dot_u8_vnni_(const uint8_t* xr, uint8_t flip, const int8_t* w8,
+                                            int64_t N, int64_t K, int64_t Kp, int32_t* acc) {
+  const __m512i f = _mm512_set1_epi8((char)flip);
+  for (int64_t o = 0; o < N; o += 4) {
+    const int64_t nr = N - o < 4 ? N - o : 4;
+    const int8_t* w0 = w8 + o * Kp;
+    const int8_t* w1 = nr > 1 ? w0 + Kp : w0;
+    const int8_t* w2 = nr > 2 ? w0 + 2 * Kp : w0;
+    const int8_t* w3 = nr > 3 ? w0 + 3 * Kp : w0;
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t k = 0; k < K; k += 64) {
+      const __mmask64 m = K - k >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (K - k)) - 1);
+      const __m512i xv = _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, xr + k), f);
+      a0 = _mm512_dpbusd_epi32(a0, xv, _mm512_maskz_loadu_epi8(m, w0 + k));
+      a1 = _mm512_dpbusd_epi32(a1, xv, _mm512_maskz_loadu_epi8(m, w1 + k));
+      a2 = _mm512_dpbusd_epi32(a2, xv, _mm512_maskz_loadu_epi8(m, w2 + k));
+      a3 = _mm512_dpbusd_epi32(a3, xv, _mm512_maskz_loadu_epi8(m, w3 + k));
+    }
+    acc[o] = _mm512_reduce_add_epi32(a0);
+    if (nr > 1) acc[o + 1] = _mm512_reduce_add_epi32(a1);
+    if (nr > 2) acc[o + 2] = _mm512_reduce_add_epi32(a2);
+    if (nr > 3) acc[o + 3] = _mm512_reduce_add_epi32(a3);
+  }
+}
+#define BYOC_Q_DOT8(...) byoc_q_dot_u8_vnni_(__VA_ARGS__)
+#else
+#define BYOC_Q_DOT8(...) ((void)0)
+#endif
+
+#ifdef BYOC_Q_AVX2
 #define BYOC_Q_USE8(level, use8) ((level) == 2 && (use8))
 #define BYOC_Q_GEMM8(W8, U, C, M, PP, Kp, ldc) byoc_qgemm_u8_vnni_(W8, U, C, M, PP, Kp, ldc)
 #define BYOC_Q_PACK8(...) byoc_q_pack_u8_(__VA_ARGS__)
+#define BYOC_Q_VTILE(...) byoc_qconv2d_vtile_(__VA_ARGS__)
+#define BYOC_Q_PAD_PLANES(...) byoc_q_pad_planes_(__VA_ARGS__)
 #else
 #define BYOC_Q_USE8(level, use8) ((void)(use8), 0)
 #define BYOC_Q_GEMM8(W8, U, C, M, PP, Kp, ldc) ((void)(W8), (void)(U))
 #define BYOC_Q_PACK8(...) ((void)0)
+#define BYOC_Q_VTILE(...) ((void)0)
+#define BYOC_Q_PAD_PLANES(...) ((void)0)
 #endif
 
 /* 0: baseline, 1: AVX2, 2: AVX-512 VNNI — what byoc_qgemm_ runs on this CPU. */
@@ -474,18 +770,36 @@ BYOC_DEFINE_REQUANT_ROW(byoc_q_requant_row_i8_, int8_t, _mm_packs_epi16)
       int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t Kp, int64_t TP,      \
       int32_t xzp, int32_t yzp, float lo, float hi, int32_t use8) {                            \
     const int level = byoc_qgemm_level();                                                      \
-    const int64_t total = N * G * ((OH * OW + TP - 1) / TP);                                   \
+    const int64_t PPm = (TP + 31) & ~(int64_t)31; /* the scratch the lowering gives: */      \
+    const size_t bytes = (size_t)(2 * Kp * PPm + 4 * (O / G) * PPm); /* cols, then acc */     \
+    /* stride 1 on AVX-512 VNNI: the implicit GEMM over the padded planes (byoc_qconv2d_vtile_) */ \
+    const int vmode = BYOC_Q_USE8(level, use8);                                                \
+    const int64_t HPv = OH + (KH - 1) * DH / SH, WV = OW + (KW - 1) * DW / SW;                 \
+    const int direct = KH == 1 && KW == 1 && SH == 1 && SW == 1 && PT == 0 && PL == 0 && H == OH && W == OW; \
+    const uint8_t* xp = (const uint8_t*)x;                                                     \
+    if (vmode && !direct) {                                                                    \
+      uint8_t* planes = (uint8_t*)scratch + ((bytes + 63) & ~(size_t)63);                      \
+      BYOC_Q_PAD_PLANES((const uint8_t*)x, (uint8_t)xzp, planes, N * C, H, W, HPv, WV,         \
+                        direct ? 1 : SH, direct ? 1 : SW, KH, KW, DH, DW, PT, PL);             \
+      xp = planes;                                                                             \
+    }                                                                                          \
+    const int32_t xzu = xzp + (XOFF);                                                          \
+    const uint8_t flip = (uint8_t)((XOFF) ? 0x80 : 0);                                         \
+    const int64_t total = N * G * (((vmode ? OH * WV : OH * OW) + TP - 1) / TP);               \
     int32_t nt = byoc_threads_for(N * O * OH * OW * Kp, BYOC_Q_GEMM_GRAIN);                    \
     nt = nt < total ? nt : (int32_t)total;                                                     \
     nt = nt < BYOC_Q_MAX_THREADS ? nt : BYOC_Q_MAX_THREADS;                                    \
+    (void)xp, (void)xzu, (void)flip, (void)HPv, (void)WV, (void)direct;                         \
     if (nt <= 1) {                                                                             \
       for (int64_t it = 0; it < total; ++it)                                                   \
-        NAME##_tile_(x, w, w8, wsum, bias, mult, y, scratch, C, H, W, O, G, KH, KW, OH, OW, SH, \
-                     SW, PT, PL, DH, DW, Kp, TP, xzp, yzp, lo, hi, use8, it, level);           \
+        if (vmode)                                                                             \
+          BYOC_Q_VTILE(xp, HPv, WV, SH, SW, w8, wsum, bias, mult, (uint8_t*)y, scratch, C, O, G, KH, KW, OH, \
+                       OW, DH, DW, Kp, TP, xzu, yzp, lo, hi, flip, it);                        \
+        else                                                                                   \
+          NAME##_tile_(x, w, w8, wsum, bias, mult, y, scratch, C, H, W, O, G, KH, KW, OH, OW, SH, \
+                       SW, PT, PL, DH, DW, Kp, TP, xzp, yzp, lo, hi, use8, it, level);         \
       return;                                                                                  \
     }                                                                                          \
-    const int64_t PPm = (TP + 31) & ~(int64_t)31; /* the scratch the lowering gives: */      \
-    const size_t bytes = (size_t)(2 * Kp * PPm + 4 * (O / G) * PPm); /* cols, then acc */     \
     unsigned char ok[BYOC_Q_MAX_THREADS];                                                      \
     BYOC_PARALLEL_FOR(nt)                                                                      \
     for (int32_t t = 0; t < nt; ++t) {                                                         \
@@ -493,16 +807,27 @@ BYOC_DEFINE_REQUANT_ROW(byoc_q_requant_row_i8_, int8_t, _mm_packs_epi16)
       ok[t] = s != NULL;                                                                       \
       if (s != NULL) {                                                                         \
         for (int64_t it = t; it < total; it += nt)                                             \
-          NAME##_tile_(x, w, w8, wsum, bias, mult, y, s, C, H, W, O, G, KH, KW, OH, OW, SH, SW, \
-                       PT, PL, DH, DW, Kp, TP, xzp, yzp, lo, hi, use8, it, level);             \
+          if (vmode)                                                                           \
+            BYOC_Q_VTILE(xp, HPv, WV, SH, SW, w8, wsum, bias, mult, (uint8_t*)y, s, C, O, G, KH, KW, OH, \
+                         OW, DH, DW, Kp, TP, xzu, yzp, lo, hi, flip, it);                      \
+          else                                                                                 \
+            NAME##_tile_(x, w, w8, wsum, bias, mult, y, s, C, H, W, O, G, KH, KW, OH, OW, SH, SW, \
+                         PT, PL, DH, DW, Kp, TP, xzp, yzp, lo, hi, use8, it, level);           \
         if (t != 0) free(s);                                                                   \
       }                                                                                        \
     }                                                                                          \
-    for (int32_t t = 1; t < nt; ++t)                                                           \
-      if (!ok[t])                                                                              \
-        for (int64_t it = t; it < total; it += nt)                                             \
-          NAME##_tile_(x, w, w8, wsum, bias, mult, y, scratch, C, H, W, O, G, KH, KW, OH, OW,  \
-                       SH, SW, PT, PL, DH, DW, Kp, TP, xzp, yzp, lo, hi, use8, it, level);     \
+    for (int32_t t = 1; t < nt; ++t) {                                                         \
+      if (!ok[t]) {                                                                            \
+        for (int64_t it = t; it < total; it += nt) {                                           \
+          if (vmode)                                                                           \
+            BYOC_Q_VTILE(xp, HPv, WV, SH, SW, w8, wsum, bias, mult, (uint8_t*)y, scratch, C, O, G, KH, KW, \
+                         OH, OW, DH, DW, Kp, TP, xzu, yzp, lo, hi, flip, it);                  \
+          else                                                                                 \
+            NAME##_tile_(x, w, w8, wsum, bias, mult, y, scratch, C, H, W, O, G, KH, KW, OH, OW, \
+                         SH, SW, PT, PL, DH, DW, Kp, TP, xzp, yzp, lo, hi, use8, it, level);   \
+        }                                                                                      \
+      }                                                                                        \
+    }                                                                                          \
   }
 
 /*
@@ -538,6 +863,106 @@ static BYOC_Q_AVX2 int64_t byoc_q_dw_row_avx2_(const int16_t* plane, int64_t WP,
 #define BYOC_Q_DW_ROW(plane, WP, wc, KH, KW, DH, DW, r0, acc, OW) ((int64_t)0)
 #endif
 
+#ifdef BYOC_Q_AVX2
+#define BYOC_Q_VNNI_VBMI __attribute__((target("avx2,avx512f,avx512vl,avx512bw,avx512vnni,avx512vbmi")))
+/* Whether byoc_q_dw_plane_vbmi_ may run: AVX-512 VNNI (level 2) and VBMI. */
+static BYOC_MAYBE_UNUSED int byoc_q_dw_vbmi_(int level) {
+  return level == 2 && __builtin_cpu_supports("avx512vbmi");
+}
+/*
+ * One plane of a depthwise conv2d with AVX-512 VNNI + VBMI, 16 output pixels a step: the u8
+ * padded plane (x, or x ^ 0x80 for i8, the zero point's byte outside; not centred) is read
+ * 64 bytes at a time and vpermb puts taps j0..j0+3 of pixel p in lane p's 4 bytes
+ * (bytes p * SW + q * DW), so one vpdpbusd with the taps' int8 weights (0 past KW) adds 4
+ * taps of 16 pixels; then x_zp' * sum(w) is taken off (mod 2^32, as the int32 sums wrap)
+ * and the row requantized as byoc_q_requant_row512_ does. Needs 15 * SW + 3 * DW <= 63, the
+ * centred weights in int8, and HP * WP + 64 + 4 * DW * ceil(KW / 4) bytes of `buf`. Returns 0 (nothing done) when the
+ * weights do not fit.
+ */
+static BYOC_Q_VNNI_VBMI int byoc_q_dw_plane_vbmi_(const uint8_t* xc, uint8_t flip, uint8_t pad,
+                                                  const int16_t* wc, int32_t bias, float m, float lo,
+                                                  float hi, int32_t xzu, int32_t zp, uint8_t* yc,
+                                                  uint8_t* buf, int64_t H, int64_t W, int64_t KH,
+                                                  int64_t KW, int64_t OH, int64_t OW, int64_t SH,
+                                                  int64_t SW, int64_t PT, int64_t PL, int64_t DH,
+                                                  int64_t DW, int64_t HP, int64_t WP) {
+  int32_t wsum = 0;
+  for (int64_t t = 0; t < KH * KW; ++t) {
+    if (wc[t] < -128 || wc[t] > 127) return 0;
+    wsum += wc[t];
+  }
+  /* the padded plane, 64 bytes of slack after it */
+  for (int64_t r = 0; r < HP; ++r) {
+    uint8_t* d = buf + r * WP;
+    const int64_t ih = r - PT;
+    if (ih < 0 || ih >= H) {
+      memset(d, pad ^ flip, byoc_q_nz_(WP));
+      continue;
+    }
+    byoc_q_pad_row_(d, xc + ih * W, pad, WP, PL, W);
+    if (flip) {
+      const __m512i f = _mm512_set1_epi8((char)flip);
+      for (int64_t q = 0; q < WP; q += 64) {
+        const __mmask64 k = WP - q >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (WP - q)) - 1);
+        _mm512_mask_storeu_epi8(d + q, k, _mm512_xor_si512(_mm512_maskz_loadu_epi8(k, d + q), f));
+      }
+    }
+  }
+  memset(buf + HP * WP, 0, (size_t)(64 + 4 * ((KW + 3) / 4) * DW));
+  /* lane p, byte q: p * SW + q * DW */
+  uint8_t idx[64];
+  for (int p = 0; p < 16; ++p)
+    for (int q = 0; q < 4; ++q) idx[4 * p + q] = (uint8_t)(p * SW + q * DW);
+  const __m512i vidx = _mm512_loadu_si512((const void*)idx);
+  const int64_t nj = (KW + 3) / 4;
+  const __m512i vb = _mm512_set1_epi32((int32_t)((uint32_t)bias - (uint32_t)xzu * (uint32_t)wsum));
+  const __m512i vz = _mm512_set1_epi32(zp);
+  const __m512 vm = _mm512_set1_ps(m), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  __m512i wv[64]; /* (i, j0 / 4) -> 4 taps' int8 weights, 0 past KW; KH * nj <= 64 (checked by the caller) */
+  for (int64_t i = 0; i < KH; ++i)
+    for (int64_t jq = 0; jq < nj; ++jq) {
+      uint32_t packed = 0;
+      for (int64_t q = 0; q < 4; ++q)
+        if (4 * jq + q < KW) packed |= (uint32_t)(uint8_t)(int8_t)wc[i * KW + 4 * jq + q] << (8 * q);
+      wv[i * nj + jq] = _mm512_set1_epi32((int32_t)packed);
+    }
+  /* 16-pixel chunks of the output rows, 4 at a time (independent vpdpbusd chains) */
+  const int64_t nch = (OW + 15) / 16, total = OH * nch;
+  for (int64_t t0 = 0; t0 < total; t0 += 4) {
+    const int64_t nu = total - t0 < 4 ? total - t0 : 4;
+    const uint8_t* base[4];
+    int64_t at[4], len[4];
+    for (int64_t u = 0; u < 4; ++u) {
+      const int64_t t = t0 + (u < nu ? u : 0), oh = t / nch, ow = (t - oh * nch) * 16;
+      base[u] = buf + oh * SH * WP + ow * SW;
+      at[u] = oh * OW + ow;
+      len[u] = OW - ow < 16 ? OW - ow : 16;
+    }
+    __m512i a[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
+    for (int64_t i = 0; i < KH; ++i)
+      for (int64_t jq = 0; jq < nj; ++jq) {
+        const int64_t off = i * DH * WP + 4 * jq * DW;
+        const __m512i wq = wv[i * nj + jq];
+        _Pragma("GCC unroll 4") for (int u = 0; u < 4; ++u) {
+          const __m512i src = _mm512_loadu_si512((const void*)(base[u] + off));
+          a[u] = _mm512_dpbusd_epi32(a[u], _mm512_permutexvar_epi8(vidx, src), wq);
+        }
+      }
+    for (int64_t u = 0; u < nu; ++u) {
+      const __mmask16 k = len[u] >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << len[u]) - 1);
+      __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(a[u], vb)), vm);
+      v = _mm512_min_ps(_mm512_max_ps(v, vlo), vhi);
+      _mm_mask_storeu_epi8(yc + at[u], k, _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(v), vz)));
+    }
+  }
+  return 1;
+}
+#define BYOC_Q_DW_VBMI(...) byoc_q_dw_plane_vbmi_(__VA_ARGS__)
+#else
+static BYOC_MAYBE_UNUSED int byoc_q_dw_vbmi_(int level) { (void)level; return 0; }
+#define BYOC_Q_DW_VBMI(...) 0
+#endif
+
 /* Threads a depthwise conv2d may use: its scratch holds this many planes (see quant.py). */
 #define BYOC_Q_DW_THREADS 8
 #define BYOC_DEFINE_QDWCONV2D(NAME, XT, YT, ROW)                                                \
@@ -547,12 +972,18 @@ static BYOC_Q_AVX2 int64_t byoc_q_dw_row_avx2_(const int16_t* plane, int64_t WP,
       const XT* x, const int16_t* w, const int32_t* bias, const float* mult, YT* y, float* scratch, \
       int64_t C, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t OH, int64_t OW,         \
       int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t HP,      \
-      int64_t WP, int32_t xzp, int32_t yzp, float lo, float hi, int64_t nc0, int64_t nc1, int level) { \
+      int64_t WP, int32_t xzp, int32_t yzp, float lo, float hi, int64_t nc0, int64_t nc1, int level, \
+      int vbmi) {                                                                              \
     int16_t* plane = (int16_t*)scratch;                                                        \
     int32_t* acc = (int32_t*)(plane + ((HP * WP + 1) & ~(int64_t)1));                          \
     for (int64_t nc = nc0; nc < nc1; ++nc) {                                                   \
       const int64_t c = nc % C;                                                                \
       const XT* xc = x + nc * H * W;                                                           \
+      if (vbmi && BYOC_Q_DW_VBMI((const uint8_t*)xc, (uint8_t)(((XT)-1 < 0) ? 0x80 : 0), (uint8_t)xzp, \
+                                 w + c * KH * KW, bias[c], mult[c], lo, hi,                    \
+                                 xzp + (((XT)-1 < 0) ? 128 : 0), yzp, (uint8_t*)(y + nc * OH * OW), \
+                                 (uint8_t*)scratch, H, W, KH, KW, OH, OW, SH, SW, PT, PL, DH, DW, HP, WP)) \
+        continue;                                                                              \
       memset(plane, 0, (size_t)(HP * WP) * sizeof(int16_t));                                   \
       for (int64_t r = 0; r < H; ++r)                                                          \
         for (int64_t q = 0; q < W; ++q)                                                        \
@@ -584,23 +1015,43 @@ static BYOC_Q_AVX2 int64_t byoc_q_dw_row_avx2_(const int16_t* plane, int64_t WP,
     const int64_t per = ((HP * WP + 1) / 2 + 1 + OW); /* floats of one thread's scratch */     \
     int32_t nt = byoc_threads_for(N * C * OH * OW * KH * KW, BYOC_Q_GEMM_GRAIN / 4);           \
     nt = nt < BYOC_Q_DW_THREADS ? nt : BYOC_Q_DW_THREADS;                                      \
+    /* the VBMI form: its byte plane and slack fit the thread's scratch, taps fit vpermb */   \
+    const int vbmi = byoc_q_dw_vbmi_(level) && 15 * SW + 3 * DW <= 63 && KH * ((KW + 3) / 4) <= 64 && \
+                     HP * WP + 64 + 4 * ((KW + 3) / 4) * DW <= 4 * per;                        \
     BYOC_Q_SPLIT_(nt, t, NAME##_part_(x, w, bias, mult, y, scratch + t * per, C, H, W, KH, KW, OH, \
                                       OW, SH, SW, PT, PL, DH, DW, HP, WP, xzp, yzp, lo, hi,    \
-                                      N * C * t / nt, N * C * (t + 1) / nt, level));           \
+                                      N * C * t / nt, N * C * (t + 1) / nt, level, vbmi));     \
   }
 
 /*
- * dense / matmul with a constant right operand: x (M, K) of XT, w int16 (N, Kp) centred,
- * y (M, N). Scratch: Kp * PP int16 (packed rows, PP = TP rounded up to 16) then N * PP int32.
+ * dense / matmul with a constant right operand: x (M, K) of XT, w int16 (N, Kp) centred (w8 the
+ * same as int8 and wsum its row sums when use8: the centred weights fit int8), y (M, N).
+ * AVX-512 VNNI with use8: each row's dot products with the u8 x s8 form (byoc_q_dot_u8_vnni_),
+ * corrected by x_zp' * wsum; otherwise the int16 GEMM on packed blocks of TP rows. Scratch:
+ * Kp * PP int16 (packed rows, PP = TP rounded up to 16) then N * PP int32.
  */
-#define BYOC_DEFINE_QDENSE(NAME, XT, YT)                                                        \
-  static BYOC_MAYBE_UNUSED void NAME(const XT* x, const int16_t* w, const int32_t* bias,      \
+#define BYOC_DEFINE_QDENSE(NAME, XT, YT, XOFF)                                                  \
+  static BYOC_MAYBE_UNUSED void NAME(const XT* x, const int16_t* w, const int8_t* w8,         \
+                                     const int32_t* wsum, const int32_t* bias,                 \
                                      const float* mult, YT* y, float* scratch, int64_t M,      \
                                      int64_t N, int64_t K, int64_t Kp, int64_t TP, int32_t xzp, \
-                                     int32_t yzp, float lo, float hi) {                        \
+                                     int32_t yzp, float lo, float hi, int32_t use8) {          \
     int16_t* rows = (int16_t*)scratch;                                                         \
     int32_t* acc = (int32_t*)(rows + Kp * ((TP + 15) & ~(int64_t)15));                        \
     const int level = byoc_qgemm_level();                                                      \
+    if (BYOC_Q_USE8(level, use8)) {                                                            \
+      const int32_t xzu = xzp + (XOFF);                                                        \
+      for (int64_t m = 0; m < M; ++m) {                                                        \
+        BYOC_Q_DOT8((const uint8_t*)(x + m * K), (uint8_t)((XOFF) ? 0x80 : 0), w8, N, K, Kp, acc); \
+        YT* yr = y + m * N;                                                                    \
+        for (int64_t o = 0; o < N; ++o) {                                                      \
+          const int32_t b = (int32_t)((uint32_t)bias[o] - (uint32_t)xzu * (uint32_t)wsum[o]);  \
+          yr[o] = (YT)byoc_q_requant_((int32_t)((uint32_t)acc[o] + (uint32_t)b), mult[o], lo, hi, yzp); \
+        }                                                                                      \
+      }                                                                                        \
+      return;                                                                                  \
+    }                                                                                          \
+    (void)w8, (void)wsum;                                                                      \
     for (int64_t m0 = 0; m0 < M; m0 += TP) {                                                   \
       const int64_t tp = M - m0 < TP ? M - m0 : TP, pp = (tp + 15) & ~(int64_t)15;             \
       memset(rows, 0, (size_t)(Kp * pp) * sizeof(int16_t));                                    \
@@ -713,10 +1164,10 @@ BYOC_DEFINE_QDWCONV2D(byoc_qdwconv2d_u8_u8, uint8_t, uint8_t, byoc_q_requant_row
 BYOC_DEFINE_QDWCONV2D(byoc_qdwconv2d_u8_i8, uint8_t, int8_t, byoc_q_requant_row_i8_)
 BYOC_DEFINE_QDWCONV2D(byoc_qdwconv2d_i8_u8, int8_t, uint8_t, byoc_q_requant_row_u8_)
 BYOC_DEFINE_QDWCONV2D(byoc_qdwconv2d_i8_i8, int8_t, int8_t, byoc_q_requant_row_i8_)
-BYOC_DEFINE_QDENSE(byoc_qdense_u8_u8, uint8_t, uint8_t)
-BYOC_DEFINE_QDENSE(byoc_qdense_u8_i8, uint8_t, int8_t)
-BYOC_DEFINE_QDENSE(byoc_qdense_i8_u8, int8_t, uint8_t)
-BYOC_DEFINE_QDENSE(byoc_qdense_i8_i8, int8_t, int8_t)
+BYOC_DEFINE_QDENSE(byoc_qdense_u8_u8, uint8_t, uint8_t, 0)
+BYOC_DEFINE_QDENSE(byoc_qdense_u8_i8, uint8_t, int8_t, 0)
+BYOC_DEFINE_QDENSE(byoc_qdense_i8_u8, int8_t, uint8_t, 128)
+BYOC_DEFINE_QDENSE(byoc_qdense_i8_i8, int8_t, int8_t, 128)
 BYOC_DEFINE_QUANTIZE(byoc_quantize_u8, uint8_t, 0, 255, _mm_packus_epi16)
 BYOC_DEFINE_QUANTIZE(byoc_quantize_i8, int8_t, -128, 127, _mm_packs_epi16)
 BYOC_DEFINE_DEQUANTIZE(byoc_dequantize_u8, uint8_t)

@@ -50,7 +50,7 @@ DW_THREADS = 8
 """BYOC_Q_DW_THREADS of byoc_qkernels.h: the threads a depthwise conv2d's scratch serves."""
 
 PACK_BYTES = 128 * 1024
-"""Bytes of packed int16 activations one GEMM block holds."""
+"""Bytes of packed activations one GEMM block holds (u8; the int16 forms take twice this)."""
 
 _SHORT = {"i8": "i8", "ui8": "u8"}
 _RANGE = {"i8": (-128, 127), "ui8": (0, 255)}
@@ -192,11 +192,15 @@ class _Lowering:
             use8 = int(-128 <= w.min(initial=0) and w.max(initial=0) <= 127)
             w8 = wt.astype(np.int8) if use8 else np.zeros((o, kp), np.int8)
             wsum = w8.astype(np.int64).sum(axis=1).astype(np.int32)
-            p = oh * ow
-            tp = max(2, min(p, PACK_BYTES // (2 * kp)) // 2 * 2)
-            tp = min(tp, p)
+            # AVX-512 VNNI runs the implicit GEMM over the phase planes' virtual pixels
+            # (byoc_qconv2d_vtile_): OH rows of WV, WV - OW of them computed and not stored
+            hv, wv = oh + (kh - 1) * dh // sh, ow + (kw - 1) * dw // sw
+            p = max(oh * ow, oh * wv)
+            tp = min(p, max(32, PACK_BYTES // kp // 32 * 32))  # pixels a packed block, a multiple of 32
             pp = -(-tp // 32) * 32  # the packed block's pixels, padded to 32 (byoc_qkernels.h)
-            scratch = kp * pp // 2 + (o // groups) * pp
+            scratch = kp * pp // 2 + (o // groups) * pp  # packed block (int16 form), accumulators
+            # then the phase planes: 64-byte aligned, WV + 32 readable bytes after them
+            scratch += -(-(63 + n * c * sh * sw * hv * wv + wv + 32) // 4)
             ints = [n, c, h, wd, o, groups, kh, kw, oh, ow, sh, sw, pt, pl, dh, dw, kp, tp]
             return self.node(
                 f"byoc_qconv2d_{suffix}", [x, self.const(wt), self.const(w8), self.const(wsum), *consts],
@@ -207,12 +211,16 @@ class _Lowering:
         kp = -(-k // QK) * QK
         wt = np.zeros((nout, kp), np.int16)
         wt[:, :k] = w
+        # the u8 x s8 dot products (AVX-512 VNNI) when the centred weights fit int8
+        use8 = int(-128 <= w.min(initial=0) and w.max(initial=0) <= 127)
+        w8 = wt.astype(np.int8) if use8 else np.zeros((nout, kp), np.int8)
+        wsum = w8.astype(np.int64).sum(axis=1).astype(np.int32)
         tp = max(1, min(m, PACK_BYTES // (2 * kp)))
         pp = -(-tp // QK) * QK
         scratch = kp * pp // 2 + nout * pp
         return self.node(
-            f"byoc_qdense_{suffix}", [x, self.const(wt), *consts], out,
-            [*(i64_attr(v) for v in (m, nout, k, kp, tp)), *tail], scratch,
+            f"byoc_qdense_{suffix}", [x, self.const(wt), self.const(w8), self.const(wsum), *consts], out,
+            [*(i64_attr(v) for v in (m, nout, k, kp, tp)), *tail, i32_attr(use8)], scratch,
         )
 
 
