@@ -103,8 +103,9 @@ def small_cnn() -> tuple[Any, onnx.ModelProto]:
 
 
 COMPARE_TEAM = False
-"""`--compare-team`: also time each 2+-thread ccompiler build with its regions run by libgomp's
-team (`set_team_mode("libgomp")`, the policy before issue 15's h15h), interleaved in this process."""
+"""`--compare-team`: byoc only; each ccompiler build above 1 thread also with its regions run by
+libgomp's team (`set_team_mode("libgomp")`, the policy before issue 15's h15h), interleaved in
+this process with the 1-thread build: ratios that load on a shared machine hits alike."""
 
 ONLY: str | None = None
 """`--contender byoc|ort` (the children of `--isolated`): time only that side in this process."""
@@ -306,12 +307,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--isolated", action="store_true",
                         help="byoc and onnxruntime each in processes of their own, alternating")
     parser.add_argument("--compare-team", action="store_true",
-                        help="also run each ccompiler build above 1 thread with libgomp's team (in process)")
+                        help="ccompiler only: its own team against libgomp's, in this process, interleaved")
     parser.add_argument("--contender", choices=("byoc", "ort"), help=argparse.SUPPRESS)
     parser.add_argument("--result", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     ONLY = args.contender
     COMPARE_TEAM = args.compare_team and not args.isolated
+    if COMPARE_TEAM:  # byoc alone: onnxruntime's pool would share the cores with both teams
+        ONLY = "byoc"
     if args.quick:
         args.models = args.models or ",".join(QUICK)
         args.rounds = args.rounds if args.rounds != parser.get_default("rounds") else 9
@@ -340,9 +343,10 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.result).write_text(json.dumps(results))
         return 0
     print(f"load average at the end: {os.getloadavg()[0]:.1f} (cores: {os.cpu_count()})")
-    report(results, counts, with_cblas)
     if COMPARE_TEAM:
         team_report(results, counts)
+        return 0
+    report(results, counts, with_cblas)
     print()
     for line in goals(results, counts):
         print(line)

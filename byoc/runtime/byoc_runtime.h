@@ -492,11 +492,13 @@ typedef int (*byoc_gomp_int_t_)(void);
 static byoc_gomp_parallel_t_ byoc_gomp_parallel_;
 static byoc_gomp_int_t_ byoc_gomp_thread_num_, byoc_gomp_num_threads_, byoc_gomp_in_parallel_;
 
-int omp_get_thread_num(void);
-int omp_get_num_threads(void);
-int omp_in_parallel(void);
-void GOMP_parallel(byoc_region_fn_ fn, void* data, unsigned num_threads, unsigned flags);
-void GOMP_barrier(void);
+/* hidden even without -fvisibility=hidden: calls bind inside this library, never to libgomp */
+#define BYOC_HIDDEN_ __attribute__((visibility("hidden")))
+BYOC_HIDDEN_ int omp_get_thread_num(void);
+BYOC_HIDDEN_ int omp_get_num_threads(void);
+BYOC_HIDDEN_ int omp_in_parallel(void);
+BYOC_HIDDEN_ void GOMP_parallel(byoc_region_fn_ fn, void* data, unsigned num_threads, unsigned flags);
+BYOC_HIDDEN_ void GOMP_barrier(void);
 
 int omp_get_thread_num(void) {
   if (__builtin_expect(byoc_team_mode_ != 0, 0)) return byoc_gomp_thread_num_();
