@@ -684,11 +684,12 @@ BYOC_EXPORT int32_t byoc_set_team_mode(int32_t mode) {
 }
 
 /* Counters since load: regions run by the team, shares run by workers, shares the caller
- * took back (no worker had claimed them), regions run on the caller alone, and how often a
- * worker went to sleep. */
+ * took back (no worker had claimed them), regions run on the caller alone, how often a
+ * worker went to sleep; then the workers asleep now. */
 BYOC_EXPORT void byoc_team_counters(int64_t* out);
 BYOC_EXPORT void byoc_team_counters(int64_t* out) {
   for (int i = 0; i < 5; ++i) out[i] = __atomic_load_n(&byoc_team_.counters[i], __ATOMIC_RELAXED);
+  out[5] = __atomic_load_n(&byoc_team_.sleepers, __ATOMIC_SEQ_CST);
 }
 
 /* Stop and join the workers (byoc_release, before the library is unloaded). */

@@ -449,13 +449,13 @@ class CModule:
         """Since load: `regions` run by the team, `worker_shares` run by its workers,
         `taken_back` (shares the calling thread ran because no worker had started them),
         `alone` (regions run on the calling thread only: nested, or the team was busy),
-        `sleeps` (times a worker went to sleep).
+        `sleeps` (times a worker went to sleep); and `asleep`, the workers asleep now.
         Empty for a library without its own team."""
         if self._team_counters is None:
             return {}
-        out = self.ffi.new("int64_t[5]")
+        out = self.ffi.new("int64_t[6]")
         self._team_counters(out)
-        names = ("regions", "worker_shares", "taken_back", "alone", "sleeps")
+        names = ("regions", "worker_shares", "taken_back", "alone", "sleeps", "asleep")
         return dict(zip(names, map(int, out), strict=True))
 
     def thread_release(self) -> None:
