@@ -435,6 +435,7 @@ BYOC_EXPORT int32_t byoc_release(void) {
 #include <omp.h>
 #include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifndef BYOC_TEAM_IDLE_SPIN_US
 #define BYOC_TEAM_IDLE_SPIN_US 200 /* spin after a region when no run holds the team */
@@ -463,6 +464,7 @@ typedef struct {
   int32_t sleepers;         /* workers asleep (or about to be) on `wake` */
   int32_t stop;
   int32_t nworkers;
+  pid_t pid;                /* the process that started the workers (a forked child has none) */
   uint64_t claim[BYOC_TEAM_MAX]; /* the last region whose share t was claimed */
   pthread_t threads[BYOC_TEAM_MAX];
   int64_t counters[5]; /* regions, shares run by workers, shares taken back, alone, sleeps */
@@ -583,6 +585,8 @@ static BYOC_MAYBE_UNUSED int32_t byoc_team_grow_(int32_t want) {
   byoc_team_t_* tm = &byoc_team_;
   if (want > BYOC_TEAM_MAX - 1) want = BYOC_TEAM_MAX - 1;
   pthread_mutex_lock(&byoc_team_start_mutex_);
+  if (tm->nworkers > 0 && tm->pid != getpid()) tm->nworkers = 0; /* forked: none here */
+  tm->pid = getpid();
   while (tm->nworkers < want && !tm->stop) {
     pthread_attr_t attr;
     pthread_attr_init(&attr);
@@ -700,7 +704,8 @@ static BYOC_MAYBE_UNUSED void byoc_team_stop_(void) {
   __atomic_store_n(&tm->stop, 1, __ATOMIC_SEQ_CST);
   pthread_cond_broadcast(&tm->wake);
   pthread_mutex_unlock(&tm->mutex);
-  for (int32_t t = 1; t <= tm->nworkers; ++t) pthread_join(tm->threads[t], NULL);
+  if (tm->pid == getpid()) /* a forked child has no workers to join */
+    for (int32_t t = 1; t <= tm->nworkers; ++t) pthread_join(tm->threads[t], NULL);
   tm->nworkers = 0;
   __atomic_store_n(&tm->stop, 0, __ATOMIC_SEQ_CST);
   pthread_mutex_unlock(&byoc_team_start_mutex_);

@@ -8,13 +8,17 @@ No test asserts on time.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
+import textwrap
 import threading
 import time
 
 import numpy as np
 import pytest
+from paths import ROOT
 from runtime.test_threads import CONV, ELEMENTWISE, _inputs
 
 import byoc
@@ -125,3 +129,34 @@ def test_generated_libraries_bind_the_openmp_entry_points_themselves() -> None:
                          text=True, check=True).stdout
     imported = {line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip()}
     assert not imported & {"GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads", "omp_in_parallel"}
+
+
+def test_a_forked_child_runs_without_the_parents_workers() -> None:
+    """A child forked after the team started has no workers: its regions' shares are all
+    taken back by the calling thread, and unloading the library joins nothing."""
+    script = textwrap.dedent(
+        """
+        import gc, os, sys
+        import numpy as np
+        import byoc
+        sys.path.insert(0, {tests!r})
+        from runtime.test_threads import ELEMENTWISE, _inputs
+        exe = byoc.build(byoc.parse_module(ELEMENTWISE), targets=["ccompiler"], num_threads=2)
+        xs = _inputs()
+        (a,) = exe.run(*xs)
+        pid = os.fork()
+        if pid == 0:
+            (b,) = exe.run(*xs)
+            ok = np.array_equal(a, b)
+            del exe
+            gc.collect()
+            os._exit(0 if ok else 3)
+        _, status = os.waitpid(pid, 0)
+        print("child", status)
+        """
+    ).format(tests=str(ROOT / "tests"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "child 0", done.stdout
