@@ -3,6 +3,7 @@
     python benchmarks/threads.py [--models squeezenet,resnet50] [--rounds 7] [--threads 1,2]
     python benchmarks/threads.py --quick          # five light models, ccompiler only, 9 rounds: a few minutes
     python benchmarks/threads.py --no-cblas --isolated   # byoc and onnxruntime in processes of their own
+    python benchmarks/threads.py --no-cblas --compare-team --models shufflenet   # own team vs libgomp's
 
 In one process, for each model (ONNX light models with seeded random weights,
 `randomize_weights`; the small CNN of examples/small_cnn.mlir, exported to ONNX
@@ -101,6 +102,11 @@ def small_cnn() -> tuple[Any, onnx.ModelProto]:
     return module, model
 
 
+COMPARE_TEAM = False
+"""`--compare-team`: byoc only; each ccompiler build above 1 thread also with its regions run by
+libgomp's team (`set_team_mode("libgomp")`, the policy before issue 15's h15h), interleaved in
+this process with the 1-thread build: ratios that load on a shared machine hits alike."""
+
 ONLY: str | None = None
 """`--contender byoc|ort` (the children of `--isolated`): time only that side in this process."""
 
@@ -126,6 +132,12 @@ def measure(name: str, counts: list[int], rounds: int, with_cblas: bool) -> dict
         if ONLY != "ort":
             exe = byoc.build(module, targets=["ccompiler"], num_threads=n)
             contenders[f"ccompiler@{n}"] = lambda exe=exe: exe.run(x)
+            if COMPARE_TEAM and n > 1:  # the same build, its regions run by libgomp's team
+                gomp = byoc.build(module, targets=["ccompiler"], num_threads=n)
+                for component in gomp.components.values():
+                    if hasattr(component, "set_team_mode"):
+                        component.set_team_mode("libgomp")
+                contenders[f"libgomp@{n}"] = lambda gomp=gomp: gomp.run(x)
             if with_cblas:
                 blas = byoc.build(module, targets=["cblas", "ccompiler"], num_threads=n)
                 contenders[f"cblas@{n}"] = lambda blas=blas: blas.run(x)
@@ -198,6 +210,20 @@ def _table(results: dict[str, dict[str, float]], counts: list[int], with_cblas: 
         print(line)
 
 
+def team_report(results: dict[str, dict[str, float]], counts: list[int]) -> None:
+    """byoc's own team against libgomp's, same builds, interleaved rounds (medians)."""
+    lo = counts[0]
+    print("\nccompiler, its own team vs libgomp's (same process, interleaved; medians):\n")
+    print("| model | threads | own ms | libgomp ms | own / libgomp | own speedup | libgomp speedup |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, r in results.items():
+        for n in counts:
+            if f"libgomp@{n}" not in r:
+                continue
+            own, gomp, one = r[f"ccompiler@{n}"], r[f"libgomp@{n}"], r[f"ccompiler@{lo}"]
+            print(f"| {name} | {n} | {_ms(own)} | {_ms(gomp)} | {own / gomp:.2f}x | {one / own:.2f}x | {one / gomp:.2f}x |")
+
+
 def goals(results: dict[str, dict[str, float]], counts: list[int], system: str = "ccompiler") -> list[str]:
     """The three goal lines of issue 15 for `system`, from the medians of the rounds."""
     light = {k: v for k, v in results.items() if k != "small_cnn"}
@@ -268,7 +294,7 @@ def isolated(argv: list[str], counts: list[int], alternations: int = 2) -> dict[
 
 
 def main(argv: list[str] | None = None) -> int:
-    global ONLY
+    global ONLY, COMPARE_TEAM
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default="", help="comma-separated (default: small_cnn and every light model)")
     parser.add_argument("--rounds", type=int, default=7)
@@ -280,10 +306,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--isolated", action="store_true",
                         help="byoc and onnxruntime each in processes of their own, alternating")
+    parser.add_argument("--compare-team", action="store_true",
+                        help="ccompiler only: its own team against libgomp's, in this process, interleaved")
     parser.add_argument("--contender", choices=("byoc", "ort"), help=argparse.SUPPRESS)
     parser.add_argument("--result", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     ONLY = args.contender
+    COMPARE_TEAM = args.compare_team and not args.isolated
+    if COMPARE_TEAM:  # byoc alone: onnxruntime's pool would share the cores with both teams
+        ONLY = "byoc"
     if args.quick:
         args.models = args.models or ",".join(QUICK)
         args.rounds = args.rounds if args.rounds != parser.get_default("rounds") else 9
@@ -312,6 +343,9 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.result).write_text(json.dumps(results))
         return 0
     print(f"load average at the end: {os.getloadavg()[0]:.1f} (cores: {os.cpu_count()})")
+    if COMPARE_TEAM:
+        team_report(results, counts)
+        return 0
     report(results, counts, with_cblas)
     print()
     for line in goals(results, counts):

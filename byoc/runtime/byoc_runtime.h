@@ -324,6 +324,8 @@ BYOC_EXPORT int32_t byoc_retain(void) {
   return (int32_t)users;
 }
 
+static void byoc_team_release_(void); /* stops the library's team (see "threads") */
+
 BYOC_EXPORT int32_t byoc_release(void);
 BYOC_EXPORT int32_t byoc_release(void) {
   pthread_mutex_lock(&byoc_ws_mutex_);
@@ -336,6 +338,7 @@ BYOC_EXPORT int32_t byoc_release(void) {
     ++byoc_ws_generation_;
   }
   pthread_mutex_unlock(&byoc_ws_mutex_);
+  if (users == 0) byoc_team_release_();
   return (int32_t)users;
 }
 
@@ -393,8 +396,327 @@ BYOC_EXPORT int32_t byoc_release(void) {
  * `byoc_fail` is safe anywhere (its buffer needs no cleanup), but a failure
  * found inside a region must be reported after it, by the calling thread.
  */
+/* ---- byoc's own OpenMP team ---------------------------------------------------
+ *
+ * With gcc, the regions the kernels open (`BYOC_PARALLEL_FOR`, `BYOC_PARALLEL`) are
+ * run by a team this library owns rather than by libgomp's: gcc compiles each region
+ * into an outlined function and a call of `GOMP_parallel`, and the outlined body asks
+ * `omp_get_num_threads()` / `omp_get_thread_num()` for its share. This translation unit
+ * defines those three functions itself (hidden, like every symbol here: the library's
+ * own regions bind to them, no other library's do), so each region is handed to
+ * the team below. Why not libgomp's team (docs/threads.md, "The team"):
+ *
+ *   - wait policy by run: libgomp's idle workers spin a fixed count, read once per
+ *     process (GOMP_SPINCOUNT), then sleep, and waking a sleeping worker costs tens of
+ *     microseconds here (hundreds when the machine is loaded), once per region. These
+ *     workers spin without limit while a run holds the team (`byoc_team_hold`, which
+ *     the Executable calls around each run with more than one thread; capped at
+ *     BYOC_TEAM_HOLD_SPIN_US after the last region), and otherwise only
+ *     BYOC_TEAM_IDLE_SPIN_US after a region before they sleep: awake through a run,
+ *     asleep between runs;
+ *   - no waiting for a late worker: a region's shares (one per team member, thread
+ *     number t) are claimed, the calling thread runs share 0 and then every share no
+ *     worker has claimed yet, as thread t. A worker without a core (a loaded machine)
+ *     costs the region nothing; the calling thread waits only for shares a worker has
+ *     started. So regions must not contain a barrier (`BYOC_FOR` is `nowait`;
+ *     `GOMP_barrier` aborts);
+ *   - one team per library, used by one calling thread at a time: a region whose team is
+ *     busy (another thread's run, a host branch) runs on its caller alone, so concurrent
+ *     callers never oversubscribe the cores.
+ *
+ * The team's workers are started by the first region with more than one thread (never
+ * with a setting of 1), and stopped and joined by the last `byoc_release`, before the
+ * library is unloaded: no worker outlives the library's code. `byoc_set_team_mode(1)`
+ * hands the regions to libgomp instead (for comparisons; `BYOC_TEAM=libgomp`).
+ */
+#if defined(_OPENMP) && defined(__GNUC__) && !defined(__clang__) && !defined(BYOC_LIBGOMP_TEAM)
+#define BYOC_OWN_TEAM 1
+#include <dlfcn.h>
+#include <omp.h>
+#include <sched.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef BYOC_TEAM_IDLE_SPIN_US
+#define BYOC_TEAM_IDLE_SPIN_US 200 /* spin after a region when no run holds the team */
+#endif
+#ifndef BYOC_TEAM_HOLD_SPIN_US
+#define BYOC_TEAM_HOLD_SPIN_US 20000 /* the most a held team spins after its last region */
+#endif
+#ifndef BYOC_TEAM_PAUSES
+#define BYOC_TEAM_PAUSES 4096 /* spin rounds (pause) before a waiting worker starts to yield */
+#endif
+#define BYOC_TEAM_MAX 64
+
+typedef void (*byoc_region_fn_)(void*);
+#define BYOC_RTLD_DEFAULT_ ((void*)0) /* RTLD_DEFAULT (glibc), which needs _GNU_SOURCE */
+
+typedef struct {
+  pthread_mutex_t mutex;
+  pthread_cond_t wake;
+  uint64_t gen;             /* region number, published last (release) */
+  byoc_region_fn_ fn;       /* the current region, valid while gen is */
+  void* data;
+  int32_t size;             /* its team size */
+  int32_t busy;             /* a calling thread owns the team */
+  int32_t pending;          /* shares claimed by workers and not finished */
+  int32_t hold;             /* runs holding the team awake */
+  int32_t sleepers;         /* workers asleep (or about to be) on `wake` */
+  int32_t stop;
+  int32_t nworkers;
+  pid_t pid;                /* the process that started the workers (a forked child has none) */
+  uint64_t claim[BYOC_TEAM_MAX]; /* the last region whose share t was claimed */
+  pthread_t threads[BYOC_TEAM_MAX];
+  int64_t counters[5]; /* regions, shares run by workers, shares taken back, alone, sleeps */
+} byoc_team_t_;
+
+static BYOC_MAYBE_UNUSED byoc_team_t_ byoc_team_ = {.mutex = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
+static pthread_mutex_t byoc_team_start_mutex_ = PTHREAD_MUTEX_INITIALIZER;
+static int32_t byoc_team_mode_; /* 0: this team, 1: libgomp */
+static _Thread_local int32_t byoc_team_id_;
+static _Thread_local int32_t byoc_team_size_; /* 0 outside a region */
+
+static inline uint64_t byoc_now_ns_(void) {
+  struct timespec ts; /* C11's clock (-std=c11 hides clock_gettime): only spans are used */
+  timespec_get(&ts, TIME_UTC);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline void byoc_relax_(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/* libgomp's entry points, for byoc_set_team_mode(1) */
+typedef void (*byoc_gomp_parallel_t_)(byoc_region_fn_, void*, unsigned, unsigned);
+typedef int (*byoc_gomp_int_t_)(void);
+static byoc_gomp_parallel_t_ byoc_gomp_parallel_;
+static byoc_gomp_int_t_ byoc_gomp_thread_num_, byoc_gomp_num_threads_, byoc_gomp_in_parallel_;
+
+/* hidden even without -fvisibility=hidden: calls bind inside this library, never to libgomp */
+#define BYOC_HIDDEN_ __attribute__((visibility("hidden")))
+BYOC_HIDDEN_ int omp_get_thread_num(void);
+BYOC_HIDDEN_ int omp_get_num_threads(void);
+BYOC_HIDDEN_ int omp_in_parallel(void);
+BYOC_HIDDEN_ void GOMP_parallel(byoc_region_fn_ fn, void* data, unsigned num_threads, unsigned flags);
+BYOC_HIDDEN_ void GOMP_barrier(void);
+
+int omp_get_thread_num(void) {
+  if (__builtin_expect(byoc_team_mode_ != 0, 0)) return byoc_gomp_thread_num_();
+  return byoc_team_id_;
+}
+int omp_get_num_threads(void) {
+  if (__builtin_expect(byoc_team_mode_ != 0, 0)) return byoc_gomp_num_threads_();
+  return byoc_team_size_ > 0 ? byoc_team_size_ : 1;
+}
+/* Inside any region of this library (even one that runs on its caller alone). */
+int omp_in_parallel(void) {
+  if (__builtin_expect(byoc_team_mode_ != 0, 0)) return byoc_gomp_in_parallel_();
+  return byoc_team_size_ > 0;
+}
+void GOMP_barrier(void) {
+  fprintf(stderr, "byoc_runtime.h: a barrier inside a region is not supported (see the team)\n");
+  abort();
+}
+
+/* Run share t of the current region as thread t of a team of `size`. */
+static inline void byoc_team_share_(byoc_region_fn_ fn, void* data, int32_t t, int32_t size) {
+  const int32_t id = byoc_team_id_, sz = byoc_team_size_;
+  byoc_team_id_ = t;
+  byoc_team_size_ = size;
+  fn(data);
+  byoc_team_id_ = id;
+  byoc_team_size_ = sz;
+}
+
+static BYOC_MAYBE_UNUSED void* byoc_team_worker_(void* arg) {
+  byoc_team_t_* tm = &byoc_team_;
+  const int32_t t = (int32_t)(intptr_t)arg;
+  uint64_t seen = __atomic_load_n(&tm->gen, __ATOMIC_ACQUIRE);
+  for (;;) {
+    /* wait for a new region: spin while a run holds the team (up to the cap) or for a
+     * moment, then sleep */
+    uint64_t g;
+    uint32_t k = 0;
+    uint64_t since = byoc_now_ns_();
+    while ((g = __atomic_load_n(&tm->gen, __ATOMIC_ACQUIRE)) == seen) {
+      if (__atomic_load_n(&tm->stop, __ATOMIC_ACQUIRE)) return NULL;
+      byoc_relax_();
+      if ((++k & 63) != 0) continue;
+      /* past the first moments, give the core to any other runnable thread now and then
+       * (the calling thread, when the machine has fewer free cores than the team) */
+      if (k > BYOC_TEAM_PAUSES) sched_yield();
+      const uint64_t idle = byoc_now_ns_() - since;
+      const uint64_t limit = __atomic_load_n(&tm->hold, __ATOMIC_RELAXED) > 0
+                                 ? (uint64_t)BYOC_TEAM_HOLD_SPIN_US * 1000u
+                                 : (uint64_t)BYOC_TEAM_IDLE_SPIN_US * 1000u;
+      if (idle < limit) continue;
+      __atomic_add_fetch(&tm->counters[4], 1, __ATOMIC_RELAXED);
+      pthread_mutex_lock(&tm->mutex);
+      __atomic_add_fetch(&tm->sleepers, 1, __ATOMIC_SEQ_CST);
+      while (__atomic_load_n(&tm->gen, __ATOMIC_SEQ_CST) == seen &&
+             !__atomic_load_n(&tm->stop, __ATOMIC_SEQ_CST))
+        pthread_cond_wait(&tm->wake, &tm->mutex);
+      __atomic_sub_fetch(&tm->sleepers, 1, __ATOMIC_SEQ_CST);
+      pthread_mutex_unlock(&tm->mutex);
+      k = 0;
+      since = byoc_now_ns_();
+    }
+    seen = g;
+    /* the region's fields are those of g until share t of g is claimed: the caller
+     * publishes the next region only once every share of this one is claimed and done */
+    byoc_region_fn_ fn = __atomic_load_n(&tm->fn, __ATOMIC_ACQUIRE);
+    void* data = __atomic_load_n(&tm->data, __ATOMIC_ACQUIRE);
+    const int32_t size = __atomic_load_n(&tm->size, __ATOMIC_ACQUIRE);
+    if (t >= size) continue;
+    uint64_t c = __atomic_load_n(&tm->claim[t], __ATOMIC_ACQUIRE);
+    if (c >= g || !__atomic_compare_exchange_n(&tm->claim[t], &c, g, false, __ATOMIC_ACQ_REL,
+                                               __ATOMIC_ACQUIRE))
+      continue; /* taken back by the caller */
+    byoc_team_share_(fn, data, t, size);
+    __atomic_add_fetch(&tm->counters[1], 1, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&tm->pending, 1, __ATOMIC_RELEASE);
+  }
+}
+
+/* Start workers until the team has `want` (the calling thread owns the team). */
+static BYOC_MAYBE_UNUSED int32_t byoc_team_grow_(int32_t want) {
+  byoc_team_t_* tm = &byoc_team_;
+  if (want > BYOC_TEAM_MAX - 1) want = BYOC_TEAM_MAX - 1;
+  pthread_mutex_lock(&byoc_team_start_mutex_);
+  if (tm->nworkers > 0 && tm->pid != getpid()) tm->nworkers = 0; /* forked: none here */
+  tm->pid = getpid();
+  while (tm->nworkers < want && !tm->stop) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    int rc = pthread_create(&tm->threads[tm->nworkers + 1], &attr, byoc_team_worker_,
+                            (void*)(intptr_t)(tm->nworkers + 1));
+    pthread_attr_destroy(&attr);
+    if (rc != 0) break;
+    ++tm->nworkers;
+  }
+  const int32_t n = tm->nworkers;
+  pthread_mutex_unlock(&byoc_team_start_mutex_);
+  return n;
+}
+
+void GOMP_parallel(byoc_region_fn_ fn, void* data, unsigned num_threads, unsigned flags) {
+  (void)flags; /* proc_bind: not used */
+  if (__builtin_expect(byoc_team_mode_ != 0, 0)) {
+    byoc_gomp_parallel_(fn, data, num_threads, flags);
+    return;
+  }
+  byoc_team_t_* tm = &byoc_team_;
+  int32_t size = num_threads > BYOC_TEAM_MAX ? BYOC_TEAM_MAX : (int32_t)num_threads;
+  int32_t free_ = 0;
+  if (size <= 1 || byoc_team_size_ > 0 ||
+      !__atomic_compare_exchange_n(&tm->busy, &free_, 1, false, __ATOMIC_ACQUIRE,
+                                   __ATOMIC_RELAXED)) {
+    /* one thread, nested, or the team is another caller's: the whole region here */
+    __atomic_add_fetch(&tm->counters[3], 1, __ATOMIC_RELAXED);
+    byoc_team_share_(fn, data, 0, 1);
+    return;
+  }
+  if (tm->nworkers < size - 1) {
+    const int32_t n = byoc_team_grow_(size - 1);
+    if (size > n + 1) size = n + 1;
+  }
+  const uint64_t g = tm->gen + 1;
+  /* shares outside this team size are not to be taken (a worker reading a later size
+   * with this region's number must find its share claimed) */
+  for (int32_t t = size; t <= tm->nworkers; ++t) __atomic_store_n(&tm->claim[t], g, __ATOMIC_RELAXED);
+  __atomic_store_n(&tm->pending, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&tm->fn, fn, __ATOMIC_RELEASE);
+  __atomic_store_n(&tm->data, data, __ATOMIC_RELEASE);
+  __atomic_store_n(&tm->size, size, __ATOMIC_RELEASE);
+  __atomic_store_n(&tm->gen, g, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&tm->sleepers, __ATOMIC_SEQ_CST) > 0) {
+    pthread_mutex_lock(&tm->mutex);
+    pthread_cond_broadcast(&tm->wake);
+    pthread_mutex_unlock(&tm->mutex);
+  }
+  byoc_team_share_(fn, data, 0, size);
+  /* every share no worker has claimed yet: here, as its thread */
+  for (int32_t t = 1; t < size; ++t) {
+    uint64_t c = __atomic_load_n(&tm->claim[t], __ATOMIC_ACQUIRE);
+    if (c < g && __atomic_compare_exchange_n(&tm->claim[t], &c, g, false, __ATOMIC_ACQ_REL,
+                                             __ATOMIC_ACQUIRE)) {
+      byoc_team_share_(fn, data, t, size);
+      __atomic_add_fetch(&tm->counters[2], 1, __ATOMIC_RELAXED);
+    } else {
+      __atomic_add_fetch(&tm->pending, 1, __ATOMIC_ACQ_REL);
+    }
+  }
+  /* pending counts up for each share a worker claimed, down when it finishes: wait for 0 */
+  uint32_t k = 0;
+  while (__atomic_load_n(&tm->pending, __ATOMIC_ACQUIRE) != 0) {
+    byoc_relax_();
+    if ((++k & 1023) == 0) sched_yield(); /* a worker without a core: let it run */
+  }
+  __atomic_add_fetch(&tm->counters[0], 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&tm->busy, 0, __ATOMIC_RELEASE);
+}
+
+/* A run holds the team awake (on != 0) or lets it go; holds count (concurrent runs). */
+BYOC_EXPORT void byoc_team_hold(int32_t on);
+BYOC_EXPORT void byoc_team_hold(int32_t on) {
+  if (on)
+    __atomic_add_fetch(&byoc_team_.hold, 1, __ATOMIC_RELAXED);
+  else if (__atomic_sub_fetch(&byoc_team_.hold, 1, __ATOMIC_RELAXED) < 0)
+    __atomic_store_n(&byoc_team_.hold, 0, __ATOMIC_RELAXED);
+}
+
+/* 0: this library's team runs its regions; 1: libgomp's (returns the previous mode, or -1
+ * when libgomp's entry points cannot be found). Only with no region in flight. */
+BYOC_EXPORT int32_t byoc_set_team_mode(int32_t mode);
+BYOC_EXPORT int32_t byoc_set_team_mode(int32_t mode) {
+  if (mode != 0 && byoc_gomp_parallel_ == NULL) {
+    byoc_gomp_parallel_ = (byoc_gomp_parallel_t_)dlsym(BYOC_RTLD_DEFAULT_, "GOMP_parallel");
+    byoc_gomp_thread_num_ = (byoc_gomp_int_t_)dlsym(BYOC_RTLD_DEFAULT_, "omp_get_thread_num");
+    byoc_gomp_num_threads_ = (byoc_gomp_int_t_)dlsym(BYOC_RTLD_DEFAULT_, "omp_get_num_threads");
+    byoc_gomp_in_parallel_ = (byoc_gomp_int_t_)dlsym(BYOC_RTLD_DEFAULT_, "omp_in_parallel");
+    if (!byoc_gomp_parallel_ || !byoc_gomp_thread_num_ || !byoc_gomp_num_threads_ ||
+        !byoc_gomp_in_parallel_) {
+      byoc_gomp_parallel_ = NULL;
+      return -1;
+    }
+  }
+  const int32_t old = byoc_team_mode_;
+  byoc_team_mode_ = mode != 0;
+  return old;
+}
+
+/* Counters since load: regions run by the team, shares run by workers, shares the caller
+ * took back (no worker had claimed them), regions run on the caller alone, how often a
+ * worker went to sleep; then the workers asleep now. */
+BYOC_EXPORT void byoc_team_counters(int64_t* out);
+BYOC_EXPORT void byoc_team_counters(int64_t* out) {
+  for (int i = 0; i < 5; ++i) out[i] = __atomic_load_n(&byoc_team_.counters[i], __ATOMIC_RELAXED);
+  out[5] = __atomic_load_n(&byoc_team_.sleepers, __ATOMIC_SEQ_CST);
+}
+
+/* Stop and join the workers (byoc_release, before the library is unloaded). */
+static BYOC_MAYBE_UNUSED void byoc_team_stop_(void) {
+  byoc_team_t_* tm = &byoc_team_;
+  pthread_mutex_lock(&byoc_team_start_mutex_);
+  pthread_mutex_lock(&tm->mutex);
+  __atomic_store_n(&tm->stop, 1, __ATOMIC_SEQ_CST);
+  pthread_cond_broadcast(&tm->wake);
+  pthread_mutex_unlock(&tm->mutex);
+  if (tm->pid == getpid()) /* a forked child has no workers to join */
+    for (int32_t t = 1; t <= tm->nworkers; ++t) pthread_join(tm->threads[t], NULL);
+  tm->nworkers = 0;
+  __atomic_store_n(&tm->stop, 0, __ATOMIC_SEQ_CST);
+  pthread_mutex_unlock(&byoc_team_start_mutex_);
+}
+static void byoc_team_release_(void) { byoc_team_stop_(); }
+#else
+#define BYOC_OWN_TEAM 0
+static void byoc_team_release_(void) {}
 #ifdef _OPENMP
 #include <omp.h>
+#endif
 #endif
 
 #ifndef BYOC_PAR_GRAIN
@@ -458,7 +780,7 @@ static inline int32_t byoc_threads_for(int64_t work, int64_t grain) {
 #define BYOC_PARALLEL_FOR_COLLAPSE(nt, k) \
   BYOC_PRAGMA_(omp parallel for collapse(k) num_threads(nt) if ((nt) > 1) schedule(static))
 #define BYOC_PARALLEL(nt) BYOC_PRAGMA_(omp parallel num_threads(nt) if ((nt) > 1))
-#define BYOC_FOR BYOC_PRAGMA_(omp for schedule(static))
+#define BYOC_FOR BYOC_PRAGMA_(omp for schedule(static) nowait) /* no barrier in a region */
 static inline int32_t byoc_thread_id(void) { return (int32_t)omp_get_thread_num(); }
 static inline int32_t byoc_team_size(void) { return (int32_t)omp_get_num_threads(); }
 #else

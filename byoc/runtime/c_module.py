@@ -46,6 +46,7 @@ dtype and shape against the spec the metadata records).
 from __future__ import annotations
 
 import math
+import os
 import re
 import sys
 import threading
@@ -84,7 +85,14 @@ int32_t byoc_set_num_threads(int32_t n);
 int32_t byoc_get_num_threads(void);
 int32_t byoc_set_call_threads(int32_t n);
 void byoc_thread_release(void);
+void byoc_team_hold(int32_t on);
+int32_t byoc_set_team_mode(int32_t mode);
+void byoc_team_counters(int64_t* out);
 """
+
+TEAM_ENV = "BYOC_TEAM"
+"""`BYOC_TEAM=libgomp`: libraries loaded from now on hand their regions to libgomp's team
+instead of their own (`byoc_runtime.h`, docs/threads.md "The team"); for comparisons."""
 
 _OPENMP_RUNTIMES: list[Any] = []
 """The OpenMP runtime (libgomp), loaded once and never unloaded (`pin_openmp_runtime`)."""
@@ -264,6 +272,13 @@ class CModule:
             self._thread_release: Any = self.lib.byoc_thread_release
         except AttributeError:
             self._set_num_threads = self._set_call_threads = self._thread_release = None
+        try:  # libraries with their own OpenMP team (gcc builds since issue 15's h15h)
+            self._team_hold: Any = self.lib.byoc_team_hold
+            self._team_counters: Any = self.lib.byoc_team_counters
+            if os.environ.get(TEAM_ENV, "").strip().lower() == "libgomp":
+                self.set_team_mode("libgomp")
+        except AttributeError:
+            self._team_hold = self._team_counters = None
         self._functions: dict[str, CFunction] = {}
         self._lock = threading.Lock()
 
@@ -406,6 +421,42 @@ class CModule:
         The host executor gives each branch it runs at once its share this way."""
         if self._set_call_threads is not None:
             self._set_call_threads(int(n))
+
+    def hold_threads(self, on: bool) -> None:
+        """A run starts (True) or ends (False): while a run holds it, the library's team
+        spins between regions instead of falling asleep (`byoc_team_hold`; holds count, so
+        concurrent runs each hold and release once). A library without its own team (a
+        build without gcc's OpenMP, an older artifact) ignores it."""
+        if self._team_hold is not None:
+            self._team_hold(1 if on else 0)
+
+    def set_team_mode(self, mode: str) -> None:
+        """'own' (the default: the library's own team runs its regions) or 'libgomp'
+        (libgomp's team, as before issue 15's h15h; for comparisons). Only with no call in
+        flight."""
+        if mode not in ("own", "libgomp"):
+            raise ValueError(f"team mode must be 'own' or 'libgomp', got {mode!r}")
+        try:
+            rc = self.lib.byoc_set_team_mode(0 if mode == "own" else 1)
+        except AttributeError:
+            if mode == "own":
+                raise ValueError(f"the C library {self.library_path} has no team of its own") from None
+            return  # its regions already go to libgomp
+        if rc < 0:
+            raise OSError("libgomp's entry points are not loaded in this process")
+
+    def team_counters(self) -> dict[str, int]:
+        """Since load: `regions` run by the team, `worker_shares` run by its workers,
+        `taken_back` (shares the calling thread ran because no worker had started them),
+        `alone` (regions run on the calling thread only: nested, or the team was busy),
+        `sleeps` (times a worker went to sleep); and `asleep`, the workers asleep now.
+        Empty for a library without its own team."""
+        if self._team_counters is None:
+            return {}
+        out = self.ffi.new("int64_t[6]")
+        self._team_counters(out)
+        names = ("regions", "worker_shares", "taken_back", "alone", "sleeps", "asleep")
+        return dict(zip(names, map(int, out), strict=True))
 
     def thread_release(self) -> None:
         """The calling thread will make no more calls: free its workspace now, so that its

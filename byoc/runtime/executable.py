@@ -124,6 +124,14 @@ class Executable:
             else None
             for step in plan.steps
         ]
+        holders = [
+            c.hold_threads for c in self.components.values() if callable(getattr(c, "hold_threads", None))
+        ]
+        self._holders = holders if len(holders) == 1 and not self._graph.parallel else []
+        """The component whose thread team a run holds awake (`hold_threads`): only when
+        there is one and the plan has no branches to run at once; the idle team of another
+        library, or of a component while the host's branches run, would spin on the cores
+        the working threads need (docs/threads.md, "The team")."""
         self._pool: HostPool | None = None
         self._pool_lock = threading.Lock()
         self._num_threads = 1
@@ -261,22 +269,39 @@ class Executable:
     def run(self, *args: Any, **kwargs: Any) -> list[Array]:
         inputs = self._coerce(args, kwargs)
         n = self._num_threads
-        if n == 1 or not self._graph.parallel:
+        if n == 1:
             return self._bound.run(inputs)
-        bound = self._bound
-        slots = bound.start(inputs)
-        pool = self._acquire_pool()
+        holders = self._holders
+        for hold in holders:  # the C teams stay awake through the run (docs/threads.md)
+            hold(True)
         try:
-            run_branches(self._graph, bound.runners, self._setters, slots, pool.workers, pool)
+            if not self._graph.parallel:
+                return self._bound.run(inputs)
+            bound = self._bound
+            slots = bound.start(inputs)
+            pool = self._acquire_pool()
+            try:
+                run_branches(self._graph, bound.runners, self._setters, slots, pool.workers, pool)
+            finally:
+                self._release_pool(pool)
+            return bound._outputs(slots, inputs)
         finally:
-            self._release_pool(pool)
-        return bound._outputs(slots, inputs)
+            for hold in holders:
+                hold(False)
 
     __call__ = run
 
     def run_profiled(self, *args: Any, **kwargs: Any) -> tuple[list[Array], dict[str, float]]:
         """Run once and return the outputs and seconds per partition symbol, plus 'host'."""
-        outputs, times = self._bound.run_profiled(self._coerce(args, kwargs))
+        inputs = self._coerce(args, kwargs)
+        holders = self._holders if self._num_threads > 1 else []
+        for hold in holders:
+            hold(True)
+        try:
+            outputs, times = self._bound.run_profiled(inputs)
+        finally:
+            for hold in holders:
+                hold(False)
         table: dict[str, float] = {"host": 0.0}
         for step, t in zip(self.plan.steps, times, strict=True):
             key = step.name if step.kind == "call" else "host"
