@@ -125,6 +125,12 @@ def _conv_act_groups(act: type[nn.NNOp], groups: int, strides: tuple[int, int] =
     return build
 
 
+
+def _scale_shift_relu(vs: list[Any]) -> list[Any]:
+    mul = nn.MultiplyOp.build(vs[0], vs[1])
+    add = nn.AddOp.build(mul, vs[2])
+    return [mul, add, nn.ReluOp.build(add)]
+
 BIG: list[Case] = [
     Case("t_conv3x3", [((1, 16, 30, 34), F32), ((30, 16, 3, 3), F32)], _op(nn.Conv2DOp, padding=(1, 1, 1, 1))),
     Case("t_conv1x1_few_pixels", [((1, 256, 5, 5), F32), ((200, 256, 1, 1), F32)], _op(nn.Conv2DOp)),
@@ -178,6 +184,8 @@ BIG: list[Case] = [
     Case("t_depthwise_ep_s1", [((1, 100, 14, 14), F32), ((100, 1, 3, 3), F32)], _conv_act_groups(nn.ReluOp, groups=100)),
     Case("t_shuffle_big", [((1, 4, 30, 40, 40), F32)], _op(nn.TransposeOp, axes=(0, 2, 1, 3, 4))),
     Case("t_transpose_cols", [((1, 64, 40, 56), F32)], _op(nn.TransposeOp, axes=(0, 1, 3, 2))),
+    # a per-channel scale, shift and relu: the split copy's inner loop is `omp simd`
+    Case("t_bn_relu", [((1, 64, 40, 41), F32), ((1, 64, 1, 1), F32), ((1, 64, 1, 1), F32)], _scale_shift_relu),
 ]
 
 
@@ -220,8 +228,25 @@ def test_split_elementwise_loop_has_a_copy_without_a_region() -> None:
     source = emit_c_source(unit)
     body = source.split("byoc_p_ccompiler_t_add_relu_big_0(")[1].split("\n}\n")[0]
     split, serial = body.split("} else {")
-    assert "if (byoc_nt > 1) {" in split and "BYOC_PARALLEL_FOR(byoc_nt)" in split
-    assert "BYOC_PARALLEL" not in serial and "for (" in serial
+    # one contiguous loop: the split copy is also marked `omp simd` (BYOC_PARALLEL_FOR_SIMD)
+    assert "if (byoc_nt > 1) {" in split and "BYOC_PARALLEL_FOR_SIMD(byoc_nt)" in split
+    assert "BYOC_PARALLEL" not in serial and "BYOC_SIMD" not in serial and "for (" in serial
     assert split.count("for (") == serial.count("for (")
     small_body = source.split("byoc_p_ccompiler_t_add_relu_small_0(")[1].split("\n}\n")[0]
     assert "byoc_nt" not in small_body and "BYOC_PARALLEL" not in small_body
+
+
+def test_split_loop_marks_its_inner_contiguous_loop_simd() -> None:
+    """The split copy of a per-channel loop (a batch norm's scale and shift) keeps its outer
+    loop split and marks the inner contiguous loop `omp simd` (BYOC_SIMD: the outlined region
+    loses `restrict`, and gcc -O2 left it scalar: 0.18 -> 0.60 ms on densenet121's first
+    1x64x112x112 loop from 1 to 2 threads); a strided inner loop is not marked. The results
+    are the same at 1 and 2 threads at both dispatch levels (`t_bn_relu` in BIG)."""
+    case = next(c_ for c_ in BIG if c_.name == "t_bn_relu")
+    unit = next(op for op in lowered([case]).ops if isinstance(op, c.ModuleOp))
+    source = emit_c_source(unit)
+    body = source.split("byoc_p_ccompiler_t_bn_relu_0(")[1].split("\n}\n")[0]
+    split, serial = body.split("} else {")
+    assert "BYOC_PARALLEL_FOR(byoc_nt)" in split and split.count("BYOC_SIMD") == 1
+    assert split.index("BYOC_PARALLEL_FOR(byoc_nt)") < split.index("BYOC_SIMD")
+    assert "BYOC_SIMD" not in serial

@@ -275,10 +275,19 @@ class PartitionLowering:
         """The loop nest of `_loop_nest` over `dims`; `pragma` before its outer loop."""
         offsets: list[SSAValue | None] = [None] * n_accesses  # None: offset 0
         body = b
+        # The split copy's innermost loop, when every access in it is contiguous or a
+        # broadcast, is marked `omp simd` (byoc_runtime.h, BYOC_SIMD: the outlined region
+        # loses the pointers' `restrict`, and gcc -O2 then leaves the loop scalar).
+        simd = pragma is not None and bool(dims) and all(s in (0, 1) for s in dims[-1][1])
         for level, (extent, strides) in enumerate(dims):
             loop = c.ForOp(0, extent, iv_name=f"i{level}")
+            innermost = level == len(dims) - 1
             if level == 0 and pragma is not None:
+                if simd and innermost:
+                    pragma = pragma.replace("BYOC_PARALLEL_FOR(", "BYOC_PARALLEL_FOR_SIMD(")
                 body.add(c.VerbatimOp(pragma))
+            elif simd and innermost:
+                body.add(c.VerbatimOp("BYOC_SIMD"))
             body.add(loop)
             inner = CBuilder(loop.body.block)
             inner.consts = {}
