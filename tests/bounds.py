@@ -272,3 +272,37 @@ def assert_softmax_and_logits(
     logit_bound = normwise_bound(reduction_length(module), expected[1])
     assert_within(logits, expected[1], logit_bound, f"{what} logits")
     assert_within(probs, expected[0], softmax_bound(expected[0], logit_bound), f"{what} softmax")
+
+
+def layer_norm_bound(x: Array, w: Array, b: Array, axis: int, expected: Array) -> Array:
+    """Bound on the difference between two f32 layer norms of `x` over axes [axis, rank),
+    to first order. The mean is off by up to gamma_k * max|x|; x - mean cancels, so an
+    output is off by about that over sigma (not by its own magnitude, which the
+    absolute-value run of `magnitude` would give): |dy| <= 2 gamma_{k+2} |w| ((1 + sqrt k)
+    max|x| / s + 2 sqrt k), s the computed standard deviation, plus the ulps of y and of b."""
+    x64 = np.asarray(x, dtype=np.float64)
+    axis = axis if axis >= 0 else x64.ndim + axis
+    axes = tuple(range(axis, x64.ndim))
+    k = int(np.prod(x64.shape[axis:]))
+    s = np.sqrt(x64.var(axis=axes, keepdims=True))
+    big = np.abs(x64).max(axis=axes, keepdims=True)
+    with np.errstate(divide="ignore"):
+        scale = (1 + np.sqrt(k)) * big / s + 2 * np.sqrt(k)
+    wb = np.abs(np.asarray(w, dtype=np.float64))
+    first = 2 * gamma(k + 2) * wb * np.broadcast_to(scale, x64.shape)
+    return first + ulp_bound(expected) + ulp_bound(np.broadcast_to(np.asarray(b), x64.shape))
+
+
+def det_bound(m: Array, expected: Array) -> Array:
+    """Bound on the difference between two f32 determinants of the small square matrices
+    `m[..., n, n]` (n <= 4): the permanent of |m| (every |product| of the expansion, which
+    the absolute-value run of `magnitude` would partly cancel) times 2 gamma_{3n} and a
+    pivot growth of 2^(n-1) for LU with partial pivoting, plus the ulps of the result."""
+    import itertools
+
+    a = np.abs(np.asarray(m, dtype=np.float64))
+    n = a.shape[-1]
+    perm = np.zeros(a.shape[:-2])
+    for p in itertools.permutations(range(n)):
+        perm = perm + np.prod([a[..., i, p[i]] for i in range(n)], axis=0)
+    return 2 * gamma(3 * n) * 2 ** (n - 1) * perm + ulp_bound(expected)
