@@ -83,7 +83,9 @@ def read_bandwidth() -> dict[int, float]:
     with tempfile.TemporaryDirectory() as tmp:
         src, exe = Path(tmp) / "probe.c", Path(tmp) / "probe"
         src.write_text(PROBE)
-        subprocess.run([cc, "-O3", "-march=native", "-fopenmp", str(src), "-o", str(exe)], check=True)
+        subprocess.run(
+            [cc, "-O3", "-march=native", "-fopenmp", str(src), "-o", str(exe)], check=True
+        )
         out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
     return {int(t): float(gbs) for t, gbs, _ in (line.split() for line in out.splitlines())}
 
@@ -92,7 +94,9 @@ DENSE = re.compile(r"byoc_dense_ep_f32\((\d+), (\d+), (\d+)")
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("models", help="comma-separated light model names (tests/onnx_harness.py)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--runs", type=int, default=3)
@@ -101,8 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     import kernel_profile as kp
 
     bw = read_bandwidth()
-    print(f"read bandwidth: 1 thread {bw[1]:.1f} GB/s, 2 threads {bw[2]:.1f} GB/s "
-          f"({bw[2] / bw[1]:.2f}x), load {os.getloadavg()[0]:.2f}")
+    print(
+        f"read bandwidth: 1 thread {bw[1]:.1f} GB/s, 2 threads {bw[2]:.1f} GB/s "
+        f"({bw[2] / bw[1]:.2f}x), load {os.getloadavg()[0]:.2f}"
+    )
     for name in args.models.split(","):
         module = kp.load_model(name)
         x = np.random.default_rng(1).standard_normal((1, 3, 224, 224), dtype=np.float32)
@@ -117,18 +123,24 @@ def main(argv: list[str] | None = None) -> int:
             dense[1] += t1
             dense[2] += prof[2]["sites"][site][1]
         t1, t2 = prof[1]["run"], prof[2]["run"]
-        print(f"\n{name}: inference {t1:.2f} -> {t2:.2f} ms ({t1 / t2:.2f}x), load {os.getloadavg()[0]:.2f}")
+        print(
+            f"\n{name}: inference {t1:.2f} -> {t2:.2f} ms ({t1 / t2:.2f}x), load {os.getloadavg()[0]:.2f}"
+        )
         if not nbytes:
             print("  no dense kernels")
             continue
-        print(f"  dense kernels: {nbytes / 1e6:.0f} MB of weights, {dense[1]:.2f} ms at 1 thread "
-              f"({nbytes / dense[1] / 1e6:.1f} GB/s), {dense[2]:.2f} ms at 2 threads "
-              f"({nbytes / dense[2] / 1e6:.1f} GB/s)")
+        print(
+            f"  dense kernels: {nbytes / 1e6:.0f} MB of weights, {dense[1]:.2f} ms at 1 thread "
+            f"({nbytes / dense[1] / 1e6:.1f} GB/s), {dense[2]:.2f} ms at 2 threads "
+            f"({nbytes / dense[2] / 1e6:.1f} GB/s)"
+        )
         best = max(bw[2], nbytes / dense[2] / 1e6)  # the best 2-thread bandwidth seen
         floor = nbytes / best / 1e6 + (t1 - dense[1]) / 2
-        print(f"  bound: t2 >= {nbytes / best / 1e6:.2f} (dense at {best:.1f} GB/s) + "
-              f"{(t1 - dense[1]) / 2:.2f} (the rest, halved) = {floor:.2f} ms, "
-              f"so 1 -> 2 threads at most {t1 / floor:.2f}x")
+        print(
+            f"  bound: t2 >= {nbytes / best / 1e6:.2f} (dense at {best:.1f} GB/s) + "
+            f"{(t1 - dense[1]) / 2:.2f} (the rest, halved) = {floor:.2f} ms, "
+            f"so 1 -> 2 threads at most {t1 / floor:.2f}x"
+        )
     return 0
 
 
