@@ -13,3 +13,24 @@ def dispatch(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     baseline x86-64 ones (`baseline`): libraries compiled inside it use that level."""
     monkeypatch.setenv(DISPATCH_ENV, request.param)
     return str(request.param)
+
+
+@pytest.fixture(autouse=True)
+def _generators_of_this_test(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test module's module-level numpy generators (`RNG = np.random.default_rng(7)`) are
+    reseeded for each test from the test's own name, so the data a test draws do not depend
+    on which tests ran before it (pytest-randomly's order, xdist's workers) and a failure
+    reproduces when the test runs alone."""
+    import zlib
+
+    import numpy as np
+
+    module = getattr(request, "module", None)
+    if module is None:
+        return
+    for name, value in list(vars(module).items()):
+        if isinstance(value, np.random.Generator):
+            seed = zlib.crc32(f"{request.node.nodeid}:{name}".encode())
+            monkeypatch.setattr(module, name, np.random.default_rng(seed))

@@ -6,7 +6,6 @@ asserts that together they cover every op of the dialect.
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -34,14 +33,7 @@ from byoc.interpreters.nn import NnFunctions
 Array = np.ndarray[Any, Any]
 COVERED: set[str] = set()
 RNG = np.random.default_rng(20240229)
-
-
-@pytest.fixture(autouse=True)
-def _inputs_of_this_test(request: pytest.FixtureRequest) -> None:
-    """Each test draws its inputs from a generator seeded by its own name, so its data do
-    not depend on which tests ran before it (pytest-randomly's order, xdist's workers)."""
-    global RNG
-    RNG = np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
+"""Reseeded for each test from its name (tests/conftest.py)."""
 
 
 def covers(*names: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
