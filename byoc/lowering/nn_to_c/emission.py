@@ -362,7 +362,8 @@ class PartitionLowering:
             if v not in ptrs:
                 if st.kind == "slice":  # inside a concatenation's output (place_concat_inputs)
                     base, offset = storage_root(v, storage)
-                    ptrs[v] = b.add(c.PtrOffsetOp(pointer(base, False), b.const(offset, index)))
+                    at = pointer(base, False)
+                    ptrs[v] = at if offset == 0 else b.add(c.PtrOffsetOp(at, b.const(offset, index)))
                 elif st.kind == "input":
                     ptrs[v] = block.args[st.index]
                 elif st.kind == "output":
