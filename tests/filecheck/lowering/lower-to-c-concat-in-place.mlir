@@ -29,8 +29,8 @@ func.func private @ccompiler_fire(%x: tensor<1x4x6x6xf32>, %w1: tensor<3x4x1x1xf
 // -----
 
 /// What stays a copy: a partition input (its storage is the caller's), an input read twice,
-/// and every input of a concatenation on an inner axis (its slice is two ranges). The
-/// (each concatenation is an output, written in place). The conv's ReLU is placed in the first
+/// and every input of a concatenation on an inner axis (its slice is several ranges); each
+/// concatenation is a partition output. The conv's ReLU is placed in the first
 /// concatenation (which reads it once); the second, which reads it twice, copies it from there.
 // CHECK:         c.verbatim "/* nn.concatenate: 1x7x2x2 f32 */"
 // CHECK-NEXT:    c.call_opaque "byoc_copy_blocks"(%in0, %out0) {{.*}}1 : i64, 64 : i64, 112 : i64
