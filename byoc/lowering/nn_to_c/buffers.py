@@ -78,7 +78,8 @@ def place_concat_inputs(steps: list[KernelPlan], storage: dict[Tensor, Storage])
     already placed in another concatenation, a different element type. Nested concatenations
     chain (a slice of a slice). The float concatenation drops the placed inputs from its reads
     (its step disappears when every input is placed); the int8 kernel gets their bits set in
-    its mask (`byoc_qconcat<n>`: bit 8 + k, input k is already in place). Each value is still
+    its mask (`byoc_qconcat<n>`: bit 8 + k, input k is already in place) and its table
+    constant as their (unread) pointer. Each value is still
     written once, by its producer, and read only after: a slice is live, as part of its base,
     from the first write into the base to the base's last read (`plan_buffers`)."""
     written = {w for step in steps for w in step.writes}
@@ -124,6 +125,14 @@ def place_concat_inputs(steps: list[KernelPlan], storage: dict[Tensor, Storage])
             mask = node.args[-1]
             assert isinstance(mask, IntegerAttr)
             node.args[-1] = i32_attr(int(mask.value.data) | bits)
+            # The kernel never reads a placed input, but its call still passes a pointer there:
+            # not the slice (inside the output: two restrict arguments at one address), the
+            # kernel's last operand (its table constant) instead.
+            stand_in = node.inputs[-1]
+            for k in placed:
+                node.inputs[k] = stand_in
+            kept = {v.root() for v in node.inputs}
+            step.reads = [r for r in step.reads if r in kept]
         out.append(step)
     return out
 
