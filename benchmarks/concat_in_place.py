@@ -8,7 +8,8 @@ interleaved, round by round.
 Per thread count: the best inference of each build (wall time; at 1 thread also the calling
 thread's CPU time), their ratio, and, from the kernel profiling hook, the sum over kernels of
 each kernel's best call, the copying build's concatenations and each build's max pools (the
-copying build's kernels are named apart). On a shared machine read the ratios."""
+copying build's kernels are named apart; `VERBOSE=1` prints each pool, `REVERSE=1` runs the
+in-place build first in each round). On a shared machine read the ratios."""
 
 from __future__ import annotations
 
