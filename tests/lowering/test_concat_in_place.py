@@ -285,3 +285,27 @@ def test_int8_fire_module(tmp_path: Path, dispatch: str) -> None:
     for threads in (1, 2):
         exe.set_num_threads(threads)
         np.testing.assert_array_equal(exe.run(x)[0], want, err_msg=f"{threads} threads")
+
+
+def test_with_the_kernel_profile_hook(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Built with the profiling hook (every kernel call timed): the same outputs, a row per
+    kernel, and none of them a copy of a placed input (5 copies left: COPIES)."""
+    import os
+
+    from byoc.runtime import kernel_profile, toolchain
+
+    xs = inputs()
+    want = _run(build_c_module(lower(True)[0]), xs, 1)
+    monkeypatch.setenv(toolchain.PROFILE_ENV, os.environ.get(toolchain.PROFILE_ENV, ""))  # restored after
+    kernel_profile.enable()
+    module, _ = lower(True)
+    source = source_of(module)
+    assert "#ifdef BYOC_PROFILE_KERNELS" in source
+    lib = build_c_module(module)
+    kernel_profile.reset()
+    for threads in (1, 2):
+        for k, (g, w) in enumerate(zip(_run(lib, xs, threads), want, strict=True)):
+            np.testing.assert_array_equal(g, w, err_msg=f"output {k}, {threads} threads, profiled")
+    rows = [r for r in kernel_profile.rows() if r.calls and r.site.startswith("byoc_p_ccompiler_fire_")]
+    concats = [r for r in rows if "nn.concatenate" in r.what]
+    assert len(concats) == 3 and all(r.calls == 2 for r in concats)  # concat(a, a), (x, s), axis 2
