@@ -1400,15 +1400,19 @@ static inline void byoc_q_colmax_(uint8_t* m, const uint8_t* src, int64_t stride
 
 /* y[ow] = max_j r[ow * SW - PL + j * DW] for ow in [lo, hi) (windows inside the row), 16
  * outputs a step for SW 1 or 2 (stride 2: the even bytes of 32, by a mask and packus); the
- * outputs it did not do start at the returned ow. r has 64 readable bytes past the row. */
+ * tail as one overlapping step (max is idempotent), or, under 16 outputs in all, one step
+ * through a 16-byte buffer (no scalar loop). The outputs it did not
+ * do start at the returned ow (all of them for SW > 2). r has 64 readable bytes past the row
+ * (their values are never stored). */
 static inline int64_t byoc_q_hmax_(const uint8_t* r, uint8_t* y, int64_t lo, int64_t hi, int64_t SW,
                                    int64_t PL, int64_t KW, int64_t DW, uint8_t flip) {
   int64_t ow = lo;
 #if defined(__SSE2__)
   if (SW > 2) return ow;
   const __m128i f = _mm_set1_epi8((char)flip), even = _mm_set1_epi16(0x00FF);
-  for (; ow < hi && hi - lo >= 16; ow += 16) {
-    if (ow + 16 > hi) ow = hi - 16; /* the tail as one overlapping step: same values again */
+  const int64_t first = ow;
+  for (; ow < hi; ow += 16) {
+    if (ow + 16 > hi && hi - first >= 16) ow = hi - 16; /* the tail as one overlapping step */
     const uint8_t* b = r + ow * SW - PL;
     __m128i m = _mm_setzero_si128();
     for (int64_t j = 0; j < KW; ++j) {
@@ -1420,7 +1424,16 @@ static inline int64_t byoc_q_hmax_(const uint8_t* r, uint8_t* y, int64_t lo, int
       v = _mm_xor_si128(v, f);
       m = j ? _mm_max_epu8(m, v) : v;
     }
-    _mm_storeu_si128((__m128i*)(y + ow), _mm_xor_si128(m, f));
+    m = _mm_xor_si128(m, f);
+    if (hi - ow >= 16) {
+      _mm_storeu_si128((__m128i*)(y + ow), m);
+    } else {
+      uint8_t tail[16];
+      _mm_storeu_si128((__m128i*)tail, m);
+      memcpy(y + ow, tail, (size_t)(hi - ow));
+      ow = hi;
+      break;
+    }
   }
 #else
   (void)r, (void)y, (void)hi, (void)SW, (void)PL, (void)KW, (void)DW, (void)flip;
@@ -1428,17 +1441,165 @@ static inline int64_t byoc_q_hmax_(const uint8_t* r, uint8_t* y, int64_t lo, int
   return ow;
 }
 
+#ifdef BYOC_Q_AVX2
+/* The two steps above on 32-byte vectors (AVX2): the same maxima of the same bytes. */
+BYOC_Q_AVX2 static void byoc_q_colmax_avx2_(uint8_t* m, const uint8_t* src, int64_t stride,
+                                           int64_t nr, int64_t n, uint8_t flip) {
+  if (n < 32) {
+    byoc_q_colmax_(m, src, stride, nr, n, flip);
+    return;
+  }
+  const __m256i f = _mm256_set1_epi8((char)flip);
+  for (int64_t q = 0; q < n; q += 32) {
+    if (q + 32 > n) q = n - 32; /* the tail as one overlapping step */
+    __m256i a = _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)(src + q)), f);
+    for (int64_t r = 1; r < nr; ++r)
+      a = _mm256_max_epu8(a, _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)(src + r * stride + q)), f));
+    _mm256_storeu_si256((__m256i*)(m + q), _mm256_xor_si256(a, f));
+  }
+}
+
+BYOC_Q_AVX2 static int64_t byoc_q_hmax_avx2_(const uint8_t* r, uint8_t* y, int64_t lo, int64_t hi,
+                                            int64_t SW, int64_t PL, int64_t KW, int64_t DW,
+                                            uint8_t flip) {
+  int64_t ow = lo;
+  if (SW > 2) return ow;
+  const __m256i f = _mm256_set1_epi8((char)flip), even = _mm256_set1_epi16(0x00FF);
+  for (; ow < hi && hi - lo >= 32; ow += 32) {
+    if (ow + 32 > hi) ow = hi - 32; /* the tail as one overlapping step: same values again */
+    const uint8_t* b = r + ow * SW - PL;
+    __m256i m = _mm256_setzero_si256();
+    for (int64_t j = 0; j < KW; ++j) {
+      const uint8_t* p = b + j * DW;
+      __m256i v = _mm256_loadu_si256((const __m256i*)p);
+      if (SW == 2) /* packus works per 128-bit lane: outputs 0-7, 16-23, 8-15, 24-31 */
+        v = _mm256_packus_epi16(_mm256_and_si256(v, even),
+                                _mm256_and_si256(_mm256_loadu_si256((const __m256i*)(p + 32)), even));
+      v = _mm256_xor_si256(v, f);
+      m = j ? _mm256_max_epu8(m, v) : v;
+    }
+    if (SW == 2) m = _mm256_permute4x64_epi64(m, 0xD8);
+    _mm256_storeu_si256((__m256i*)(y + ow), _mm256_xor_si256(m, f));
+  }
+  return byoc_q_hmax_(r, y, ow, hi, SW, PL, KW, DW, flip);
+}
+#endif
+
+/* One output row's two steps, on the widest vectors `level` allows (byoc_qgemm_level). */
+static inline void byoc_q_colmax_any_(uint8_t* m, const uint8_t* src, int64_t stride, int64_t nr,
+                                      int64_t n, uint8_t flip, int level) {
+#ifdef BYOC_Q_AVX2
+  if (level > 0) {
+    byoc_q_colmax_avx2_(m, src, stride, nr, n, flip);
+    return;
+  }
+#endif
+  (void)level;
+  byoc_q_colmax_(m, src, stride, nr, n, flip);
+}
+
+static inline int64_t byoc_q_hmax_any_(const uint8_t* r, uint8_t* y, int64_t lo, int64_t hi,
+                                       int64_t SW, int64_t PL, int64_t KW, int64_t DW, uint8_t flip,
+                                       int level) {
+#ifdef BYOC_Q_AVX2
+  if (level > 0) return byoc_q_hmax_avx2_(r, y, lo, hi, SW, PL, KW, DW, flip);
+#endif
+  (void)level;
+  return byoc_q_hmax_(r, y, lo, hi, SW, PL, KW, DW, flip);
+}
+
+#ifdef BYOC_Q_VBMI
+/* Max pooling of planes [nc0, nc1) whose padded rows fit two 64-byte vectors (PL + W <= 128,
+ * OW <= 64, every window index under 128, KW <= 16): lane p of the row pair is input column
+ * p - PL, loaded under a mask (lanes outside the row hold the smallest value, so they never
+ * win, and are never read); per output row, the max over the window's valid rows, then per
+ * window column j one vpermi2b picks lane ow * SW + j * DW for every output at once, and one
+ * masked store writes the row. Only maxima of the same bytes: the baseline path's results. */
+static BYOC_Q_VBMI void byoc_qmaxpool_vbmi_(const uint8_t* x, uint8_t* y, int64_t nc0, int64_t nc1,
+                                            int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t OH,
+                                            int64_t OW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
+                                            int64_t DH, int64_t DW, uint8_t flip) {
+  const __m512i f = _mm512_set1_epi8((char)flip);
+  const int64_t end = PL + W; /* lanes [PL, end) hold the row */
+  const __mmask64 m0 = (PL >= 64 ? 0 : ~0ULL << PL) & (end >= 64 ? ~0ULL : (1ULL << end) - 1);
+  const __mmask64 m1 = end <= 64 ? 0 : (end >= 128 ? ~0ULL : (1ULL << (end - 64)) - 1);
+  const __mmask64 ym = OW >= 64 ? ~0ULL : (1ULL << OW) - 1;
+  __m512i idx[16];
+  for (int64_t j = 0; j < KW; ++j) {
+    uint8_t lane[64];
+    for (int64_t ow = 0; ow < 64; ++ow) lane[ow] = (uint8_t)(ow < OW ? ow * SW + j * DW : 0);
+    idx[j] = _mm512_loadu_si512((const void*)lane);
+  }
+  for (int64_t nc = nc0; nc < nc1; ++nc) {
+    const uint8_t* xc = x + nc * H * W;
+    uint8_t* yc = y + nc * OH * OW;
+    for (int64_t oh = 0; oh < OH; ++oh) {
+      __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
+      for (int64_t i = 0; i < KH; ++i) {
+        const int64_t ih = oh * SH - PT + i * DH;
+        if (ih < 0 || ih >= H) continue;
+        const uint8_t* row = xc + ih * W - PL; /* lane p: column p - PL (masked lanes not read) */
+        lo = _mm512_max_epu8(lo, _mm512_maskz_mov_epi8(m0, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m0, row), f)));
+        if (m1)
+          hi = _mm512_max_epu8(hi, _mm512_maskz_mov_epi8(m1, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m1, row + 64), f)));
+      }
+      __m512i m = _mm512_permutex2var_epi8(lo, idx[0], hi);
+      for (int64_t j = 1; j < KW; ++j) m = _mm512_max_epu8(m, _mm512_permutex2var_epi8(lo, idx[j], hi));
+      _mm512_mask_storeu_epi8(yc + oh * OW, ym, _mm512_xor_si512(m, f));
+    }
+  }
+}
+#endif
+
+/* Whether byoc_qmaxpool_vbmi_ takes this pooling: rows and windows fit its two vectors, and
+ * every window holds an input element (rows and columns), as the baseline path assumes. */
+static BYOC_MAYBE_UNUSED int byoc_qmaxpool_vbmi_fits_(int64_t H, int64_t W, int64_t KH, int64_t KW,
+                                                      int64_t OH, int64_t OW, int64_t SH, int64_t SW,
+                                                      int64_t PT, int64_t PL, int64_t DH, int64_t DW) {
+  if (PL < 0 || PT < 0 || PL + W > 128 || OW > 64 || OW < 1 || KW > 16 || KW < 1) return 0;
+  if ((OW - 1) * SW + (KW - 1) * DW >= 128) return 0;
+  for (int64_t ow = 0; ow < OW; ++ow) {
+    int any = 0;
+    for (int64_t j = 0; j < KW; ++j) {
+      const int64_t iw = ow * SW - PL + j * DW;
+      any |= iw >= 0 && iw < W;
+    }
+    if (!any) return 0;
+  }
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    int any = 0;
+    for (int64_t i = 0; i < KH; ++i) {
+      const int64_t ih = oh * SH - PT + i * DH;
+      any |= ih >= 0 && ih < H;
+    }
+    if (!any) return 0;
+  }
+  return 1;
+}
+
 /* Max pooling on the integers (NCHW): padding is skipped (every window holds an element).
  * Per output row: the max over the window's valid input rows, column by column (a loop the
  * compiler vectorises), then the max over each window's valid columns of that row. */
 #define BYOC_QPOOL_MAXW 2048
+#ifdef BYOC_Q_VBMI
+#define BYOC_QMAXPOOL_VBMI_(NAME, XT)                                                           \
+  if (level == 3) {                                                                            \
+    byoc_qmaxpool_vbmi_((const uint8_t*)x, (uint8_t*)y, NC * t / nt, NC * (t + 1) / nt, H, W, KH, \
+                        KW, OH, OW, SH, SW, PT, PL, DH, DW, (uint8_t)((XT)-1 < 0 ? 0x80 : 0)); \
+    return;                                                                                    \
+  }
+#else
+#define BYOC_QMAXPOOL_VBMI_(NAME, XT)
+#endif
 #define BYOC_DEFINE_QMAXPOOL(NAME, XT)                                                          \
   static BYOC_Q_CLONES void NAME##_part_(const XT* x, XT* y, int64_t NC, int64_t H, int64_t W,  \
                                           int64_t KH, int64_t KW, int64_t OH, int64_t OW,      \
                                           int64_t SH, int64_t SW, int64_t PT, int64_t PL,      \
-                                          int64_t DH, int64_t DW, int64_t t, int64_t nt) {     \
+                                          int64_t DH, int64_t DW, int level, int64_t t,        \
+                                          int64_t nt) {                                        \
+    BYOC_QMAXPOOL_VBMI_(NAME, XT);                                                             \
     for (int64_t nc = NC * t / nt; nc < NC * (t + 1) / nt; ++nc) {                             \
-      XT rowmax[BYOC_QPOOL_MAXW + 64];                                                         \
+      XT rowmax[BYOC_QPOOL_MAXW + 128];                                                        \
       const XT* xc = x + nc * H * W;                                                           \
       XT* yc = y + nc * OH * OW;                                                               \
       for (int64_t oh = 0; oh < OH; ++oh) {                                                    \
@@ -1448,14 +1609,14 @@ static inline int64_t byoc_q_hmax_(const uint8_t* r, uint8_t* y, int64_t lo, int
           int64_t i0 = 0, i1 = KH;                                                             \
           while (i0 < KH && oh * SH - PT + i0 * DH < 0) ++i0;                                  \
           while (i1 > i0 && oh * SH - PT + (i1 - 1) * DH >= H) --i1;                           \
-          byoc_q_colmax_((uint8_t*)rowmax, (const uint8_t*)(xc + (oh * SH - PT + i0 * DH) * W), \
-                         DH * W, i1 - i0, W, (uint8_t)((XT)-1 < 0 ? 0x80 : 0));                \
+          byoc_q_colmax_any_((uint8_t*)rowmax, (const uint8_t*)(xc + (oh * SH - PT + i0 * DH) * W), \
+                             DH * W, i1 - i0, W, (uint8_t)((XT)-1 < 0 ? 0x80 : 0), level);     \
           /* outputs whose window lies inside the row, [lo, hi): no bounds checks */          \
           const int64_t lo = PL > 0 ? (PL + SW - 1) / SW : 0;                                  \
           int64_t hi = W - 1 - (KW - 1) * DW + PL >= 0 ? (W - 1 - (KW - 1) * DW + PL) / SW + 1 : 0; \
           hi = hi < OW ? hi : OW;                                                              \
-          const int64_t done = byoc_q_hmax_((const uint8_t*)rowmax, (uint8_t*)(yc + oh * OW), lo, hi, SW, \
-                                            PL, KW, DW, (uint8_t)((XT)-1 < 0 ? 0x80 : 0));     \
+          const int64_t done = byoc_q_hmax_any_((const uint8_t*)rowmax, (uint8_t*)(yc + oh * OW), lo, hi, \
+                                                SW, PL, KW, DW, (uint8_t)((XT)-1 < 0 ? 0x80 : 0), level); \
           for (int64_t ow = done; ow < hi; ++ow) {                                             \
             const XT* r = rowmax + ow * SW - PL;                                               \
             XT m = r[0];                                                                       \
@@ -1497,7 +1658,11 @@ static inline int64_t byoc_q_hmax_(const uint8_t* r, uint8_t* y, int64_t lo, int
                                      int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH, \
                                      int64_t DW) {                                             \
     const int32_t nt = byoc_threads_for(N * C * OH * (W * KH + OW * KW), BYOC_Q_EW_GRAIN);     \
-    BYOC_Q_SPLIT_(nt, t, NAME##_part_(x, y, N * C, H, W, KH, KW, OH, OW, SH, SW, PT, PL, DH, DW, t, nt)); \
+    int level = byoc_qgemm_level();                                                            \
+    if (level > 0 && byoc_q_vbmi_() &&                                                         \
+        byoc_qmaxpool_vbmi_fits_(H, W, KH, KW, OH, OW, SH, SW, PT, PL, DH, DW))               \
+      level = 3; /* byoc_qmaxpool_vbmi_ */                                                     \
+    BYOC_Q_SPLIT_(nt, t, NAME##_part_(x, y, N * C, H, W, KH, KW, OH, OW, SH, SW, PT, PL, DH, DW, level, t, nt)); \
   }
 
 BYOC_DEFINE_QLUT(byoc_qlut_u8_u8, uint8_t, uint8_t)

@@ -153,7 +153,9 @@ BYOC_DEFINE_QAVGPOOL(byoc_qavgpool_i8_i8, int8_t, int8_t, -128, 127)
 
 /*
  * qconcat in one pass (2 to 4 inputs): each input's rows go straight into their place in y,
- * through the input's table (bit k of lut_mask) or copied — no table output to copy again.
+ * through the input's table (bit k of lut_mask) or copied — no table output to copy again;
+ * bit 8 + k says input k is already in its slice (lower-to-c computed it in place) and is
+ * skipped (its pointer is then inside y and never read).
  * Input k is (outer, inner_k) bytes; y is (outer, sum inner_k). Every byte is a lookup or a
  * copy of the same byte, whatever thread does it (each input row split by elements).
  */
@@ -168,10 +170,13 @@ static void byoc_qconcat_part_(const uint8_t* const* xs, const int64_t* inner, i
       const int64_t i0 = inner[k] * t / nt, i1 = inner[k] * (t + 1) / nt;
       const uint8_t* src = xs[k] + o * inner[k] + i0;
       uint8_t* dst = y + o * total + off + i0;
-      if (lut_mask >> k & 1)
+      if (lut_mask >> (8 + k) & 1) {
+        /* already in place: its producer wrote this slice */
+      } else if (lut_mask >> k & 1) {
         byoc_qlut_row_(src, tables + 256 * k, dst, i1 - i0, vbmi);
-      else if (i1 > i0)
+      } else if (i1 > i0) {
         memcpy(dst, src, (size_t)(i1 - i0));
+      }
       off += inner[k];
     }
   }
@@ -179,10 +184,13 @@ static void byoc_qconcat_part_(const uint8_t* const* xs, const int64_t* inner, i
 
 static void byoc_qconcat_(const uint8_t* const* xs, const int64_t* inner, int32_t k_n,
                           const uint8_t* tables, int32_t lut_mask, uint8_t* y, int64_t outer) {
-  const int vbmi = lut_mask != 0 && byoc_qgemm_level() > 0 && byoc_q_vbmi_();
-  int64_t total = 0;
-  for (int32_t k = 0; k < k_n; ++k) total += inner[k];
-  const int32_t nt = byoc_threads_for(outer * total, BYOC_Q_EW_GRAIN);
+  const int vbmi = (lut_mask & 0xFF) != 0 && byoc_qgemm_level() > 0 && byoc_q_vbmi_();
+  int64_t total = 0, work = 0;
+  for (int32_t k = 0; k < k_n; ++k) {
+    total += inner[k];
+    if (!(lut_mask >> (8 + k) & 1)) work += inner[k];
+  }
+  const int32_t nt = byoc_threads_for(outer * work, BYOC_Q_EW_GRAIN);
   BYOC_Q_SPLIT_(nt, t, byoc_qconcat_part_(xs, inner, k_n, tables, lut_mask, y, outer, vbmi, t, nt));
 }
 

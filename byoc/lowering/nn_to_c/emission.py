@@ -23,7 +23,14 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from byoc.dialects import c, nn
-from byoc.lowering.nn_to_c.buffers import Storage, bind_outputs, copy_plans, plan_buffers
+from byoc.lowering.nn_to_c.buffers import (
+    Storage,
+    bind_outputs,
+    copy_plans,
+    place_concat_inputs,
+    plan_buffers,
+    storage_root,
+)
 from byoc.lowering.nn_to_c.epilogue import fuse_epilogues
 from byoc.lowering.nn_to_c.fusion import KernelPlan, fuse_groups, kernel_plans
 from byoc.lowering.nn_to_c.graph import (
@@ -116,6 +123,7 @@ class PartitionLowering:
         groups = fuse_groups(nodes, self.fuse)
         storage, copies = bind_outputs(g)
         steps = kernel_plans(groups, g.outputs) + copy_plans(copies, storage)
+        steps = place_concat_inputs(steps, storage)
         ws_size = plan_buffers(steps, storage, reuse=self.fuse)
         kernels = [self._kernel_func(k, step, storage) for k, step in enumerate(steps)]
         subgraph = self._subgraph_func(steps, storage, g, ws_size)
@@ -197,8 +205,12 @@ class PartitionLowering:
             out_inner = math.prod(shape[axis:])
             offset = 0
             size = first.out.nbytes // max(first.out.numel, 1)  # bytes an element (i8/ui8: 1)
-            for v in first.inputs:
+            in_place = first.params.get("in_place", [])
+            for k, v in enumerate(first.inputs):
                 block_elems = math.prod(v.shape[axis:])
+                if k in in_place:  # its producer wrote it into its slice (place_concat_inputs)
+                    offset += block_elems
+                    continue
                 dst = out if offset == 0 else b.add(c.PtrOffsetOp(out, b.const(offset, index)))
                 b.add(
                     c.CallOpaqueOp(
@@ -348,7 +360,11 @@ class PartitionLowering:
                 return ptrs[v]
             assert st is not None
             if v not in ptrs:
-                if st.kind == "input":
+                if st.kind == "slice":  # inside a concatenation's output (place_concat_inputs)
+                    base, offset = storage_root(v, storage)
+                    at = pointer(base, False)
+                    ptrs[v] = at if offset == 0 else b.add(c.PtrOffsetOp(at, b.const(offset, index)))
+                elif st.kind == "input":
                     ptrs[v] = block.args[st.index]
                 elif st.kind == "output":
                     ptrs[v] = block.args[n_in + st.index]

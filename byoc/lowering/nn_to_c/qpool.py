@@ -6,7 +6,10 @@
   two byte tables, m and c, for the AVX-512 VBMI sum) are constants of the kernel.
 - `qconcat` of 2 to 4 inputs -> `byoc_qconcat<n>` (byoc_qpool.h): each input through its
   table (or copied) straight into its slice of the output, one pass; more inputs keep
-  quant.py's tables and the C backend's block copies.
+  quant.py's tables and the C backend's block copies. An input copied unchanged (no table)
+  whose slice is contiguous is computed in place by its producer instead (lower-to-c's
+  `place_concat_inputs`, buffers.py) and the kernel skips it; an input with a table is
+  never placed (its producer's integers go through the table first).
 - `qreshape` -> x itself in the output's shape (an alias, as a float reshape is) when the
   parameters are equal, else x's `qlut` table.
 """
@@ -81,7 +84,13 @@ def _qconcat(lowering: Any, b: QConcat) -> Tensor:
     tables = np.stack([identity if t is None else np.asarray(t, np.uint8).reshape(256) for t in b.tables])
     mask = sum(1 << k for k, t in enumerate(b.tables) if t is not None)
     args = [i64_attr(outer), *(i64_attr(n) for n in inner), i32_attr(mask)]
-    return lowering.node(f"byoc_qconcat{len(xs)}", [*xs, lowering.const(tables)], out, args)
+    lowering.node(f"byoc_qconcat{len(xs)}", [*xs, lowering.const(tables)], out, args)
+    # the inputs it copies unchanged may be computed in their slice (buffers.place_concat_inputs,
+    # which then sets bit 8 + k of the mask: byoc_qconcat<n> skips input k)
+    assert out.node is not None
+    copied = [k for k, t in enumerate(b.tables) if t is None and xs[k].dtype == b.y_dtype]
+    out.node.params["concat"] = {"axis": b.axis, "copied": copied}
+    return out
 
 
 __all__ = ["lower_qpool"]
