@@ -438,49 +438,198 @@ static inline void byoc_conv2d_pad_(const byoc_conv_geom_* g, const float* restr
 }
 
 /*
- * Depthwise (one input and one output channel per group), channels [c0, c1)
- * of one image: a window slides over 8 output columns at a time, each output
- * summed in order of (kh, kw). With stride 2 the padded rows are split into
- * even and odd columns (byoc_conv2d_pad_), so every tap reads 8 contiguous
- * floats: tap column 2m is even column m + ow, 2m + 1 is odd column m + ow.
+ * Depthwise (one input and one output channel per group), channels [c0, c1) of one image.
+ * Each channel is padded into `plane` (one padded channel, HP x WP, reused for every
+ * channel: its zeros are written once, then only the image's part changes, so the plane
+ * stays in L1), then computed from it. An output vector is 8 columns of one output row;
+ * the vectors of a channel (rows x vectors per row, numbered row-major) go six at a time
+ * through the taps, so six independent sums are in flight (one vector at a time waited on
+ * each add: about 6 GFLOP/s on shufflenet's 3x3 layers). Each output is still summed in
+ * order of (kh, kw) from 0, a product and an add per tap (no FMA, at either dispatch level):
+ * the results do not depend on the grouping, the dispatch level or the threads. With
+ * stride 2 the padded rows hold their even columns, then their odd ones, so every tap
+ * reads 8 contiguous floats: tap column 2m is even column m + ow, 2m + 1 is odd column
+ * m + ow. Other strides gather their 8 columns (one vector at a time).
  */
-BYOC_KERNEL void byoc_conv2d_dw_part_(const byoc_conv_geom_* g, const float* restrict xp,
-                                      const float* restrict w, float* restrict y, int64_t c0,
-                                      int64_t c1, const byoc_epilogue_* ep) {
-  const int64_t HP = g->HP, WP = g->WP, OH = g->OH, OW = g->OW, OW8 = g->OW8;
-  const int64_t KH = g->KH, KW = g->KW, SH = g->SH, SW = g->SW, DH = g->DH, DW = g->DW;
+enum { BYOC_DW_JOBS = 6 };
+
+/* Zeros where the padded plane has no image, once per call. */
+static inline void byoc_conv2d_dw_zero_(const byoc_conv_geom_* g, float* restrict plane) {
+  memset(plane, 0, (size_t)(g->HP * g->WP) * sizeof(float));
+}
+
+/* The image's part of channel xc into the plane (whose other positions hold zeros). */
+static inline void byoc_conv2d_dw_fill_(const byoc_conv_geom_* g, const float* restrict xc,
+                                        float* restrict plane, int split) {
+  const int64_t HP = g->HP, WP = g->WP, H = g->H, W = g->W, PT = g->PT, PL = g->PL;
+  const int64_t end = PL + W < WP ? PL + W : WP, n = end - PL; /* image columns used */
+  const int64_t r1 = PT + H < HP ? PT + H : HP;
   const int64_t half = (WP + 1) / 2;
-  for (int64_t c = c0; c < c1; ++c) {
-    const float* xc = xp + c * HP * WP;
-    const float* wc = w + c * KH * KW;
-    float* yc = y + c * OH * OW;
-    for (int64_t oh = 0; oh < OH; ++oh) {
-      for (int64_t ow = 0; ow < OW8; ow += 8) {
-        byoc_v8f_ a = {0};
-        for (int64_t kh = 0; kh < KH; ++kh) {
-          const float* xr = xc + (oh * SH + kh * DH) * WP;
-          for (int64_t kw = 0; kw < KW; ++kw) {
-            const int64_t col = kw * DW;
-            byoc_v8f_ v;
-            if (SW == 1) {
-              memcpy(&v, xr + ow + col, sizeof v);
-            } else if (SW == 2) {
-              memcpy(&v, xr + (col & 1 ? half : 0) + col / 2 + ow, sizeof v);
-            } else {
-              const float* p = xr + ow * SW + col;
-              v = (byoc_v8f_){p[0], p[SW], p[2 * SW], p[3 * SW], p[4 * SW], p[5 * SW], p[6 * SW],
-                              p[7 * SW]};
-            }
-            a += wc[kh * KW + kw] * v;
-          }
-        }
-        float tmp[8];
-        memcpy(tmp, &a, sizeof tmp);
-        const int64_t count = OW - ow < 8 ? OW - ow : 8;
-        memcpy(yc + oh * OW + ow, tmp, (size_t)count * sizeof(float));
-      }
+  if (n <= 0) return;
+  for (int64_t r = PT; r < r1; ++r) {
+    const float* restrict src = xc + (r - PT) * W;
+    float* restrict dst = plane + r * WP;
+    if (!split) {
+      int64_t i = 0;
+      for (; i + 8 <= n; i += 8) memcpy(dst + PL + i, src + i, 8 * sizeof(float));
+      for (; i < n; ++i) dst[PL + i] = src[i];
+      continue;
     }
-    if (ep != NULL) byoc_epilogue_run_(ep, c, yc, OH * OW); /* the channel's plane, in cache */
+    /* image column i is padded column j = PL + i: even j at j / 2, odd j at half + j / 2 */
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+      byoc_v8f_ a, b;
+      memcpy(&a, src + i, sizeof a);
+      memcpy(&b, src + i + 8, sizeof b);
+      const byoc_v8f_ ev = __builtin_shuffle(a, b, (byoc_v8i_){0, 2, 4, 6, 8, 10, 12, 14});
+      const byoc_v8f_ od = __builtin_shuffle(a, b, (byoc_v8i_){1, 3, 5, 7, 9, 11, 13, 15});
+      const int64_t je = PL + i, jo = PL + i + 1;
+      memcpy(dst + (je & 1 ? half : 0) + je / 2, &ev, sizeof ev);
+      memcpy(dst + (jo & 1 ? half : 0) + jo / 2, &od, sizeof od);
+    }
+    for (; i < n; ++i) {
+      const int64_t j = PL + i;
+      dst[(j & 1 ? half : 0) + j / 2] = src[i];
+    }
+  }
+}
+
+/* The 8 output columns at y (count of them valid: the rest are not stored). */
+static inline __attribute__((always_inline)) void byoc_dw_store_(float* restrict y,
+                                                                 const byoc_v8f_* a,
+                                                                 int64_t count) {
+  if (count >= 8) {
+    memcpy(y, a, sizeof *a);
+    return;
+  }
+  float tmp[8];
+  memcpy(tmp, a, sizeof tmp);
+  for (int64_t l = 0; l < count; ++l) y[l] = tmp[l];
+}
+
+#define BYOC_DW_TAP_(k)                          \
+  do {                                           \
+    byoc_v8f_ v_;                                \
+    memcpy(&v_, p + o##k, sizeof v_);            \
+    a##k += s * v_;                              \
+  } while (0)
+
+/* Six output vectors whose first taps are at plane + off[k] (stride 1, or 2 split). */
+static inline __attribute__((always_inline)) void byoc_dw_six_(
+    const float* restrict plane, const float* restrict wc, const int64_t* off, int64_t KH,
+    int64_t KW, int64_t DH, int64_t DW, int64_t WP, int64_t half, int split, byoc_v8f_* out) {
+  const int64_t o0 = off[0], o1 = off[1], o2 = off[2], o3 = off[3], o4 = off[4], o5 = off[5];
+  byoc_v8f_ a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0};
+  for (int64_t kh = 0; kh < KH; ++kh) {
+    const float* xr = plane + kh * DH * WP;
+    for (int64_t kw = 0; kw < KW; ++kw) {
+      const int64_t col = kw * DW;
+      const float* p = split ? xr + (col & 1 ? half : 0) + col / 2 : xr + col;
+      const float s = wc[kh * KW + kw];
+      BYOC_DW_TAP_(0);
+      BYOC_DW_TAP_(1);
+      BYOC_DW_TAP_(2);
+      BYOC_DW_TAP_(3);
+      BYOC_DW_TAP_(4);
+      BYOC_DW_TAP_(5);
+    }
+  }
+  out[0] = a0, out[1] = a1, out[2] = a2, out[3] = a3, out[4] = a4, out[5] = a5;
+}
+
+/* One output vector: row oh, columns from ow (any stride). */
+static inline __attribute__((always_inline)) void byoc_dw_one_(
+    const byoc_conv_geom_* g, const float* restrict plane, const float* restrict wc, int64_t oh,
+    int64_t ow, int split, byoc_v8f_* out) {
+  const int64_t WP = g->WP, KH = g->KH, KW = g->KW, SH = g->SH, SW = g->SW, DH = g->DH, DW = g->DW;
+  const int64_t half = (WP + 1) / 2;
+  byoc_v8f_ a = {0};
+  for (int64_t kh = 0; kh < KH; ++kh) {
+    const float* xr = plane + (oh * SH + kh * DH) * WP;
+    for (int64_t kw = 0; kw < KW; ++kw) {
+      const int64_t col = kw * DW;
+      byoc_v8f_ v;
+      if (split) {
+        memcpy(&v, xr + (col & 1 ? half : 0) + col / 2 + ow, sizeof v);
+      } else if (SW == 1) {
+        memcpy(&v, xr + ow + col, sizeof v);
+      } else {
+        const float* p = xr + ow * SW + col;
+        v = (byoc_v8f_){p[0], p[SW], p[2 * SW], p[3 * SW], p[4 * SW], p[5 * SW], p[6 * SW],
+                        p[7 * SW]};
+      }
+      a += wc[kh * KW + kw] * v;
+    }
+  }
+  *out = a;
+}
+
+/* One channel from its padded plane into yc (OH x OW). */
+static inline __attribute__((always_inline)) void byoc_dw_channel_(
+    const byoc_conv_geom_* g, const float* restrict plane, const float* restrict wc,
+    float* restrict yc, int split) {
+  const int64_t OH = g->OH, OW = g->OW, nv = (OW + 7) / 8, jobs = OH * nv;
+  const int64_t WP = g->WP, SH = g->SH, SW = split ? 1 : g->SW;
+  const int64_t half = (WP + 1) / 2;
+  if (!(split || g->SW == 1) || jobs < BYOC_DW_JOBS) {
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ow += 8) {
+        byoc_v8f_ a;
+        byoc_dw_one_(g, plane, wc, oh, ow, split, &a);
+        byoc_dw_store_(yc + oh * OW + ow, &a, OW - ow);
+      }
+    return;
+  }
+  /* A row's vectors start at columns 0, 8, 16, ..., the last at OW - 8 (overlapping the one
+   * before it when 8 does not divide OW: its columns are computed again, the same way), so
+   * every store is whole unless the row is narrower than 8. Vectors go six at a time in
+   * row-major order; the last group ends at the last vector, overlapping the group before.
+   * A row narrower than 8 is stored whole too, its extra lanes into the rows after it, which
+   * are all stored later (in this group or a later one), except where they would leave the
+   * channel's plane: there only its OW columns. */
+  const int64_t last = OW >= 8 ? OW - 8 : 0, count = OW >= 8 ? 8 : OW, P = OH * OW;
+  /* one or two vectors left over: one at a time (a group costs about three) */
+  const int64_t rest = jobs % BYOC_DW_JOBS, grouped = rest <= 2 ? jobs - rest : jobs;
+  int64_t r = 0, v = 0;
+  for (int64_t j0 = 0; j0 < grouped; j0 += BYOC_DW_JOBS) {
+    if (j0 + BYOC_DW_JOBS > jobs) { /* the overlapping last group */
+      r = (jobs - BYOC_DW_JOBS) / nv, v = (jobs - BYOC_DW_JOBS) % nv;
+    }
+    int64_t off[BYOC_DW_JOBS], yo[BYOC_DW_JOBS];
+    for (int k = 0; k < BYOC_DW_JOBS; ++k) {
+      const int64_t ow = v == nv - 1 ? last : 8 * v;
+      off[k] = r * SH * WP + ow * SW;
+      yo[k] = r * OW + ow;
+      if (++v == nv) v = 0, ++r;
+    }
+    byoc_v8f_ a[BYOC_DW_JOBS];
+    byoc_dw_six_(plane, wc, off, g->KH, g->KW, g->DH, g->DW, WP, half, split, a);
+    for (int k = 0; k < BYOC_DW_JOBS; ++k)
+      byoc_dw_store_(yc + yo[k], &a[k], yo[k] + 8 <= P ? 8 : count);
+  }
+  for (int64_t j = grouped; j < jobs; ++j) {
+    const int64_t oh = j / nv, ow = j % nv == nv - 1 ? last : 8 * (j % nv);
+    byoc_v8f_ a;
+    byoc_dw_one_(g, plane, wc, oh, ow, split, &a);
+    byoc_dw_store_(yc + oh * OW + ow, &a, oh * OW + ow + 8 <= P ? 8 : count);
+  }
+}
+
+BYOC_KERNEL void byoc_conv2d_dw_part_(const byoc_conv_geom_* g, const float* restrict x,
+                                      float* restrict plane, const float* restrict w,
+                                      float* restrict y, int64_t c0, int64_t c1, int split,
+                                      const byoc_epilogue_* ep) {
+  if (c1 <= c0) return;
+  byoc_conv2d_dw_zero_(g, plane);
+  const int64_t KK = g->KH * g->KW, HW = g->H * g->W, P = g->OH * g->OW;
+  for (int64_t c = c0; c < c1; ++c) {
+    byoc_conv2d_dw_fill_(g, x + c * HW, plane, split);
+    float* yc = y + c * P;
+    if (split)
+      byoc_dw_channel_(g, plane, w + c * KK, yc, 1);
+    else
+      byoc_dw_channel_(g, plane, w + c * KK, yc, 0);
+    if (ep != NULL) byoc_epilogue_run_(ep, c, yc, P); /* the channel's plane, in cache */
   }
 }
 
@@ -555,18 +704,14 @@ BYOC_KERNEL void byoc_conv2d_part_(const byoc_conv_geom_* g, const float* restri
   }
 }
 
-/* Depthwise: channels [c0, c1) padded (in blocks of 8, so each padded plane is still in
- * cache when it is read) and computed. A depthwise output channel reads only its own padded
- * input channel, so no thread waits for another's padding. */
+/* Depthwise: channels [c0, c1), padded one at a time into the piece of the scratch that
+ * holds channel c0's padded plane (each thread its own, so no thread waits for another's
+ * padding, and a plane stays in L1 while its channel is computed). */
 static inline void byoc_conv2d_dw_pad_part_(const byoc_conv_geom_* g, const float* restrict x,
                                             float* restrict xp, const float* restrict w,
                                             float* restrict y, int64_t c0, int64_t c1, int split,
                                             const byoc_epilogue_* ep) {
-  for (int64_t b0 = c0; b0 < c1; b0 += 8) {
-    const int64_t b1 = c1 - b0 < 8 ? c1 : b0 + 8;
-    byoc_conv2d_pad_(g, x, xp, b0, b1, split);
-    byoc_conv2d_dw_part_(g, xp, w, y, b0, b1, ep);
-  }
+  byoc_conv2d_dw_part_(g, x, xp + c0 * g->HP * g->WP, w, y, c0, c1, split, ep);
 }
 
 /*
