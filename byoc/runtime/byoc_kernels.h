@@ -279,6 +279,9 @@ static inline __attribute__((always_inline)) void byoc_load16_(const float* y, i
 }
 
 typedef int32_t byoc_v8i_ __attribute__((vector_size(32)));
+typedef double byoc_v4d_ __attribute__((vector_size(32)));
+typedef float byoc_v4f_ __attribute__((vector_size(16)));
+typedef int32_t byoc_v4i_ __attribute__((vector_size(16)));
 
 /* The np valid of 16 floats in two vectors to y. */
 static inline __attribute__((always_inline)) void byoc_store16_(float* y, int64_t np,
@@ -469,13 +472,17 @@ static inline void byoc_conv2d_dw_fill_(const byoc_conv_geom_* g, const float* r
   for (int64_t r = PT; r < r1; ++r) {
     const float* restrict src = xc + (r - PT) * W;
     float* restrict dst = plane + r * WP;
+    /* blocks of 8 (16) columns, the last one ending at column n (overlapping the one
+     * before it: the same values again), one at a time only in a row narrower than 8 */
     if (!split) {
       int64_t i = 0;
       for (; i + 8 <= n; i += 8) memcpy(dst + PL + i, src + i, 8 * sizeof(float));
-      for (; i < n; ++i) dst[PL + i] = src[i];
+      if (i < n && n >= 8) memcpy(dst + PL + n - 8, src + n - 8, 8 * sizeof(float));
+      for (; i < n && n < 8; ++i) dst[PL + i] = src[i];
       continue;
     }
-    /* image column i is padded column j = PL + i: even j at j / 2, odd j at half + j / 2 */
+    /* image column i is padded column j = PL + i: even j at j / 2, odd j at half + j / 2;
+     * columns i0, i0 + 2, ... land at consecutive places, as do i0 + 1, i0 + 3, ... */
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
       byoc_v8f_ a, b;
@@ -486,6 +493,18 @@ static inline void byoc_conv2d_dw_fill_(const byoc_conv_geom_* g, const float* r
       const int64_t je = PL + i, jo = PL + i + 1;
       memcpy(dst + (je & 1 ? half : 0) + je / 2, &ev, sizeof ev);
       memcpy(dst + (jo & 1 ? half : 0) + jo / 2, &od, sizeof od);
+    }
+    while (i < n && n >= 8) {
+      const int64_t i0 = i + 8 <= n ? i : n - 8;
+      byoc_v4f_ a, b;
+      memcpy(&a, src + i0, sizeof a);
+      memcpy(&b, src + i0 + 4, sizeof b);
+      const byoc_v4f_ ev = __builtin_shuffle(a, b, (byoc_v4i_){0, 2, 4, 6});
+      const byoc_v4f_ od = __builtin_shuffle(a, b, (byoc_v4i_){1, 3, 5, 7});
+      const int64_t je = PL + i0, jo = PL + i0 + 1;
+      memcpy(dst + (je & 1 ? half : 0) + je / 2, &ev, sizeof ev);
+      memcpy(dst + (jo & 1 ? half : 0) + jo / 2, &od, sizeof od);
+      i = i0 + 8;
     }
     for (; i < n; ++i) {
       const int64_t j = PL + i;
@@ -1358,16 +1377,13 @@ static inline float byoc_avg_window_(const float* restrict xc, int64_t H, int64_
   return (float)(sum / (double)(count > 0 ? count : 1));
 }
 
-typedef double byoc_v4d_ __attribute__((vector_size(32)));
-typedef float byoc_v4f_ __attribute__((vector_size(16)));
 
 /*
- * Channels [c0, c1). Where a window lies inside the input (its rows and its
- * columns), 4 output columns are summed at a time in double, each lane in
- * the window order of byoc_avg_window_ and divided by KH*KW as it would be:
- * the same results.
+ * Channels [c0, c1) from the input itself. Where a window lies inside the input (its rows
+ * and its columns), 4 output columns are summed at a time in double, each lane in the
+ * window order of byoc_avg_window_ and divided by KH*KW as it would be: the same results.
  */
-BYOC_KERNEL void byoc_avg_pool2d_part_(const float* restrict x, float* restrict y, int64_t H,
+static inline void byoc_avg_pool2d_rows_(const float* restrict x, float* restrict y, int64_t H,
                                        int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
                                        int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t PB,
                                        int64_t PR, int64_t DH, int64_t DW, int32_t include_pad,
@@ -1417,6 +1433,168 @@ BYOC_KERNEL void byoc_avg_pool2d_part_(const float* restrict x, float* restrict 
   }
 }
 
+/*
+ * Channels [c0, c1), by the first of these that applies (all give the results of
+ * byoc_avg_window_: each window's elements summed in double in (kh, kw) order from 0, then
+ * divided by its count):
+ *   - one output whose window lies inside the input (an average over the whole map, e.g.
+ *     shufflenet's 7x7 pool): 8 channels at a time, a lane each, in window order;
+ *   - stride 1 or 2, and a padded channel that fits BYOC_POOL_PLANE floats: each channel is
+ *     padded with zeros into a plane on the stack (stride 2: even columns, then odd ones, as
+ *     the depthwise conv does), and 4 output vectors of 4 columns go through the window at
+ *     a time. A padded zero adds +0.0 to a sum that is never -0.0 (it starts at +0.0): no
+ *     sum changes. Each vector is divided lane by lane by its windows' counts;
+ *   - otherwise, byoc_avg_pool2d_rows_.
+ */
+#define BYOC_POOL_PLANE 4096
+
+/* How many k in [0, K) put start + k * D in [lo, hi). */
+static inline int64_t byoc_pool_taps_(int64_t start, int64_t K, int64_t D, int64_t lo, int64_t hi) {
+  int64_t n = 0;
+  for (int64_t k = 0; k < K; ++k) n += start + k * D >= lo && start + k * D < hi;
+  return n;
+}
+
+/* Four output vectors (4 columns each) whose first taps are at plane + off[k], summed. */
+static inline __attribute__((always_inline)) void byoc_avg_four_(
+    const float* restrict plane, const int64_t* off, int64_t KH, int64_t KW, int64_t DH,
+    int64_t DW, int64_t WP, int64_t half, int split, byoc_v4d_* out) {
+  byoc_v4d_ a0 = {0.0, 0.0, 0.0, 0.0}, a1 = a0, a2 = a0, a3 = a0;
+  const int64_t o0 = off[0], o1 = off[1], o2 = off[2], o3 = off[3];
+  for (int64_t kh = 0; kh < KH; ++kh) {
+    const float* xr = plane + kh * DH * WP;
+    for (int64_t kw = 0; kw < KW; ++kw) {
+      const int64_t col = kw * DW;
+      const float* p = split ? xr + (col & 1 ? half : 0) + col / 2 : xr + col;
+      byoc_v4f_ f0, f1, f2, f3;
+      memcpy(&f0, p + o0, sizeof f0);
+      memcpy(&f1, p + o1, sizeof f1);
+      memcpy(&f2, p + o2, sizeof f2);
+      memcpy(&f3, p + o3, sizeof f3);
+      a0 += __builtin_convertvector(f0, byoc_v4d_);
+      a1 += __builtin_convertvector(f1, byoc_v4d_);
+      a2 += __builtin_convertvector(f2, byoc_v4d_);
+      a3 += __builtin_convertvector(f3, byoc_v4d_);
+    }
+  }
+  out[0] = a0, out[1] = a1, out[2] = a2, out[3] = a3;
+}
+
+/* The 4 averages s / d (as floats) at y, count of them (the rest are not stored). */
+static inline __attribute__((always_inline)) void byoc_avg_store_(float* restrict y,
+                                                                  const byoc_v4d_* s,
+                                                                  const byoc_v4d_* d,
+                                                                  int64_t count) {
+  const byoc_v4f_ r = __builtin_convertvector(*s / *d, byoc_v4f_);
+  if (count >= 4) {
+    memcpy(y, &r, sizeof r);
+    return;
+  }
+  float tmp[4];
+  memcpy(tmp, &r, sizeof tmp);
+  for (int64_t l = 0; l < count; ++l) y[l] = tmp[l];
+}
+
+static inline __attribute__((always_inline)) void byoc_avg_pool2d_planes_(
+    const float* restrict x, float* restrict y, int64_t H, int64_t W, int64_t OH, int64_t OW,
+    int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t PB,
+    int64_t PR, int64_t DH, int64_t DW, int32_t include_pad, int64_t c0, int64_t c1) {
+  float plane[BYOC_POOL_PLANE] __attribute__((aligned(64)));
+  double div[BYOC_POOL_PLANE + 4]; /* per output: its window's count (as a double) */
+  const int split = SW == 2;
+  const int64_t OWV = OW < 4 ? 4 : OW;
+  byoc_conv_geom_ g; /* the padded plane's shape, as byoc_conv2d_dw_fill_ reads it */
+  g.H = H, g.W = W, g.PT = PT, g.PL = PL;
+  g.HP = (OH - 1) * SH + (KH - 1) * DH + 1;
+  g.WP = (OWV - 1) * SW + (KW - 1) * DW + 1;
+  const int64_t WP = g.WP, half = (WP + 1) / 2, SWP = split ? 1 : SW;
+  const int64_t rlo = include_pad ? -PT : 0, rhi = include_pad ? H + PB : H;
+  const int64_t clo = include_pad ? -PL : 0, chi = include_pad ? W + PR : W;
+  const int64_t nv = (OW + 3) / 4, jobs = OH * nv, P = OH * OW;
+  const int64_t last = OW >= 4 ? OW - 4 : 0, count = OW >= 4 ? 4 : OW;
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    const int64_t rows = byoc_pool_taps_(oh * SH - PT, KH, DH, rlo, rhi);
+    for (int64_t ow = 0; ow < OW; ++ow) {
+      const int64_t cnt = rows * byoc_pool_taps_(ow * SW - PL, KW, DW, clo, chi);
+      div[oh * OW + ow] = (double)(cnt > 0 ? cnt : 1);
+    }
+  }
+  for (int64_t i = P; i < P + 4; ++i) div[i] = 1.0; /* the lanes past the last output */
+  memset(plane, 0, (size_t)(g.HP * WP) * sizeof(float));
+  for (int64_t c = c0; c < c1; ++c) {
+    byoc_conv2d_dw_fill_(&g, x + c * H * W, plane, split);
+    float* yc = y + c * P;
+    int64_t r = 0, v = 0;
+    for (int64_t j0 = 0; j0 < jobs; j0 += 4) {
+      if (j0 + 4 > jobs && jobs >= 4) r = (jobs - 4) / nv, v = (jobs - 4) % nv; /* overlap */
+      const int64_t n = jobs - j0 < 4 ? jobs - j0 : 4;
+      int64_t off[4], yo[4];
+      for (int k = 0; k < 4; ++k) {
+        const int64_t ow = v == nv - 1 ? last : 4 * v, rr = r < OH ? r : OH - 1;
+        off[k] = rr * SH * WP + ow * SWP;
+        yo[k] = rr * OW + ow;
+        if (++v == nv) v = 0, ++r;
+      }
+      byoc_v4d_ s[4];
+      byoc_avg_four_(plane, off, KH, KW, DH, DW, WP, half, split, s);
+      for (int k = 0; k < (jobs >= 4 ? 4 : n); ++k) { /* whole stores stay inside the plane (see the dw conv) */
+        byoc_v4d_ d;
+        memcpy(&d, div + yo[k], sizeof d);
+        byoc_avg_store_(yc + yo[k], &s[k], &d, yo[k] + 4 <= P ? 4 : count);
+      }
+    }
+  }
+}
+
+/* One output per channel, its window inside the input: 8 channels at a time. */
+static inline __attribute__((always_inline)) void byoc_avg_pool2d_whole_(
+    const float* restrict x, float* restrict y, int64_t H, int64_t W, int64_t KH, int64_t KW,
+    int64_t top, int64_t left, int64_t DH, int64_t DW, int64_t c0, int64_t c1) {
+  const int64_t HW = H * W;
+  const double area = (double)(KH * KW);
+  int64_t c = c0;
+  for (; c + 8 <= c1; c += 8) {
+    byoc_v4d_ a = {0.0, 0.0, 0.0, 0.0}, b = a;
+    const float* xc = x + c * HW + top * W + left;
+    for (int64_t kh = 0; kh < KH; ++kh)
+      for (int64_t kw = 0; kw < KW; ++kw) {
+        const float* p = xc + kh * DH * W + kw * DW;
+        a += (byoc_v4d_){(double)p[0], (double)p[HW], (double)p[2 * HW], (double)p[3 * HW]};
+        b += (byoc_v4d_){(double)p[4 * HW], (double)p[5 * HW], (double)p[6 * HW], (double)p[7 * HW]};
+      }
+    a /= area, b /= area;
+    for (int l = 0; l < 4; ++l) y[c + l] = (float)a[l], y[c + 4 + l] = (float)b[l];
+  }
+  for (; c < c1; ++c) {
+    double s = 0.0;
+    const float* xc = x + c * HW + top * W + left;
+    for (int64_t kh = 0; kh < KH; ++kh)
+      for (int64_t kw = 0; kw < KW; ++kw) s += (double)xc[kh * DH * W + kw * DW];
+    y[c] = (float)(s / area);
+  }
+}
+
+BYOC_KERNEL void byoc_avg_pool2d_part_(const float* restrict x, float* restrict y, int64_t H,
+                                       int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+                                       int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t PB,
+                                       int64_t PR, int64_t DH, int64_t DW, int32_t include_pad,
+                                       int64_t c0, int64_t c1) {
+  if (OH == 1 && OW == 1 && PT <= 0 && PL <= 0 && (KH - 1) * DH - PT < H &&
+      (KW - 1) * DW - PL < W) {
+    byoc_avg_pool2d_whole_(x, y, H, W, KH, KW, -PT, -PL, DH, DW, c0, c1);
+    return;
+  }
+  const int64_t OWV = OW < 4 ? 4 : OW;
+  const int64_t HP = (OH - 1) * SH + (KH - 1) * DH + 1, WP = (OWV - 1) * SW + (KW - 1) * DW + 1;
+  if ((SW == 1 || SW == 2) && HP * WP <= BYOC_POOL_PLANE) {
+    byoc_avg_pool2d_planes_(x, y, H, W, OH, OW, KH, KW, SH, SW, PT, PL, PB, PR, DH, DW,
+                            include_pad, c0, c1);
+    return;
+  }
+  byoc_avg_pool2d_rows_(x, y, H, W, OH, OW, KH, KW, SH, SW, PT, PL, PB, PR, DH, DW, include_pad,
+                        c0, c1);
+}
+
 static inline void byoc_avg_pool2d_f32(const float* restrict x, float* restrict y, int64_t NC,
                                        int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH,
                                        int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
@@ -1426,13 +1604,11 @@ static inline void byoc_avg_pool2d_f32(const float* restrict x, float* restrict 
   BYOC_SPLIT_(nt, t, byoc_avg_pool2d_part_(x, y, H, W, OH, OW, KH, KW, SH, SW, PT, PL, PB, PR, DH, DW, include_pad, NC * t / nt, NC * (t + 1) / nt));
 }
 
-static inline void byoc_global_avg_pool2d_part_(const float* restrict x, float* restrict y,
-                                                 int64_t HW, int64_t c0, int64_t c1) {
-  for (int64_t c = c0; c < c1; ++c) {
-    double sum = 0.0;
-    for (int64_t i = 0; i < HW; ++i) sum += (double)x[c * HW + i];
-    y[c] = (float)(sum / (double)HW);
-  }
+/* Each channel's sum in double in order of i, 8 channels at a time (a lane each: one sum
+ * at a time waited on each add), then divided by HW. */
+BYOC_KERNEL void byoc_global_avg_pool2d_part_(const float* restrict x, float* restrict y,
+                                              int64_t HW, int64_t c0, int64_t c1) {
+  byoc_avg_pool2d_whole_(x, y, 1, HW, 1, HW, 0, 0, 1, 1, c0, c1);
 }
 
 static inline void byoc_global_avg_pool2d_f32(const float* restrict x, float* restrict y,
