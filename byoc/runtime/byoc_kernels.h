@@ -478,7 +478,12 @@ static inline void byoc_conv2d_dw_fill_(const byoc_conv_geom_* g, const float* r
       int64_t i = 0;
       for (; i + 8 <= n; i += 8) memcpy(dst + PL + i, src + i, 8 * sizeof(float));
       if (i < n && n >= 8) memcpy(dst + PL + n - 8, src + n - 8, 8 * sizeof(float));
-      for (; i < n && n < 8; ++i) dst[PL + i] = src[i];
+      if (n >= 4 && n < 8) {
+        memcpy(dst + PL, src, 4 * sizeof(float));
+        memcpy(dst + PL + n - 4, src + n - 4, 4 * sizeof(float));
+        continue;
+      }
+      for (; i < n && n < 4; ++i) dst[PL + i] = src[i];
       continue;
     }
     /* image column i is padded column j = PL + i: even j at j / 2, odd j at half + j / 2;
@@ -539,6 +544,22 @@ static inline __attribute__((always_inline)) void byoc_dw_six_(
     int64_t KW, int64_t DH, int64_t DW, int64_t WP, int64_t half, int split, byoc_v8f_* out) {
   const int64_t o0 = off[0], o1 = off[1], o2 = off[2], o3 = off[3], o4 = off[4], o5 = off[5];
   byoc_v8f_ a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0};
+  if (KH == 3 && KW == 3 && DW == 1) { /* the common window, unrolled along its rows */
+    for (int64_t kh = 0; kh < 3; ++kh) {
+      const float* xr = plane + kh * DH * WP;
+      const float* p = xr;
+      float s = wc[3 * kh];
+      BYOC_DW_TAP_(0); BYOC_DW_TAP_(1); BYOC_DW_TAP_(2); BYOC_DW_TAP_(3); BYOC_DW_TAP_(4); BYOC_DW_TAP_(5);
+      p = split ? xr + half : xr + 1;
+      s = wc[3 * kh + 1];
+      BYOC_DW_TAP_(0); BYOC_DW_TAP_(1); BYOC_DW_TAP_(2); BYOC_DW_TAP_(3); BYOC_DW_TAP_(4); BYOC_DW_TAP_(5);
+      p = split ? xr + 1 : xr + 2;
+      s = wc[3 * kh + 2];
+      BYOC_DW_TAP_(0); BYOC_DW_TAP_(1); BYOC_DW_TAP_(2); BYOC_DW_TAP_(3); BYOC_DW_TAP_(4); BYOC_DW_TAP_(5);
+    }
+    out[0] = a0, out[1] = a1, out[2] = a2, out[3] = a3, out[4] = a4, out[5] = a5;
+    return;
+  }
   for (int64_t kh = 0; kh < KH; ++kh) {
     const float* xr = plane + kh * DH * WP;
     for (int64_t kw = 0; kw < KW; ++kw) {

@@ -204,6 +204,8 @@ BIG: list[Case] = [
          _op(nn.AvgPool2DOp, pool_size=(5, 5), strides=(1, 2), padding=(2, 2, 2, 2))),
     Case("t_avg_pool_dilated_s3", [((1, 64, 30, 61), F32)],
          _op(nn.AvgPool2DOp, pool_size=(2, 3), strides=(3, 3), dilation=(2, 2), ceil_mode=True)),
+    Case("t_dw_dilated_rows", [((1, 48, 20, 20), F32), ((48, 1, 3, 3), F32)],
+         _op(nn.Conv2DOp, groups=48, dilation=(2, 1), padding=(2, 1, 2, 1))),
     Case("t_avg_pool_s2_pad_ceil", [((1, 136, 14, 13), F32)],
          _op(nn.AvgPool2DOp, pool_size=(3, 3), strides=(2, 2), padding=(1, 1, 1, 1), ceil_mode=True, count_include_pad=True)),
     Case("t_avg_pool_whole", [((1, 13, 7, 7), F32)], _op(nn.AvgPool2DOp, pool_size=(7, 7))),
