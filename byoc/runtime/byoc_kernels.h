@@ -493,8 +493,13 @@ static inline void byoc_conv2d_dw_fill_(const byoc_conv_geom_* g, const float* r
       byoc_v8f_ a, b;
       memcpy(&a, src + i, sizeof a);
       memcpy(&b, src + i + 8, sizeof b);
+#if defined(__clang__)
+      const byoc_v8f_ ev = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+      const byoc_v8f_ od = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
+#else
       const byoc_v8f_ ev = __builtin_shuffle(a, b, (byoc_v8i_){0, 2, 4, 6, 8, 10, 12, 14});
       const byoc_v8f_ od = __builtin_shuffle(a, b, (byoc_v8i_){1, 3, 5, 7, 9, 11, 13, 15});
+#endif
       const int64_t je = PL + i, jo = PL + i + 1;
       memcpy(dst + (je & 1 ? half : 0) + je / 2, &ev, sizeof ev);
       memcpy(dst + (jo & 1 ? half : 0) + jo / 2, &od, sizeof od);
@@ -504,8 +509,13 @@ static inline void byoc_conv2d_dw_fill_(const byoc_conv_geom_* g, const float* r
       byoc_v4f_ a, b;
       memcpy(&a, src + i0, sizeof a);
       memcpy(&b, src + i0 + 4, sizeof b);
+#if defined(__clang__)
+      const byoc_v4f_ ev = __builtin_shufflevector(a, b, 0, 2, 4, 6);
+      const byoc_v4f_ od = __builtin_shufflevector(a, b, 1, 3, 5, 7);
+#else
       const byoc_v4f_ ev = __builtin_shuffle(a, b, (byoc_v4i_){0, 2, 4, 6});
       const byoc_v4f_ od = __builtin_shuffle(a, b, (byoc_v4i_){1, 3, 5, 7});
+#endif
       const int64_t je = PL + i0, jo = PL + i0 + 1;
       memcpy(dst + (je & 1 ? half : 0) + je / 2, &ev, sizeof ev);
       memcpy(dst + (jo & 1 ? half : 0) + jo / 2, &od, sizeof od);
@@ -1329,6 +1339,37 @@ static inline __attribute__((always_inline)) void byoc_max_pool8_(
   memcpy(y, &m, sizeof m);
 }
 
+/* byoc_max_pool8_ for the 32 outputs from column ow: four vectors through the window
+ * together (one at a time, each waited on the maximum before it). */
+static inline __attribute__((always_inline)) void byoc_max_pool8x4_(
+    const float* restrict xc, float* restrict y, int64_t H, int64_t W, int64_t KH, int64_t KW,
+    int64_t SW, int64_t PL, int64_t DH, int64_t DW, int64_t top, int64_t ow) {
+  byoc_v8f_ m0 = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                  -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+  byoc_v8f_ m1 = m0, m2 = m0, m3 = m0;
+  for (int64_t kh = 0; kh < KH; ++kh) {
+    const int64_t ih = top + kh * DH;
+    if (ih < 0 || ih >= H) continue;
+    const float* xr = xc + ih * W + ow * SW - PL;
+    for (int64_t kw = 0; kw < KW; ++kw) {
+      const float* p = xr + kw * DW;
+      byoc_v8f_ v0, v1, v2, v3;
+      byoc_load8_(p, SW, &v0);
+      byoc_load8_(p + 8 * SW, SW, &v1);
+      byoc_load8_(p + 16 * SW, SW, &v2);
+      byoc_load8_(p + 24 * SW, SW, &v3);
+      byoc_vmax_(&m0, &v0);
+      byoc_vmax_(&m1, &v1);
+      byoc_vmax_(&m2, &v2);
+      byoc_vmax_(&m3, &v3);
+    }
+  }
+  memcpy(y, &m0, sizeof m0);
+  memcpy(y + 8, &m1, sizeof m1);
+  memcpy(y + 16, &m2, sizeof m2);
+  memcpy(y + 24, &m3, sizeof m3);
+}
+
 BYOC_KERNEL void byoc_max_pool2d_part_(const float* restrict x, float* restrict y, int64_t H,
                                        int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
                                        int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,
@@ -1348,7 +1389,12 @@ BYOC_KERNEL void byoc_max_pool2d_part_(const float* restrict x, float* restrict 
       const int64_t top = oh * SH - PT;
       for (int64_t ow = 0; ow < lo; ++ow)
         yc[oh * OW + ow] = byoc_max_window_(xc, H, W, KH, KW, DH, DW, top, ow * SW - PL);
-      for (int64_t b = 0; b < nvec; ++b) {
+      int64_t b = 0;
+      for (; b + 4 <= nvec; b += 4) {
+        const int64_t ow = lo + 8 * b;
+        byoc_max_pool8x4_(xc, yc + oh * OW + ow, H, W, KH, KW, SW, PL, DH, DW, top, ow);
+      }
+      for (; b < nvec; ++b) {
         const int64_t ow = lo + 8 * b;
         byoc_max_pool8_(xc, yc + oh * OW + ow, H, W, KH, KW, SW, PL, DH, DW, top, ow);
       }

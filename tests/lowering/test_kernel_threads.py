@@ -189,7 +189,7 @@ BIG: list[Case] = [
     # a leftover vector, an overlapping last group; stride 2 split with shuffles; stride 3
     # and dilation one vector at a time); average pools from a padded plane (stride 2 with
     # include_pad and ceil rows), over the whole map (8 channels a time, 13 = 8 + 5), and
-    # global averages 8 channels at a time
+    # global averages 8 channels at a time; a max pool's rows 4 vectors at a time
     Case("t_dw_7", [((1, 200, 7, 7), F32), ((200, 1, 3, 3), F32)], _conv_act_groups(nn.ReluOp, groups=200)),
     Case("t_dw_14_s1", [((1, 136, 14, 14), F32), ((136, 1, 3, 3), F32)], _op(nn.Conv2DOp, groups=136, padding=(1, 1, 1, 1))),
     Case("t_dw_28_s2", [((1, 40, 57, 28), F32), ((40, 1, 3, 3), F32)],
@@ -206,6 +206,8 @@ BIG: list[Case] = [
          _op(nn.AvgPool2DOp, pool_size=(2, 3), strides=(3, 3), dilation=(2, 2), ceil_mode=True)),
     Case("t_dw_dilated_rows", [((1, 48, 20, 20), F32), ((48, 1, 3, 3), F32)],
          _op(nn.Conv2DOp, groups=48, dilation=(2, 1), padding=(2, 1, 2, 1))),
+    Case("t_max_pool_stem", [((1, 24, 112, 112), F32)],
+         _op(nn.MaxPool2DOp, pool_size=(3, 3), strides=(2, 2), padding=(1, 1, 1, 1))),
     Case("t_avg_pool_s2_pad_ceil", [((1, 136, 14, 13), F32)],
          _op(nn.AvgPool2DOp, pool_size=(3, 3), strides=(2, 2), padding=(1, 1, 1, 1), ceil_mode=True, count_include_pad=True)),
     Case("t_avg_pool_whole", [((1, 13, 7, 7), F32)], _op(nn.AvgPool2DOp, pool_size=(7, 7))),
