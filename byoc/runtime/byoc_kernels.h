@@ -462,8 +462,8 @@ static inline void byoc_conv2d_dw_zero_(const byoc_conv_geom_* g, float* restric
 }
 
 /* The image's part of channel xc into the plane (whose other positions hold zeros). */
-static inline void byoc_conv2d_dw_fill_(const byoc_conv_geom_* g, const float* restrict xc,
-                                        float* restrict plane, int split) {
+static inline __attribute__((always_inline)) void byoc_conv2d_dw_fill_(
+    const byoc_conv_geom_* g, const float* restrict xc, float* restrict plane, int split) {
   const int64_t HP = g->HP, WP = g->WP, H = g->H, W = g->W, PT = g->PT, PL = g->PL;
   const int64_t end = PL + W < WP ? PL + W : WP, n = end - PL; /* image columns used */
   const int64_t r1 = PT + H < HP ? PT + H : HP;
