@@ -8,10 +8,11 @@
  *   /tmp/split_model conv C H O K S PAD [G]     # conv2d C -> O channels, H x H, K x K, stride S
  *   /tmp/split_model dw C H K S PAD              # depthwise, with its padding
  *
- * "old" is the decomposition before branch h15k (chunks of pixel tiles, or channel chunks x
- * tiles below 8 tiles; the depthwise padding on one thread below 2 x 131072 floats), "new"
- * the current one (byoc_kernels.h: byoc_conv2d_units_, byoc_conv2d_dw_pad_part_). Figures:
- * benchmarks/README.md, "Issue 15 (h15k)".
+ * conv: "old" is the decomposition before branch h15k (chunks of pixel tiles, or channel
+ * chunks x tiles below 8 tiles), "new" the current one (byoc_kernels.h: byoc_conv2d_units_).
+ * dw: the whole layer on one thread, then each thread's half of the channels (padding
+ * included: byoc_conv2d_dw_pad_part_); build it against another tree's byoc/runtime to
+ * compare kernels. Figures: benchmarks/README.md, "Issue 15 (h15k)" and "Issue 15 (h15d)".
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -88,18 +89,15 @@ int main(int argc, char** argv) {
   int64_t KC = 131072 / g.OG;
   KC = KC < 64 ? 64 : KC > BYOC_CONV2D_KC ? BYOC_CONV2D_KC : KC;
   g.KC = KC > g.WS ? g.WS : KC;
-  if (dw) {
+  if (dw) { /* the kernel's own decomposition: each thread pads and computes its channels */
     const int split = S == 2;
-    const double pad = BEST(byoc_conv2d_pad_(&g, x, xp, 0, C, split));
-    const double one = pad + BEST(byoc_conv2d_dw_part_(&g, xp, w, y, 0, C, &ep));
-    const double d0 = BEST(byoc_conv2d_dw_part_(&g, xp, w, y, 0, C / 2, &ep));
-    const double d1 = BEST(byoc_conv2d_dw_part_(&g, xp, w, y, C / 2, C, &ep));
+    const double one = BEST(byoc_conv2d_dw_pad_part_(&g, x, xp, w, y, 0, C, split, &ep));
     const double n0 = BEST(byoc_conv2d_dw_pad_part_(&g, x, xp, w, y, 0, C / 2, split, &ep));
     const double n1 = BEST(byoc_conv2d_dw_pad_part_(&g, x, xp, w, y, C / 2, C, split, &ep));
-    const int old_split = C * g.HP * g.WP >= 2 * 4 * 32768;
-    const double old2 = (old_split ? pad / 2 : pad) + (d0 > d1 ? d0 : d1), new2 = n0 > n1 ? n0 : n1;
-    printf("dw C=%ld H=%ld K=%ld S=%ld: 1 thread %.1f us (padding %.1f); 2 threads old %.1f us (%.2fx), new %.1f us (%.2fx)\n",
-           (long)C, (long)H, (long)K, (long)S, one * 1e6, pad * 1e6, old2 * 1e6, one / old2, new2 * 1e6, one / new2);
+    const double two = n0 > n1 ? n0 : n1;
+    const double flops = 2.0 * (double)(C * OH * OW * K * K);
+    printf("dw C=%ld H=%ld K=%ld S=%ld: 1 thread %.1f us (%.1f GFLOP/s); 2 threads %.1f / %.1f us (%.2fx)\n",
+           (long)C, (long)H, (long)K, (long)S, one * 1e6, flops / one * 1e-9, n0 * 1e6, n1 * 1e6, one / two);
     return 0;
   }
   g.WP = (OW - 1) * S + K;

@@ -279,6 +279,9 @@ static inline __attribute__((always_inline)) void byoc_load16_(const float* y, i
 }
 
 typedef int32_t byoc_v8i_ __attribute__((vector_size(32)));
+typedef double byoc_v4d_ __attribute__((vector_size(32)));
+typedef float byoc_v4f_ __attribute__((vector_size(16)));
+typedef int32_t byoc_v4i_ __attribute__((vector_size(16)));
 
 /* The np valid of 16 floats in two vectors to y. */
 static inline __attribute__((always_inline)) void byoc_store16_(float* y, int64_t np,
@@ -438,49 +441,245 @@ static inline void byoc_conv2d_pad_(const byoc_conv_geom_* g, const float* restr
 }
 
 /*
- * Depthwise (one input and one output channel per group), channels [c0, c1)
- * of one image: a window slides over 8 output columns at a time, each output
- * summed in order of (kh, kw). With stride 2 the padded rows are split into
- * even and odd columns (byoc_conv2d_pad_), so every tap reads 8 contiguous
- * floats: tap column 2m is even column m + ow, 2m + 1 is odd column m + ow.
+ * Depthwise (one input and one output channel per group), channels [c0, c1) of one image.
+ * Each channel is padded into `plane` (one padded channel, HP x WP, reused for every
+ * channel: its zeros are written once, then only the image's part changes, so the plane
+ * stays in L1), then computed from it. An output vector is 8 columns of one output row;
+ * the vectors of a channel (rows x vectors per row, numbered row-major) go six at a time
+ * through the taps, so six independent sums are in flight (one vector at a time waited on
+ * each add: about 6 GFLOP/s on shufflenet's 3x3 layers). Each output is still summed in
+ * order of (kh, kw) from 0, a product and an add per tap (no FMA, at either dispatch level):
+ * the results do not depend on the grouping, the dispatch level or the threads. With
+ * stride 2 the padded rows hold their even columns, then their odd ones, so every tap
+ * reads 8 contiguous floats: tap column 2m is even column m + ow, 2m + 1 is odd column
+ * m + ow. Other strides gather their 8 columns (one vector at a time).
  */
-BYOC_KERNEL void byoc_conv2d_dw_part_(const byoc_conv_geom_* g, const float* restrict xp,
-                                      const float* restrict w, float* restrict y, int64_t c0,
-                                      int64_t c1, const byoc_epilogue_* ep) {
-  const int64_t HP = g->HP, WP = g->WP, OH = g->OH, OW = g->OW, OW8 = g->OW8;
-  const int64_t KH = g->KH, KW = g->KW, SH = g->SH, SW = g->SW, DH = g->DH, DW = g->DW;
+enum { BYOC_DW_JOBS = 6 };
+
+/* Zeros where the padded plane has no image, once per call. */
+static inline void byoc_conv2d_dw_zero_(const byoc_conv_geom_* g, float* restrict plane) {
+  memset(plane, 0, (size_t)(g->HP * g->WP) * sizeof(float));
+}
+
+/* The image's part of channel xc into the plane (whose other positions hold zeros). */
+static inline __attribute__((always_inline)) void byoc_conv2d_dw_fill_(
+    const byoc_conv_geom_* g, const float* restrict xc, float* restrict plane, int split) {
+  const int64_t HP = g->HP, WP = g->WP, H = g->H, W = g->W, PT = g->PT, PL = g->PL;
+  const int64_t end = PL + W < WP ? PL + W : WP, n = end - PL; /* image columns used */
+  const int64_t r1 = PT + H < HP ? PT + H : HP;
   const int64_t half = (WP + 1) / 2;
-  for (int64_t c = c0; c < c1; ++c) {
-    const float* xc = xp + c * HP * WP;
-    const float* wc = w + c * KH * KW;
-    float* yc = y + c * OH * OW;
-    for (int64_t oh = 0; oh < OH; ++oh) {
-      for (int64_t ow = 0; ow < OW8; ow += 8) {
-        byoc_v8f_ a = {0};
-        for (int64_t kh = 0; kh < KH; ++kh) {
-          const float* xr = xc + (oh * SH + kh * DH) * WP;
-          for (int64_t kw = 0; kw < KW; ++kw) {
-            const int64_t col = kw * DW;
-            byoc_v8f_ v;
-            if (SW == 1) {
-              memcpy(&v, xr + ow + col, sizeof v);
-            } else if (SW == 2) {
-              memcpy(&v, xr + (col & 1 ? half : 0) + col / 2 + ow, sizeof v);
-            } else {
-              const float* p = xr + ow * SW + col;
-              v = (byoc_v8f_){p[0], p[SW], p[2 * SW], p[3 * SW], p[4 * SW], p[5 * SW], p[6 * SW],
-                              p[7 * SW]};
-            }
-            a += wc[kh * KW + kw] * v;
-          }
-        }
-        float tmp[8];
-        memcpy(tmp, &a, sizeof tmp);
-        const int64_t count = OW - ow < 8 ? OW - ow : 8;
-        memcpy(yc + oh * OW + ow, tmp, (size_t)count * sizeof(float));
+  if (n <= 0) return;
+  for (int64_t r = PT; r < r1; ++r) {
+    const float* restrict src = xc + (r - PT) * W;
+    float* restrict dst = plane + r * WP;
+    /* blocks of 8 (16) columns, the last one ending at column n (overlapping the one
+     * before it: the same values again), one at a time only in a row narrower than 8 */
+    if (!split) {
+      int64_t i = 0;
+      for (; i + 8 <= n; i += 8) memcpy(dst + PL + i, src + i, 8 * sizeof(float));
+      if (i < n && n >= 8) memcpy(dst + PL + n - 8, src + n - 8, 8 * sizeof(float));
+      if (n >= 4 && n < 8) {
+        memcpy(dst + PL, src, 4 * sizeof(float));
+        memcpy(dst + PL + n - 4, src + n - 4, 4 * sizeof(float));
+        continue;
       }
+      for (; i < n && n < 4; ++i) dst[PL + i] = src[i];
+      continue;
     }
-    if (ep != NULL) byoc_epilogue_run_(ep, c, yc, OH * OW); /* the channel's plane, in cache */
+    /* image column i is padded column j = PL + i: even j at j / 2, odd j at half + j / 2;
+     * columns i0, i0 + 2, ... land at consecutive places, as do i0 + 1, i0 + 3, ... */
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+      byoc_v8f_ a, b;
+      memcpy(&a, src + i, sizeof a);
+      memcpy(&b, src + i + 8, sizeof b);
+#if defined(__clang__)
+      const byoc_v8f_ ev = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+      const byoc_v8f_ od = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
+#else
+      const byoc_v8f_ ev = __builtin_shuffle(a, b, (byoc_v8i_){0, 2, 4, 6, 8, 10, 12, 14});
+      const byoc_v8f_ od = __builtin_shuffle(a, b, (byoc_v8i_){1, 3, 5, 7, 9, 11, 13, 15});
+#endif
+      const int64_t je = PL + i, jo = PL + i + 1;
+      memcpy(dst + (je & 1 ? half : 0) + je / 2, &ev, sizeof ev);
+      memcpy(dst + (jo & 1 ? half : 0) + jo / 2, &od, sizeof od);
+    }
+    while (i < n && n >= 8) {
+      const int64_t i0 = i + 8 <= n ? i : n - 8;
+      byoc_v4f_ a, b;
+      memcpy(&a, src + i0, sizeof a);
+      memcpy(&b, src + i0 + 4, sizeof b);
+#if defined(__clang__)
+      const byoc_v4f_ ev = __builtin_shufflevector(a, b, 0, 2, 4, 6);
+      const byoc_v4f_ od = __builtin_shufflevector(a, b, 1, 3, 5, 7);
+#else
+      const byoc_v4f_ ev = __builtin_shuffle(a, b, (byoc_v4i_){0, 2, 4, 6});
+      const byoc_v4f_ od = __builtin_shuffle(a, b, (byoc_v4i_){1, 3, 5, 7});
+#endif
+      const int64_t je = PL + i0, jo = PL + i0 + 1;
+      memcpy(dst + (je & 1 ? half : 0) + je / 2, &ev, sizeof ev);
+      memcpy(dst + (jo & 1 ? half : 0) + jo / 2, &od, sizeof od);
+      i = i0 + 8;
+    }
+    for (; i < n; ++i) {
+      const int64_t j = PL + i;
+      dst[(j & 1 ? half : 0) + j / 2] = src[i];
+    }
+  }
+}
+
+/* The 8 output columns at y (count of them valid: the rest are not stored). */
+static inline __attribute__((always_inline)) void byoc_dw_store_(float* restrict y,
+                                                                 const byoc_v8f_* a,
+                                                                 int64_t count) {
+  if (count >= 8) {
+    memcpy(y, a, sizeof *a);
+    return;
+  }
+  float tmp[8];
+  memcpy(tmp, a, sizeof tmp);
+  for (int64_t l = 0; l < count; ++l) y[l] = tmp[l];
+}
+
+#define BYOC_DW_TAP_(k)                          \
+  do {                                           \
+    byoc_v8f_ v_;                                \
+    memcpy(&v_, p + o##k, sizeof v_);            \
+    a##k += s * v_;                              \
+  } while (0)
+
+/* Six output vectors whose first taps are at plane + off[k] (stride 1, or 2 split). */
+static inline __attribute__((always_inline)) void byoc_dw_six_(
+    const float* restrict plane, const float* restrict wc, const int64_t* off, int64_t KH,
+    int64_t KW, int64_t DH, int64_t DW, int64_t WP, int64_t half, int split, byoc_v8f_* out) {
+  const int64_t o0 = off[0], o1 = off[1], o2 = off[2], o3 = off[3], o4 = off[4], o5 = off[5];
+  byoc_v8f_ a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0};
+  if (KH == 3 && KW == 3 && DW == 1) { /* the common window, unrolled along its rows */
+    for (int64_t kh = 0; kh < 3; ++kh) {
+      const float* xr = plane + kh * DH * WP;
+      const float* p = xr;
+      float s = wc[3 * kh];
+      BYOC_DW_TAP_(0); BYOC_DW_TAP_(1); BYOC_DW_TAP_(2); BYOC_DW_TAP_(3); BYOC_DW_TAP_(4); BYOC_DW_TAP_(5);
+      p = split ? xr + half : xr + 1;
+      s = wc[3 * kh + 1];
+      BYOC_DW_TAP_(0); BYOC_DW_TAP_(1); BYOC_DW_TAP_(2); BYOC_DW_TAP_(3); BYOC_DW_TAP_(4); BYOC_DW_TAP_(5);
+      p = split ? xr + 1 : xr + 2;
+      s = wc[3 * kh + 2];
+      BYOC_DW_TAP_(0); BYOC_DW_TAP_(1); BYOC_DW_TAP_(2); BYOC_DW_TAP_(3); BYOC_DW_TAP_(4); BYOC_DW_TAP_(5);
+    }
+    out[0] = a0, out[1] = a1, out[2] = a2, out[3] = a3, out[4] = a4, out[5] = a5;
+    return;
+  }
+  for (int64_t kh = 0; kh < KH; ++kh) {
+    const float* xr = plane + kh * DH * WP;
+    for (int64_t kw = 0; kw < KW; ++kw) {
+      const int64_t col = kw * DW;
+      const float* p = split ? xr + (col & 1 ? half : 0) + col / 2 : xr + col;
+      const float s = wc[kh * KW + kw];
+      BYOC_DW_TAP_(0);
+      BYOC_DW_TAP_(1);
+      BYOC_DW_TAP_(2);
+      BYOC_DW_TAP_(3);
+      BYOC_DW_TAP_(4);
+      BYOC_DW_TAP_(5);
+    }
+  }
+  out[0] = a0, out[1] = a1, out[2] = a2, out[3] = a3, out[4] = a4, out[5] = a5;
+}
+
+/* One output vector: row oh, columns from ow (any stride). */
+static inline __attribute__((always_inline)) void byoc_dw_one_(
+    const byoc_conv_geom_* g, const float* restrict plane, const float* restrict wc, int64_t oh,
+    int64_t ow, int split, byoc_v8f_* out) {
+  const int64_t WP = g->WP, KH = g->KH, KW = g->KW, SH = g->SH, SW = g->SW, DH = g->DH, DW = g->DW;
+  const int64_t half = (WP + 1) / 2;
+  byoc_v8f_ a = {0};
+  for (int64_t kh = 0; kh < KH; ++kh) {
+    const float* xr = plane + (oh * SH + kh * DH) * WP;
+    for (int64_t kw = 0; kw < KW; ++kw) {
+      const int64_t col = kw * DW;
+      byoc_v8f_ v;
+      if (split) {
+        memcpy(&v, xr + (col & 1 ? half : 0) + col / 2 + ow, sizeof v);
+      } else if (SW == 1) {
+        memcpy(&v, xr + ow + col, sizeof v);
+      } else {
+        const float* p = xr + ow * SW + col;
+        v = (byoc_v8f_){p[0], p[SW], p[2 * SW], p[3 * SW], p[4 * SW], p[5 * SW], p[6 * SW],
+                        p[7 * SW]};
+      }
+      a += wc[kh * KW + kw] * v;
+    }
+  }
+  *out = a;
+}
+
+/* One channel from its padded plane into yc (OH x OW). */
+static inline __attribute__((always_inline)) void byoc_dw_channel_(
+    const byoc_conv_geom_* g, const float* restrict plane, const float* restrict wc,
+    float* restrict yc, int split) {
+  const int64_t OH = g->OH, OW = g->OW, nv = (OW + 7) / 8, jobs = OH * nv;
+  const int64_t WP = g->WP, SH = g->SH, SW = split ? 1 : g->SW;
+  const int64_t half = (WP + 1) / 2;
+  if (!(split || g->SW == 1) || jobs < BYOC_DW_JOBS) {
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ow += 8) {
+        byoc_v8f_ a;
+        byoc_dw_one_(g, plane, wc, oh, ow, split, &a);
+        byoc_dw_store_(yc + oh * OW + ow, &a, OW - ow);
+      }
+    return;
+  }
+  /* A row's vectors start at columns 0, 8, 16, ..., the last at OW - 8 (overlapping the one
+   * before it when 8 does not divide OW: its columns are computed again, the same way), so
+   * every store is whole unless the row is narrower than 8. Vectors go six at a time in
+   * row-major order; the last group ends at the last vector, overlapping the group before.
+   * A row narrower than 8 is stored whole too, its extra lanes into the rows after it, which
+   * are all stored later (in this group or a later one), except where they would leave the
+   * channel's plane: there only its OW columns. */
+  const int64_t last = OW >= 8 ? OW - 8 : 0, count = OW >= 8 ? 8 : OW, P = OH * OW;
+  /* one or two vectors left over: one at a time (a group costs about three) */
+  const int64_t rest = jobs % BYOC_DW_JOBS, grouped = rest <= 2 ? jobs - rest : jobs;
+  int64_t r = 0, v = 0;
+  for (int64_t j0 = 0; j0 < grouped; j0 += BYOC_DW_JOBS) {
+    if (j0 + BYOC_DW_JOBS > jobs) { /* the overlapping last group */
+      r = (jobs - BYOC_DW_JOBS) / nv, v = (jobs - BYOC_DW_JOBS) % nv;
+    }
+    int64_t off[BYOC_DW_JOBS], yo[BYOC_DW_JOBS];
+    for (int k = 0; k < BYOC_DW_JOBS; ++k) {
+      const int64_t ow = v == nv - 1 ? last : 8 * v;
+      off[k] = r * SH * WP + ow * SW;
+      yo[k] = r * OW + ow;
+      if (++v == nv) v = 0, ++r;
+    }
+    byoc_v8f_ a[BYOC_DW_JOBS];
+    byoc_dw_six_(plane, wc, off, g->KH, g->KW, g->DH, g->DW, WP, half, split, a);
+    for (int k = 0; k < BYOC_DW_JOBS; ++k)
+      byoc_dw_store_(yc + yo[k], &a[k], yo[k] + 8 <= P ? 8 : count);
+  }
+  for (int64_t j = grouped; j < jobs; ++j) {
+    const int64_t oh = j / nv, ow = j % nv == nv - 1 ? last : 8 * (j % nv);
+    byoc_v8f_ a;
+    byoc_dw_one_(g, plane, wc, oh, ow, split, &a);
+    byoc_dw_store_(yc + oh * OW + ow, &a, oh * OW + ow + 8 <= P ? 8 : count);
+  }
+}
+
+BYOC_KERNEL void byoc_conv2d_dw_part_(const byoc_conv_geom_* g, const float* restrict x,
+                                      float* restrict plane, const float* restrict w,
+                                      float* restrict y, int64_t c0, int64_t c1, int split,
+                                      const byoc_epilogue_* ep) {
+  if (c1 <= c0) return;
+  byoc_conv2d_dw_zero_(g, plane);
+  const int64_t KK = g->KH * g->KW, HW = g->H * g->W, P = g->OH * g->OW;
+  for (int64_t c = c0; c < c1; ++c) {
+    byoc_conv2d_dw_fill_(g, x + c * HW, plane, split);
+    float* yc = y + c * P;
+    if (split)
+      byoc_dw_channel_(g, plane, w + c * KK, yc, 1);
+    else
+      byoc_dw_channel_(g, plane, w + c * KK, yc, 0);
+    if (ep != NULL) byoc_epilogue_run_(ep, c, yc, P); /* the channel's plane, in cache */
   }
 }
 
@@ -555,18 +754,14 @@ BYOC_KERNEL void byoc_conv2d_part_(const byoc_conv_geom_* g, const float* restri
   }
 }
 
-/* Depthwise: channels [c0, c1) padded (in blocks of 8, so each padded plane is still in
- * cache when it is read) and computed. A depthwise output channel reads only its own padded
- * input channel, so no thread waits for another's padding. */
+/* Depthwise: channels [c0, c1), padded one at a time into the piece of the scratch that
+ * holds channel c0's padded plane (each thread its own, so no thread waits for another's
+ * padding, and a plane stays in L1 while its channel is computed). */
 static inline void byoc_conv2d_dw_pad_part_(const byoc_conv_geom_* g, const float* restrict x,
                                             float* restrict xp, const float* restrict w,
                                             float* restrict y, int64_t c0, int64_t c1, int split,
                                             const byoc_epilogue_* ep) {
-  for (int64_t b0 = c0; b0 < c1; b0 += 8) {
-    const int64_t b1 = c1 - b0 < 8 ? c1 : b0 + 8;
-    byoc_conv2d_pad_(g, x, xp, b0, b1, split);
-    byoc_conv2d_dw_part_(g, xp, w, y, b0, b1, ep);
-  }
+  byoc_conv2d_dw_part_(g, x, xp + c0 * g->HP * g->WP, w, y, c0, c1, split, ep);
 }
 
 /*
@@ -1144,6 +1339,37 @@ static inline __attribute__((always_inline)) void byoc_max_pool8_(
   memcpy(y, &m, sizeof m);
 }
 
+/* byoc_max_pool8_ for the 32 outputs from column ow: four vectors through the window
+ * together (one at a time, each waited on the maximum before it). */
+static inline __attribute__((always_inline)) void byoc_max_pool8x4_(
+    const float* restrict xc, float* restrict y, int64_t H, int64_t W, int64_t KH, int64_t KW,
+    int64_t SW, int64_t PL, int64_t DH, int64_t DW, int64_t top, int64_t ow) {
+  byoc_v8f_ m0 = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                  -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+  byoc_v8f_ m1 = m0, m2 = m0, m3 = m0;
+  for (int64_t kh = 0; kh < KH; ++kh) {
+    const int64_t ih = top + kh * DH;
+    if (ih < 0 || ih >= H) continue;
+    const float* xr = xc + ih * W + ow * SW - PL;
+    for (int64_t kw = 0; kw < KW; ++kw) {
+      const float* p = xr + kw * DW;
+      byoc_v8f_ v0, v1, v2, v3;
+      byoc_load8_(p, SW, &v0);
+      byoc_load8_(p + 8 * SW, SW, &v1);
+      byoc_load8_(p + 16 * SW, SW, &v2);
+      byoc_load8_(p + 24 * SW, SW, &v3);
+      byoc_vmax_(&m0, &v0);
+      byoc_vmax_(&m1, &v1);
+      byoc_vmax_(&m2, &v2);
+      byoc_vmax_(&m3, &v3);
+    }
+  }
+  memcpy(y, &m0, sizeof m0);
+  memcpy(y + 8, &m1, sizeof m1);
+  memcpy(y + 16, &m2, sizeof m2);
+  memcpy(y + 24, &m3, sizeof m3);
+}
+
 BYOC_KERNEL void byoc_max_pool2d_part_(const float* restrict x, float* restrict y, int64_t H,
                                        int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
                                        int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,
@@ -1163,7 +1389,12 @@ BYOC_KERNEL void byoc_max_pool2d_part_(const float* restrict x, float* restrict 
       const int64_t top = oh * SH - PT;
       for (int64_t ow = 0; ow < lo; ++ow)
         yc[oh * OW + ow] = byoc_max_window_(xc, H, W, KH, KW, DH, DW, top, ow * SW - PL);
-      for (int64_t b = 0; b < nvec; ++b) {
+      int64_t b = 0;
+      for (; b + 4 <= nvec; b += 4) {
+        const int64_t ow = lo + 8 * b;
+        byoc_max_pool8x4_(xc, yc + oh * OW + ow, H, W, KH, KW, SW, PL, DH, DW, top, ow);
+      }
+      for (; b < nvec; ++b) {
         const int64_t ow = lo + 8 * b;
         byoc_max_pool8_(xc, yc + oh * OW + ow, H, W, KH, KW, SW, PL, DH, DW, top, ow);
       }
@@ -1213,16 +1444,13 @@ static inline float byoc_avg_window_(const float* restrict xc, int64_t H, int64_
   return (float)(sum / (double)(count > 0 ? count : 1));
 }
 
-typedef double byoc_v4d_ __attribute__((vector_size(32)));
-typedef float byoc_v4f_ __attribute__((vector_size(16)));
 
 /*
- * Channels [c0, c1). Where a window lies inside the input (its rows and its
- * columns), 4 output columns are summed at a time in double, each lane in
- * the window order of byoc_avg_window_ and divided by KH*KW as it would be:
- * the same results.
+ * Channels [c0, c1) from the input itself. Where a window lies inside the input (its rows
+ * and its columns), 4 output columns are summed at a time in double, each lane in the
+ * window order of byoc_avg_window_ and divided by KH*KW as it would be: the same results.
  */
-BYOC_KERNEL void byoc_avg_pool2d_part_(const float* restrict x, float* restrict y, int64_t H,
+static inline void byoc_avg_pool2d_rows_(const float* restrict x, float* restrict y, int64_t H,
                                        int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
                                        int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t PB,
                                        int64_t PR, int64_t DH, int64_t DW, int32_t include_pad,
@@ -1272,22 +1500,185 @@ BYOC_KERNEL void byoc_avg_pool2d_part_(const float* restrict x, float* restrict 
   }
 }
 
+/*
+ * Channels [c0, c1), by the first of these that applies (all give the results of
+ * byoc_avg_window_: each window's elements summed in double in (kh, kw) order from 0, then
+ * divided by its count):
+ *   - one output whose window lies inside the input (an average over the whole map, e.g.
+ *     shufflenet's 7x7 pool): 8 channels at a time, a lane each, in window order;
+ *   - stride 1 or 2, and a padded channel that fits BYOC_POOL_PLANE floats: each channel is
+ *     padded with zeros into a plane on the stack (stride 2: even columns, then odd ones, as
+ *     the depthwise conv does), and 4 output vectors of 4 columns go through the window at
+ *     a time. A padded zero adds +0.0 to a sum that is never -0.0 (it starts at +0.0): no
+ *     sum changes. Each vector is divided lane by lane by its windows' counts;
+ *   - otherwise, byoc_avg_pool2d_rows_.
+ */
+#define BYOC_POOL_PLANE 4096
+
+/* How many k in [0, K) put start + k * D in [lo, hi). */
+static inline int64_t byoc_pool_taps_(int64_t start, int64_t K, int64_t D, int64_t lo, int64_t hi) {
+  int64_t n = 0;
+  for (int64_t k = 0; k < K; ++k) n += start + k * D >= lo && start + k * D < hi;
+  return n;
+}
+
+/* Four output vectors (4 columns each) whose first taps are at plane + off[k], summed. */
+static inline __attribute__((always_inline)) void byoc_avg_four_(
+    const float* restrict plane, const int64_t* off, int64_t KH, int64_t KW, int64_t DH,
+    int64_t DW, int64_t WP, int64_t half, int split, byoc_v4d_* out) {
+  byoc_v4d_ a0 = {0.0, 0.0, 0.0, 0.0}, a1 = a0, a2 = a0, a3 = a0;
+  const int64_t o0 = off[0], o1 = off[1], o2 = off[2], o3 = off[3];
+  for (int64_t kh = 0; kh < KH; ++kh) {
+    const float* xr = plane + kh * DH * WP;
+    for (int64_t kw = 0; kw < KW; ++kw) {
+      const int64_t col = kw * DW;
+      const float* p = split ? xr + (col & 1 ? half : 0) + col / 2 : xr + col;
+      byoc_v4f_ f0, f1, f2, f3;
+      memcpy(&f0, p + o0, sizeof f0);
+      memcpy(&f1, p + o1, sizeof f1);
+      memcpy(&f2, p + o2, sizeof f2);
+      memcpy(&f3, p + o3, sizeof f3);
+      a0 += __builtin_convertvector(f0, byoc_v4d_);
+      a1 += __builtin_convertvector(f1, byoc_v4d_);
+      a2 += __builtin_convertvector(f2, byoc_v4d_);
+      a3 += __builtin_convertvector(f3, byoc_v4d_);
+    }
+  }
+  out[0] = a0, out[1] = a1, out[2] = a2, out[3] = a3;
+}
+
+/* The 4 averages s / d (as floats) at y, count of them (the rest are not stored). */
+static inline __attribute__((always_inline)) void byoc_avg_store_(float* restrict y,
+                                                                  const byoc_v4d_* s,
+                                                                  const byoc_v4d_* d,
+                                                                  int64_t count) {
+  const byoc_v4f_ r = __builtin_convertvector(*s / *d, byoc_v4f_);
+  if (count >= 4) {
+    memcpy(y, &r, sizeof r);
+    return;
+  }
+  float tmp[4];
+  memcpy(tmp, &r, sizeof tmp);
+  for (int64_t l = 0; l < count; ++l) y[l] = tmp[l];
+}
+
+static inline __attribute__((always_inline)) void byoc_avg_pool2d_planes_(
+    const float* restrict x, float* restrict y, int64_t H, int64_t W, int64_t OH, int64_t OW,
+    int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t PB,
+    int64_t PR, int64_t DH, int64_t DW, int32_t include_pad, int64_t c0, int64_t c1) {
+  float plane[BYOC_POOL_PLANE] __attribute__((aligned(64)));
+  double div[BYOC_POOL_PLANE + 4]; /* per output: its window's count (as a double) */
+  const int split = SW == 2;
+  const int64_t OWV = OW < 4 ? 4 : OW;
+  byoc_conv_geom_ g; /* the padded plane's shape, as byoc_conv2d_dw_fill_ reads it */
+  g.H = H, g.W = W, g.PT = PT, g.PL = PL;
+  g.HP = (OH - 1) * SH + (KH - 1) * DH + 1;
+  g.WP = (OWV - 1) * SW + (KW - 1) * DW + 1;
+  const int64_t WP = g.WP, half = (WP + 1) / 2, SWP = split ? 1 : SW;
+  const int64_t rlo = include_pad ? -PT : 0, rhi = include_pad ? H + PB : H;
+  const int64_t clo = include_pad ? -PL : 0, chi = include_pad ? W + PR : W;
+  const int64_t nv = (OW + 3) / 4, jobs = OH * nv, P = OH * OW;
+  const int64_t last = OW >= 4 ? OW - 4 : 0, count = OW >= 4 ? 4 : OW;
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    const int64_t rows = byoc_pool_taps_(oh * SH - PT, KH, DH, rlo, rhi);
+    for (int64_t ow = 0; ow < OW; ++ow) {
+      const int64_t cnt = rows * byoc_pool_taps_(ow * SW - PL, KW, DW, clo, chi);
+      div[oh * OW + ow] = (double)(cnt > 0 ? cnt : 1);
+    }
+  }
+  for (int64_t i = P; i < P + 4; ++i) div[i] = 1.0; /* the lanes past the last output */
+  memset(plane, 0, (size_t)(g.HP * WP) * sizeof(float));
+  for (int64_t c = c0; c < c1; ++c) {
+    byoc_conv2d_dw_fill_(&g, x + c * H * W, plane, split);
+    float* yc = y + c * P;
+    int64_t r = 0, v = 0;
+    for (int64_t j0 = 0; j0 < jobs; j0 += 4) {
+      if (j0 + 4 > jobs && jobs >= 4) r = (jobs - 4) / nv, v = (jobs - 4) % nv; /* overlap */
+      const int64_t n = jobs - j0 < 4 ? jobs - j0 : 4;
+      int64_t off[4], yo[4];
+      for (int k = 0; k < 4; ++k) {
+        const int64_t ow = v == nv - 1 ? last : 4 * v, rr = r < OH ? r : OH - 1;
+        off[k] = rr * SH * WP + ow * SWP;
+        yo[k] = rr * OW + ow;
+        if (++v == nv) v = 0, ++r;
+      }
+      byoc_v4d_ s[4];
+      byoc_avg_four_(plane, off, KH, KW, DH, DW, WP, half, split, s);
+      for (int k = 0; k < (jobs >= 4 ? 4 : n); ++k) { /* whole stores stay inside the plane (see the dw conv) */
+        byoc_v4d_ d;
+        memcpy(&d, div + yo[k], sizeof d);
+        byoc_avg_store_(yc + yo[k], &s[k], &d, yo[k] + 4 <= P ? 4 : count);
+      }
+    }
+  }
+}
+
+/* One output per channel, its window inside the input: 8 channels at a time. */
+static inline __attribute__((always_inline)) void byoc_avg_pool2d_whole_(
+    const float* restrict x, float* restrict y, int64_t H, int64_t W, int64_t KH, int64_t KW,
+    int64_t top, int64_t left, int64_t DH, int64_t DW, int64_t c0, int64_t c1) {
+  const int64_t HW = H * W;
+  const double area = (double)(KH * KW);
+  int64_t c = c0;
+  for (; c + 8 <= c1; c += 8) {
+    byoc_v4d_ a = {0.0, 0.0, 0.0, 0.0}, b = a;
+    const float* xc = x + c * HW + top * W + left;
+    for (int64_t kh = 0; kh < KH; ++kh)
+      for (int64_t kw = 0; kw < KW; ++kw) {
+        const float* p = xc + kh * DH * W + kw * DW;
+        a += (byoc_v4d_){(double)p[0], (double)p[HW], (double)p[2 * HW], (double)p[3 * HW]};
+        b += (byoc_v4d_){(double)p[4 * HW], (double)p[5 * HW], (double)p[6 * HW], (double)p[7 * HW]};
+      }
+    a /= area, b /= area;
+    for (int l = 0; l < 4; ++l) y[c + l] = (float)a[l], y[c + 4 + l] = (float)b[l];
+  }
+  for (; c < c1; ++c) {
+    double s = 0.0;
+    const float* xc = x + c * HW + top * W + left;
+    for (int64_t kh = 0; kh < KH; ++kh)
+      for (int64_t kw = 0; kw < KW; ++kw) s += (double)xc[kh * DH * W + kw * DW];
+    y[c] = (float)(s / area);
+  }
+}
+
+BYOC_KERNEL void byoc_avg_pool2d_part_(const float* restrict x, float* restrict y, int64_t H,
+                                       int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+                                       int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t PB,
+                                       int64_t PR, int64_t DH, int64_t DW, int32_t include_pad,
+                                       int64_t c0, int64_t c1) {
+  if (OH == 1 && OW == 1 && PT <= 0 && PL <= 0 && (KH - 1) * DH - PT < H &&
+      (KW - 1) * DW - PL < W) {
+    byoc_avg_pool2d_whole_(x, y, H, W, KH, KW, -PT, -PL, DH, DW, c0, c1);
+    return;
+  }
+  const int64_t OWV = OW < 4 ? 4 : OW;
+  const int64_t HP = (OH - 1) * SH + (KH - 1) * DH + 1, WP = (OWV - 1) * SW + (KW - 1) * DW + 1;
+  if ((SW == 1 || SW == 2) && HP * WP <= BYOC_POOL_PLANE) {
+    byoc_avg_pool2d_planes_(x, y, H, W, OH, OW, KH, KW, SH, SW, PT, PL, PB, PR, DH, DW,
+                            include_pad, c0, c1);
+    return;
+  }
+  byoc_avg_pool2d_rows_(x, y, H, W, OH, OW, KH, KW, SH, SW, PT, PL, PB, PR, DH, DW, include_pad,
+                        c0, c1);
+}
+
 static inline void byoc_avg_pool2d_f32(const float* restrict x, float* restrict y, int64_t NC,
                                        int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH,
                                        int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
                                        int64_t PB, int64_t PR, int64_t DH, int64_t DW,
                                        int32_t include_pad) {
-  const int32_t nt = byoc_threads_for(NC * OH * OW * KH * KW, 2 * BYOC_PAR_GRAIN);
+  /* a window element costs about what a conv2d multiply-add does (a load, a conversion to
+   * double, an add, 4 lanes a vector): split from 2 x BYOC_PAR_GRAIN, like a convolution
+   * (shufflenet's 272 x 14 x 14 -> 7 x 7 pool, 120 K elements, 45 us, stayed on one thread) */
+  const int32_t nt = byoc_threads_for(NC * OH * OW * KH * KW, BYOC_PAR_GRAIN);
   BYOC_SPLIT_(nt, t, byoc_avg_pool2d_part_(x, y, H, W, OH, OW, KH, KW, SH, SW, PT, PL, PB, PR, DH, DW, include_pad, NC * t / nt, NC * (t + 1) / nt));
 }
 
-static inline void byoc_global_avg_pool2d_part_(const float* restrict x, float* restrict y,
-                                                 int64_t HW, int64_t c0, int64_t c1) {
-  for (int64_t c = c0; c < c1; ++c) {
-    double sum = 0.0;
-    for (int64_t i = 0; i < HW; ++i) sum += (double)x[c * HW + i];
-    y[c] = (float)(sum / (double)HW);
-  }
+/* Each channel's sum in double in order of i, 8 channels at a time (a lane each: one sum
+ * at a time waited on each add), then divided by HW. */
+BYOC_KERNEL void byoc_global_avg_pool2d_part_(const float* restrict x, float* restrict y,
+                                              int64_t HW, int64_t c0, int64_t c1) {
+  byoc_avg_pool2d_whole_(x, y, 1, HW, 1, HW, 0, 0, 1, 1, c0, c1);
 }
 
 static inline void byoc_global_avg_pool2d_f32(const float* restrict x, float* restrict y,

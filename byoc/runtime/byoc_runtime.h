@@ -462,6 +462,7 @@ typedef struct {
   int32_t pending;          /* shares claimed by workers and not finished */
   int32_t hold;             /* runs holding the team awake */
   int32_t sleepers;         /* workers asleep (or about to be) on `wake` */
+  uint32_t pokes;           /* bumped by a hold: sleeping workers wake and spin (no region) */
   int32_t stop;
   int32_t nworkers;
   pid_t pid;                /* the process that started the workers (a forked child has none) */
@@ -555,7 +556,9 @@ static BYOC_MAYBE_UNUSED void* byoc_team_worker_(void* arg) {
       __atomic_add_fetch(&tm->counters[4], 1, __ATOMIC_RELAXED);
       pthread_mutex_lock(&tm->mutex);
       __atomic_add_fetch(&tm->sleepers, 1, __ATOMIC_SEQ_CST);
+      const uint32_t poked = __atomic_load_n(&tm->pokes, __ATOMIC_SEQ_CST);
       while (__atomic_load_n(&tm->gen, __ATOMIC_SEQ_CST) == seen &&
+             __atomic_load_n(&tm->pokes, __ATOMIC_SEQ_CST) == poked &&
              !__atomic_load_n(&tm->stop, __ATOMIC_SEQ_CST))
         pthread_cond_wait(&tm->wake, &tm->mutex);
       __atomic_sub_fetch(&tm->sleepers, 1, __ATOMIC_SEQ_CST);
@@ -658,12 +661,22 @@ void GOMP_parallel(byoc_region_fn_ fn, void* data, unsigned num_threads, unsigne
   __atomic_store_n(&tm->busy, 0, __ATOMIC_RELEASE);
 }
 
-/* A run holds the team awake (on != 0) or lets it go; holds count (concurrent runs). */
+/* A run holds the team awake (on != 0) or lets it go; holds count (concurrent runs). A hold
+ * also wakes the workers that fell asleep since the last run, so that they are spinning by
+ * the run's first region: waking a sleeping thread takes tens of microseconds (more on a
+ * loaded machine), which the first regions otherwise paid, on the calling thread alone. */
 BYOC_EXPORT void byoc_team_hold(int32_t on);
 BYOC_EXPORT void byoc_team_hold(int32_t on) {
-  if (on)
-    __atomic_add_fetch(&byoc_team_.hold, 1, __ATOMIC_RELAXED);
-  else if (__atomic_sub_fetch(&byoc_team_.hold, 1, __ATOMIC_RELAXED) < 0)
+  byoc_team_t_* tm = &byoc_team_;
+  if (on) {
+    __atomic_add_fetch(&tm->hold, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&tm->pokes, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&tm->sleepers, __ATOMIC_SEQ_CST) > 0) {
+      pthread_mutex_lock(&tm->mutex);
+      pthread_cond_broadcast(&tm->wake);
+      pthread_mutex_unlock(&tm->mutex);
+    }
+  } else if (__atomic_sub_fetch(&byoc_team_.hold, 1, __ATOMIC_RELAXED) < 0)
     __atomic_store_n(&byoc_team_.hold, 0, __ATOMIC_RELAXED);
 }
 

@@ -184,6 +184,35 @@ BIG: list[Case] = [
     Case("t_depthwise_ep_s1", [((1, 100, 14, 14), F32), ((100, 1, 3, 3), F32)], _conv_act_groups(nn.ReluOp, groups=100)),
     Case("t_shuffle_big", [((1, 4, 30, 40, 40), F32)], _op(nn.TransposeOp, axes=(0, 2, 1, 3, 4))),
     Case("t_transpose_cols", [((1, 64, 40, 56), F32)], _op(nn.TransposeOp, axes=(0, 1, 3, 2))),
+    # h15d: depthwise in groups of six output vectors from one padded plane per thread (rows
+    # of 7 stored whole into the next row; 14 and 28 columns: the last vector overlapping;
+    # a leftover vector, an overlapping last group; stride 2 split with shuffles; stride 3
+    # and dilation one vector at a time); average pools from a padded plane (stride 2 with
+    # include_pad and ceil rows), over the whole map (8 channels a time, 13 = 8 + 5), and
+    # global averages 8 channels at a time; a max pool's rows 4 vectors at a time
+    Case("t_dw_7", [((1, 200, 7, 7), F32), ((200, 1, 3, 3), F32)], _conv_act_groups(nn.ReluOp, groups=200)),
+    Case("t_dw_14_s1", [((1, 136, 14, 14), F32), ((136, 1, 3, 3), F32)], _op(nn.Conv2DOp, groups=136, padding=(1, 1, 1, 1))),
+    Case("t_dw_28_s2", [((1, 40, 57, 28), F32), ((40, 1, 3, 3), F32)],
+         _op(nn.Conv2DOp, groups=40, strides=(2, 2), padding=(1, 1, 1, 1))),
+    Case("t_dw_s3_dilated", [((1, 64, 45, 44), F32), ((64, 1, 3, 3), F32)],
+         _op(nn.Conv2DOp, groups=64, strides=(3, 3), dilation=(2, 1), padding=(2, 1, 2, 1))),
+    Case("t_dw_rows_of_3", [((1, 64, 40, 3), F32), ((64, 1, 3, 3), F32)], _op(nn.Conv2DOp, groups=64, padding=(1, 1, 1, 1))),
+    Case("t_dw_s2_31_columns", [((1, 40, 30, 61), F32), ((40, 1, 3, 3), F32)],
+         _op(nn.Conv2DOp, groups=40, strides=(2, 2), padding=(1, 1, 1, 1))),
+    Case("t_avg_pool_s1_asym", [((2, 40, 20, 37), F32)], _op(nn.AvgPool2DOp, pool_size=(3, 3), padding=(1, 2, 1, 0))),
+    Case("t_avg_pool_wide_window", [((1, 40, 9, 40), F32)],
+         _op(nn.AvgPool2DOp, pool_size=(5, 5), strides=(1, 2), padding=(2, 2, 2, 2))),
+    Case("t_avg_pool_dilated_s3", [((1, 64, 30, 61), F32)],
+         _op(nn.AvgPool2DOp, pool_size=(2, 3), strides=(3, 3), dilation=(2, 2), ceil_mode=True)),
+    Case("t_dw_dilated_rows", [((1, 48, 20, 20), F32), ((48, 1, 3, 3), F32)],
+         _op(nn.Conv2DOp, groups=48, dilation=(2, 1), padding=(2, 1, 2, 1))),
+    Case("t_max_pool_stem", [((1, 24, 112, 112), F32)],
+         _op(nn.MaxPool2DOp, pool_size=(3, 3), strides=(2, 2), padding=(1, 1, 1, 1))),
+    Case("t_avg_pool_s2_pad_ceil", [((1, 136, 14, 13), F32)],
+         _op(nn.AvgPool2DOp, pool_size=(3, 3), strides=(2, 2), padding=(1, 1, 1, 1), ceil_mode=True, count_include_pad=True)),
+    Case("t_avg_pool_whole", [((1, 13, 7, 7), F32)], _op(nn.AvgPool2DOp, pool_size=(7, 7))),
+    Case("t_avg_pool_whole_many", [((1, 3000, 5, 5), F32)], _op(nn.AvgPool2DOp, pool_size=(5, 5))),
+    Case("t_global_avg_odd", [((1, 1003, 13, 13), F32)], _op(nn.GlobalAvgPool2DOp)),
     # a per-channel scale, shift and relu: the split copy's inner loop is `omp simd`
     Case("t_bn_relu", [((1, 64, 40, 41), F32), ((1, 64, 1, 1), F32), ((1, 64, 1, 1), F32)], _scale_shift_relu),
 ]

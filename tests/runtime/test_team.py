@@ -85,6 +85,35 @@ def test_the_team_sleeps_after_a_run() -> None:
     np.testing.assert_array_equal(again, one)
 
 
+def test_a_hold_wakes_a_sleeping_worker_before_any_region() -> None:
+    """h15d: a run's hold (`hold_threads(True)`) wakes the workers asleep since the last run,
+    so they spin by the run's first region; released, they fall asleep again."""
+    exe = byoc.build(byoc.parse_module(ELEMENTWISE), targets=["ccompiler"], num_threads=2)
+    team = _ccompiler(exe)
+    if not team.team_counters():
+        pytest.skip("this compiler builds without byoc's team (not gcc with OpenMP)")
+    xs = _inputs()
+    exe.run(*xs)  # starts the worker
+
+    def wait_until(asleep: int) -> dict[str, int]:
+        deadline = time.monotonic() + 10
+        while team.team_counters()["asleep"] != asleep and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return team.team_counters()
+
+    asleep = wait_until(1)
+    assert asleep["asleep"] == 1, asleep
+    regions = asleep["regions"]
+    team.hold_threads(True)
+    try:
+        awake = wait_until(0)
+        assert awake["asleep"] == 0 and awake["regions"] == regions, awake
+    finally:
+        team.hold_threads(False)
+    again = wait_until(1)  # released: spins about 0.2 ms, then sleeps
+    assert again["asleep"] == 1 and again["sleeps"] > asleep["sleeps"], again
+
+
 def test_concurrent_callers_share_one_team() -> None:
     """The team serves one caller at a time; the others' regions run on their own thread."""
     exe = byoc.build(byoc.parse_module(ELEMENTWISE), targets=["ccompiler"], num_threads=2)
