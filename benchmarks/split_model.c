@@ -10,9 +10,12 @@
  *
  * conv: "old" is the decomposition before branch h15k (chunks of pixel tiles, or channel
  * chunks x tiles below 8 tiles), "new" the current one (byoc_kernels.h: byoc_conv2d_units_).
+ * Since h15c a 1x1 conv with 8+ output channels a pixel splits by channel chunks instead, and
+ * the conv geometry (the tiles' blocking, an unpadded conv reading the image in place) is the
+ * header's: benchmarks/conv_split.c compares those, old header against new.
  * dw: the whole layer on one thread, then each thread's half of the channels (padding
  * included: byoc_conv2d_dw_pad_part_); build it against another tree's byoc/runtime to
- * compare kernels. Figures: benchmarks/README.md, "Issue 15 (h15k)" and "Issue 15 (h15d)".
+ * compare kernels. Figures: benchmarks/README.md, "Issue 15 (h15k)", "(h15c)" and "(h15d)".
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -79,16 +82,7 @@ int main(int argc, char** argv) {
   for (int64_t i = 0; i < O; i++) b[i] = 0.1f;
   const byoc_epilogue_ ep = byoc_epilogue_of_(BYOC_EP_BIAS, b, b, b, BYOC_ACT_RELU, 0, 0);
   byoc_conv_geom_ g; /* as byoc_conv2d_run_ derives it */
-  g.C = C, g.H = H, g.W = W, g.O = O, g.KH = K, g.KW = K, g.OH = OH, g.OW = OW;
-  g.SH = S, g.SW = S, g.PT = PD, g.PL = PD, g.DH = 1, g.DW = 1, g.G = G;
-  g.CG = C / G, g.OG = O / G, g.WS = g.CG * K * K;
-  g.HP = (OH - 1) * S + K;
-  g.OW8 = (OW + 7) / 8 * 8;
-  g.WP = (g.OW8 - 1) * S + K;
-  g.P = OH * OW;
-  int64_t KC = 131072 / g.OG;
-  KC = KC < 64 ? 64 : KC > BYOC_CONV2D_KC ? BYOC_CONV2D_KC : KC;
-  g.KC = KC > g.WS ? g.WS : KC;
+  const int direct = byoc_conv2d_geom_(&g, C, H, W, O, K, K, OH, OW, S, S, PD, PD, 1, 1, G);
   if (dw) { /* the kernel's own decomposition: each thread pads and computes its channels */
     const int split = S == 2;
     const double one = BEST(byoc_conv2d_dw_pad_part_(&g, x, xp, w, y, 0, C, split, &ep));
@@ -100,9 +94,6 @@ int main(int argc, char** argv) {
            (long)C, (long)H, (long)K, (long)S, one * 1e6, flops / one * 1e-9, n0 * 1e6, n1 * 1e6, one / two);
     return 0;
   }
-  g.WP = (OW - 1) * S + K;
-  const int direct = PD == 0 && g.HP <= H && g.WP == W;
-  if (direct) g.HP = H;
   if (!direct) byoc_conv2d_pad_(&g, x, xp, 0, C, 0);
   const float* xs = direct ? x : xp;
   const int64_t tiles = (g.P + 15) / 16, ocu = (g.OG + 5) / 6, units = G * tiles * ocu;

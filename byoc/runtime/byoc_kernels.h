@@ -256,8 +256,17 @@ typedef float byoc_v8f_ __attribute__((vector_size(32)));
 #define BYOC_KERNEL static BYOC_CLONES BYOC_MAYBE_UNUSED
 
 
-/* Rows of the im2col panel one k block holds (see byoc_conv2d_f32). */
+/* Rows of the im2col panel one k block holds when a piece has many tiles (see
+ * byoc_conv2d_part_). */
 #define BYOC_CONV2D_KC 1024
+/* A piece of at most this many tiles packs them all per k block ... */
+#ifndef BYOC_CONV2D_TB
+#define BYOC_CONV2D_TB 4
+#endif
+/* ... in panels of at most this many rows in all (16 floats each: 256 KB of stack). */
+#ifndef BYOC_CONV2D_PANEL
+#define BYOC_CONV2D_PANEL 4096
+#endif
 
 /* Floats of scratch `byoc_conv2d_f32` needs: one zero-padded image (the panels live on the stack). */
 #define BYOC_CONV2D_SCRATCH(C, G, KH, KW, OH, OW, SH, SW, DH, DW)                               \
@@ -405,7 +414,7 @@ static BYOC_FMA BYOC_MAYBE_UNUSED void byoc_conv2d_tile_fma_(
 /* The shape of one conv2d call, derived once (see byoc_conv2d_run_). */
 typedef struct {
   int64_t C, H, W, O, KH, KW, OH, OW, SH, SW, PT, PL, DH, DW, G;
-  int64_t CG, OG, WS, HP, WP, OW8, P, KC;
+  int64_t CG, OG, WS, HP, WP, OW8, P;
 } byoc_conv_geom_;
 
 /*
@@ -686,64 +695,117 @@ BYOC_KERNEL void byoc_conv2d_dw_part_(const byoc_conv_geom_* g, const float* res
 /*
  * One group of one image (xg: its padded channels, wg: its weights, yg: its
  * output channels), pixel tiles [t0, t1) x output channels [oc0, oc1) of the
- * group: per block of the reduction and tile of 16 pixels, the block's rows
- * of the tile's im2col are packed into a panel (on the stack: per thread),
- * and every tile of 6 output channels is accumulated over it in registers,
- * continuing the sums of the previous blocks from y. Then the epilogue (channels
- * from ch0), over the piece's pixels of each channel while they are in cache:
- * applied inside the register tile it made the compiler spill the accumulators.
+ * group. The reduction index k = (c, kh, kw) is cut into blocks; per block, the
+ * block's rows of each tile's im2col are packed into a panel (on the stack: per
+ * thread), and every tile of 6 output channels is accumulated over it in
+ * registers, continuing the sums of the previous blocks from y. Two orders:
+ *
+ *   - at most BYOC_CONV2D_TB tiles (a small map, or a thread's share of one): the
+ *     panels of all the tiles, then per chunk of 6 channels every tile, so the
+ *     chunk's weight rows come from memory once and from L1 for the other tiles,
+ *     in blocks of up to BYOC_CONV2D_PANEL / tiles rows (long contiguous runs of
+ *     each row: the prefetchers follow them). The weights are the bytes there;
+ *     one tile after the other, each streamed the whole weights from L2 or memory.
+ *   - more tiles: per tile, its panel, then every chunk of channels, in blocks
+ *     whose weights, (oc1 - oc0) x rows, stay in L2 (at most 512 KB) for the next
+ *     tile.
+ *
+ * Either way each output is summed in order of k, with the same operations: the
+ * blocking changes no result. Then the epilogue (channels from ch0), over the
+ * piece's pixels of each channel while they are in cache: applied inside the
+ * register tile it made the compiler spill the accumulators.
  */
+/* Rows [k0, k0 + kc) of the im2col of pixel tile `tile` (16 pixels) into pk, 16 floats a row. */
+static inline __attribute__((always_inline)) void byoc_conv2d_pack_(const byoc_conv_geom_* g,
+                                                                    const float* restrict xg,
+                                                                    int64_t tile, int64_t k0,
+                                                                    int64_t kc, float* restrict pk) {
+  enum { TP = 16 };
+  const int64_t HP = g->HP, WP = g->WP, OW = g->OW, P = g->P;
+  const int64_t KH = g->KH, KW = g->KW, SH = g->SH, SW = g->SW, DH = g->DH, DW = g->DW;
+  int64_t off[TP];
+  const int64_t p0 = tile * TP;
+  const int64_t np = P - p0 < TP ? P - p0 : TP;
+  for (int64_t j = 0; j < TP; ++j) {
+    const int64_t p = p0 + (j < np ? j : np - 1);
+    off[j] = (p / OW) * SH * WP + (p % OW) * SW;
+  }
+  const int contiguous = off[TP - 1] - off[0] == TP - 1;
+  int64_t ic = k0 / (KH * KW), kh = k0 / KW % KH, kw = k0 % KW;
+  for (int64_t k = 0; k < kc; ++k, pk += TP) {
+    const float* b = xg + (ic * HP + kh * DH) * WP + kw * DW;
+    if (contiguous) {
+      memcpy(pk, b + off[0], TP * sizeof(float));
+    } else {
+      for (int64_t j = 0; j < TP; ++j) pk[j] = b[off[j]];
+    }
+    if (++kw == KW) {
+      kw = 0;
+      if (++kh == KH) {
+        kh = 0;
+        ++ic;
+      }
+    }
+  }
+}
+
+#ifdef BYOC_FMA
+#define BYOC_CONV2D_TILE_(panel, wt, kc, yt, P, to, np, first)         \
+  do {                                                                \
+    if (use_fma) {                                                    \
+      byoc_conv2d_tile_fma_(panel, wt, kc, yt, P, to, np, first);     \
+    } else {                                                          \
+      byoc_conv2d_tile_(panel, wt, kc, yt, P, to, np, first);         \
+    }                                                                 \
+  } while (0)
+#else
+#define BYOC_CONV2D_TILE_(panel, wt, kc, yt, P, to, np, first) \
+  byoc_conv2d_tile_(panel, wt, kc, yt, P, to, np, first)
+#endif
+
 BYOC_KERNEL void byoc_conv2d_part_(const byoc_conv_geom_* g, const float* restrict xg,
                                    const float* restrict wg, float* restrict yg, int64_t t0,
                                    int64_t t1, int64_t oc0, int64_t oc1, const byoc_epilogue_* ep,
                                    int64_t ch0) {
   enum { TO = 6, TP = 16 };
-  float panel[TP * BYOC_CONV2D_KC] __attribute__((aligned(64)));
-  const int64_t HP = g->HP, WP = g->WP, OW = g->OW, P = g->P, WS = g->WS, KC = g->KC;
-  const int64_t KH = g->KH, KW = g->KW, SH = g->SH, SW = g->SW, DH = g->DH, DW = g->DW;
-  int64_t off[TP];
+  float panel[TP * BYOC_CONV2D_PANEL] __attribute__((aligned(64)));
+  const int64_t P = g->P, WS = g->WS;
+  if (t1 <= t0 || oc1 <= oc0) return;
 #ifdef BYOC_FMA
   const int use_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif
-  for (int64_t k0 = 0; k0 < WS; k0 += KC) {
-    const int64_t kc = WS - k0 < KC ? WS - k0 : KC;
-    for (int64_t tile = t0; tile < t1; ++tile) {
-      const int64_t p0 = tile * TP;
-      const int64_t np = P - p0 < TP ? P - p0 : TP;
-      for (int64_t j = 0; j < TP; ++j) {
-        const int64_t p = p0 + (j < np ? j : np - 1);
-        off[j] = (p / OW) * SH * WP + (p % OW) * SW;
-      }
-      const int contiguous = off[TP - 1] - off[0] == TP - 1;
-      int64_t ic = k0 / (KH * KW), kh = k0 / KW % KH, kw = k0 % KW;
-      float* pk = panel;
-      for (int64_t k = 0; k < kc; ++k, pk += TP) {
-        const float* b = xg + (ic * HP + kh * DH) * WP + kw * DW;
-        if (contiguous) {
-          memcpy(pk, b + off[0], TP * sizeof(float));
-        } else {
-          for (int64_t j = 0; j < TP; ++j) pk[j] = b[off[j]];
-        }
-        if (++kw == KW) {
-          kw = 0;
-          if (++kh == KH) {
-            kh = 0;
-            ++ic;
-          }
+  if (t1 - t0 > BYOC_CONV2D_TB) { /* tile by tile */
+    int64_t KC = 131072 / (oc1 - oc0); /* a block's weights: at most 512 KB */
+    KC = KC < 64 ? 64 : KC > BYOC_CONV2D_KC ? BYOC_CONV2D_KC : KC;
+    KC = KC > WS ? WS : KC;
+    for (int64_t k0 = 0; k0 < WS; k0 += KC) {
+      const int64_t kc = WS - k0 < KC ? WS - k0 : KC;
+      for (int64_t tile = t0; tile < t1; ++tile) {
+        const int64_t p0 = tile * TP;
+        const int64_t np = P - p0 < TP ? P - p0 : TP;
+        byoc_conv2d_pack_(g, xg, tile, k0, kc, panel);
+        for (int64_t oc = oc0; oc < oc1; oc += TO) {
+          const int64_t to = oc1 - oc < TO ? oc1 - oc : TO;
+          const float* wt[TO];
+          for (int64_t t = 0; t < TO; ++t) wt[t] = wg + (oc + (t < to ? t : 0)) * WS + k0;
+          BYOC_CONV2D_TILE_(panel, wt, kc, yg + oc * P + p0, P, to, np, k0 == 0);
         }
       }
+    }
+  } else { /* the tiles together */
+    int64_t KC = BYOC_CONV2D_PANEL / (t1 - t0);
+    KC = KC > WS ? WS : KC;
+    for (int64_t k0 = 0; k0 < WS; k0 += KC) {
+      const int64_t kc = WS - k0 < KC ? WS - k0 : KC;
+      for (int64_t tile = t0; tile < t1; ++tile) byoc_conv2d_pack_(g, xg, tile, k0, kc, panel + (tile - t0) * kc * TP);
       for (int64_t oc = oc0; oc < oc1; oc += TO) {
         const int64_t to = oc1 - oc < TO ? oc1 - oc : TO;
         const float* wt[TO];
         for (int64_t t = 0; t < TO; ++t) wt[t] = wg + (oc + (t < to ? t : 0)) * WS + k0;
-        float* yt = yg + oc * P + p0;
-#ifdef BYOC_FMA
-        if (use_fma) {
-          byoc_conv2d_tile_fma_(panel, wt, kc, yt, P, to, np, k0 == 0);
-        } else
-#endif
-        {
-          byoc_conv2d_tile_(panel, wt, kc, yt, P, to, np, k0 == 0);
+        for (int64_t tile = t0; tile < t1; ++tile) {
+          const int64_t p0 = tile * TP;
+          const int64_t np = P - p0 < TP ? P - p0 : TP;
+          BYOC_CONV2D_TILE_(panel + (tile - t0) * kc * TP, wt, kc, yg + oc * P + p0, P, to, np, k0 == 0);
         }
       }
     }
@@ -801,19 +863,104 @@ static inline void byoc_conv2d_units_(const byoc_conv_geom_* g, const float* res
 }
 
 /*
+ * The same units numbered group-major, then channel chunk, then tile: thread t's share
+ * [u0, u1) is a run of whole chunks of channels over every tile, with at most a part of
+ * one chunk's tiles at each end. Each thread streams only its channels' weights (and packs
+ * every tile's panels): the split for layers whose weights outweigh their pixels.
+ */
+static inline void byoc_conv2d_chunks_(const byoc_conv_geom_* g, const float* restrict xs,
+                                       const float* restrict w, float* restrict yn,
+                                       int64_t tiles, int64_t u0, int64_t u1,
+                                       const byoc_epilogue_* ep) {
+  const int64_t ocu = (g->OG + 5) / 6, per_group = tiles * ocu;
+  for (int64_t u = u0; u < u1;) {
+    const int64_t grp = u / per_group, r = u % per_group;
+    const int64_t unit = r / tiles, tile = r % tiles;
+    const float* xg = xs + grp * g->CG * g->HP * g->WP;
+    const float* wg = w + grp * g->OG * g->WS;
+    float* yg = yn + grp * g->OG * g->P;
+    if (tile != 0 || u1 - u < tiles) { /* part of one chunk's tiles */
+      const int64_t end = tile + (u1 - u) < tiles ? tile + (u1 - u) : tiles;
+      const int64_t oc1 = 6 * unit + 6 < g->OG ? 6 * unit + 6 : g->OG;
+      byoc_conv2d_part_(g, xg, wg, yg, tile, end, 6 * unit, oc1, ep, grp * g->OG);
+      u += end - tile;
+      continue;
+    }
+    int64_t n = (u1 - u) / tiles; /* whole chunks, every tile */
+    n = n < ocu - unit ? n : ocu - unit;
+    const int64_t oc1 = 6 * (unit + n) < g->OG ? 6 * (unit + n) : g->OG;
+    byoc_conv2d_part_(g, xg, wg, yg, 0, tiles, 6 * unit, oc1, ep, grp * g->OG);
+    u += n * tiles;
+  }
+}
+
+/*
+ * The geometry of a conv2d (see byoc_conv2d_run_); returns whether the tiles read the image
+ * itself (no padded copy: no padding, and every window inside the image).
+ */
+static inline int byoc_conv2d_geom_(byoc_conv_geom_* g, int64_t C, int64_t H, int64_t W,
+                                    int64_t O, int64_t KH, int64_t KW, int64_t OH, int64_t OW,
+                                    int64_t SH, int64_t SW, int64_t PT, int64_t PL, int64_t DH,
+                                    int64_t DW, int64_t G) {
+  g->C = C, g->H = H, g->W = W, g->O = O, g->KH = KH, g->KW = KW, g->OH = OH, g->OW = OW;
+  g->SH = SH, g->SW = SW, g->PT = PT, g->PL = PL, g->DH = DH, g->DW = DW, g->G = G;
+  g->CG = C / G, g->OG = O / G, g->WS = g->CG * KH * KW;
+  g->HP = (OH - 1) * SH + (KH - 1) * DH + 1;
+  g->OW8 = (OW + 7) / 8 * 8;
+  g->WP = (g->OW8 - 1) * SW + (KW - 1) * DW + 1;
+  g->P = OH * OW;
+  if (g->CG == 1 && g->OG == 1) return 0; /* depthwise: its own padded rows */
+  /* The tiles need no room past the last output column: rows just wide enough; and when
+   * the windows never leave the image (no padding, e.g. 1x1 at any stride), no copy at all:
+   * the tiles read the image, its rows W apart. */
+  g->WP = (OW - 1) * SW + (KW - 1) * DW + 1;
+  const int direct = PT == 0 && PL == 0 && g->HP <= H && g->WP <= W;
+  if (direct) g->HP = H, g->WP = W;
+  return direct;
+}
+
+/* Whether a conv2d's threads split its output channels (byoc_conv2d_chunks_) rather than
+ * its pixel tiles: when a group's weights are the bigger stream, at least 2 output channels
+ * per pixel (each tile-split thread would stream all of them for its share of the pixels). */
+#ifndef BYOC_CONV2D_BY_CHANNEL
+#define BYOC_CONV2D_BY_CHANNEL 8
+#endif
+static inline int byoc_conv2d_by_channel_(const byoc_conv_geom_* g) {
+  return g->KH * g->KW == 1 && g->OG >= BYOC_CONV2D_BY_CHANNEL * g->P;
+}
+
+/* Thread t's share of nt of one image's tiles (xs: the padded image, or the image). */
+static inline void byoc_conv2d_share_(const byoc_conv_geom_* g, const float* restrict xs,
+                                      const float* restrict w, float* restrict yn, int32_t nt,
+                                      int32_t t, const byoc_epilogue_* ep) {
+  const int64_t tiles = (g->P + 15) / 16;
+  const int64_t units = g->G * tiles * ((g->OG + 5) / 6);
+  const int64_t u0 = units * t / nt, u1 = units * (t + 1) / nt;
+  if (byoc_conv2d_by_channel_(g)) {
+    byoc_conv2d_chunks_(g, xs, w, yn, tiles, u0, u1, ep);
+    return;
+  }
+  /* chunks of up to 4 a thread, or of 256 KB of outputs if larger (a call per chunk of
+   * a small layer cost 10-15 %: shufflenet's grouped 1x1 convs, 1.7x -> 1.97x) */
+  int64_t chunk = (tiles + 4 * nt - 1) / (4 * (int64_t)nt);
+  chunk = chunk > 4096 / g->OG ? chunk : 4096 / g->OG;
+  byoc_conv2d_units_(g, xs, w, yn, tiles, u0, u1, chunk, ep);
+}
+
+/*
  * y[n, o, oh, ow] = sum_{c in group(o), kh, kw} x[n, c, oh*SH - PT + kh*DH, ow*SW - PL + kw*DW]
  *                                                * w[o, c - group_start, kh, kw]
  * then the epilogue `ep` (NULL: none). Each image is first copied into the
- * scratch with its zero padding made explicit (and room for whole 8-column
- * tiles), so nothing below checks bounds. Then, per group, the reduction
- * index k = (c, kh, kw) is cut into blocks of at most BYOC_CONV2D_KC (fewer
- * when the group has many output channels, so that a block's weights stay in
- * L2), and byoc_conv2d_part_ computes tiles of 16 pixels x 6 output channels.
- * Each output is summed in order of k, so the result depends neither on the
- * blocking nor on the threads (with FMA, the tile fuses each step: see
- * BYOC_CLONES). With several threads, the padding copy is split over channels
- * and the tiles over pixel tiles and chunks of output channels (depthwise:
- * over channels).
+ * scratch with its zero padding made explicit (and, depthwise, room for whole
+ * 8-column tiles), so nothing below checks bounds; a conv without padding whose
+ * windows stay inside the image reads it in place. Then, per group,
+ * byoc_conv2d_part_ computes tiles of 16 pixels x 6 output channels, the
+ * reduction index k = (c, kh, kw) in blocks. Each output is summed in order of
+ * k, so the result depends neither on the blocking nor on the threads (with
+ * FMA, the tile fuses each step: see BYOC_CLONES). With several threads, the
+ * padding copy is split over channels, and the (tile, 6-channel chunk) units
+ * into equal shares, runs of pixel tiles or, when the weights outweigh the
+ * pixels, of channel chunks (byoc_conv2d_share_; depthwise: over channels).
  */
 static inline void byoc_conv2d_run_(const float* restrict x, const float* restrict w,
                                     float* restrict y, float* restrict scratch, int64_t N,
@@ -822,26 +969,9 @@ static inline void byoc_conv2d_run_(const float* restrict x, const float* restri
                                     int64_t PT, int64_t PL, int64_t DH, int64_t DW, int64_t G,
                                     const byoc_epilogue_* ep) {
   byoc_conv_geom_ g;
-  g.C = C, g.H = H, g.W = W, g.O = O, g.KH = KH, g.KW = KW, g.OH = OH, g.OW = OW;
-  g.SH = SH, g.SW = SW, g.PT = PT, g.PL = PL, g.DH = DH, g.DW = DW, g.G = G;
-  g.CG = C / G, g.OG = O / G, g.WS = g.CG * KH * KW;
-  g.HP = (OH - 1) * SH + (KH - 1) * DH + 1;
-  g.OW8 = (OW + 7) / 8 * 8;
-  g.WP = (g.OW8 - 1) * SW + (KW - 1) * DW + 1;
-  g.P = OH * OW;
-  int64_t KC = 131072 / g.OG; /* a block's weights: at most 512 KB */
-  KC = KC < 64 ? 64 : KC > BYOC_CONV2D_KC ? BYOC_CONV2D_KC : KC;
-  g.KC = KC > g.WS ? g.WS : KC;
+  const int direct = byoc_conv2d_geom_(&g, C, H, W, O, KH, KW, OH, OW, SH, SW, PT, PL, DH, DW, G);
   const int depthwise = g.CG == 1 && g.OG == 1;
   const int split = depthwise && SW == 2;
-  /* The tiles need no room past the last output column: rows just wide enough; and when
-   * the windows never leave the image (no padding, e.g. 1x1 stride 1), no copy at all. */
-  int direct = 0;
-  if (!depthwise) {
-    g.WP = (OW - 1) * SW + (KW - 1) * DW + 1;
-    direct = PT == 0 && PL == 0 && g.HP <= H && g.WP == W;
-    if (direct) g.HP = H;
-  }
   float* xp = scratch;
   const int64_t tiles = (g.P + 15) / 16;
   const int64_t macs = g.P * g.OG * g.WS; /* per group and image */
@@ -865,13 +995,7 @@ static inline void byoc_conv2d_run_(const float* restrict x, const float* restri
                           yn + grp * g.OG * g.P, 0, tiles, 0, g.OG, ep, grp * g.OG);
       continue;
     }
-    /* each thread an equal share of the image's (group, tile, 6-channel chunk) units */
-    const int64_t units = G * tiles * ((g.OG + 5) / 6);
-    /* chunks of up to 4 a thread, or of 256 KB of outputs if larger (a call per chunk of
-     * a small layer cost 10-15 %: shufflenet's grouped 1x1 convs, 1.7x -> 1.97x) */
-    int64_t chunk = (tiles + 4 * nt - 1) / (4 * (int64_t)nt);
-    chunk = chunk > 4096 / g.OG ? chunk : 4096 / g.OG;
-    BYOC_SPLIT_(nt, t, byoc_conv2d_units_(&g, xs, w, yn, tiles, units * t / nt, units * (t + 1) / nt, chunk, ep));
+    BYOC_SPLIT_(nt, t, byoc_conv2d_share_(&g, xs, w, yn, nt, t, ep));
   }
 }
 

@@ -215,6 +215,21 @@ BIG: list[Case] = [
     Case("t_global_avg_odd", [((1, 1003, 13, 13), F32)], _op(nn.GlobalAvgPool2DOp)),
     # a per-channel scale, shift and relu: the split copy's inner loop is `omp simd`
     Case("t_bn_relu", [((1, 64, 40, 41), F32), ((1, 64, 1, 1), F32), ((1, 64, 1, 1), F32)], _scale_shift_relu),
+    # h15c: at least 2 output channels a pixel split by channel chunks (a share's edge in the
+    # middle of a chunk: 39 chunks, the last of 2 channels, over 4 tiles); the tiles of a small
+    # map packed together, k in several blocks (2700 rows; 4500 rows on a 1-tile map); a 1x1
+    # conv at stride 2 reading the image in place (channel and tile splits); a grouped conv
+    # split by channels; a stride-2 3x3 with padding split by channels
+    Case("t_conv3x3_7_by_channel", [((1, 64, 7, 7), F32), ((230, 64, 3, 3), F32), ((230,), F32)],
+         _conv_bias_relu),
+    Case("t_conv3x3_7_k_blocks", [((1, 300, 7, 7), F32), ((120, 300, 3, 3), F32)], _op(nn.Conv2DOp, padding=(1, 1, 1, 1))),
+    Case("t_conv1x1_map2_k_blocks", [((1, 4500, 2, 2), F32), ((40, 4500, 1, 1), F32)], _conv_act(nn.ReluOp)),
+    Case("t_conv1x1_s2_by_channel", [((1, 96, 14, 14), F32), ((200, 96, 1, 1), F32)], _op(nn.Conv2DOp, strides=(2, 2))),
+    Case("t_conv1x1_s2_tiles", [((1, 32, 30, 31), F32), ((48, 32, 1, 1), F32)], _op(nn.Conv2DOp, strides=(2, 2))),
+    Case("t_conv_groups_by_channel", [((1, 64, 5, 5), F32), ((128, 32, 3, 3), F32)],
+         _op(nn.Conv2DOp, groups=2, padding=(1, 1, 1, 1))),
+    Case("t_conv3x3_s2_by_channel", [((1, 64, 14, 14), F32), ((110, 64, 3, 3), F32)],
+         _op(nn.Conv2DOp, strides=(2, 2), padding=(1, 1, 1, 1))),
 ]
 
 
