@@ -15,8 +15,9 @@
  *
  * The sink is this header compiled with -DBYOC_PROFILE_SINK into a library of its own
  * (byoc.runtime.kernel_profile loads it with RTLD_GLOBAL before any model is built):
- * a table keyed by the call site's name, shared by every library in the process, so that
- * the 1-thread and 2-thread builds of one model land on the same rows.
+ * a table keyed by the call site's name and description, shared by every library in the
+ * process, so that the 1-thread and 2-thread builds of one model land on the same rows, and
+ * another model's site of the same name (its kernels are numbered from 0 too) on rows of its own.
  */
 #ifndef BYOC_PROFILE_H_
 #define BYOC_PROFILE_H_
@@ -62,6 +63,7 @@ __attribute__((visibility("default"))) void byoc_profile_record(const char* site
                                                                double seconds) {
   uint64_t h = 1469598103934665603ull; /* FNV-1a */
   for (const char* p = site; *p; ++p) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  for (const char* p = what; *p; ++p) h = (h ^ (unsigned char)*p) * 1099511628211ull;
   pthread_mutex_lock(&byoc_profile_lock_);
   for (int64_t i = 0; i < BYOC_PROFILE_SLOTS; ++i) {
     byoc_profile_row_* r = &byoc_profile_rows_[(h + (uint64_t)i) % BYOC_PROFILE_SLOTS];
@@ -69,7 +71,7 @@ __attribute__((visibility("default"))) void byoc_profile_record(const char* site
       r->site = byoc_profile_copy_(site);
       r->what = byoc_profile_copy_(what);
       byoc_profile_order_[byoc_profile_n_++] = r - byoc_profile_rows_;
-    } else if (strcmp(r->site, site) != 0) {
+    } else if (strcmp(r->site, site) != 0 || strcmp(r->what, what) != 0) {
       continue;
     }
     r->seconds += seconds;

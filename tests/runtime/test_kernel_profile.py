@@ -49,7 +49,7 @@ def test_profile_has_a_row_per_kernel_nested_in_the_partition(
     runs = 3
     for _ in range(runs):
         exe.run(x)
-    rows = {r.site: r for r in kernel_profile.rows() if r.site in kernels | partitions}
+    rows = {r.site: r for r in kernel_profile.rows() if r.site in kernels | partitions and r.calls}
     assert set(rows) == kernels | partitions  # one row per kernel and per partition body
     for site in kernels | partitions:
         r = rows[site]
@@ -62,3 +62,37 @@ def test_profile_has_a_row_per_kernel_nested_in_the_partition(
     total = sum(rows[s].seconds for s in kernels)
     assert total <= sum(rows[p].seconds for p in partitions) * (1 + 1e-6) + 1e-6
     exe.close()
+
+
+def test_two_models_sites_of_one_name_keep_their_own_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every model's kernels are numbered from 0 (`byoc_p_ccompiler_main_0_0`, ...): a row is
+    the site's name and its description, so a second model's calls do not land on the first
+    one's row under the first one's description."""
+    from byoc.runtime import kernel_profile
+
+    monkeypatch.setenv("BYOC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv(toolchain.PROFILE_ENV, os.environ.get(toolchain.PROFILE_ENV, ""))  # restored after
+    kernel_profile.enable()
+    relu = byoc.parse_module(
+        'func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {\n'
+        '  %y = "nn.relu"(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32>\n'
+        "  func.return %y : tensor<4x8xf32>\n}\n"
+    )
+    sig = byoc.parse_module(
+        'func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {\n'
+        '  %y = "nn.sigmoid"(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32>\n'
+        "  func.return %y : tensor<4x8xf32>\n}\n"
+    )
+    x = np.ones((4, 8), np.float32)
+    exes = [byoc.build(m, targets=["ccompiler"], num_threads=1) for m in (relu, sig)]
+    kernel_profile.reset()
+    for exe, runs in zip(exes, (2, 3), strict=True):
+        for _ in range(runs):
+            exe.run(x)
+    calls = {r.what.split(":")[0]: r.calls for r in kernel_profile.rows() if r.calls and not r.is_partition}
+    assert calls.get("nn.relu") == 2, calls
+    assert calls.get("nn.sigmoid") == 3, calls
+    for exe in exes:
+        exe.close()
