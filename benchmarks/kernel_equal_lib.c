@@ -1,9 +1,10 @@
 /*
  * kernel_equal_lib.c — the pooling and depthwise kernels of one tree's byoc_kernels.h behind
  * plain entry points, for benchmarks/kernel_equal.c (which loads two builds of this file,
- * e.g. main's headers and a branch's, and compares their outputs bit for bit):
+ * e.g. main's headers and a branch's, and compares their outputs bit for bit); OLD is a
+ * checkout of the other tree (`git worktree add /tmp/old main`):
  *
- *   for t in old:/work/main new:.; do
+ *   for t in old:$OLD new:.; do
  *     cc -std=c11 -O2 -fPIC -shared -fvisibility=hidden -fopenmp -I${t#*:}/byoc/runtime \
  *        benchmarks/kernel_equal_lib.c -o /tmp/ke-${t%%:*}.so -lm -pthread; done
  *   cc -O2 benchmarks/kernel_equal.c -o /tmp/kernel_equal -ldl -lm
