@@ -268,28 +268,39 @@ QUICK = ["squeezenet", "shufflenet", "inception_v2", "resnet50", "densenet121"]
 
 
 def isolated(argv: list[str], counts: list[int], alternations: int = 2) -> dict[str, dict[str, float]]:
-    """Each side in a process of its own (byoc, then onnxruntime, `alternations` times per
-    thread count), keeping each figure's best over the processes: onnxruntime's spinning
-    intra-op threads and byoc's OpenMP team in one process measure how two pools share the
-    cores, not each runtime (docs/threads.md)."""
+    """Each side in a process of its own (byoc, then onnxruntime, `alternations` times),
+    keeping each figure's best over the processes: onnxruntime's spinning intra-op threads
+    and byoc's OpenMP team in one process measure how two pools share the cores, not each
+    runtime (docs/threads.md). Each process times every thread count, interleaved round by
+    round, so a side's 1- and 2-thread figures come from the same minutes: on a machine whose
+    second core comes and goes, separate processes per count measured the machine's moods."""
     import json
     import subprocess
     import tempfile
 
     merged: dict[str, dict[str, float]] = {}
-    rest = [a for a in argv if a != "--isolated"]
+    skip = {"--isolated", "--threads", "--alternations"}
+    rest, drop = [], False
+    for a in argv:
+        if drop:
+            drop = False
+            continue
+        if a.split("=")[0] in skip:
+            drop = "=" not in a and a != "--isolated"
+            continue
+        rest.append(a)
+    threads = ",".join(str(n) for n in counts)
     with tempfile.TemporaryDirectory() as tmp:
-        for n in counts:
-            for k in range(alternations):
-                for who in ("byoc", "ort"):
-                    out = Path(tmp) / f"{who}-{n}-{k}.json"
-                    cmd = [sys.executable, __file__, *rest, "--threads", str(n), "--contender", who,
-                           "--result", str(out)]
-                    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-                    for name, row in json.loads(out.read_text()).items():
-                        into = merged.setdefault(name, {})
-                        for key, value in row.items():
-                            into[key] = min(value, into.get(key, value))
+        for k in range(alternations):
+            for who in ("byoc", "ort"):
+                out = Path(tmp) / f"{who}-{k}.json"
+                cmd = [sys.executable, __file__, *rest, "--threads", threads, "--contender", who,
+                       "--result", str(out)]
+                subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+                for name, row in json.loads(out.read_text()).items():
+                    into = merged.setdefault(name, {})
+                    for key, value in row.items():
+                        into[key] = min(value, into.get(key, value))
     return merged
 
 
@@ -306,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--isolated", action="store_true",
                         help="byoc and onnxruntime each in processes of their own, alternating")
+    parser.add_argument("--alternations", type=int, default=2,
+                        help="--isolated: processes per side (default 2), each figure the best of them")
     parser.add_argument("--compare-team", action="store_true",
                         help="ccompiler only: its own team against libgomp's, in this process, interleaved")
     parser.add_argument("--contender", choices=("byoc", "ort"), help=argparse.SUPPRESS)
@@ -325,9 +338,9 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, float]] = {}
     print(f"load average at the start: {os.getloadavg()[0]:.1f} (cores: {os.cpu_count()})")
     if args.isolated:
-        results = isolated(argv if argv is not None else sys.argv[1:], counts)
-        print("(--isolated: each side in its own process, alternating twice per thread count; "
-              "each figure the best of its processes)")
+        results = isolated(argv if argv is not None else sys.argv[1:], counts, args.alternations)
+        print(f"(--isolated: each side in its own process, {args.alternations} alternations, every "
+              "thread count interleaved in each; each figure the best of its processes)")
         names = []
     for name in names:
         t0 = time.perf_counter()
