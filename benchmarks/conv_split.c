@@ -139,10 +139,7 @@ CS_EXPORT double cs_pad(cs_layer* L, int* split) {
 static void cs_share_run(cs_layer* L, const float* w, int32_t nt, int32_t t) {
   const byoc_conv_geom_* g = &L->g;
   const float* xs = L->direct ? L->x : L->scratch;
-#if defined(BYOC_CONV2D_TB) && defined(BYOC_CLAIM_RUNS) /* the run-claiming header */
-  const int64_t units = g->G * ((g->P + 15) / 16) * ((g->OG + 5) / 6);
-  byoc_conv2d_share_(g, xs, w, L->y, nt, units * t / nt, units * (t + 1) / nt, &L->ep);
-#elif defined(BYOC_CONV2D_TB)
+#ifdef BYOC_CONV2D_TB
   byoc_conv2d_share_(g, xs, w, L->y, nt, t, &L->ep);
 #else
   const int64_t tiles = (g->P + 15) / 16, units = g->G * tiles * ((g->OG + 5) / 6);

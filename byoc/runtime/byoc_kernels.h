@@ -33,54 +33,6 @@
     }                                                             \
   } while (0)
 
-/*
- * Run CALL over [0, n) on nt threads, as runs [lo, hi) that the threads claim one after
- * another (an atomic counter) rather than as nt fixed shares: when the machine takes a core
- * away from one thread for a while (another process, the hypervisor), the others take the
- * runs it has not started, so a region waits for at most one run, not for half the work.
- * `pieces` runs (BYOC_PIECES_), each [n * p / pieces, n * (p + 1) / pieces). With nt <= 1,
- * CALL once over [0, n) on the caller (no region). Only for work whose runs write disjoint
- * outputs and whose results do not depend on the cut: which thread computes a run changes
- * nothing either.
- */
-#define BYOC_CLAIM_(nt, n, pieces, lo, hi, CALL)                                          \
-  do {                                                                                     \
-    const int64_t n_ = (n);                                                                \
-    if ((nt) > 1) {                                                                        \
-      const int64_t np_ = (pieces);                                                        \
-      int64_t next_ = 0;                                                                   \
-      BYOC_PARALLEL_FOR(nt)                                                                \
-      for (int32_t t_ = 0; t_ < (nt); ++t_)                                                \
-        for (int64_t p_ = __atomic_fetch_add(&next_, 1, __ATOMIC_RELAXED); p_ < np_;       \
-             p_ = __atomic_fetch_add(&next_, 1, __ATOMIC_RELAXED)) {                       \
-          const int64_t lo = n_ * p_ / np_, hi = n_ * (p_ + 1) / np_;                      \
-          CALL;                                                                            \
-        }                                                                                  \
-    } else {                                                                               \
-      const int64_t lo = 0, hi = n_;                                                       \
-      CALL;                                                                                \
-    }                                                                                      \
-  } while (0)
-
-/* Runs per thread a claimed split aims at (BYOC_CLAIM_), and the least work of one. */
-#ifndef BYOC_CLAIM_RUNS
-#define BYOC_CLAIM_RUNS 4
-#endif
-#ifndef BYOC_CLAIM_GRAIN
-#define BYOC_CLAIM_GRAIN (8 * BYOC_PAR_GRAIN)
-#endif
-
-/* How many runs BYOC_CLAIM_ cuts `n` items of `work` operations in all into on nt threads:
- * BYOC_CLAIM_RUNS a thread, fewer when a run would do less than `grain` work, never fewer
- * than nt, never more than n. */
-static inline int64_t byoc_pieces_(int32_t nt, int64_t n, int64_t work, int64_t grain) {
-  int64_t p = (int64_t)nt * BYOC_CLAIM_RUNS;
-  const int64_t most = grain > 0 ? work / grain : p;
-  if (p > most) p = most;
-  if (p < nt) p = nt;
-  return p < n ? p : (n > 0 ? n : 1);
-}
-
 /* NaN-propagating maximum (numpy.maximum). */
 static inline float byoc_maxf_(float a, float b) { return (a >= b || a != a) ? a : b; }
 
@@ -977,18 +929,19 @@ static inline int byoc_conv2d_by_channel_(const byoc_conv_geom_* g) {
   return g->KH * g->KW == 1 && g->OG >= BYOC_CONV2D_BY_CHANNEL * g->P;
 }
 
-/* Units [u0, u1) of one image's (xs: the padded image, or the image), a run of a split
- * over nt threads. */
+/* Thread t's share of nt of one image's tiles (xs: the padded image, or the image). */
 static inline void byoc_conv2d_share_(const byoc_conv_geom_* g, const float* restrict xs,
                                       const float* restrict w, float* restrict yn, int32_t nt,
-                                      int64_t u0, int64_t u1, const byoc_epilogue_* ep) {
+                                      int32_t t, const byoc_epilogue_* ep) {
   const int64_t tiles = (g->P + 15) / 16;
+  const int64_t units = g->G * tiles * ((g->OG + 5) / 6);
+  const int64_t u0 = units * t / nt, u1 = units * (t + 1) / nt;
   if (byoc_conv2d_by_channel_(g)) {
     byoc_conv2d_chunks_(g, xs, w, yn, tiles, u0, u1, ep);
     return;
   }
-  /* chunks of a quarter of a thread's share, or of 256 KB of outputs if larger (a call per
-   * chunk of a small layer cost 10-15 %: shufflenet's grouped 1x1 convs, 1.7x -> 1.97x) */
+  /* chunks of up to 4 a thread, or of 256 KB of outputs if larger (a call per chunk of
+   * a small layer cost 10-15 %: shufflenet's grouped 1x1 convs, 1.7x -> 1.97x) */
   int64_t chunk = (tiles + 4 * nt - 1) / (4 * (int64_t)nt);
   chunk = chunk > 4096 / g->OG ? chunk : 4096 / g->OG;
   byoc_conv2d_units_(g, xs, w, yn, tiles, u0, u1, chunk, ep);
@@ -1027,8 +980,7 @@ static inline void byoc_conv2d_run_(const float* restrict x, const float* restri
     float* yn = y + n * O * g.P;
     if (depthwise) { /* each thread pads its own channels, then computes them: one region */
       const int32_t nt = byoc_threads_for(macs * C, BYOC_PAR_GRAIN);
-      BYOC_CLAIM_(nt, C, byoc_pieces_(nt, C, macs * C, BYOC_CLAIM_GRAIN), c0, c1,
-                  byoc_conv2d_dw_pad_part_(&g, xn, xp, w, yn, c0, c1, split, ep));
+      BYOC_SPLIT_(nt, t, byoc_conv2d_dw_pad_part_(&g, xn, xp, w, yn, C * t / nt, C * (t + 1) / nt, split, ep));
       continue;
     }
     const float* xs = direct ? xn : xp; /* what the tiles read */
@@ -1043,13 +995,7 @@ static inline void byoc_conv2d_run_(const float* restrict x, const float* restri
                           yn + grp * g.OG * g.P, 0, tiles, 0, g.OG, ep, grp * g.OG);
       continue;
     }
-    /* runs of at least 2 tiles' worth of units: a run that cuts a tile's channels packs
-     * that tile's panels again (on a 7x7 map every run would, and stream the weights once
-     * more), so a small map keeps one run a thread */
-    const int64_t units = G * tiles * ((g.OG + 5) / 6);
-    int64_t pieces = byoc_pieces_(nt, units, macs * G, BYOC_CLAIM_GRAIN);
-    if (pieces > G * tiles / 2) pieces = G * tiles / 2 > nt ? G * tiles / 2 : nt;
-    BYOC_CLAIM_(nt, units, pieces, u0, u1, byoc_conv2d_share_(&g, xs, w, yn, nt, u0, u1, ep));
+    BYOC_SPLIT_(nt, t, byoc_conv2d_share_(&g, xs, w, yn, nt, t, ep));
   }
 }
 
@@ -1357,8 +1303,7 @@ static inline void byoc_dense_run_(const float* restrict x, const float* restric
     return;
   }
   if (M >= 2 * (int64_t)nt) {
-    BYOC_CLAIM_(nt, M, byoc_pieces_(nt, M, M * N * K, BYOC_CLAIM_GRAIN), m0, m1,
-                byoc_dense_part_(x, w, y, N, K, m0, m1, 0, N, ep));
+    BYOC_SPLIT_(nt, t, byoc_dense_part_(x, w, y, N, K, M * t / nt, M * (t + 1) / nt, 0, N, ep));
     return;
   }
   const int64_t quads = (N + 3) / 4;
@@ -1591,8 +1536,7 @@ static inline void byoc_max_pool2d_f32(const float* restrict x, float* restrict 
                                        int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
                                        int64_t DH, int64_t DW) {
   const int32_t nt = byoc_threads_for(NC * OH * OW * KH * KW, 2 * BYOC_PAR_GRAIN);
-  BYOC_CLAIM_(nt, NC, byoc_pieces_(nt, NC, NC * OH * OW * KH * KW, BYOC_CLAIM_GRAIN), c0, c1,
-              byoc_max_pool2d_part_(x, y, H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, c0, c1));
+  BYOC_SPLIT_(nt, t, byoc_max_pool2d_part_(x, y, H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, NC * t / nt, NC * (t + 1) / nt));
 }
 
 /*
@@ -1851,8 +1795,7 @@ static inline void byoc_avg_pool2d_f32(const float* restrict x, float* restrict 
    * double, an add, 4 lanes a vector): split from 2 x BYOC_PAR_GRAIN, like a convolution
    * (shufflenet's 272 x 14 x 14 -> 7 x 7 pool, 120 K elements, 45 us, stayed on one thread) */
   const int32_t nt = byoc_threads_for(NC * OH * OW * KH * KW, BYOC_PAR_GRAIN);
-  BYOC_CLAIM_(nt, NC, byoc_pieces_(nt, NC, NC * OH * OW * KH * KW, BYOC_CLAIM_GRAIN), c0, c1,
-              byoc_avg_pool2d_part_(x, y, H, W, OH, OW, KH, KW, SH, SW, PT, PL, PB, PR, DH, DW, include_pad, c0, c1));
+  BYOC_SPLIT_(nt, t, byoc_avg_pool2d_part_(x, y, H, W, OH, OW, KH, KW, SH, SW, PT, PL, PB, PR, DH, DW, include_pad, NC * t / nt, NC * (t + 1) / nt));
 }
 
 /* Each channel's sum in double in order of i, 8 channels at a time (a lane each: one sum

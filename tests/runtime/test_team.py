@@ -189,19 +189,3 @@ def test_a_forked_child_runs_without_the_parents_workers() -> None:
                           timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-1] == "child 0", done.stdout
-
-
-def test_threads_claim_the_runs_of_a_split(tmp_path) -> None:
-    """BYOC_CLAIM_ (conv2d, depthwise, dense rows, pools): every item computed once for any
-    thread and run count, and a thread that stops in its first run (a preempted one) holds
-    up that run only, the calling thread takes the others (claim_runs.c)."""
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler")
-    runtime = ROOT / "byoc" / "runtime"
-    exe = tmp_path / "claim"
-    subprocess.run([cc, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-fopenmp", f"-I{runtime}",
-                    str(ROOT / "tests" / "runtime" / "claim_runs.c"), "-o", str(exe), "-lm"],
-                   check=True, capture_output=True)
-    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stdout + out.stderr
