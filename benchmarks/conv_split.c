@@ -139,7 +139,12 @@ CS_EXPORT double cs_pad(cs_layer* L, int* split) {
 static void cs_share_run(cs_layer* L, const float* w, int32_t nt, int32_t t) {
   const byoc_conv_geom_* g = &L->g;
   const float* xs = L->direct ? L->x : L->scratch;
-#ifdef BYOC_CONV2D_TB
+#if defined(BYOC_STEAL_CLAIMS) /* shares with stealing: share t as its owner claims it */
+  const int64_t tiles = (g->P + 15) / 16, units = g->G * tiles * ((g->OG + 5) / 6);
+  int64_t chunk = (tiles + 4 * nt - 1) / (4 * (int64_t)nt);
+  chunk = chunk > 4096 / g->OG ? chunk : 4096 / g->OG;
+  byoc_conv2d_claim_(g, xs, w, L->y, units * t / nt, units * (t + 1) / nt, chunk, &L->ep);
+#elif defined(BYOC_CONV2D_TB)
   byoc_conv2d_share_(g, xs, w, L->y, nt, t, &L->ep);
 #else
   const int64_t tiles = (g->P + 15) / 16, units = g->G * tiles * ((g->OG + 5) / 6);

@@ -33,6 +33,128 @@
     }                                                             \
   } while (0)
 
+/*
+ * Work stealing from the back of fixed shares (BYOC_STEAL_). Each thread owns the share
+ * BYOC_SPLIT_ would give it, items [n * t / nt, n * (t + 1) / nt), and takes it from the
+ * front in claims of about `grain` items; a thread whose share is done moves the back half
+ * of another's remainder (all of it when less than two claims are left) into its own range
+ * and goes on. With every thread running, each does its own share in order, as a fixed
+ * split would: consecutive layers find their data in the cache of the core that wrote it
+ * (a counter handing out runs round-robin lost that, session 6). When the machine takes a
+ * core from one thread for a while, the others take its remainder, so a region waits for
+ * that thread's current claim only, not for the rest of its share.
+ *
+ * A range is (next, end) in one 64-bit word, changed by compare-and-swap, one cache line a
+ * share so an owner's claims stay in its own cache. Boundaries a claim or a steal makes fall
+ * on multiples of `align` when possible (a whole tile's units: no tile is cut by a claim).
+ */
+typedef struct {
+  _Alignas(64) uint64_t v;
+} byoc_range_;
+
+static inline uint64_t byoc_range_pack_(int64_t next, int64_t end) {
+  return (uint64_t)next << 32 | (uint64_t)(uint32_t)end;
+}
+
+/* The owner: claim [*lo, *hi) from the front of r, about `grain` items; 0 when r is empty. */
+static inline int byoc_range_front_(byoc_range_* r, int64_t grain, int64_t align, int64_t* lo,
+                                    int64_t* hi) {
+  uint64_t v = __atomic_load_n(&r->v, __ATOMIC_ACQUIRE);
+  for (;;) {
+    const int64_t n = (int64_t)(v >> 32), e = (int64_t)(uint32_t)v;
+    if (n >= e) return 0;
+    int64_t h = n + grain;
+    if (align > 1 && h / align * align > n) h = h / align * align;
+    if (h > e) h = e;
+    if (__atomic_compare_exchange_n(&r->v, &v, byoc_range_pack_(h, e), 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+      *lo = n, *hi = h;
+      return 1;
+    }
+  }
+}
+
+/* A thief: take [*lo, *hi), the back half of what r has left (all of it below two claims). */
+static inline int byoc_range_back_(byoc_range_* r, int64_t grain, int64_t align, int64_t* lo,
+                                   int64_t* hi) {
+  uint64_t v = __atomic_load_n(&r->v, __ATOMIC_ACQUIRE);
+  for (;;) {
+    const int64_t n = (int64_t)(v >> 32), e = (int64_t)(uint32_t)v;
+    if (n >= e) return 0;
+    int64_t m = e - n < 2 * grain ? n : e - (e - n) / 2;
+    if (align > 1 && m > n) {
+      m = (m + align - 1) / align * align;
+      if (m >= e) m = n;
+    }
+    if (__atomic_compare_exchange_n(&r->v, &v, byoc_range_pack_(n, m), 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+      *lo = m, *hi = e;
+      return 1;
+    }
+  }
+}
+
+/* -DBYOC_STEAL=0: fixed shares, nothing stolen (the split before session 7, for A/B runs). */
+#ifndef BYOC_STEAL
+#define BYOC_STEAL 1
+#endif
+
+/* Share t's claims, then the others' remainders: CALL for each [lo, hi) this thread takes. */
+#define BYOC_STEAL_BODY_(r_, s_, t_, grain, align, lo, hi, CALL)                            \
+  do {                                                                                     \
+    int64_t lo, hi;                                                                        \
+    for (;;) {                                                                             \
+      while (byoc_range_front_(&(r_)[t_], (grain), (align), &lo, &hi)) CALL;               \
+      int took_ = 0;                                                                       \
+      for (int32_t k_ = 1; k_ < (s_) && !took_; ++k_)                                      \
+        if (byoc_range_back_(&(r_)[((t_) + k_) % (s_)], (grain), (align), &lo, &hi)) {     \
+          __atomic_store_n(&(r_)[t_].v, byoc_range_pack_(lo, hi), __ATOMIC_RELEASE);        \
+          took_ = 1;                                                                       \
+        }                                                                                  \
+      if (!took_) break;                                                                   \
+    }                                                                                      \
+  } while (0)
+
+/*
+ * Run CALL over [0, n) on nt threads: fixed shares with stealing (above), claims of about
+ * `grain` items. With nt <= 1, CALL once over [0, n) on the caller (no region). Only for
+ * work whose claims write disjoint outputs and whose results do not depend on where the
+ * items are cut or which thread computes them.
+ */
+#define BYOC_STEAL_(nt, n, grain, align, lo, hi, CALL)                                      \
+  do {                                                                                     \
+    const int64_t n_ = (n);                                                                \
+    const int32_t s_ = (nt);                                                               \
+    if (s_ > 1 && BYOC_STEAL && n_ < ((int64_t)1 << 31)) {                                 \
+      const int64_t g_ = (grain) > 0 ? (grain) : 1, a_ = (align);                          \
+      byoc_range_ r_[s_];                                                                  \
+      for (int32_t t_ = 0; t_ < s_; ++t_)                                                  \
+        r_[t_].v = byoc_range_pack_(n_ * t_ / s_, n_ * (t_ + 1) / s_);                     \
+      BYOC_PARALLEL_FOR(s_)                                                                \
+      for (int32_t t_ = 0; t_ < s_; ++t_) BYOC_STEAL_BODY_(r_, s_, t_, g_, a_, lo, hi, CALL); \
+    } else if (s_ > 1) {                                                                   \
+      BYOC_PARALLEL_FOR(s_)                                                                \
+      for (int32_t t_ = 0; t_ < s_; ++t_) {                                                \
+        const int64_t lo = n_ * t_ / s_;                                                   \
+        const int64_t hi = n_ * (t_ + 1) / s_;                                             \
+        CALL;                                                                              \
+      }                                                                                    \
+    } else {                                                                               \
+      const int64_t lo = 0, hi = n_;                                                       \
+      CALL;                                                                                \
+    }                                                                                      \
+  } while (0)
+
+/* The claim size of a split of `n` items over nt threads: about a quarter of a share
+ * (BYOC_STEAL_CLAIMS claims a share), at least `least` items. */
+#ifndef BYOC_STEAL_CLAIMS
+#define BYOC_STEAL_CLAIMS 4
+#endif
+static inline int64_t byoc_steal_grain_(int32_t nt, int64_t n, int64_t least) {
+  const int64_t g = (n + (int64_t)nt * BYOC_STEAL_CLAIMS - 1) / ((int64_t)nt * BYOC_STEAL_CLAIMS);
+  return g > least ? g : (least > 0 ? least : 1);
+}
+
 /* NaN-propagating maximum (numpy.maximum). */
 static inline float byoc_maxf_(float a, float b) { return (a >= b || a != a) ? a : b; }
 
@@ -929,22 +1051,16 @@ static inline int byoc_conv2d_by_channel_(const byoc_conv_geom_* g) {
   return g->KH * g->KW == 1 && g->OG >= BYOC_CONV2D_BY_CHANNEL * g->P;
 }
 
-/* Thread t's share of nt of one image's tiles (xs: the padded image, or the image). */
-static inline void byoc_conv2d_share_(const byoc_conv_geom_* g, const float* restrict xs,
-                                      const float* restrict w, float* restrict yn, int32_t nt,
-                                      int32_t t, const byoc_epilogue_* ep) {
+/* Units [u0, u1) of one image's (xs: the padded image, or the image): a claim of a split
+ * (BYOC_STEAL_); runs of whole tiles in chunks of at most `chunk` tiles. */
+static inline void byoc_conv2d_claim_(const byoc_conv_geom_* g, const float* restrict xs,
+                                      const float* restrict w, float* restrict yn, int64_t u0,
+                                      int64_t u1, int64_t chunk, const byoc_epilogue_* ep) {
   const int64_t tiles = (g->P + 15) / 16;
-  const int64_t units = g->G * tiles * ((g->OG + 5) / 6);
-  const int64_t u0 = units * t / nt, u1 = units * (t + 1) / nt;
-  if (byoc_conv2d_by_channel_(g)) {
+  if (byoc_conv2d_by_channel_(g))
     byoc_conv2d_chunks_(g, xs, w, yn, tiles, u0, u1, ep);
-    return;
-  }
-  /* chunks of up to 4 a thread, or of 256 KB of outputs if larger (a call per chunk of
-   * a small layer cost 10-15 %: shufflenet's grouped 1x1 convs, 1.7x -> 1.97x) */
-  int64_t chunk = (tiles + 4 * nt - 1) / (4 * (int64_t)nt);
-  chunk = chunk > 4096 / g->OG ? chunk : 4096 / g->OG;
-  byoc_conv2d_units_(g, xs, w, yn, tiles, u0, u1, chunk, ep);
+  else
+    byoc_conv2d_units_(g, xs, w, yn, tiles, u0, u1, chunk, ep);
 }
 
 /*
@@ -960,7 +1076,7 @@ static inline void byoc_conv2d_share_(const byoc_conv_geom_* g, const float* res
  * FMA, the tile fuses each step: see BYOC_CLONES). With several threads, the
  * padding copy is split over channels, and the (tile, 6-channel chunk) units
  * into equal shares, runs of pixel tiles or, when the weights outweigh the
- * pixels, of channel chunks (byoc_conv2d_share_; depthwise: over channels).
+ * pixels, of channel chunks (byoc_conv2d_claim_ under BYOC_STEAL_; depthwise: over channels).
  */
 static inline void byoc_conv2d_run_(const float* restrict x, const float* restrict w,
                                     float* restrict y, float* restrict scratch, int64_t N,
@@ -980,7 +1096,8 @@ static inline void byoc_conv2d_run_(const float* restrict x, const float* restri
     float* yn = y + n * O * g.P;
     if (depthwise) { /* each thread pads its own channels, then computes them: one region */
       const int32_t nt = byoc_threads_for(macs * C, BYOC_PAR_GRAIN);
-      BYOC_SPLIT_(nt, t, byoc_conv2d_dw_pad_part_(&g, xn, xp, w, yn, C * t / nt, C * (t + 1) / nt, split, ep));
+      BYOC_STEAL_(nt, C, byoc_steal_grain_(nt, C, 1), 1, c0, c1,
+                  byoc_conv2d_dw_pad_part_(&g, xn, xp, w, yn, c0, c1, split, ep));
       continue;
     }
     const float* xs = direct ? xn : xp; /* what the tiles read */
@@ -995,7 +1112,18 @@ static inline void byoc_conv2d_run_(const float* restrict x, const float* restri
                           yn + grp * g.OG * g.P, 0, tiles, 0, g.OG, ep, grp * g.OG);
       continue;
     }
-    BYOC_SPLIT_(nt, t, byoc_conv2d_share_(&g, xs, w, yn, nt, t, ep));
+    /* The (tile, channel chunk) units in equal shares, claimed in runs of `chunk` tiles:
+     * up to 4 runs a thread, or 256 KB of outputs if larger (a call per chunk of a small
+     * layer cost 10-15 %: shufflenet's grouped 1x1 convs, 1.7x -> 1.97x); claims end on
+     * whole tiles. Split by channel (byoc_conv2d_chunks_): claims of whole channel chunks
+     * over every tile, about a quarter of a share. */
+    const int64_t ocu = (g.OG + 5) / 6, units = G * tiles * ocu;
+    int64_t chunk = (tiles + 4 * nt - 1) / (4 * (int64_t)nt);
+    chunk = chunk > 4096 / g.OG ? chunk : 4096 / g.OG;
+    const int by_channel = byoc_conv2d_by_channel_(&g);
+    const int64_t align = by_channel ? tiles : ocu;
+    const int64_t grain = by_channel ? byoc_steal_grain_(nt, units, tiles) : chunk * ocu;
+    BYOC_STEAL_(nt, units, grain, align, u0, u1, byoc_conv2d_claim_(&g, xs, w, yn, u0, u1, chunk, ep));
   }
 }
 
@@ -1289,10 +1417,18 @@ BYOC_KERNEL void byoc_dense_part_(const float* restrict x, const float* restrict
   }
 }
 
+/* Columns [4 * q0, 4 * q1) of every row (the last quad may be short). */
+static inline void byoc_dense_quads_(const float* restrict x, const float* restrict w,
+                                     float* restrict y, int64_t M, int64_t N, int64_t K,
+                                     int64_t q0, int64_t q1, const byoc_epilogue_* ep) {
+  const int64_t n0 = 4 * q0, n1 = 4 * q1 < N ? 4 * q1 : N;
+  if (n0 < n1) byoc_dense_part_(x, w, y, N, K, 0, M, n0, n1, ep);
+}
+
 /*
  * Threads split the rows when there are enough of them, else the columns
  * (in multiples of 4, so every column is summed by the same code as with one
- * thread: identical results at any thread count).
+ * thread: identical results at any thread count); shares with stealing (BYOC_STEAL_).
  */
 static inline void byoc_dense_run_(const float* restrict x, const float* restrict w,
                                    float* restrict y, int64_t M, int64_t N, int64_t K,
@@ -1303,16 +1439,13 @@ static inline void byoc_dense_run_(const float* restrict x, const float* restric
     return;
   }
   if (M >= 2 * (int64_t)nt) {
-    BYOC_SPLIT_(nt, t, byoc_dense_part_(x, w, y, N, K, M * t / nt, M * (t + 1) / nt, 0, N, ep));
+    BYOC_STEAL_(nt, M, byoc_steal_grain_(nt, M, 1), 1, m0, m1,
+                byoc_dense_part_(x, w, y, N, K, m0, m1, 0, N, ep));
     return;
   }
   const int64_t quads = (N + 3) / 4;
-  BYOC_PARALLEL_FOR(nt)
-  for (int32_t t = 0; t < nt; ++t) {
-    const int64_t q0 = quads * t / nt, q1 = quads * (t + 1) / nt;
-    const int64_t n0 = 4 * q0, n1 = 4 * q1 < N ? 4 * q1 : N;
-    if (n0 < n1) byoc_dense_part_(x, w, y, N, K, 0, M, n0, n1, ep);
-  }
+  BYOC_STEAL_(nt, quads, byoc_steal_grain_(nt, quads, 1), 1, q0, q1,
+              byoc_dense_quads_(x, w, y, M, N, K, q0, q1, ep));
 }
 
 static inline BYOC_MAYBE_UNUSED void byoc_dense_f32(const float* restrict x, const float* restrict w,
@@ -1536,7 +1669,8 @@ static inline void byoc_max_pool2d_f32(const float* restrict x, float* restrict 
                                        int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
                                        int64_t DH, int64_t DW) {
   const int32_t nt = byoc_threads_for(NC * OH * OW * KH * KW, 2 * BYOC_PAR_GRAIN);
-  BYOC_SPLIT_(nt, t, byoc_max_pool2d_part_(x, y, H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, NC * t / nt, NC * (t + 1) / nt));
+  BYOC_STEAL_(nt, NC, byoc_steal_grain_(nt, NC, 1), 1, c0, c1,
+              byoc_max_pool2d_part_(x, y, H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, c0, c1));
 }
 
 /*
@@ -1795,7 +1929,8 @@ static inline void byoc_avg_pool2d_f32(const float* restrict x, float* restrict 
    * double, an add, 4 lanes a vector): split from 2 x BYOC_PAR_GRAIN, like a convolution
    * (shufflenet's 272 x 14 x 14 -> 7 x 7 pool, 120 K elements, 45 us, stayed on one thread) */
   const int32_t nt = byoc_threads_for(NC * OH * OW * KH * KW, BYOC_PAR_GRAIN);
-  BYOC_SPLIT_(nt, t, byoc_avg_pool2d_part_(x, y, H, W, OH, OW, KH, KW, SH, SW, PT, PL, PB, PR, DH, DW, include_pad, NC * t / nt, NC * (t + 1) / nt));
+  BYOC_STEAL_(nt, NC, byoc_steal_grain_(nt, NC, 1), 1, c0, c1,
+              byoc_avg_pool2d_part_(x, y, H, W, OH, OW, KH, KW, SH, SW, PT, PL, PB, PR, DH, DW, include_pad, c0, c1));
 }
 
 /* Each channel's sum in double in order of i, 8 channels at a time (a lane each: one sum

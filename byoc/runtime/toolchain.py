@@ -108,6 +108,21 @@ def profile_flags() -> tuple[str, ...]:
     return ("-DBYOC_PROFILE_KERNELS",) if os.environ.get(PROFILE_ENV, "") not in ("", "0") else ()
 
 
+CFLAGS_ENV = "BYOC_CFLAGS"
+"""`BYOC_CFLAGS="-DBYOC_STEAL=0"`: more compiler flags for every library built from then on
+(split as a shell would), after the default ones; part of the cache key. For experiments with
+the runtime headers' switches (docs/threads.md), as `benchmarks/steal.py` uses it."""
+
+
+def extra_flags() -> tuple[str, ...]:
+    """The flags `BYOC_CFLAGS` adds, or (). A value a shell could not split is a ValueError."""
+    value = os.environ.get(CFLAGS_ENV, "")
+    try:
+        return tuple(shlex.split(value))
+    except ValueError as e:
+        raise ValueError(f"{CFLAGS_ENV}: {e} in {value!r}") from None
+
+
 class CompileError(RuntimeError):
     """The C compiler rejected the generated source."""
 
@@ -211,7 +226,7 @@ def compile_source(
     cc = cc or compiler()
     directory = directory or cache_dir()
     _make_cache_dir(directory)
-    flags = (*flags, *c_dispatch_flags(), *sanitize_flags(), *profile_flags())
+    flags = (*flags, *c_dispatch_flags(), *sanitize_flags(), *profile_flags(), *extra_flags())
     if "-fopenmp" in flags and cc in NO_OPENMP:
         flags = tuple(f for f in flags if f != "-fopenmp")
     try:

@@ -23,6 +23,7 @@ from byoc.interpreters import run_reference
 from byoc.lowering.c_build import build_c_module
 from byoc.lowering.emit.c import emit_c_source
 from byoc.lowering.nn_to_c import LowerToCPass
+from byoc.runtime import toolchain
 
 Array = np.ndarray[Any, Any]
 F32 = "f32"
@@ -252,6 +253,24 @@ def test_two_threads_give_the_one_thread_result(cache: Path, dispatch: str) -> N
             want = run_reference(module, inputs, function=name)
         (bound,) = graph_bounds(module, inputs, want, function=name)
         assert_within(one, want[0], bound, f"{case.name} ({dispatch})")
+
+
+@pytest.mark.parametrize("flags", ["-DBYOC_STEAL=0", "-DBYOC_STEAL_CLAIMS=64"])
+def test_fixed_shares_and_small_claims_give_the_same_bits(cache: Path, flags: str) -> None:
+    """The kernels' shares with stealing (BYOC_STEAL_) against fixed shares (-DBYOC_STEAL=0,
+    the split before it) and against claims of 1/64 of a share (more claim boundaries, more
+    steals), through BYOC_CFLAGS: at 2 threads, the same bits for every case above."""
+    default = build(BIG, "auto")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(toolchain.CFLAGS_ENV, flags)
+        other = build(BIG, "auto")
+    rng = np.random.default_rng(6)
+    for case in BIG:
+        name = f"ccompiler_{case.name}"
+        inputs = random_inputs(case, rng)
+        default.set_num_threads(2)
+        other.set_num_threads(2)
+        same(other.get_function(name)(*inputs), default.get_function(name)(*inputs), f"{case.name} ({flags})")
 
 
 # ---- one thread: no OpenMP region ---------------------------------------------------------------

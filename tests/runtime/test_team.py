@@ -189,3 +189,20 @@ def test_a_forked_child_runs_without_the_parents_workers() -> None:
                           timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-1] == "child 0", done.stdout
+
+
+def test_idle_threads_steal_from_the_back_of_fixed_shares(tmp_path) -> None:
+    """BYOC_STEAL_ (conv2d, depthwise, dense, pools): every item computed once for any
+    thread count, size, claim size and alignment, and a worker that stops in its first
+    claim (a preempted one) holds up that claim only: the calling thread takes the rest
+    of its share (steal_shares.c)."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    runtime = ROOT / "byoc" / "runtime"
+    exe = tmp_path / "steal"
+    subprocess.run([cc, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-fopenmp", f"-I{runtime}",
+                    str(ROOT / "tests" / "runtime" / "steal_shares.c"), "-o", str(exe), "-lm", "-pthread"],
+                   check=True, capture_output=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stdout + out.stderr

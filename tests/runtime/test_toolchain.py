@@ -187,3 +187,14 @@ def test_temporaries_of_live_processes_are_kept(cache: Path) -> None:
     mine.write_bytes(b"")
     assert sweep_orphans(cache, age=0.0) == []
     assert mine.exists()
+
+
+def test_byoc_cflags_adds_flags_to_the_build_and_its_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(toolchain.CFLAGS_ENV, raising=False)
+    assert toolchain.extra_flags() == ()
+    monkeypatch.setenv(toolchain.CFLAGS_ENV, "-DBYOC_STEAL=0  -DNAME='a b'")
+    assert toolchain.extra_flags() == ("-DBYOC_STEAL=0", "-DNAME=a b")
+    monkeypatch.setenv(toolchain.CFLAGS_ENV, "-DX='open")
+    with pytest.raises(ValueError, match="BYOC_CFLAGS: No closing quotation"):
+        toolchain.extra_flags()
+
