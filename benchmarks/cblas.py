@@ -273,4 +273,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from _results import run_recorded
+
+    raise SystemExit(run_recorded(__file__, main))

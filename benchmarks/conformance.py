@@ -119,4 +119,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from _results import run_recorded
+
+    raise SystemExit(run_recorded(__file__, main))

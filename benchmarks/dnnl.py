@@ -384,4 +384,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from _results import run_recorded
+
+    raise SystemExit(run_recorded(__file__, main))

@@ -8,6 +8,7 @@ variable once per process).
 
 from __future__ import annotations
 
+import argparse
 import collections
 import os
 import subprocess
@@ -65,11 +66,19 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--child"]:
         child(argv[1])
         return 0
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("models", nargs="+", help="light model names (shufflenet, resnet50, ...)")
+    args = parser.parse_args(argv)
     print(f"# load average {', '.join(f'{v:.1f}' for v in os.getloadavg())}")
-    for name in argv:
-        print(profile(name), flush=True)
-    return 0
+    failed = False
+    for name in args.models:
+        line = profile(name)
+        failed |= line.startswith(f"{name}: failed")
+        print(line, flush=True)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    from _results import run_recorded
+
+    raise SystemExit(run_recorded(__file__, lambda: main(sys.argv[1:])))

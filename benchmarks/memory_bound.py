@@ -145,4 +145,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from _results import run_recorded
+
+    raise SystemExit(run_recorded(__file__, main))

@@ -198,4 +198,6 @@ def _has_threads() -> bool:
 
 
 if __name__ == "__main__":
-    main()
+    from _results import run_recorded
+
+    raise SystemExit(run_recorded(__file__, main))

@@ -14,6 +14,7 @@ call of each input shape (re-infer, partition, lower, compile, run) against late
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import os
 import sys
@@ -123,7 +124,12 @@ def specialise() -> list[str]:
 
 
 def main(argv: list[str]) -> None:
-    names = argv or [*MODELS, "specialise"]
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    known = [*MODELS, "specialise"]
+    parser.add_argument("names", nargs="*", help=f"any of {' '.join(known)} (default: all)")
+    names = parser.parse_args(argv).names or known
+    if unknown := sorted(set(names) - set(known)):
+        parser.error(f"unknown: {', '.join(unknown)}")
     accurate = []
     print(f"load average {os.getloadavg()}", flush=True)
     with tempfile.TemporaryDirectory() as cache:
@@ -146,7 +152,9 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    from _results import run_recorded
+
+    raise SystemExit(run_recorded(__file__, lambda: main(sys.argv[1:])))
 
 
 __all__: list[Any] = ["main"]
