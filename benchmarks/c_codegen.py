@@ -15,7 +15,7 @@
    of 1x64x56x56 by 64x64x3x3, against numpy (byoc.interpreters.kernels, the reference)
    and onnxruntime with intra_op_num_threads=1.
 
-Targets (issue 4): fused >= 2x numpy at both large sizes and >= 90 % of the
+Targets: fused >= 2x numpy at both large sizes and >= 90 % of the
 hand-written loop; overhead < 2 us above the bare cffi call.
 """
 

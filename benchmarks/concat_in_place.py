@@ -1,4 +1,4 @@
-"""Concatenation in place (issue 13, h13c): squeezenet f32 on ccompiler with lower-to-c's
+"""Concatenation in place: squeezenet f32 on ccompiler with lower-to-c's
 `place_concat_inputs` (the producers write into the concatenation's slices) against the
 copying lowering (each concatenation copies its inputs), both built in this process and run
 interleaved, round by round.

@@ -2,7 +2,8 @@
  * conv_split.c — an f32 conv2d layer (byoc_conv2d_ep_f32, bias + relu) under two versions
  * of byoc_kernels.h in one process: each version is built into its own shared library from
  * this file, the driver (this file again) loads both and runs them interleaved, call by call.
- * Issue 15 (h15c): "old" is main's header before the branch, "new" this tree's.
+ * "old" is another version of the header (below: the one at 035231d, tile-by-tile packing on
+ * small maps), "new" this tree's. Figures: benchmarks/results/conv_split.md.
  *
  *   mkdir -p /tmp/old && git show 035231d:byoc/runtime/byoc_kernels.h > /tmp/old/byoc_kernels.h
  *   for v in old:/tmp/old new:byoc/runtime; do
@@ -10,7 +11,7 @@
  *        benchmarks/conv_split.c -o /tmp/conv_split_${v%%:*}.so -lm -pthread; done
  *   cc -std=c11 -O2 benchmarks/conv_split.c -o /tmp/conv_split -ldl -lm
  *   /tmp/conv_split /tmp/conv_split_old.so /tmp/conv_split_new.so [--quick] [--hot] [--rounds N]
- *                   [C H O K S PAD ...]      # layers; default: those of the h15c section
+ *                   [C H O K S PAD ...]      # layers; default: LAYERS below
  *
  * Per layer, the CPU time of the calling thread (best of `rounds`, each call on the next of
  * several copies of the weights, 64 MB in all, so they come from memory as in a model whose
@@ -222,7 +223,7 @@ static double median(double* v, int n) {
   return v[n / 2];
 }
 
-/* C H O K S PAD (G 1) of the layers in the h15c section of benchmarks/README.md */
+/* C H O K S PAD (G 1): the weight-heavy and small-map layers of the light models */
 static const int64_t LAYERS[][7] = {
     /* resnet50 */
     {1024, 14, 2048, 1, 2, 0, 1}, {512, 14, 512, 3, 2, 1, 1}, {512, 7, 2048, 1, 1, 0, 1},

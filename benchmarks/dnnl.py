@@ -20,9 +20,9 @@ weights, `randomize_weights`), in one process:
   geometric mean over the light models.
 
 The dnnl engine's threads are set through the component (`set_num_threads`, OpenMP);
-every answer is checked against onnxruntime's before timing. The goal of issue 12:
-geometric mean <= 1.0x at 1 and at 2 threads; the last line says whether it is met
-("goal (issue 12): ... -> met / NOT met"), with the load average.
+every answer is checked against onnxruntime's before timing. The goal: geometric mean
+<= 1.0x at 1 and at 2 threads; the last line says whether it is met ("goal: ... -> met /
+NOT met"), with the load average.
 """
 
 from __future__ import annotations
@@ -148,16 +148,8 @@ def session_for(model: onnx.ModelProto, threads: int) -> Any:
 
 
 def set_threads(exe: Any, threads: int) -> None:
-    """The thread count of every component (the Executable's own setter once h15a's
-    plumbing is merged)."""
-    setter = getattr(exe, "set_num_threads", None)
-    if setter is not None:
-        setter(threads)
-        return
-    for component in exe.components.values():
-        fn = getattr(component, "set_num_threads", None)
-        if fn is not None:
-            fn(threads)
+    """The thread count of every component of the Executable."""
+    exe.set_num_threads(threads)
 
 
 CONTENDERS = ("byoc", "onnxruntime")
@@ -277,13 +269,13 @@ def report(title: str, rows: dict[str, dict[str, Any]], threads: list[int]) -> d
 
 
 def goal_line(geomeans: dict[int, float], models: list[str]) -> str:
-    """The line issue 12 is judged by: the geometric mean over the light models at each
+    """The goal line: the geometric mean over the light models at each
     thread count against onnxruntime, and whether every one is <= GOAL."""
     everything = sorted(light_models()) == sorted(models)
     cells = ", ".join(f"{n} thread{'s' if n > 1 else ''} {g:.2f}x" for n, g in sorted(geomeans.items()))
     met = geomeans and all(g <= GOAL for g in geomeans.values())
     scope = "all light models" if everything else f"{len(models)} of the light models (not the goal's set)"
-    return (f"goal (issue 12): byoc{{targets=dnnl,ccompiler}} / onnxruntime, geometric mean over "
+    return (f"goal: byoc{{targets=dnnl,ccompiler}} / onnxruntime, geometric mean over "
             f"{scope}, <= {GOAL:.1f}x at 1 and 2 threads: {cells} -> "
             f"{'met' if met else 'NOT met'} (load average {', '.join(f'{v:.1f}' for v in os.getloadavg())})")
 

@@ -16,8 +16,7 @@ s8 per-channel weights). Five contenders, one thread each, interleaved, best of 
 Figures are the calling thread's CPU time (wall time in parentheses); with one thread
 oneDNN's OpenMP region runs on the calling thread. Also printed: how many int8 blocks dnnl
 took, and whether the int8 outputs equal byoc's ccompiler build (bit for bit) and
-onnxruntime's. The goal of issue #13 (item 4 on the vendor library): byoc int8 no slower
-than onnxruntime int8; the last line says whether the geometric mean over the models meets it.
+onnxruntime's. The goal: byoc int8 no slower than onnxruntime int8; the last line says whether the geometric mean over the models meets it.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
  * infinite weight), average pool (include_pad, extra ceil rows, dilation), global average
  * pool and max pool outputs: bit for bit, a NaN equal to any NaN; the second build also at 2
  * threads. Prints the mismatches and "N cases, M mismatches"; exit status 1 on any.
- * (Branch h15d: its kernels against main's, benchmarks/README.md "Issue 15 (h15d)".)
+ * Figures: benchmarks/results/kernel_equal.md.
  */
 #include <dlfcn.h>
 #include <stdio.h>

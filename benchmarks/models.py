@@ -22,7 +22,7 @@ weights (`randomize_weights`; the shipped ones are all 0.02), in one process:
 `--profile NAME` builds NAME with every ccompiler op in a partition of its own
 (annotate-target and partition, no region merging) and prints where the time
 goes by op kind and by the heaviest conv2d shapes (`Executable.run_profiled`).
-The goal of issue 7 for the partitioned executable is <= 1.5x onnxruntime.
+The goal for the partitioned executable is <= 1.5x onnxruntime.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from byoc.frontend.onnx import import_model  # noqa: E402
 from byoc.passes.byoc_pipeline import partition_for  # noqa: E402
 
 GOAL = 1.5
-"""Issue 7: the partitioned executable within 1.5x onnxruntime's latency."""
+"""The goal: the partitioned executable within 1.5x onnxruntime's latency."""
 
 
 @contextmanager

@@ -11,8 +11,7 @@ block makes a partition boundary: a 20k-op graph becomes 4k partitions.
     python benchmarks/partition_scaling.py --per-block-weights   # a weight pair per conv
 
 By default every conv shares one weight and one bias constant (the setting of
-the TVM figures quoted in the issue); bind-constants copies them into each
-partition. Prints, per size N: the pass time (wall seconds, best of
+the TVM comparison below); bind-constants copies them into each partition. Prints, per size N: the pass time (wall seconds, best of
 --repeat, and the CPU seconds of that run), ops/s, time(N)/time(N/2) (N/2 is
 timed too, in alternation with N), the number of partitions and the time of
 each pass. The graph is

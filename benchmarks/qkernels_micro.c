@@ -1,5 +1,5 @@
 /*
- * Microbenchmark of the fused int8 blocks of byoc_qkernels.h / byoc_qpool.h (issue 13): the
+ * Microbenchmark of the fused int8 blocks of byoc_qkernels.h / byoc_qpool.h: the
  * calling thread's CPU time, best of many calls, one thread, for the shapes that cost most in
  * squeezenet and resnet50. Build and run from the repository root:
  *

@@ -14,7 +14,7 @@ inputs). Four contenders, one thread each, interleaved, best of rounds:
 - onnxruntime f32: the float model.
 
 Figures are the calling thread's CPU time (wall time in parentheses), with the load average.
-Goals of issue #13, printed as two `goal:` lines at the end (judged on CPU times): the int8
+Two goals, printed as `goal:` lines at the end (judged on CPU times): the int8
 model at least 1.5x faster than its f32 version on ccompiler (each model), and no slower than
 onnxruntime's int8 run (each model, ratio <= 1.0). Also printed: whether byoc's int8 output
 equals onnxruntime's.

@@ -1,4 +1,4 @@
-"""An int8 model's C kernels on ccompiler, one thread, grouped by kernel function (issue 13).
+"""An int8 model's C kernels on ccompiler, one thread, grouped by kernel function.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/quantized_kernels.py [--model squeezenet] [--rounds 5]
 

@@ -1,4 +1,4 @@
-"""Where an int8 model's time goes on ccompiler, step by step (issue 13).
+"""Where an int8 model's time goes on ccompiler, step by step.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/quantized_profile.py [--models cnn,squeezenet,resnet50] [--rounds 20]
 

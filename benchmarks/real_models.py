@@ -1,4 +1,4 @@
-"""Real ONNX models from PyPI packages, and the cost of per-shape specialisation (issue 16).
+"""Real ONNX models from PyPI packages, and the cost of per-shape specialisation.
 
     python benchmarks/real_models.py            # every model and the specialisation figures
     python benchmarks/real_models.py det rec    # some of them (det cls rec vad specialise)

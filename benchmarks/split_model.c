@@ -8,14 +8,14 @@
  *   /tmp/split_model conv C H O K S PAD [G]     # conv2d C -> O channels, H x H, K x K, stride S
  *   /tmp/split_model dw C H K S PAD              # depthwise, with its padding
  *
- * conv: "old" is the decomposition before branch h15k (chunks of pixel tiles, or channel
- * chunks x tiles below 8 tiles), "new" the current one (byoc_kernels.h: byoc_conv2d_units_).
- * Since h15c a 1x1 conv with 8+ output channels a pixel splits by channel chunks instead, and
- * the conv geometry (the tiles' blocking, an unpadded conv reading the image in place) is the
- * header's: benchmarks/conv_split.c compares those, old header against new.
+ * conv: "old" is a split into chunks of pixel tiles (or channel chunks x tiles below 8
+ * tiles), the alternative the current one is measured against; "new" the current one
+ * (byoc_kernels.h: byoc_conv2d_units_). A 1x1 conv with 8+ output channels a pixel splits by
+ * channel chunks instead, and the conv geometry (the tiles' blocking, an unpadded conv reading
+ * the image in place) is the header's: benchmarks/conv_split.c compares two headers.
  * dw: the whole layer on one thread, then each thread's half of the channels (padding
  * included: byoc_conv2d_dw_pad_part_); build it against another tree's byoc/runtime to
- * compare kernels. Figures: benchmarks/README.md, "Issue 15 (h15k)", "(h15c)" and "(h15d)".
+ * compare kernels. Figures: benchmarks/results/split_model.md.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -43,7 +43,7 @@ static double cpu_now(void) {
     b_;                                               \
   })
 
-/* The pieces of the decomposition before h15k. */
+/* The pieces of the pixel-tile-chunk decomposition ("old"). */
 static void old_pieces(const byoc_conv_geom_* g, const float* xs, const float* w, float* yn,
                        int64_t tiles, int64_t oc_chunks, int64_t tile_chunks, int64_t p0,
                        int64_t p1, const byoc_epilogue_* ep) {

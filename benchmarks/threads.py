@@ -19,7 +19,7 @@ then all contenders take turns, round by round (load on a shared machine slows
 them alike), and the median of the rounds is printed (then the best round):
 latency per thread count,
 the speedup from 1 to 2 threads of each, and byoc / onnxruntime at each count,
-with geometric means over the light models. The goals of issue 15: 2 threads
+with geometric means over the light models. The goals: 2 threads
 >= 1.7x byoc's 1 thread on conv-heavy models, scaling at least onnxruntime's, and
 ccompiler within 1.5x of onnxruntime at both counts; the last lines of the output say
 for each goal whether it is met ("goal A/B/C ... met" or "NOT met", with the figures),
@@ -57,7 +57,7 @@ from onnx_harness import light_models, randomize_weights  # noqa: E402
 SPEEDUP_GOAL = 1.7
 RATIO_GOAL = 1.5
 CONV_HEAVY = ("resnet50", "vgg19", "squeezenet", "inception_v1", "inception_v2", "densenet121")
-"""Models whose time is mostly conv2d (benchmarks/README.md, `models.py --profile`)."""
+"""Models whose time is mostly conv2d (`benchmarks/models.py --profile`)."""
 
 
 def ort_session(model: onnx.ModelProto, n: int) -> Any:
@@ -104,7 +104,7 @@ def small_cnn() -> tuple[Any, onnx.ModelProto]:
 
 COMPARE_TEAM = False
 """`--compare-team`: byoc only; each ccompiler build above 1 thread also with its regions run by
-libgomp's team (`set_team_mode("libgomp")`, the policy before issue 15's h15h), interleaved in
+libgomp's team (`set_team_mode("libgomp")`), interleaved in
 this process with the 1-thread build: ratios that load on a shared machine hits alike."""
 
 ONLY: str | None = None
@@ -225,7 +225,7 @@ def team_report(results: dict[str, dict[str, float]], counts: list[int]) -> None
 
 
 def goals(results: dict[str, dict[str, float]], counts: list[int], system: str = "ccompiler") -> list[str]:
-    """The three goal lines of issue 15 for `system`, from the medians of the rounds."""
+    """The three goal lines for `system`, from the medians of the rounds."""
     light = {k: v for k, v in results.items() if k != "small_cnn"}
     lo, hi = counts[0], counts[-1]
     if not light or lo == hi:
