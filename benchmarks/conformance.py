@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from onnx_harness import (  # noqa: E402
+from support.onnx_harness import (  # noqa: E402
     DEFAULT_TARGETS,
     BuildExecute,
     CaseResult,

@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # the ONNX test harness
 
 def load_model(name: str) -> Any:
     import onnx
-    from onnx_harness import light_models, randomize_weights
+    from support.onnx_harness import light_models, randomize_weights
 
     return byoc.import_onnx(randomize_weights(onnx.load(light_models()[name]), seed=0))
 

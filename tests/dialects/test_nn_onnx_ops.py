@@ -8,12 +8,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bounds import assert_within, reduction_bound, ulp_bound
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
-from onnx_harness import onnxruntime_execute
+from support.bounds import assert_within, reduction_bound, ulp_bound
+from support.onnx_harness import onnxruntime_execute
 from xdsl.dialects.builtin import f32, i64
 from xdsl.dialects.test import TestOp as _TestOp
 from xdsl.utils.exceptions import VerifyException

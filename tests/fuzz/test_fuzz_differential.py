@@ -7,7 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fuzz_harness import assert_clean, env_count, print_report, run_campaign, sanitizer_env
+from support.fuzz.fuzz_harness import (
+    assert_clean,
+    env_count,
+    print_report,
+    run_campaign,
+    sanitizer_env,
+)
 
 PER_CASE_SECONDS = 300.0
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fuzz_harness import assert_clean, env_count, run_campaign
+from support.fuzz.fuzz_harness import assert_clean, env_count, run_campaign
 
 PER_CASE_SECONDS = 60.0
 

@@ -17,11 +17,18 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bounds import assert_within, graph_bounds, reduction_bound
-from c_codegen_cases import CASES, Case, case_module, make_partition, random_dag, random_inputs
-from dag_strategies import INT_SAFE_OPS, build_module, dags
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.bounds import assert_within, graph_bounds, reduction_bound
+from support.c_codegen_cases import (
+    CASES,
+    Case,
+    case_module,
+    make_partition,
+    random_dag,
+    random_inputs,
+)
+from support.dag_strategies import INT_SAFE_OPS, build_module, dags
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bounds import assert_graph_outputs
+from support.bounds import assert_graph_outputs
 from xdsl.dialects.builtin import ModuleOp, TensorType, f32
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Region

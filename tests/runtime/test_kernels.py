@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bounds import assert_graph_outputs, assert_within, graph_bounds
+from support.bounds import assert_graph_outputs, assert_within, graph_bounds
 from xdsl.dialects.builtin import ModuleOp, TensorType, f32
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Region

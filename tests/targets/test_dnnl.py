@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bounds import assert_within, graph_bounds
+from support.bounds import assert_within, graph_bounds
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region, SSAValue

@@ -179,7 +179,7 @@ def run_everywhere(module: ModuleOp, xs: list[np.ndarray]) -> dict[str, tuple[st
 def compare(
     module: ModuleOp, xs: list[np.ndarray], results: dict[str, tuple[str, Any]]
 ) -> tuple[str, str]:
-    from bounds import assert_graph_outputs
+    from support.bounds import assert_graph_outputs
 
     errors = {k: v[1] for k, v in results.items() if v[0] == "error"}
     if errors and len(errors) == len(results):
