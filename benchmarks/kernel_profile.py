@@ -135,7 +135,9 @@ def report(name: str, prof: dict[int, dict[str, Any]], counts: list[int], top: i
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("models", help="comma-separated light model names (tests/onnx_harness.py)")
+    p.add_argument(
+        "models", help="comma-separated light model names (tests/support/onnx_harness.py)"
+    )
     p.add_argument("--threads", default="1,2", help="two thread counts (default 1,2)")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--runs", type=int, default=10, help="inferences per round and count")

@@ -243,7 +243,7 @@ def test_resize2d_matches_onnx(method: str, mode: str, rounding: str, scales: tu
         nearest_mode=rounding,
     )
     # 4 taps whose weights come from a source coordinate computed in float32, off by up
-    # to u * (the input's size); nearest neighbour copies (see tests/bounds.py)
+    # to u * (the input's size); nearest neighbour copies (see tests/support/bounds.py)
     k = 4 * (max(x.shape[2:]) + 4)
     bound = reduction_bound(k, np.abs(x).max()) if method != "nearest_neighbor" else 0.0
     assert_within(ours, expected.astype(np.float32), bound)

@@ -1,6 +1,7 @@
-"""Random small nn graphs (differential.py) through the reference, the host, ccompiler,
-cblas (+ccompiler) and examplejson: agreement within tests/bounds.py, or the same rejection
-everywhere. Each graph runs in the fuzz worker, so a crash is counted, not suffered."""
+"""Random small nn graphs (support/fuzz/differential.py) through the reference, the host,
+ccompiler, cblas (+ccompiler) and examplejson: agreement within tests/support/bounds.py, or the
+same rejection everywhere. Each graph runs in the fuzz worker, so a crash is counted, not
+suffered."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Mutated ONNX models (onnx_cases.py) through the importer, in the fuzz worker: each imports
-to a module that prints and parses back, or raises `OnnxImportError`."""
+"""Mutated ONNX models (support/fuzz/onnx_cases.py) through the importer, in the fuzz worker:
+each imports to a module that prints and parses back, or raises `OnnxImportError`."""
 
 from __future__ import annotations
 

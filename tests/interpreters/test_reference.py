@@ -141,7 +141,7 @@ def max_magnitude(module: Any, inputs: Any, expected: Array) -> Array:
 
 
 def close(actual: Array, expected: Array, module: Any = None, inputs: Any = None) -> None:
-    """`actual` (our reference) within the f32 bound (tests/bounds.py) of `expected`
+    """`actual` (our reference) within the f32 bound (tests/support/bounds.py) of `expected`
     (onnxruntime or numpy), for the graph of the latest `run_op` unless one is given."""
     module, inputs = (module, inputs) if module is not None else _last_graph
     assert actual.shape == expected.shape, (actual.shape, expected.shape)

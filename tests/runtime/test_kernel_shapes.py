@@ -9,7 +9,7 @@ and a few shapes like it are built alone here (under both dispatch levels, with 
 C compiler present; `DEFAULT_FLAGS` have `-Wall -Wextra -Werror`), every shape of the
 sweep alone behind `slow`, and the whole sweep of max pool, average pool and conv2d
 (ccompiler and cblas) as one library an op, compared with the reference (max pooling
-bit for bit, the rest within the bounds of tests/bounds.py).
+bit for bit, the rest within the bounds of tests/support/bounds.py).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ strides, padding, dilation and ceil_mode.
 Every case runs through `byoc.build(..., targets=["ccompiler"])` under both dispatch
 levels (the best kernels the CPU has, and the x86-64 baseline that
 `BYOC_CPU_DISPATCH=baseline` forces) and is compared with the numpy reference
-(conv2d: within the f32 bound of tests/bounds.py, since the reference sums through
+(conv2d: within the f32 bound of tests/support/bounds.py, since the reference sums through
 BLAS and the kernel in its own order, with FMA where the CPU has it; max_pool2d: bit
 for bit).
 """

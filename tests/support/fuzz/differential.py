@@ -7,7 +7,7 @@ on shapes with size-1 and empty dims, and inputs with NaN and infinities. Ops ar
 with `NNOp.build`, so a combination the verifier refuses is a rejection of the graph
 (the same everywhere by construction). The graph then runs through the numpy reference,
 a host-only build, ccompiler, cblas (+ccompiler) and examplejson: every executor must
-agree with the reference within tests/bounds.py, or all must reject it.
+agree with the reference within tests/support/bounds.py, or all must reject it.
 """
 
 from __future__ import annotations
