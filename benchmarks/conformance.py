@@ -4,7 +4,7 @@
     python benchmarks/conformance.py --reference   # the same cases on the numpy reference
     python benchmarks/conformance.py --no-models   # node tests only (the light models take minutes)
 
-The harness (case selection, comparison, the markdown) is `tests/onnx_harness.py`,
+The harness (case selection, comparison, the markdown) is `tests/support/onnx_harness.py`,
 which the tests use too.
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from onnx_harness import (  # noqa: E402
+from support.onnx_harness import (  # noqa: E402
     DEFAULT_TARGETS,
     BuildExecute,
     CaseResult,

@@ -51,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import statistics  # noqa: E402
 
 from models import fresh_cache, timed  # noqa: E402
-from onnx_harness import light_models, randomize_weights  # noqa: E402
+from support.onnx_harness import light_models, randomize_weights  # noqa: E402
 
 from byoc.frontend.onnx import import_model  # noqa: E402
 

@@ -22,7 +22,7 @@ def child(name: str) -> None:
     sys.path[:0] = [here, os.path.join(os.path.dirname(here), "tests")]
     import numpy as np
     import onnx
-    from onnx_harness import light_models, randomize_weights
+    from support.onnx_harness import light_models, randomize_weights
 
     import byoc
     from byoc.frontend.onnx import import_model

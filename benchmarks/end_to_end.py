@@ -95,7 +95,7 @@ def light_model(name: str) -> Any | None:
     except ImportError:
         return None
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-    from onnx_harness import randomize_weights
+    from support.onnx_harness import randomize_weights
 
     path = Path(onnx.__file__).parent / "backend/test/data/light" / f"light_{name}.onnx"
     if not path.exists():

@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # the ONNX test harness
 
 def load_model(name: str) -> Any:
     import onnx
-    from onnx_harness import light_models, randomize_weights
+    from support.onnx_harness import light_models, randomize_weights
 
     return byoc.import_onnx(randomize_weights(onnx.load(light_models()[name]), seed=0))
 
@@ -135,7 +135,9 @@ def report(name: str, prof: dict[int, dict[str, Any]], counts: list[int], top: i
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("models", help="comma-separated light model names (tests/onnx_harness.py)")
+    p.add_argument(
+        "models", help="comma-separated light model names (tests/support/onnx_harness.py)"
+    )
     p.add_argument("--threads", default="1,2", help="two thread counts (default 1,2)")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--runs", type=int, default=10, help="inferences per round and count")

@@ -97,7 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("models", help="comma-separated light model names (tests/onnx_harness.py)")
+    p.add_argument(
+        "models", help="comma-separated light model names (tests/support/onnx_harness.py)"
+    )
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--runs", type=int, default=3)
     args = p.parse_args(argv)

@@ -49,7 +49,7 @@ import onnx  # noqa: E402
 import byoc  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the ONNX test harness
-from onnx_harness import light_models, randomize_weights  # noqa: E402
+from support.onnx_harness import light_models, randomize_weights  # noqa: E402
 
 from byoc.frontend.onnx import import_model  # noqa: E402
 from byoc.passes.byoc_pipeline import partition_for  # noqa: E402

@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from cblas import best_of, fmt2, session  # noqa: E402
-from onnx_harness import light_models, randomize_weights  # noqa: E402
+from support.onnx_harness import light_models, randomize_weights  # noqa: E402
 
 from byoc.frontend.onnx import import_model  # noqa: E402
 

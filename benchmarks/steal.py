@@ -43,7 +43,7 @@ BUILDS = (("steal", ""), ("fixed", "-DBYOC_STEAL=0"))
 
 def load_model(name: str) -> Any:
     import onnx
-    from onnx_harness import light_models, randomize_weights
+    from support.onnx_harness import light_models, randomize_weights
 
     return byoc.import_onnx(randomize_weights(onnx.load(light_models()[name]), seed=0))
 

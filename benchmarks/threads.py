@@ -52,7 +52,7 @@ import byoc  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # the ONNX test harness
-from onnx_harness import light_models, randomize_weights  # noqa: E402
+from support.onnx_harness import light_models, randomize_weights  # noqa: E402
 
 SPEEDUP_GOAL = 1.7
 RATIO_GOAL = 1.5

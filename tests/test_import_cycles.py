@@ -12,7 +12,7 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-from paths import PACKAGE
+from support.paths import PACKAGE
 
 # Cycles in files another helper is still rewriting (issue 17). The merger
 # empties this set once those branches are in; do not add to it.

@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 import pytest
-from paths import PACKAGE
+from support.paths import PACKAGE
 
 ABOVE_TARGETS = (
     "byoc.build",

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from paths import FILECHECK
+from support.paths import FILECHECK
 from xdsl.dialects.builtin import (
     BytesAttr,
     DenseIntOrFPElementsAttr,

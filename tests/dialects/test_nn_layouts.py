@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from bounds import assert_graph_outputs
+from support.bounds import assert_graph_outputs
 from xdsl.utils.exceptions import VerifyException
 
 import byoc

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bounds import assert_graph_outputs
+from support.bounds import assert_graph_outputs
 from xdsl.dialects.builtin import TensorType, f32, i32, i64
 from xdsl.ir import Block
 from xdsl.utils.exceptions import VerifyException

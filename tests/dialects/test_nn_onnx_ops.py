@@ -8,12 +8,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bounds import assert_within, reduction_bound, ulp_bound
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
-from onnx_harness import onnxruntime_execute
+from support.bounds import assert_within, reduction_bound, ulp_bound
+from support.onnx_harness import onnxruntime_execute
 from xdsl.dialects.builtin import f32, i64
 from xdsl.dialects.test import TestOp as _TestOp
 from xdsl.utils.exceptions import VerifyException
@@ -243,7 +243,7 @@ def test_resize2d_matches_onnx(method: str, mode: str, rounding: str, scales: tu
         nearest_mode=rounding,
     )
     # 4 taps whose weights come from a source coordinate computed in float32, off by up
-    # to u * (the input's size); nearest neighbour copies (see tests/bounds.py)
+    # to u * (the input's size); nearest neighbour copies (see tests/support/bounds.py)
     k = 4 * (max(x.shape[2:]) + 4)
     bound = reduction_bound(k, np.abs(x).max()) if method != "nearest_neighbor" else 0.0
     assert_within(ours, expected.astype(np.float32), bound)

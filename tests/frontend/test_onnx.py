@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
-from bounds import assert_graph_outputs
 from onnx import TensorProto, helper, numpy_helper
+from support.bounds import assert_graph_outputs
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 
@@ -52,7 +52,7 @@ def ops_of(module: ModuleOp) -> list[str]:
 
 
 def ort_run(model: onnx.ModelProto, *inputs: np.ndarray[Any, Any]) -> list[np.ndarray[Any, Any]]:
-    from onnx_harness import onnxruntime_execute
+    from support.onnx_harness import onnxruntime_execute
 
     return onnxruntime_execute(model, list(inputs))
 

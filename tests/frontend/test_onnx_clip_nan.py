@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
-from bounds import assert_within
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
+from support.bounds import assert_within
 
 import byoc
 from byoc.frontend.onnx import import_model

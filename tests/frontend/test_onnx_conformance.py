@@ -20,7 +20,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
-from onnx_harness import (
+from support.onnx_harness import (
     DEFAULT_TARGETS,
     HOST,
     BuildExecute,
@@ -273,14 +273,14 @@ def test_max_with_onnx_names_collapsing_to_one_hint() -> None:
 
 
 def test_every_skip_has_a_named_reason(results: list[CaseResult]) -> None:
-    from onnx_skip_reasons import UNCLASSIFIED, import_reason
+    from support.onnx_skip_reasons import UNCLASSIFIED, import_reason
 
     skipped = [r for r in results if r.status == "skipped"]
     assert [f"{r.name}: {r.reason}" for r in skipped if import_reason(r.reason) == UNCLASSIFIED] == []
 
 
 def test_an_unconverted_op_inside_a_branch_is_filed_like_a_case_not_run() -> None:
-    from onnx_skip_reasons import NOT_CONVERTED, UNCLASSIFIED, import_reason, op_reason
+    from support.onnx_skip_reasons import NOT_CONVERTED, UNCLASSIFIED, import_reason, op_reason
 
     message = "unsupported ONNX op type 'SequenceConstruct' (node '1'); supported: Abs, Add"
     assert import_reason(message) == op_reason(["SequenceConstruct"]) == "sequence and optional types"

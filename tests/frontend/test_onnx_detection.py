@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bounds import assert_within, ulp_bound
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
-from onnx_harness import onnxruntime_execute
+from support.bounds import assert_within, ulp_bound
+from support.onnx_harness import onnxruntime_execute
 from xdsl.dialects.builtin import f32, i64
 from xdsl.dialects.test import TestOp as _TestOp
 from xdsl.utils.exceptions import VerifyException

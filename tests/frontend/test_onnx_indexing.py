@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bounds import assert_within, reduction_bound, ulp_bound
 from onnx import TensorProto, helper, numpy_helper
-from onnx_harness import (
+from support.bounds import assert_within, reduction_bound, ulp_bound
+from support.onnx_harness import (
     BuildExecute,
     load_node_cases,
     onnxruntime_execute,

@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bounds import assert_within, ulp_bound
 from onnx import TensorProto, helper
-from onnx_harness import (
+from support.bounds import assert_within, ulp_bound
+from support.onnx_harness import (
     DEFAULT_TARGETS,
     CaseResult,
     load_node_cases,

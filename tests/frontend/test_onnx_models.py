@@ -15,14 +15,14 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from bounds import (
+from support.bounds import (
     assert_softmax_and_logits,
     assert_within,
     normwise_bound,
     reduction_length,
     softmax_bound,
 )
-from onnx_harness import (
+from support.onnx_harness import (
     accepting_targets,
     host_ops,
     light_model_output,

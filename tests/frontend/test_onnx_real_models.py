@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
-from bounds import assert_within, normwise_bound, reduction_length
 from onnx import TensorProto, helper, numpy_helper
-from onnx_harness import onnxruntime_execute
+from support.bounds import assert_within, normwise_bound, reduction_length
+from support.onnx_harness import onnxruntime_execute
 
 import byoc
 from byoc.frontend.onnx import UnsupportedOnnxError, import_model

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bounds import assert_within, normwise_bound, reduction_length
 from onnx import TensorProto, helper, numpy_helper
-from onnx_harness import load_node_cases, onnxruntime_execute, run_cases
+from support.bounds import assert_within, normwise_bound, reduction_length
+from support.onnx_harness import load_node_cases, onnxruntime_execute, run_cases
 
 import byoc
 from byoc.dialects import nn

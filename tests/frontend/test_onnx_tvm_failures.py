@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
-from bounds import assert_graph_outputs
 from onnx import TensorProto, helper, numpy_helper
-from onnx_harness import host_ops, main_function, onnxruntime_execute
+from support.bounds import assert_graph_outputs
+from support.onnx_harness import host_ops, main_function, onnxruntime_execute
 
 import byoc
 from byoc.context import make_context

@@ -9,8 +9,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from artifact_cases import build_artifacts
-from fuzz_harness import Report, assert_clean, env_count, print_report, run_campaign, seeded_cases
+from support.fuzz.artifact_cases import build_artifacts
+from support.fuzz.fuzz_harness import (
+    Report,
+    assert_clean,
+    env_count,
+    print_report,
+    run_campaign,
+    seeded_cases,
+)
 
 PER_CASE_SECONDS = 30.0
 

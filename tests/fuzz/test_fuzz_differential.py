@@ -1,13 +1,20 @@
-"""Random small nn graphs (differential.py) through the reference, the host, ccompiler,
-cblas (+ccompiler) and examplejson: agreement within tests/bounds.py, or the same rejection
-everywhere. Each graph runs in the fuzz worker, so a crash is counted, not suffered."""
+"""Random small nn graphs (support/fuzz/differential.py) through the reference, the host,
+ccompiler, cblas (+ccompiler) and examplejson: agreement within tests/support/bounds.py, or the
+same rejection everywhere. Each graph runs in the fuzz worker, so a crash is counted, not
+suffered."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from fuzz_harness import assert_clean, env_count, print_report, run_campaign, sanitizer_env
+from support.fuzz.fuzz_harness import (
+    assert_clean,
+    env_count,
+    print_report,
+    run_campaign,
+    sanitizer_env,
+)
 
 PER_CASE_SECONDS = 300.0
 

@@ -8,7 +8,7 @@ import sys
 import textwrap
 
 import pytest
-from fuzz_harness import REPO, env_count, worker_env
+from support.fuzz.fuzz_harness import REPO, env_count, worker_env
 
 PRELUDE = textwrap.dedent(
     """

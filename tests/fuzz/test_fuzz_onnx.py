@@ -1,12 +1,12 @@
-"""Mutated ONNX models (onnx_cases.py) through the importer, in the fuzz worker: each imports
-to a module that prints and parses back, or raises `OnnxImportError`."""
+"""Mutated ONNX models (support/fuzz/onnx_cases.py) through the importer, in the fuzz worker:
+each imports to a module that prints and parses back, or raises `OnnxImportError`."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from fuzz_harness import assert_clean, env_count, run_campaign
+from support.fuzz.fuzz_harness import assert_clean, env_count, run_campaign
 
 PER_CASE_SECONDS = 60.0
 

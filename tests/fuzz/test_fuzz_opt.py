@@ -13,8 +13,8 @@ import re
 from typing import Any
 
 import pytest
-from fuzz_harness import Report, assert_clean, env_count, run_campaign, seeded_cases
-from fuzz_worker import FILECHECK, opt_args, opt_input
+from support.fuzz.fuzz_harness import Report, assert_clean, env_count, run_campaign, seeded_cases
+from support.fuzz.fuzz_worker import FILECHECK, opt_args, opt_input
 
 LIT_FILES = sorted(p.relative_to(FILECHECK).as_posix() for p in FILECHECK.rglob("*.mlir"))
 PER_CASE_SECONDS = 10.0

@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bounds import (
+from onnx import TensorProto, helper, numpy_helper
+from support.bounds import (
     assert_within,
     det_bound,
     layer_norm_bound,
@@ -21,7 +22,6 @@ from bounds import (
     reduction_length,
     ulp_bound,
 )
-from onnx import TensorProto, helper, numpy_helper
 from xdsl.dialects.builtin import FunctionType, ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Region
@@ -131,7 +131,7 @@ def ort(
 
 def max_magnitude(module: Any, inputs: Any, expected: Array) -> Array:
     """The magnitude of the output shaped like `expected` (and at least |expected|)."""
-    from bounds import magnitude
+    from support.bounds import magnitude
 
     e = np.abs(np.asarray(expected, dtype=np.float64))
     for m in magnitude(module, inputs):
@@ -141,7 +141,7 @@ def max_magnitude(module: Any, inputs: Any, expected: Array) -> Array:
 
 
 def close(actual: Array, expected: Array, module: Any = None, inputs: Any = None) -> None:
-    """`actual` (our reference) within the f32 bound (tests/bounds.py) of `expected`
+    """`actual` (our reference) within the f32 bound (tests/support/bounds.py) of `expected`
     (onnxruntime or numpy), for the graph of the latest `run_op` unless one is given."""
     module, inputs = (module, inputs) if module is not None else _last_graph
     assert actual.shape == expected.shape, (actual.shape, expected.shape)
@@ -769,7 +769,7 @@ def test_quantized_ops_run_in_the_interpreter() -> None:
 @pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
 def test_recurrent_ops_match_onnx(cls: type[nn.NNOp], onnx_op: str, gates: int, direction: str) -> None:
     """All inputs given (more cases, and absent ones: tests/frontend/test_onnx_recurrent.py)."""
-    from bounds import normwise_bound
+    from support.bounds import normwise_bound
 
     t, b, i, h = 4, 2, 3, 5
     d = 2 if direction == "bidirectional" else 1

@@ -1,6 +1,6 @@
 """The C codegen end to end: lower-to-c, -t c, the compiled library and its ABI.
 
-Every supported op (tests/c_codegen_cases.py) is put in one module, lowered in
+Every supported op (tests/support/c_codegen_cases.py) is put in one module, lowered in
 both modes and compiled once per session (one translation unit each, built
 with -Werror); each case is then run and compared with the numpy reference.
 """
@@ -17,11 +17,18 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bounds import assert_within, graph_bounds, reduction_bound
-from c_codegen_cases import CASES, Case, case_module, make_partition, random_dag, random_inputs
-from dag_strategies import INT_SAFE_OPS, build_module, dags
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.bounds import assert_within, graph_bounds, reduction_bound
+from support.c_codegen_cases import (
+    CASES,
+    Case,
+    case_module,
+    make_partition,
+    random_dag,
+    random_inputs,
+)
+from support.dag_strategies import INT_SAFE_OPS, build_module, dags
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
@@ -84,7 +91,7 @@ def compiled(cache: Path) -> dict[str, Any]:
 
 
 def check_close(got: Array, want: Array, bound: Array, what: str) -> None:
-    """Floats within the f32 bound of the case (tests/bounds.py), NaNs in the same places;
+    """Floats within the f32 bound of the case (tests/support/bounds.py), NaNs in the same places;
     integers equal."""
     assert_within(got, want, bound, what)
 
@@ -608,7 +615,7 @@ def test_results_that_are_inputs_constants_aliases_or_repeated(cache: Path, fuse
 
 
 # ---------------------------------------------------------------------------
-# Property test: random DAGs (tests/dag_strategies.py) through the whole pipeline
+# Property test: random DAGs (tests/support/dag_strategies.py) through the whole pipeline
 # ---------------------------------------------------------------------------
 
 

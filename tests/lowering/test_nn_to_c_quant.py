@@ -226,7 +226,7 @@ LIGHT = {"squeezenet": 1, "shufflenet": 2}
 
 @pytest.mark.parametrize("name", sorted(LIGHT))
 def test_quantize_static_light_model_through_ccompiler(tmp_path: Any, name: str) -> None:
-    from onnx_harness import light_models, randomize_weights
+    from support.onnx_harness import light_models, randomize_weights
 
     model = randomize_weights(onnx.load(light_models()[name]), seed=0)
     model.ir_version = 7  # IR 3 wants initializers listed as inputs; the version converter does not

@@ -7,8 +7,8 @@ import re
 
 import numpy as np
 import pytest
-from bounds import assert_graph_outputs
-from paths import FILECHECK
+from support.bounds import assert_graph_outputs
+from support.paths import FILECHECK
 from xdsl.passes import PassPipeline
 
 import byoc

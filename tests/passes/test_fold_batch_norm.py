@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bounds import gamma
+from support.bounds import gamma
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from paths import ROOT
+from support.paths import ROOT
 from xdsl.dialects.builtin import StringAttr
 from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.passes import PassPipeline

@@ -20,9 +20,9 @@ from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
-from dag_strategies import DagSpec, build_module, dags, ops_used, random_inputs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.dag_strategies import DagSpec, build_module, dags, ops_used, random_inputs
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.dialects.func import CallOp, FuncOp
 

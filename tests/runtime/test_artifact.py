@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from paths import ROOT
+from support.paths import ROOT
 
 import byoc
 from byoc.runtime.artifact import _PREFIX, MAGIC, ArtifactError, ArtifactWriter, read_artifact

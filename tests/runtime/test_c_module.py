@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
-from paths import EXAMPLES
+from support.paths import EXAMPLES
 
 import byoc
 

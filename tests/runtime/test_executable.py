@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bounds import assert_graph_outputs
-from paths import EXAMPLES
+from support.bounds import assert_graph_outputs
+from support.paths import EXAMPLES
 
 import byoc
 from byoc.runtime.artifact import MAGIC, ArtifactError

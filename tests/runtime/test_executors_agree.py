@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bounds import assert_graph_outputs, assert_within
+from support.bounds import assert_graph_outputs, assert_within
 
 import byoc
 from byoc.runtime.c_module import CFunctionError

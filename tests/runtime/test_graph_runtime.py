@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bounds import assert_graph_outputs
-from paths import ROOT
+from support.bounds import assert_graph_outputs
+from support.paths import ROOT
 
 import byoc
 from byoc.runtime import graph_format as gf

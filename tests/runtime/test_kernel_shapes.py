@@ -9,7 +9,7 @@ and a few shapes like it are built alone here (under both dispatch levels, with 
 C compiler present; `DEFAULT_FLAGS` have `-Wall -Wextra -Werror`), every shape of the
 sweep alone behind `slow`, and the whole sweep of max pool, average pool and conv2d
 (ccompiler and cblas) as one library an op, compared with the reference (max pooling
-bit for bit, the rest within the bounds of tests/bounds.py).
+bit for bit, the rest within the bounds of tests/support/bounds.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bounds import assert_graph_outputs
+from support.bounds import assert_graph_outputs
 from xdsl.dialects.builtin import ModuleOp, TensorType, f32
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Region

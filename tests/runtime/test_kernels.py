@@ -15,7 +15,7 @@ strides, padding, dilation and ceil_mode.
 Every case runs through `byoc.build(..., targets=["ccompiler"])` under both dispatch
 levels (the best kernels the CPU has, and the x86-64 baseline that
 `BYOC_CPU_DISPATCH=baseline` forces) and is compared with the numpy reference
-(conv2d: within the f32 bound of tests/bounds.py, since the reference sums through
+(conv2d: within the f32 bound of tests/support/bounds.py, since the reference sums through
 BLAS and the kernel in its own order, with FMA where the CPU has it; max_pool2d: bit
 for bit).
 """
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bounds import assert_graph_outputs, assert_within, graph_bounds
+from support.bounds import assert_graph_outputs, assert_within, graph_bounds
 from xdsl.dialects.builtin import ModuleOp, TensorType, f32
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Region

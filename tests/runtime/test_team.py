@@ -18,8 +18,8 @@ import time
 
 import numpy as np
 import pytest
-from paths import ROOT
 from runtime.test_threads import CONV, ELEMENTWISE, _inputs
+from support.paths import ROOT
 
 import byoc
 from byoc.runtime.c_module import CModule

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bounds import assert_graph_outputs
-from paths import ROOT
+from support.bounds import assert_graph_outputs
+from support.paths import ROOT
 
 import byoc
 from byoc.runtime import threads
@@ -438,7 +438,7 @@ def test_freeing_a_model_while_its_pool_is_alive_does_not_crash() -> None:
 
 
 def test_byoc_run_threads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from paths import EXAMPLES
+    from support.paths import EXAMPLES
 
     from byoc.tools import byoc_run
 

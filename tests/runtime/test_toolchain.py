@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from paths import ROOT
+from support.paths import ROOT
 
 import byoc
 from byoc.runtime import toolchain

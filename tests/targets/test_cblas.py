@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bounds import assert_graph_outputs, assert_within, graph_bounds
-from paths import ROOT, TESTS
+from support.bounds import assert_graph_outputs, assert_within, graph_bounds
+from support.paths import ROOT, TESTS
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region, SSAValue
@@ -312,7 +312,7 @@ sys.path[:0] = sys.argv[1:4]
 import ctypes, os
 import numpy as np
 import byoc
-from bounds import assert_graph_outputs
+from support.bounds import assert_graph_outputs
 import test_cblas
 module, inputs = test_cblas._module()
 exe = byoc.build(module, targets=["cblas"])

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from bounds import assert_softmax_and_logits
-from onnx_harness import (
+from support.bounds import assert_softmax_and_logits
+from support.onnx_harness import (
     light_models,
     onnxruntime_execute,
     randomize_weights,

@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 import pytest
-from paths import EXAMPLES
+from support.paths import EXAMPLES
 
 import byoc
 import byoc.targets.patterns as byoc_patterns

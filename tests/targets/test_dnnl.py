@@ -3,7 +3,7 @@ numpy reference, with default and odd shapes, groups, padding, dilation and stri
 
 Each case is its own `@main`, built for `dnnl` alone (the engine library is compiled
 once: the partitions reach it as graph blobs) and compared with the host executor
-(every op a numpy kernel) within the bound `tests/bounds.py` derives for the graph.
+(every op a numpy kernel) within the bound `tests/support/bounds.py` derives for the graph.
 Skipped, with the reason, only where the `byoc[dnnl]` extra is not installed.
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bounds import assert_within, graph_bounds
+from support.bounds import assert_within, graph_bounds
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region, SSAValue

@@ -356,7 +356,7 @@ def test_batch_norm_with_dequantized_parameters_stays_on_dnnl(tmp_path: Path) ->
 
 def _light(name: str) -> onnx.ModelProto:
     sys.path.insert(0, str(Path(__file__).parents[1]))
-    from onnx_harness import light_models, randomize_weights
+    from support.onnx_harness import light_models, randomize_weights
 
     model = randomize_weights(onnx.load(light_models()[name]), seed=0)
     model.ir_version = 7

@@ -142,7 +142,8 @@ def small_model(rng: random.Random) -> Any:
 
 def mutate_light(rng: random.Random) -> Any:
     import onnx
-    from onnx_harness import light_models
+
+    from support.onnx_harness import light_models
 
     model = onnx.load(light_models()[rng.choice(LIGHT)])
     graph = model.graph

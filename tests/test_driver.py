@@ -10,11 +10,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bounds import assert_graph_outputs
-from dag_strategies import build_module, dags, random_inputs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from paths import EXAMPLES
+from support.bounds import assert_graph_outputs
+from support.dag_strategies import build_module, dags, random_inputs
+from support.paths import EXAMPLES
 from xdsl.context import Context
 from xdsl.dialects.builtin import StringAttr
 from xdsl.passes import PassPipeline

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from bounds import assert_graph_outputs
 from onnx import TensorProto, helper
+from support.bounds import assert_graph_outputs
 
 import byoc
 from byoc.runtime.c_module import CFunctionError, CModule, CSignature

@@ -9,8 +9,8 @@ import threading
 import numpy as np
 import onnx
 import pytest
-from bounds import assert_graph_outputs
 from onnx import TensorProto, helper, numpy_helper
+from support.bounds import assert_graph_outputs
 from xdsl.utils.exceptions import VerifyException
 
 import byoc

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
-from bounds import assert_within, graph_bounds
 from onnx import TensorProto, helper, numpy_helper
+from support.bounds import assert_within, graph_bounds
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Region

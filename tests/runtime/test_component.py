@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from paths import ROOT
+from support.paths import ROOT
 
 import byoc
 from byoc.runtime.artifact import _PREFIX, MAGIC, ArtifactError, ArtifactWriter, read_artifact

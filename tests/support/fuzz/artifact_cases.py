@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from fuzz_harness import mutate_bytes
+
+from support.fuzz.fuzz_harness import mutate_bytes
 
 _PREFIX = struct.Struct("<8sIQ")
 REPLACEMENTS: tuple[Any, ...] = (
@@ -57,9 +58,8 @@ REPLACEMENTS: tuple[Any, ...] = (
 def build_artifacts(directory: Path) -> list[str]:
     """Export small_cnn for ccompiler, examplejson, and on the host only, with an input and
     the reference outputs of each beside it."""
-    from fuzz_harness import REPO
-
     import byoc
+    from support.fuzz.fuzz_harness import REPO
 
     source = (REPO / "examples" / "small_cnn.mlir").read_text()
     paths = []

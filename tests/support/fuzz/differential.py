@@ -7,7 +7,7 @@ on shapes with size-1 and empty dims, and inputs with NaN and infinities. Ops ar
 with `NNOp.build`, so a combination the verifier refuses is a rejection of the graph
 (the same everywhere by construction). The graph then runs through the numpy reference,
 a host-only build, ccompiler, cblas (+ccompiler) and examplejson: every executor must
-agree with the reference within tests/bounds.py, or all must reject it.
+agree with the reference within tests/support/bounds.py, or all must reject it.
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ def run_everywhere(module: ModuleOp, xs: list[np.ndarray]) -> dict[str, tuple[st
 def compare(
     module: ModuleOp, xs: list[np.ndarray], results: dict[str, tuple[str, Any]]
 ) -> tuple[str, str]:
-    from bounds import assert_graph_outputs
+    from support.bounds import assert_graph_outputs
 
     errors = {k: v[1] for k, v in results.items() if v[0] == "error"}
     if errors and len(errors) == len(results):

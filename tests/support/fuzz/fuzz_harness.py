@@ -2,7 +2,7 @@
 in-process with a time bound per case, and the counts a run reports.
 
 A campaign is a list of JSON-able cases. `run_campaign` feeds them to a worker
-(`python -m fuzz_worker KIND`, this folder on `sys.path`) one per line; the worker
+(`python -m support.fuzz.fuzz_worker KIND`, tests/ on `sys.path`) one per line; the worker
 answers one line per case with its outcome. A case that produces no answer within
 `per_case_seconds` is a hang: the worker is killed and restarted at the next case. A
 worker that dies without answering (a signal, `os._exit`) is a crash of that case.
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parent.parent
+REPO = HERE.parents[2]
 PYTHON = sys.executable
 
 OK = "ok"
@@ -72,7 +72,7 @@ class Report:
 
 def worker_env() -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(HERE), str(REPO / "tests")])
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(REPO / "tests")])
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
     env["PYTHONFAULTHANDLER"] = "1"
     return env
@@ -128,7 +128,7 @@ def run_campaign(
     i = 0
     while i < len(cases):
         proc = subprocess.Popen(
-            [PYTHON, "-m", "fuzz_worker", kind],
+            [PYTHON, "-m", "support.fuzz.fuzz_worker", kind],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

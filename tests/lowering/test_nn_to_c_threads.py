@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bounds import assert_within, graph_bounds
-from c_codegen_cases import CASES, Case, case_module, random_inputs
+from support.bounds import assert_within, graph_bounds
+from support.c_codegen_cases import CASES, Case, case_module, random_inputs
 
 from byoc.context import make_context
 from byoc.dialects import c, nn

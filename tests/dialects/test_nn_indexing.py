@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bounds import assert_within, reduction_bound, ulp_bound
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
+from support.bounds import assert_within, reduction_bound, ulp_bound
 from xdsl.dialects.builtin import f32, i1, i64
 from xdsl.dialects.test import TestOp as _TestOp
 from xdsl.utils.exceptions import VerifyException

@@ -1,6 +1,6 @@
 """Random `nn` DAGs for property tests (hypothesis), shared by the partitioning, C-codegen and build tests.
 
-    from dag_strategies import dags, build_module, random_inputs   # tests/ is on sys.path under pytest
+    from support.dag_strategies import dags, build_module, random_inputs   # tests/ is on sys.path under pytest
 
     @given(dags(min_ops=5, max_ops=200))
     def test_something(spec):

@@ -50,7 +50,7 @@ OP_CATEGORIES: tuple[tuple[str, str], ...] = (
 NOT_CONVERTED = "ops not converted yet"
 
 UNCLASSIFIED = "unclassified import rejection"
-"""A message no rule of IMPORT_REASONS matches (tests/frontend/test_onnx_skip_reasons.py
+"""A message no rule of IMPORT_REASONS matches (tests/frontend/test_onnx_conformance.py
 requires that no case of the node tests lands here)."""
 
 _UNSUPPORTED_OP = re.compile(r"^unsupported ONNX op type '([^']+)'")

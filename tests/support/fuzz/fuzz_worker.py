@@ -1,5 +1,6 @@
-"""The worker of a fuzz campaign (see fuzz_harness): `python -m fuzz_worker KIND` reads one JSON
-case a line on stdin and answers one JSON line `{"outcome": ..., "detail": ...}` a case.
+"""The worker of a fuzz campaign (see fuzz_harness): `python -m support.fuzz.fuzz_worker KIND`
+reads one JSON case a line on stdin and answers one JSON line
+`{"outcome": ..., "detail": ...}` a case.
 
 Kinds: `opt` (a mutated lit input through byoc-opt's `main`), `onnx` (a mutated ONNX model
 through the importer), `artifact` (a mutated `.byoc` through `load_module` and a run),
@@ -20,7 +21,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from fuzz_harness import REPO, mutate_bytes
+from support.fuzz.fuzz_harness import REPO, mutate_bytes
 
 LOCATED = re.compile(r"^[^\n:]+:\d+:\d+: error: ", re.M)
 FILECHECK = REPO / "tests" / "filecheck"
@@ -105,15 +106,15 @@ def main() -> None:
 
         # import-time folding of a huge tensor must not take the machine's memory (item 8)
         resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
-        from onnx_cases import run_onnx_case as handler
+        from support.fuzz.onnx_cases import run_onnx_case as handler
     elif kind == "artifact":
         import resource
 
         # a crafted size must not take the machine's memory: 3 GiB of address space
         resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
-        from artifact_cases import run_artifact_case as handler
+        from support.fuzz.artifact_cases import run_artifact_case as handler
     elif kind == "differential":
-        from differential import run_differential_case as handler
+        from support.fuzz.differential import run_differential_case as handler
     else:
         raise SystemExit(f"unknown kind {kind}")
     sys.stdout.write('{"ready": true}\n')

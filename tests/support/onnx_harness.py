@@ -436,7 +436,7 @@ def render_markdown(
 
     `unconverted` holds, per node test not run (an op outside SUPPORTED_OPS), its op
     types the importer does not convert; each such case is counted under one reason."""
-    from onnx_skip_reasons import NOT_CONVERTED, import_reason, op_reason
+    from support.onnx_skip_reasons import NOT_CONVERTED, import_reason, op_reason
 
     count = collections.Counter(r.status for r in results)
     lines = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 ROOT = TESTS.parent
 PACKAGE = ROOT / "byoc"
 EXAMPLES = ROOT / "examples"

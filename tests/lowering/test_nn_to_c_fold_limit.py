@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from bounds import assert_graph_outputs
+from support.bounds import assert_graph_outputs
 
 import byoc
 from byoc.dialects import nn
