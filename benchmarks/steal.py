@@ -4,7 +4,7 @@
 
 Builds each model (an ONNX light model with seeded random weights, as benchmarks/threads.py
 does) with `targets=["ccompiler"]` twice: as shipped (the kernels' shares with stealing) and
-with `BYOC_CFLAGS=-DBYOC_STEAL=0` (fixed shares, the split before session 7), each at 1 and
+with `BYOC_CFLAGS=-DBYOC_STEAL=0` (fixed shares, nothing stolen), each at 1 and
 2 threads. Checks that the four give the same bits, then runs them in turn, run by run,
 `--runs` times, so every build sees the same moments of a shared machine. Prints, per build,
 the best and median time at each count and the speedups from 1 to 2 threads: of the best

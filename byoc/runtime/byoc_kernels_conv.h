@@ -15,13 +15,9 @@
  * byoc_conv2d_part_). */
 #define BYOC_CONV2D_KC 1024
 /* A piece of at most this many tiles packs them all per k block ... */
-#ifndef BYOC_CONV2D_TB
 #define BYOC_CONV2D_TB 4
-#endif
 /* ... in panels of at most this many rows in all (16 floats each: 256 KB of stack). */
-#ifndef BYOC_CONV2D_PANEL
 #define BYOC_CONV2D_PANEL 4096
-#endif
 
 /* Floats of scratch `byoc_conv2d_f32` needs: one zero-padded image (the panels live on the stack). */
 #define BYOC_CONV2D_SCRATCH(C, G, KH, KW, OH, OW, SH, SW, DH, DW)                               \
@@ -205,8 +201,8 @@ static inline void byoc_conv2d_pad_(const byoc_conv_geom_* g, const float* restr
  * channel: its zeros are written once, then only the image's part changes, so the plane
  * stays in L1), then computed from it. An output vector is 8 columns of one output row;
  * the vectors of a channel (rows x vectors per row, numbered row-major) go six at a time
- * through the taps, so six independent sums are in flight (one vector at a time waited on
- * each add: about 6 GFLOP/s on shufflenet's 3x3 layers). Each output is still summed in
+ * through the taps, so six independent sums are in flight (one vector at a time would wait
+ * on each add). Each output is still summed in
  * order of (kh, kw) from 0, a product and an add per tap (no FMA, at either dispatch level):
  * the results do not depend on the grouping, the dispatch level or the threads. With
  * stride 2 the padded rows hold their even columns, then their odd ones, so every tap
@@ -581,8 +577,8 @@ static inline void byoc_conv2d_dw_pad_part_(const byoc_conv_geom_* g, const floa
  * chunk of 6 output channels of one group, numbered group-major, then tile, then channel
  * chunk; thread t of nt takes units [U * t / nt, U * (t + 1) / nt) of the U in all, so the
  * threads' shares differ by one unit at most, whatever the map size. (Cutting only the
- * pixel tiles left 13 tiles of a 14x14 map as 6 and 7 on two threads, 8 % lost; cutting
- * channel chunks too, every chunk repacked the tiles' panels.) Runs of whole tiles go in
+ * pixel tiles would leave 13 tiles of a 14x14 map as 6 and 7 on two threads; cutting
+ * channel chunks too would repack the tiles' panels in every chunk.) Runs of whole tiles go in
  * chunks of at most `chunk` tiles, each chunk's epilogue while its outputs are in cache; a
  * tile shared with the next thread is split between their channel chunks (both pack it).
  */
@@ -672,9 +668,7 @@ static inline int byoc_conv2d_geom_(byoc_conv_geom_* g, int64_t C, int64_t H, in
 /* Whether a conv2d's threads split its output channels (byoc_conv2d_chunks_) rather than
  * its pixel tiles: when a group's weights are the bigger stream, at least 2 output channels
  * per pixel (each tile-split thread would stream all of them for its share of the pixels). */
-#ifndef BYOC_CONV2D_BY_CHANNEL
 #define BYOC_CONV2D_BY_CHANNEL 8
-#endif
 static inline int byoc_conv2d_by_channel_(const byoc_conv_geom_* g) {
   return g->KH * g->KW == 1 && g->OG >= BYOC_CONV2D_BY_CHANNEL * g->P;
 }
@@ -741,8 +735,8 @@ static inline void byoc_conv2d_run_(const float* restrict x, const float* restri
       continue;
     }
     /* The (tile, channel chunk) units in equal shares, claimed in runs of `chunk` tiles:
-     * up to 4 runs a thread, or 256 KB of outputs if larger (a call per chunk of a small
-     * layer cost 10-15 %: shufflenet's grouped 1x1 convs, 1.7x -> 1.97x); claims end on
+     * up to 4 runs a thread, or 256 KB of outputs if larger (a call per chunk is a
+     * large overhead on a small layer such as a grouped 1x1 conv); claims end on
      * whole tiles. Split by channel (byoc_conv2d_chunks_): claims of whole channel chunks
      * over every tile, about a quarter of a share. */
     const int64_t ocu = (g.OG + 5) / 6, units = G * tiles * ocu;

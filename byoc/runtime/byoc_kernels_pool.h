@@ -435,7 +435,7 @@ static inline void byoc_avg_pool2d_f32(const float* restrict x, float* restrict 
                                        int32_t include_pad) {
   /* a window element costs about what a conv2d multiply-add does (a load, a conversion to
    * double, an add, 4 lanes a vector): split from 2 x BYOC_PAR_GRAIN, like a convolution
-   * (shufflenet's 272 x 14 x 14 -> 7 x 7 pool, 120 K elements, 45 us, stayed on one thread) */
+   * (so that a 272 x 14 x 14 -> 7 x 7 pool, 120 K elements, is split) */
   const int32_t nt = byoc_threads_for(NC * OH * OW * KH * KW, BYOC_PAR_GRAIN);
   BYOC_STEAL_(nt, NC, byoc_steal_grain_(nt, NC, 1), 1, c0, c1,
               byoc_avg_pool2d_part_(x, y, H, W, OH, OW, KH, KW, SH, SW, PT, PL, PB, PR, DH, DW, include_pad, c0, c1));

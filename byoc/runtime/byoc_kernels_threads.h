@@ -11,7 +11,7 @@
 /*
  * Run CALL for t in [0, nt) across nt threads; with nt <= 1 run it once (t = 0) on the
  * caller, entering no OpenMP region at all (even an `if(0)` region costs a team setup per
- * call, which added up to 4-5 ms per shufflenet inference at 1 thread).
+ * call: docs/threads.md).
  */
 #define BYOC_SPLIT_(nt, t, CALL)                                   \
   do {                                                            \
@@ -32,7 +32,7 @@
  * of another's remainder (all of it when less than two claims are left) into its own range
  * and goes on. With every thread running, each does its own share in order, as a fixed
  * split would: consecutive layers find their data in the cache of the core that wrote it
- * (a counter handing out runs round-robin lost that, session 6). When the machine takes a
+ * (runs handed out round-robin from one counter would lose that). When the machine takes a
  * core from one thread for a while, the others take its remainder, so a region waits for
  * that thread's current claim only, not for the rest of its share.
  *
@@ -86,7 +86,8 @@ static inline int byoc_range_back_(byoc_range_* r, int64_t grain, int64_t align,
   }
 }
 
-/* -DBYOC_STEAL=0: fixed shares, nothing stolen (the split before session 7, for A/B runs). */
+/* -DBYOC_STEAL=0: fixed shares, nothing stolen (the baseline tests compare stealing with;
+ * docs/threads.md, "Developer knobs"). */
 #ifndef BYOC_STEAL
 #define BYOC_STEAL 1
 #endif

@@ -1,6 +1,6 @@
 /*
  * byoc_qkernels.h — int8 kernels of the quantized (QDQ) composites of the ccompiler target
- * (issue #13; lowering in byoc/lowering/nn_to_c/quant.py, docs/quantization.md).
+ * (lowering in byoc/lowering/nn_to_c/quant.py, docs/quantization.md).
  *
  * Every product and sum is exact integer arithmetic: the weights arrive centred and widened
  * (int16 w - w_zp, laid out [O][Kp], Kp = K rounded up to 16, zero-padded; also as int8 with

@@ -1,6 +1,6 @@
 /*
  * byoc_qpool.h — int8 average pooling of the QDQ composite `qavgpool`, and `qconcat` in one
- * pass (issue #13).
+ * pass.
  *
  * quantize(avg_pool2d | global_avg_pool2d(dequantize(x))), computed as byoc's reference does it
  * (byoc/targets/qdq.py, "qavgpool", has the proof): the window's f64 sum of the dequantized

@@ -75,8 +75,8 @@ static int plan_binary(planner *p, int nid, dnnl_alg_kind_t alg, int comm) {
                                                        attr);
   dnnl_primitive_attr_destroy(attr);
   if (st == dnnl_success && is_ref_impl(pd) && !same_shape(&g->entries[b], ye)) {
-    /* a broadcast against a blocked layout has only the reference kernel (200 ms for a
-       per-channel multiply of 1x256x56x56): the plain layout has a jit one */
+    /* a broadcast against a blocked layout has only the reference kernel (slow even
+       for a per-channel multiply): the plain layout has a jit one */
     dnnl_primitive_desc_destroy(pd);
     pd = NULL;
     st = dnnl_unimplemented;
