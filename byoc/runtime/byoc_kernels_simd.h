@@ -39,6 +39,7 @@ typedef float byoc_v8f_ __attribute__((vector_size(32)));
 /* A big kernel: not inlined (it may be cloned), fine to leave unused. */
 #define BYOC_KERNEL static BYOC_CLONES BYOC_MAYBE_UNUSED
 
+/* The other vector shapes the kernels use (same rules as byoc_v8f_). */
 typedef int32_t byoc_v8i_ __attribute__((vector_size(32)));
 typedef double byoc_v4d_ __attribute__((vector_size(32)));
 typedef float byoc_v4f_ __attribute__((vector_size(16)));
