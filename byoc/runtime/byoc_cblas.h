@@ -50,10 +50,8 @@ __attribute__((constructor)) static void byoc_cblas_init_threads_(void) {
   scipy_openblas_set_num_threads(n > 0 && n <= 1024 ? (int)n : 1);
 }
 
-#ifndef BYOC_CBLAS_GRAIN
 /* Multiply-adds a thread must get before a GEMM is split (~50-100 us of work). */
 #define BYOC_CBLAS_GRAIN (1 << 21)
-#endif
 
 /*
  * C (M x N, row stride ldc) = A (M x K) . op(B) + beta * C, row-major, op(B) = B (K x N,
@@ -244,7 +242,7 @@ static inline void byoc_cblas_phases_(const float* restrict x, float* restrict x
           if (SW == 1) {
             memcpy(dst + lo, src + lo, (size_t)(hi - lo) * sizeof(float));
           } else {
-            /* trip counts fixed up front, as in byoc_pool_inner_cols_ (issue 14 item 9) */
+            /* trip counts fixed up front, as in byoc_pool_inner_cols_ */
             const int64_t nblocks = (hi - lo) / 8, tail = lo + 8 * nblocks;
             for (int64_t b = 0; b < nblocks; ++b) {
               const int64_t q = lo + 8 * b;

@@ -1,6 +1,6 @@
 /*
  * byoc_qpool.h — int8 average pooling of the QDQ composite `qavgpool`, and `qconcat` in one
- * pass (issue #13).
+ * pass.
  *
  * quantize(avg_pool2d | global_avg_pool2d(dequantize(x))), computed as byoc's reference does it
  * (byoc/targets/qdq.py, "qavgpool", has the proof): the window's f64 sum of the dequantized
@@ -141,7 +141,7 @@ static inline int32_t byoc_qpool_out_(int64_t sum, double unit, int32_t count, f
     const double unit = ldexp(1.0, exponent);                                                  \
     const int vbmi = split > 0 && byoc_qgemm_level() > 0 && byoc_q_vbmi_();                    \
     const int32_t nt = byoc_threads_for(N * C * OH * OW * KH * KW, BYOC_Q_EW_GRAIN);           \
-    BYOC_Q_SPLIT_(nt, t, NAME##_part_(x, table, counts, y, N * C, H, W, KH, KW, OH, OW, SH, SW, \
+    BYOC_SPLIT_(nt, t, NAME##_part_(x, table, counts, y, N * C, H, W, KH, KW, OH, OW, SH, SW, \
                                       PT, PL, DH, DW, unit, ys, zy, split > 0 ? rtab : NULL,   \
                                       split > 1, m, c, vbmi, t, nt));                          \
   }
@@ -191,7 +191,7 @@ static void byoc_qconcat_(const uint8_t* const* xs, const int64_t* inner, int32_
     if (!(lut_mask >> (8 + k) & 1)) work += inner[k];
   }
   const int32_t nt = byoc_threads_for(outer * work, BYOC_Q_EW_GRAIN);
-  BYOC_Q_SPLIT_(nt, t, byoc_qconcat_part_(xs, inner, k_n, tables, lut_mask, y, outer, vbmi, t, nt));
+  BYOC_SPLIT_(nt, t, byoc_qconcat_part_(xs, inner, k_n, tables, lut_mask, y, outer, vbmi, t, nt));
 }
 
 /* The entry points, by number of inputs; pointers as void: inputs may be i8 or u8. */

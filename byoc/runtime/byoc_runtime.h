@@ -429,7 +429,7 @@ BYOC_EXPORT int32_t byoc_release(void) {
  * library is unloaded: no worker outlives the library's code. `byoc_set_team_mode(1)`
  * hands the regions to libgomp instead (for comparisons; `BYOC_TEAM=libgomp`).
  */
-#if defined(_OPENMP) && defined(__GNUC__) && !defined(__clang__) && !defined(BYOC_LIBGOMP_TEAM)
+#if defined(_OPENMP) && defined(__GNUC__) && !defined(__clang__)
 #define BYOC_OWN_TEAM 1
 #include <dlfcn.h>
 #include <omp.h>
@@ -437,15 +437,9 @@ BYOC_EXPORT int32_t byoc_release(void) {
 #include <time.h>
 #include <unistd.h>
 
-#ifndef BYOC_TEAM_IDLE_SPIN_US
 #define BYOC_TEAM_IDLE_SPIN_US 200 /* spin after a region when no run holds the team */
-#endif
-#ifndef BYOC_TEAM_HOLD_SPIN_US
 #define BYOC_TEAM_HOLD_SPIN_US 20000 /* the most a held team spins after its last region */
-#endif
-#ifndef BYOC_TEAM_PAUSES
 #define BYOC_TEAM_PAUSES 4096 /* spin rounds (pause) before a waiting worker starts to yield */
-#endif
 #define BYOC_TEAM_MAX 64
 
 typedef void (*byoc_region_fn_)(void*);
@@ -732,10 +726,8 @@ static void byoc_team_release_(void) {}
 #endif
 #endif
 
-#ifndef BYOC_PAR_GRAIN
 /* Default minimum work per thread (simple operations): ~10-20 us of work. */
 #define BYOC_PAR_GRAIN 32768
-#endif
 #define BYOC_MAX_THREADS 1024
 
 static int32_t byoc_num_threads_ = 1;

@@ -51,17 +51,9 @@ from byoc.runtime.cpu import c_dispatch_flags
 
 INCLUDE_DIR = Path(__file__).resolve().parent
 """Where dlpack.h, byoc_runtime.h and byoc_kernels.h live (`-I` for the generated C)."""
-RUNTIME_HEADERS = (
-    "dlpack.h",
-    "byoc_runtime.h",
-    "byoc_kernels.h",
-    "byoc_cblas.h",
-    "byoc_graph_engine.h",
-    "byoc_graph_runtime.h",
-    "byoc_qkernels.h",
-    "byoc_profile.h",
-    "byoc_qpool.h",
-)
+RUNTIME_HEADERS = tuple(sorted(p.name for p in INCLUDE_DIR.glob("*.h")))
+"""Every header next to byoc_runtime.h (byoc_kernels.h and the family headers it includes,
+byoc_qkernels.h and its parts, ...): their contents are part of every library's cache key."""
 
 DEFAULT_FLAGS: tuple[str, ...] = (
     "-std=c11",

@@ -1,7 +1,7 @@
-/* The dnnl engine's int8 blocks (issue 13): the QDQ composites `dnnl.qconv2d`,
+/* The dnnl engine's int8 blocks: the QDQ composites `dnnl.qconv2d`,
  * `dnnl.qdense` and `dnnl.qmatmul` on oneDNN's int8 primitives.
  *
- * Compiled in the same translation unit right after dnnl_engine.c (the target lists both
+ * Compiled in the same translation unit after the f32 engine's parts (the target lists the
  * sources); it defines byoc_graph_engine_def. A graph without an int8 composite goes to the
  * f32 engine unchanged (DNNL_ENGINE). A graph with one is cut into parts in node order:
  * each int8 composite is one part, each run of other nodes one f32 part, planned by the

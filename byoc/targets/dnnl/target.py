@@ -12,12 +12,17 @@ from byoc.targets.dnnl.support import SUPPORT
 from byoc.targets.predicates import Predicate
 
 ENGINE_SOURCE = ENGINES_DIR / "dnnl_engine.c"
+"""The graph the planner reads, its slots, steps and attribute helpers; first of the f32 parts."""
+F32_SOURCES = tuple(
+    ENGINES_DIR / name for name in ("dnnl_chain.c", "dnnl_anchor.c", "dnnl_ops.c", "dnnl_run.c")
+)
+"""The rest of the f32 engine, in this order: post-op chains, anchors, the other ops, init/run."""
 INT8_SOURCE = ENGINES_DIR / "dnnl_int8.c"
 """The int8 blocks (issue 13); defines byoc_graph_engine_def, so it comes last."""
 
 DNNL_ENGINE = GraphEngine(
     "dnnl",
-    (ENGINE_SOURCE, INT8_SOURCE),
+    (ENGINE_SOURCE, *F32_SOURCES, INT8_SOURCE),
     build_options=build_options,  # oneDNN's headers and library from the wheels, -fopenmp
 )
 """byoc_graph_engine.h on oneDNN's C primitive API (docs/dnnl.md)."""

@@ -1,0 +1,204 @@
+/*
+ * byoc_kernels_glue.h — what the kernel families share: the largest rank a kernel
+ * takes, NaN-propagating max, big copies split across threads, and the epilogues
+ * (bias, per-channel scale and shift, activation) conv2d and dense apply to their outputs.
+ * Part of byoc_kernels.h.
+ */
+#ifndef BYOC_KERNELS_GLUE_H_
+#define BYOC_KERNELS_GLUE_H_
+
+#include "byoc_runtime.h"
+#include "byoc_kernels_threads.h"
+
+#define BYOC_MAX_RANK 16
+
+/* NaN-propagating maximum (numpy.maximum). */
+static inline float byoc_maxf_(float a, float b) { return (a >= b || a != a) ? a : b; }
+
+/* ---- copies ---------------------------------------------------------------- */
+
+/* Bytes a thread copies at least: below 2 x this a copy stays on the calling thread. */
+#define BYOC_COPY_GRAIN ((int64_t)1 << 18)
+
+/* Bytes [lo, hi) of a copy of n bytes split into nt pieces, piece t, 64-byte aligned. */
+static inline void byoc_copy_piece_(int64_t n, int32_t nt, int32_t t, int64_t* lo, int64_t* hi) {
+  const int64_t lines = (n + 63) / 64;
+  *lo = 64 * (lines * t / nt);
+  *hi = t == nt - 1 ? n : 64 * (lines * (t + 1) / nt);
+}
+
+static inline void byoc_copy_part_(const char* restrict s, char* restrict d, int64_t n, int32_t nt,
+                                   int32_t t) {
+  int64_t lo, hi;
+  byoc_copy_piece_(n, nt, t, &lo, &hi);
+  if (hi > lo) memcpy(d + lo, s + lo, (size_t)(hi - lo));
+}
+
+/* A copy of nbytes; a big one (a concatenation's input, a reshape's copy) is split across
+ * the threads (a copy is the same bytes however it is split). */
+static inline void byoc_copy(const void* restrict src, void* restrict dst, int64_t nbytes) {
+  if (nbytes <= 0) return;
+  const int32_t nt = byoc_threads_for(nbytes, BYOC_COPY_GRAIN);
+  BYOC_SPLIT_(nt, t, byoc_copy_part_((const char*)src, (char*)dst, nbytes, nt, t));
+}
+
+static inline void byoc_copy_blocks_part_(const char* restrict s, char* restrict d,
+                                          int64_t block, int64_t dst_stride, int64_t b0,
+                                          int64_t b1) {
+  for (int64_t i = b0; i < b1; ++i) memcpy(d + i * dst_stride, s + i * block, (size_t)block);
+}
+
+/* `nblocks` blocks of `block` bytes, read contiguously, written every `dst_stride` bytes;
+ * split across the threads by blocks, or (one block) by bytes. */
+static inline void byoc_copy_blocks(const void* restrict src, void* restrict dst, int64_t nblocks,
+                                    int64_t block, int64_t dst_stride) {
+  const char* s = (const char*)src;
+  char* d = (char*)dst;
+  if (nblocks <= 0 || block <= 0) return;
+  if (nblocks == 1) {
+    byoc_copy(s, d, block);
+    return;
+  }
+  const int32_t nt0 = byoc_threads_for(nblocks * block, BYOC_COPY_GRAIN);
+  const int32_t nt = nt0 < nblocks ? nt0 : (int32_t)nblocks;
+  BYOC_SPLIT_(nt, t, byoc_copy_blocks_part_(s, d, block, dst_stride, nblocks * t / nt,
+                                            nblocks * (t + 1) / nt));
+}
+
+/* ---- epilogues ----------------------------------------------------------------- */
+
+/*
+ * What a conv2d or dense kernel applies to its results before storing them
+ * (the elementwise ops lower-to-c fuses into the producing kernel): a bias per
+ * channel, then a scale and shift per channel (an inference batch_norm with
+ * constant statistics), then an activation. Each step is computed exactly as
+ * the fused loop would (`scalar_op` in byoc/lowering/nn_to_c/emission.py), so
+ * fusing changes no result.
+ */
+enum {
+  BYOC_ACT_NONE = 0,
+  BYOC_ACT_RELU = 1,
+  BYOC_ACT_CLIP = 2,         /* alpha = min, beta = max; a NaN bound makes every result NaN */
+  BYOC_ACT_LEAKY_RELU = 3,   /* alpha */
+  BYOC_ACT_SIGMOID = 4,
+  BYOC_ACT_HARD_SWISH = 5,
+  BYOC_ACT_HARD_SIGMOID = 6, /* alpha, beta */
+  BYOC_ACT_TANH = 7
+};
+
+/* `parts` of a kernel's epilogue arguments: which per-channel arrays are real. */
+enum { BYOC_EP_BIAS = 1, BYOC_EP_SCALE_SHIFT = 2 };
+
+typedef struct {
+  const float* bias;  /* NULL: none */
+  const float* scale; /* with shift; NULL: none */
+  const float* shift;
+  int32_t act;
+  float alpha, beta;
+} byoc_epilogue_;
+
+static inline byoc_epilogue_ byoc_epilogue_of_(int32_t parts, const float* bias, const float* scale,
+                                               const float* shift, int32_t act, float alpha,
+                                               float beta) {
+  byoc_epilogue_ ep = {(parts & BYOC_EP_BIAS) ? bias : NULL,
+                       (parts & BYOC_EP_SCALE_SHIFT) ? scale : NULL,
+                       (parts & BYOC_EP_SCALE_SHIFT) ? shift : NULL, act, alpha, beta};
+  return ep;
+}
+
+/*
+ * `for (i = 0; i < n; ++i) STMT` in blocks of 8 with a constant trip count, then the rest:
+ * gcc -O2 vectorizes only loops whose trip count is a known multiple of the vector length
+ * (its "very cheap" cost model), and leaves a loop of run-time length scalar, with a branch
+ * per element for a select such as relu's (mispredicted half the time on real data). STMT
+ * must touch element i only; the results are those of the plain loop.
+ */
+#define BYOC_EACH8_(n, i, STMT)                                         \
+  do {                                                                 \
+    const int64_t byoc_n8_ = (n) - (n) % 8;                            \
+    for (int64_t byoc_b_ = 0; byoc_b_ < byoc_n8_; byoc_b_ += 8) {      \
+      for (int64_t byoc_j_ = 0; byoc_j_ < 8; ++byoc_j_) {              \
+        const int64_t i = byoc_b_ + byoc_j_;                           \
+        STMT;                                                          \
+      }                                                                \
+    }                                                                  \
+    for (int64_t i = byoc_n8_; i < (n); ++i) {                         \
+      STMT;                                                            \
+    }                                                                  \
+  } while (0)
+
+/* The activation on v[0..n). */
+static inline void byoc_act_run_(int32_t act, float a, float b, float* restrict v, int64_t n) {
+  switch (act) {
+    case BYOC_ACT_RELU:
+      BYOC_EACH8_(n, i, v[i] = v[i] < 0.0f ? 0.0f : v[i]);
+      break;
+    case BYOC_ACT_CLIP:
+      if (a != a || b != b) {
+        BYOC_EACH8_(n, i, v[i] = v[i] + NAN);
+      } else {
+        BYOC_EACH8_(n, i, {
+          const float t = v[i] < a ? a : v[i];
+          v[i] = t > b ? b : t;
+        });
+      }
+      break;
+    case BYOC_ACT_LEAKY_RELU:
+      BYOC_EACH8_(n, i, v[i] = v[i] >= 0.0f ? v[i] : v[i] * a);
+      break;
+    case BYOC_ACT_SIGMOID:
+      for (int64_t i = 0; i < n; ++i) v[i] = 1.0f / (1.0f + expf(-v[i]));
+      break;
+    case BYOC_ACT_HARD_SWISH:
+      BYOC_EACH8_(n, i, {
+        float c = v[i] + 3.0f;
+        c = c < 0.0f ? 0.0f : c;
+        c = c > 6.0f ? 6.0f : c;
+        v[i] = (v[i] * c) / 6.0f;
+      });
+      break;
+    case BYOC_ACT_HARD_SIGMOID:
+      BYOC_EACH8_(n, i, {
+        float t = v[i] * a + b;
+        t = t < 0.0f ? 0.0f : t;
+        v[i] = t > 1.0f ? 1.0f : t;
+      });
+      break;
+    case BYOC_ACT_TANH:
+      for (int64_t i = 0; i < n; ++i) v[i] = tanhf(v[i]);
+      break;
+    default:
+      break;
+  }
+}
+
+/* The epilogue on v[0..n), all of channel `ch`. */
+static inline void byoc_epilogue_run_(const byoc_epilogue_* ep, int64_t ch, float* restrict v,
+                                      int64_t n) {
+  if (ep->bias != NULL) {
+    const float b = ep->bias[ch];
+    BYOC_EACH8_(n, i, v[i] = v[i] + b);
+  }
+  if (ep->scale != NULL) {
+    const float s = ep->scale[ch], t = ep->shift[ch];
+    BYOC_EACH8_(n, i, v[i] = v[i] * s + t);
+  }
+  byoc_act_run_(ep->act, ep->alpha, ep->beta, v, n);
+}
+
+/* The epilogue on a row v[0..n) whose element j is of channel ch0 + j (dense). */
+static inline void byoc_epilogue_row_(const byoc_epilogue_* ep, int64_t ch0, float* restrict v,
+                                      int64_t n) {
+  if (ep->bias != NULL) {
+    const float* restrict bias = ep->bias + ch0;
+    BYOC_EACH8_(n, i, v[i] = v[i] + bias[i]);
+  }
+  if (ep->scale != NULL) {
+    const float* restrict scale = ep->scale + ch0;
+    const float* restrict shift = ep->shift + ch0;
+    BYOC_EACH8_(n, i, v[i] = v[i] * scale[i] + shift[i]);
+  }
+  byoc_act_run_(ep->act, ep->alpha, ep->beta, v, n);
+}
+
+#endif /* BYOC_KERNELS_GLUE_H_ */
