@@ -129,7 +129,7 @@ def run_onnxruntime(name: str, threads: list[int], args: argparse.Namespace) -> 
         t0 = time.perf_counter()
         session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         result.setdefault("build_s", time.perf_counter() - t0)
-        result["times"][str(n)] = _time_calls(lambda: session.run(None, feeds), args.budget, args.min_calls, args.warmup)
+        result["times"][str(n)] = _time_calls(lambda s=session: s.run(None, feeds), args.budget, args.min_calls, args.warmup)
         outputs = session.run(None, feeds)
     if args.save:
         np.savez(args.save, *outputs)
