@@ -79,13 +79,24 @@ class CorpusModel:
 
 
 def _image(shape: tuple[int, ...], scale: float, shift: float, rng: np.random.Generator) -> Array:
-    """Dark strokes on a light page in [0, 1], then `(x - shift) / scale`."""
-    img = np.full(shape, 0.9, np.float32)
+    """Lines of glyph-like strokes, dark on a light page, in [0, 1], then `(x - shift) / scale`:
+    the detectors find text in it, so their outputs are not all background."""
+    img = np.full(shape, 0.92, np.float32)
     h, w = shape[-2], shape[-1]
-    for _ in range(max(4, w // 16)):
-        y, x = int(rng.integers(0, h - 4)), int(rng.integers(0, max(1, w - 24)))
-        img[..., y : y + max(2, h // 16), x : x + int(rng.integers(6, 24))] = 0.1
-    img += rng.uniform(-0.05, 0.05, shape).astype(np.float32)
+    y = 8
+    while y + 16 < h:
+        x, height = 8, int(rng.integers(10, 16))
+        while x + 12 < w - 8:
+            width = int(rng.integers(4, 9))
+            for _ in range(3):  # a glyph: three horizontal or vertical strokes in its box
+                a, b = int(rng.integers(0, height - 2)), int(rng.integers(0, width - 1))
+                if rng.random() < 0.5:
+                    img[..., y + a : y + a + 2, x : x + width] = 0.1
+                else:
+                    img[..., y : y + height, x + b : x + b + 2] = 0.1
+            x += width + int(rng.integers(2, 4)) + (20 if rng.random() < 0.08 else 0)
+        y += height + int(rng.integers(10, 30))
+    img += rng.uniform(-0.04, 0.04, shape).astype(np.float32)
     return ((img - shift) / scale).astype(np.float32)
 
 
@@ -130,22 +141,22 @@ MODELS: tuple[CorpusModel, ...] = (
     ),
     CorpusModel(
         "captcha_crnn", "ocr", "captcha-whisperer", "captcha_whisperer", "models/captcha_crnn.onnx",
-        (Input("image", (1, 3, 60, 160), kind="image", scale=1.0, shift=0.0),),
+        (Input("image", (1, 3, 60, 160), kind="image", scale=1 / 255, shift=0.0),),  # 0..255, BGR
         about="CRNN + CTC: ResNet blocks, a 2-layer bidirectional LSTM unrolled into Gemm cells",
     ),
     CorpusModel(
         "ddddocr_rec", "ocr", "ddddocr", "ddddocr", "common.onnx",
-        (Input("input1", (1, 1, 64, 160), kind="image", scale=0.5, shift=0.5),),
+        (Input("input1", (1, 1, 64, 160), kind="image", scale=1.0, shift=0.0),),  # grey, x / 255
         about="captcha recogniser: conv net (SiLU), an ONNX LSTM, CTC classes",
     ),
     CorpusModel(
         "ddddocr_det", "detector", "ddddocr", "ddddocr", "common_det.onnx",
-        (Input("images", (1, 3, 416, 416), kind="image", scale=1 / 255, shift=0.0),),
+        (Input("images", (1, 3, 416, 416), kind="image", scale=1 / 255, shift=0.0),),  # 0..255
         about="YOLOX text-box detector (Focus slices, CSP blocks, SPP pools, Resize)",
     ),
     CorpusModel(
         "nudenet", "detector", "nudenet", "nudenet", "320n.onnx",
-        (Input("images", (1, 3, 320, 320), kind="image", scale=1.0, shift=0.0),),
+        (Input("images", (1, 3, 320, 320), kind="image", scale=1.0, shift=0.0),),  # x / 255
         about="YOLOv8n detector (C2f blocks, SPPF, anchor-free head with DFL softmax)",
     ),
     CorpusModel(
