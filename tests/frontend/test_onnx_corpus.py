@@ -6,7 +6,9 @@ small classifiers) must import with its static benchmark shapes, build, and matc
 onnxruntime under the normwise bound of the whole graph (tests/bounds.py). A second
 test states what the C target still leaves to the host: a model whose plan keeps numpy
 kernel steps is an expected failure naming those ops, so the marker has to go when the
-ops are lowered. Slow: the models are large and each build compiles C.
+ops are lowered. A third checks the manifest itself: every unbound graph input fed, with
+its element type and a shape that fits the declared dims. Slow: the models are large and
+each build compiles C.
 """
 
 from __future__ import annotations
@@ -110,3 +112,23 @@ def test_corpus_model_runs_without_host_steps(name: str) -> None:
     exe, _ = _built(name)
     host = Counter(step.name for step in exe.plan.steps if step.kind == "kernel")
     assert not host, f"{name}: host kernel steps {dict(host)}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(corpus.CORPUS))
+def test_corpus_inputs_fit_the_model_graph(name: str) -> None:
+    """The manifest feeds every unbound graph input, with its element type and a shape
+    that fits its declared dims (symbolic dims take any size)."""
+    import onnx
+
+    model = onnx.load(str(_path_or_fail(name)), load_external_data=False)
+    initializers = {i.name for i in model.graph.initializer}
+    declared = {v.name: v.type.tensor_type for v in model.graph.input if v.name not in initializers}
+    feeds = corpus.feeds(name)
+    assert set(feeds) | set(corpus.CORPUS[name].bind) == set(declared)
+    for input_name, array in feeds.items():
+        t = declared[input_name]
+        assert array.dtype == onnx.helper.tensor_dtype_to_np_dtype(t.elem_type), input_name
+        dims = [d.dim_value if d.dim_value > 0 else None for d in t.shape.dim]  # -1 and names: any size
+        assert len(dims) == array.ndim, input_name
+        assert all(d is None or d == n for d, n in zip(dims, array.shape, strict=True)), (input_name, dims)
