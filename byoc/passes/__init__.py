@@ -54,7 +54,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "partition": _lazy("byoc.passes.partition", "PartitionPass"),
     "byoc": _lazy("byoc.passes.byoc_pipeline", "ByocPass"),
     "convert-layout": _lazy("byoc.passes.convert_layout", "ConvertLayoutPass"),
-    "lower-to-c": _lazy("byoc.lowering.nn_to_c.pass_", "LowerToCPass"),
+    "lower-to-c": _lazy("byoc.lowering.nn_to_c.lower_to_c", "LowerToCPass"),
     "lower-to-examplejson": _lazy("byoc.lowering.nn_to_examplejson", "LowerToExampleJsonPass"),
     "lower-to-graph": _lazy("byoc.lowering.nn_to_graph", "LowerToGraphPass"),
     "split-dequantize": _lazy("byoc.passes.split_dequantize", "SplitDequantizePass"),  # issue #13

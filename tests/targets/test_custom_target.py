@@ -10,7 +10,7 @@ from paths import EXAMPLES
 
 import byoc
 import byoc.targets.patterns as byoc_patterns
-from byoc.build import BuildError
+from byoc.driver import BuildError
 from byoc.targets import Target, UnknownTargetError, get_target, register_target
 from byoc.targets.predicates import always
 

@@ -62,7 +62,7 @@ _EXPRESSIONS = (
 
 
 @dataclass(frozen=True)
-class CTarget(Target):
+class CEmitter(Target):
     """`-t c`: every `c.module` of the module as C source."""
 
     name = "c"
@@ -85,7 +85,7 @@ def emit_c(module: ModuleOp, stream: IO[str]) -> None:
             "(e.g. -p 'byoc{targets=ccompiler},lower-to-c')",
         )
     for unit in units:
-        stream.write(CEmitter().emit_unit(unit))
+        stream.write(CWriter().emit_unit(unit))
 
 
 def emit_c_source(module: ModuleOp) -> str:
@@ -247,7 +247,7 @@ def _writes_memory(op: Operation) -> bool:
     return not isinstance(op, _INLINE_ALWAYS + _EXPRESSIONS)
 
 
-class CEmitter:
+class CWriter:
     """Prints one `c.module`. Keeps the names of values and folded expressions."""
 
     def __init__(self) -> None:
@@ -694,4 +694,4 @@ def iter_units(module: ModuleOp) -> Iterable[c.ModuleOp]:
             yield op
 
 
-__all__ = ["CTarget", "emit_c", "emit_c_source", "CEmitter", "c_type", "TensorType"]
+__all__ = ["CEmitter", "emit_c", "emit_c_source", "CWriter", "c_type", "TensorType"]

@@ -23,8 +23,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from byoc.diagnostics import PassError
 from byoc.dialects import nn
-from byoc.dialects.byoc import CompositeOp, YieldOp
-from byoc.runtime.host import partition_target
+from byoc.dialects.byoc import CompositeOp, YieldOp, partition_target
 from byoc.targets.ccompiler import (
     ALIAS_OPS,
     F32_I32,

@@ -61,10 +61,10 @@ from xdsl.passes import ModulePass
 
 from byoc.diagnostics import PassError
 from byoc.dialects import c
+from byoc.dialects.byoc import partition_target
 from byoc.lowering.nn_to_c.emission import INIT_FUNCTION, CBuilder, PartitionLowering
 from byoc.lowering.nn_to_c.graph import CompositeLowering
 from byoc.runtime.c_module import c_entry_symbol
-from byoc.runtime.host import partition_target
 from byoc.targets import Target, UnknownTargetError, get_target
 
 index = IndexType()
