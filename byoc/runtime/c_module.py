@@ -60,6 +60,7 @@ import cffi
 import numpy as np
 
 from byoc.runtime.cpu import native_load
+from byoc.runtime.interface import RuntimeComponent
 from byoc.runtime.tensor import TensorSpec, checked_dtype, checked_shape
 from byoc.runtime.toolchain import DEFAULT_FLAGS, cache_library, compile_source, private_copy
 
@@ -205,8 +206,10 @@ class CSignature:
 # ---------------------------------------------------------------------------
 
 
-class CModule:
+class CModule(RuntimeComponent):
     """A loaded library of C partitions."""
+
+    holds_threads = True
 
     def __init__(
         self,

@@ -50,6 +50,7 @@ from byoc.runtime.c_module import (
 )
 from byoc.runtime.cpu import native_load
 from byoc.runtime.graph_format import VERSION, check_header
+from byoc.runtime.interface import RuntimeComponent
 from byoc.runtime.tensor import TensorSpec
 from byoc.runtime.toolchain import (
     DEFAULT_FLAGS,
@@ -184,7 +185,7 @@ def _unload(ffi: Any, lib: Any, handle: Any) -> None:
     ffi.dlclose(lib)
 
 
-class GraphModule:
+class GraphModule(RuntimeComponent):
     """A loaded graph library holding the graphs of one target (component kind "graph")."""
 
     kind = KIND
