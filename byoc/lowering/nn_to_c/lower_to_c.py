@@ -27,8 +27,8 @@ Two modes:
   so diamonds and multi-output chains stay one loop); every other op calls a
   kernel of `byoc_kernels.h`; intermediate buffers are packed into one
   workspace by liveness (a buffer is reused once its last reader has run).
-- `fuse=false`: the seed's structure — one kernel per op and one buffer per
-  intermediate value.
+- `fuse=false`: the per-op kernel mode — one kernel per op and one buffer per
+  intermediate value (a developer knob, docs/runtime.md).
 
 Before/after (seed subgraph, fused):
 
@@ -196,7 +196,7 @@ class LowerToCPass(ModulePass):
 
     fuse: bool = True
     """Fuse elementwise/broadcast chains into one loop and reuse buffers by liveness;
-    false reproduces the seed: one kernel per op, one buffer per intermediate."""
+    false selects the per-op kernel mode: one kernel per op, one buffer per intermediate."""
 
     const_threshold: int = 1024
     """Constants with more elements are bound at load time by byoc_init instead of being
