@@ -59,6 +59,7 @@ import cffi
 import numpy as np
 
 from byoc.runtime.cpu import native_load
+from byoc.runtime.dlpack import dl_dtype
 from byoc.runtime.interface import RuntimeComponent
 from byoc.runtime.tensor import TensorSpec, checked_dtype, checked_shape
 from byoc.runtime.toolchain import DEFAULT_FLAGS, cache_library, compile_source, private_copy
@@ -166,7 +167,6 @@ def c_entry_symbol(partition: str) -> str:
 
 
 KDL_CPU = 1
-_DL_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
 
 
 class CFunctionError(RuntimeError):
@@ -648,15 +648,15 @@ class CFunction:
             a = a.copy()
             copied = True
         dt = a.dtype
-        if dt.kind not in _DL_CODES or dt.hasobject or not dt.isnative:
+        code_bits = dl_dtype(dt)
+        if code_bits is None:
             raise TypeError(f"{self._label(i)} has dtype {dt}, which has no DLPack equivalent")
         if writable and not a.flags.writeable:
             raise ValueError(f"{self._label(i)} is read-only")
         t.device.device_type = KDL_CPU
         t.device.device_id = 0
         t.ndim = a.ndim
-        t.dtype.code = _DL_CODES[dt.kind]
-        t.dtype.bits = 8 if dt.kind == "b" else dt.itemsize * 8
+        t.dtype.code, t.dtype.bits = code_bits
         t.dtype.lanes = 1
         t.byte_offset = 0
         # keep[0] is _COPIED when `a` is a copy: the struct must not outlive this call

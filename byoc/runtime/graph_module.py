@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Any
 
 import cffi
-import numpy as np
 
 from byoc.runtime.c_module import (
     _CDEF,
@@ -49,6 +48,7 @@ from byoc.runtime.c_module import (
     check_shared_object,
 )
 from byoc.runtime.cpu import native_load
+from byoc.runtime.dlpack import numpy_dtype as dl_numpy_dtype
 from byoc.runtime.graph_format import VERSION, check_header
 from byoc.runtime.interface import RuntimeComponent
 from byoc.runtime.tensor import TensorSpec
@@ -257,7 +257,7 @@ class GraphModule(RuntimeComponent):
             specs.append(
                 TensorSpec(
                     tuple(shape[i] for i in range(ndim[0])),
-                    _numpy_dtype(code[0], bits[0]),
+                    dl_numpy_dtype(code[0], bits[0]),
                     ffi.string(name[0]).decode(),
                 )
             )
@@ -378,25 +378,6 @@ class GraphModule(RuntimeComponent):
     def __repr__(self) -> str:
         return f"GraphModule(engine={self.engine}, graphs={sorted(self.functions)})"
 
-
-_NUMPY_DTYPES = {
-    (2, 16): np.float16,
-    (2, 32): np.float32,
-    (2, 64): np.float64,
-    (0, 8): np.int8,
-    (0, 16): np.int16,
-    (0, 32): np.int32,
-    (0, 64): np.int64,
-    (1, 8): np.uint8,
-    (1, 16): np.uint16,
-    (1, 32): np.uint32,
-    (1, 64): np.uint64,
-    (6, 8): np.bool_,
-}
-
-
-def _numpy_dtype(code: int, bits: int) -> np.dtype[Any]:
-    return np.dtype(_NUMPY_DTYPES[(code, bits)])
 
 
 def load_graph_component(blobs: Mapping[str, bytes]) -> GraphModule:

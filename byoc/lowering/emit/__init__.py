@@ -10,22 +10,15 @@ imported only when its output is asked for.
 from __future__ import annotations
 
 from collections.abc import Callable
-from importlib import import_module
 
 from xdsl.utils.target import Target
 
-
-def _lazy(module: str, cls: str) -> Callable[[], type[Target]]:
-    def factory() -> type[Target]:
-        return getattr(import_module(module), cls)
-
-    return factory
-
+from byoc.utils.lazy import LazyClass
 
 ALL_EMITTERS: dict[str, Callable[[], type[Target]]] = {
-    "mlir": _lazy("byoc.lowering.emit.mlir", "MLIREmitter"),
-    "c": _lazy("byoc.lowering.emit.c", "CEmitter"),
-    "examplejson": _lazy("byoc.lowering.emit.examplejson", "ExampleJsonEmitter"),
-    "dot": _lazy("byoc.lowering.emit.dot", "DotEmitter"),
-    "graph": _lazy("byoc.lowering.emit.graph", "GraphEmitter"),
+    "mlir": LazyClass("byoc.lowering.emit.mlir", "MLIREmitter", Target),
+    "c": LazyClass("byoc.lowering.emit.c", "CEmitter", Target),
+    "examplejson": LazyClass("byoc.lowering.emit.examplejson", "ExampleJsonEmitter", Target),
+    "dot": LazyClass("byoc.lowering.emit.dot", "DotEmitter", Target),
+    "graph": LazyClass("byoc.lowering.emit.graph", "GraphEmitter", Target),
 }
