@@ -191,7 +191,48 @@ class CSignature:
 # ---------------------------------------------------------------------------
 
 
-class CModule(RuntimeComponent):
+class PackedLibrary(RuntimeComponent):
+    """A loaded library whose functions take packed `DLTensor` arguments (`CFunction`s): a
+    C module or a graph module. Subclasses set `ffi`, `lib` and `functions` and provide
+    `_entry`; the lookup of functions is shared."""
+
+    ffi: Any
+    lib: Any
+    functions: dict[str, CSignature]
+    """Function name -> the arguments of its packed entry."""
+
+    def __init__(self) -> None:
+        self._functions: dict[str, CFunction] = {}
+        self._lock = threading.Lock()
+
+    def _entry(self, sym: str) -> Any:
+        """The packed entry point of function `sym`."""
+        raise NotImplementedError
+
+    def _unknown_function(self, sym: str, known: str) -> str:
+        """The message of the KeyError for a function the library does not have."""
+        return f"no function '{sym}' (functions: {known})"
+
+    def last_error(self) -> str:
+        return self.ffi.string(self.lib.byoc_last_error()).decode("utf-8", "replace")
+
+    def get_function(self, sym: str) -> CFunction:
+        fn = self._functions.get(sym)
+        if fn is not None:
+            return fn
+        if sym not in self.functions:
+            raise KeyError(self._unknown_function(sym, ", ".join(sorted(self.functions)) or "none"))
+        with self._lock:
+            fn = self._functions.get(sym)
+            if fn is None:
+                fn = self._functions[sym] = CFunction(self, sym, self.functions[sym])
+        return fn
+
+    def __getitem__(self, sym: str) -> CFunction:
+        return self.get_function(sym)
+
+
+class CModule(PackedLibrary):
     """A loaded library of C partitions."""
 
     holds_threads = True
@@ -255,8 +296,7 @@ class CModule(RuntimeComponent):
             self._team_counters: Any = self.lib.byoc_team_counters
         except AttributeError:
             self._team_hold = self._team_counters = None
-        self._functions: dict[str, CFunction] = {}
-        self._lock = threading.Lock()
+        super().__init__()
 
     kind = "c"
     """The component kind artifacts record (`byoc.runtime.component`)."""
@@ -438,9 +478,6 @@ class CModule(RuntimeComponent):
         self.lib.byoc_thread_release()
 
     # ---- calling -------------------------------------------------------------------
-    def last_error(self) -> str:
-        return self.ffi.string(self.lib.byoc_last_error()).decode("utf-8", "replace")
-
     def _resolve(self, sym: str, path: Path) -> Any:
         """The packed entry of partition `sym`: `c_entry_symbol(sym)`, or `sym` itself in a
         library of hand-written C (looked up through a second
@@ -466,21 +503,8 @@ class CModule(RuntimeComponent):
             raise KeyError(f"{self.library_path.name} has no C function for partition '{sym}'")
         return entry
 
-    def get_function(self, sym: str) -> CFunction:
-        fn = self._functions.get(sym)
-        if fn is not None:
-            return fn
-        if sym not in self.functions:
-            known = ", ".join(sorted(self.functions)) or "none"
-            raise KeyError(f"no C function '{sym}' in {self.library_path.name} (functions: {known})")
-        with self._lock:
-            fn = self._functions.get(sym)
-            if fn is None:
-                fn = self._functions[sym] = CFunction(self, sym, self.functions[sym])
-        return fn
-
-    def __getitem__(self, sym: str) -> CFunction:
-        return self.get_function(sym)
+    def _unknown_function(self, sym: str, known: str) -> str:
+        return f"no C function '{sym}' in {self.library_path.name} (functions: {known})"
 
     def __repr__(self) -> str:
         return f"CModule({self.library_path.name}, functions={sorted(self.functions)})"
@@ -521,7 +545,7 @@ class CFunction:
     view instead).
     """
 
-    def __init__(self, module: CModule, sym: str, signature: CSignature):
+    def __init__(self, module: PackedLibrary, sym: str, signature: CSignature):
         self.module = module
         self.name = sym
         self.signature = signature

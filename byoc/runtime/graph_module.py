@@ -32,7 +32,6 @@ import functools
 import hashlib
 import json
 import os
-import threading
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -43,14 +42,13 @@ import cffi
 
 from byoc.runtime.c_module import (
     _CDEF,
-    CFunction,
     CSignature,
+    PackedLibrary,
     check_shared_object,
 )
 from byoc.runtime.cpu import native_load
 from byoc.runtime.dlpack import numpy_dtype as dl_numpy_dtype
 from byoc.runtime.graph_format import VERSION, check_header
-from byoc.runtime.interface import RuntimeComponent
 from byoc.runtime.tensor import TensorSpec
 from byoc.runtime.toolchain import (
     DEFAULT_FLAGS,
@@ -185,7 +183,7 @@ def _unload(ffi: Any, lib: Any, handle: Any) -> None:
     ffi.dlclose(lib)
 
 
-class GraphModule(RuntimeComponent):
+class GraphModule(PackedLibrary):
     """A loaded graph library holding the graphs of one target (component kind "graph")."""
 
     kind = KIND
@@ -240,8 +238,7 @@ class GraphModule(RuntimeComponent):
             name = self.ffi.string(self.lib.byoc_graph_module_graph_name(handle, g)).decode()
             self._index[name] = g
             self.functions[name] = self._signature(g)
-        self._functions: dict[str, CFunction] = {}
-        self._lock = threading.Lock()
+        super().__init__()
 
     def _signature(self, g: int) -> CSignature:
         ffi, lib = self.ffi, self.lib
@@ -340,27 +337,11 @@ class GraphModule(RuntimeComponent):
             raise ValueError(str(e)) from None
 
     # ---- calling -------------------------------------------------------------------------
-    def last_error(self) -> str:
-        return self.ffi.string(self.lib.byoc_last_error()).decode("utf-8", "replace")
-
     def _entry(self, sym: str) -> Any:
         return functools.partial(self.lib.byoc_graph_run, self._handle, self._index[sym])
 
-    def get_function(self, sym: str) -> CFunction:
-        fn = self._functions.get(sym)
-        if fn is not None:
-            return fn
-        if sym not in self.functions:
-            known = ", ".join(sorted(self.functions)) or "none"
-            raise KeyError(f"no graph '{sym}' in the {self.engine} graph module (graphs: {known})")
-        with self._lock:
-            fn = self._functions.get(sym)
-            if fn is None:
-                fn = self._functions[sym] = CFunction(self, sym, self.functions[sym])  # type: ignore[arg-type]
-        return fn
-
-    def __getitem__(self, sym: str) -> CFunction:
-        return self.get_function(sym)
+    def _unknown_function(self, sym: str, known: str) -> str:
+        return f"no graph '{sym}' in the {self.engine} graph module (graphs: {known})"
 
     # ---- threads ---------------------------------------------------------------------------
     def set_num_threads(self, n: int) -> None:

@@ -77,6 +77,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.dense import format_dense, parse_dense
 from byoc.dialects.nn import NN_OPS, NNOp, element_type_of, numpy_dtype, shape_of, tensor
+from byoc.dialects.nn.types import dense_value
 
 # --------------------------------------------------------------------------
 # Node names: ExampleJSON name <-> nn op
@@ -234,25 +235,10 @@ class ConstOp(ValueOp):
         extra = _parse_extra_attributes(parser)
         parser.parse_punctuation(":")
         ty = parser.parse_type()
-        if not isinstance(ty, TensorType):
-            parser.raise_error(
-                f"examplejson.const needs a tensor type, got {ty}", start, parser.pos
-            )
         try:
-            dt = numpy_dtype(ty.element_type)
-        except VerifyException as e:
+            value = dense_value(payload, ty, "examplejson.const")
+        except ValueError as e:
             parser.raise_error(str(e), start, parser.pos)
-        n = math.prod(shape_of(ty))
-        if isinstance(payload, bytes):
-            raw = payload
-        else:
-            values = payload
-            if len(values) == 1 and n != 1:
-                values = values * n  # splat
-            if len(values) != n:
-                parser.raise_error(f"{len(values)} values given, {ty} needs {n}", start, parser.pos)
-            raw = np.asarray(values, dtype=dt).tobytes()
-        value = DenseIntOrFPElementsAttr(ty, BytesAttr(raw))
         return cls.create(properties={"value": value}, result_types=[ty], attributes=extra)
 
 
