@@ -36,7 +36,6 @@ are left alone.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -145,11 +144,6 @@ def container_of(module: ModuleOp) -> ej.ExampleJsonModuleOp:
     container = ej.ExampleJsonModuleOp()
     Rewriter.insert_op(container, InsertPoint.at_end(module.body.block))
     return container
-
-
-def lower_functions(funcs: Iterable[FuncOp]) -> ej.ExampleJsonModuleOp:
-    """A detached `examplejson.module` holding the subgraph of each function (unchanged)."""
-    return ej.ExampleJsonModuleOp([lower_function(f) for f in funcs])
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,6 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     StringAttr,
     TensorType,
-    i8,
-    i16,
     i32,
     i64,
 )
@@ -67,8 +65,6 @@ from byoc.dialects.nn.types import (
     shape_of,
     tensor,
     to_python,
-    ui8,
-    ui16,
 )
 
 
@@ -1242,10 +1238,6 @@ class ReduceSumOp(ReduceOp):
 class ReduceMaxOp(ReduceOp):
     name = "nn.reduce_max"
     DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
-
-
-QUANTIZED_CONSTANTS: tuple[Attribute, ...] = (i8, ui8, i16, ui16)
-"""Constant element types of quantized graphs (weights, zero points), issue #13."""
 
 
 # --------------------------------------------------------------------------

@@ -20,7 +20,7 @@ unsigned arithmetic so that it wraps instead of overflowing (no UB).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -676,12 +676,6 @@ class CWriter:
             )
         else:
             raise EmitError(op, f"emit-c: cannot emit '{op.name}'")
-
-
-def iter_units(module: ModuleOp) -> Iterable[c.ModuleOp]:
-    for op in module.ops:
-        if isinstance(op, c.ModuleOp):
-            yield op
 
 
 __all__ = ["CEmitter", "emit_c", "emit_c_source", "CWriter", "c_type", "TensorType"]

@@ -61,11 +61,6 @@ class DotEmitter(Target):
         output.write(module_to_dot(module, self.function))
 
 
-def emit_dot(module: ModuleOp, stream: IO[str]) -> None:
-    """Write the DOT graph of `@main`."""
-    stream.write(module_to_dot(module))
-
-
 def module_to_dot(module: ModuleOp, function: str = "main") -> str:
     funcs = {op.sym_name.data: op for op in module.ops if isinstance(op, FuncOp)}
     func = funcs.get(function)
