@@ -52,7 +52,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from byoc.dialects import nn
-from byoc.dialects.nn.ops import DATA_LAYOUTS, KERNEL_LAYOUTS, layout_of
+from byoc.dialects.nn.layers import DATA_LAYOUTS, KERNEL_LAYOUTS, layout_of
 from byoc.passes.options import as_names
 from byoc.passes.scope import host_functions
 from byoc.targets import get_target

@@ -16,7 +16,7 @@ from __future__ import annotations
 from xdsl.dialects.builtin import TensorType, f32, i32
 from xdsl.ir import Attribute, Operation
 
-from byoc.dialects.nn.ops import layout_of
+from byoc.dialects.nn.layers import layout_of
 from byoc.targets.base import Target
 from byoc.targets.predicates import Predicate
 from byoc.targets.qdq import pattern_table as qdq_pattern_table

@@ -1,20 +1,23 @@
 """The `nn` dialect: a tensor graph with the op set of TVM Relay.
 
-`ops` holds the IRDL ops and their type relations, `format` their custom text
-format, `types` the element-type table, tensor-type helpers and property
+The ops live in one module per family: `base` (`NNOp`, the shared type-relation
+machinery, `nn.constant`), `elementwise`, `layers` (conv, dense, pools...), `shape_ops`
+(reshape, transpose, reductions...), gathered with their `Nn` dialect in `ops`; then
+`math_ops`, `logic_ops`, `indexing`, `recurrent`, `quant` and `detection`. `format` is
+their custom text format, `types` the element-type table, tensor-type helpers and property
 conversion. Everything public is re-exported here: `nn.AddOp`, `nn.numpy_dtype`.
 """
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import (  # reached as nn.f32 / nn.IntegerType by older code
+from xdsl.dialects.builtin import (  # re-exported: nn.f32, nn.IntegerType
     IntegerType,
     f32,
 )
 from xdsl.ir import Dialect
 
-from byoc.dialects.nn import logic_ops, math_ops, ops  # the ONNX-coverage ops (issue #16)
-from byoc.dialects.nn.detection import DETECTION_OPS  # issue 16 (h16): detectors, transformers
+from byoc.dialects.nn import logic_ops, math_ops, ops
+from byoc.dialects.nn.detection import DETECTION_OPS
 from byoc.dialects.nn.format import (
     HEX_CONSTANTS_LARGER_THAN,
     parse_constant,
@@ -80,7 +83,7 @@ from byoc.dialects.nn.ops import (
     UnaryOp,
     broadcast_shapes,
 )
-from byoc.dialects.nn.quant import (  # issue #13
+from byoc.dialects.nn.quant import (
     QUANT_OPS,
     DequantizeOp,
     DynamicQuantizeOp,
@@ -238,7 +241,6 @@ __all__ = [
     "shape_of",
     "tensor",
     "to_python",
-    # issue #13
     "QUANT_OPS",
     "DequantizeOp",
     "DynamicQuantizeOp",
@@ -247,6 +249,5 @@ __all__ = [
     "QMatmulOp",
     "QuantizeOp",
     "RequantizeOp",
-    # issue #16 (h16)
     "DETECTION_OPS",
 ]

@@ -63,7 +63,7 @@ from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, tra
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from byoc.dialects.nn.ops import NNOp
+from byoc.dialects.nn.base import NNOp
 from byoc.dialects.nn.types import ALL_TYPES, float_attr, int_attr, ints, shape_of, tensor
 
 FLOATS: tuple[Attribute, ...] = (f32, f64, f16)
