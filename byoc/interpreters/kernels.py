@@ -549,7 +549,7 @@ def constant(*, value: Array) -> Array:
     return value
 
 
-# ---- quantized ops (issue #13): their own module, registered here ----------------
+# ---- quantized ops: their own module, registered here ----------------
 from byoc.interpreters.qkernels import QKERNELS  # noqa: E402
 
 KERNELS.update(QKERNELS)

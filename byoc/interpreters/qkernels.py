@@ -1,4 +1,4 @@
-"""numpy kernels of the quantized nn ops (issue #13), registered into `KERNELS`.
+"""numpy kernels of the quantized nn ops, registered into `KERNELS`.
 
 Rounding and saturation follow ONNX and onnxruntime exactly:
 

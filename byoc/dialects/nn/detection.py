@@ -1,4 +1,4 @@
-"""nn ops for detectors and transformers (issue 16): `roi_align`, `rotary_embedding`,
+"""nn ops for detectors and transformers: `roi_align`, `rotary_embedding`,
 `deform_conv2d`, `tensor_scatter` and `linear_attention`.
 
     %y = nn.roi_align %x, %rois, %batch {output_height = 7 : i64, output_width = 7 : i64}

@@ -1,4 +1,4 @@
-"""Quantized ops of the `nn` dialect (issue #13): ONNX's linear quantization.
+"""Quantized ops of the `nn` dialect: ONNX's linear quantization.
 
 Scales and zero points are operands (usually `nn.constant`s), as in ONNX, so a
 per-tensor, per-axis or blocked parameter is just a tensor of the right shape:

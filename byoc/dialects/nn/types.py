@@ -268,7 +268,7 @@ def from_python(value: Any, like: Attribute | None) -> Attribute:
     raise TypeError(f"cannot convert {value!r} to an attribute")
 
 
-# ---- wider element-type groups (ONNX operator coverage, issue #16) ------------------
+# ---- wider element-type groups ------------------
 FLOATS: tuple[Attribute, ...] = (f32, f64, f16)
 """Every float element type."""
 SIGNED_INTS: tuple[Attribute, ...] = (i8, i16, i32, i64)

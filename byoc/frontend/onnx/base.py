@@ -23,7 +23,7 @@ ops accept which of them is each op's `DTYPES`."""
 
 VALUE_DTYPES = (*NN_DTYPES, *(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16)))
 """The numpy dtypes a graph input, output or run-time constant may have: NN_DTYPES and the
-quantized types (int8, uint8, int16, uint16), which only the quantization ops take (issue #13)."""
+quantized types (int8, uint8, int16, uint16), which only the quantization ops take."""
 
 FOLD_LIMIT_BYTES = nn.FOLD_LIMIT_BYTES
 """The largest tensor (in bytes) the importer computes at import time (1 GiB).

@@ -59,7 +59,7 @@ class Tensor:
     def nbytes(self) -> int:
         if self.dtype in ("f32", "i32"):
             return self.numel * 4
-        t = nn.element_type_named(self.dtype)  # the quantized kernels' i8 / ui8 / i16 (issue #13)
+        t = nn.element_type_named(self.dtype)  # the quantized kernels' i8 / ui8 / i16
         return self.numel * (nn.numpy_dtype(t).itemsize if t is not None else 4)
 
     def root(self) -> Tensor:
@@ -182,7 +182,7 @@ class GraphBuilder:
             and self.lower_composite is not None
             and op.composite.data.rpartition(".")[2] in QDQ_COMPOSITES
         ):
-            return False  # ccompiler's quantized composites go to its hook (issue #13)
+            return False  # ccompiler's quantized composites go to its hook
         return op.target_name == CCOMPILER or own
 
     def _target_composite(self, op: CompositeOp) -> None:

@@ -84,7 +84,7 @@ def _qnn() -> CompositeLowering:
 
 COMPOSITE_LOWERINGS: dict[str, Callable[[], CompositeLowering]] = {
     "cblas": _cblas,
-    "qnn": _qnn,  # issue #13: ccompiler's QDQ composites (byoc_qkernels.h)
+    "qnn": _qnn,  # ccompiler's QDQ composites (byoc_qkernels.h)
 }
 """Target.composite_lowering name -> lazy hook turning a composite into graph nodes."""
 
@@ -227,9 +227,9 @@ class LowerToCPass(ModulePass):
             lowering = PartitionLowering(fn, self.fuse, self.const_threshold, init_base, hook, helpers)
             new_ops = lowering.lower()
             init_base += len(lowering.init_arrays)
-            if _calls_qkernels(new_ops):  # issue #13: included only where an int8 kernel is called
+            if _calls_qkernels(new_ops):  # included only where an int8 kernel is called
                 _add_include(unit, "byoc_qkernels.h")
-            if _calls_qpool(new_ops):  # issue #13: the int8 average pooling (byoc_qpool.h)
+            if _calls_qpool(new_ops):  # the int8 average pooling (byoc_qpool.h)
                 _add_include(unit, "byoc_qpool.h")
             for new in new_ops:
                 assert isinstance(new, c.FuncOp | c.GlobalOp)

@@ -1,4 +1,4 @@
-"""The `qavgpool` and `qreshape` composites of `lower-to-c` (issue #13; byoc/targets/qdq.py).
+"""The `qavgpool` and `qreshape` composites of `lower-to-c` (byoc/targets/qdq.py).
 
 - `qavgpool` -> `byoc_qavgpool_<x>_<y>` (byoc/runtime/byoc_qpool.h): the integer sum of the
   block's table over each window, then the reference's f64 / f32 steps per output; the table

@@ -1,4 +1,4 @@
-"""The quantized part of `lower-to-c` (issue #13): each QDQ composite becomes one int8 kernel.
+"""The quantized part of `lower-to-c`: each QDQ composite becomes one int8 kernel.
 
 The ccompiler target's `composite_lowering` ("qnn") hands every `ccompiler.q*` composite
 (byoc/targets/qdq.py) here:
