@@ -372,3 +372,9 @@ class ConstantOp(NNOp):
     def parse(cls, parser: Parser) -> ConstantOp:
         array, attributes = parse_constant(parser)
         return cls.from_array(array, attributes)
+
+
+OPS: tuple[type[NNOp], ...] = (
+    ConstantOp,
+)
+"""The ops of this module, registered in the nn dialect."""

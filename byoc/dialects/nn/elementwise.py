@@ -220,3 +220,31 @@ class CastOp(UnaryOp):
         if attrs["dtype"] not in cls.TARGETS or target is None:
             raise _fail(f"cast to '{attrs['dtype']}' is not supported ({', '.join(cls.TARGETS)})")
         return [tensor(shape_of(types[0]), target)]
+
+
+OPS: tuple[type[NNOp], ...] = (
+    AddOp,
+    SubtractOp,
+    MultiplyOp,
+    DivideOp,
+    MaximumOp,
+    MinimumOp,
+    PowerOp,
+    PReluOp,
+    ReluOp,
+    SigmoidOp,
+    TanhOp,
+    ExpOp,
+    LogOp,
+    SqrtOp,
+    NegativeOp,
+    AbsOp,
+    ErfOp,
+    ReciprocalOp,
+    HardSwishOp,
+    ClipOp,
+    LeakyReluOp,
+    HardSigmoidOp,
+    CastOp,
+)
+"""The ops of this module, registered in the nn dialect."""

@@ -408,3 +408,20 @@ class LRNOp(NNOp):
         if attrs["size"] < 1:
             raise _fail(f"size {attrs['size']} must be positive")
         return [types[0]]
+
+
+OPS: tuple[type[NNOp], ...] = (
+    Conv2DOp,
+    Conv2DTransposeOp,
+    DenseOp,
+    MatmulOp,
+    BiasAddOp,
+    BatchNormOp,
+    MaxPool2DOp,
+    AvgPool2DOp,
+    GlobalAvgPool2DOp,
+    GlobalMaxPool2DOp,
+    SoftmaxOp,
+    LRNOp,
+)
+"""The ops of this module, registered in the nn dialect."""

@@ -415,3 +415,20 @@ class ReduceSumOp(ReduceOp):
 class ReduceMaxOp(ReduceOp):
     name = "nn.reduce_max"
     DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
+
+
+OPS: tuple[type[NNOp], ...] = (
+    ReshapeOp,
+    FlattenOp,
+    TransposeOp,
+    ConcatenateOp,
+    TakeOp,
+    PadOp,
+    SplitOp,
+    StridedSliceOp,
+    Resize2DOp,
+    ReduceMeanOp,
+    ReduceSumOp,
+    ReduceMaxOp,
+)
+"""The ops of this module, registered in the nn dialect."""
