@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 from xdsl.ir import SSAValue
@@ -175,4 +175,16 @@ def normalize_axes(axes: Sequence[int], rank: int, what: str = "axis") -> list[i
             raise OnnxImportError(f"{what} {a} is out of range for rank {rank}")
         out.append(a % rank)
     return out
+
+
+T = TypeVar("T")
+
+
+def spread_over_axes(axes: Sequence[int], values: Sequence[T], fill: Sequence[T]) -> list[T]:
+    """`fill` with `values[i]` put at `axes[i]`: an op's per-axis input (Resize's `scales` or
+    `sizes` with an `axes` attribute) made per dimension."""
+    full = list(fill)
+    for a, v in zip(axes, values, strict=True):
+        full[a] = v
+    return full
 
