@@ -41,7 +41,6 @@ from typing import Any
 import numpy as np
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    BytesAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
@@ -77,8 +76,8 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.dense import format_dense, parse_dense
-from byoc.dialects.nn import element_type_of, numpy_dtype, shape_of, tensor
-from byoc.dialects.nn.types import dense_value
+from byoc.dialects.nn import numpy_dtype, shape_of
+from byoc.dialects.nn.types import array_of, dense_of, dense_value
 
 MAX_RANK = 8
 """The runtime's limit on tensor rank."""
@@ -206,9 +205,7 @@ class ConstantOp(IRDLOperation):
 
     @staticmethod
     def from_array(name: str, array: Any) -> ConstantOp:
-        arr = np.ascontiguousarray(np.asarray(array))
-        ty = tensor(arr.shape, element_type_of(arr.dtype))
-        return ConstantOp(name, DenseIntOrFPElementsAttr(ty, BytesAttr(arr.tobytes())))
+        return ConstantOp(name, dense_of(array))
 
     @property
     def tensor_type(self) -> TensorType[Any]:
@@ -220,10 +217,7 @@ class ConstantOp(IRDLOperation):
         return self.value.data.data
 
     def ndarray(self) -> np.ndarray[Any, Any]:
-        ty = self.tensor_type
-        return np.frombuffer(self.payload(), dtype=numpy_dtype(ty.element_type)).reshape(
-            shape_of(ty)
-        )
+        return array_of(self.value)
 
     def verify_(self) -> None:
         ty = check_tensor_type(self.value.type, f"constant @{self.sym_name.data}")

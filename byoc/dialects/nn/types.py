@@ -131,6 +131,20 @@ def dense_value(
     return DenseIntOrFPElementsAttr(ty, BytesAttr(np.asarray(values, dtype=dt).tobytes()))
 
 
+def dense_of(array: Any) -> DenseIntOrFPElementsAttr:
+    """A constant's value holding `array` (its raw little-endian bytes, C order)."""
+    arr = np.ascontiguousarray(np.asarray(array))
+    ty = tensor(arr.shape, element_type_of(arr.dtype))
+    return DenseIntOrFPElementsAttr(ty, BytesAttr(arr.tobytes()))
+
+
+def array_of(value: DenseIntOrFPElementsAttr) -> np.ndarray[Any, Any]:
+    """A constant's value as a read-only numpy array (a view of its bytes)."""
+    ty = value.type
+    assert isinstance(ty, TensorType)
+    return np.frombuffer(value.data.data, dtype=numpy_dtype(ty.element_type)).reshape(shape_of(ty))
+
+
 # ---- tensor types --------------------------------------------------------------
 
 
