@@ -30,16 +30,18 @@ class ONNXFrontend(LocatingFrontend):
             return SourceError([Diagnostic("error", message, name)])
 
         try:
-            from byoc.frontend.onnx import import_model
+            from byoc.frontend.onnx import OnnxMissing, import_model
         except ImportError as e:
             raise fail(
                 f"cannot read ONNX models: the ONNX frontend failed to load ({e}); "
-                "install the 'onnx' package (pip install onnx)"
+                "install it with the 'onnx' extra (pip install 'byoc[onnx]')"
             ) from None
         # a path lets onnx find tensors stored next to the model (external data)
         model = name if os.path.isfile(name) else data
         try:
             module = import_model(model)
+        except OnnxMissing as e:
+            raise fail(str(e)) from None
         except Exception as e:
             raise fail(f"cannot import the ONNX model: {describe_exception(e)}") from None
         return ParsedSource(module, SourceBuffer(name, ""), {}, textual=False)

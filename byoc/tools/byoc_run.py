@@ -82,7 +82,7 @@ def _parse_mlir(path: Path) -> Any:
 
 def _load_ir(path: Path, args: argparse.Namespace) -> Any:
     if path.suffix == ".onnx":
-        from byoc.frontend.onnx import import_model
+        from byoc.frontend.onnx import OnnxMissing, import_model
 
         shapes: dict[str, list[int]] = {}
         for spec in args.input_shape:
@@ -91,7 +91,10 @@ def _load_ir(path: Path, args: argparse.Namespace) -> Any:
                 shapes[name] = [int(d) for d in dims.split("x")]
             except ValueError:
                 raise RunError(f"--input-shape {spec!r}: expected NAME=D0xD1x...") from None
-        return import_model(str(path), input_shapes=shapes or None)
+        try:
+            return import_model(str(path), input_shapes=shapes or None)
+        except OnnxMissing as e:
+            raise RunError(str(e)) from None
     return _parse_mlir(path)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ from byoc.dialects import nn
 from byoc.frontend.onnx import (
     SUPPORTED_OPS,
     OnnxImportError,
+    OnnxMissing,
     StaticValueRequired,
     UnsupportedOnnxError,
     import_model,
@@ -108,6 +110,18 @@ def test_import_accepts_path_bytes_stream_and_proto(tmp_path: Any) -> None:
 def test_import_rejects_other_objects() -> None:
     with pytest.raises(TypeError, match="path, bytes, a stream or a ModelProto"):
         import_model(42)
+
+
+def test_import_without_the_onnx_package_says_which_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "onnx", None)  # `import onnx` now fails as if not installed
+    with pytest.raises(OnnxMissing) as info:
+        import_model(b"")
+    assert str(info.value) == (
+        "reading ONNX models needs the 'onnx' package (pip install 'byoc[onnx]')"
+    )
+    assert isinstance(info.value, ImportError)
 
 
 def test_module_is_main_and_round_trips_through_text() -> None:

@@ -9,7 +9,12 @@
 """
 
 from byoc.frontend.onnx.converters import CONVERTERS, SUPPORTED_OPS
-from byoc.frontend.onnx.errors import OnnxImportError, StaticValueRequired, UnsupportedOnnxError
+from byoc.frontend.onnx.errors import (
+    OnnxImportError,
+    OnnxMissing,
+    StaticValueRequired,
+    UnsupportedOnnxError,
+)
 from byoc.frontend.onnx.importer import (
     CONVERT_OLD_OPSETS_TO,
     MIN_OPSET,
@@ -23,6 +28,7 @@ __all__ = [
     "MIN_OPSET",
     "SUPPORTED_OPS",
     "OnnxImportError",
+    "OnnxMissing",
     "StaticValueRequired",
     "UnsupportedOnnxError",
     "import_model",

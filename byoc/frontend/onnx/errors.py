@@ -27,3 +27,11 @@ class StaticValueRequired(UnsupportedOnnxError):
         super().__init__(message, node=node)
         self.input_name = input_name
         """The graph input the value is, when it is one (bind it with `bind_inputs`)."""
+
+
+INSTALL_HINT = "pip install 'byoc[onnx]'"
+"""How to get the `onnx` package the frontend reads models with (the `onnx` extra)."""
+
+
+class OnnxMissing(ImportError):
+    """The `onnx` package, which reads the model files, is not installed or fails to load."""

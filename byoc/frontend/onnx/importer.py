@@ -75,12 +75,33 @@ from byoc.frontend.onnx.base import (
     nbytes,
 )
 from byoc.frontend.onnx.converters import CONVERTERS, SUPPORTED_OPS
-from byoc.frontend.onnx.errors import OnnxImportError, StaticValueRequired, UnsupportedOnnxError
+from byoc.frontend.onnx.errors import (
+    INSTALL_HINT,
+    OnnxImportError,
+    OnnxMissing,
+    StaticValueRequired,
+    UnsupportedOnnxError,
+)
 from byoc.interpreters.kernels import KERNELS
 
 MIN_OPSET = 7
 """Models below this opset are converted with onnx.version_converter first."""
 CONVERT_OLD_OPSETS_TO = 13
+
+
+def require_onnx() -> Any:
+    """The `onnx` module; `OnnxMissing`, saying how to install it, when it cannot be imported."""
+    try:
+        import onnx
+    except ImportError as e:
+        if e.name == "onnx":
+            raise OnnxMissing(
+                f"reading ONNX models needs the 'onnx' package ({INSTALL_HINT})"
+            ) from None
+        raise OnnxMissing(
+            f"the 'onnx' package fails to load ({e}); reinstall it ({INSTALL_HINT})"
+        ) from e
+    return onnx
 
 
 def import_model(
@@ -97,9 +118,10 @@ def import_model(
     `bind_params_by_name`): they become constants, and the function no longer
     takes them. Values known at import time are computed only up to
     `fold_limit_bytes` each; larger ones stay ops of the graph. Returns a
-    verified `builtin.module` holding `func.func @main`.
+    verified `builtin.module` holding `func.func @main`. Without the `onnx` package
+    (the `onnx` extra) it raises `OnnxMissing`.
     """
-    import onnx
+    onnx = require_onnx()
 
     if isinstance(model, bytes | bytearray):
         proto = onnx.load_model_from_string(bytes(model))
