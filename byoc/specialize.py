@@ -206,7 +206,8 @@ class SpecializingExecutable(Executable):
         raise InputError(
             "a module with dynamic (?) input dims cannot be exported: its partitions are "
             "compiled per input shape at run time; import or build it with static shapes "
-            "(byoc.import_onnx(path, input_shapes=...)) to export it"
+            "(--input-shape NAME=DxDx... on the command line, "
+            "byoc.import_onnx(path, input_shapes=...) in Python) to export it"
         )
 
 

@@ -328,7 +328,8 @@ def export_executable(exe: Executable, path: str | Path) -> None:
                 f"a model with a dynamic (?) dim ({name}: "
                 f"{shape_repr(spec.shape)}) cannot be exported yet: the artifact format "
                 "states every shape; import or build it with static shapes "
-                "(byoc.import_onnx(path, input_shapes=...))"
+                "(--input-shape NAME=DxDx... on the command line, "
+                "byoc.import_onnx(path, input_shapes=...) in Python)"
             )
     writer = ArtifactWriter()
     constants = []

@@ -49,8 +49,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--input-shape",
         action="append",
         default=[],
-        metavar="NAME=D0xD1x...",
-        help="static shape for an ONNX input with symbolic dimensions (repeatable)",
+        metavar="NAME=DxDx...",
+        help="give ONNX graph input NAME the static shape DxDx... in place of its "
+        "symbolic, '?' or -1 dims (repeatable: one per input)",
     )
     return p.parse_args(argv)
 
@@ -81,20 +82,23 @@ def _parse_mlir(path: Path) -> Any:
 
 
 def _load_ir(path: Path, args: argparse.Namespace) -> Any:
-    if path.suffix == ".onnx":
-        from byoc.frontend.onnx import OnnxMissing, import_model
+    from byoc.frontend.onnx_frontend import parse_input_shapes, unknown_input_message
 
-        shapes: dict[str, list[int]] = {}
-        for spec in args.input_shape:
-            name, _, dims = spec.partition("=")
-            try:
-                shapes[name] = [int(d) for d in dims.split("x")]
-            except ValueError:
-                raise RunError(f"--input-shape {spec!r}: expected NAME=D0xD1x...") from None
+    if path.suffix == ".onnx":
+        from byoc.frontend.onnx import OnnxMissing, UnknownInputError, import_model
+
+        try:
+            shapes = parse_input_shapes(args.input_shape)
+        except ValueError as e:
+            raise RunError(str(e)) from None
         try:
             return import_model(str(path), input_shapes=shapes or None)
         except OnnxMissing as e:
             raise RunError(str(e)) from None
+        except UnknownInputError as e:
+            raise RunError(unknown_input_message(e)) from None
+    if args.input_shape:
+        raise RunError("--input-shape applies to .onnx models")
     return _parse_mlir(path)
 
 
@@ -151,6 +155,8 @@ def _run(args: argparse.Namespace) -> int:
     if path.suffix == ".byoc":
         if targets:
             raise RunError("--targets cannot re-partition an exported artifact")
+        if args.input_shape:
+            raise RunError("--input-shape applies to .onnx models")
         exe = load_module(str(path))
         if args.threads is not None:
             exe.set_num_threads(args.threads)

@@ -22,6 +22,7 @@ from byoc.frontend.onnx import (
     OnnxImportError,
     OnnxMissing,
     StaticValueRequired,
+    UnknownInputError,
     UnsupportedOnnxError,
     import_model,
     import_model_from_bytes,
@@ -174,6 +175,20 @@ def test_symbolic_dims_stay_dynamic_unless_input_shapes_gives_them() -> None:
     assert "tensor<?x3xf32>" in str(import_model(model))
     module = import_model(model, input_shapes={"x": (4, 3)})
     assert "tensor<4x3xf32>" in str(module)
+
+
+def test_input_shapes_naming_no_graph_input_is_an_error() -> None:
+    model = make_model(
+        [helper.make_node("Add", ["x", "w"], ["y"])],
+        [tensor_in("x", ["N", 3])],
+        [tensor_in("y", ["N", 3])],
+        initializers=[np.ones(3, np.float32)],
+        names=["w"],
+    )
+    with pytest.raises(UnknownInputError) as info:
+        import_model(model, input_shapes={"x": (2, 3), "w": (3,), "z": (1,)})
+    assert (info.value.unknown, info.value.inputs) == (["w", "z"], ["x"])
+    assert str(info.value) == "input_shapes names no graph input 'w', 'z'; inputs: x"
 
 
 def test_input_shapes_must_agree_with_declared_dims() -> None:

@@ -13,6 +13,7 @@ from byoc.frontend.onnx.errors import (
     OnnxImportError,
     OnnxMissing,
     StaticValueRequired,
+    UnknownInputError,
     UnsupportedOnnxError,
 )
 from byoc.frontend.onnx.importer import (
@@ -30,6 +31,7 @@ __all__ = [
     "OnnxImportError",
     "OnnxMissing",
     "StaticValueRequired",
+    "UnknownInputError",
     "UnsupportedOnnxError",
     "import_model",
     "import_model_from_bytes",

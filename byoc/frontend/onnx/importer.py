@@ -77,9 +77,11 @@ from byoc.frontend.onnx.base import (
 from byoc.frontend.onnx.converters import CONVERTERS, SUPPORTED_OPS
 from byoc.frontend.onnx.errors import (
     INSTALL_HINT,
+    STATIC_SHAPE_HINT,
     OnnxImportError,
     OnnxMissing,
     StaticValueRequired,
+    UnknownInputError,
     UnsupportedOnnxError,
 )
 from byoc.interpreters.kernels import KERNELS
@@ -305,7 +307,7 @@ class Importer:
             if target.count(-1) > 1:
                 raise UnsupportedOnnxError(
                     f"a reshape of {list(self.shape(v))} into {list(shape)} keeps more than one "
-                    "dynamic (?) dim; give the graph inputs static shapes with input_shapes={...}"
+                    f"dynamic (?) dim; {STATIC_SHAPE_HINT}"
                 )
             return self.emit(nn.ReshapeOp, v, newshape=target)
         if tuple(shape) == self.shape(v):
@@ -374,7 +376,9 @@ class Importer:
             return shape, dtype
         if declared is None:
             raise OnnxImportError(
-                f"graph input '{name}' has no declared shape; pass input_shapes={{'{name}': (...)}}"
+                f"graph input '{name}' has no declared shape; give it one with --input-shape "
+                f"{name}=DxDx... (byoc-opt, byoc-run) or input_shapes={{'{name}': (...)}} "
+                "(import_model, byoc.import_onnx)"
             )
         return tuple(nn.DYNAMIC if d is None else d for d in declared), dtype
 
@@ -392,6 +396,10 @@ class Importer:
         unknown = set(self.bind_inputs) - {vi.name for vi in graph.input}
         if unknown:
             raise OnnxImportError(f"bind_inputs names unknown graph input(s) {sorted(unknown)}")
+        inputs = [vi.name for vi in graph.input if vi.name not in self.env]
+        unshaped = [n for n in self.input_shapes if n not in inputs]
+        if unshaped:
+            raise UnknownInputError(unshaped, inputs)
 
         arg_types: list[TensorType[Any]] = []
         arg_names: list[str] = []
