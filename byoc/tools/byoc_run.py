@@ -5,21 +5,24 @@
 
 MODEL is `.mlir`, `.onnx` or an exported `.byoc` artifact. Inputs come from an
 `.npz` file (by input name, or `arr_0`, `arr_1`, ... by position) or are seeded
-random. Prints a table of partitions (target, op count, time), host time,
-total, and the max abs/rel error against `run_reference`; exits 1 when the
-error is beyond tolerance, and on any bad input (never a traceback).
+random. Prints what was run (the targets, the build time, or for an artifact where
+it was loaded from and its targets), a table of partitions (target, op count,
+time), host time, total, and the max abs/rel error against `run_reference`; exits
+1 when the error is beyond tolerance, and on any bad input (never a traceback).
 `--threads N` is the thread setting of the run (default `$BYOC_NUM_THREADS`,
-else the cores the process may use); the partition times come from runs that
-take the steps one after another, the total from ordinary runs (independent
-branches at once).
+else the cores the process may use). Every time in the table is the median over
+the same `--repeat` profiled runs (`Executable.run_profiled`: the steps one after
+another), after one warm-up run that is not counted.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,16 +31,35 @@ class RunError(ValueError):
     pass
 
 
+TARGETS_HELP = (
+    "comma-separated targets, in priority order (default: none, so every op runs on the "
+    "host, unless the model is already partitioned; an artifact keeps its own)"
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Lists the known targets under --targets in `--help` only, so that other runs do not
+    import the target registry before they need it."""
+
+    def format_help(self) -> str:
+        from byoc.targets import known_targets_text
+
+        for action in self._actions:
+            if action.dest == "targets":
+                action.help = f"{TARGETS_HELP}; known: {known_targets_text()}"
+        return super().format_help()
+
+
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="byoc-run", description=__doc__.split("\n\n")[0])
+    p = _Parser(prog="byoc-run", description=__doc__.split("\n\n")[0])
     p.add_argument("model", help="a .mlir, .onnx or .byoc file")
-    p.add_argument("--targets", default="", help="comma-separated targets, in priority order")
+    p.add_argument("--targets", default="", help=TARGETS_HELP)
     p.add_argument("--inputs", help=".npz file with the inputs (by name, or arr_0, arr_1, ...)")
     p.add_argument("--repeat", type=int, default=10, help="timed runs (default 10)")
     p.add_argument("--export", metavar="OUT", help="write the built model as one artifact file")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
-    p.add_argument("--rtol", type=float, default=1e-3)
-    p.add_argument("--atol", type=float, default=1e-4)
+    p.add_argument("--rtol", type=float, default=1e-3, help="relative tolerance (default 1e-3)")
+    p.add_argument("--atol", type=float, default=1e-4, help="absolute tolerance (default 1e-4)")
     p.add_argument(
         "--threads",
         type=int,
@@ -139,6 +161,45 @@ def _progress(msg: str) -> None:
         sys.stderr.flush()
 
 
+@dataclass
+class _Timings:
+    """Median seconds over the timed runs: each run timed as a whole (`total`) and step by
+    step (`steps`: per partition symbol, and `host` for every host step together)."""
+
+    total: float
+    steps: dict[str, float]
+
+
+def _time_runs(exe: Any, inputs: Sequence[Any], repeat: int) -> tuple[list[Any], _Timings]:
+    """The outputs and the median times of `repeat` profiled runs, after one warm-up run
+    (first-call checks, caches, a dynamic-shape model's build for these shapes) that is
+    not counted. Every row of the table comes from the same runs, so no partition's time
+    exceeds the total's."""
+    outputs, _ = exe.run_profiled(*inputs)
+    walls: list[float] = []
+    steps: dict[str, list[float]] = {}
+    for _ in range(repeat):
+        start = time.perf_counter()
+        outputs, table = exe.run_profiled(*inputs)
+        walls.append(time.perf_counter() - start)
+        for key, seconds in table.items():
+            steps.setdefault(key, []).append(seconds)
+    return outputs, _Timings(
+        statistics.median(walls), {k: statistics.median(v) for k, v in steps.items()}
+    )
+
+
+def _targets_text(exe: Any, requested: Sequence[str], loaded: bool) -> str:
+    """The targets of the header line: those asked for; else those of the partitions an
+    artifact or an already-partitioned model holds; else that every op runs on the host."""
+    if requested:
+        return ", ".join(requested)
+    held = list(dict.fromkeys(p.target for p in exe.partitions()))
+    if not held:
+        return "(none: host only)"
+    return f"{', '.join(held)} ({'from the artifact' if loaded else 'partitioned in the model'})"
+
+
 def _run(args: argparse.Namespace) -> int:
     import numpy as np
 
@@ -151,8 +212,9 @@ def _run(args: argparse.Namespace) -> int:
     targets = [t for t in args.targets.split(",") if t]
 
     module = None
+    loaded = path.suffix == ".byoc"
     t0 = time.perf_counter()
-    if path.suffix == ".byoc":
+    if loaded:
         if targets:
             raise RunError("--targets cannot re-partition an exported artifact")
         if args.input_shape:
@@ -165,7 +227,7 @@ def _run(args: argparse.Namespace) -> int:
         exe = byoc.build(
             module, targets=targets or None, progress=_progress, num_threads=args.threads
         )
-    build_time = time.perf_counter() - t0
+    setup_ms = (time.perf_counter() - t0) * 1e3
     if sys.stderr.isatty():
         sys.stderr.write("\r\033[K")
 
@@ -175,36 +237,28 @@ def _run(args: argparse.Namespace) -> int:
         if args.inputs
         else _random_inputs(specs, args.seed)
     )
-    outputs, _ = exe.run_profiled(*inputs)  # warm-up (and first-call checks)
-    totals: dict[str, float] = {}
     repeat = max(1, args.repeat)
-    for _ in range(repeat):
-        outputs, table = exe.run_profiled(*inputs)
-        for key, value in table.items():
-            totals[key] = totals.get(key, 0.0) + value
-    wall = 0.0
-    for _ in range(repeat):
-        t = time.perf_counter()
-        outputs = exe.run(*inputs)
-        wall += time.perf_counter() - t
+    outputs, timings = _time_runs(exe, inputs, repeat)
 
     print(
-        f"model: {path}  targets: {', '.join(targets) or '(none: host only)'}  "
+        f"model: {path}  targets: {_targets_text(exe, targets, loaded)}  "
         f"threads: {exe.num_threads}"
     )
-    print(f"build: {build_time * 1e3:.1f} ms   runs: {repeat}")
+    setup = f"loaded: {path} ({setup_ms:.1f} ms)" if loaded else f"build: {setup_ms:.1f} ms"
+    print(f"{setup}   runs: {repeat} (median times)")
     header = f"{'partition':<36} {'target':<12} {'ops':>5} {'time (ms)':>11}"
     print(header)
     print("-" * len(header))
     for info in exe.partitions():
-        ms = totals.get(info.symbol, 0.0) / repeat * 1e3
+        ms = timings.steps.get(info.symbol, 0.0) * 1e3
         print(f"{info.symbol:<36} {info.target:<12} {info.num_ops:>5} {ms:>11.3f}")
     specializations = getattr(exe, "specializations", None)
     entries = specializations() if specializations is not None else []
     plan = entries[-1].executable.plan if entries else exe.plan
     host_steps = sum(1 for s in plan.steps if s.kind == "kernel")
-    print(f"{'host':<36} {'numpy':<12} {host_steps:>5} {totals.get('host', 0.0) / repeat * 1e3:>11.3f}")
-    print(f"{'total':<36} {'':<12} {'':>5} {wall / repeat * 1e3:>11.3f}")
+    host_ms = timings.steps.get("host", 0.0) * 1e3
+    print(f"{'host':<36} {'numpy':<12} {host_steps:>5} {host_ms:>11.3f}")
+    print(f"{'total':<36} {'':<12} {'':>5} {timings.total * 1e3:>11.3f}")
     if specializations is not None:
         print(
             f"dynamic input dims: partitions built per input shape "

@@ -68,3 +68,97 @@ def test_input_shape_on_an_mlir_model_is_an_error(capsys: pytest.CaptureFixture[
     code, out, err = run(capsys, model, "--input-shape", "a=10x10")
     assert (code, out) == (1, "")
     assert err == f"{model}: error: --input-shape applies to .onnx models\n"
+
+
+# ---- the table ------------------------------------------------------------------------
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class _ScriptedExecutable:
+    """run_profiled takes the next (wall, table) of a script, advancing a fake clock."""
+
+    def __init__(self, clock: _Clock, script: list[tuple[float, dict[str, float]]]) -> None:
+        self.clock = clock
+        self.script = list(script)
+
+    def run_profiled(self, *inputs: object) -> tuple[list[object], dict[str, float]]:
+        wall, table = self.script.pop(0)
+        self.clock.now += wall
+        return [wall], table
+
+
+def test_times_are_medians_of_the_same_runs_without_the_warm_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = _Clock()
+    monkeypatch.setattr(byoc_run.time, "perf_counter", clock)
+    script = [
+        (900.0, {"p": 800.0, "host": 50.0}),  # warm-up: a build, first-call checks
+        (3.0, {"p": 2.0, "host": 0.5}),
+        (9.0, {"p": 8.0, "host": 0.25}),
+        (4.0, {"p": 1.0, "host": 1.0}),
+    ]
+    exe = _ScriptedExecutable(clock, script)
+    outputs, timings = byoc_run._time_runs(exe, [], 3)
+    assert outputs == [4.0] and exe.script == []
+    assert timings.total == 4.0
+    assert timings.steps == {"p": 2.0, "host": 0.5}
+
+
+def _table(out: str) -> dict[str, list[str]]:
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("partition")) + 2
+    end = next(i for i, line in enumerate(lines) if line.startswith("total")) + 1
+    return {line.split()[0]: line.split()[1:] for line in lines[start:end]}
+
+
+def test_no_row_of_the_table_exceeds_the_total(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(
+        capsys, str(EXAMPLES / "small_cnn.mlir"), "--targets", "ccompiler,examplejson", "--repeat", "3"
+    )
+    assert code == 0, err
+    assert "build: " in out and "runs: 3 (median times)" in out
+    rows = _table(out)
+    assert set(rows) == {"ccompiler_main_0", "host", "total"}
+    total = float(rows["total"][-1])
+    assert all(float(cells[-1]) <= total for cells in rows.values())
+
+
+def test_a_loaded_artifact_says_where_from_and_its_targets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    artifact = tmp_path / "seed.byoc"
+    model = str(EXAMPLES / "seed_subgraph.mlir")
+    assert run(capsys, model, "--targets", "examplejson", "--export", str(artifact))[0] == 0
+    code, out, err = run(capsys, str(artifact), "--repeat", "2")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith(f"model: {artifact}  targets: examplejson (from the artifact)  ")
+    assert lines[1].startswith(f"loaded: {artifact} (") and " ms)   runs: 2" in lines[1]
+    assert "build:" not in out and "(none: host only)" not in out
+    assert "examplejson_main_0" in _table(out)
+
+
+def test_a_model_built_for_no_target_says_host_only(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, str(EXAMPLES / "seed_subgraph.mlir"), "--repeat", "1")
+    assert code == 0, err
+    assert "  targets: (none: host only)  " in out.splitlines()[0]
+    assert set(_table(out)) == {"host", "total"}
+
+
+def test_help_shows_the_default_and_the_known_targets(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        byoc_run.main(["--help"])
+    assert info.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "(default: none, so every op runs on the host," in out
+    assert "known: cblas, ccompiler, dnnl, examplejson, graphref" in out
