@@ -69,7 +69,7 @@ def real_model(name: str) -> tuple[str, bool]:
     want = ort.InferenceSession(str(path), options).run(None, ort_feeds)
     err = max(float(np.abs(np.asarray(a, np.float64) - b).max()) for a, b in zip(got, want, strict=True))
     scale = max(float(np.abs(b).max()) for b in want)
-    parts = len(exe.partitions())
+    parts = len(exe.partitions)
     ok = err <= 1e-4 * max(scale, 1.0)  # 1e-4 absolute on probabilities, relative above 1
     return (
         f"{name}: import {t_import:.2f} s, build {t_build:.2f} s ({parts} partitions), "

@@ -194,7 +194,7 @@ def _targets_text(exe: Any, requested: Sequence[str], loaded: bool) -> str:
     artifact or an already-partitioned model holds; else that every op runs on the host."""
     if requested:
         return ", ".join(requested)
-    held = list(dict.fromkeys(p.target for p in exe.partitions()))
+    held = list(dict.fromkeys(p.target for p in exe.partitions))
     if not held:
         return "(none: host only)"
     return f"{', '.join(held)} ({'from the artifact' if loaded else 'partitioned in the model'})"
@@ -249,7 +249,7 @@ def _run(args: argparse.Namespace) -> int:
     header = f"{'partition':<36} {'target':<12} {'ops':>5} {'time (ms)':>11}"
     print(header)
     print("-" * len(header))
-    for info in exe.partitions():
+    for info in exe.partitions:
         ms = timings.steps.get(info.symbol, 0.0) * 1e3
         print(f"{info.symbol:<36} {info.target:<12} {info.num_ops:>5} {ms:>11.3f}")
     specializations = getattr(exe, "specializations", None)
@@ -270,7 +270,7 @@ def _run(args: argparse.Namespace) -> int:
     if module is None:
         print("reference: not available for an exported artifact (no IR inside)")
         return 0
-    reference = byoc.run_reference(module, inputs)
+    reference = byoc.run_reference(module, *inputs)
     max_abs = 0.0
     max_rel = 0.0
     ok = True

@@ -62,7 +62,7 @@ def ort_run(model: onnx.ModelProto, *inputs: np.ndarray[Any, Any]) -> list[np.nd
 
 def check_against_ort(model: onnx.ModelProto, *inputs: np.ndarray[Any, Any]) -> ModuleOp:
     module = import_model(model)
-    ours = run_reference(module, list(inputs))
+    ours = run_reference(module, *inputs)
     theirs = ort_run(model, *inputs)
     assert_graph_outputs(module, list(inputs), ours, theirs)
     return module
@@ -142,7 +142,7 @@ def test_module_is_main_and_round_trips_through_text() -> None:
     assert main.sym_name.data == "main"
     x = rand(1, 3, 5, 5)
     again = parse_module(str(module))
-    np.testing.assert_array_equal(run_reference(module, [x])[0], run_reference(again, [x])[0])
+    np.testing.assert_array_equal(run_reference(module, x)[0], run_reference(again, x)[0])
 
 
 def test_initializer_payload_stays_numpy() -> None:
@@ -247,7 +247,7 @@ def test_constant_of_shape_and_range_fold() -> None:
     module = import_model(model)
     assert ops_of(module) == ["nn.constant", "nn.multiply", "nn.constant", "nn.add"]
     x = rand(2, 4)
-    np.testing.assert_allclose(run_reference(module, [x])[0], x * 1.5 + [1, 3, 5, 7], rtol=1e-6)
+    np.testing.assert_allclose(run_reference(module, x)[0], x * 1.5 + [1, 3, 5, 7], rtol=1e-6)
 
 
 def test_identity_and_dropout_disappear() -> None:
@@ -272,7 +272,7 @@ def test_a_graph_output_can_be_a_constant_or_an_input() -> None:
         [tensor_in("x", [2])],
         [tensor_in("c", [2]), tensor_in("y", [2])],
     )
-    c, y = run_reference(import_model(model), [np.array([5, 6], np.float32)])
+    c, y = run_reference(import_model(model), np.array([5, 6], np.float32))
     np.testing.assert_array_equal(c, [1, 2])
     np.testing.assert_array_equal(y, [5, 6])
 
@@ -288,7 +288,7 @@ def test_static_value_required_names_the_graph_input_and_bind_inputs_fixes_it() 
     assert info.value.input_name == "shape"
     module = import_model(model, bind_inputs={"shape": np.array([3, -1])})
     x = rand(2, 6)
-    np.testing.assert_array_equal(run_reference(module, [x])[0], x.reshape(3, 4))
+    np.testing.assert_array_equal(run_reference(module, x)[0], x.reshape(3, 4))
     with pytest.raises(OnnxImportError, match="unknown graph input"):
         import_model(model, bind_inputs={"nope": np.array([1])})
 
@@ -355,7 +355,7 @@ def test_data_movement_takes_every_nn_element_type(elem: int) -> None:
         [helper.make_node("Transpose", ["x"], ["y"])], [tensor_in("x", [2, 3], elem)], [tensor_in("y", [3, 2], elem)]
     )
     x = (np.arange(6).reshape(2, 3) % 2).astype(helper.tensor_dtype_to_np_dtype(elem))
-    (y,) = run_reference(import_model(model), [x])
+    (y,) = run_reference(import_model(model), x)
     np.testing.assert_array_equal(y, x.T)
     assert y.dtype == x.dtype
 
@@ -553,7 +553,7 @@ def test_opset_below_7_is_converted_first() -> None:
         [helper.make_node("Relu", ["x"], ["y"])], [tensor_in("x", [3])], [tensor_in("y", [3])], opset=6
     )
     x = rand(3)
-    np.testing.assert_array_equal(run_reference(import_model(model), [x])[0], np.maximum(x, 0))
+    np.testing.assert_array_equal(run_reference(import_model(model), x)[0], np.maximum(x, 0))
 
 
 @pytest.mark.parametrize("mode", ["constant", "edge", "reflect"])
