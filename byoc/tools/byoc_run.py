@@ -28,7 +28,30 @@ from typing import Any
 
 
 class RunError(ValueError):
-    pass
+    """A bad invocation or model, reported as `<model>: error: <message>`."""
+
+
+class FileError(RunError):
+    """What is wrong with one file (the model, the inputs, the export), reported as
+    `<file>: error: <message>`."""
+
+    def __init__(self, path: str | Path, message: str) -> None:
+        super().__init__(message)
+        self.path = str(path)
+        self.message = message
+
+
+class OptionError(RunError):
+    """A bad command-line option, reported as `byoc-run: error: <message>`."""
+
+
+def _os_problem(error: OSError, action: str) -> str:
+    """`no such file`, `is a directory`, or `cannot <action> it: <reason>`."""
+    if isinstance(error, FileNotFoundError):
+        return "no such file" if action == "read" else "no such directory"
+    if isinstance(error, IsADirectoryError):
+        return "is a directory"
+    return f"cannot {action} it: {(error.strerror or str(error)).lower()}"
 
 
 TARGETS_HELP = (
@@ -94,7 +117,11 @@ def _parse_mlir(path: Path) -> Any:
         verify_module,
     )
 
-    source = SourceBuffer(str(path), decode_source(path.read_bytes(), str(path)))
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise FileError(path, _os_problem(e, "read")) from None
+    source = SourceBuffer(str(path), decode_source(data, str(path)))
     parsed = parse_source(make_context(), source)
     problem = verify_module(parsed)
     if problem is not None:
@@ -112,15 +139,17 @@ def _load_ir(path: Path, args: argparse.Namespace) -> Any:
         try:
             shapes = parse_input_shapes(args.input_shape)
         except ValueError as e:
-            raise RunError(str(e)) from None
+            raise OptionError(str(e)) from None
         try:
             return import_model(str(path), input_shapes=shapes or None)
+        except OSError as e:
+            raise FileError(path, _os_problem(e, "read")) from None
         except OnnxMissing as e:
             raise RunError(str(e)) from None
         except UnknownInputError as e:
             raise RunError(unknown_input_message(e)) from None
     if args.input_shape:
-        raise RunError("--input-shape applies to .onnx models")
+        raise OptionError(f"--input-shape applies to .onnx models; '{path}' is not one")
     return _parse_mlir(path)
 
 
@@ -140,18 +169,34 @@ def _random_inputs(specs: Sequence[Any], seed: int) -> list[Any]:
 
 
 def _load_inputs(path: str, names: Sequence[str]) -> list[Any]:
+    """The arrays of an `.npz` file (numpy.savez) in input order: by input name, else
+    `arr_0`, `arr_1`, ...; any problem with the file is a FileError naming it."""
     import numpy as np
 
-    with np.load(path) as data:
+    try:
+        data = np.load(path)
+    except OSError as e:
+        raise FileError(path, _os_problem(e, "read")) from None
+    except (ValueError, EOFError):  # numpy's words for "not an .npy/.npz" (pickled data, ...)
+        raise FileError(path, "not an .npz file of arrays (numpy.savez writes one)") from None
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise FileError(
+            path, "holds one array (.npy); give the inputs as an .npz file (numpy.savez)"
+        )
+    with data:
         keys = list(data.keys())
-        if all(n in keys for n in names):
-            return [data[n] for n in names]
-        positional = [f"arr_{i}" for i in range(len(names))]
-        if all(k in keys for k in positional):
-            return [data[k] for k in positional]
-    raise RunError(
-        f"{path}: inputs must be named {', '.join(names)} (or arr_0..arr_{len(names) - 1}); "
-        f"found {', '.join(keys) or 'none'}"
+        try:
+            if all(n in keys for n in names):
+                return [data[n] for n in names]
+            positional = [f"arr_{i}" for i in range(len(names))]
+            if all(k in keys for k in positional):
+                return [data[k] for k in positional]
+        except (OSError, ValueError, EOFError) as e:  # a member that is not an array
+            raise FileError(path, f"cannot read the arrays: {e}") from None
+    raise FileError(
+        path,
+        f"inputs must be named {', '.join(names)} (or arr_0..arr_{len(names) - 1}); "
+        f"found {', '.join(keys) or 'none'}",
     )
 
 
@@ -204,11 +249,23 @@ def _run(args: argparse.Namespace) -> int:
     import numpy as np
 
     import byoc
+    from byoc.runtime.executable import InputError
     from byoc.runtime.loaders import load_module
 
     path = Path(args.model)
     if not path.exists():
-        raise RunError("no such file")
+        raise FileError(path, "no such file")
+    if path.is_dir():
+        raise FileError(path, "is a directory")
+    if args.repeat < 1:
+        raise OptionError(f"--repeat {args.repeat}: need at least 1 timed run")
+    if args.threads is not None:
+        from byoc.runtime.threads import check_num_threads
+
+        try:
+            check_num_threads(args.threads, "--threads")
+        except ValueError as e:
+            raise OptionError(str(e)) from None
     targets = [t for t in args.targets.split(",") if t]
 
     module = None
@@ -216,10 +273,15 @@ def _run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     if loaded:
         if targets:
-            raise RunError("--targets cannot re-partition an exported artifact")
+            raise OptionError(
+                f"--targets cannot re-partition an exported artifact ('{path}' keeps its own)"
+            )
         if args.input_shape:
-            raise RunError("--input-shape applies to .onnx models")
-        exe = load_module(str(path))
+            raise OptionError(f"--input-shape applies to .onnx models; '{path}' is not one")
+        try:
+            exe = load_module(str(path))
+        except OSError as e:
+            raise FileError(path, _os_problem(e, "read")) from None
         if args.threads is not None:
             exe.set_num_threads(args.threads)
     else:
@@ -237,8 +299,13 @@ def _run(args: argparse.Namespace) -> int:
         if args.inputs
         else _random_inputs(specs, args.seed)
     )
-    repeat = max(1, args.repeat)
-    outputs, timings = _time_runs(exe, inputs, repeat)
+    repeat = args.repeat
+    try:
+        outputs, timings = _time_runs(exe, inputs, repeat)
+    except InputError as e:
+        if args.inputs:  # the arrays of the file do not fit the model
+            raise FileError(args.inputs, str(e)) from None
+        raise
 
     print(
         f"model: {path}  targets: {_targets_text(exe, targets, loaded)}  "
@@ -269,6 +336,7 @@ def _run(args: argparse.Namespace) -> int:
 
     if module is None:
         print("reference: not available for an exported artifact (no IR inside)")
+        _export(exe, args.export)
         return 0
     reference = byoc.run_reference(module, *inputs)
     max_abs = 0.0
@@ -286,14 +354,23 @@ def _run(args: argparse.Namespace) -> int:
         max_rel = max(max_rel, float((diff / np.maximum(np.abs(w), 1e-30))[finite].max(initial=0.0)))
         ok &= bool(np.allclose(g, w, rtol=args.rtol, atol=args.atol, equal_nan=True))
     print(f"max abs error: {max_abs:.3e}   max rel error: {max_rel:.3e}")
-    if args.export:
-        exe.export_library(args.export)
-        print(f"exported: {args.export}")
+    _export(exe, args.export)
     if not ok:
         print(f"error: outputs differ from the reference beyond rtol={args.rtol} atol={args.atol}", file=sys.stderr)
         return 1
     print("outputs match the reference")
     return 0
+
+
+def _export(exe: Any, path: str | None) -> None:
+    """`--export`: write the artifact; a path that cannot be written is a FileError."""
+    if not path:
+        return
+    try:
+        exe.export_library(path)
+    except OSError as e:
+        raise FileError(path, _os_problem(e, "write")) from None
+    print(f"exported: {path}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -313,13 +390,28 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _format_error(exc: BaseException, model: str) -> str:
+    """One `file: error: message` line (with the source line and a caret when the error is
+    located in an .mlir model). byoc's own exceptions are written for the user and show
+    their message only; another library's show their class too (`KeyError: 'x'`), which
+    is what a bug report needs."""
     from byoc.diagnostics import Diagnostic, OpError, SourceError, describe_exception
 
     if isinstance(exc, SourceError):
         return str(exc)
+    if isinstance(exc, FileError):
+        return Diagnostic("error", exc.message, exc.path).render()
+    if isinstance(exc, OptionError):
+        return f"byoc-run: error: {exc}"
     if isinstance(exc, OpError) and _Located.parsed is not None:
         return _Located.parsed.diagnostic(exc.op, exc.message).render()
-    message = exc.message if isinstance(exc, OpError) else describe_exception(exc)
+    if isinstance(exc, OpError):
+        message = exc.message
+    elif type(exc).__module__.split(".")[0] == "byoc":
+        message = str(exc).strip() or type(exc).__name__
+    else:
+        message = describe_exception(exc)
+    if message.startswith(f"{model}: "):  # a message that names the model file already
+        message = message[len(model) + 2 :]
     return Diagnostic("error", message, model).render()
 
 

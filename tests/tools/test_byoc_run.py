@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from paths import EXAMPLES
 
@@ -50,24 +51,30 @@ def test_input_shape_makes_a_symbolic_batch_static(
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--input-shape", "foo=1x3"], "--input-shape: model has no input 'foo'; inputs: x"),
-        (["--input-shape", "x=1xN"], "--input-shape 'x=1xN': expected NAME=DxDx..., e.g. x=1x3x224x224"),
-        (["--input-shape", "x=1x3", "--input-shape", "x=2x3"], "--input-shape: input 'x' is given two shapes"),
+        (["--input-shape", "foo=1x3"], "{model}: error: --input-shape: model has no input 'foo'; inputs: x"),
+        (
+            ["--input-shape", "x=1xN"],
+            "byoc-run: error: --input-shape 'x=1xN': expected NAME=DxDx..., e.g. x=1x3x224x224",
+        ),
+        (
+            ["--input-shape", "x=1x3", "--input-shape", "x=2x3"],
+            "byoc-run: error: --input-shape: input 'x' is given two shapes",
+        ),
     ],
 )
-def test_a_bad_input_shape_is_an_error(
+def test_a_bad_input_shape_is_an_error_as_in_byoc_opt(
     batch_model: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
 ) -> None:
     code, out, err = run(capsys, str(batch_model), *flags)
     assert (code, out) == (1, "")
-    assert err == f"{batch_model}: error: {message}\n"
+    assert err == message.format(model=batch_model) + "\n"
 
 
 def test_input_shape_on_an_mlir_model_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
     model = str(EXAMPLES / "seed_subgraph.mlir")
     code, out, err = run(capsys, model, "--input-shape", "a=10x10")
     assert (code, out) == (1, "")
-    assert err == f"{model}: error: --input-shape applies to .onnx models\n"
+    assert err == f"byoc-run: error: --input-shape applies to .onnx models; '{model}' is not one\n"
 
 
 # ---- the table ------------------------------------------------------------------------
@@ -162,3 +169,119 @@ def test_help_shows_the_default_and_the_known_targets(
     out = " ".join(capsys.readouterr().out.split())
     assert "(default: none, so every op runs on the host," in out
     assert "known: cblas, ccompiler, dnnl, examplejson, graphref" in out
+
+
+# ---- errors: which file, what is wrong with it, never a Python exception name ----------
+
+
+@pytest.fixture
+def seed_files(tmp_path: Path) -> Path:
+    """Inputs files for seed_subgraph.mlir (inputs a, b, c, d: 10x10 f32), good and bad."""
+    f32 = np.zeros((10, 10), np.float32)
+    np.savez(tmp_path / "good.npz", a=f32, b=f32, c=f32, d=f32)
+    np.savez(tmp_path / "names.npz", q=f32)
+    np.savez(tmp_path / "dtype.npz", a=f32.astype(np.float64), b=f32, c=f32, d=f32)
+    np.savez(tmp_path / "shape.npz", a=np.zeros(3, np.float32), b=f32, c=f32, d=f32)
+    np.save(tmp_path / "one.npy", f32)
+    (tmp_path / "junk.npz").write_bytes(b"junk")
+    (tmp_path / "adir").mkdir()
+    return tmp_path
+
+
+SEED = str(EXAMPLES / "seed_subgraph.mlir")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--inputs", "{d}/absent.npz"], "{d}/absent.npz: error: no such file"),
+        (["--inputs", "{d}/adir"], "{d}/adir: error: is a directory"),
+        (
+            ["--inputs", "{d}/junk.npz"],
+            "{d}/junk.npz: error: not an .npz file of arrays (numpy.savez writes one)",
+        ),
+        (
+            ["--inputs", "{d}/one.npy"],
+            "{d}/one.npy: error: holds one array (.npy); give the inputs as an .npz file (numpy.savez)",
+        ),
+        (
+            ["--inputs", "{d}/names.npz"],
+            "{d}/names.npz: error: inputs must be named a, b, c, d (or arr_0..arr_3); found q",
+        ),
+        (
+            ["--inputs", "{d}/dtype.npz"],
+            "{d}/dtype.npz: error: input 'a' has dtype float64, expected float32",
+        ),
+        (
+            ["--inputs", "{d}/shape.npz"],
+            "{d}/shape.npz: error: input 'a' has shape (3,), expected (10, 10)",
+        ),
+        (["--export", "{d}/no/such/dir/out.byoc"], "{d}/no/such/dir/out.byoc: error: no such directory"),
+        (["--export", "{d}/adir"], "{d}/adir: error: is a directory"),
+        (["--repeat", "0"], "byoc-run: error: --repeat 0: need at least 1 timed run"),
+        (["--threads", "0"], "byoc-run: error: --threads must be between 1 and 1024, got 0"),
+    ],
+)
+def test_an_error_names_the_file_it_is_about(
+    seed_files: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    code, out, err = run(capsys, SEED, *(a.format(d=seed_files) for a in args))
+    assert code == 1
+    assert err == message.format(d=seed_files) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("missing.mlir", None, "no such file"),
+        ("adir.mlir", "dir", "is a directory"),
+        ("bad.onnx", b"garbage", "error: not an ONNX model: "),
+        ("bad.byoc", b"garbage", "not a byoc artifact (file is 7 bytes, truncated)"),
+    ],
+)
+def test_a_bad_model_file_is_named_with_what_is_wrong(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    content: bytes | str | None,
+    message: str,
+) -> None:
+    path = tmp_path / name
+    if content == "dir":
+        path.mkdir()
+    elif isinstance(content, bytes):
+        path.write_bytes(content)
+    code, out, err = run(capsys, str(path))
+    assert (code, out) == (1, "")
+    assert err.startswith(f"{path}: error: ")
+    assert message in err and err.count(str(path)) == 1  # said once, not `path: error: path: ...`
+    assert "Error:" not in err and "Traceback" not in err
+
+
+def test_an_artifact_is_exported_again_and_keeps_its_targets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first, second = tmp_path / "a.byoc", tmp_path / "b.byoc"
+    assert run(capsys, SEED, "--targets", "ccompiler", "--export", str(first))[0] == 0
+    code, out, err = run(capsys, str(first), "--export", str(second), "--repeat", "1")
+    assert code == 0, err
+    assert f"exported: {second}" in out and second.exists()
+    code, out, err = run(capsys, str(first), "--targets", "examplejson")
+    assert (code, out) == (1, "")
+    assert err == (
+        f"byoc-run: error: --targets cannot re-partition an exported artifact ('{first}' keeps "
+        "its own)\n"
+    )
+
+
+def test_byoc_errors_show_their_message_and_others_their_class(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import byoc
+
+    def broken(*args: object, **kwargs: object) -> object:
+        raise KeyError("x")  # not byoc's: a bug, whose class a report needs
+
+    monkeypatch.setattr(byoc, "build", broken)
+    code, out, err = run(capsys, SEED)
+    assert (code, err) == (1, f"{SEED}: error: KeyError: 'x'\n")

@@ -121,20 +121,27 @@ def import_model(
     takes them. Values known at import time are computed only up to
     `fold_limit_bytes` each; larger ones stay ops of the graph. Returns a
     verified `builtin.module` holding `func.func @main`. Without the `onnx` package
-    (the `onnx` extra) it raises `OnnxMissing`.
+    (the `onnx` extra) it raises `OnnxMissing`; data that is not a serialized ModelProto
+    is an `OnnxImportError`.
     """
     onnx = require_onnx()
+    from google.protobuf.message import DecodeError  # onnx's dependency: models are protobufs
 
-    if isinstance(model, bytes | bytearray):
-        proto = onnx.load_model_from_string(bytes(model))
-    elif isinstance(model, str | os.PathLike):
-        proto = onnx.load(os.fspath(model))
-    elif isinstance(model, onnx.ModelProto):
-        proto = model
-    elif hasattr(model, "read"):
-        proto = onnx.load_model_from_string(model.read())
-    else:
-        raise TypeError(f"import_model takes a path, bytes, a stream or a ModelProto, got {type(model)}")
+    try:
+        if isinstance(model, bytes | bytearray):
+            proto = onnx.load_model_from_string(bytes(model))
+        elif isinstance(model, str | os.PathLike):
+            proto = onnx.load(os.fspath(model))
+        elif isinstance(model, onnx.ModelProto):
+            proto = model
+        elif hasattr(model, "read"):
+            proto = onnx.load_model_from_string(model.read())
+        else:
+            raise TypeError(
+                f"import_model takes a path, bytes, a stream or a ModelProto, got {type(model)}"
+            )
+    except DecodeError as e:
+        raise OnnxImportError(f"not an ONNX model: {e}") from None
     return Importer(proto, input_shapes or {}, bind_inputs or {}, fold_limit_bytes).run()
 
 
