@@ -2,6 +2,7 @@
 
     byoc-run MODEL [--targets ccompiler,examplejson] [--inputs x.npz] [--repeat N]
                    [--export out.byoc] [--seed S] [--rtol R] [--atol A] [--threads N]
+                   [--input-shape NAME=DxDx...]
 
 MODEL is `.mlir`, `.onnx` or an exported `.byoc` artifact. Inputs come from an
 `.npz` file (by input name, or `arr_0`, `arr_1`, ... by position) or are seeded
