@@ -321,7 +321,7 @@ import scipy_openblas32 as ob
 lib = ctypes.CDLL(os.path.join(ob.get_lib_dir(), ob.get_library(fullname=True)))
 lib.scipy_openblas_get_corename.restype = ctypes.c_char_p
 print(lib.scipy_openblas_get_corename().decode())
-assert_graph_outputs(module, inputs, outputs, byoc.run_reference(module, inputs))
+assert_graph_outputs(module, inputs, outputs, byoc.run_reference(module, *inputs))
 """
 
 
