@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from paths import EXAMPLES
+from support.paths import EXAMPLES
 
 from byoc.tools import byoc_run
 
