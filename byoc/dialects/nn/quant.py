@@ -45,10 +45,8 @@ from xdsl.irdl import (
     operand_def,
     prop_def,
     result_def,
-    traits_def,
     var_result_def,
 )
-from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.nn.base import NNOp, _norm_axis  # pyright: ignore[reportPrivateUsage]
@@ -124,7 +122,6 @@ class QuantizeOp(_QOp):
     result = result_def(TensorType)
     axis = prop_def(IntegerAttr, default_value=int_attr(1))
     block_size = prop_def(IntegerAttr, default_value=int_attr(0))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "elementwise"
 
     @classmethod
@@ -151,7 +148,6 @@ class DequantizeOp(_QOp):
     result = result_def(TensorType)
     axis = prop_def(IntegerAttr, default_value=int_attr(1))
     block_size = prop_def(IntegerAttr, default_value=int_attr(0))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "elementwise"
 
     @classmethod
@@ -177,7 +173,6 @@ class RequantizeOp(_QOp):
     out_zero_point = operand_def(TensorType)
     result = result_def(TensorType)
     axis = prop_def(IntegerAttr, default_value=int_attr(1))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "elementwise"
 
     @classmethod
@@ -231,7 +226,6 @@ class QConv2DOp(_QOp):
     padding = prop_def(DenseArrayBase, default_value=ints(0, 0, 0, 0))
     dilation = prop_def(DenseArrayBase, default_value=ints(1, 1))
     groups = prop_def(IntegerAttr, default_value=int_attr(1))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "out-elementwise-fusable"
 
     @classmethod
@@ -253,7 +247,6 @@ class QDenseOp(_QOp):
     data_zero_point = operand_def(TensorType)
     weight_zero_point = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "out-elementwise-fusable"
 
     @classmethod
@@ -277,7 +270,6 @@ class QMatmulOp(_QOp):
     lhs_zero_point = operand_def(TensorType)
     rhs_zero_point = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "out-elementwise-fusable"
 
     @classmethod
@@ -296,7 +288,6 @@ class DynamicQuantizeOp(_QOp):
     name = "nn.dynamic_quantize"
     x = operand_def(TensorType)
     outputs = var_result_def(TensorType)
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "opaque"
 
     @classmethod
