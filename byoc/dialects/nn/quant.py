@@ -111,11 +111,9 @@ class _QOp(NNOp):
         return  # `infer` checks each operand's element type
 
 
-@irdl_op_definition
-class QuantizeOp(_QOp):
-    """saturate(round_half_even(x / scale) + zero_point) in the zero point's type (ONNX QuantizeLinear)."""
+class _LinearQuantOp(_QOp):
+    """The operands and properties nn.quantize and nn.dequantize share."""
 
-    name = "nn.quantize"
     x = operand_def(TensorType)
     scale = operand_def(TensorType)
     zero_point = operand_def(TensorType)
@@ -123,6 +121,13 @@ class QuantizeOp(_QOp):
     axis = prop_def(IntegerAttr, default_value=int_attr(1))
     block_size = prop_def(IntegerAttr, default_value=int_attr(0))
     KIND: ClassVar[str] = "elementwise"
+
+
+@irdl_op_definition
+class QuantizeOp(_LinearQuantOp):
+    """saturate(round_half_even(x / scale) + zero_point) in the zero point's type (ONNX QuantizeLinear)."""
+
+    name = "nn.quantize"
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -138,17 +143,10 @@ class QuantizeOp(_QOp):
 
 
 @irdl_op_definition
-class DequantizeOp(_QOp):
+class DequantizeOp(_LinearQuantOp):
     """(x - zero_point) * scale as f32 (ONNX DequantizeLinear)."""
 
     name = "nn.dequantize"
-    x = operand_def(TensorType)
-    scale = operand_def(TensorType)
-    zero_point = operand_def(TensorType)
-    result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=int_attr(1))
-    block_size = prop_def(IntegerAttr, default_value=int_attr(0))
-    KIND: ClassVar[str] = "elementwise"
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
