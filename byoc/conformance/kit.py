@@ -406,7 +406,7 @@ def _concurrent(batch: _Batch, exe: Any, n: int) -> None:
 
 def _perturb(x: Array) -> Array:
     """Other inputs of the same kind: reversed (index inputs stay in range)."""
-    return np.ascontiguousarray(x.reshape(-1)[::-1].reshape(x.shape))
+    return x.reshape(-1)[::-1].reshape(x.shape).copy()
 
 
 def check_target(
