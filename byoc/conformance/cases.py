@@ -435,10 +435,18 @@ def concatenate(dtype: str, x: Shape | None) -> list[Candidate]:
 
 
 def pad(dtype: str, x: Shape | None) -> list[Candidate]:
-    cases = [((3, 5), ((1, 0), (2, 1))), ((1, 2, 3, 3), ((0, 0), (0, 0), (1, 1), (1, 1)))]
+    """pad_width is (before_0, after_0, before_1, after_1, ...)."""
+    cases: list[tuple[Shape, tuple[int, ...], float]] = [
+        ((3, 5), (1, 0, 2, 1), 0.0),
+        ((1, 2, 3, 3), (0, 0, 0, 0, 1, 1, 1, 1), 0.0),
+        ((7,), (2, 3), 1.5),
+    ]
     if x is not None:
-        cases = [(x, tuple((1, 1) for _ in x))]
-    return [((_x(s, dtype),), (("pad_width", w),), f"{s} pad={w}") for s, w in cases]
+        cases = [(x, tuple(1 for _ in range(2 * len(x))), 0.0)]
+    return [
+        ((_x(s, dtype),), (("pad_width", w), ("pad_value", v)), f"{s} pad={w} value={v}")
+        for s, w, v in cases
+    ]
 
 
 GENERATORS: dict[str, Generator] = {
