@@ -268,6 +268,8 @@ def binary(op: str) -> Generator:
         da, db = BINARY_DOMAINS.get(op, ("normal", "normal"))
         if x is not None:
             pairs = [(x, x), (x, x[-1:]), (x, (1,))] if x else [(x, x)]
+            if len(x) == 4:  # per channel of an NCHW value
+                pairs[1:1] = [(x, (x[1], 1, 1))]
         else:
             pairs = list(BROADCASTS)
         out: list[Candidate] = []
@@ -544,12 +546,12 @@ def _unwrap(p: Pattern) -> list[Pattern]:
     return [p]
 
 
-def _chains(p: Pattern, dtype: str) -> list[_Chain]:
-    """Small graphs whose last op `p` could match (at most MAX_CHAINS per alternative)."""
+def _chains(p: Pattern, dtype: str, limit: int = MAX_CHAINS) -> list[_Chain]:
+    """Small graphs whose last op `p` could match (at most `limit` per alternative)."""
     out: list[_Chain] = []
     for alt in _unwrap(p):
         if isinstance(alt, CallPattern):
-            out += _call_chains(alt, dtype)[:MAX_CHAINS]
+            out += _call_chains(alt, dtype)[:limit]
     return out
 
 
@@ -569,9 +571,13 @@ def _call_chains(p: CallPattern, dtype: str) -> list[_Chain]:
         gen = generator_for(p.op_name)
         if gen is None:
             return []
+        per_inner = 0
         for operands, attrs, _ in gen(dtype, x):
             if args is not None and len(args) != len(operands):
                 continue
+            if inner is not None and per_inner >= 2:
+                break  # a few ways to extend each inner graph: variety over depth
+            per_inner += 1
             chain = _attach(inner, operands, args, p.op_name, attrs)
             if chain is None:
                 continue
@@ -625,7 +631,7 @@ def pattern_cases(composite: str, pattern: Pattern, dtype: str) -> list[Case]:
     them. Whether the table really forms the composite is the kit's to check."""
     return [
         Case(composite, dtype, c.inputs, c.steps, " -> ".join(s.op for s in c.steps) + f" {c.shape()}")
-        for c in _chains(pattern, dtype)
+        for c in _chains(pattern, dtype, 4 * MAX_CHAINS)
     ]
 
 

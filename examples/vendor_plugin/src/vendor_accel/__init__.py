@@ -44,6 +44,10 @@ def _static_same_shapes(op: Operation) -> bool:
     return len(shapes) == 1 and all(d >= 0 for d in next(iter(shapes)))
 
 
+def _non_empty(op: Operation) -> bool:
+    return all(d > 0 for v in op.results for d in v.type.get_shape())  # type: ignore[attr-defined]
+
+
 ELEMENTWISE = dtypes(f32) & max_rank(8) & Predicate(_static_same_shapes, "operands of one static shape")
 
 VENDORACCEL = Target(
@@ -72,7 +76,12 @@ VENDORACCEL = Target(
 
 def make_targets() -> list[Target]:
     """The factory the `vendoraccel_c` entry point names: called once, on discovery."""
-    static = dtypes(f32) & Predicate(_static_same_shapes, "static shapes")
+    # byoc's C codegen takes static, non-empty shapes
+    static = (
+        dtypes(f32)
+        & Predicate(_static_same_shapes, "static shapes")
+        & Predicate(_non_empty, "no zero-size dimension")
+    )
     return [
         Target(
             name="vendoraccel_c",
