@@ -238,23 +238,6 @@ def list_targets() -> list[tuple[str, str, str]]:
     return rows
 
 
-def forget_plugin_targets() -> None:
-    """Unregister every plugin target (and its op-registry predicates) and forget what
-    discovery found, so the next lookup discovers again (tests)."""
-    from byoc.op_registry import reset_op_attr
-
-    with _lock:
-        for name in list(plugins.origins()):
-            target = _targets.pop(name, None)
-            if target is not None:
-                for op_name in target.support:
-                    reset_op_attr(op_name, f"target.{name}")
-            if _families.pop(name, None) is not None:
-                for member in [m for m in _members if m.startswith(name)]:
-                    _members.pop(member, None)
-        plugins.reset()
-
-
 def is_known_target(name: str) -> bool:
     try:
         get_target(name)
@@ -270,7 +253,6 @@ __all__ = [
     "TargetFamily",
     "UnknownTargetError",
     "get_target",
-    "forget_plugin_targets",
     "is_known_target",
     "known_target_names",
     "known_targets_text",

@@ -339,15 +339,6 @@ def load_plugin(spec: str, register: Register, how: str = "--load-plugin") -> li
     return names
 
 
-def reset() -> None:
-    """Forget what discovery found, so the next lookup discovers again (tests)."""
-    with _lock:
-        _state.discovered = False
-        origins().clear()
-        failures().clear()
-        clashes().clear()
-
-
 __all__ = [
     "DEFAULT_ATTRIBUTE",
     "ENTRY_POINT_GROUP",
@@ -359,6 +350,5 @@ __all__ = [
     "load_plugin",
     "load_spec",
     "origin_of",
-    "reset",
     "targets_of",
 ]
