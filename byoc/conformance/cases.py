@@ -326,6 +326,26 @@ def conv2d(dtype: str, x: Shape | None) -> list[Candidate]:
     return out
 
 
+def conv2d_transpose(dtype: str, x: Shape | None) -> list[Candidate]:
+    """Weights are (C_in, C_out / groups, kh, kw)."""
+    out: list[Candidate] = []
+    for s in _nchw(x):
+        c = s[1]
+        for o, k, strides, padding, out_pad, groups in (
+            (4, 3, (1, 1), (0, 0, 0, 0), (0, 0), 1),
+            (3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 1),
+            (2, 2, (2, 2), (0, 0, 0, 0), (0, 0), 1),
+            (c, 3, (1, 1), (1, 1, 1, 1), (0, 0), c),
+        ):
+            if c % groups or o % groups:
+                continue
+            w = (c, o // groups, k, k)
+            attrs = (("strides", strides), ("padding", padding), ("output_padding", out_pad), ("groups", groups))
+            label = f"{s} w={w} strides={strides} padding={padding} output_padding={out_pad} groups={groups}"
+            out.append(((_x(s, dtype), _const(w, dtype)), attrs, label))
+    return out
+
+
 def dense(dtype: str, x: Shape | None) -> list[Candidate]:
     shapes = [x] if x is not None and len(x) == 2 else ([] if x is not None else [(3, 5), (1, 7), (4, 1)])
     out: list[Candidate] = []
@@ -453,6 +473,7 @@ def pad(dtype: str, x: Shape | None) -> list[Candidate]:
 
 GENERATORS: dict[str, Generator] = {
     "nn.conv2d": conv2d,
+    "nn.conv2d_transpose": conv2d_transpose,
     "nn.dense": dense,
     "nn.matmul": matmul,
     "nn.bias_add": bias_add,
@@ -603,8 +624,10 @@ def _attach(
         if i == 0 and inner is not None:
             new.append(Operand("step", len(steps) - 1, o.shape, o.dtype))
             continue
+        # `is_constant()` needs a constant; a wildcard takes either, so the generator's
+        # choice stands (a target may take only constant weights)
         want_const = args is not None and any(isinstance(a, ConstantPattern) for a in _unwrap(args[i]))
-        if want_const or (o.kind == "const" and args is None):
+        if want_const or o.kind == "const":
             new.append(Operand("const", 0, o.shape, o.dtype, o.domain))
         else:
             new.append(Operand("input", len(inputs), o.shape, o.dtype, o.domain))
