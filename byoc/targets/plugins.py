@@ -105,27 +105,32 @@ def _byoc_version() -> str:
 Provided = list[Target | TargetFamily]
 
 
+def _as_targets(obj: Any) -> Provided | None:
+    """`obj` as a list of targets if it is a target or a non-empty list or tuple of them."""
+    if isinstance(obj, Target | TargetFamily):
+        return [obj]
+    if isinstance(obj, list | tuple):
+        items: list[Any] = list(obj)  # pyright: ignore[reportUnknownArgumentType]
+        if items and all(isinstance(t, Target | TargetFamily) for t in items):
+            return items
+    return None
+
+
 def targets_of(obj: Any, what: str) -> Provided:
     """The targets a plugin object provides (calling it if it is a factory); a TypeError
     saying what `what` gave instead."""
-    if isinstance(obj, Target | TargetFamily):
-        return [obj]
-    if isinstance(obj, list | tuple) and obj and all(
-        isinstance(t, Target | TargetFamily) for t in obj  # pyright: ignore[reportUnknownVariableType]
-    ):
-        return list(obj)  # pyright: ignore[reportUnknownArgumentType]
+    found = _as_targets(obj)
+    if found is not None:
+        return found
     if callable(obj) and not isinstance(obj, type):
         result = obj()
-        if isinstance(result, Target | TargetFamily):
-            return [result]
-        if isinstance(result, list | tuple) and result and all(
-            isinstance(t, Target | TargetFamily) for t in result  # pyright: ignore[reportUnknownVariableType]
-        ):
-            return list(result)  # pyright: ignore[reportUnknownArgumentType]
-        raise TypeError(
-            f"{what} returned {_describe(result)}, expected a byoc.targets.Target or a "
-            "non-empty list of them"
-        )
+        found = _as_targets(result)
+        if found is None:
+            raise TypeError(
+                f"{what} returned {_describe(result)}, expected a byoc.targets.Target or a "
+                "non-empty list of them"
+            )
+        return found
     raise TypeError(
         f"{what} is {_describe(obj)}, expected a byoc.targets.Target, a non-empty list of "
         "them, or a function of no arguments returning one"
