@@ -545,16 +545,11 @@ MAX_CHAINS = 6
 class _Chain:
     inputs: tuple[Operand, ...]
     steps: tuple[Step, ...]
+    shape: Shape
+    """The last step's result shape."""
 
-    def shape(self) -> Shape:
-        case = Case("", "", self.inputs, self.steps)
-        func = case.module().body.block.first_op
-        assert isinstance(func, FuncOp)
-        ret = func.body.block.last_op
-        assert ret is not None
-        t = ret.operands[0].type
-        assert isinstance(t, TensorType)
-        return tuple(t.get_shape())
+
+_Memo = dict[tuple[int, str, int], list[_Chain]]
 
 
 def _unwrap(p: Pattern) -> list[Pattern]:
@@ -567,16 +562,23 @@ def _unwrap(p: Pattern) -> list[Pattern]:
     return [p]
 
 
-def _chains(p: Pattern, dtype: str, limit: int = MAX_CHAINS) -> list[_Chain]:
-    """Small graphs whose last op `p` could match (at most `limit` per alternative)."""
+def _chains(p: Pattern, dtype: str, memo: _Memo, limit: int = MAX_CHAINS) -> list[_Chain]:
+    """Small graphs whose last op `p` could match (at most `limit` per alternative). `memo`
+    holds those of each pattern node seen: `optional` shares its inner pattern between both
+    alternatives, so without it the search is exponential in the chain's length."""
+    key = (id(p), dtype, limit)
+    found = memo.get(key)
+    if found is not None:
+        return found
     out: list[_Chain] = []
     for alt in _unwrap(p):
         if isinstance(alt, CallPattern):
-            out += _call_chains(alt, dtype)[:limit]
+            out += _call_chains(alt, dtype, memo)[:limit]
+    memo[key] = out
     return out
 
 
-def _call_chains(p: CallPattern, dtype: str) -> list[_Chain]:
+def _call_chains(p: CallPattern, dtype: str, memo: _Memo) -> list[_Chain]:
     args = list(p.args) if p.args is not None else None
     nested = [i for i, a in enumerate(args or []) if any(isinstance(x, CallPattern) for x in _unwrap(a))]
     if len(nested) > 1 or (nested and nested[0] != 0 and p.op_name not in COMMUTATIVE_OPS):
@@ -585,10 +587,10 @@ def _call_chains(p: CallPattern, dtype: str) -> list[_Chain]:
         args.insert(0, args.pop(nested[0]))  # a commutative op matches either order
     inners: list[_Chain | None] = [None]
     if nested and args is not None:
-        inners = list(_chains(args[0], dtype))
+        inners = list(_chains(args[0], dtype, memo))
     out: list[_Chain] = []
     for inner in inners:
-        x = inner.shape() if inner is not None else None
+        x = inner.shape if inner is not None else None
         gen = generator_for(p.op_name)
         if gen is None:
             return []
@@ -633,12 +635,16 @@ def _attach(
             new.append(Operand("input", len(inputs), o.shape, o.dtype, o.domain))
             inputs.append(new[-1])
     steps.append(Step(op, tuple(new), attrs))
-    chain = _Chain(tuple(inputs), tuple(steps))
     try:
-        Case("", "", chain.inputs, chain.steps).module().verify()
+        module = Case("", "", tuple(inputs), tuple(steps)).module()
+        module.verify()
     except Exception:  # noqa: BLE001 - shapes that do not chain
         return None
-    return chain
+    func = module.body.block.first_op
+    assert isinstance(func, FuncOp) and func.body.block.last_op is not None
+    t = func.body.block.last_op.operands[0].type
+    assert isinstance(t, TensorType)
+    return _Chain(tuple(inputs), tuple(steps), tuple(t.get_shape()))
 
 
 def _attrs_ok(chain: _Chain, wanted: dict[str, Any]) -> bool:
@@ -653,8 +659,8 @@ def pattern_cases(composite: str, pattern: Pattern, dtype: str) -> list[Case]:
     the pattern's ops chained through their first operand, constants where it asks for
     them. Whether the table really forms the composite is the kit's to check."""
     return [
-        Case(composite, dtype, c.inputs, c.steps, " -> ".join(s.op for s in c.steps) + f" {c.shape()}")
-        for c in _chains(pattern, dtype, 4 * MAX_CHAINS)
+        Case(composite, dtype, c.inputs, c.steps, " -> ".join(s.op for s in c.steps) + f" {c.shape}")
+        for c in _chains(pattern, dtype, {}, 4 * MAX_CHAINS)
     ]
 
 
