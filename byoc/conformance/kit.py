@@ -186,6 +186,12 @@ def select_cells(
     from byoc.targets import get_target
 
     target = get_target(name)
+    known = {*target.support, *(f"{name}.{e.name}" for e in target.patterns)}
+    unknown = [o for o in only if o not in known]
+    if unknown:
+        raise ValueError(
+            f"target '{name}' has no op or composite {unknown[0]!r} (it has: {', '.join(sorted(known))})"
+        )
     cells: list[Cell] = []
     uncovered: dict[str, str] = {}
     for op in sorted(target.support):

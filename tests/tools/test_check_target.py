@@ -157,6 +157,9 @@ def test_cli_errors_are_one_line() -> None:
     assert len(lines) == 1 and lines[0].startswith("byoc-check-target: error: unknown target 'nosuchtarget'")
     done = kit("graphref", "--dtypes", "f33")
     assert done.returncode == 1 and "unknown element type 'f33'" in done.stderr
+    done = kit("graphref", "--only", "nn.conv2d")
+    assert done.returncode == 1
+    assert "target 'graphref' has no op or composite 'nn.conv2d' (it has: " in done.stderr
 
 
 def test_the_bound_is_the_suites() -> None:
