@@ -27,6 +27,7 @@ _LAZY: dict[str, str] = {
     "register_target": "byoc.driver:register_target",
     "Target": "byoc.targets.base:Target",
     "load_module": "byoc.runtime.loaders:load_module",
+    "check_target": "byoc.conformance:check_target",
 }
 
 __all__ = sorted(_LAZY)

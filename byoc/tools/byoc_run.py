@@ -92,6 +92,13 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="threads per run (default: $BYOC_NUM_THREADS, else the cores this process may use)",
     )
     p.add_argument(
+        "--load-plugin",
+        action="append",
+        default=[],
+        metavar="MODULE_OR_FILE",
+        help="load the targets of a module or .py file before the build (repeatable)",
+    )
+    p.add_argument(
         "--input-shape",
         action="append",
         default=[],
@@ -252,7 +259,10 @@ def _run(args: argparse.Namespace) -> int:
     import byoc
     from byoc.runtime.executable import InputError
     from byoc.runtime.loaders import load_module
+    from byoc.targets import load_plugin
 
+    for spec in args.load_plugin:
+        load_plugin(spec)
     path = Path(args.model)
     if not path.exists():
         raise FileError(path, "no such file")
