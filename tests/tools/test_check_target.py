@@ -163,7 +163,7 @@ def test_cli_errors_are_one_line() -> None:
 
 
 def test_the_bound_is_the_suites() -> None:
-    import bounds
+    import support.bounds as bounds
 
     import byoc.conformance.bounds as kit_bounds
 
