@@ -20,10 +20,6 @@ from byoc.conformance import ConformanceReport, check_target
 from byoc.targets import known_target_names
 
 KNOWN_DEFECTS: dict[tuple[str, str, str], str] = {
-    ("ccompiler", "nn.celu", "f32"): "ccompiler's celu gives 0 for a NaN input (the reference "
-    "gives NaN): the C expression drops NaN",
-    ("ccompiler", "nn.conv2d", "f32"): "ccompiler miscompiles a 3x3 conv2d without padding on a "
-    "(1|2)x4x5x6 input with 4 output channels (wrong values, all thread counts)",
     ("dnnl", "nn.clip", "f32"): "dnnl's clip maps NaN to a bound (eltwise_clip); the reference keeps NaN",
     ("dnnl", "nn.exp", "f32"): "dnnl's exp gives inf for a NaN input; the reference gives NaN",
     ("dnnl", "nn.global_max_pool2d", "f32"): "dnnl's max pooling skips NaN (gives the largest other value)",
