@@ -22,14 +22,16 @@ class SourceLocation:
         return f"{self.file}:{self.line}"
 
 
-def location_of(stack_trace: str | None) -> SourceLocation | None:
-    """The innermost frame of `node.meta["stack_trace"]` (the line that called the op)."""
+def location_of(stack_trace: str | None, library_dirs: Sequence[str] = ()) -> SourceLocation | None:
+    """The innermost frame of `node.meta["stack_trace"]` outside `library_dirs` (PyTorch's
+    own modules: `nn.Conv2d.forward` calls the op, the user's line called the module)."""
     if not stack_trace:
         return None
     frames = list(_FRAME.finditer(stack_trace))
     if not frames:
         return None
-    last = frames[-1]
+    outside = [f for f in frames if not any(f["file"].startswith(d) for d in library_dirs)]
+    last = (outside or frames)[-1]
     return SourceLocation(
         last["file"], int(last["line"]), last["func"] or "", (last["code"] or "").strip()
     )

@@ -6,7 +6,8 @@
 
 Contract:
 - The program is brought to the core ATen opset with `run_decompositions()` (a closed
-  list of ops); `CONVERTERS` maps each ATen overload it converts to an nn lowering.
+  list of ops; `KEPT_OPS` stay whole); `CONVERTERS` maps each ATen overload it converts
+  to an nn lowering.
 - The graph signature says what each placeholder is: the user inputs (tensors) become the
   arguments of `@main`, in the order of the flattened inputs; parameters, buffers and
   lifted constants become `nn.constant`s (numpy payloads), and ops whose operands are all
@@ -25,6 +26,7 @@ Contract:
 from __future__ import annotations
 
 import operator
+import os
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -116,7 +118,24 @@ def import_exported_program(
 ) -> ModuleOp:
     """Import an `ExportedProgram` (decomposed to core ATen first). `input_shapes` gives
     user inputs with dynamic dims a static shape (by input name)."""
-    return Importer(ep.run_decompositions(), input_shapes or {}).run()
+    return Importer(decompose(ep), input_shapes or {}).run()
+
+
+KEPT_OPS = ("aten.scaled_dot_product_attention.default",)
+"""Ops left whole by the decomposition (each has a converter): attention stays one op, which
+the importer lowers itself (decomposing it re-traces layouts that fail for some models,
+GPT-2 of `transformers` among them)."""
+
+
+def decompose(ep: Any) -> Any:
+    """`ep` in the core ATen opset, but for `KEPT_OPS`."""
+    import torch
+
+    table = torch.export.default_decompositions()
+    for name in KEPT_OPS:
+        packet, overload = name.removeprefix("aten.").rsplit(".", 1)
+        table.pop(getattr(getattr(torch.ops.aten, packet), overload), None)
+    return ep.run_decompositions(table)
 
 
 def torch_dtype_to_numpy(dtype: Any) -> np.dtype[Any]:
@@ -157,6 +176,10 @@ class Importer:
         """Sympy symbol -> size, for dynamic dims that `input_shapes` makes static."""
         self._constants: dict[int, tuple[Any, SSAValue]] = {}
         self.fold_limit_bytes = nn.FOLD_LIMIT_BYTES
+        import torch
+
+        self.library_dirs = (os.path.dirname(torch.__file__) + os.sep,)
+        """Frames in these directories are PyTorch's; an op's location is the user's line."""
 
     # ---- values -------------------------------------------------------------------
     def constant(self, array: Any) -> SSAValue:
@@ -428,7 +451,7 @@ class Importer:
         """Convert one call_function node into env; a Problem when it fails."""
 
         target = node.target
-        location = location_of(node.meta.get("stack_trace"))
+        location = location_of(node.meta.get("stack_trace"), self.library_dirs)
         name = _op_name(target)
         if name in IGNORED_OPS:
             self.env[node] = None

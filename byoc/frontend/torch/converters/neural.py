@@ -371,12 +371,17 @@ def attention(
         lq, lk = (static(x, "sequence length") for x in (imp.shape(q)[-2], imp.shape(k)[-2]))
         keep = np.tril(np.ones((lq, lk), dtype=np.bool_))
         scores = imp.emit(logic_ops.WhereOp, keep, scores, np.asarray(-np.inf, dt))
+    masked = mask is not None and imp.dtype(mask) == np.bool_
     if mask is not None:
-        if imp.dtype(mask) == np.bool_:
+        if masked:
             scores = imp.emit(logic_ops.WhereOp, mask, scores, np.asarray(-np.inf, dt))
         else:
             scores = imp.emit(nn.AddOp, scores, mask)
-    return imp.emit(nn.MatmulOp, imp.emit(nn.SoftmaxOp, scores, axis=-1), v)
+    p = imp.emit(nn.SoftmaxOp, scores, axis=-1)
+    if masked:  # a query that the mask hides every key from attends to nothing (PyTorch: 0)
+        anything = imp.emit(nn.ReduceMaxOp, mask, axes=(imp.rank(mask) - 1,), keepdims=True)
+        p = imp.emit(logic_ops.WhereOp, anything, p, np.zeros((), dt))
+    return imp.emit(nn.MatmulOp, p, v)
 
 
 @converts(
@@ -408,24 +413,23 @@ def _pad(imp: Importer, call: Call) -> Tensor:
     pads = int_list(call["pad"])
     rank = imp.rank(x)
     width = [0] * (2 * rank)
-    crop_begin, crop_end = [0] * rank, list(imp.shape(x))
+    crop = [0] * (2 * rank)  # a negative pad crops: (begin, end) amounts per axis
     for i in range(len(pads) // 2):
         axis = rank - 1 - i
-        lo, hi = pads[2 * i], pads[2 * i + 1]
-        width[2 * axis], width[2 * axis + 1] = max(lo, 0), max(hi, 0)
-        if lo < 0 or hi < 0:  # a negative pad crops
-            crop_begin[axis] = -min(lo, 0)
-            crop_end[axis] = static(crop_end[axis], "cropped size") + min(hi, 0)
+        for side in (0, 1):
+            amount = pads[2 * i + side]
+            width[2 * axis + side], crop[2 * axis + side] = max(amount, 0), max(-amount, 0)
     if any(width):
         modes = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
         if mode not in modes:
             raise UnsupportedTorchError(f"pad mode '{mode}' is not supported")
         value = float(call.get("value", 0.0) or 0.0)
         x = imp.emit(nn.PadOp, x, pad_width=width, pad_value=value, pad_mode=modes[mode])
-    if any(crop_begin) or list(crop_end) != list(imp.shape(x)):
-        shape = imp.shape(x)
-        end = [e + width[2 * a] for a, e in enumerate(crop_end)] if any(width) else crop_end
-        x = imp.emit(nn.StridedSliceOp, x, begin=[b + width[2 * a] for a, b in enumerate(crop_begin)], end=end[: len(shape)])
+    if any(crop):
+        shape = [static(d, "cropped size") for d in imp.shape(x)]
+        begin = [crop[2 * a] for a in range(rank)]
+        end = [d - crop[2 * a + 1] for a, d in enumerate(shape)]
+        x = imp.emit(nn.StridedSliceOp, x, begin=begin, end=end)
     return x
 
 
