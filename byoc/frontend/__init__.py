@@ -20,4 +20,5 @@ ALL_FRONTENDS: dict[str, Callable[[], type[Frontend]]] = {
     "mlir": _lazy("byoc.frontend.mlir", "MLIRFrontend"),
     "onnx": _lazy("byoc.frontend.onnx_frontend", "ONNXFrontend"),
     "examplejson": _lazy("byoc.frontend.examplejson", "ExampleJsonFrontend"),
+    "pt2": _lazy("byoc.frontend.torch.pt2", "Pt2Frontend"),
 }

@@ -3,7 +3,7 @@
     byoc-run MODEL [--targets ccompiler,examplejson] [--inputs x.npz] [--repeat N]
                    [--export out.byoc] [--seed S] [--rtol R] [--atol A] [--threads N]
 
-MODEL is `.mlir`, `.onnx` or an exported `.byoc` artifact. Inputs come from an
+MODEL is `.mlir`, `.onnx`, a `torch.export` program (`.pt2`) or an exported `.byoc` artifact. Inputs come from an
 `.npz` file (by input name, or `arr_0`, `arr_1`, ... by position) or are seeded
 random. Prints a table of partitions (target, op count, time), host time,
 total, and the max abs/rel error against `run_reference`; exits 1 when the
@@ -30,7 +30,7 @@ class RunError(ValueError):
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="byoc-run", description=__doc__.split("\n\n")[0])
-    p.add_argument("model", help="a .mlir, .onnx or .byoc file")
+    p.add_argument("model", help="a .mlir, .onnx, .pt2 or .byoc file")
     p.add_argument("--targets", default="", help="comma-separated targets, in priority order")
     p.add_argument("--inputs", help=".npz file with the inputs (by name, or arr_0, arr_1, ...)")
     p.add_argument("--repeat", type=int, default=10, help="timed runs (default 10)")
@@ -50,7 +50,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="append",
         default=[],
         metavar="NAME=D0xD1x...",
-        help="static shape for an ONNX input with symbolic dimensions (repeatable)",
+        help="static shape for an ONNX or .pt2 input with symbolic dimensions (repeatable)",
     )
     return p.parse_args(argv)
 
@@ -92,6 +92,15 @@ def _load_ir(path: Path, args: argparse.Namespace) -> Any:
             except ValueError:
                 raise RunError(f"--input-shape {spec!r}: expected NAME=D0xD1x...") from None
         return import_model(str(path), input_shapes=shapes or None)
+    if path.suffix == ".pt2":
+        from byoc.frontend.torch.pt2 import load_pt2, parse_input_shapes
+
+        try:
+            pt2_shapes = parse_input_shapes(args.input_shape)
+        except ValueError as e:
+            raise RunError(str(e)) from None
+        _Located.parsed = load_pt2(path, str(path), pt2_shapes or None)
+        return _Located.parsed.module
     return _parse_mlir(path)
 
 
