@@ -345,7 +345,7 @@ def _where(imp: Importer, call: Call) -> Tensor:
     return imp.emit(logic_ops.WhereOp, cond, a, b)
 
 
-@converts("aten._to_copy.default", "aten.to.dtype", "aten._to_dim_order_copy.default")
+@converts("aten._to_copy.default", "aten.to.dtype")
 def _to_copy(imp: Importer, call: Call) -> Tensor:
     return imp.cast(call["self"], call.out_dtype)
 

@@ -298,7 +298,7 @@ def _adaptive_matrix(size: int, out: int, dtype: Any) -> np.ndarray[Any, Any]:
     return m
 
 
-@converts("aten._adaptive_avg_pool2d.default", "aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool1d.default", "aten.adaptive_avg_pool1d.default")
+@converts("aten._adaptive_avg_pool2d.default", "aten.adaptive_avg_pool2d.default", "aten.adaptive_avg_pool1d.default")
 def _adaptive_avg_pool(imp: Importer, call: Call) -> Tensor:
     x = call["self"]
     n = _spatial(imp, x, "an adaptive average pool")
