@@ -120,7 +120,7 @@ class CompiledGraph:
             ep = torch.export.export(wrapper, tuple(args[i].detach() for i in tensors))
         if not all(isinstance(s.arg, TensorArgument) for s in ep.graph_signature.output_specs):
             raise _Unconvertible("the graph returns values that are not tensors")
-        module = import_exported_program(ep)
+        module = import_exported_program(ep, relocate=_user_lines(self.gm))
         exe = byoc.build(module, targets=self.targets or None, num_threads=self.num_threads)
         return exe, tensors, ep.call_spec.out_spec
 
@@ -180,6 +180,29 @@ def _Bound(gm: Any, static: Mapping[int, Any], dynamic: list[int], tensors: list
             return self.gm(*values)
 
     return Bound()
+
+
+def _user_lines(gm: Any) -> Callable[[Any], Any]:
+    """Map a line of `gm`'s generated code (`<eval_with_key>.N`) to the user's line that
+    the node defined there came from (dynamo keeps it in the node's stack trace)."""
+    import os
+
+    import torch
+
+    from byoc.frontend.torch.errors import location_of
+
+    nodes = {n.name: n for n in gm.graph.nodes}
+    lines = gm.code.splitlines()
+    library = (os.path.dirname(torch.__file__) + os.sep,)
+
+    def relocate(loc: Any) -> Any:
+        if not loc.file.startswith("<eval_with_key>") or not 0 < loc.line <= len(lines):
+            return None
+        name = lines[loc.line - 1].strip().split(" = ", 1)[0].split(",")[0].strip()
+        node = nodes.get(name)
+        return None if node is None else location_of(node.meta.get("stack_trace"), library)
+
+    return relocate
 
 
 def _contiguous(t: Any) -> Any:

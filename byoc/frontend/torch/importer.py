@@ -28,7 +28,7 @@ from __future__ import annotations
 import operator
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -114,11 +114,16 @@ def from_torch(
 
 
 def import_exported_program(
-    ep: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = None
+    ep: Any,
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    relocate: Callable[[SourceLocation], SourceLocation | None] | None = None,
 ) -> ModuleOp:
     """Import an `ExportedProgram` (decomposed to core ATen first). `input_shapes` gives
-    user inputs with dynamic dims a static shape (by input name)."""
-    return Importer(decompose(ep), input_shapes or {}).run()
+    user inputs with dynamic dims a static shape (by input name). `relocate` maps a
+    node's source line to the one to report (the backend maps lines of a captured graph's
+    generated code back to the user's)."""
+    return Importer(decompose(ep), input_shapes or {}, relocate).run()
 
 
 KEPT_OPS = ("aten.scaled_dot_product_attention.default",)
@@ -167,8 +172,14 @@ class Importer:
     """One import: the FX value environment, the nn ops emitted so far, and the helpers the
     converters call (the `base.Importer` protocol)."""
 
-    def __init__(self, ep: Any, input_shapes: Mapping[str, Sequence[int]]) -> None:
+    def __init__(
+        self,
+        ep: Any,
+        input_shapes: Mapping[str, Sequence[int]],
+        relocate: Callable[[SourceLocation], SourceLocation | None] | None = None,
+    ) -> None:
         self.ep = ep
+        self.relocate = relocate
         self.input_shapes = {k: tuple(int(d) for d in v) for k, v in input_shapes.items()}
         self.env: dict[Any, Any] = {}
         self.ops: list[Operation] = []
@@ -452,6 +463,8 @@ class Importer:
 
         target = node.target
         location = location_of(node.meta.get("stack_trace"), self.library_dirs)
+        if location is not None and self.relocate is not None:
+            location = self.relocate(location) or location
         name = _op_name(target)
         if name in IGNORED_OPS:
             self.env[node] = None

@@ -139,6 +139,7 @@ def test_unconvertible_graph_runs_eagerly_with_one_warning() -> None:
     ours = [w for w in caught if issubclass(w.category, ByocFallbackWarning)]
     assert len(ours) == 1
     assert "aten.sort.default" in str(ours[0].message)
+    assert f"{__file__}:" in str(ours[0].message)  # the user's line, not the graph's code
     torch.testing.assert_close(got, Unconvertible()(x))
 
 

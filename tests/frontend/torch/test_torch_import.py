@@ -328,3 +328,13 @@ def test_input_shapes_make_dynamic_dims_static() -> None:
     main = next(op for op in module.ops if isinstance(op, FuncOp))
     assert str(main.function_type.inputs.data[0]) == "tensor<5x3x4xf32>"
     assert str(main.function_type.outputs.data[0]) == "tensor<5x12xf32>"
+
+
+def test_every_table_key_is_an_aten_overload() -> None:
+    """The table is keyed by real overload names (a typo would silently never match)."""
+    missing = []
+    for name in sorted(SUPPORTED_OPS):
+        packet, overload = name.removeprefix("aten.").rsplit(".", 1)
+        if not hasattr(getattr(torch.ops.aten, packet, None), overload):
+            missing.append(name)
+    assert not missing
