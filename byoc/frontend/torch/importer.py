@@ -246,8 +246,8 @@ class Importer:
                 f"a reshape to {list(shape)} has more than one dynamic dim; export with at most "
                 "one dynamic dim per reshaped tensor"
             )
-        if -1 not in dims and tuple(dims) == self.shape(v):
-            return v
+        if tuple(nn.DYNAMIC if d == -1 else d for d in dims) == self.shape(v):
+            return v  # the same shape (a `?` dim in the same place stays)
         return self.emit(nn.ReshapeOp, v, newshape=tuple(dims))
 
     # ---- emitting nn ops --------------------------------------------------------------
@@ -291,8 +291,7 @@ class Importer:
                 expr = expr.subs(self.bindings)
             if getattr(expr, "is_number", False):
                 return int(expr)
-            hint = d.node.hint
-            return SymDim(str(expr) if hint is None else f"{expr}")
+            return SymDim(str(expr))
         return int(d)
 
     def _meta(self, node: Any) -> tuple[list[np.dtype[Any] | None], list[tuple[Any, ...] | None]]:
@@ -331,7 +330,7 @@ class Importer:
             return any(self._failed_input(x) for x in a)
         return False
 
-    def _user_input(self, name: str, val: Any) -> SSAValue:
+    def _user_input(self, name: str, val: Any) -> TensorType[Any]:
         import torch
 
         if not isinstance(val, torch.Tensor):
@@ -351,7 +350,7 @@ class Importer:
                 if isinstance(d, torch.SymInt) and d.node.expr.is_symbol:
                     self.bindings[d.node.expr] = g
             shape = list(given)
-        return Block(arg_types=[nn.tensor([dim_of(d) for d in shape], nn.element_type_of(dtype))]).args[0]
+        return nn.tensor([dim_of(d) for d in shape], nn.element_type_of(dtype))
 
     def run(self) -> ModuleOp:
         from torch.export.graph_signature import InputKind, OutputKind, TensorArgument
@@ -373,8 +372,7 @@ class Importer:
             kind = spec.kind
             if kind == InputKind.USER_INPUT:
                 if isinstance(spec.arg, TensorArgument):
-                    arg = self._user_input(spec.arg.name, node.meta.get("val"))
-                    arg_types.append(arg.type)
+                    arg_types.append(self._user_input(spec.arg.name, node.meta.get("val")))
                     arg_nodes.append(node)
                 else:  # a non-tensor input export specialised on: its value
                     self.env[node] = getattr(spec.arg, "value", None)
