@@ -2,6 +2,7 @@
 the PyTorch model zoo of the tests, at 1 and 2 threads.
 
     python benchmarks/torch_models.py --quick                     # 4 models, 2 alternations
+    python benchmarks/torch_models.py --large --alternations 1    # the bigger variants
     python benchmarks/torch_models.py --models resnet,gpt --runs 30 --targets dnnl,ccompiler
 
 Engines: `byoc` (`byoc.from_torch` + `byoc.build` for `--targets`, default ccompiler),
@@ -38,13 +39,16 @@ ZOO_DIR = HERE.parent / "tests" / "frontend" / "torch"
 RESULTS = HERE / "results" / "torch_models.json"
 ENGINES = ("byoc", "eager", "ort", "inductor")
 QUICK = ("resnet", "mobilenet_v3", "vit", "bert")
+LARGE = ("resnet_wide", "mobilenet_v3_large_input", "vit_deep", "gpt_deep")
+"""`--large`: the bigger variants of the zoo (the default models are test-sized: microseconds)."""
 
 
-def _zoo() -> dict[str, Any]:
+def _zoo(large: bool = True) -> dict[str, Any]:
+    """The test zoo's factories by name (with `large`, its slow variants too)."""
     sys.path.insert(0, str(ZOO_DIR))
-    from torch_zoo import ZOO
+    from torch_zoo import SLOW_ZOO, ZOO
 
-    return ZOO
+    return {**ZOO, **SLOW_ZOO} if large else dict(ZOO)
 
 
 def _prepare(engine: str, model: Any, args: tuple[Any, ...], threads: int, targets: list[str]) -> Any:
@@ -165,15 +169,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--alternations", type=int, default=2)
     parser.add_argument("--targets", default="ccompiler", help="byoc's targets (default ccompiler)")
     parser.add_argument("--quick", action="store_true", help=f"--models {','.join(QUICK)} --runs 15")
+    parser.add_argument("--large", action="store_true", help=f"--models {','.join(LARGE)}")
     parser.add_argument("--engine", help=argparse.SUPPRESS)
     parser.add_argument("--result", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.large:
+        args.models = args.models or ",".join(LARGE)
     if args.quick:
         args.models = args.models or ",".join(QUICK)
         args.runs = 15 if args.runs == parser.get_default("runs") else args.runs
     counts = sorted({int(t) for t in args.threads.split(",") if t})
     targets = [t for t in args.targets.split(",") if t]
-    names = [m for m in args.models.split(",") if m] or sorted(_zoo())
+    names = [m for m in args.models.split(",") if m] or sorted(_zoo(large=False))
     if args.engine:  # a child: one engine, every model
         Path(args.result).write_text(json.dumps(child(args.engine, names, counts, args.runs, targets)))
         return 0

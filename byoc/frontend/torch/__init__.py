@@ -6,8 +6,8 @@
 
 `importer` walks the program's graph (its signature decides what is an input, a
 parameter, a buffer, an output); `converters/` holds the table of ATen overload -> nn
-converters; `backend` is the `torch.compile` backend ("byoc"); `pt2` reads `.pt2` files
-for byoc-opt and byoc-run. torch itself is imported only when a program is imported.
+converters; `pt2` reads `.pt2` files for byoc-opt and byoc-run. The `torch.compile`
+backend, which drives `byoc.build`, sits above the driver: `byoc/tools/torch_backend.py`. torch itself is imported only when a program is imported.
 """
 
 from byoc.frontend.torch.converters import CONVERTERS, SUPPORTED_OPS

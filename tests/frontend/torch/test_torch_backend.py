@@ -18,8 +18,8 @@ from torch import nn  # noqa: E402
 from torch_zoo import ZOO  # noqa: E402
 
 import byoc  # noqa: E402
-from byoc.frontend.torch.backend import ByocFallbackWarning, CompiledGraph, byoc_backend  # noqa: E402
 from byoc.targets.dnnl import missing_reason  # noqa: E402
+from byoc.tools.torch_backend import ByocFallbackWarning, CompiledGraph, byoc_backend  # noqa: E402
 
 PYPROJECT = Path(__file__).resolve().parents[3] / "pyproject.toml"
 
@@ -168,7 +168,7 @@ def test_entry_point_finds_the_backend_by_name(tmp_path: Path, monkeypatch: pyte
     from torch._dynamo.backends import registry
 
     declared = tomllib.loads(PYPROJECT.read_text())["project"]["entry-points"]["torch_dynamo_backends"]
-    assert declared == {"byoc": "byoc.frontend.torch.backend:byoc_backend"}
+    assert declared == {"byoc": "byoc.tools.torch_backend:byoc_backend"}
     dist = tmp_path / "byoc_entry_point_probe-0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: byoc-entry-point-probe\nVersion: 0\n")
@@ -191,4 +191,4 @@ def test_entry_point_finds_the_backend_by_name(tmp_path: Path, monkeypatch: pyte
     finally:
         registry._lazy_import.cache_clear()
         registry._discover_entrypoint_backends.cache_clear()
-    assert "byoc.frontend.torch.backend" in sys.modules
+    assert "byoc.tools.torch_backend" in sys.modules

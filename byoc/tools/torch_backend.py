@@ -109,7 +109,7 @@ class CompiledGraph:
         import torch
         from torch.export.graph_signature import TensorArgument
 
-        import byoc
+        import byoc  # byoc.build, wherever the driver module lives
         from byoc.frontend.torch.importer import import_exported_program
 
         static = {i: args[i] for i in self.static}
