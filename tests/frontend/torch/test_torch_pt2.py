@@ -84,3 +84,18 @@ def test_not_a_pt2_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert byoc_run.main([str(path)]) == 1
     err = capsys.readouterr().err
     assert "cannot load the exported program" in err and "Traceback" not in err
+
+
+def test_errors_about_ops_point_at_the_python_line(tmp_path: Path) -> None:
+    """What byoc-opt and byoc-run print for a pass or verifier error about an op of a .pt2
+    program: the Python line the op came from, with its text."""
+    from byoc.frontend.torch.pt2 import load_pt2
+
+    path = _save(tmp_path, "small.pt2", Small(), (torch.randn(1, 3, 6, 6),))
+    parsed = load_pt2(path, str(path))
+    conv = next(op for op in parsed.module.walk() if op.name == "nn.conv2d")
+    source, start = inspect.getsourcelines(Small.forward)
+    line = start + next(i for i, t in enumerate(source) if "self.conv(x)" in t)
+    text = parsed.diagnostic(conv, "partition: something about this conv").render()
+    assert text.startswith(f"{__file__}:{line}:9: error: partition: something about this conv")
+    assert "torch.relu(self.conv(x))" in text
