@@ -110,6 +110,9 @@ class Call:
 class Importer(Protocol):
     """What converters use of the importer (`importer.Importer` is the implementation)."""
 
+    unflattened: dict[SSAValue, SSAValue]
+    """A 2-D value with a `?` row count that merges dims of an N-D value -> that value."""
+
     def emit_all(self, cls: type[nn.NNOp], *operands: Tensor, **attrs: Any) -> list[Tensor]: ...
 
     def emit(self, cls: type[nn.NNOp], *operands: Tensor, **attrs: Any) -> Tensor: ...
@@ -123,6 +126,10 @@ class Importer(Protocol):
     def rank(self, v: Tensor, /) -> int: ...
 
     def reshape(self, v: Tensor, shape: Sequence[Any]) -> Tensor: ...
+
+    def carrier(self, d: SymDim, rank: int, axis: int) -> SSAValue | None:
+        """An all-true bool tensor with the dynamic size `d` on `axis`, 1 elsewhere."""
+        ...
 
     def cast(self, v: Tensor, dtype: Any) -> Tensor: ...
 

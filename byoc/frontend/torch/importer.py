@@ -38,6 +38,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects import nn
+from byoc.dialects.nn import logic_ops
 from byoc.frontend.torch.base import (
     CONVERTERS,
     Call,
@@ -183,6 +184,13 @@ class Importer:
         self.input_shapes = {k: tuple(int(d) for d in v) for k, v in input_shapes.items()}
         self.env: dict[Any, Any] = {}
         self.ops: list[Operation] = []
+        self.unflattened: dict[SSAValue, SSAValue] = {}
+        """A 2-D value whose `?` row count merges dims of an N-D value -> that N-D value.
+        nn types cannot say that `?` is 8 times another `?`, so a view back to N-D goes
+        from the N-D value (and a linear layer between the two views runs on it)."""
+        self.symbol_at: dict[str, tuple[int, int]] = {}
+        """A dynamic size's symbol -> (user input #, axis) where an input has it."""
+        self._args: list[SSAValue] = []
         self.bindings: dict[Any, int] = {}
         """Sympy symbol -> size, for dynamic dims that `input_shapes` makes static."""
         self._constants: dict[int, tuple[Any, SSAValue]] = {}
@@ -249,6 +257,26 @@ class Importer:
         if tuple(nn.DYNAMIC if d == -1 else d for d in dims) == self.shape(v):
             return v  # the same shape (a `?` dim in the same place stays)
         return self.emit(nn.ReshapeOp, v, newshape=tuple(dims))
+
+    def carrier(self, d: SymDim, rank: int, axis: int) -> SSAValue | None:
+        """An all-true bool tensor of rank `rank`, the dynamic size `d` on `axis` and 1
+        elsewhere: what broadcasting a known value to `d` needs (`nn.where` of it). It is
+        cut from the user input that has `d`; None when no input has it as such."""
+        where = self.symbol_at.get(d.expr)
+        if where is None:
+            return None
+        x: Tensor = self._args[where[0]]
+        in_axis = where[1]
+        for other in reversed(range(self.rank(x))):
+            if other != in_axis:
+                x = self.emit(nn.TakeOp, x, np.asarray(0, np.int64), axis=other)
+        true = np.ones((), np.bool_)
+        mask = self.emit(logic_ops.LogicalOrOp, self.emit(logic_ops.EqualOp, x, x), true)
+        shape = [1] * rank
+        shape[axis] = -1
+        out = self.reshape(mask, shape)
+        assert isinstance(out, SSAValue)
+        return out
 
     # ---- emitting nn ops --------------------------------------------------------------
     def emit_all(self, cls: type[nn.NNOp], *operands: Tensor, **attrs: Any) -> list[Tensor]:
@@ -330,7 +358,7 @@ class Importer:
             return any(self._failed_input(x) for x in a)
         return False
 
-    def _user_input(self, name: str, val: Any) -> TensorType[Any]:
+    def _user_input(self, name: str, val: Any, index: int) -> TensorType[Any]:
         import torch
 
         if not isinstance(val, torch.Tensor):
@@ -350,6 +378,9 @@ class Importer:
                 if isinstance(d, torch.SymInt) and d.node.expr.is_symbol:
                     self.bindings[d.node.expr] = g
             shape = list(given)
+        for axis, d in enumerate(shape):
+            if is_sym(d):
+                self.symbol_at.setdefault(d.expr, (index, axis))
         return nn.tensor([dim_of(d) for d in shape], nn.element_type_of(dtype))
 
     def run(self) -> ModuleOp:
@@ -372,7 +403,7 @@ class Importer:
             kind = spec.kind
             if kind == InputKind.USER_INPUT:
                 if isinstance(spec.arg, TensorArgument):
-                    arg_types.append(self._user_input(spec.arg.name, node.meta.get("val")))
+                    arg_types.append(self._user_input(spec.arg.name, node.meta.get("val"), len(arg_types)))
                     arg_nodes.append(node)
                 else:  # a non-tensor input export specialised on: its value
                     self.env[node] = getattr(spec.arg, "value", None)
@@ -387,6 +418,7 @@ class Importer:
                 raise TorchImportError(f"input '{node.name}' of kind {kind.name} is not supported")
 
         block = Block(arg_types=arg_types)
+        self._args = list(block.args)
         names: list[str] = []
         for arg, node in zip(block.args, arg_nodes, strict=True):
             arg.name_hint = _ssa_name(node.name)
@@ -439,7 +471,8 @@ class Importer:
         if problems:
             raise TorchImportError(problems)
 
-        block.add_ops([*self.ops, func.ReturnOp(*results)])
+        ret = func.ReturnOp(*results)
+        block.add_ops([*_live(self.ops), ret])
         main = func.FuncOp("main", (arg_types, [r.type for r in results]), Region(block))
         module = ModuleOp([main])
         try:
@@ -528,6 +561,18 @@ class Importer:
             return None
         self.env[node] = _SYM_OPERATORS[node.target](*args)
         return None
+
+
+def _live(ops: list[Operation]) -> list[Operation]:
+    """`ops` without those whose results nobody uses (all nn ops are pure): the 2-D views
+    that `unflattened` bypasses, constants only folding read."""
+    keep: list[Operation] = []
+    for op in reversed(ops):
+        if op.results and not any(r.uses for r in op.results):
+            op.drop_all_references()
+            continue
+        keep.append(op)
+    return keep[::-1]
 
 
 def _op_name(target: Any) -> str:

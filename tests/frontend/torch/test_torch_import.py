@@ -338,3 +338,46 @@ def test_every_table_key_is_an_aten_overload() -> None:
         if not hasattr(getattr(torch.ops.aten, packet, None), overload):
             missing.append(name)
     assert not missing
+
+
+@pytest.mark.parametrize("name", ["bert", "gpt"])
+def test_dynamic_batch_transformer(name: str) -> None:
+    """Linear layers and batched matmuls between views that merge a dynamic batch with
+    other dims (`?` rows): nn types cannot say that `?` is 8 times the batch, so they run
+    on the N-D values and the views back need no `?` arithmetic."""
+    from torch.export import Dim
+    from torch_zoo import ZOO
+
+    model, args = ZOO[name]()
+    batch = Dim("batch", min=1, max=16)
+    module = byoc.from_torch(model, args, dynamic_shapes=tuple({0: batch} for _ in args))
+    main = next(op for op in module.ops if isinstance(op, FuncOp))
+    assert all(str(t).startswith("tensor<?x") for t in main.function_type.inputs.data)
+    exe = byoc.build(module, targets=["ccompiler"])
+    bigger = tuple(torch.cat([a, a[:1]]) for a in args)
+    got = exe.run(*[a.numpy() for a in bigger])
+    with torch.no_grad():
+        want = _flat(model(*bigger))
+    static = byoc.from_torch(model, bigger)
+    assert_graph_outputs(static, [a.numpy() for a in bigger], got, want, what=f"{name} batch 3")
+
+
+class ClassToken(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.cls = nn.Parameter(torch.randn(1, 1, 4, generator=G))
+
+    def forward(self, x: Any) -> Any:
+        return torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1)
+
+
+def test_expand_to_the_dynamic_batch() -> None:
+    """A constant expanded to the input's dynamic batch (ViT's class token)."""
+    from torch.export import Dim
+
+    model = ClassToken()
+    module = byoc.from_torch(model, (r(2, 3, 4),), dynamic_shapes=({0: Dim("b", max=8)},))
+    x = r(5, 3, 4)
+    (got,) = byoc.run_reference(module, [x.numpy()])
+    with torch.no_grad():
+        np.testing.assert_array_equal(got, model(x).numpy())

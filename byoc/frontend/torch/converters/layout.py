@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.ir import SSAValue
+from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects import nn
 from byoc.dialects.nn import indexing, logic_ops, math_ops
@@ -26,7 +27,26 @@ from byoc.frontend.torch.errors import UnsupportedTorchError
 
 @converts("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default", "aten.view_copy.default")
 def _view(imp: Importer, call: Call) -> Tensor:
-    return imp.reshape(call["self"], call.out_shape)
+    x = call["self"]
+    source = imp.unflattened.get(x) if isinstance(x, SSAValue) else None
+    try:
+        y = imp.reshape(x, call.out_shape)
+    except (UnsupportedTorchError, VerifyException):
+        if source is None:
+            raise
+        return imp.reshape(source, call.out_shape)  # back to N-D: from the N-D value
+    if isinstance(x, SSAValue) and isinstance(y, SSAValue) and _merges_leading(imp.shape(x), imp.shape(y)):
+        imp.unflattened[y] = x
+    return y
+
+
+def _merges_leading(src: tuple[int, ...], dst: tuple[int, ...]) -> bool:
+    """Whether `dst` is `src` with its leading dims merged into one `?` dim (the rest kept)."""
+    kept = len(dst) - 1
+    return (
+        len(src) > len(dst) >= 2 and dst[0] == nn.DYNAMIC and nn.DYNAMIC not in dst[1:]
+        and tuple(src[len(src) - kept :]) == tuple(dst[1:])
+    )
 
 
 @converts("aten.squeeze.dims", "aten.squeeze.dim", "aten.squeeze.default", "aten.unsqueeze.default")
@@ -61,20 +81,24 @@ def _expand(imp: Importer, call: Call) -> Tensor:
     x = call["self"]
     out = call.out_shape
     src = imp.shape(x)
-    if tuple(out) == src:
-        return x
+    if tuple(nn.DYNAMIC if is_sym(d) else d for d in out) == src:
+        return x  # `?` dims stay where they are
     lead = len(out) - len(src)
     target: list[int] = []
+    grow: list[int] = []  # axes that take a dynamic size the input does not have
     for i, d in enumerate(out):
-        if is_sym(d):  # a dynamic dim the input already has: broadcasting keeps it
-            if i < lead or src[i - lead] != nn.DYNAMIC:
-                raise UnsupportedTorchError(f"expanding to the dynamic size {d!r} is not supported")
-            target.append(1)
-        else:
-            target.append(int(d))
-    if imp.dtype(x) == np.bool_ or imp.dtype(x).kind in "fiu":
-        return imp.emit(math_ops.BroadcastToOp, x, shape=target)
-    raise UnsupportedTorchError(f"expand of element type {imp.dtype(x)}")
+        if is_sym(d) and (i < lead or src[i - lead] != nn.DYNAMIC):
+            grow.append(i)
+        target.append(1 if is_sym(d) else int(d))
+    y = x if tuple(target) == src else imp.emit(math_ops.BroadcastToOp, x, shape=target)
+    for i in grow:  # where(all-true mask of that size, y, y) broadcasts y to it
+        mask = imp.carrier(out[i], len(out), i)
+        if mask is None:
+            raise UnsupportedTorchError(
+                f"expanding to the dynamic size {out[i]!r}, which no input has as a dim, is not supported"
+            )
+        y = imp.emit(logic_ops.WhereOp, mask, y, y)
+    return y
 
 
 @converts("aten.repeat.default")

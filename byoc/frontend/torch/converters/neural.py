@@ -88,14 +88,42 @@ def matmul(imp: Importer, a: Tensor, b: Tensor) -> Tensor:
     return imp.emit(nn.MatmulOp, a, b)
 
 
+def _linear_on_source(imp: Importer, a: Tensor, b: Tensor, bias: Tensor | None) -> Tensor | None:
+    """A product of values with a merged `?` leading dim (`unflattened`: a linear layer on
+    2-D rows, a `bmm` of 3-D batches): run on the N-D values they flatten, so the view back
+    to N-D needs no `?` arithmetic. None when `a` has no such source."""
+    source = imp.unflattened.get(a) if isinstance(a, SSAValue) else None
+    if source is None:
+        return None
+    if not isinstance(b, SSAValue) and np.ndim(b) == 2:
+        y = imp.emit(nn.DenseOp, source, np.ascontiguousarray(np.asarray(b).T))
+    else:
+        other = imp.unflattened.get(b) if isinstance(b, SSAValue) else None
+        if other is None or imp.rank(other) != imp.rank(source):
+            return None
+        y = imp.emit(nn.MatmulOp, source, other)
+    if bias is not None:
+        y = imp.emit(nn.AddOp, y, bias)
+    kept = imp.rank(a) - 1
+    flat = imp.reshape(y, (-1, *imp.shape(y)[imp.rank(y) - kept :]))
+    assert isinstance(flat, SSAValue) and isinstance(y, SSAValue)
+    imp.unflattened[flat] = y
+    return flat
+
+
 @converts("aten.mm.default", "aten.bmm.default", "aten.matmul.default")
 def _mm(imp: Importer, call: Call) -> Tensor:
-    return matmul(imp, call["self"], call.args.get("mat2", call.args.get("other")))
+    a, b = call["self"], call.args.get("mat2", call.args.get("other"))
+    return _linear_on_source(imp, a, b, None) or matmul(imp, a, b)
 
 
 @converts("aten.addmm.default")
 def _addmm(imp: Importer, call: Call) -> Tensor:
     beta, alpha = call.get("beta", 1), call.get("alpha", 1)
+    if beta == 1 and alpha == 1:
+        y = _linear_on_source(imp, call["mat1"], call["mat2"], call["self"])
+        if y is not None:
+            return y
     y = matmul(imp, call["mat1"], call["mat2"])
     dt = imp.dtype(y)
     if alpha != 1:
