@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-ZOO_DIR = HERE.parent / "tests" / "frontend" / "torch"
+ZOO_DIR = HERE.parent / "tests" / "frontend"
 RESULTS = HERE / "results" / "torch_models.json"
 ENGINES = ("byoc", "eager", "ort", "inductor")
 QUICK = ("resnet", "mobilenet_v3", "vit", "bert")

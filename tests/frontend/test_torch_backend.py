@@ -21,7 +21,7 @@ import byoc  # noqa: E402
 from byoc.targets.dnnl import missing_reason  # noqa: E402
 from byoc.tools.torch_backend import ByocFallbackWarning, CompiledGraph, byoc_backend  # noqa: E402
 
-PYPROJECT = Path(__file__).resolve().parents[3] / "pyproject.toml"
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
 
 @pytest.fixture(autouse=True)
