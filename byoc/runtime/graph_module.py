@@ -14,9 +14,11 @@ compiled by the toolchain (`byoc.runtime.toolchain`, cached by content hash) int
 a library loaded with cffi.
 
 The component holds one serialised blob (`byoc.runtime.graph_format`) with every
-graph of the target and every constant, once. Loading parses it in C, where
-every field is checked, binds the constants by name and lets the engine plan
-each graph; calls then go through the same DLTensor ABI, argument checks and
+graph of the target and every constant, once. Loading checks what every node means
+(`byoc.runtime.graph_check`: arity, properties, the nn type relation of every node,
+composite bodies included), then parses it in C, where every field and the
+structure are checked, binds the constants by name and lets the engine plan each
+graph, so an engine only ever sees a verified graph; calls then go through the same DLTensor ABI, argument checks and
 error messages as the generated C (`CFunction`). The signatures come from the C
 side's parse of the blob, so nothing an artifact says about them can disagree.
 
@@ -49,7 +51,8 @@ from byoc.runtime.c_module import (
     check_shared_object,
 )
 from byoc.runtime.cpu import native_load
-from byoc.runtime.graph_format import VERSION, check_header
+from byoc.runtime.graph_check import check_blob
+from byoc.runtime.graph_format import VERSION
 from byoc.runtime.tensor import TensorSpec
 from byoc.runtime.toolchain import (
     DEFAULT_FLAGS,
@@ -201,7 +204,7 @@ class GraphModule:
         num_threads: int | None = None,
         directory: Path | None = None,
     ):
-        check_header(blob)
+        check_blob(blob)
         self.blob = blob
         self._library = library
         self.library_path = library_path
@@ -328,7 +331,7 @@ class GraphModule:
             raise ValueError(
                 f"graph module metadata: format {metadata.get('format')!r}, this byoc reads {VERSION}"
             )
-        check_header(blob)
+        check_blob(blob)
         problem = check_shared_object(library)
         if problem is not None:
             raise ValueError(f"the graph library is not loadable: {problem}")

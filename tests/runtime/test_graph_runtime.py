@@ -26,6 +26,7 @@ import byoc
 from byoc.runtime import graph_format as gf
 from byoc.runtime.artifact import ArtifactError
 from byoc.runtime.c_module import CFunctionError
+from byoc.runtime.graph_check import GraphCheckError
 from byoc.runtime.graph_module import (
     REFERENCE_ENGINE,
     GraphEngine,
@@ -189,7 +190,7 @@ def test_a_crafted_graph_blob_in_an_artifact_is_an_artifact_error(
     struct.pack_into("<I", bad, 24, 0xFFFFFFF0)  # the number of constants
     monkeypatch.setattr(comp, "export", lambda: {**blobs, "graph": bytes(bad)})
     exe.export_library(str(tmp_path / "bad.byoc"))  # the artifact's checksums match the bad blob
-    with pytest.raises(ArtifactError, match="component 'graphref': graph blob rejected: .*larger than the blob allows"):
+    with pytest.raises(ArtifactError, match="component 'graphref': graph blob: count 4294967280 .* is larger than the blob"):
         byoc.load_module(tmp_path / "bad.byoc")
     monkeypatch.setattr(comp, "export", lambda: {**blobs, "graph": blobs["graph"][:-7]})
     exe.export_library(str(tmp_path / "short.byoc"))
@@ -342,7 +343,7 @@ def test_the_reader_rejects_bad_headers_and_fields(built: tuple[GraphModule, gf.
     assert "unknown dtype" in (c_load(mod, patched(32 + name_len, "<B", 9)) or "")
     with pytest.raises(ValueError, match="truncated"):
         gf.check_header(blob[:-3])
-    with pytest.raises(GraphRuntimeError, match="graph blob rejected"):
+    with pytest.raises(GraphCheckError, match="count 4294967295 at byte 24 is larger than the blob"):
         GraphModule(patched(24, "<I", 0xFFFFFFFF), mod._library, engine="reference")
 
 
@@ -641,7 +642,8 @@ def test_an_engine_that_cannot_plan_reports_why(tmp_path: Path) -> None:
 
 def test_outputs_the_base_fills_and_every_attribute_kind() -> None:
     """Outputs that are an input, a constant, or one value listed twice are copied by the
-    base; attributes of every kind cross the format (the engine ignores unknown ones)."""
+    base; attributes of every kind cross the format, and a property the op lacks is an
+    error naming the node before the engine sees it."""
     from byoc.dialects import graph as gd
 
     t = byoc.parse_module("""
@@ -659,6 +661,10 @@ def test_outputs_the_base_fills_and_every_attribute_kind() -> None:
     kinds = {name: kind for name, kind, _ in gs.graphs[0].nodes[0].attrs}
     assert kinds == {"i": gf.ATTR_INT, "f": gf.ATTR_FLOAT, "s": gf.ATTR_STRING,
                      "ints": gf.ATTR_INTS, "floats": gf.ATTR_FLOATS}
+    assert gf.decode(gf.encode(gs)).graphs[0].nodes[0].attrs == gs.graphs[0].nodes[0].attrs
+    with pytest.raises(GraphCheckError, match=r"node 0 \('nn.relu'\): 'nn.relu' has no property"):
+        GraphModule.build(gf.encode(gs), REFERENCE_ENGINE)
+    gs.graphs[0].nodes[0].attrs = []
     mod = GraphModule.build(gf.encode(gs), REFERENCE_ENGINE)
     x = np.array([-1.0, 0.5, -2.0, 3.0], np.float32)
     relu, same, k, relu2 = mod.get_function("g")(x)
