@@ -13,6 +13,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -521,6 +522,59 @@ def test_set_num_threads(built: tuple[GraphModule, gf.GraphSet], monkeypatch: py
     monkeypatch.setenv("BYOC_NUM_THREADS", "zero")
     with pytest.raises(ValueError, match="BYOC_NUM_THREADS"):
         default_num_threads()
+
+
+LOADED_MODEL = """
+func.func @main(%x: tensor<64x256xf32>) -> tensor<64x256xf32> {
+  %w = nn.constant dense<0.001> : tensor<256x256xf32>
+  %0 = nn.dense %x, %w : (tensor<64x256xf32>, tensor<256x256xf32>) -> tensor<64x256xf32>
+  %1 = nn.relu %0 : tensor<64x256xf32>
+  func.return %1 : tensor<64x256xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("target", ["graphref", "dnnl"])
+def test_set_num_threads_takes_effect_while_eight_threads_keep_running(target: str) -> None:
+    """A thread-count change waits for the runs in flight, not for a stream of new ones:
+    with a reader-preferring lock it waited up to seconds behind eight looping runners."""
+    if target == "dnnl":
+        from byoc.targets.dnnl import missing_reason
+
+        if missing_reason() is not None:
+            pytest.skip(f"oneDNN extra absent: {missing_reason()}")
+    exe = byoc.build(byoc.parse_module(LOADED_MODEL), targets=[target])
+    assert target in exe.components
+    x = np.random.default_rng(0).standard_normal((64, 256)).astype(np.float32)
+    want = exe(x)[0]
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def runner() -> None:
+        try:
+            while not stop.is_set():
+                np.testing.assert_allclose(exe(x)[0], want, rtol=1e-5, atol=1e-6)
+        except BaseException as exc:  # noqa: BLE001 -- reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=runner) for _ in range(8)]
+    for t in threads:
+        t.start()
+    waits = []
+    try:
+        time.sleep(0.2)
+        for i in range(12):
+            start = time.perf_counter()
+            exe.set_num_threads(1 + i % 2)
+            waits.append(time.perf_counter() - start)
+            time.sleep(0.02)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not errors, errors[0]
+    waits.sort()
+    assert waits[len(waits) // 2] < 0.1 and waits[-1] < 1.0, waits
 
 
 def test_a_graph_target_declares_its_engine() -> None:
