@@ -33,6 +33,7 @@ from xdsl.ir import Attribute, SSAValue
 
 from byoc.dialects import graph as gd
 from byoc.dialects.nn import numpy_dtype, shape_of
+from byoc.runtime import dlpack
 from byoc.runtime.dlpack import dl_dtype
 
 MAGIC = b"BYOCGRPH"
@@ -329,15 +330,13 @@ class _Reader:
 
     def dtype_shape(self) -> tuple[np.dtype[Any], tuple[int, ...]]:
         code, bits, rank = self.unpack("<BBB")
-        if code == DL_BOOL and bits == 8:
-            dtype = np.dtype(np.bool_)
-        elif code in (DL_INT, DL_UINT, DL_FLOAT) and bits in (8, 16, 32, 64):
-            kind = {DL_INT: "i", DL_UINT: "u", DL_FLOAT: "f"}[code]
-            if kind == "f" and bits == 8:
-                raise ValueError("graph blob: an 8-bit float dtype")
-            dtype = np.dtype(f"<{kind}{bits // 8}")
-        else:
+        try:
+            dtype = dlpack.numpy_dtype(code, bits)
+        except ValueError:
+            dtype = None
+        if dtype is None or dtype.kind == "c":  # what the C reader takes (byoc_dtype_ok_)
             raise ValueError(f"graph blob: unknown dtype (code {code}, {bits} bits)")
+        dtype = dtype.newbyteorder("<")
         if rank > 8:
             raise ValueError(f"graph blob: rank {rank} is above 8")
         return dtype, tuple(int(d) for d in self.unpack(f"<{rank}q"))
