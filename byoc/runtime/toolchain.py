@@ -48,6 +48,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from byoc.runtime.cpu import c_dispatch_flags
+from byoc.utils import env
 
 INCLUDE_DIR = Path(__file__).resolve().parent
 """Where dlpack.h, byoc_runtime.h and byoc_kernels.h live (`-I` for the generated C)."""
@@ -71,15 +72,11 @@ LIBS: tuple[str, ...] = ("-lm", "-pthread")
 SANITIZE_ENV = "BYOC_SANITIZE"
 """`BYOC_SANITIZE=address,undefined` builds every library with those sanitizers (the
 process that loads them must have the sanitizer runtimes preloaded: see docs/testing.md)."""
-_SANITIZERS = frozenset({"address", "undefined"})
 
 
 def sanitize_flags() -> tuple[str, ...]:
     """The `-fsanitize` flags `BYOC_SANITIZE` asks for (part of the cache key), or ()."""
-    wanted = [s.strip() for s in os.environ.get(SANITIZE_ENV, "").split(",") if s.strip()]
-    unknown = set(wanted) - _SANITIZERS
-    if unknown:
-        raise ValueError(f"{SANITIZE_ENV}: unknown sanitizer {sorted(unknown)[0]!r} (use address, undefined)")
+    wanted = env.value(SANITIZE_ENV)
     if not wanted:
         return ()
     return (
@@ -97,7 +94,7 @@ call of a generated partition is timed into the sink of `byoc.runtime.kernel_pro
 
 def profile_flags() -> tuple[str, ...]:
     """`-DBYOC_PROFILE_KERNELS` when `BYOC_PROFILE_KERNELS` asks for it, else ()."""
-    return ("-DBYOC_PROFILE_KERNELS",) if os.environ.get(PROFILE_ENV, "") not in ("", "0") else ()
+    return ("-DBYOC_PROFILE_KERNELS",) if env.value(PROFILE_ENV) else ()
 
 
 CFLAGS_ENV = "BYOC_CFLAGS"
@@ -108,11 +105,7 @@ the runtime headers' switches (docs/threads.md), as `benchmarks/steal.py` uses i
 
 def extra_flags() -> tuple[str, ...]:
     """The flags `BYOC_CFLAGS` adds, or (). A value a shell could not split is a ValueError."""
-    value = os.environ.get(CFLAGS_ENV, "")
-    try:
-        return tuple(shlex.split(value))
-    except ValueError as e:
-        raise ValueError(f"{CFLAGS_ENV}: {e} in {value!r}") from None
+    return tuple(env.value(CFLAGS_ENV))
 
 
 class CompileError(RuntimeError):
@@ -135,7 +128,7 @@ class CompileError(RuntimeError):
 
 def cache_dir() -> Path:
     """`$BYOC_CACHE_DIR`, else `$XDG_CACHE_HOME/byoc`, else `~/.cache/byoc`."""
-    explicit = os.environ.get("BYOC_CACHE_DIR")
+    explicit = env.value("BYOC_CACHE_DIR")
     if explicit:
         return Path(explicit)
     xdg = os.environ.get("XDG_CACHE_HOME")
