@@ -4,7 +4,6 @@ the variable and what it accepts, wherever it is read; no other module reads one
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
