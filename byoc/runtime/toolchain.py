@@ -38,6 +38,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import subprocess
 import tempfile
 import time
@@ -255,9 +256,10 @@ def _compile_cached(
 
 def _cached_build(directory: Path, index: Path) -> tuple[Path, bytes] | None:
     """The library the index names, if it is there and its content matches its name."""
+    raw = read_regular_file(index)
     try:
-        name = index.read_text(encoding="ascii").strip()
-    except (OSError, UnicodeDecodeError):
+        name = raw.decode("ascii").strip() if raw is not None else ""
+    except UnicodeDecodeError:
         return None
     if _LIBRARY_NAME.fullmatch(name) is None:
         return None
@@ -274,11 +276,30 @@ def verified_library(path: Path) -> bytes | None:
     match = _LIBRARY_NAME.fullmatch(path.name)
     if match is None:
         return None
-    try:
-        data = path.read_bytes()
-    except OSError:
+    data = read_regular_file(path)
+    if data is None:
         return None
     return data if hashlib.sha256(data).hexdigest() == match.group(1) else None
+
+
+def read_regular_file(path: Path) -> bytes | None:
+    """The content of `path` if it is a regular file itself; None for a symlink, a FIFO, a
+    device or a directory placed in the cache (opening a FIFO would block, reading a device
+    might never end) and for a file that cannot be read. Such an entry is rebuilt and
+    replaced (`write_atomic` replaces the name, never what it points to)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def cache_library(data: bytes, directory: Path | None = None) -> Path:
@@ -323,7 +344,14 @@ def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
             os.fsync(f.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except IsADirectoryError:  # an empty directory planted under the name goes
+            try:
+                path.rmdir()
+            except OSError:
+                raise OSError(f"{path} is a directory, not a file byoc can replace") from None
+            os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
