@@ -523,8 +523,9 @@ def scalar_op(b: CBuilder, n: Computation, args: list[SSAValue]) -> SSAValue:
         return call(name.removeprefix("nn.") + "f", x)
     if name == "nn.reciprocal":
         return b.add(c.DivOp(k(1), x))
-    if name == "nn.hard_swish":
-        return b.add(c.DivOp(mul(x, clamp(add(x, k(3)), 0, 6)), k(6)))
+    if name == "nn.hard_swish":  # x >= 3 is x: x * 6 / 6 overflows above FLT_MAX / 6
+        ramp = b.add(c.DivOp(mul(x, clamp(add(x, k(3)), 0, 6)), k(6)))
+        return sel(cmp("ge", x, k(3)), x, ramp)
     if name == "nn.clip":
         lo, hi = p["a_min"], p["a_max"]
         if is_f and (math.isnan(lo) or math.isnan(hi)):
