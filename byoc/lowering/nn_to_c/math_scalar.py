@@ -75,7 +75,6 @@ def math_scalar_op(b: object, name: str, params: dict[str, object], args: list[S
         # max(x, 0) + min(alpha * expm1(x / alpha), 0), as a select: fmaxf and fminf
         # would turn a NaN into 0
         neg = exp_minus_one(add(c.DivOp(x, k(alpha))), alpha)
-        # max(x, 0) + min(neg, 0) as a select, so that NaN stays NaN (fmaxf/fminf drop it)
         return sel(cmp("gt", x, k(0)), x, neg)
     if name == "nn.thresholded_relu":
         return sel(cmp("gt", x, k(float(p["alpha"]))), x, k(0))  # type: ignore[arg-type]
