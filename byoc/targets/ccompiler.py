@@ -13,10 +13,11 @@ quantized (QDQ) blocks, which become int8 kernels (byoc/targets/qdq.py, issue #1
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import TensorType, f32, i32
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation
 
 from byoc.dialects.nn.ops import layout_of
+from byoc.dialects.nn.types import DTYPE_NAMES
 from byoc.targets.base import Target
 from byoc.targets.predicates import Predicate
 from byoc.targets.qdq import pattern_table as qdq_pattern_table
@@ -25,19 +26,26 @@ NAME = "ccompiler"
 
 F32 = ("f32",)
 F32_I32 = ("f32", "i32")
+INTS = ("i64", "i32", "i8", "ui8")
+"""The integer element types the C codegen holds (int64_t, int32_t, int8_t, uint8_t)."""
+NUMS = ("f32", *INTS)
+"""Every number type the C codegen holds."""
+ALL = (*NUMS, "i1")
+"""Every element type the C codegen holds (i1 is C `bool`): data movement takes them all."""
+BOOL = ("i1",)
 
 POINTWISE_OPS: dict[str, tuple[str, ...]] = {
-    "nn.add": F32_I32,
-    "nn.subtract": F32_I32,
-    "nn.multiply": F32_I32,
-    "nn.maximum": F32_I32,
-    "nn.minimum": F32_I32,
+    "nn.add": NUMS,
+    "nn.subtract": NUMS,
+    "nn.multiply": NUMS,
+    "nn.maximum": NUMS,
+    "nn.minimum": NUMS,
     "nn.divide": F32,
     "nn.power": F32,
     "nn.prelu": F32,
     "nn.relu": F32_I32,
-    "nn.negative": F32_I32,
-    "nn.abs": F32_I32,
+    "nn.negative": (*F32_I32, "i64"),
+    "nn.abs": (*F32_I32, "i64"),
     "nn.sigmoid": F32,
     "nn.tanh": F32,
     "nn.exp": F32,
@@ -49,11 +57,33 @@ POINTWISE_OPS: dict[str, tuple[str, ...]] = {
     "nn.clip": F32_I32,
     "nn.leaky_relu": F32,
     "nn.hard_sigmoid": F32,
-    "nn.cast": F32_I32,
+    "nn.cast": ALL,
     "nn.bias_add": F32,
     "nn.batch_norm": F32,
+    # comparisons take numbers (equal also bools) and give i1
+    "nn.equal": ALL,
+    "nn.less": ALL,
+    "nn.greater": ALL,
+    "nn.less_equal": ALL,
+    "nn.greater_equal": ALL,
+    "nn.logical_and": BOOL,
+    "nn.logical_or": BOOL,
+    "nn.logical_xor": BOOL,
+    "nn.logical_not": BOOL,
+    "nn.where": ALL,
 }
 """Elementwise and broadcast ops: generated as (fused) loops."""
+
+VIEW_OPS: dict[str, tuple[str, ...]] = {
+    "nn.broadcast_to": ALL,
+    "nn.strided_slice": ALL,
+    "nn.split": ALL,
+    "nn.take": ALL,
+    "nn.tile": ALL,
+}
+"""Data movement expressed as index arithmetic: each result is an element-for-element read
+of its operand through a strided view (a gather adds the clamped index value times the
+axis stride), so it fuses into the pointwise loop that reads it like any elementwise op."""
 
 MATH_POINTWISE_OPS: dict[str, tuple[str, ...]] = dict.fromkeys(
     [
@@ -76,12 +106,21 @@ KERNEL_OPS: dict[str, tuple[str, ...]] = {
     "nn.global_avg_pool2d": F32,
     "nn.global_max_pool2d": F32,
     "nn.softmax": F32,
-    "nn.reduce_sum": F32_I32,
+    "nn.reduce_sum": (*F32_I32, "i64"),
     "nn.reduce_mean": F32,
-    "nn.reduce_max": F32_I32,
-    "nn.transpose": F32_I32,
-    "nn.concatenate": F32_I32,
-    "nn.pad": F32_I32,
+    "nn.reduce_max": (*F32_I32, "i64"),
+    "nn.reduce_min": (*F32_I32, "i64"),
+    "nn.reduce_prod": (*F32_I32, "i64"),
+    "nn.reduce_log_sum_exp": F32,
+    "nn.argmax": (*NUMS, "i64"),
+    "nn.argmin": (*NUMS, "i64"),
+    "nn.cumsum": (*F32_I32, "i64"),
+    "nn.layer_norm": F32,
+    "nn.einsum": F32,
+    "nn.one_hot": ALL,
+    "nn.transpose": ALL,
+    "nn.concatenate": ALL,
+    "nn.pad": ALL,
     # issue 15: ops the models used to run on the host
     "nn.conv2d_transpose": F32,
     "nn.resize2d": F32,
@@ -89,14 +128,15 @@ KERNEL_OPS: dict[str, tuple[str, ...]] = {
 }
 """Ops lowered to a call of a byoc_kernels.h kernel."""
 
-ALIAS_OPS: dict[str, tuple[str, ...]] = {"nn.reshape": F32_I32, "nn.flatten": F32_I32}
+ALIAS_OPS: dict[str, tuple[str, ...]] = {"nn.reshape": ALL, "nn.flatten": ALL}
 """Ops that only reinterpret the shape: the result shares its operand's buffer."""
 
 SUPPORTED_OPS: dict[str, tuple[str, ...]] = {
     **POINTWISE_OPS,
+    **VIEW_OPS,
     **KERNEL_OPS,
     **ALIAS_OPS,
-    "nn.constant": (*F32_I32, "i8", "ui8"),  # i8/ui8: operands of the QDQ composites
+    "nn.constant": ALL,
 }
 
 CCOMPILER_LAYOUTS = ("NCHW", "OIHW")
@@ -107,7 +147,8 @@ MAX_RANK = 16
 
 
 def dtype_name(t: Attribute) -> str:
-    return {f32: "f32", i32: "i32"}.get(t, str(t))  # type: ignore[arg-type]
+    """The short name of element type `t` (f32, i64, i1, ui8...)."""
+    return DTYPE_NAMES.get(t, str(t))
 
 
 def unsupported_reason(op: Operation) -> str | None:

@@ -27,8 +27,9 @@ from byoc.dialects.byoc import CompositeOp, YieldOp
 from byoc.runtime.host import partition_target
 from byoc.targets.ccompiler import (
     ALIAS_OPS,
-    F32_I32,
+    ALL,
     POINTWISE_OPS,
+    VIEW_OPS,
     dtype_name,
     unsupported_reason,
 )
@@ -58,16 +59,55 @@ class Tensor:
 
     @property
     def nbytes(self) -> int:
-        if self.dtype in ("f32", "i32"):
-            return self.numel * 4
-        t = nn.element_type_named(self.dtype)  # the quantized kernels' i8 / ui8 / i16 (issue #13)
-        return self.numel * (nn.numpy_dtype(t).itemsize if t is not None else 4)
+        return self.numel * self.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        t = nn.element_type_named(self.dtype)
+        return nn.numpy_dtype(t).itemsize if t is not None else 4
 
     def root(self) -> Tensor:
         v = self
         while v.alias_of is not None:
             v = v.alias_of
         return v
+
+
+@dataclass(frozen=True)
+class Gather:
+    """The data-dependent part of a `View`: the value the node reads from its input
+    #`operand` (an i32/i64 index), a negative one counted from the end and then clamped into
+    [0, dim) as nn.take does, times `stride`. Clamping keeps every read inside the operand."""
+
+    operand: int
+    dim: int
+    stride: int
+
+
+@dataclass(frozen=True)
+class View:
+    """How a pointwise node reads an input over its output's index space: the element at
+    `offset` + sum(index[d] * strides[d]) (+ the `gather` term) of the input's storage.
+    A stride may be 0 (a broadcast) or negative (a reversed slice); offsets are int64."""
+
+    offset: int
+    strides: tuple[int, ...]
+    gather: Gather | None = None
+
+
+def read_view(view: tuple[int, ...] | View, shape: tuple[int, ...]) -> View:
+    """`view` as a `View` over `shape`: a shape is read by numpy broadcasting against it."""
+    if isinstance(view, View):
+        return view
+    padded = (1,) * (len(shape) - len(view)) + tuple(view)
+    strides = contiguous_strides(padded)
+    return View(0, tuple(0 if padded[d] == 1 else strides[d] for d in range(len(shape))))
+
+
+def reads_whole(view: tuple[int, ...] | View, shape: tuple[int, ...]) -> bool:
+    """Whether `view` reads a value of `shape` element for element (a fused producer can
+    hand the consumer its scalar)."""
+    return not isinstance(view, View) and tuple(view) == tuple(shape)
 
 
 @dataclass(eq=False)
@@ -79,8 +119,9 @@ class Computation:
     op_name: str
     inputs: list[Tensor]
     out: Tensor
-    views: list[tuple[int, ...]] = field(default_factory=list[tuple[int, ...]])
-    """pointwise: the shape each input is read as (numpy broadcasting against out)."""
+    views: list[tuple[int, ...] | View] = field(default_factory=list[tuple[int, ...] | View])
+    """pointwise: how each input is read: a shape (numpy broadcasting against out) or a
+    strided `View` (slices, splits, gathers, tiles)."""
     params: dict[str, Any] = field(default_factory=dict[str, Any])
     callee: str = ""
     args: list[Attribute] = field(default_factory=list[Attribute])
@@ -139,11 +180,11 @@ class GraphBuilder:
             self.inputs.append(v)
         self._walk(block)  # an op on an unsupported type is reported at the op
         for i, (arg, v) in enumerate(zip(block.args, self.inputs, strict=True)):
-            if v.dtype not in (*F32_I32, "i8", "ui8") or any(d <= 0 for d in v.shape):
+            if v.dtype not in ALL or any(d <= 0 for d in v.shape):
                 raise PassError(
                     self.fn,
                     f"lower-to-c: argument #{i} of '@{self.fn.sym_name.data}' has type {arg.type}; "
-                    "the C codegen takes f32, i32, i8 and ui8 tensors of static, non-empty shape",
+                    f"the C codegen takes {', '.join(ALL)} tensors of static, non-empty shape",
                 )
 
     def _walk(self, block: Block) -> None:
@@ -200,8 +241,8 @@ class GraphBuilder:
             self.values[res] = value
 
     # ---- one nn op ---------------------------------------------------------------
-    def _result(self, op: nn.NNOp) -> Tensor:
-        t = op.results[0].type
+    def _result(self, op: nn.NNOp, i: int = 0) -> Tensor:
+        t = op.results[i].type
         assert isinstance(t, TensorType)
         return Tensor(tuple(t.get_shape()), dtype_name(t.element_type), "node")
 
@@ -222,7 +263,12 @@ class GraphBuilder:
             from byoc.interpreters.kernels import KERNELS
 
             out = KERNELS[name](*[v.array for v in ins], **attrs)
-            self.values[op.results[0]] = self._const(np.asarray(out))
+            folded = out if isinstance(out, tuple) else (out,)
+            for res, arr in zip(op.results, folded, strict=True):
+                self.values[res] = self._const(np.asarray(arr))
+            return
+        if name in VIEW_OPS:
+            self._view(op, ins, attrs)
             return
         out = self._result(op)
         self.values[op.results[0]] = out
@@ -260,6 +306,56 @@ class GraphBuilder:
                 views = [views[0], views[1], views[1]]
                 name = "scale_shift"
         self._node(Computation("pointwise", name, ins, out, views=views, params=params, source=op))
+
+    def _view(self, op: nn.NNOp, ins: list[Tensor], a: dict[str, Any]) -> None:
+        """A data-movement op as element-for-element reads through strided views: one
+        pointwise node per result, which the fusion treats as any elementwise op (its
+        consumers read it in their own loop; no copy is made when one of them does)."""
+        name = op.name
+        outs = [self._result(op, i) for i in range(len(op.results))]
+        for res, o in zip(op.results, outs, strict=True):
+            self.values[res] = o
+        x = ins[0]
+        rank = len(x.shape)
+        st = contiguous_strides(x.shape)
+
+        def copy(out: Tensor, inputs: list[Tensor], views: list[tuple[int, ...] | View]) -> None:
+            self._node(Computation("pointwise", name, inputs, out, views=views, source=op))
+
+        if name == "nn.broadcast_to":
+            copy(outs[0], [x], [x.shape])
+        elif name == "nn.strided_slice":
+            steps = a["strides"] or (1,) * rank
+            offset = sum(b * s for b, s in zip(a["begin"], st, strict=True))
+            copy(outs[0], [x], [View(offset, tuple(k * s for k, s in zip(steps, st, strict=True)))])
+        elif name == "nn.split":
+            axis = a["axis"] % rank
+            lo = 0
+            for o in outs:
+                copy(o, [x], [View(lo * st[axis], tuple(st))])
+                lo += o.shape[axis]
+        elif name == "nn.take":
+            idx = ins[1]
+            axis = a["axis"] % rank
+            dim = x.shape[axis]
+            around = (*st[:axis], *(0,) * len(idx.shape), *st[axis + 1 :])
+            if idx.kind == "const" and idx.numel == 1:  # one known index: a plain slice
+                assert idx.array is not None
+                i = int(idx.array.reshape(-1)[0])
+                i = min(max(i + dim if i < 0 else i, 0), dim - 1)
+                copy(outs[0], [x], [View(i * st[axis], around)])
+            else:
+                idx_view = View(0, (*(0,) * axis, *contiguous_strides(idx.shape), *(0,) * (rank - axis - 1)))
+                copy(outs[0], [x, idx], [View(0, around, Gather(1, dim, st[axis])), idx_view])
+        elif name == "nn.tile":
+            # out viewed as (reps[0], d0, reps[1], d1, ...): the input broadcast along the reps
+            expanded = tuple(e for r, d in zip(a["reps"], x.shape, strict=True) for e in (r, d))
+            strides = tuple(e for s in st for e in (0, s))
+            wide = Tensor(expanded, x.dtype, "node")
+            copy(wide, [x], [View(0, strides)])
+            outs[0].alias_of = wide
+        else:  # pragma: no cover - VIEW_OPS and this dispatch are kept in step
+            raise PassError(op, f"lower-to-c: no view lowering for '{name}'")
 
     def _kernel(self, op: nn.NNOp, ins: list[Tensor], out: Tensor, a: dict[str, Any]) -> None:
         name = op.name
