@@ -13,7 +13,11 @@ quantized (QDQ) blocks, which become int8 kernels (byoc/targets/qdq.py, issue #1
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import TensorType
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import StringAttr, TensorType
 from xdsl.ir import Attribute, Operation
 
 from byoc.dialects.nn.ops import layout_of
@@ -151,6 +155,73 @@ def dtype_name(t: Attribute) -> str:
     return DTYPE_NAMES.get(t, str(t))
 
 
+@dataclass(frozen=True)
+class EinsumMatmul:
+    """A two-operand einsum as one batched matmul. Each label is a batch label (in both
+    operands and the output), an m label (first operand and output), an n label (second
+    operand and output) or a k label (both operands, summed). The first operand is read in
+    the order batch, m, k (`perm_a`: its dims in that order), the second as batch, k, n
+    (`perm_b`); their product, of shape `product_shape` (batch, m, n labels), gives
+    output dim j from its dim `perm_out[j]`."""
+
+    perm_a: tuple[int, ...]
+    perm_b: tuple[int, ...]
+    perm_out: tuple[int, ...]
+    product_shape: tuple[int, ...]
+    batch: int
+    m: int
+    k: int
+    n: int
+
+
+def einsum_as_matmul(equation: str, shapes: Sequence[Sequence[int]]) -> EinsumMatmul | None:
+    """The batched-matmul form of `equation` on operands of `shapes`, or None when it has
+    none (not two operands, an ellipsis, a label repeated within an operand or summed over
+    one operand only)."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != 2 or "." in eq:
+        return None
+    ta, tb = terms
+    if len(set(ta)) != len(ta) or len(set(tb)) != len(tb):
+        return None
+    if not arrow:
+        rhs = "".join(sorted(ch for ch in set(ta + tb) if (ta + tb).count(ch) == 1))
+    size = dict(zip(ta, shapes[0], strict=True)) | dict(zip(tb, shapes[1], strict=True))
+    batch = [ch for ch in rhs if ch in ta and ch in tb]
+    ms = [ch for ch in rhs if ch in ta and ch not in tb]
+    ns = [ch for ch in rhs if ch in tb and ch not in ta]
+    ks = [ch for ch in ta if ch in tb and ch not in rhs]
+    if len(batch) + len(ms) + len(ks) != len(ta) or len(batch) + len(ns) + len(ks) != len(tb):
+        return None  # a label summed over one operand only
+    product = [*batch, *ms, *ns]
+    return EinsumMatmul(
+        perm_a=tuple(ta.index(ch) for ch in [*batch, *ms, *ks]),
+        perm_b=tuple(tb.index(ch) for ch in [*batch, *ks, *ns]),
+        perm_out=tuple(product.index(ch) for ch in rhs),
+        product_shape=tuple(size[ch] for ch in product),
+        batch=math.prod(size[ch] for ch in batch),
+        m=math.prod(size[ch] for ch in ms),
+        k=math.prod(size[ch] for ch in ks),
+        n=math.prod(size[ch] for ch in ns),
+    )
+
+
+def _op_reason(op: Operation) -> str | None:
+    """What rules out this op beyond its element types and shapes."""
+    if op.name == "nn.einsum":
+        equation = op.properties["equation"]
+        assert isinstance(equation, StringAttr)
+        shapes = [v.type.get_shape() for v in op.operands if isinstance(v.type, TensorType)]
+        if einsum_as_matmul(equation.data, shapes) is None:
+            return (
+                f"'nn.einsum' with equation '{equation.data}' is not a batched matmul (two operands, "
+                "each label in both and the output, or in one and the output, or summed over both)"
+            )
+    return None
+
+
 def unsupported_reason(op: Operation) -> str | None:
     """Why the C codegen cannot lower `op`, or None if it can.
 
@@ -179,7 +250,7 @@ def unsupported_reason(op: Operation) -> str | None:
                 return f"{kind} #{i} of '{op.name}' has a dynamic or zero-size shape {t}"
             if len(shape) > MAX_RANK:
                 return f"{kind} #{i} of '{op.name}' has rank {len(shape)} (at most {MAX_RANK})"
-    return None
+    return _op_reason(op)
 
 
 def is_supported(op: Operation) -> bool:
@@ -207,6 +278,10 @@ CCOMPILER = Target(
 
 __all__ = [
     "ALIAS_OPS",
+    "ALL",
+    "EinsumMatmul",
+    "VIEW_OPS",
+    "einsum_as_matmul",
     "MATH_POINTWISE_OPS",
     "CCOMPILER",
     "F32",

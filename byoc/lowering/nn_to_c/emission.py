@@ -646,8 +646,17 @@ def scalar_op(b: CBuilder, n: Computation, args: list[SSAValue]) -> SSAValue:
         return cmp("eq", x, b.const(0, t))
     if name == "nn.where":
         return sel(x, args[1], args[2])
-    if name in VIEW_OPS:
+    if name in VIEW_OPS or name == "nn.transpose":
         return x  # a read through a view: the element itself
+    if name in ("log_sum_exp.exp", "log_sum_exp.log"):
+        # nn.reduce_log_sum_exp's loops (GraphBuilder._log_sum_exp): the maximum `top`
+        # counts as 0 where it is not finite (top - top is 0 exactly for a finite top)
+        top = args[1]
+        finite = cmp("eq", b.add(c.SubOp(top, top)), k(0))
+        shift = sel(finite, top, k(0))
+        if name == "log_sum_exp.exp":
+            return call("expf", b.add(c.SubOp(x, shift)))
+        return add(call("logf", x), shift)
     if name == "nn.bias_add":
         return add(x, args[1])
     if name == "scale_shift":

@@ -31,6 +31,7 @@ from byoc.targets.ccompiler import (
     POINTWISE_OPS,
     VIEW_OPS,
     dtype_name,
+    einsum_as_matmul,
     unsupported_reason,
 )
 from byoc.targets.ccompiler import NAME as CCOMPILER
@@ -436,9 +437,42 @@ class GraphBuilder:
             axis = a["axis"] % len(s)
             args = [i64_attr(math.prod(s[:axis])), i64_attr(s[axis]), i64_attr(math.prod(s[axis + 1 :]))]
             callee = "byoc_softmax_f32"
-        elif name in ("nn.reduce_sum", "nn.reduce_mean", "nn.reduce_max"):
+        elif name in ("nn.reduce_sum", "nn.reduce_mean", "nn.reduce_max", "nn.reduce_min", "nn.reduce_prod"):
             callee = f"byoc_{name.removeprefix('nn.')}_{t}"
             args = self._reduce_args(ins[0].shape, a["axes"])
+        elif name == "nn.reduce_log_sum_exp":
+            self._log_sum_exp(op, ins[0], out, a["axes"])
+            return
+        elif name in ("nn.argmax", "nn.argmin", "nn.cumsum"):
+            s = ins[0].shape
+            axis = a["axis"] % len(s)
+            args = [i64_attr(math.prod(s[:axis])), i64_attr(s[axis]), i64_attr(math.prod(s[axis + 1 :]))]
+            if name == "nn.cumsum":
+                args += [i32_attr(int(a["exclusive"])), i32_attr(int(a["reverse"]))]
+                callee = f"byoc_cumsum_{t}"
+            else:
+                args.append(i32_attr(int(a["select_last_index"])))
+                callee = f"byoc_{name.removeprefix('nn.')}_{ins[0].dtype}"
+        elif name == "nn.one_hot":
+            idx = ins[0]
+            if idx.dtype != "i64":
+                wide = Tensor(idx.shape, "i64", "node")
+                self._node(Computation("pointwise", "nn.cast", [idx], wide, views=[idx.shape], source=op))
+                ins = [wide, ins[1]]
+            s = idx.shape
+            axis = a["axis"] % (len(s) + 1)
+            args = [i64_attr(math.prod(s[:axis])), i64_attr(a["depth"]), i64_attr(math.prod(s[axis:]))]
+            callee = f"byoc_one_hot_{t}"
+        elif name == "nn.layer_norm":
+            s = ins[0].shape
+            axis = a["axis"] % len(s)
+            inner = s[axis:]
+            ins = [ins[0], *(self._broadcast(v, inner, op) for v in ins[1:])]
+            args = [i64_attr(math.prod(s[:axis])), i64_attr(math.prod(inner)), FloatAttr(float(np.float32(a["epsilon"])), f32)]
+            callee = "byoc_layer_norm_f32"
+        elif name == "nn.einsum":
+            self._einsum(op, ins, out, a["equation"])
+            return
         elif name == "nn.transpose":
             s = ins[0].shape
             axes = [x % len(s) for x in a["axes"]] or list(reversed(range(len(s))))
@@ -457,8 +491,8 @@ class GraphBuilder:
             value: Attribute
             if t == "f32":
                 value = FloatAttr(float(np.float32(a["pad_value"])), f32)
-            else:
-                value = i32_attr(int(max(min(a["pad_value"], 2**31 - 1), -(2**31))))
+            else:  # the verifier checked that pad_value is a value of the element type
+                value = IntegerAttr(int(a["pad_value"]), nn.element_type_named(t) or i32)
             args = [
                 i32_attr(len(s)),
                 i64_array(s),
@@ -474,6 +508,71 @@ class GraphBuilder:
         else:  # pragma: no cover - SUPPORTED_OPS and this dispatch are kept in step
             raise PassError(op, f"lower-to-c: no kernel for '{name}'")
         self._node(Computation("kernel", name, ins, out, callee=callee, args=args, source=op))
+
+    def _broadcast(self, v: Tensor, shape: tuple[int, ...], op: nn.NNOp) -> Tensor:
+        """`v` broadcast to `shape` (numpy rules): itself when it has that many elements, a
+        folded constant, or a loop that writes the broadcast."""
+        if v.numel == math.prod(shape):
+            return v
+        if v.kind == "const":
+            assert v.array is not None
+            return self._const(np.broadcast_to(v.array.reshape(v.shape), shape))
+        wide = Tensor(shape, v.dtype, "node")
+        self._node(Computation("pointwise", "nn.broadcast_to", [v], wide, views=[v.shape], source=op))
+        return wide
+
+    def _permuted(self, v: Tensor, perm: Sequence[int], op: nn.NNOp) -> Tensor:
+        """`v` with its dims in the order `perm`: itself when the order is unchanged, else a
+        copy read through the permuted strides."""
+        if list(perm) == list(range(len(v.shape))):
+            return v
+        st = contiguous_strides(v.shape)
+        out = Tensor(tuple(v.shape[p] for p in perm), v.dtype, "node")
+        view = View(0, tuple(st[p] for p in perm))
+        self._node(Computation("pointwise", "nn.transpose", [v], out, views=[view], source=op))
+        return out
+
+    def _einsum(self, op: nn.NNOp, ins: list[Tensor], out: Tensor, equation: str) -> None:
+        """A matmul-shaped einsum (`einsum_as_matmul`): each operand permuted to (batch, m, k)
+        and (batch, k, n) (no copy when already in that order), one batched matmul, and the
+        (batch, m, n) product read into the output's order."""
+        plan = einsum_as_matmul(equation, [v.shape for v in ins])
+        assert plan is not None  # unsupported_reason rejected the others
+        lhs = self._permuted(ins[0], plan.perm_a, op)
+        rhs = self._permuted(ins[1], plan.perm_b, op)
+        a3 = Tensor((plan.batch, plan.m, plan.k), "f32", "node", alias_of=lhs)
+        b3 = Tensor((plan.batch, plan.k, plan.n), "f32", "node", alias_of=rhs)
+        product = Tensor((plan.batch, plan.m, plan.n), "f32", "node")
+        self._node(
+            Computation(
+                "kernel", "nn.einsum", [a3, b3], product, callee="byoc_matmul_f32",
+                args=self._matmul_args(a3.shape, b3.shape), source=op,
+            )
+        )
+        if list(plan.perm_out) == list(range(len(out.shape))):
+            out.alias_of = product
+            return
+        labelled = Tensor(plan.product_shape, "f32", "node", alias_of=product)
+        st = contiguous_strides(plan.product_shape)
+        view = View(0, tuple(st[p] for p in plan.perm_out))
+        self._node(Computation("pointwise", "nn.transpose", [labelled], out, views=[view], source=op))
+
+    def _log_sum_exp(self, op: nn.NNOp, x: Tensor, out: Tensor, axes: Sequence[int]) -> None:
+        """log(sum(exp(x - top))) + top, top the maximum (0 where it is not finite), as the
+        reference computes it: a max reduction, a loop of exp, a sum reduction, a loop of log."""
+        s = x.shape
+        reduced = {d % len(s) for d in axes} if axes else set(range(len(s)))
+        kept = tuple(1 if d in reduced else s[d] for d in range(len(s)))
+        args = self._reduce_args(s, axes)
+        top = Tensor(kept, "f32", "node")
+        self._node(Computation("kernel", op.name, [x], top, callee="byoc_reduce_max_f32", args=args, source=op))
+        e = Tensor(s, "f32", "node")
+        self._node(Computation("pointwise", "log_sum_exp.exp", [x, top], e, views=[s, kept], source=op))
+        total = Tensor(kept, "f32", "node")
+        self._node(Computation("kernel", op.name, [e], total, callee="byoc_reduce_sum_f32", args=list(args), source=op))
+        res = Tensor(kept, "f32", "node")
+        self._node(Computation("pointwise", "log_sum_exp.log", [total, top], res, views=[kept, kept], source=op))
+        out.alias_of = res
 
     @staticmethod
     def _matmul_args(sa: tuple[int, ...], sb: tuple[int, ...]) -> list[Attribute]:
