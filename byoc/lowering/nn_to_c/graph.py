@@ -337,16 +337,19 @@ class GraphBuilder:
                 lo += o.shape[axis]
         elif name == "nn.take":
             idx = ins[1]
+            t = op.operands[1].type
+            assert isinstance(t, TensorType)
+            idx_shape = tuple(t.get_shape())  # a folded scalar constant may hold shape (1,)
             axis = a["axis"] % rank
             dim = x.shape[axis]
-            around = (*st[:axis], *(0,) * len(idx.shape), *st[axis + 1 :])
+            around = (*st[:axis], *(0,) * len(idx_shape), *st[axis + 1 :])
             if idx.kind == "const" and idx.numel == 1:  # one known index: a plain slice
                 assert idx.array is not None
                 i = int(idx.array.reshape(-1)[0])
                 i = min(max(i + dim if i < 0 else i, 0), dim - 1)
                 copy(outs[0], [x], [View(i * st[axis], around)])
             else:
-                idx_view = View(0, (*(0,) * axis, *contiguous_strides(idx.shape), *(0,) * (rank - axis - 1)))
+                idx_view = View(0, (*(0,) * axis, *contiguous_strides(idx_shape), *(0,) * (rank - axis - 1)))
                 copy(outs[0], [x, idx], [View(0, around, Gather(1, dim, st[axis])), idx_view])
         elif name == "nn.tile":
             # out viewed as (reps[0], d0, reps[1], d1, ...): the input broadcast along the reps
