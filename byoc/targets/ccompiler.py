@@ -8,7 +8,7 @@ tagged for ccompiler exactly when lower-to-c can emit it. An unsupported form
 is left to the host, never miscompiled.
 
 The C codegen fuses elementwise chains itself, so the pattern table holds only the
-quantized (QDQ) blocks, which become int8 kernels (byoc/targets/qdq.py, issue #13).
+quantized (QDQ) blocks, which become int8 kernels (byoc/targets/qdq.py).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import StringAttr, TensorType
 from xdsl.ir import Attribute, Operation
 
-from byoc.dialects.nn.ops import layout_of
+from byoc.dialects.nn.layers import layout_of
 from byoc.dialects.nn.types import DTYPE_NAMES
 from byoc.targets.base import Target
 from byoc.targets.predicates import Predicate
@@ -98,7 +98,7 @@ MATH_POINTWISE_OPS: dict[str, tuple[str, ...]] = dict.fromkeys(
     ],
     F32,
 )  # fmt: skip
-"""The f32 pointwise ops of nn.math_ops (issue #16): lowering/nn_to_c/math_scalar.py."""
+"""The f32 pointwise ops of nn.math_ops: lowering/nn_to_c/math_scalar.py."""
 POINTWISE_OPS.update(MATH_POINTWISE_OPS)
 
 KERNEL_OPS: dict[str, tuple[str, ...]] = {
@@ -116,8 +116,8 @@ KERNEL_OPS: dict[str, tuple[str, ...]] = {
     "nn.reduce_min": (*F32_I32, "i64"),
     "nn.reduce_prod": (*F32_I32, "i64"),
     "nn.reduce_log_sum_exp": F32,
-    "nn.argmax": (*NUMS, "i64"),
-    "nn.argmin": (*NUMS, "i64"),
+    "nn.argmax": NUMS,
+    "nn.argmin": NUMS,
     "nn.cumsum": (*F32_I32, "i64"),
     "nn.layer_norm": F32,
     "nn.einsum": F32,
@@ -125,7 +125,6 @@ KERNEL_OPS: dict[str, tuple[str, ...]] = {
     "nn.transpose": ALL,
     "nn.concatenate": ALL,
     "nn.pad": ALL,
-    # issue 15: ops the models used to run on the host
     "nn.conv2d_transpose": F32,
     "nn.resize2d": F32,
     "nn.lrn": F32,
@@ -267,7 +266,7 @@ def _predicate(op_name: str) -> Predicate:
 CCOMPILER = Target(
     name=NAME,
     support={name: _predicate(name) for name in SUPPORTED_OPS if name != "nn.constant"},
-    # issue #13: the QDQ blocks as int8 kernels (byoc/targets/qdq.py, byoc_qkernels.h)
+    # the QDQ blocks as int8 kernels (byoc/targets/qdq.py, byoc_qkernels.h)
     patterns=qdq_pattern_table(fused=True),
     composite_lowering="qnn",
     lowering="lower-to-c",
