@@ -354,22 +354,27 @@ class GraphBuilder:
             self.values[res] = o
         x = ins[0]
         rank = len(x.shape)
-        st = contiguous_strides(x.shape)
+        src, base, st = self._source(x)
 
         def copy(out: Tensor, inputs: list[Tensor], views: list[tuple[int, ...] | View]) -> None:
             self._node(Computation("pointwise", name, inputs, out, views=views, source=op))
 
         if name == "nn.broadcast_to":
-            copy(outs[0], [x], [x.shape])
+            if src is x:
+                copy(outs[0], [x], [x.shape])
+            else:
+                pad = len(outs[0].shape) - rank
+                strides = [0] * pad + [0 if x.shape[e] == 1 else st[e] for e in range(rank)]
+                copy(outs[0], [src], [View(base, tuple(strides))])
         elif name == "nn.strided_slice":
             steps = a["strides"] or (1,) * rank
-            offset = sum(b * s for b, s in zip(a["begin"], st, strict=True))
-            copy(outs[0], [x], [View(offset, tuple(k * s for k, s in zip(steps, st, strict=True)))])
+            offset = base + sum(b * s for b, s in zip(a["begin"], st, strict=True))
+            copy(outs[0], [src], [View(offset, tuple(k * s for k, s in zip(steps, st, strict=True)))])
         elif name == "nn.split":
             axis = a["axis"] % rank
             lo = 0
             for o in outs:
-                copy(o, [x], [View(lo * st[axis], tuple(st))])
+                copy(o, [src], [View(base + lo * st[axis], tuple(st))])
                 lo += o.shape[axis]
         elif name == "nn.take":
             idx = ins[1]
@@ -383,19 +388,39 @@ class GraphBuilder:
                 assert idx.array is not None
                 i = int(idx.array.reshape(-1)[0])
                 i = min(max(i + dim if i < 0 else i, 0), dim - 1)
-                copy(outs[0], [x], [View(i * st[axis], around)])
+                copy(outs[0], [src], [View(base + i * st[axis], around)])
             else:
                 idx_view = View(0, (*(0,) * axis, *contiguous_strides(idx_shape), *(0,) * (rank - axis - 1)))
-                copy(outs[0], [x, idx], [View(0, around, Gather(1, dim, st[axis])), idx_view])
+                copy(outs[0], [src, idx], [View(base, around, Gather(1, dim, st[axis])), idx_view])
         elif name == "nn.tile":
             # out viewed as (reps[0], d0, reps[1], d1, ...): the input broadcast along the reps
             expanded = tuple(e for r, d in zip(a["reps"], x.shape, strict=True) for e in (r, d))
             strides = tuple(e for s in st for e in (0, s))
             wide = Tensor(expanded, x.dtype, "node")
-            copy(wide, [x], [View(0, strides)])
+            copy(wide, [src], [View(base, strides)])
             outs[0].alias_of = wide
         else:  # pragma: no cover - VIEW_OPS and this dispatch are kept in step
             raise PassError(op, f"lower-to-c: no view lowering for '{name}'")
+
+    @staticmethod
+    def _source(x: Tensor) -> tuple[Tensor, int, list[int]]:
+        """Where the elements of `x` are read from: (tensor, element offset, stride of each
+        dim of x). When x is itself a view of one operand (a slice, split piece, broadcast,
+        transpose, one-index take), that operand through x's view, so a view of a view reads
+        the storage directly and x is never copied; otherwise x, 0, its contiguous strides.
+        Index arithmetic stays int64 however large the logical shape of x is."""
+        p = x.node
+        if (
+            x.alias_of is None
+            and p is not None
+            and p.kind == "pointwise"
+            and len(p.inputs) == 1
+            and (p.op_name in VIEW_OPS or p.op_name == "nn.transpose")
+        ):
+            v = read_view(p.views[0], p.out.shape)
+            if v.gather is None:
+                return p.inputs[0], v.offset, list(v.strides)
+        return x, 0, contiguous_strides(x.shape)
 
     def _kernel(self, op: nn.NNOp, ins: list[Tensor], out: Tensor, a: dict[str, Any]) -> None:
         name = op.name
