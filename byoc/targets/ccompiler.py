@@ -142,6 +142,39 @@ SUPPORTED_OPS: dict[str, tuple[str, ...]] = {
     "nn.constant": ALL,
 }
 
+HOST_REASONS: dict[str, str] = {
+    **dict.fromkeys(
+        ["nn.quantize", "nn.dequantize", "nn.requantize", "nn.qconv2d", "nn.qdense", "nn.qmatmul"],
+        "lowered only as part of a QDQ composite (byoc_qkernels.h)",
+    ),
+    "nn.dynamic_quantize": "its scale is computed from the values at run time; no C kernel",
+    **dict.fromkeys(["nn.lstm", "nn.gru", "nn.rnn"], "recurrent cells: no C kernel"),
+    **dict.fromkeys(
+        ["nn.bitwise_and", "nn.bitwise_or", "nn.bitwise_xor", "nn.bitwise_not", "nn.bit_shift", "nn.bitcast"],
+        "bit operations: no C lowering",
+    ),
+    **dict.fromkeys(["nn.is_nan", "nn.is_inf"], "float classification: no C lowering"),
+    **dict.fromkeys(
+        ["nn.reduce_l1", "nn.reduce_l2", "nn.reduce_sum_square", "nn.reduce_log_sum", "nn.cumprod"],
+        "rare reductions and scans: no C kernel",
+    ),
+    **dict.fromkeys(
+        ["nn.gather_elements", "nn.gather_nd", "nn.scatter_elements", "nn.scatter_nd", "nn.tensor_scatter",
+         "nn.reverse_sequence", "nn.trilu"],
+        "index ops beyond take: no C lowering",
+    ),  # fmt: skip
+    "nn.topk": "a sort along an axis: no C kernel",
+    **dict.fromkeys(["nn.log_softmax", "nn.hardmax", "nn.rms_norm"], "no C kernel"),
+    **dict.fromkeys(
+        ["nn.attention", "nn.linear_attention", "nn.rotary_embedding", "nn.det", "nn.nll_loss",
+         "nn.grid_sample", "nn.col2im", "nn.resize", "nn.roi_align", "nn.deform_conv2d"],
+        "composite layers without a C kernel",
+    ),  # fmt: skip
+}
+"""Why each nn op outside SUPPORTED_OPS stays on the host (docs/c-codegen.md lists them).
+No nn op has an output shape that depends on values (nonzero, unique); any op with a
+dynamic (`?`) or zero-size dim stays on the host too."""
+
 CCOMPILER_LAYOUTS = ("NCHW", "OIHW")
 """The layouts byoc_kernels.h implements."""
 
@@ -230,7 +263,8 @@ def unsupported_reason(op: Operation) -> str | None:
     """
     allowed = SUPPORTED_OPS.get(op.name)
     if allowed is None:
-        return f"'{op.name}' has no C lowering"
+        why = HOST_REASONS.get(op.name)
+        return f"'{op.name}' has no C lowering" + (f" ({why})" if why else "")
     for key, value in layout_of(op).items():
         if value not in CCOMPILER_LAYOUTS:
             return f"'{op.name}' with {key} {value} is not supported by the C codegen (NCHW/OIHW only)"
@@ -279,6 +313,7 @@ __all__ = [
     "ALIAS_OPS",
     "ALL",
     "EinsumMatmul",
+    "HOST_REASONS",
     "VIEW_OPS",
     "einsum_as_matmul",
     "MATH_POINTWISE_OPS",

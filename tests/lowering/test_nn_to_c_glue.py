@@ -319,3 +319,14 @@ def test_zero_size_and_non_matmul_einsum_stay_on_the_host() -> None:
     reasons = [unsupported_reason(op) for op in ops]
     assert reasons[0] is not None and "zero-size" in reasons[0]
     assert reasons[1] is not None and "not a batched matmul" in reasons[1]
+
+
+def test_every_nn_op_is_lowered_or_has_a_documented_host_reason() -> None:
+    from byoc.targets.ccompiler import HOST_REASONS, SUPPORTED_OPS
+
+    names = {op.name for op in nn.Nn.operations}
+    missing = sorted(n for n in names if n not in SUPPORTED_OPS and n not in HOST_REASONS)
+    assert not missing, f"give these a C lowering or a reason in HOST_REASONS: {missing}"
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "c-codegen.md").read_text()
+    undocumented = sorted(n for n in HOST_REASONS if f"`{n.removeprefix('nn.')}`" not in docs)
+    assert not undocumented, f"docs/c-codegen.md does not list {undocumented}"
