@@ -2,7 +2,8 @@
  * byoc_kernels_index.h — the kernels of the ops that move or index elements of every
  * element type the C codegen holds (f32, i64, i32, i8, u8, bool): transposes and pads of
  * the 8-bit, 64-bit and bool types, the reductions beyond sum/mean/max of
- * byoc_kernels_reduce.h, arg-max/min, running sums, one-hot, layer normalisation. Slices, splits, gathers, broadcasts and tiles need no kernel: lower-to-c
+ * byoc_kernels_reduce.h, arg-max/min, running sums and products, one-hot, layer and RMS
+ * normalisation, log-softmax. Slices, splits, gathers, broadcasts and tiles need no kernel: lower-to-c
  * reads them through strided views in its fused loops. Part of byoc_kernels.h.
  *
  * Every index and offset is int64_t, so a view of more than 2^31 elements is addressed
@@ -94,15 +95,16 @@ BYOC_DEFINE_ARGS(i32, int32_t, BYOC_ISNAN_I_)
 BYOC_DEFINE_ARGS(i8, int8_t, BYOC_ISNAN_I_)
 BYOC_DEFINE_ARGS(ui8, uint8_t, BYOC_ISNAN_I_)
 
-/* ---- running sums ------------------------------------------------------------- */
+/* ---- running sums and products ------------------------------------------------- */
 
 /*
- * Running sum over the middle dim of an (outer, n, inner) view (numpy.cumsum: one
- * accumulator, added in order, so float results are the reference's bit for bit);
- * `exclusive` leaves each element out, `reverse` runs from the end. ACC is the type
- * the sum is kept in (unsigned for the integers: they wrap modulo 2^n, as numpy's do).
+ * A running reduction over the middle dim of an (outer, n, inner) view (numpy.cumsum and
+ * numpy.cumprod: one accumulator, updated in order, so float results are the reference's
+ * bit for bit); `exclusive` leaves each element out, `reverse` runs from the end. ACC is
+ * the type the running value is kept in (unsigned for the integers: they wrap modulo 2^n,
+ * as numpy's do), INIT its start, STEP updates `acc` with `v`.
  */
-#define BYOC_DEFINE_CUMSUM(NAME, T, ACC)                                                     \
+#define BYOC_DEFINE_SCAN(NAME, T, ACC, INIT, STEP)                                           \
   static inline void NAME##_part_(const T* restrict x, T* restrict y, int64_t n,               \
                                   int64_t inner, int32_t exclusive, int32_t reverse,           \
                                   int64_t r0, int64_t r1) {                                    \
@@ -110,15 +112,15 @@ BYOC_DEFINE_ARGS(ui8, uint8_t, BYOC_ISNAN_I_)
       const int64_t o = r / inner, i = r % inner;                                              \
       const T* xs = x + o * n * inner + i;                                                     \
       T* ys = y + o * n * inner + i;                                                           \
-      ACC acc = 0;                                                                             \
+      ACC acc = INIT;                                                                          \
       for (int64_t j = 0; j < n; ++j) {                                                        \
         const int64_t k = reverse ? n - 1 - j : j;                                             \
         const ACC v = (ACC)xs[k * inner];                                                      \
         if (exclusive) {                                                                       \
           ys[k * inner] = (T)acc;                                                              \
-          acc += v;                                                                            \
+          STEP;                                                                                \
         } else {                                                                               \
-          acc += v;                                                                            \
+          STEP;                                                                                \
           ys[k * inner] = (T)acc;                                                              \
         }                                                                                      \
       }                                                                                        \
@@ -132,9 +134,12 @@ BYOC_DEFINE_ARGS(ui8, uint8_t, BYOC_ISNAN_I_)
                                     rows * (t + 1) / nt));                                     \
   }
 
-BYOC_DEFINE_CUMSUM(byoc_cumsum_f32, float, float)
-BYOC_DEFINE_CUMSUM(byoc_cumsum_i64, int64_t, uint64_t)
-BYOC_DEFINE_CUMSUM(byoc_cumsum_i32, int32_t, uint32_t)
+BYOC_DEFINE_SCAN(byoc_cumsum_f32, float, float, 0.0f, acc += v)
+BYOC_DEFINE_SCAN(byoc_cumsum_i64, int64_t, uint64_t, 0u, acc += v)
+BYOC_DEFINE_SCAN(byoc_cumsum_i32, int32_t, uint32_t, 0u, acc += v)
+BYOC_DEFINE_SCAN(byoc_cumprod_f32, float, float, 1.0f, acc *= v)
+BYOC_DEFINE_SCAN(byoc_cumprod_i64, int64_t, uint64_t, 1u, acc *= v)
+BYOC_DEFINE_SCAN(byoc_cumprod_i32, int32_t, uint32_t, 1u, acc *= v)
 
 /* ---- one-hot ------------------------------------------------------------------ */
 
@@ -199,6 +204,55 @@ static inline void byoc_layer_norm_f32(const float* restrict x, const float* res
   const int32_t nt = byoc_threads_for(rows * n * 4, BYOC_PAR_GRAIN);
   BYOC_SPLIT_(nt, t, byoc_layer_norm_rows_(x, gamma, beta, y, n, eps, rows * t / nt,
                                            rows * (t + 1) / nt));
+}
+
+/* Rows [r0, r1) of byoc_rms_norm_f32. */
+static inline void byoc_rms_norm_rows_(const float* restrict x, const float* restrict gamma,
+                                       float* restrict y, int64_t n, float eps, int64_t r0,
+                                       int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* xs = x + r * n;
+    float* ys = y + r * n;
+    double sq = 0.0;
+    for (int64_t k = 0; k < n; ++k) sq += (double)xs[k] * (double)xs[k];
+    const float denom = sqrtf((float)(sq / (double)n) + eps);
+    for (int64_t k = 0; k < n; ++k) ys[k] = xs[k] / denom * gamma[k];
+  }
+}
+
+/* x / sqrt(mean(x^2) + eps) * gamma over each row of n elements (the reference's RMSNorm;
+ * the squares summed in double); gamma holds n elements. Threads split the rows. */
+static inline void byoc_rms_norm_f32(const float* restrict x, const float* restrict gamma,
+                                     float* restrict y, int64_t rows, int64_t n, float eps) {
+  const int32_t nt = byoc_threads_for(rows * n * 3, BYOC_PAR_GRAIN);
+  BYOC_SPLIT_(nt, t, byoc_rms_norm_rows_(x, gamma, y, n, eps, rows * t / nt, rows * (t + 1) / nt));
+}
+
+/* ---- log-softmax ---------------------------------------------------------------- */
+
+/* Rows r = (o, i) in [r0, r1) of byoc_log_softmax_f32. */
+static inline void byoc_log_softmax_rows_(const float* restrict x, float* restrict y, int64_t n,
+                                          int64_t inner, int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t o = r / inner, i = r % inner;
+    const float* xs = x + o * n * inner + i;
+    float* ys = y + o * n * inner + i;
+    float m = -INFINITY;
+    for (int64_t k = 0; k < n; ++k) m = m == m ? byoc_maxf_(m, xs[k * inner]) : m;
+    double sum = 0.0;
+    for (int64_t k = 0; k < n; ++k) sum += (double)expf(xs[k * inner] - m);
+    const float lse = logf((float)sum);
+    for (int64_t k = 0; k < n; ++k) ys[k * inner] = (xs[k * inner] - m) - lse;
+  }
+}
+
+/* (x - max) - log(sum(exp(x - max))) over the middle dim of an (outer, n, inner) view
+ * (the reference's log_softmax; the exponentials summed in double). */
+static inline void byoc_log_softmax_f32(const float* restrict x, float* restrict y, int64_t outer,
+                                        int64_t n, int64_t inner) {
+  const int64_t rows = outer * inner;
+  const int32_t nt = byoc_threads_for(rows * n * 8, BYOC_PAR_GRAIN);
+  BYOC_SPLIT_(nt, t, byoc_log_softmax_rows_(x, y, n, inner, rows * t / nt, rows * (t + 1) / nt));
 }
 
 #endif /* BYOC_KERNELS_INDEX_H_ */

@@ -427,6 +427,7 @@ SANITIZED = [
     "tile_ui8", "reduce_min", "reduce_prod_i32", "reduce_log_sum_exp", "argmin_last_i32",
     "cumsum_exclusive_reverse_i64", "one_hot", "one_hot_axis0_f32", "layer_norm_axis1",
     "einsum_attention", "einsum_out_perm", "transpose_bool", "pad_ui8", "concat_bool",
+    "is_inf_negative", "reduce_l2_keep", "cumprod_exclusive_i32", "rms_norm", "log_softmax",
 ]
 
 

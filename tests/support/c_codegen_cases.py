@@ -398,6 +398,16 @@ case("pad_ui8", [((3, 3), UI8)], op(nn.PadOp, pad_width=(1, 0, 2, 1), pad_value=
 case("pad_bool_edge", [((2, 3), BOOL)], op(nn.PadOp, pad_width=(1, 1, 0, 2), pad_mode="edge"))
 case("concat_bool", [((2, 3), BOOL), ((2, 1), BOOL)], op(nn.ConcatenateOp, axis=1))
 case("reshape_i8", [((2, 3, 4), I8)], op(nn.ReshapeOp, newshape=(4, 6)))
+case("is_nan", [((3, 7), F32)], op(math_ops.IsNanOp))
+case("is_inf_negative", [((3, 7), F32)], op(math_ops.IsInfOp, detect_positive=False))
+case("reduce_l1", [((3, 4, 5), F32)], op(math_ops.ReduceL1Op, axes=(1,)))
+case("reduce_l2_keep", [((3, 4, 5), F32)], op(math_ops.ReduceL2Op, axes=(0, 2), keepdims=True))
+case("reduce_sum_square", [((3, 4, 5), F32)], op(math_ops.ReduceSumSquareOp))
+case("reduce_log_sum", [((3, 4, 5), F32)], op(math_ops.ReduceLogSumOp, axes=(2,)), positive=True)
+case("cumprod_reverse", [((3, 4, 5), F32)], op(math_ops.CumProdOp, axis=2, reverse=True))
+case("cumprod_exclusive_i32", [((3, 4), I32)], op(math_ops.CumProdOp, axis=0, exclusive=True), int_range=(-3, 3))
+case("rms_norm", [((2, 3, 8), F32), ((8,), F32)], op(indexing.RMSNormOp, axis=-1))
+case("log_softmax", [((2, 5, 3), F32)], op(indexing.LogSoftmaxOp, axis=1))
 
 
 # ---------------------------------------------------------------------------
@@ -447,6 +457,8 @@ def random_inputs(c: Case, rng: np.random.Generator) -> list[np.ndarray[Any, Any
             a = (rng.random(shape) + 0.1).astype(np.float32)
         else:
             a = rng.standard_normal(shape).astype(np.float32)
+            if c.name.startswith(("is_nan", "is_inf")):
+                a.reshape(-1)[:3] = [np.nan, np.inf, -np.inf]
             if c.name == "cast_f32_i32":
                 a = (a * 1e3).astype(np.float32)
                 a.reshape(-1)[:4] = [3e9, -3e9, np.nan, -2.5]

@@ -524,6 +524,15 @@ COMPARISONS = {
 INT_BITS = {"i64": 64, "i32": 32, "i8": 8, "ui8": 8, "i16": 16}
 
 
+REDUCE_STEPS: dict[str, Any] = {
+    "reduce.abs": lambda b, x: b.add(c.CallOpaqueOp("fabsf", [x], [f32])),
+    "reduce.square": lambda b, x: b.add(c.MulOp(x, x)),
+    "reduce.sqrt": lambda b, x: b.add(c.CallOpaqueOp("sqrtf", [x], [f32])),
+    "reduce.log": lambda b, x: b.add(c.CallOpaqueOp("logf", [x], [f32])),
+}
+"""The f32 elementwise steps around the sum of GraphBuilder._reduce_via_sum."""
+
+
 def _cast(b: CBuilder, x: SSAValue, src: str, dst: str) -> SSAValue:
     """numpy's astype from `src` to `dst` on x86-64. A float converted to an integer is
     truncated toward zero when in range; NaN and out-of-range values give the minimum of the
@@ -648,6 +657,15 @@ def scalar_op(b: CBuilder, n: Computation, args: list[SSAValue]) -> SSAValue:
         return sel(x, args[1], args[2])
     if name in VIEW_OPS or name == "nn.transpose":
         return x  # a read through a view: the element itself
+    if name == "nn.is_nan":
+        return cmp("ne", x, x)
+    if name == "nn.is_inf":
+        hits = [cmp("eq", x, b.const(v, f32)) for flag, v in (("detect_positive", math.inf), ("detect_negative", -math.inf)) if p[flag]]
+        if not hits:
+            return b.const(0, t)
+        return hits[0] if len(hits) == 1 else b.add(c.LogicalOrOp(hits[0], hits[1]))
+    if name in REDUCE_STEPS:
+        return REDUCE_STEPS[name](b, x)
     if name in ("log_sum_exp.exp", "log_sum_exp.log"):
         # nn.reduce_log_sum_exp's loops (GraphBuilder._log_sum_exp): the maximum `top`
         # counts as 0 where it is not finite (top - top is 0 exactly for a finite top)

@@ -507,13 +507,18 @@ class GraphBuilder:
         elif name == "nn.reduce_log_sum_exp":
             self._log_sum_exp(op, ins[0], out, a["axes"])
             return
-        elif name in ("nn.argmax", "nn.argmin", "nn.cumsum"):
+        elif name in REDUCE_VIA_SUM:
+            self._reduce_via_sum(op, ins[0], out, a["axes"], *REDUCE_VIA_SUM[name])
+            return
+        elif name in ("nn.argmax", "nn.argmin", "nn.cumsum", "nn.cumprod", "nn.log_softmax"):
             s = ins[0].shape
             axis = a["axis"] % len(s)
             args = [i64_attr(math.prod(s[:axis])), i64_attr(s[axis]), i64_attr(math.prod(s[axis + 1 :]))]
-            if name == "nn.cumsum":
+            if name == "nn.log_softmax":
+                callee = "byoc_log_softmax_f32"
+            elif name in ("nn.cumsum", "nn.cumprod"):
                 args += [i32_attr(int(a["exclusive"])), i32_attr(int(a["reverse"]))]
-                callee = f"byoc_cumsum_{t}"
+                callee = f"byoc_{name.removeprefix('nn.')}_{t}"
             else:
                 args.append(i32_attr(int(a["select_last_index"])))
                 callee = f"byoc_{name.removeprefix('nn.')}_{ins[0].dtype}"
@@ -527,13 +532,13 @@ class GraphBuilder:
             axis = a["axis"] % (len(s) + 1)
             args = [i64_attr(math.prod(s[:axis])), i64_attr(a["depth"]), i64_attr(math.prod(s[axis:]))]
             callee = f"byoc_one_hot_{t}"
-        elif name == "nn.layer_norm":
+        elif name in ("nn.layer_norm", "nn.rms_norm"):
             s = ins[0].shape
             axis = a["axis"] % len(s)
             inner = s[axis:]
             ins = [ins[0], *(self._broadcast(v, inner, op) for v in ins[1:])]
             args = [i64_attr(math.prod(s[:axis])), i64_attr(math.prod(inner)), FloatAttr(float(np.float32(a["epsilon"])), f32)]
-            callee = "byoc_layer_norm_f32"
+            callee = f"byoc_{name.removeprefix('nn.')}_f32"
         elif name == "nn.einsum":
             self._einsum(op, ins, out, a["equation"])
             return
@@ -621,6 +626,28 @@ class GraphBuilder:
         view = View(0, tuple(st[p] for p in plan.perm_out))
         self._node(Computation("pointwise", "nn.transpose", [labelled], out, views=[view], source=op))
 
+    def _reduce_via_sum(
+        self, op: nn.NNOp, x: Tensor, out: Tensor, axes: Sequence[int], before: str | None, after: str | None
+    ) -> None:
+        """A reduction that is a sum between two elementwise steps (reduce_l1: |x| then the
+        sum; reduce_l2: x * x, the sum, sqrt): a fused loop, the sum kernel, a fused loop."""
+        s = x.shape
+        reduced = {d % len(s) for d in axes} if axes else set(range(len(s)))
+        kept = tuple(1 if d in reduced else s[d] for d in range(len(s)))
+        terms = x
+        if before is not None:
+            terms = Tensor(s, "f32", "node")
+            self._node(Computation("pointwise", before, [x], terms, views=[s], source=op))
+        total = Tensor(kept, "f32", "node")
+        args = self._reduce_args(s, axes)
+        self._node(Computation("kernel", op.name, [terms], total, callee="byoc_reduce_sum_f32", args=args, source=op))
+        if after is None:
+            out.alias_of = total
+            return
+        res = Tensor(kept, "f32", "node")
+        self._node(Computation("pointwise", after, [total], res, views=[kept], source=op))
+        out.alias_of = res
+
     def _log_sum_exp(self, op: nn.NNOp, x: Tensor, out: Tensor, axes: Sequence[int]) -> None:
         """log(sum(exp(x - top))) + top, top the maximum (0 where it is not finite), as the
         reference computes it: a max reduction, a loop of exp, a sum reduction, a loop of log."""
@@ -675,6 +702,15 @@ class GraphBuilder:
             i64_array([e for e, _ in red]),
             i64_array([st for _, st in red]),
         ]
+
+
+REDUCE_VIA_SUM: dict[str, tuple[str | None, str | None]] = {
+    "nn.reduce_l1": ("reduce.abs", None),
+    "nn.reduce_sum_square": ("reduce.square", None),
+    "nn.reduce_l2": ("reduce.square", "reduce.sqrt"),
+    "nn.reduce_log_sum": (None, "reduce.log"),
+}
+"""The f32 reductions lowered as (elementwise step before, after) the sum kernel."""
 
 
 def _resize_table(in_size: int, out_size: int, scale: float, a: dict[str, Any]) -> list[Attribute]:
