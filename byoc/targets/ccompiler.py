@@ -5,7 +5,9 @@ Its support is what `lower-to-c` can emit, stated once here: the tables below
 imports them (`unsupported_reason`) to reject what it cannot lower, and the
 predicates registered as `target.ccompiler` are the same check, so an op is
 tagged for ccompiler exactly when lower-to-c can emit it. An unsupported form
-is left to the host, never miscompiled.
+is left to the host, never miscompiled; `HOST_REASONS` says why for each op
+without a C lowering (docs/c-codegen.md lists the ops, their element types and
+how each is lowered).
 
 The C codegen fuses elementwise chains itself, so the pattern table holds only the
 quantized (QDQ) blocks, which become int8 kernels (byoc/targets/qdq.py).

@@ -371,7 +371,7 @@ class PartitionLowering:
                     continue
                 # a gather: the offset needs the node's index read first (loaded per node:
                 # two gathers of one operand may read different indices)
-                term = _gathered(body, self._index_value(body, n, g, nest, values, scalars, shape), g)
+                term = _gathered(body, self._index_value(n, g, nest, values, scalars, shape), g)
                 at = body.add(c.AddOp(final[nest.leaf_keys.index(key)], term))
                 args.append(body.add(c.LoadOp(params[r], at)))
             values[n.out] = scalar_op(body, n, args)
@@ -380,7 +380,6 @@ class PartitionLowering:
 
     @staticmethod
     def _index_value(
-        body: CBuilder,
         n: Computation,
         g: Gather,
         nest: _Nest,
