@@ -33,7 +33,7 @@ def test_every_output_is_an_xdsl_target_under_its_name() -> None:
 
 
 def test_every_input_is_an_xdsl_frontend_under_its_extension() -> None:
-    assert set(ALL_FRONTENDS) == {"mlir", "onnx", "examplejson"}
+    assert set(ALL_FRONTENDS) == {"mlir", "onnx", "examplejson", "pt2"}
     for name, factory in ALL_FRONTENDS.items():
         cls = factory()
         assert issubclass(cls, Frontend) and cls.name == name
@@ -147,7 +147,7 @@ def test_input_shape_on_mlir_input_is_an_error(
     code, out, err = _opt(capsys, str(path), "--input-shape", "x=1")
     assert (code, out) == (1, "")
     assert err == (
-        f"byoc-opt: error: --input-shape applies to ONNX input (.onnx, or -f onnx); "
+        f"byoc-opt: error: --input-shape applies to ONNX and torch.export input (.onnx, .pt2); "
         f"'{path}' is read as mlir\n"
     )
 
