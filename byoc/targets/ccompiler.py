@@ -105,8 +105,12 @@ MAX_RANK = 16
 """BYOC_MAX_RANK of byoc_kernels.h."""
 
 
+_DTYPE_NAMES: dict[Attribute, str] = {f32: "f32", i32: "i32"}
+
+
 def dtype_name(t: Attribute) -> str:
-    return {f32: "f32", i32: "i32"}.get(t, str(t))  # type: ignore[arg-type]
+    name = _DTYPE_NAMES.get(t)  # the common types without printing them
+    return str(t) if name is None else name
 
 
 def unsupported_reason(op: Operation) -> str | None:

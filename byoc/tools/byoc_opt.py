@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from xdsl.utils.frontend import Frontend
     from xdsl.utils.target import Target
 
-    from byoc.diagnostics import Diagnostic, ParsedSource, SourceBuffer
+    from byoc.diagnostics import Diagnostic, ModuleVerifier, ParsedSource, SourceBuffer
 
 
 class _Timing:
@@ -107,6 +107,8 @@ class Chunk:
     frontend: Frontend
     parsed: ParsedSource | None = None
     diagnostics: list[Diagnostic] = field(default_factory=list["Diagnostic"])
+    verifier: ModuleVerifier | None = None
+    """Verifies the chunk's module between passes; None: in full, with xDSL's `verify()`."""
 
     @property
     def failed(self) -> bool:
@@ -214,6 +216,12 @@ class ByocOptMain(xDSLOptMain):
             action=_ListPasses,
             tool=self,
             help="list the available passes with their options and exit",
+        )
+        arg_parser.add_argument(
+            "--verify-full",
+            action="store_true",
+            help="after each pass, verify every op, not only the ops the pass created or "
+            "changed (on under --verify-diagnostics)",
         )
         arg_parser.add_argument(
             "--elide-constants",
@@ -431,6 +439,10 @@ class ByocOptMain(xDSLOptMain):
         if chunk.parsed is None:
             self.finish_chunk()
             return None
+        if self.pipeline.passes and not (self.args.verify_full or self.args.verify_diagnostics):
+            from byoc.dialects.verify import ChangeVerifier
+
+            chunk.verifier = ChangeVerifier()
         return chunk.parsed.module
 
     def apply_passes(self, prog: ModuleOp) -> None:
@@ -487,7 +499,11 @@ class ByocOptMain(xDSLOptMain):
         self, previous: ModulePass | None, module: ModuleOp, next_pass: ModulePass | None
     ) -> None:
         """The pipeline's callback, before the first pass and after each: time the pass
-        that ran, verify the IR (a `SourceError` stops the pipeline), print it if asked."""
+        that ran, verify the IR (a `SourceError` stops the pipeline), print it if asked.
+
+        The first verification checks every op; after a pass, only the ops the pass
+        may have changed (`ChangeVerifier`), unless --verify-full or
+        --verify-diagnostics asks for every op each time."""
         from byoc.diagnostics import SourceError, verify_module
 
         if previous is not None:
@@ -497,7 +513,7 @@ class ByocOptMain(xDSLOptMain):
         assert parsed is not None
         if not self.args.disable_verify:
             with self.timing("Verifier"):
-                problem = verify_module(parsed, module)
+                problem = verify_module(parsed, module, self.chunk.verifier)
             if problem is not None:
                 if previous is None:
                     raise SourceError([problem])
