@@ -19,11 +19,13 @@ round the three formats take turns, so load from other processes on a shared
 machine hits them alike.
 
 The second table times whole byoc-opt runs, in this process, on the `nn mix`
-file: `byoc-opt FILE -o OUT` (parse, verify, print) against
-`byoc-opt FILE -p 'byoc{targets=ccompiler}' -o OUT` (the same plus the
+file: `byoc-opt FILE -o OUT` (parse, verify, print), the same with
+`--verify-full` (xDSL's `verify()` of every op rather than one per `nn` op
+signature) and `byoc-opt FILE -p 'byoc{targets=ccompiler}' -o OUT` (plus the
 partitioning pipeline and the verification after it), taking turns, best of
-`--repeat` rounds (at least 3); the ratio is pipeline over plain. Its last
-columns split the pipeline run's best round by phase (`--timing`'s table).
+`--repeat` rounds (at least 3); `ratio` is pipeline over plain, `vs full`
+pipeline over plain --verify-full. The last columns split the pipeline run's
+best round by phase (`--timing`'s table).
 """
 
 from __future__ import annotations
@@ -127,22 +129,25 @@ def time_opt(args: list[str]) -> tuple[float, dict[str, float]]:
     return elapsed, dict(tool.timing.phases)
 
 
-def measure_pipeline(n: int, repeat: int) -> tuple[float, float, dict[str, float]]:
-    """(plain seconds, pipeline seconds, the best pipeline run's phases) on the nn mix file."""
+def measure_pipeline(n: int, repeat: int) -> tuple[float, float, float, dict[str, float]]:
+    """(plain seconds, plain --verify-full seconds, pipeline seconds, the best pipeline
+    run's phases) on the nn mix file."""
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / "mix.mlir"
         source.write_text(nn_mix_chain(n))
         out = str(Path(tmp) / "out.mlir")
         plain_args = [str(source), "-o", out]
+        full_args = [str(source), "--verify-full", "-o", out]
         pipeline_args = [str(source), "-p", PIPELINE, "-o", out]
         time_opt(pipeline_args)  # imports the passes and the target before timing
-        plain, pipeline, phases = float("inf"), float("inf"), {}
+        plain, full, pipeline, phases = float("inf"), float("inf"), float("inf"), {}
         for _ in range(repeat):
             plain = min(plain, time_opt(plain_args)[0])
+            full = min(full, time_opt(full_args)[0])
             seconds, run_phases = time_opt(pipeline_args)
             if seconds < pipeline:
                 pipeline, phases = seconds, run_phases
-    return plain, pipeline, phases
+    return plain, full, pipeline, phases
 
 
 def main() -> None:
@@ -180,16 +185,19 @@ def parse_print_table(sizes: list[int], repeat_arg: int) -> None:
 
 def pipeline_table(sizes: list[int], repeat: int) -> None:
     print()
-    print(f"byoc-opt on the nn mix file, plain (parse, verify, print) vs -p '{PIPELINE}'")
+    print(
+        f"byoc-opt on the nn mix file: plain (parse, verify, print), plain --verify-full, -p '{PIPELINE}'"
+    )
     names = ("Parser", "Verifier", "byoc", "Output")
     print(
-        f"{'ops':>7} {'plain s':>8} {'pipeline s':>10} {'ratio':>6}  "
+        f"{'ops':>7} {'plain s':>8} {'full s':>7} {'pipeline s':>10} {'ratio':>6} {'vs full':>8}  "
         + " ".join(f"{name:>8}" for name in names)
     )
     for n in sizes:
-        plain, pipeline, phases = measure_pipeline(n, repeat)
+        plain, full, pipeline, phases = measure_pipeline(n, repeat)
         print(
-            f"{n:>7} {plain:>8.3f} {pipeline:>10.3f} {pipeline / plain:>5.2f}x  "
+            f"{n:>7} {plain:>8.3f} {full:>7.3f} {pipeline:>10.3f} {pipeline / plain:>5.2f}x "
+            f"{pipeline / full:>7.2f}x  "
             + " ".join(f"{phases.get(name, 0.0):>8.3f}" for name in names),
             flush=True,
         )

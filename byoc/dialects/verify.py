@@ -1,4 +1,4 @@
-"""Verifying a module again after a pass: every op the pass could have changed, not all.
+"""Verifying a module once per `nn` op signature, and after a pass only what it may have changed.
 
     verifier = ChangeVerifier()
     verifier.verify(module)          # the first time: every op, as `module.verify()`
@@ -23,7 +23,7 @@ object mutated in place (xDSL attributes are frozen; it takes
 `object.__setattr__`), and a future `nn` op whose verifier reads more than its
 own types and attributes (a test checks that no `nn` op overrides `verify_`
 beyond `NNOp`'s and `nn.constant`'s). `byoc-opt --verify-full` (on under
-`--verify-diagnostics`) verifies every op after each pass instead.
+`--verify-diagnostics`) runs xDSL's full `verify()` instead.
 """
 
 from __future__ import annotations
@@ -74,12 +74,17 @@ class ChangeVerifier:
 
     The checks of xDSL's `Operation.verify`, nested ops before the op that holds
     them; ops the previous run verified and whose fingerprint is unchanged are
-    skipped. One instance per module.
+    skipped, and of the `nn` ops with the same signature (class, and the very
+    same type and attribute objects: interned types, as `nn.tensor` makes, share
+    them) only the first is verified. One instance per module.
     """
 
     def __init__(self) -> None:
         self._verified: dict[Operation, Fingerprint] = {}
         """Each local op verified by the last run, with its fingerprint then."""
+        self._signatures: dict[tuple[object, ...], Fingerprint] = {}
+        """Every `nn` op signature that verified: class, then the ids of the operand types,
+        result types, attributes and properties, with the fingerprint holding them."""
         self.checked = 0
         """Ops the last run verified (for tests and timing)."""
 
@@ -103,6 +108,27 @@ class ChangeVerifier:
         op.verify(verify_nested_ops=False)
         self.checked += 1
 
+    def _verify_nn_op(self, op: Operation, mark: Fingerprint) -> None:
+        """Verify an `nn` op, unless one of its class with the same types, attributes and
+        properties (the same objects) verified before and no operand is erased."""
+        if any(isinstance(v, ErasedSSAValue) for v in mark[0]):
+            op.verify(verify_nested_ops=False)  # raises
+        key = (
+            type(op),
+            *[id(t) for t in mark[1]],
+            None,
+            *[id(t) for t in mark[2]],
+            None,
+            *[(k, id(a)) for k, a in mark[3]],
+            None,
+            *[(k, id(a)) for k, a in mark[4]],
+        )
+        if key in self._signatures:
+            return
+        op.verify(verify_nested_ops=False)
+        self.checked += 1
+        self._signatures[key] = mark  # keeps the objects alive, so that no other takes their id
+
     def _verify_block(self, block: Block, seen: dict[Operation, Fingerprint]) -> None:
         previous = self._verified
         last = block.last_op
@@ -114,8 +140,7 @@ class ChangeVerifier:
                 continue
             mark = fingerprint(op)
             if not _unchanged(previous.get(op), mark):
-                op.verify(verify_nested_ops=False)
-                self.checked += 1
+                self._verify_nn_op(op, mark)
             seen[op] = mark
         if last is None and (region := block.parent) is not None:
             parent = region.parent

@@ -220,8 +220,9 @@ class ByocOptMain(xDSLOptMain):
         arg_parser.add_argument(
             "--verify-full",
             action="store_true",
-            help="after each pass, verify every op, not only the ops the pass created or "
-            "changed (on under --verify-diagnostics)",
+            help="verify every op with xDSL's verify(), before the first pass and after each, "
+            "not only one op per nn signature and then the ops a pass created or changed "
+            "(on under --verify-diagnostics)",
         )
         arg_parser.add_argument(
             "--elide-constants",
@@ -439,7 +440,7 @@ class ByocOptMain(xDSLOptMain):
         if chunk.parsed is None:
             self.finish_chunk()
             return None
-        if self.pipeline.passes and not (self.args.verify_full or self.args.verify_diagnostics):
+        if not (self.args.verify_full or self.args.verify_diagnostics):
             from byoc.dialects.verify import ChangeVerifier
 
             chunk.verifier = ChangeVerifier()
@@ -501,9 +502,9 @@ class ByocOptMain(xDSLOptMain):
         """The pipeline's callback, before the first pass and after each: time the pass
         that ran, verify the IR (a `SourceError` stops the pipeline), print it if asked.
 
-        The first verification checks every op; after a pass, only the ops the pass
-        may have changed (`ChangeVerifier`), unless --verify-full or
-        --verify-diagnostics asks for every op each time."""
+        The first verification checks every op (an `nn` op signature once); after a
+        pass, only the ops the pass may have changed (`ChangeVerifier`), unless
+        --verify-full or --verify-diagnostics asks for xDSL's `verify()` each time."""
         from byoc.diagnostics import SourceError, verify_module
 
         if previous is not None:

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import pytest
 from xdsl.dialects.builtin import ModuleOp, StringAttr, f64
-from xdsl.dialects.func import FuncOp
-from xdsl.ir import Operation
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.irdl import IRDLOperation
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import OpTrait
@@ -108,7 +108,7 @@ def test_a_change_fails_as_full_verification_fails(case: str) -> None:
     assert str(raised.value) == str(full_error)
 
 
-def test_a_failed_run_verifies_everything_next_time() -> None:
+def test_after_a_failure_the_failed_op_is_verified_again() -> None:
     module, ops = parsed()
     verifier = ChangeVerifier()
     verifier.verify(module)
@@ -117,7 +117,27 @@ def test_a_failed_run_verifies_everything_next_time() -> None:
         verifier.verify(module)
     ops["nn.relu"].results[0]._type = nn.tensor((4,))  # pyright: ignore[reportPrivateUsage]
     verifier.verify(module)
-    assert verifier.checked == 7
+    # module, func, func.return, the relu, and the add and multiply that read its result
+    # (a new type object); the clip's signature verified before the failure
+    assert verifier.checked == 6
+
+
+def test_nn_ops_of_one_signature_are_verified_once() -> None:
+    """Ops built with interned types (`nn.tensor`) and the same properties share a signature."""
+    t = nn.tensor((4,))
+    block = Block(arg_types=[t])
+    x: SSAValue = block.args[0]
+    for _ in range(10):
+        relu = nn.ReluOp.build(x)
+        clip = nn.ClipOp.build(relu.results[0], a_min=0.0, a_max=6.0)
+        block.add_ops([relu, clip])
+        x = clip.results[0]
+    block.add_op(ReturnOp(x))
+    module = ModuleOp([FuncOp("main", ([t], [t]), Region(block))])
+    verifier = ChangeVerifier()
+    verifier.verify(module)
+    # module, func, func.return, one relu and the clips (each has its own property objects)
+    assert verifier.checked == 3 + 1 + 10
 
 
 def test_partitioned_ops_are_not_verified_again() -> None:
