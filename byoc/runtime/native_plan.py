@@ -1,0 +1,521 @@
+"""The compiled host plan: a whole run in one native call.
+
+    native = NativePlan.build(plan, constants, bound, entries)   # None: run it in Python
+    outputs = native.run(arrays)                                 # one cffi call
+
+`byoc_plan_runner.c` is generic C shipped with byoc: it interprets plan data, so no
+model needs a compile of its own. It is compiled once per machine (the toolchain's
+cache) and loaded once per process. `NativePlan.build` turns a `HostPlan` into its
+data once per Executable:
+
+- every slot gets a dtype and a shape (propagated through the kernel steps' type
+  relations); a plan with a `?` dim anywhere stays in Python;
+- a partition call whose component has a C entry (`CEntry`: a C library's packed
+  entry, a graph component's `byoc_graph_run` with its module and graph index) is
+  called from C directly; any other step (a host kernel, a partition of a component
+  without a C entry such as ExampleJSON) calls back into Python, where it runs the
+  very closure the Python executor runs (`BoundPlan.runners`);
+- the intermediates live in one arena per run, placed by `plan_arena` (two values
+  share bytes only when no step needs both); values that host kernels make and only
+  host kernels read stay Python objects and take no arena space;
+- a model output written by a step is written straight into the array the caller
+  gets; an output that is an input or a constant passed through, or a value returned
+  twice, is copied at the end.
+
+Results agree bit for bit with the Python executor: the same kernels run on the same
+values. A host step reads the Python objects the Python executor would hand it (the
+caller's input arrays, the constant arrays, the previous host kernel's result) and,
+for a value a C partition made, a view of its bytes.
+
+Thread safety: the runner hands each concurrent run its own workspace (tensors,
+argument vectors and arena, reused by later runs); the Python side of a host step keeps
+its run's values in a thread-local.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import cffi
+import numpy as np
+
+from byoc.dialects import nn
+from byoc.runtime.host import BoundPlan, HostPlan
+from byoc.runtime.tensor import TensorSpec
+from byoc.runtime.toolchain import DEFAULT_FLAGS, INCLUDE_DIR, compile_source, private_copy
+
+Array = np.ndarray[Any, Any]
+
+RUNNER_SOURCE = INCLUDE_DIR / "byoc_plan_runner.c"
+
+_CDEF = """
+typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } DLDataType;
+typedef struct { int32_t device_type; int32_t device_id; } DLDevice;
+typedef struct {
+  void* data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t* shape;
+  int64_t* strides;
+  uint64_t byte_offset;
+} DLTensor;
+typedef struct {
+  int32_t kind;
+  int32_t index;
+  uint64_t offset;
+  uint64_t nbytes;
+  void* data;
+  DLDataType dtype;
+  int32_t ndim;
+  int64_t* shape;
+} byoc_plan_slot;
+typedef struct {
+  int32_t kind;
+  int32_t graph;
+  void* fn;
+  void* module;
+  int32_t num_args;
+  int32_t first_arg;
+} byoc_plan_step;
+typedef struct { int32_t slot; int32_t index; } byoc_plan_copy;
+typedef int32_t (*byoc_plan_host_fn)(void* ctx, int32_t step, DLTensor** args);
+typedef struct {
+  int32_t num_slots;
+  int32_t num_steps;
+  int32_t num_args;
+  int32_t num_copies;
+  const byoc_plan_slot* slots;
+  const byoc_plan_step* steps;
+  const int32_t* arg_slots;
+  const byoc_plan_copy* copies;
+  uint64_t arena_size;
+  void* host_ctx;
+  byoc_plan_host_fn host;
+} byoc_plan_data;
+typedef struct byoc_plan byoc_plan;
+byoc_plan* byoc_plan_new(const byoc_plan_data* d);
+void byoc_plan_free(byoc_plan* p);
+int32_t byoc_plan_run(byoc_plan* p, void* const* inputs, void* const* outputs);
+int32_t byoc_plan_last_code(void);
+"""
+
+STEP_ENTRY, STEP_GRAPH, STEP_HOST = 0, 1, 2
+SLOT_INPUT, SLOT_CONSTANT, SLOT_OUTPUT, SLOT_ARENA, SLOT_PYTHON = 0, 1, 2, 3, 4
+ALIGN = 64
+"""Every arena range starts at a multiple of this (the arena itself is so aligned)."""
+
+_DL_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
+
+
+@dataclass(frozen=True)
+class CEntry:
+    """How C calls one partition: `fn` is the address of a packed entry
+    `int32_t f(DLTensor** args, int32_t n)` (`module` 0), or of a graph runtime's
+    `int32_t f(void* module, int32_t graph, DLTensor** args, int32_t n)`.
+    `last_error()` is the message of the component's last failure on this thread."""
+
+    fn: int
+    last_error: Callable[[], str]
+    module: int = 0
+    graph: int = -1
+
+
+class NativePlanError(RuntimeError):
+    """A partition failed inside a native run (raised as the component's error type)."""
+
+
+_RUNNER: list[tuple[Any, Any]] = []
+_RUNNER_LOCK = threading.Lock()
+
+
+def runner_library() -> tuple[Any, Any]:
+    """The plan runner's (ffi, lib): compiled (or found in the cache) and loaded on first use,
+    then kept for the life of the process."""
+    if _RUNNER:
+        return _RUNNER[0]
+    with _RUNNER_LOCK:
+        if not _RUNNER:
+            flags = tuple(f for f in DEFAULT_FLAGS if f != "-fopenmp")
+            built = compile_source(RUNNER_SOURCE.read_text(), flags)
+            ffi = cffi.FFI()
+            ffi.cdef(_CDEF)
+            with private_copy(built.library) as copy:
+                lib = ffi.dlopen(str(copy))
+            _RUNNER.append((ffi, lib))
+    return _RUNNER[0]
+
+
+# ---------------------------------------------------------------------------
+# Planning the data
+# ---------------------------------------------------------------------------
+
+
+def slot_specs(plan: HostPlan, constants: Sequence[Array]) -> list[TensorSpec] | None:
+    """The dtype and shape of every slot, or None when one is not static (a `?` dim) or a
+    slot is never written."""
+    specs: list[TensorSpec | None] = [None] * plan.num_slots
+    for slot, spec in zip(plan.input_slots, plan.input_specs, strict=True):
+        specs[slot] = spec
+    for slot, cid in plan.constant_slots.items():
+        specs[slot] = TensorSpec(constants[cid].shape, constants[cid].dtype)
+    for step in plan.steps:
+        if step.kind == "kernel":
+            operands = [specs[i] for i in step.inputs]
+            if any(s is None for s in operands):
+                return None
+            types = [
+                nn.tensor(s.shape, nn.element_type_of(s.dtype)) for s in operands if s is not None
+            ]
+            results = [TensorSpec.of(t) for t in nn.NN_OPS[step.name].check_call(types, step.attrs)]
+        else:
+            results = list(step.out_specs)
+        for slot, spec in zip(step.outputs, results, strict=True):
+            specs[slot] = spec
+    if any(s is None or nn.DYNAMIC in s.shape for s in specs):
+        return None
+    return [s for s in specs if s is not None]
+
+
+def plan_arena(
+    sizes: Sequence[int], lifetimes: Sequence[tuple[int, int]], align: int = ALIGN
+) -> tuple[list[int], int]:
+    """Offsets for buffers of `sizes` (bytes) live over the inclusive step ranges `lifetimes`,
+    and the arena size: largest first, each at the lowest `align`ed offset that overlaps no
+    placed buffer whose lifetime meets its own (greedy by size, as TFLite's planner does)."""
+    order = sorted(range(len(sizes)), key=lambda b: (-sizes[b], b))
+    placed: list[tuple[int, int, int, int]] = []  # (offset, end, first, last)
+    offsets = [0] * len(sizes)
+    total = 0
+    for b in order:
+        size = -(-sizes[b] // align) * align
+        first, last = lifetimes[b]
+        busy = sorted((o, e) for o, e, f, la in placed if f <= last and first <= la)
+        at = 0
+        for o, e in busy:
+            if at + size <= o:
+                break
+            at = max(at, e)
+        offsets[b] = at
+        placed.append((at, at + size, first, last))
+        total = max(total, at + size)
+    return offsets, total
+
+
+@dataclass
+class _Layout:
+    kinds: list[int]
+    index: list[int]
+    offsets: list[int]
+    arena_size: int
+    copies: list[tuple[int, int]]
+
+
+def _layout(plan: HostPlan, native: Sequence[bool], specs: Sequence[TensorSpec]) -> _Layout:
+    """Where each slot lives (module doc), and which outputs are copied at the end."""
+    n = plan.num_slots
+    kinds = [SLOT_ARENA] * n
+    index = [0] * n
+    for i, slot in enumerate(plan.input_slots):
+        kinds[slot], index[slot] = SLOT_INPUT, i
+    for slot in plan.constant_slots:
+        kinds[slot] = SLOT_CONSTANT
+    copies: list[tuple[int, int]] = []
+    for j, slot in enumerate(plan.output_slots):
+        if kinds[slot] == SLOT_ARENA:
+            kinds[slot], index[slot] = SLOT_OUTPUT, j
+        else:  # an input, a constant, or a value returned a second time
+            copies.append((slot, j))
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    read_natively: set[int] = set()
+    for k, step in enumerate(plan.steps):
+        for slot in step.outputs:
+            first[slot] = last[slot] = k
+            if not native[k] and kinds[slot] == SLOT_ARENA:
+                kinds[slot] = SLOT_PYTHON  # until a native step reads it
+        for slot in step.inputs:
+            last[slot] = k
+            if native[k]:
+                read_natively.add(slot)
+    for slot in read_natively:
+        if kinds[slot] == SLOT_PYTHON:
+            kinds[slot] = SLOT_ARENA
+    arena = [s for s in range(n) if kinds[s] == SLOT_ARENA]
+    offsets_of, size = plan_arena(
+        [specs[s].nbytes for s in arena], [(first[s], last[s]) for s in arena]
+    )
+    offsets = [0] * n
+    for s, o in zip(arena, offsets_of, strict=True):
+        offsets[s] = o
+    return _Layout(kinds, index, offsets, size, copies)
+
+
+# ---------------------------------------------------------------------------
+# Running
+# ---------------------------------------------------------------------------
+
+
+class NativePlan:
+    """A host plan as data for the native runner; `run(arrays)` is one cffi call."""
+
+    def __init__(
+        self,
+        plan: HostPlan,
+        specs: Sequence[TensorSpec],
+        constants: Sequence[Array],
+        bound: BoundPlan,
+        entries: Sequence[CEntry | None],
+    ):
+        ffi, lib = runner_library()
+        self.plan = plan
+        self._ffi = ffi
+        self._lib = lib
+        self._bound = bound
+        self._specs = list(specs)
+        self._entries = list(entries)
+        native = [e is not None for e in entries]
+        self.host_steps = native.count(False)
+        """How many steps call back into Python (host kernels, components without C)."""
+        layout = _layout(plan, native, specs)
+        self.arena_size = layout.arena_size
+        self.layout = layout
+        keep: list[Any] = []
+        self._keep = keep
+        slots = ffi.new("byoc_plan_slot[]", max(plan.num_slots, 1))
+        for s, spec in enumerate(specs):
+            sl = slots[s]
+            sl.kind = layout.kinds[s]
+            sl.index = layout.index[s]
+            sl.offset = layout.offsets[s]
+            sl.nbytes = spec.nbytes
+            dt = spec.dtype
+            sl.dtype.code = _DL_CODES[dt.kind]
+            sl.dtype.bits = 8 if dt.kind == "b" else dt.itemsize * 8
+            sl.dtype.lanes = 1
+            sl.ndim = len(spec.shape)
+            shape = ffi.new("int64_t[]", list(spec.shape) or [0])
+            keep.append(shape)
+            sl.shape = shape
+        for slot, cid in plan.constant_slots.items():
+            arr = np.ascontiguousarray(constants[cid])
+            if arr.size:
+                buf = ffi.from_buffer(arr, require_writable=False)
+                keep.append((arr, buf))
+                slots[slot].data = buf
+        args: list[int] = []
+        steps = ffi.new("byoc_plan_step[]", max(len(plan.steps), 1))
+        for k, step in enumerate(plan.steps):
+            st = steps[k]
+            st.first_arg = len(args)
+            st.num_args = len(step.inputs) + len(step.outputs)
+            args += [*step.inputs, *step.outputs]
+            entry = entries[k]
+            if entry is None:
+                st.kind = STEP_HOST
+            elif entry.module:
+                st.kind = STEP_GRAPH
+                st.fn = ffi.cast("void*", entry.fn)
+                st.module = ffi.cast("void*", entry.module)
+                st.graph = entry.graph
+            else:
+                st.kind = STEP_ENTRY
+                st.fn = ffi.cast("void*", entry.fn)
+        arg_slots = ffi.new("int32_t[]", args or [0])
+        copies = ffi.new("byoc_plan_copy[]", max(len(layout.copies), 1))
+        for c, (slot, j) in enumerate(layout.copies):
+            copies[c].slot = slot
+            copies[c].index = j
+        data = ffi.new("byoc_plan_data*")
+        data.num_slots = plan.num_slots
+        data.num_steps = len(plan.steps)
+        data.num_args = len(args)
+        data.num_copies = len(layout.copies)
+        data.slots = slots
+        data.steps = steps
+        data.arg_slots = arg_slots
+        data.copies = copies
+        data.arena_size = layout.arena_size
+        self._tls = threading.local()
+        if self.host_steps:
+            self._callback = ffi.callback("byoc_plan_host_fn", self._host_step)
+            data.host = self._callback
+        handle = lib.byoc_plan_new(data)
+        if handle == ffi.NULL:
+            raise MemoryError("the native plan runner rejected the plan or ran out of memory")
+        self._handle = ffi.gc(handle, lib.byoc_plan_free)
+        self._run = lib.byoc_plan_run
+        self._from_buffer = ffi.from_buffer
+        self._n_in = len(plan.input_slots)
+        self._in = [(s.shape, np.dtype(s.dtype.str)) for s in plan.input_specs]
+        self._out = [(s.shape, s.dtype) for s in plan.output_specs]
+        self._single = self._out[0] if len(self._out) == 1 else None
+        self._host_io = [
+            (
+                [(j, s) for j, s in enumerate(step.inputs)],
+                [
+                    (len(step.inputs) + j, s)
+                    for j, s in enumerate(step.outputs)
+                    if layout.kinds[s] != SLOT_PYTHON
+                ],
+            )
+            for step in plan.steps
+        ]
+
+    @staticmethod
+    def build(
+        plan: HostPlan,
+        constants: Sequence[Array],
+        bound: BoundPlan,
+        entry: Callable[[str, str], CEntry | None],
+    ) -> NativePlan | None:
+        """The native form of `plan`, or None when it must run in Python (a `?` dim).
+        `entry(target, symbol)` is the C entry of a partition, or None (called back)."""
+        specs = slot_specs(plan, constants)
+        if specs is None:
+            return None
+        if any(s.dtype.kind not in _DL_CODES for s in specs):
+            return None
+        entries = [entry(s.target, s.name) if s.kind == "call" else None for s in plan.steps]
+        return NativePlan(plan, specs, constants, bound, entries)
+
+    def run_args(self, args: Sequence[Any]) -> list[Array] | None:
+        """Run over `args` if each is a plain C-contiguous ndarray of the plan's dtype and
+        shape (the fast path: checked and passed in one loop); None if one is not."""
+        if len(args) != self._n_in:
+            return None
+        fb = self._from_buffer
+        bufs = []
+        try:
+            for a, (shape, dtype) in zip(args, self._in, strict=True):
+                if type(a) is not np.ndarray or a.dtype is not dtype or a.shape != shape:
+                    return None
+                bufs.append(fb(a))  # a ValueError when `a` is not C-contiguous
+        except ValueError:
+            return None
+        return self._go(args, bufs)
+
+    def run(self, inputs: Sequence[Array]) -> list[Array]:
+        """Run over `inputs` (checked arrays: the plan's dtypes and shapes, C-contiguous)."""
+        fb = self._from_buffer
+        return self._go(inputs, [fb(a) for a in inputs])
+
+    def _go(self, inputs: Sequence[Array], bufs: list[Any]) -> list[Array]:
+        fb = self._from_buffer
+        if self._single is not None:
+            out = np.empty(*self._single)
+            outs = [out]
+            obufs = [fb(out)]
+        else:
+            outs = [np.empty(shape, dtype) for shape, dtype in self._out]
+            obufs = [fb(o) for o in outs]
+        if not self.host_steps:
+            rc = self._run(self._handle, bufs, obufs)
+        else:
+            tls = self._tls
+            tls.slots = self._bound.start(inputs)
+            try:
+                rc = self._run(self._handle, bufs, obufs)
+            finally:
+                tls.slots = None
+        if rc:
+            self._raise(rc, inputs)
+            return self.run([np.array(a, copy=True) for a in inputs])
+        return outs
+
+    def _raise(self, rc: int, inputs: Sequence[Array]) -> None:
+        """Raise the error of a failed run; return when an input only needs an aligned copy."""
+        if rc == -2:
+            if all(a.flags.aligned for a in inputs):
+                raise NativePlanError("the plan runner rejected an aligned input")
+            return
+        if rc < 0:
+            raise MemoryError("the native plan runner could not allocate a workspace")
+        k = rc - 1
+        entry = self._entries[k]
+        step = self.plan.steps[k]
+        if entry is None:
+            exc = getattr(self._tls, "error", None)
+            self._tls.error = None
+            if exc is None:
+                raise NativePlanError(f"host step {k} ('{step.name}') failed")
+            raise exc
+        from byoc.runtime.c_module import CFunctionError
+
+        raise CFunctionError(step.name, int(self._lib.byoc_plan_last_code()), entry.last_error())
+
+    def _view(self, tensor: Any, slot: int) -> Array:
+        spec = self._specs[slot]
+        if spec.nbytes == 0:
+            return np.empty(spec.shape, spec.dtype)
+        buf = self._ffi.buffer(tensor.data, spec.nbytes)
+        return np.frombuffer(buf, spec.dtype).reshape(spec.shape)
+
+    def _host_step(self, _ctx: Any, k: int, argv: Any) -> int:
+        """Step `k` in Python: the closure the Python executor runs, over this run's values."""
+        try:
+            slots = self._tls.slots
+            reads, writes = self._host_io[k]
+            for j, s in reads:
+                if slots[s] is None:
+                    slots[s] = self._view(argv[j], s)
+            self._bound.runners[k](slots)
+            for j, s in writes:
+                if self._specs[s].nbytes:
+                    np.copyto(self._view(argv[j], s), slots[s])
+        except BaseException as exc:  # noqa: BLE001 - raised again by run(), on this thread
+            self._tls.error = exc
+            return -1
+        return 0
+
+
+def compile_plan(
+    plan: HostPlan, constants: Sequence[Array], bound: BoundPlan, components: Mapping[str, Any]
+) -> tuple[NativePlan | None, str]:
+    """The native form of a bound plan and "", or None and why it runs in Python: no step
+    has a C entry (nothing to gain: every step would call back), or a dim is dynamic."""
+    entry = c_entries(components)
+    if not any(s.kind == "call" and entry(s.target, s.name) is not None for s in plan.steps):
+        return None, "no step calls a C entry"
+    native = NativePlan.build(plan, constants, bound, entry)
+    if native is None:
+        return None, "a dim is dynamic (?) or a dtype has no DLPack equivalent"
+    return native, ""
+
+
+def c_entries(components: Mapping[str, Any]) -> Callable[[str, str], CEntry | None]:
+    """`entry(target, symbol)` over the components' `c_entry` (None where there is none)."""
+
+    def entry(target: str, symbol: str) -> CEntry | None:
+        from byoc.runtime.c_module import CModule
+        from byoc.runtime.graph_module import GraphModule
+
+        component = components.get(target)
+        if isinstance(component, CModule):
+            fn = component._entry(symbol)
+            return CEntry(int(component.ffi.cast("intptr_t", fn)), component.last_error)
+        if isinstance(component, GraphModule):
+            ffi = component.ffi
+            return CEntry(
+                int(ffi.cast("intptr_t", component.lib.byoc_graph_run)),
+                component.last_error,
+                int(ffi.cast("intptr_t", component._handle)),
+                component._index[symbol],
+            )
+        return None
+
+    return entry
+
+
+__all__ = [
+    "CEntry",
+    "compile_plan",
+    "NativePlan",
+    "NativePlanError",
+    "plan_arena",
+    "runner_library",
+    "slot_specs",
+]
