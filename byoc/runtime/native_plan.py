@@ -259,6 +259,50 @@ def _layout(plan: HostPlan, native: Sequence[bool], specs: Sequence[TensorSpec])
 # ---------------------------------------------------------------------------
 
 
+class _HostSteps:
+    """The steps a native run calls back into Python for: `__call__(ctx, k, argv)` runs step
+    `k` with the closure the Python executor runs (`BoundPlan.runners`), over this thread's
+    run's values (`tls.slots`), reading a partition's result as a view of its bytes, and
+    writing each result the runner needs into its bytes. Holds no reference to the
+    NativePlan (the cffi callback that wraps it would make a cycle)."""
+
+    def __init__(
+        self,
+        ffi: Any,
+        bound: BoundPlan,
+        specs: Sequence[TensorSpec],
+        io: list[tuple[list[tuple[int, int]], list[tuple[int, int]]]],
+    ):
+        self.ffi = ffi
+        self.runners = bound.runners
+        self.specs = list(specs)
+        self.io = io
+        self.tls = threading.local()
+
+    def view(self, tensor: Any, slot: int) -> Array:
+        spec = self.specs[slot]
+        if spec.nbytes == 0:
+            return np.empty(spec.shape, spec.dtype)
+        buf = self.ffi.buffer(tensor.data, spec.nbytes)
+        return np.frombuffer(buf, spec.dtype).reshape(spec.shape)
+
+    def __call__(self, _ctx: Any, k: int, argv: Any) -> int:
+        try:
+            slots = self.tls.slots
+            reads, writes = self.io[k]
+            for j, s in reads:
+                if slots[s] is None:
+                    slots[s] = self.view(argv[j], s)
+            self.runners[k](slots)
+            for j, s in writes:
+                if self.specs[s].nbytes:
+                    np.copyto(self.view(argv[j], s), slots[s])
+        except BaseException as exc:  # noqa: BLE001 - raised again by the run, on this thread
+            self.tls.error = exc
+            return -1
+        return 0
+
+
 class NativePlan:
     """A host plan as data for the native runner; `run(arrays)` is one cffi call."""
 
@@ -275,7 +319,6 @@ class NativePlan:
         self._ffi = ffi
         self._lib = lib
         self._bound = bound
-        self._specs = list(specs)
         self._entries = list(entries)
         native = [e is not None for e in entries]
         self.host_steps = native.count(False)
@@ -339,9 +382,21 @@ class NativePlan:
         data.arg_slots = arg_slots
         data.copies = copies
         data.arena_size = layout.arena_size
-        self._tls = threading.local()
+        io = [
+            (
+                list(enumerate(step.inputs)),
+                [
+                    (len(step.inputs) + j, s)
+                    for j, s in enumerate(step.outputs)
+                    if layout.kinds[s] != SLOT_PYTHON
+                ],
+            )
+            for step in plan.steps
+        ]
+        self._host = _HostSteps(ffi, bound, specs, io)
+        self._tls = self._host.tls
         if self.host_steps:
-            self._callback = ffi.callback("byoc_plan_host_fn", self._host_step)
+            self._callback = ffi.callback("byoc_plan_host_fn", self._host)
             data.host = self._callback
         handle = lib.byoc_plan_new(data)
         if handle == ffi.NULL:
@@ -352,18 +407,7 @@ class NativePlan:
         self._n_in = len(plan.input_slots)
         self._in = [(s.shape, np.dtype(s.dtype.str)) for s in plan.input_specs]
         self._out = [(s.shape, s.dtype) for s in plan.output_specs]
-        self._single = self._out[0] if len(self._out) == 1 else None
-        self._host_io = [
-            (
-                [(j, s) for j, s in enumerate(step.inputs)],
-                [
-                    (len(step.inputs) + j, s)
-                    for j, s in enumerate(step.outputs)
-                    if layout.kinds[s] != SLOT_PYTHON
-                ],
-            )
-            for step in plan.steps
-        ]
+        self._simple = self._out[0] if len(self._out) == 1 and not self.host_steps else None
 
     @staticmethod
     def build(
@@ -390,12 +434,18 @@ class NativePlan:
         fb = self._from_buffer
         bufs = []
         try:
-            for a, (shape, dtype) in zip(args, self._in, strict=True):
+            for a, (shape, dtype) in zip(args, self._in, strict=False):  # lengths checked
                 if type(a) is not np.ndarray or a.dtype is not dtype or a.shape != shape:
                     return None
                 bufs.append(fb(a))  # a ValueError when `a` is not C-contiguous
         except ValueError:
             return None
+        if self._simple is not None:  # one output, no host step: nothing else to set up
+            out = np.empty(*self._simple)
+            rc = self._run(self._handle, bufs, [fb(out)])
+            if rc == 0:
+                return [out]
+            return self._failed(rc, args)
         return self._go(args, bufs)
 
     def run(self, inputs: Sequence[Array]) -> list[Array]:
@@ -405,13 +455,8 @@ class NativePlan:
 
     def _go(self, inputs: Sequence[Array], bufs: list[Any]) -> list[Array]:
         fb = self._from_buffer
-        if self._single is not None:
-            out = np.empty(*self._single)
-            outs = [out]
-            obufs = [fb(out)]
-        else:
-            outs = [np.empty(shape, dtype) for shape, dtype in self._out]
-            obufs = [fb(o) for o in outs]
+        outs = [np.empty(shape, dtype) for shape, dtype in self._out]
+        obufs = [fb(o) for o in outs]
         if not self.host_steps:
             rc = self._run(self._handle, bufs, obufs)
         else:
@@ -421,10 +466,12 @@ class NativePlan:
                 rc = self._run(self._handle, bufs, obufs)
             finally:
                 tls.slots = None
-        if rc:
-            self._raise(rc, inputs)
-            return self.run([np.array(a, copy=True) for a in inputs])
-        return outs
+        return outs if rc == 0 else self._failed(rc, inputs)
+
+    def _failed(self, rc: int, inputs: Sequence[Array]) -> list[Array]:
+        """After a run returned `rc`: raise its error, or run again over aligned copies."""
+        self._raise(rc, inputs)
+        return self.run([np.array(a, copy=True) for a in inputs])
 
     def _raise(self, rc: int, inputs: Sequence[Array]) -> None:
         """Raise the error of a failed run; return when an input only needs an aligned copy."""
@@ -446,30 +493,6 @@ class NativePlan:
         from byoc.runtime.c_module import CFunctionError
 
         raise CFunctionError(step.name, int(self._lib.byoc_plan_last_code()), entry.last_error())
-
-    def _view(self, tensor: Any, slot: int) -> Array:
-        spec = self._specs[slot]
-        if spec.nbytes == 0:
-            return np.empty(spec.shape, spec.dtype)
-        buf = self._ffi.buffer(tensor.data, spec.nbytes)
-        return np.frombuffer(buf, spec.dtype).reshape(spec.shape)
-
-    def _host_step(self, _ctx: Any, k: int, argv: Any) -> int:
-        """Step `k` in Python: the closure the Python executor runs, over this run's values."""
-        try:
-            slots = self._tls.slots
-            reads, writes = self._host_io[k]
-            for j, s in reads:
-                if slots[s] is None:
-                    slots[s] = self._view(argv[j], s)
-            self._bound.runners[k](slots)
-            for j, s in writes:
-                if self._specs[s].nbytes:
-                    np.copyto(self._view(argv[j], s), slots[s])
-        except BaseException as exc:  # noqa: BLE001 - raised again by run(), on this thread
-            self._tls.error = exc
-            return -1
-        return 0
 
 
 def compile_plan(
