@@ -121,15 +121,13 @@ class Executable:
         self._dynamic = any(DYNAMIC in spec.shape for spec in plan.input_specs)
         self._shapes_ok: set[tuple[tuple[int, ...], ...]] = set()
         self._graph = BranchGraph.of(plan)
-        self._setters = [
-            getattr(self.components.get(step.target), "set_call_threads", None)
-            if step.kind == "call"
+        self._setters: list[Callable[[int], None] | None] = [
+            self.components[step.target].set_call_threads
+            if step.kind == "call" and step.target in self.components
             else None
             for step in plan.steps
         ]
-        holders = [
-            c.hold_threads for c in self.components.values() if callable(getattr(c, "hold_threads", None))
-        ]
+        holders = [c.hold_threads for c in self.components.values() if c.holds_threads]
         self._holders = holders if len(holders) == 1 and not self._graph.parallel else []
         """The component whose thread team a run holds awake (`hold_threads`): only when
         there is one and the plan has no branches to run at once; the idle team of another
@@ -163,9 +161,7 @@ class Executable:
         n = check_num_threads(n)
         self._num_threads = n
         for component in self.components.values():
-            setter = getattr(component, "set_num_threads", None)
-            if setter is not None:
-                setter(n)
+            component.set_num_threads(n)
         with self._pool_lock:
             pool = self._pool
             if pool is not None and pool.workers != n:
@@ -197,11 +193,7 @@ class Executable:
                     pool.close()
                 pool = None
             if pool is None:
-                hooks = [
-                    c.thread_release
-                    for c in self.components.values()
-                    if callable(getattr(c, "thread_release", None))
-                ]
+                hooks = [c.thread_release for c in self.components.values()]
                 pool = self._pool = HostPool(self, n, hooks)
             pool.users += 1
             return pool

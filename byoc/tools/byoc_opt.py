@@ -5,7 +5,7 @@
     byoc-opt invalid.mlir --split-input-file --verify-diagnostics
 
 `ByocOptMain` extends `xDSLOptMain` through its hooks: the registries (dialects,
-frontends by file extension, passes, `-t` targets), the input and output
+frontends by file extension, passes, `-t` emitters), the input and output
 streams, the per-chunk parse / apply-passes / print steps, and the pass
 pipeline's callback (timing, verification and printing between passes).
 Every failure (bad input, verifier error, unknown pass, a pass that raises)
@@ -145,8 +145,8 @@ class ByocOptMain(xDSLOptMain):
     version_format: ClassVar[str] = f"byoc-opt {__version__} built on xDSL {{xdsl_version}}"
 
     pipeline: PassPipeline
-    target: Target
-    """The `-t` output, made once per run."""
+    emitter: Target
+    """The `-t` emitter, made once per run."""
     chunk: Chunk
     """The chunk being processed."""
 
@@ -184,9 +184,9 @@ class ByocOptMain(xDSLOptMain):
         self.available_passes.update(GENERIC_PASSES)
 
     def register_all_targets(self) -> None:
-        from byoc.lowering.emit import ALL_TARGETS
+        from byoc.lowering.emit import ALL_EMITTERS
 
-        self.available_targets.update(ALL_TARGETS)
+        self.available_targets.update(ALL_EMITTERS)
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
@@ -256,7 +256,7 @@ class ByocOptMain(xDSLOptMain):
 
         try:
             self.pipeline = self.build_pipeline()
-            self.target = self.make_target()
+            self.emitter = self.make_emitter()
             super().run()
         except SourceError as e:
             self.report(e.diagnostics)
@@ -358,31 +358,31 @@ class ByocOptMain(xDSLOptMain):
             frontend = replace(frontend, no_implicit_module=True)
         return frontend
 
-    def make_target(self) -> Target:
-        """The target of `-t`, with the printing flags applied to `mlir`."""
+    def make_emitter(self) -> Target:
+        """The emitter of `-t`, with the printing flags applied to `mlir`."""
         from xdsl.targets.mlir import MLIRTarget as XdslMLIRTarget
 
-        from byoc.lowering.emit.mlir import MLIRTarget
+        from byoc.lowering.emit.mlir import MLIREmitter
 
         spec = parse_spec(self.args.target)
         factory = cast("Callable[[], type[Target]]", self.available_targets[spec.name])
         try:
-            target = factory().from_spec(spec)
+            emitter = factory().from_spec(spec)
         except ValueError as e:
             raise ToolError(f"invalid options for -t {spec.name}: {e}") from None
-        if isinstance(target, XdslMLIRTarget):
+        if isinstance(emitter, XdslMLIRTarget):
             args = self.args
-            target = replace(
-                target,
-                print_generic_format=target.print_generic_format or args.print_op_generic,
-                print_properties_as_attributes=target.print_properties_as_attributes
+            emitter = replace(
+                emitter,
+                print_generic_format=emitter.print_generic_format or args.print_op_generic,
+                print_properties_as_attributes=emitter.print_properties_as_attributes
                 or args.print_no_properties,
-                print_debuginfo=target.print_debuginfo or args.print_debuginfo,
-                syntax_highlight=target.syntax_highlight or args.syntax_highlight,
+                print_debuginfo=emitter.print_debuginfo or args.print_debuginfo,
+                syntax_highlight=emitter.syntax_highlight or args.syntax_highlight,
             )
-        if isinstance(target, MLIRTarget) and self.args.elide_constants is not None:
-            target = replace(target, elide_constants=self.args.elide_constants)
-        return target
+        if isinstance(emitter, MLIREmitter) and self.args.elide_constants is not None:
+            emitter = replace(emitter, elide_constants=self.args.elide_constants)
+        return emitter
 
     # ------------------------------------------------------------------
     # one chunk: parse_chunk, apply_passes, output_resulting_program
@@ -521,7 +521,7 @@ class ByocOptMain(xDSLOptMain):
         if not chunk.failed:
             try:
                 with self.timing("Output"):
-                    self.target.emit(self.ctx, prog, output)
+                    self.emitter.emit(self.ctx, prog, output)
             except OpError as e:
                 message = f"-t {self.args.target}: {e.message}"
                 chunk.diagnostics.append(parsed.diagnostic(e.op, message))

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bounds import assert_within, normwise_bound, reduction_length
+from support.bounds import assert_within, normwise_bound, reduction_length
 
 import byoc
 

@@ -266,7 +266,7 @@ def test_qconcat_in_one_pass(n: int, axis: int, dispatch: str) -> None:
 def _c_source(model: Any) -> str:
     from byoc.context import make_context
     from byoc.lowering.emit.c import emit_c_source
-    from byoc.lowering.nn_to_c.pass_ import LowerToCPass
+    from byoc.lowering.nn_to_c.lower_to_c import LowerToCPass
 
     module = import_model(model)
     byoc.partition_for(module, targets=["ccompiler"])

@@ -19,8 +19,8 @@ from xdsl.ir import Block, Region
 from xdsl.passes import PassPipeline
 
 import byoc
-from byoc.build import prepare_for
 from byoc.dialects import nn
+from byoc.driver import prepare_for
 from byoc.interpreters import run_reference
 from byoc.passes import ALL_PASSES
 from byoc.passes.fold_batch_norm import FoldBatchNormPass

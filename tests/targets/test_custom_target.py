@@ -10,7 +10,8 @@ from support.paths import EXAMPLES
 
 import byoc
 import byoc.targets.patterns as byoc_patterns
-from byoc.build import BuildError
+from byoc.driver import BuildError
+from byoc.runtime.component import RuntimeComponent
 from byoc.targets import Target, UnknownTargetError, get_target, register_target
 from byoc.targets.predicates import always
 
@@ -106,7 +107,7 @@ def test_a_target_without_lowering_partitions_but_does_not_build() -> None:
 def test_a_target_with_its_own_codegen() -> None:
     """`codegen` builds the component directly (a vendor SDK); here numpy stands in for it."""
 
-    class Component:
+    class Component(RuntimeComponent):
         kind = "numpy-sdk"
 
         def __init__(self, symbols: list[str]) -> None:

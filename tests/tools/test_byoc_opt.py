@@ -16,14 +16,14 @@ from byoc.diagnostics import SourceError
 from byoc.dialects import nn
 from byoc.frontend import ALL_FRONTENDS
 from byoc.frontend.mlir import MLIRFrontend
-from byoc.lowering.emit import ALL_TARGETS
-from byoc.lowering.emit.mlir import MLIRTarget
+from byoc.lowering.emit import ALL_EMITTERS
+from byoc.lowering.emit.mlir import MLIREmitter
 from byoc.printer import ByocPrinter
 
 
 def test_every_output_is_an_xdsl_target_under_its_name() -> None:
-    assert set(ALL_TARGETS) == {"mlir", "c", "examplejson", "dot", "graph"}
-    for name, factory in ALL_TARGETS.items():
+    assert set(ALL_EMITTERS) == {"mlir", "c", "examplejson", "dot", "graph"}
+    for name, factory in ALL_EMITTERS.items():
         cls = factory()
         assert issubclass(cls, Target) and cls.name == name
 
@@ -43,7 +43,7 @@ def test_elision_is_an_option_of_the_printer_not_a_global() -> None:
     assert "dense_resource<__elided__> : tensor<8xf32>" in short.getvalue()
     assert "__elided__" not in full.getvalue() and "__elided__" not in str(module)
     out = StringIO()
-    MLIRTarget(elide_constants=4).emit(byoc.make_context(), module, out)
+    MLIREmitter(elide_constants=4).emit(byoc.make_context(), module, out)
     assert "dense_resource<__elided__>" in out.getvalue()
 
 

@@ -1,4 +1,4 @@
-"""nn ops for detectors and transformers (issue 16): `roi_align`, `rotary_embedding`,
+"""nn ops for detectors and transformers: `roi_align`, `rotary_embedding`,
 `deform_conv2d`, `tensor_scatter` and `linear_attention`.
 
     %y = nn.roi_align %x, %rois, %batch {output_height = 7 : i64, output_width = 7 : i64}
@@ -63,7 +63,7 @@ from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, tra
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from byoc.dialects.nn.ops import NNOp
+from byoc.dialects.nn.base import NNOp
 from byoc.dialects.nn.types import ALL_TYPES, float_attr, int_attr, ints, shape_of, tensor
 
 FLOATS: tuple[Attribute, ...] = (f32, f64, f16)

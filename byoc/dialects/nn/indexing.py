@@ -40,7 +40,7 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from byoc.dialects.nn.ops import NNOp, broadcast_shapes
+from byoc.dialects.nn.base import NNOp, broadcast_shapes
 from byoc.dialects.nn.types import (
     ALL_TYPES,
     float_attr,

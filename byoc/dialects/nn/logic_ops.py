@@ -16,7 +16,8 @@ from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from byoc.dialects.nn.ops import BinaryOp, NNOp, UnaryOp, broadcast_shapes
+from byoc.dialects.nn.base import NNOp, broadcast_shapes
+from byoc.dialects.nn.elementwise import BinaryOp, UnaryOp
 from byoc.dialects.nn.types import ANY, BOOL, NUMBERS, shape_of, tensor
 
 I1 = BOOL[0]

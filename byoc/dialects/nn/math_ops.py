@@ -35,7 +35,9 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from byoc.dialects.nn.ops import BinaryOp, NNOp, ReduceOp, UnaryOp, _norm_axis, broadcast_shapes
+from byoc.dialects.nn.base import NNOp, _norm_axis, broadcast_shapes  # pyright: ignore[reportPrivateUsage]
+from byoc.dialects.nn.elementwise import BinaryOp, UnaryOp
+from byoc.dialects.nn.shape_ops import ReduceOp
 from byoc.dialects.nn.types import (
     BOOL,
     FLOATS,

@@ -1,4 +1,4 @@
-"""Quantized ops of the `nn` dialect (issue #13): ONNX's linear quantization.
+"""Quantized ops of the `nn` dialect: ONNX's linear quantization.
 
 Scales and zero points are operands (usually `nn.constant`s), as in ONNX, so a
 per-tensor, per-axis or blocked parameter is just a tensor of the right shape:
@@ -51,14 +51,8 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from byoc.dialects.nn.ops import (
-    DEFAULT_LAYOUTS,
-    Conv2DOp,
-    DenseOp,
-    MatmulOp,
-    NNOp,
-    _norm_axis,  # pyright: ignore[reportPrivateUsage]
-)
+from byoc.dialects.nn.base import NNOp, _norm_axis  # pyright: ignore[reportPrivateUsage]
+from byoc.dialects.nn.layers import DEFAULT_LAYOUTS, Conv2DOp, DenseOp, MatmulOp
 from byoc.dialects.nn.types import int_attr, ints, shape_of, tensor, ui8, ui16
 
 QUANTIZED: tuple[Attribute, ...] = (i8, ui8, i16, ui16)

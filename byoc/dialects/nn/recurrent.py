@@ -41,7 +41,7 @@ from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, tra
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from byoc.dialects.nn.ops import NNOp
+from byoc.dialects.nn.base import NNOp
 from byoc.dialects.nn.types import float_attr, floats, int_attr, shape_of, tensor
 
 DIRECTIONS = ("forward", "reverse", "bidirectional")
