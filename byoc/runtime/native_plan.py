@@ -43,7 +43,9 @@ import cffi
 import numpy as np
 
 from byoc.dialects import nn
+from byoc.runtime.dlpack import dl_dtype
 from byoc.runtime.host import BoundPlan, HostPlan
+from byoc.runtime.interface import CEntry, RuntimeComponent
 from byoc.runtime.tensor import TensorSpec
 from byoc.runtime.toolchain import DEFAULT_FLAGS, INCLUDE_DIR, compile_source, private_copy
 
@@ -107,21 +109,6 @@ STEP_ENTRY, STEP_GRAPH, STEP_HOST = 0, 1, 2
 SLOT_INPUT, SLOT_CONSTANT, SLOT_OUTPUT, SLOT_ARENA, SLOT_PYTHON = 0, 1, 2, 3, 4
 ALIGN = 64
 """Every arena range starts at a multiple of this (the arena itself is so aligned)."""
-
-_DL_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
-
-
-@dataclass(frozen=True)
-class CEntry:
-    """How C calls one partition: `fn` is the address of a packed entry
-    `int32_t f(DLTensor** args, int32_t n)` (`module` 0), or of a graph runtime's
-    `int32_t f(void* module, int32_t graph, DLTensor** args, int32_t n)`.
-    `last_error()` is the message of the component's last failure on this thread."""
-
-    fn: int
-    last_error: Callable[[], str]
-    module: int = 0
-    graph: int = -1
 
 
 class NativePlanError(RuntimeError):
@@ -335,9 +322,9 @@ class NativePlan:
             sl.index = layout.index[s]
             sl.offset = layout.offsets[s]
             sl.nbytes = spec.nbytes
-            dt = spec.dtype
-            sl.dtype.code = _DL_CODES[dt.kind]
-            sl.dtype.bits = 8 if dt.kind == "b" else dt.itemsize * 8
+            code_bits = dl_dtype(spec.dtype)
+            assert code_bits is not None  # checked by build()
+            sl.dtype.code, sl.dtype.bits = code_bits
             sl.dtype.lanes = 1
             sl.ndim = len(spec.shape)
             shape = ffi.new("int64_t[]", list(spec.shape) or [0])
@@ -421,7 +408,7 @@ class NativePlan:
         specs = slot_specs(plan, constants)
         if specs is None:
             return None
-        if any(s.dtype.kind not in _DL_CODES for s in specs):
+        if any(dl_dtype(s.dtype) is None for s in specs):
             return None
         entries = [entry(s.target, s.name) if s.kind == "call" else None for s in plan.steps]
         return NativePlan(plan, specs, constants, bound, entries)
@@ -496,7 +483,10 @@ class NativePlan:
 
 
 def compile_plan(
-    plan: HostPlan, constants: Sequence[Array], bound: BoundPlan, components: Mapping[str, Any]
+    plan: HostPlan,
+    constants: Sequence[Array],
+    bound: BoundPlan,
+    components: Mapping[str, RuntimeComponent],
 ) -> tuple[NativePlan | None, str]:
     """The native form of a bound plan and "", or None and why it runs in Python: no step
     has a C entry (nothing to gain: every step would call back), or a dim is dynamic."""
@@ -509,26 +499,12 @@ def compile_plan(
     return native, ""
 
 
-def c_entries(components: Mapping[str, Any]) -> Callable[[str, str], CEntry | None]:
-    """`entry(target, symbol)` over the components' `c_entry` (None where there is none)."""
+def c_entries(components: Mapping[str, RuntimeComponent]) -> Callable[[str, str], CEntry | None]:
+    """`entry(target, symbol)`: the component's `c_entry`, None where it has none."""
 
     def entry(target: str, symbol: str) -> CEntry | None:
-        from byoc.runtime.c_module import CModule
-        from byoc.runtime.graph_module import GraphModule
-
         component = components.get(target)
-        if isinstance(component, CModule):
-            fn = component._entry(symbol)
-            return CEntry(int(component.ffi.cast("intptr_t", fn)), component.last_error)
-        if isinstance(component, GraphModule):
-            ffi = component.ffi
-            return CEntry(
-                int(ffi.cast("intptr_t", component.lib.byoc_graph_run)),
-                component.last_error,
-                int(ffi.cast("intptr_t", component._handle)),
-                component._index[symbol],
-            )
-        return None
+        return component.c_entry(symbol) if component is not None else None
 
     return entry
 
