@@ -41,6 +41,7 @@ from typing import Any
 
 import cffi
 import numpy as np
+from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects import nn
 from byoc.runtime.dlpack import dl_dtype
@@ -493,7 +494,10 @@ def compile_plan(
     entry = c_entries(components)
     if not any(s.kind == "call" and entry(s.target, s.name) is not None for s in plan.steps):
         return None, "no step calls a C entry"
-    native = NativePlan.build(plan, constants, bound, entry)
+    try:
+        native = NativePlan.build(plan, constants, bound, entry)
+    except VerifyException as exc:  # a kernel's type relation rejects its operands' specs
+        return None, f"the slots' types cannot be propagated ({exc})"
     if native is None:
         return None, "a dim is dynamic (?) or a dtype has no DLPack equivalent"
     return native, ""
