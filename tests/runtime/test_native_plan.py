@@ -7,6 +7,7 @@ several Python threads at once, and after an export loaded in a fresh process.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -105,8 +106,10 @@ def test_two_threads_agree_with_one(mixed: Executable, threads: int) -> None:
         mixed.set_num_threads(1)
 
 
-def test_concurrent_runs_each_get_their_own_arena(mixed: Executable) -> None:
+@pytest.mark.parametrize("threads", [1, 2])
+def test_concurrent_runs_each_get_their_own_arena(mixed: Executable, threads: int) -> None:
     twin = python_twin(mixed)
+    mixed.set_num_threads(threads)
     cases = [_inputs(seed) for seed in range(8)]
     expected = [twin.run(*c) for c in cases]
     errors: list[BaseException] = []
@@ -121,11 +124,14 @@ def test_concurrent_runs_each_get_their_own_arena(mixed: Executable) -> None:
         except BaseException as exc:  # noqa: BLE001 - reported by the main thread
             errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    workers = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    try:
+        for t in workers:
+            t.start()
+        for t in workers:
+            t.join()
+    finally:
+        mixed.set_num_threads(1)
     assert not errors, errors[0]
 
 
@@ -230,6 +236,49 @@ for i, o in enumerate(outs):
     assert done.returncode == 0, done.stderr
     got = [np.load(tmp_path / f"out{i}.npy") for i in range(len(mixed.plan.output_slots))]
     assert_same(got, python_twin(mixed).run(*inputs))
+
+
+SANITIZED_RUN = """
+import threading
+import numpy as np, byoc
+text = open({path!r}).read()
+for targets in (["graphref"], ["graphref", "ccompiler"]):
+    exe = byoc.build(byoc.parse_module(text), targets=targets, num_threads=1)
+    assert exe.native_plan is not None, exe.native_reason
+    rng = np.random.default_rng(0)
+    cases = [[rng.standard_normal((4, 5)).astype(np.float32) for _ in range(2)] for _ in range(4)]
+    want = [exe.run(*c) for c in cases]
+    def work():
+        for i in range(40):
+            got = exe.run(*cases[i % 4])
+            assert all(g.tobytes() == w.tobytes() for g, w in zip(got, want[i % 4]))
+    workers = [threading.Thread(target=work) for _ in range(3)]
+    for t in workers: t.start()
+    for t in workers: t.join()
+    del exe
+print("clean")
+"""
+
+
+def test_the_runner_is_clean_under_sanitizers(tmp_path: Path) -> None:
+    """The runner, a C library and a graph runtime built with ASan and UBSan, run from
+    several threads in a process that preloads their runtimes: any report aborts it."""
+    from support.fuzz.fuzz_harness import sanitizer_env
+
+    env = sanitizer_env(str(tmp_path / "cache"))
+    if env is None:
+        pytest.skip("the C compiler has no ASan/UBSan runtime (libasan.so, libubsan.so)")
+    model = tmp_path / "mixed.mlir"
+    model.write_text(MIXED)
+    done = subprocess.run(
+        [sys.executable, "-c", SANITIZED_RUN.format(path=str(model))],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=900,
+    )
+    assert done.returncode == 0 and "clean" in done.stdout, done.stderr[-4000:]
 
 
 # ---------------------------------------------------------------------------
