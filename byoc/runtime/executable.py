@@ -1,8 +1,10 @@
 """`Executable`: a built model — the host plan, its constants and the targets' runtime components.
 
-`export_library(path)` writes it as one artifact (`artifact.py`, the container);
-`load_executable(path)` reads it back, each component through the loader of its
-kind (`component.py`), with no recompilation.
+A run is one native call when the plan compiles (`native_plan.py`: static shapes and at
+least one partition with a C entry); otherwise the Python host executor (`host.py`, the
+reference) runs it step by step. `export_library(path)` writes it as one artifact
+(`artifact.py`, the container); `load_executable(path)` reads it back, each component
+through the loader of its kind (`component.py`), with no recompilation.
 """
 
 from __future__ import annotations
@@ -82,7 +84,8 @@ def as_array(value: Any, name: str) -> Array:
 class Executable:
     """Run a built model: `run(*args, **kwargs)` / `__call__` return a list of numpy arrays.
 
-    Thread-safe: each call has its own value slots; partitions are re-entrant.
+    Thread-safe: each call has its own value slots (compiled: its own workspace and arena);
+    partitions are re-entrant.
 
     Threads: `num_threads` (default `BYOC_NUM_THREADS`, else the cores the process may
     use; `set_num_threads` changes it) bounds every pool a run uses — each component's
