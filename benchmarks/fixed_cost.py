@@ -11,7 +11,9 @@ The models (ONNX, built here; 10x10 float32 tensors):
   glue (reshape, transpose) between them, on `ccompiler` (one partition: one step);
 - `split5`, `split20`: that many ops alternating between `graphref` (add, relu) and
   `ccompiler` (tanh, sigmoid): one partition per op, so a run is that many steps
-  across two kinds of runtime component (a C library and a graph runtime).
+  across two kinds of runtime component (a C library and a graph runtime);
+- `hosted5`: `split5` with `graphref` alone: tanh and sigmoid are host kernels
+  between three graph partitions (the compiled plan calls back into Python for them).
 
 Each engine runs in a process of its own (`--child`), and the engines take turns,
 `--alternations` times per model: byoc with the compiled host plan (`byoc`), byoc
@@ -46,7 +48,7 @@ import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-MODELS = ("add", "relu", "chain2", "chain5", "chain20", "split5", "split20")
+MODELS = ("add", "relu", "chain2", "chain5", "chain20", "split5", "split20", "hosted5")
 ENGINES = ("byoc", "byoc-python", "onnxruntime")
 SHAPE = (10, 10)
 
@@ -94,10 +96,10 @@ def make_model(name: str) -> tuple[onnx.ModelProto, str]:
             else:
                 nodes.append(helper.make_node(op, [x], [y]))
             x = y
-    elif name.startswith("split"):
-        targets = "graphref,ccompiler"
+    elif name.startswith("split") or name.startswith("hosted"):
+        targets = "graphref,ccompiler" if name.startswith("split") else "graphref"
         cycle = ["Add", "Tanh", "Relu", "Sigmoid"]
-        for i in range(int(name[5:])):
+        for i in range(int(name.removeprefix("split").removeprefix("hosted"))):
             op, y = cycle[i % len(cycle)], f"v{i}"
             if op == "Add":
                 nodes.append(

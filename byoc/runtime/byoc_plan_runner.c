@@ -5,7 +5,8 @@
  * once per Executable (byoc/runtime/native_plan.py), so no model needs a compile
  * of its own; the library is compiled once per machine, cached like any other,
  * and loaded once per process (it is never unloaded: it keeps no per-thread
- * state that would need a destructor).
+ * state that would need a destructor). An exported artifact carries a copy, so
+ * loading one needs no compiler.
  *
  * A plan is a list of steps over slots. A slot is a model input, a constant,
  * a model output, a range of the run's arena, or "Python-only" (a value that
@@ -112,6 +113,12 @@ typedef struct {
 } byoc_plan;
 
 static _Thread_local int32_t byoc_plan_code_;
+
+/* The layout of byoc_plan_data and its parts; native_plan.py checks it before use (an
+ * artifact may ship a runner built by another byoc). */
+#define BYOC_PLAN_ABI 1
+BYOC_PLAN_EXPORT uint32_t byoc_plan_abi(void);
+BYOC_PLAN_EXPORT uint32_t byoc_plan_abi(void) { return BYOC_PLAN_ABI; }
 
 /* The return code of the step that failed in this thread's last run. */
 BYOC_PLAN_EXPORT int32_t byoc_plan_last_code(void);

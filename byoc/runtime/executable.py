@@ -21,10 +21,11 @@ import numpy as np
 from byoc.runtime.artifact import ArtifactError, ArtifactWriter, brief, read_artifact
 from byoc.runtime.component import RuntimeComponent, kind_of_blobs, load_component
 from byoc.runtime.host import BoundPlan, HostPlan, PlanError, check_input_shapes, check_plan
-from byoc.runtime.native_plan import NativePlan, compile_plan
+from byoc.runtime.native_plan import NativePlan, compile_plan, runner_library
 from byoc.runtime.parallel import BranchGraph, HostPool, run_branches
 from byoc.runtime.tensor import checked_dtype, checked_shape
 from byoc.runtime.threads import check_num_threads, resolve_num_threads
+from byoc.runtime.toolchain import CompileError
 
 Array = np.ndarray[Any, Any]
 
@@ -388,6 +389,8 @@ def export_executable(exe: Executable, path: str | Path) -> None:
             {"symbol": p.symbol, "target": p.target, "ops": list(p.ops)} for p in exe.partitions()
         ],
     }
+    if exe.native_plan is not None:  # loading it then needs no compiler (native_plan.py)
+        header["plan_runner"] = writer.add(runner_library().library)
     writer.write(path, header)
 
 
@@ -417,6 +420,12 @@ def _load(header: dict[str, Any], sections: list[bytes], num_threads: int | None
         check_plan(plan, constants)
     except PlanError as exc:
         raise ArtifactError(f"the plan: {exc}") from None
+    if "plan_runner" in header:  # used unless this process runs a runner already
+        shipped = sections[_index(header["plan_runner"], len(sections), "the plan runner")]
+        try:
+            runner_library(shipped)
+        except (CompileError, OSError):
+            pass  # unusable here, and no compiler: the plan runs in Python (native_reason)
     components: dict[str, RuntimeComponent] = {}
     for target, entry in _dict(header, "components").items():
         if version >= 2:

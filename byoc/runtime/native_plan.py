@@ -44,11 +44,18 @@ import numpy as np
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects import nn
+from byoc.runtime.c_module import CFunctionError, check_shared_object
 from byoc.runtime.dlpack import dl_dtype
 from byoc.runtime.host import BoundPlan, HostPlan
 from byoc.runtime.interface import CEntry, RuntimeComponent
 from byoc.runtime.tensor import TensorSpec
-from byoc.runtime.toolchain import DEFAULT_FLAGS, INCLUDE_DIR, compile_source, private_copy
+from byoc.runtime.toolchain import (
+    DEFAULT_FLAGS,
+    INCLUDE_DIR,
+    CompileError,
+    compile_source,
+    private_copy,
+)
 
 Array = np.ndarray[Any, Any]
 
@@ -104,6 +111,7 @@ byoc_plan* byoc_plan_new(const byoc_plan_data* d);
 void byoc_plan_free(byoc_plan* p);
 int32_t byoc_plan_run(byoc_plan* p, void* const* inputs, void* const* outputs);
 int32_t byoc_plan_last_code(void);
+uint32_t byoc_plan_abi(void);
 """
 
 STEP_ENTRY, STEP_GRAPH, STEP_HOST = 0, 1, 2
@@ -113,28 +121,64 @@ ALIGN = 64
 
 
 class NativePlanError(RuntimeError):
-    """A partition failed inside a native run (raised as the component's error type)."""
+    """The plan runner failed in a way no component reports (a broken runner library)."""
 
 
-_RUNNER: list[tuple[Any, Any]] = []
+RUNNER_ABI = 1
+"""`byoc_plan_abi()` of a runner whose plan data this module writes."""
+
+
+@dataclass(frozen=True)
+class Runner:
+    """The loaded plan runner: its FFI, its library handle and the library's bytes (which
+    `export_library` stores, so that loading the artifact needs no compiler)."""
+
+    ffi: Any
+    lib: Any
+    library: bytes
+
+
+_RUNNER: list[Runner] = []
 _RUNNER_LOCK = threading.Lock()
 
 
-def runner_library() -> tuple[Any, Any]:
-    """The plan runner's (ffi, lib): compiled (or found in the cache) and loaded on first use,
-    then kept for the life of the process."""
+def runner_library(shipped: bytes | None = None) -> Runner:
+    """The plan runner, loaded on first use and kept for the life of the process: `shipped`
+    (a runner an artifact carries) if given and usable here, else compiled (or found in the
+    cache). Raises the toolchain's CompileError or an OSError when neither works."""
     if _RUNNER:
         return _RUNNER[0]
     with _RUNNER_LOCK:
         if not _RUNNER:
-            flags = tuple(f for f in DEFAULT_FLAGS if f != "-fopenmp")
-            built = compile_source(RUNNER_SOURCE.read_text(), flags)
-            ffi = cffi.FFI()
-            ffi.cdef(_CDEF)
-            with private_copy(built.library) as copy:
-                lib = ffi.dlopen(str(copy))
-            _RUNNER.append((ffi, lib))
+            runner = _open(shipped) if shipped is not None else None
+            if runner is None:
+                flags = tuple(f for f in DEFAULT_FLAGS if f != "-fopenmp")
+                runner = _open(compile_source(RUNNER_SOURCE.read_text(), flags).library)
+            if runner is None:
+                raise OSError("the plan runner built from byoc_plan_runner.c reports another ABI")
+            _RUNNER.append(runner)
     return _RUNNER[0]
+
+
+def _open(library: bytes) -> Runner | None:
+    """The runner in `library`, or None if it is not a loadable runner of this ABI."""
+    if check_shared_object(library) is not None:
+        return None
+    ffi = cffi.FFI()
+    ffi.cdef(_CDEF)
+    try:
+        with private_copy(library) as copy:
+            lib = ffi.dlopen(str(copy))
+    except OSError:
+        return None
+    try:
+        abi = int(lib.byoc_plan_abi())
+    except AttributeError:
+        abi = -1
+    if abi != RUNNER_ABI:
+        ffi.dlclose(lib)
+        return None
+    return Runner(ffi, lib, library)
 
 
 # ---------------------------------------------------------------------------
@@ -302,7 +346,8 @@ class NativePlan:
         bound: BoundPlan,
         entries: Sequence[CEntry | None],
     ):
-        ffi, lib = runner_library()
+        runner = runner_library()
+        ffi, lib = runner.ffi, runner.lib
         self.plan = plan
         self._ffi = ffi
         self._lib = lib
@@ -478,8 +523,6 @@ class NativePlan:
             if exc is None:
                 raise NativePlanError(f"host step {k} ('{step.name}') failed")
             raise exc
-        from byoc.runtime.c_module import CFunctionError
-
         raise CFunctionError(step.name, int(self._lib.byoc_plan_last_code()), entry.last_error())
 
 
@@ -496,8 +539,10 @@ def compile_plan(
         return None, "no step calls a C entry"
     try:
         native = NativePlan.build(plan, constants, bound, entry)
-    except VerifyException as exc:  # a kernel's type relation rejects its operands' specs
+    except (VerifyException, TypeError, ValueError, KeyError) as exc:
         return None, f"the slots' types cannot be propagated ({exc})"
+    except (CompileError, OSError) as exc:
+        return None, f"the plan runner cannot be built or loaded here ({exc})"
     if native is None:
         return None, "a dim is dynamic (?) or a dtype has no DLPack equivalent"
     return native, ""
@@ -519,6 +564,7 @@ __all__ = [
     "NativePlan",
     "NativePlanError",
     "plan_arena",
+    "Runner",
     "runner_library",
     "slot_specs",
 ]

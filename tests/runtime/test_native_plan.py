@@ -218,6 +218,15 @@ func.func @main(%a: tensor<?x4xf32>) -> tensor<?x4xf32> {
     assert exe.native_plan is None
 
 
+def test_an_unusable_shipped_runner_is_not_loaded() -> None:
+    from byoc.runtime.native_plan import _open, runner_library
+
+    assert _open(b"not a library") is None
+    runner = _open(runner_library().library)  # the real one is
+    assert runner is not None
+    runner.ffi.dlclose(runner.lib)
+
+
 def test_exported_plan_runs_natively_in_a_fresh_process(mixed: Executable, tmp_path: Path) -> None:
     path = tmp_path / "mixed.byoc"
     mixed.export_library(str(path))
@@ -232,7 +241,11 @@ outs = exe.run(np.load({str(tmp_path / "a.npy")!r}), np.load({str(tmp_path / "b.
 for i, o in enumerate(outs):
     np.save({str(tmp_path)!r} + f"/out{{i}}.npy", o)
 """
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    # a fresh cache and no compiler: the artifact carries the runner as well as the libraries
+    env = {**os.environ, "BYOC_CACHE_DIR": str(tmp_path / "fresh_cache"), "CC": "false"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, env=env
+    )
     assert done.returncode == 0, done.stderr
     got = [np.load(tmp_path / f"out{i}.npy") for i in range(len(mixed.plan.output_slots))]
     assert_same(got, python_twin(mixed).run(*inputs))
