@@ -167,7 +167,7 @@ def child(engine: str, name: str, calls: int, rounds: int, breakdown: bool) -> d
         exe = byoc.build(byoc.import_onnx(str(path)), targets=targets.split(","), num_threads=1)
     if engine == "byoc-python":
         exe = Executable(
-            exe.plan, exe.constants, exe.components, exe.partitions(), num_threads=1, native=False
+            exe.plan, exe.constants, exe.components, exe.partitions, num_threads=1, native=False
         )
     elif exe.native_plan is None:
         raise SystemExit(f"{name}: the plan does not run natively ({exe.native_reason})")

@@ -348,13 +348,33 @@ class Executable:
             table[key] = table.get(key, 0.0) + t
         return outputs, table
 
+    @property
     def partitions(self) -> list[PartitionInfo]:
-        """Each partition: its symbol, target and the ops inside it."""
+        """Each partition: its symbol, target and the ops inside it (a new list each time)."""
         return list(self._partitions)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {describe_executable(self)}>"
 
     def export_library(self, path: str) -> None:
         """Write one artifact file: library, ExampleJSON subgraphs, host graph, constants."""
         export_executable(self, path)
+
+
+REPR_PARTITIONS = 4
+"""How many partitions `repr(Executable)` names before it gives only their count."""
+
+
+def describe_executable(exe: Executable) -> str:
+    """`targets: ccompiler; partitions: [@ccompiler_main_0 (ccompiler, 8 ops)]; threads: 2`:
+    the targets of the partitions (in the order of the partitions), each partition, the
+    thread setting."""
+    parts = exe.partitions
+    targets = ", ".join(dict.fromkeys(p.target for p in parts)) or "none (host only)"
+    shown = [f"@{p.symbol} ({p.target}, {p.num_ops} ops)" for p in parts[:REPR_PARTITIONS]]
+    if len(parts) > REPR_PARTITIONS:
+        shown.append(f"... {len(parts)} in all")
+    return f"targets: {targets}; partitions: [{', '.join(shown)}]; threads: {exe.num_threads}"
 
 
 def export_executable(exe: Executable, path: str | Path) -> None:
@@ -368,7 +388,8 @@ def export_executable(exe: Executable, path: str | Path) -> None:
                 f"a model with a dynamic (?) dim ({name}: "
                 f"{shape_repr(spec.shape)}) cannot be exported yet: the artifact format "
                 "states every shape; import or build it with static shapes "
-                "(byoc.import_onnx(path, input_shapes=...))"
+                "(--input-shape NAME=DxDx... on the command line, "
+                "byoc.import_onnx(path, input_shapes=...) in Python)"
             )
     writer = ArtifactWriter()
     constants = []
@@ -386,7 +407,7 @@ def export_executable(exe: Executable, path: str | Path) -> None:
         "constants": constants,
         "components": components,
         "partitions": [
-            {"symbol": p.symbol, "target": p.target, "ops": list(p.ops)} for p in exe.partitions()
+            {"symbol": p.symbol, "target": p.target, "ops": list(p.ops)} for p in exe.partitions
         ],
     }
     if exe.native_plan is not None:  # loading it then needs no compiler (native_plan.py)

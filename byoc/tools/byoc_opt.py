@@ -216,6 +216,14 @@ class ByocOptMain(xDSLOptMain):
             help="list the available passes with their options and exit",
         )
         arg_parser.add_argument(
+            "--input-shape",
+            action="append",
+            default=[],
+            metavar="NAME=DxDx...",
+            help="give ONNX graph input NAME the static shape DxDx... in place of its "
+            "symbolic, '?' or -1 dims (repeatable: one per input)",
+        )
+        arg_parser.add_argument(
             "--elide-constants",
             type=int,
             metavar="N",
@@ -345,8 +353,10 @@ class ByocOptMain(xDSLOptMain):
         return 0
 
     def make_frontend(self, key: str) -> Frontend:
-        """The frontend of spec `key` (`mlir`, `onnx{...}`)."""
+        """The frontend of spec `key` (`mlir`, `onnx{...}`), with `--no-implicit-module` or
+        `--input-shape` applied; `--input-shape` on input that is not ONNX is an error."""
         from byoc.frontend.mlir import MLIRFrontend
+        from byoc.frontend.onnx_frontend import ONNXFrontend, parse_input_shapes
 
         spec = parse_spec(key)
         factory = cast("Callable[[], type[Frontend]]", self.available_frontends[spec.name])
@@ -356,6 +366,17 @@ class ByocOptMain(xDSLOptMain):
             raise ToolError(f"invalid options for -f {spec.name}: {e}") from None
         if isinstance(frontend, MLIRFrontend) and self.args.no_implicit_module:
             frontend = replace(frontend, no_implicit_module=True)
+        if self.args.input_shape:
+            if not isinstance(frontend, ONNXFrontend):
+                raise ToolError(
+                    f"--input-shape applies to ONNX input (.onnx, or -f onnx); "
+                    f"'{self.get_input_name()}' is read as {frontend.name}"
+                )
+            try:
+                parse_input_shapes(self.args.input_shape)
+            except ValueError as e:
+                raise ToolError(str(e)) from None
+            frontend = replace(frontend, input_shapes=tuple(self.args.input_shape))
         return frontend
 
     def make_emitter(self) -> Target:

@@ -151,7 +151,7 @@ def test_layout_1_is_layout_0_transposed(op: str, direction: str) -> None:
 def test_recurrent_ops_stay_on_the_host() -> None:
     model, feeds = recurrent_model("LSTM", seq=True)
     exe = byoc.build(import_model(model), targets=["ccompiler", "examplejson"])
-    assert not any("nn.lstm" in p.ops for p in exe.partitions())
+    assert not any("nn.lstm" in p.ops for p in exe.partitions)
 
 
 def test_sequence_lengths_zero_the_tail_and_keep_the_last_state() -> None:

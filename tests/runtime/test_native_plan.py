@@ -33,7 +33,7 @@ def python_twin(exe: Executable) -> Executable:
         exe.plan,
         exe.constants,
         exe.components,
-        exe.partitions(),
+        exe.partitions,
         num_threads=exe.num_threads,
         native=False,
     )
@@ -333,7 +333,7 @@ def test_a_chain_reuses_the_arena() -> None:
 def _differential(spec: DagSpec, targets: list[str]) -> None:
     module = build_module(spec)
     exe = byoc.build(module, targets=targets, num_threads=1)
-    if exe.partitions():
+    if exe.partitions:
         assert exe.native_plan is not None, exe.native_reason
     twin = python_twin(exe)
     for seed in range(2):

@@ -170,7 +170,7 @@ def magnitude(module: Any, inputs: Sequence[Array], function: str | None = None)
                 block.erase_op(op)
     absolute = [np.abs(x) if np.issubdtype(np.asarray(x).dtype, np.floating) else x for x in inputs]
     with np.errstate(all="ignore"):
-        outs = run_reference(clone, absolute, **({"function": function} if function else {}))
+        outs = run_reference(clone, *absolute, **({"function": function} if function else {}))
     return [np.abs(np.asarray(r, dtype=np.float64)) for r in outs]
 
 
