@@ -333,7 +333,7 @@ def test_a_chain_reuses_the_arena() -> None:
 def _differential(spec: DagSpec, targets: list[str]) -> None:
     module = build_module(spec)
     exe = byoc.build(module, targets=targets, num_threads=1)
-    if exe.partitions:
+    if any(p.target != "examplejson" for p in exe.partitions):  # a partition with a C entry
         assert exe.native_plan is not None, exe.native_reason
     twin = python_twin(exe)
     for seed in range(2):
@@ -357,3 +357,10 @@ def test_random_dags_graph_runtime_and_host(spec: DagSpec) -> None:
 def test_random_dags_graph_runtime_and_c(spec: DagSpec) -> None:
     """Every op in a partition, alternating between a graph runtime and a C library."""
     _differential(spec, ["graphref", "ccompiler"])
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dags(min_ops=3, max_ops=12, shapes=((2, 3),)))
+def test_random_dags_examplejson_and_c(spec: DagSpec) -> None:
+    """ExampleJSON partitions (no C entry: called back into Python) between C partitions."""
+    _differential(spec, ["examplejson", "ccompiler"])
