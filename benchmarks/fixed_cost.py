@@ -211,7 +211,8 @@ def parent(args: argparse.Namespace) -> int:
     models = args.models.split(",") if args.models else list(MODELS)
     engines = args.engines.split(",")
     print(
-        f"fixed cost: us per run, best round of {args.alternations} alternation(s) x {args.rounds} rounds x {args.calls} calls"
+        f"fixed cost: us per run, best round of {args.alternations} alternation(s) x "
+        f"{args.rounds} rounds x {args.calls} calls"
     )
     print(
         f"{'model':9} {'steps':>5} "

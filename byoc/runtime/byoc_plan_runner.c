@@ -185,7 +185,8 @@ BYOC_PLAN_EXPORT byoc_plan* byoc_plan_new(const byoc_plan_data* d) {
   if (d->num_copies) memcpy(copies, d->copies, sizeof(byoc_plan_copy) * (size_t)d->num_copies);
   if (d->num_args) memcpy(arg_slots, d->arg_slots, sizeof(int32_t) * (size_t)d->num_args);
   for (int32_t s = 0; s < d->num_slots; ++s) {
-    if (slots[s].ndim > 0) memcpy(shapes, d->slots[s].shape, sizeof(int64_t) * (size_t)slots[s].ndim);
+    if (slots[s].ndim > 0)
+      memcpy(shapes, d->slots[s].shape, sizeof(int64_t) * (size_t)slots[s].ndim);
     slots[s].shape = shapes;
     shapes += slots[s].ndim;
     if (slots[s].kind == BYOC_SLOT_INPUT) p->input_slots[p->num_input_slots++] = s;
@@ -308,8 +309,9 @@ BYOC_PLAN_EXPORT int32_t byoc_plan_run(byoc_plan* p, void* const* inputs, void* 
   }
   if (result == 0) {
     for (int32_t c = 0; c < p->d.num_copies; ++c) {
-      const byoc_plan_slot* sl = &p->d.slots[p->d.copies[c].slot];
-      if (sl->nbytes > 0) memcpy(outputs[p->d.copies[c].index], tensors[p->d.copies[c].slot].data, sl->nbytes);
+      const byoc_plan_copy* cp = &p->d.copies[c];
+      const byoc_plan_slot* sl = &p->d.slots[cp->slot];
+      if (sl->nbytes > 0) memcpy(outputs[cp->index], tensors[cp->slot].data, sl->nbytes);
     }
   }
   pthread_mutex_lock(&p->lock);

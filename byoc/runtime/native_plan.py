@@ -1,18 +1,19 @@
 """The compiled host plan: a whole run in one native call.
 
-    native = NativePlan.build(plan, constants, bound, entries)   # None: run it in Python
-    outputs = native.run(arrays)                                 # one cffi call
+    native, why = compile_plan(plan, constants, bound, components)   # None, why: in Python
+    outputs = native.run_args(arrays) or native.run(checked_arrays)  # one cffi call
 
 `byoc_plan_runner.c` is generic C shipped with byoc: it interprets plan data, so no
 model needs a compile of its own. It is compiled once per machine (the toolchain's
-cache) and loaded once per process. `NativePlan.build` turns a `HostPlan` into its
-data once per Executable:
+cache) and loaded once per process; an artifact carries a copy (`runner_library`), so
+loading one needs no compiler. `NativePlan.build` turns a `HostPlan` into its data once
+per Executable:
 
 - every slot gets a dtype and a shape (propagated through the kernel steps' type
   relations); a plan with a `?` dim anywhere stays in Python;
-- a partition call whose component has a C entry (`CEntry`: a C library's packed
-  entry, a graph component's `byoc_graph_run` with its module and graph index) is
-  called from C directly; any other step (a host kernel, a partition of a component
+- a partition call whose component has a C entry (`RuntimeComponent.c_entry`: a C
+  library's packed entry, a graph component's `byoc_graph_run` with its module and
+  graph index) is called from C directly; any other step (a host kernel, a partition of a component
   without a C entry such as ExampleJSON) calls back into Python, where it runs the
   very closure the Python executor runs (`BoundPlan.runners`);
 - the intermediates live in one arena per run, placed by `plan_arena` (two values
