@@ -52,6 +52,7 @@ from byoc.runtime.cpu import native_load
 from byoc.runtime.dlpack import numpy_dtype as dl_numpy_dtype
 from byoc.runtime.graph_check import check_blob
 from byoc.runtime.graph_format import VERSION, check_header
+from byoc.runtime.interface import CEntry
 from byoc.runtime.tensor import TensorSpec
 from byoc.runtime.threads import check_num_threads
 from byoc.runtime.toolchain import (
@@ -341,6 +342,17 @@ class GraphModule(PackedLibrary):
     # ---- calling -------------------------------------------------------------------------
     def _entry(self, sym: str) -> Any:
         return functools.partial(self.lib.byoc_graph_run, self._handle, self._index[sym])
+
+    def c_entry(self, symbol: str) -> CEntry:
+        """`byoc_graph_run` with this module and graph `symbol`'s index, for C callers
+        (`RuntimeComponent.c_entry`)."""
+        ffi = self.ffi
+        return CEntry(
+            int(ffi.cast("intptr_t", self.lib.byoc_graph_run)),
+            self.last_error,
+            int(ffi.cast("intptr_t", self._handle)),
+            self._index[symbol],
+        )
 
     def _unknown_function(self, sym: str, known: str) -> str:
         return f"no graph '{sym}' in the {self.engine} graph module (graphs: {known})"
