@@ -86,7 +86,9 @@ class Computation:
     args: list[Attribute] = field(default_factory=list[Attribute])
     """kernel: the literal arguments after the pointers."""
     scratch: int = 0
-    """kernel: floats of workspace it needs during the call (passed after the output)."""
+    """kernel: floats of workspace it needs during the call (passed after the outputs)."""
+    more_outs: list[Tensor] = field(default_factory=list[Tensor])
+    """kernel: the results after `out` it also writes (passed after `out`)."""
     source: Operation | None = None
     index: int = 0
 
@@ -222,7 +224,9 @@ class GraphBuilder:
             from byoc.interpreters.kernels import KERNELS
 
             out = KERNELS[name](*[v.array for v in ins], **attrs)
-            self.values[op.results[0]] = self._const(np.asarray(out))
+            outs = out if isinstance(out, tuple) else (out,)
+            for res, value in zip(op.results, outs, strict=True):
+                self.values[res] = self._const(np.asarray(value))
             return
         out = self._result(op)
         self.values[op.results[0]] = out
@@ -237,6 +241,8 @@ class GraphBuilder:
     def _node(self, node: Computation) -> None:
         node.index = len(self.nodes)
         node.out.node = node
+        for v in node.more_outs:
+            v.node = node
         self.nodes.append(node)
 
     def _pointwise(self, op: nn.NNOp, ins: list[Tensor], out: Tensor, attrs: dict[str, Any]) -> None:
@@ -374,6 +380,14 @@ class GraphBuilder:
             callee = f"byoc_pad_{t}"
         elif name == "nn.concatenate":
             self._node(Computation("concat", name, ins, out, params={"axis": a["axis"] % len(out.shape)}, source=op))
+            return
+        elif isinstance(op, nn.RecurrentOp):
+            from byoc.lowering.nn_to_c.recurrent import recurrent_computation
+
+            node = recurrent_computation(op, ins, out, self._const)
+            self._node(node)
+            for res, value in zip(op.results[1:], node.more_outs, strict=True):
+                self.values[res] = value
             return
         else:  # pragma: no cover - SUPPORTED_OPS and this dispatch are kept in step
             raise PassError(op, f"lower-to-c: no kernel for '{name}'")
