@@ -59,6 +59,97 @@ enum {
 
 enum { BYOC_RNN_CELL_RNN = 1, BYOC_RNN_CELL_GRU = 3, BYOC_RNN_CELL_LSTM = 4 }; /* = gates */
 
+/*
+ * e^x for 8 lanes (Cephes' expf: x = n ln2 + r in two parts, a degree-6 polynomial in r,
+ * times 2^n built in the exponent bits; about 1 ulp). x is clamped to [-87.3, 88.7] (the
+ * result then saturates near FLT_MIN / FLT_MAX); a NaN lane gives NaN. Plain vector
+ * arithmetic, so the loops calling it vectorise in both the baseline and the AVX2 clone.
+ */
+/* m ? a : b per lane (m: a comparison's all-ones / zero lanes); casts between vector types
+ * of one size keep the bits. */
+#define BYOC_RNN_SEL_(m, a, b) \
+  ((byoc_v8f_)(((byoc_v8i_)(a) & (m)) | ((byoc_v8i_)(b) & ~(m))))
+
+static inline __attribute__((always_inline)) void byoc_rnn_exp8_(const byoc_v8f_* in,
+                                                                   byoc_v8f_* out) {
+  const byoc_v8f_ x0 = *in;
+  const byoc_v8i_ nan = x0 != x0;
+  byoc_v8f_ x = x0;
+  const byoc_v8f_ zero = {0};
+  x = BYOC_RNN_SEL_(x < -87.3f, zero - 87.3f, x);
+  x = BYOC_RNN_SEL_(x > 88.7f, zero + 88.7f, x);
+  x = BYOC_RNN_SEL_(nan, zero, x);
+  byoc_v8f_ fx = x * 1.44269504088896341f + 0.5f;
+  byoc_v8i_ n = __builtin_convertvector(fx, byoc_v8i_); /* truncates: floor below */
+  byoc_v8f_ nf = __builtin_convertvector(n, byoc_v8f_);
+  n = n + (nf > fx); /* a true comparison is -1 */
+  nf = __builtin_convertvector(n, byoc_v8f_);
+  x = x - nf * 0.693359375f;
+  x = x - nf * -2.12194440e-4f;
+  const byoc_v8f_ z = x * x;
+  byoc_v8f_ p = 1.9875691500e-4f * x + 1.3981999507e-3f;
+  p = p * x + 8.3334519073e-3f;
+  p = p * x + 4.1665795894e-2f;
+  p = p * x + 1.6666665459e-1f;
+  p = p * x + 5.0000001201e-1f;
+  p = p * z + x + 1.0f;
+  /* 2^n in two factors, so n = 128 (x near 88.7) does not overflow the exponent field */
+  const byoc_v8i_ half = n >> 1;
+  const byoc_v8i_ e1 = (half + 127) << 23, e2 = (n - half + 127) << 23;
+  p = p * (byoc_v8f_)e1 * (byoc_v8f_)e2;
+  *out = BYOC_RNN_SEL_(nan, x0, p);
+}
+
+/* tanh for 8 lanes: Cephes' tanhf (an odd polynomial below |x| = 0.625, else
+ * 1 - 2 / (e^(2|x|) + 1) with the sign of x); a few ulp. */
+static inline __attribute__((always_inline)) void byoc_rnn_tanh8_(const byoc_v8f_* in,
+                                                                    byoc_v8f_* out) {
+  const byoc_v8f_ x = *in;
+  const byoc_v8i_ neg = x < 0.0f;
+  const byoc_v8f_ a = BYOC_RNN_SEL_(neg, -x, x);
+  const byoc_v8f_ s = x * x;
+  byoc_v8f_ poly = -5.70498872745e-3f * s + 2.06390887954e-2f;
+  poly = poly * s - 5.37397155531e-2f;
+  poly = poly * s + 1.33314422036e-1f;
+  poly = poly * s - 3.33332819422e-1f;
+  poly = poly * s * x + x;
+  byoc_v8f_ e, a2 = a + a;
+  byoc_rnn_exp8_(&a2, &e);
+  byoc_v8f_ big = 1.0f - 2.0f / (e + 1.0f);
+  big = BYOC_RNN_SEL_(neg, -big, big);
+  *out = BYOC_RNN_SEL_(a < 0.625f, poly, big); /* NaN: a < 0.625 is false, big is NaN */
+}
+
+/* 1 / (1 + e^-x) for 8 lanes. */
+static inline __attribute__((always_inline)) void byoc_rnn_sigmoid8_(const byoc_v8f_* in,
+                                                                       byoc_v8f_* out) {
+  byoc_v8f_ e, m = -*in;
+  byoc_rnn_exp8_(&m, &e);
+  *out = 1.0f / (1.0f + e);
+}
+
+/* A vector function over n values in place: whole vectors, then the tail through a padded
+ * copy (so every value is computed by the same lanes' code). */
+#define BYOC_RNN_MAP8_(FN, v, n)                                        \
+  do {                                                                  \
+    int64_t i_ = 0;                                                     \
+    for (; i_ + 8 <= (n); i_ += 8) {                                    \
+      byoc_v8f_ a_, b_;                                                 \
+      memcpy(&a_, (v) + i_, sizeof a_);                                 \
+      FN(&a_, &b_);                                                     \
+      memcpy((v) + i_, &b_, sizeof b_);                                 \
+    }                                                                   \
+    if (i_ < (n)) {                                                     \
+      float t_[8] = {0};                                                \
+      memcpy(t_, (v) + i_, (size_t)((n) - i_) * sizeof(float));         \
+      byoc_v8f_ a_, b_;                                                 \
+      memcpy(&a_, t_, sizeof a_);                                       \
+      FN(&a_, &b_);                                                     \
+      memcpy(t_, &b_, sizeof b_);                                       \
+      memcpy((v) + i_, t_, (size_t)((n) - i_) * sizeof(float));         \
+    }                                                                   \
+  } while (0)
+
 /* f(v) in place for n values (one switch per vector, not per element). */
 static inline void byoc_rnn_act_(int32_t code, float alpha, float beta, float* restrict v,
                                  int64_t n) {
@@ -67,10 +158,10 @@ static inline void byoc_rnn_act_(int32_t code, float alpha, float beta, float* r
       for (int64_t i = 0; i < n; ++i) v[i] = v[i] < 0.0f ? 0.0f : v[i];
       break;
     case BYOC_RNN_TANH:
-      for (int64_t i = 0; i < n; ++i) v[i] = tanhf(v[i]);
+      BYOC_RNN_MAP8_(byoc_rnn_tanh8_, v, n);
       break;
     case BYOC_RNN_SIGMOID:
-      for (int64_t i = 0; i < n; ++i) v[i] = 1.0f / (1.0f + expf(-v[i]));
+      BYOC_RNN_MAP8_(byoc_rnn_sigmoid8_, v, n);
       break;
     case BYOC_RNN_AFFINE:
       for (int64_t i = 0; i < n; ++i) v[i] = alpha * v[i] + beta;
@@ -186,7 +277,7 @@ static BYOC_FMA BYOC_MAYBE_UNUSED void byoc_rnn_gemv_fma_(const float* restrict 
                                                           float* restrict out, int64_t B,
                                                           int64_t H, int64_t ldo, int64_t n0,
                                                           int64_t n1) {
-  const int64_t H8 = H - H % 8;
+  const int64_t H8 = H - H % 8, H16 = H - H % 16;
   float lanes[8];
   int64_t n = n0;
   for (; n + 4 <= n1; n += 4) {
@@ -196,8 +287,22 @@ static BYOC_FMA BYOC_MAYBE_UNUSED void byoc_rnn_gemv_fma_(const float* restrict 
     const float* r3 = r2 + H;
     for (int64_t m = 0; m < B; ++m) {
       const float* hm = h + m * H;
+      /* two accumulators a row (terms k and k + 8 of each 16): eight chains of FMAs */
       __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-      for (int64_t k = 0; k < H8; k += 8) {
+      __m256 u0 = s0, u1 = s0, u2 = s0, u3 = s0;
+      int64_t k = 0;
+      for (; k < H16; k += 16) {
+        const __m256 x = _mm256_loadu_ps(hm + k), x8 = _mm256_loadu_ps(hm + k + 8);
+        s0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(r0 + k), s0);
+        s1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(r1 + k), s1);
+        s2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(r2 + k), s2);
+        s3 = _mm256_fmadd_ps(x, _mm256_loadu_ps(r3 + k), s3);
+        u0 = _mm256_fmadd_ps(x8, _mm256_loadu_ps(r0 + k + 8), u0);
+        u1 = _mm256_fmadd_ps(x8, _mm256_loadu_ps(r1 + k + 8), u1);
+        u2 = _mm256_fmadd_ps(x8, _mm256_loadu_ps(r2 + k + 8), u2);
+        u3 = _mm256_fmadd_ps(x8, _mm256_loadu_ps(r3 + k + 8), u3);
+      }
+      for (; k < H8; k += 8) {
         const __m256 x = _mm256_loadu_ps(hm + k);
         s0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(r0 + k), s0);
         s1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(r1 + k), s1);
@@ -205,7 +310,8 @@ static BYOC_FMA BYOC_MAYBE_UNUSED void byoc_rnn_gemv_fma_(const float* restrict 
         s3 = _mm256_fmadd_ps(x, _mm256_loadu_ps(r3 + k), s3);
       }
       float t[4];
-      const __m256 s[4] = {s0, s1, s2, s3};
+      const __m256 s[4] = {_mm256_add_ps(s0, u0), _mm256_add_ps(s1, u1), _mm256_add_ps(s2, u2),
+                           _mm256_add_ps(s3, u3)};
       for (int q = 0; q < 4; ++q) {
         _mm256_storeu_ps(lanes, s[q]);
         float v = 0.0f;
