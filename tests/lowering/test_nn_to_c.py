@@ -422,6 +422,7 @@ SANITIZED = [
     "transpose_201", "concat_axis1", "pad_reflect", "flatten", "abs_i32",
     "conv_depthwise_s2", "conv_depthwise_s2_d2", "conv_1x1_wide", "conv_t_3x3_pad", "conv_t_odd_s3",
     "resize_nearest_ceil_tf", "resize_linear_align", "resize_linear_w_only", "lrn_even_last_axis",
+    "lstm_bidirectional_seq_peephole", "gru_reverse_no_bias", "rnn_batch_major_relu",
 ]
 
 

@@ -115,4 +115,10 @@ def _result(t: Attribute) -> Tensor:
     return Tensor(tuple(t.get_shape()), dtype_name(t.element_type), "node")
 
 
-__all__ = ["ACTIVATION_CODES", "CALLEES", "DIRECTION_CODES", "recurrent_computation", "scratch_floats"]
+__all__ = [
+    "ACTIVATION_CODES",
+    "CALLEES",
+    "DIRECTION_CODES",
+    "recurrent_computation",
+    "scratch_floats",
+]
