@@ -27,7 +27,7 @@ from typing import Any  # noqa: E402
 import numpy as np  # noqa: E402
 
 import byoc  # noqa: E402
-from byoc.lowering.nn_to_c import emission, pass_  # noqa: E402
+from byoc.lowering.nn_to_c import emission, lower_to_c  # noqa: E402
 from byoc.runtime import kernel_profile  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -35,14 +35,14 @@ from kernel_profile import load_model  # noqa: E402
 
 
 def build(module: Any, in_place: bool, threads: int) -> Any:
-    real, real_base = emission.place_concat_inputs, pass_.c_helper_base
+    real, real_base = emission.place_concat_inputs, lower_to_c.c_helper_base
     if not in_place:  # the copying lowering; its kernels named apart (the hook's rows are by name)
         emission.place_concat_inputs = lambda steps, storage: steps  # type: ignore[assignment]
-        pass_.c_helper_base = lambda sym, names: real_base(sym, names) + "_copying"  # type: ignore[assignment]
+        lower_to_c.c_helper_base = lambda sym, names: real_base(sym, names) + "_copying"  # type: ignore[assignment]
     try:
         return byoc.build(module, targets=["ccompiler"], num_threads=threads)
     finally:
-        emission.place_concat_inputs, pass_.c_helper_base = real, real_base  # type: ignore[assignment]
+        emission.place_concat_inputs, lower_to_c.c_helper_base = real, real_base  # type: ignore[assignment]
 
 
 def main() -> None:

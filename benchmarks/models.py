@@ -197,9 +197,9 @@ def report(results: dict[str, dict[str, float]], with_cblas: bool) -> None:
 def profile(name: str, rounds: int) -> None:
     """Time per op kind and per conv2d shape, every ccompiler op in its own partition."""
     from byoc.context import make_context
+    from byoc.dialects.byoc import partition_target
     from byoc.passes.annotate_target import AnnotateTargetPass
     from byoc.passes.partition import PartitionPass
-    from byoc.runtime.host import partition_target
 
     model = randomize_weights(onnx.load(light_models()[name]), seed=0)
     module = import_model(model)

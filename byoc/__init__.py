@@ -7,8 +7,6 @@ ONNX frontend are only loaded when first used.
 
 from __future__ import annotations
 
-import sys
-import types
 from importlib import import_module
 from typing import Any
 
@@ -25,26 +23,15 @@ _LAZY: dict[str, str] = {
     "get_op_attr": "byoc.op_registry:get_op_attr",
     "partition_for": "byoc.passes.byoc_pipeline:partition_for",
     "import_onnx": "byoc.frontend.onnx:import_model",
-    "build": "byoc.build:build",
-    "register_target": "byoc.build:register_target",
+    "from_torch": "byoc.frontend.torch:from_torch",
+    "build": "byoc.driver:build",
+    "register_target": "byoc.driver:register_target",
     "Target": "byoc.targets.base:Target",
     "load_module": "byoc.runtime.loaders:load_module",
+    "check_target": "byoc.conformance:check_target",
 }
 
 __all__ = sorted(_LAZY)
-
-
-class _Package(types.ModuleType):
-    """`byoc.build` is the function; importing the submodule byoc/build.py must not replace it
-    (the import system sets each submodule as an attribute of its package)."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "build" and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str) -> Any:

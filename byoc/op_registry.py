@@ -93,7 +93,7 @@ _LEVELS: dict[str, int] = {
         4,
     ),
     "nn.resize2d": 5,
-    # ---- nn.math_ops and nn.logic_ops (ONNX coverage, issue #16) ----
+    # ---- nn.math_ops and nn.logic_ops ----
     **dict.fromkeys(
         [
             "nn.sin", "nn.cos", "nn.tan", "nn.asin", "nn.acos", "nn.atan", "nn.sinh",

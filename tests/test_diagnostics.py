@@ -633,4 +633,17 @@ def test_onnx_input_without_the_frontend_is_a_clear_error(
     assert err.startswith(
         f"{model}: error: cannot read ONNX models: the ONNX frontend failed to load"
     )
-    assert "pip install onnx" in err
+    assert "pip install 'byoc[onnx]'" in err
+
+
+def test_onnx_input_without_the_onnx_package_names_the_extra(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "onnx", None)  # `import onnx` now fails as if not installed
+    model = tmp_path / "model.onnx"
+    model.write_bytes(b"\x08\x07")
+    assert ByocOptMain(args=[str(model)]).run() == 1
+    assert capsys.readouterr().err == (
+        f"{model}: error: reading ONNX models needs the 'onnx' package "
+        "(pip install 'byoc[onnx]')\n"
+    )

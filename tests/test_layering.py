@@ -1,4 +1,4 @@
-"""Imports point down the layers: tools -> build -> frontend/passes/lowering -> targets -> runtime
+"""Imports point down the layers: tools -> driver -> frontend/passes/lowering -> targets -> runtime
 -> dialects. Imports inside functions and under TYPE_CHECKING count."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from support.paths import PACKAGE
 
 ABOVE_TARGETS = (
-    "byoc.build",
+    "byoc.driver",
     "byoc.tools",
     "byoc.frontend",
     "byoc.passes",
@@ -20,10 +20,10 @@ ABOVE_TARGETS = (
 ABOVE_RUNTIME = (*ABOVE_TARGETS, "byoc.targets", "byoc.op_registry")
 
 RULES: dict[str, tuple[str, ...]] = {
-    "byoc.frontend": ("byoc.build", "byoc.tools", "byoc.passes", "byoc.lowering"),
+    "byoc.frontend": ("byoc.driver", "byoc.tools", "byoc.passes", "byoc.lowering"),
     "byoc.targets": ABOVE_TARGETS,
-    "byoc.lowering": ("byoc.build", "byoc.tools", "byoc.passes", "byoc.frontend"),
-    "byoc.passes": ("byoc.build", "byoc.tools", "byoc.lowering", "byoc.frontend"),
+    "byoc.lowering": ("byoc.driver", "byoc.tools", "byoc.passes", "byoc.frontend"),
+    "byoc.passes": ("byoc.driver", "byoc.tools", "byoc.lowering", "byoc.frontend"),
     "byoc.op_registry": (*ABOVE_TARGETS, "byoc.targets", "byoc.runtime"),
     "byoc.runtime": ABOVE_RUNTIME,
     "byoc.dialects": (*ABOVE_RUNTIME, "byoc.runtime", "byoc.interpreters"),

@@ -22,6 +22,7 @@ value it reads is a block argument. Its name is `<target>.<pattern>`.
 from __future__ import annotations
 
 from xdsl.dialects.builtin import StringAttr
+from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Dialect, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -42,6 +43,12 @@ TARGET_ATTR = "byoc.target"
 """Discardable attribute set by annotate-target on supported ops and composites."""
 COMPILER_ATTR = "byoc.compiler"
 """Function attribute set by partition on outlined functions."""
+
+
+def partition_target(func: FuncOp | None) -> str | None:
+    """The target a partition function was outlined for (its `byoc.compiler`), else None."""
+    attr = func.attributes.get(COMPILER_ATTR) if func is not None else None
+    return attr.data if isinstance(attr, StringAttr) else None
 
 
 @irdl_op_definition
@@ -221,4 +228,5 @@ __all__ = [
     "YieldOp",
     "TARGET_ATTR",
     "COMPILER_ATTR",
+    "partition_target",
 ]

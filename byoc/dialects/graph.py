@@ -41,7 +41,6 @@ from typing import Any
 import numpy as np
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    BytesAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
@@ -77,7 +76,8 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.dense import format_dense, parse_dense
-from byoc.dialects.nn import element_type_of, numpy_dtype, shape_of, tensor
+from byoc.dialects.nn import numpy_dtype, shape_of
+from byoc.dialects.nn.types import array_of, dense_of, dense_value
 
 MAX_RANK = 8
 """The runtime's limit on tensor rank."""
@@ -205,9 +205,7 @@ class ConstantOp(IRDLOperation):
 
     @staticmethod
     def from_array(name: str, array: Any) -> ConstantOp:
-        arr = np.ascontiguousarray(np.asarray(array))
-        ty = tensor(arr.shape, element_type_of(arr.dtype))
-        return ConstantOp(name, DenseIntOrFPElementsAttr(ty, BytesAttr(arr.tobytes())))
+        return ConstantOp(name, dense_of(array))
 
     @property
     def tensor_type(self) -> TensorType[Any]:
@@ -219,10 +217,7 @@ class ConstantOp(IRDLOperation):
         return self.value.data.data
 
     def ndarray(self) -> np.ndarray[Any, Any]:
-        ty = self.tensor_type
-        return np.frombuffer(self.payload(), dtype=numpy_dtype(ty.element_type)).reshape(
-            shape_of(ty)
-        )
+        return array_of(self.value)
 
     def verify_(self) -> None:
         ty = check_tensor_type(self.value.type, f"constant @{self.sym_name.data}")
@@ -251,23 +246,10 @@ class ConstantOp(IRDLOperation):
         extra = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         ty = parser.parse_type()
-        if not isinstance(ty, TensorType):
-            parser.raise_error(f"graph.constant needs a tensor type, got {ty}", start, parser.pos)
         try:
-            dt = numpy_dtype(ty.element_type)
-        except VerifyException as e:
+            value = dense_value(payload, ty, "graph.constant")
+        except ValueError as e:
             parser.raise_error(str(e), start, parser.pos)
-        n = math.prod(shape_of(ty))
-        if isinstance(payload, bytes):
-            raw = payload
-        else:
-            values = payload
-            if len(values) == 1 and n != 1:
-                values = values * n  # splat
-            if len(values) != n:
-                parser.raise_error(f"{len(values)} values given, {ty} needs {n}", start, parser.pos)
-            raw = np.asarray(values, dtype=dt).tobytes()
-        value = DenseIntOrFPElementsAttr(ty, BytesAttr(raw))
         return cls.create(properties={"sym_name": name, "value": value}, attributes=extra)
 
 

@@ -4,20 +4,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from importlib import import_module
 
 from xdsl.utils.frontend import Frontend
 
-
-def _lazy(module: str, cls: str) -> Callable[[], type[Frontend]]:
-    def factory() -> type[Frontend]:
-        return getattr(import_module(module), cls)
-
-    return factory
-
+from byoc.utils.lazy import LazyClass
 
 ALL_FRONTENDS: dict[str, Callable[[], type[Frontend]]] = {
-    "mlir": _lazy("byoc.frontend.mlir", "MLIRFrontend"),
-    "onnx": _lazy("byoc.frontend.onnx_frontend", "ONNXFrontend"),
-    "examplejson": _lazy("byoc.frontend.examplejson", "ExampleJsonFrontend"),
+    "mlir": LazyClass("byoc.frontend.mlir", "MLIRFrontend", Frontend),
+    "onnx": LazyClass("byoc.frontend.onnx_frontend", "ONNXFrontend", Frontend),
+    "examplejson": LazyClass("byoc.frontend.examplejson", "ExampleJsonFrontend", Frontend),
+    "pt2": LazyClass("byoc.frontend.torch.pt2", "Pt2Frontend", Frontend),
 }

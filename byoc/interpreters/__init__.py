@@ -4,7 +4,7 @@ interpreter functions that run a module with them (`nn`, `byoc`, `reference`).""
 from __future__ import annotations
 
 from byoc.interpreters import (  # noqa: F401  (register first)
-    kernels_detection,  # issue 16: roi_align, rotary_embedding, deform_conv2d, tensor_scatter
+    kernels_detection,  # roi_align, rotary_embedding, deform_conv2d, tensor_scatter
     kernels_indexing,
     kernels_logic,
     kernels_math,

@@ -11,26 +11,15 @@ re-implements them.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from byoc.dialects.nn.types import element_type_named, numpy_dtype
-
-Array = np.ndarray[Any, Any]
-Kernel = Callable[..., Any]
-
-KERNELS: dict[str, Kernel] = {}
-
-
-def kernel(name: str) -> Callable[[Kernel], Kernel]:
-    def register(fn: Kernel) -> Kernel:
-        KERNELS[name] = fn
-        return fn
-
-    return register
+from byoc.interpreters.registry import KERNELS as KERNELS  # re-exported: the filled table
+from byoc.interpreters.registry import Array, kernel
 
 
 def _same(x: Array, like: Array) -> Array:
@@ -549,7 +538,5 @@ def constant(*, value: Array) -> Array:
     return value
 
 
-# ---- quantized ops (issue #13): their own module, registered here ----------------
-from byoc.interpreters.qkernels import QKERNELS  # noqa: E402
-
-KERNELS.update(QKERNELS)
+# ---- quantized ops: their own module, registered into the same table ----------------
+from byoc.interpreters import qkernels  # noqa: E402, F401

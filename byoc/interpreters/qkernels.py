@@ -1,4 +1,4 @@
-"""numpy kernels of the quantized nn ops (issue #13), registered into `KERNELS`.
+"""numpy kernels of the quantized nn ops, registered into `KERNELS`.
 
 Rounding and saturation follow ONNX and onnxruntime exactly:
 
@@ -15,25 +15,13 @@ Rounding and saturation follow ONNX and onnxruntime exactly:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-Array = np.ndarray[Any, Any]
-Kernel = Callable[..., Any]
-
-QKERNELS: dict[str, Kernel] = {}
-"""op name -> kernel; kernels.py adds them to KERNELS (this module does not import it)."""
-
-
-def kernel(name: str) -> Callable[[Kernel], Kernel]:
-    def register(fn: Kernel) -> Kernel:
-        QKERNELS[name] = fn
-        return fn
-
-    return register
+from byoc.interpreters.registry import Array, kernel
 
 
 def _pad_nchw(x: Array, padding: Sequence[int], value: float) -> Array:

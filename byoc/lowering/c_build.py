@@ -20,7 +20,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 from byoc.dialects import c
 from byoc.lowering.emit.c import emit_c_source
-from byoc.lowering.nn_to_c.pass_ import constants_of
+from byoc.lowering.nn_to_c.lower_to_c import constants_of
 from byoc.runtime.c_module import CModule, CSignature
 from byoc.runtime.tensor import TensorSpec
 from byoc.runtime.toolchain import DEFAULT_FLAGS

@@ -36,7 +36,6 @@ are left alone.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -50,6 +49,7 @@ from byoc.diagnostics import PassError
 from byoc.dialects import examplejson as ej
 from byoc.dialects import nn
 from byoc.dialects.byoc import COMPILER_ATTR, CompositeOp, YieldOp
+from byoc.lowering.containers import container_of
 
 TARGET = "examplejson"
 PASS = "lower-to-examplejson"
@@ -137,21 +137,6 @@ def declaration_of(func: FuncOp) -> FuncOp:
     return decl
 
 
-def container_of(module: ModuleOp) -> ej.ExampleJsonModuleOp:
-    """The module's `examplejson.module`, added at its end if there is none."""
-    for op in module.ops:
-        if isinstance(op, ej.ExampleJsonModuleOp):
-            return op
-    container = ej.ExampleJsonModuleOp()
-    Rewriter.insert_op(container, InsertPoint.at_end(module.body.block))
-    return container
-
-
-def lower_functions(funcs: Iterable[FuncOp]) -> ej.ExampleJsonModuleOp:
-    """A detached `examplejson.module` holding the subgraph of each function (unchanged)."""
-    return ej.ExampleJsonModuleOp([lower_function(f) for f in funcs])
-
-
 @dataclass(frozen=True)
 class LowerToExampleJsonPass(ModulePass):
     """Lower each func.func with byoc.compiler = "examplejson" to an examplejson.subgraph."""
@@ -163,7 +148,7 @@ class LowerToExampleJsonPass(ModulePass):
         if not funcs:
             return
         subgraphs = [lower_function(f) for f in funcs]
-        container = container_of(op)
+        container = container_of(op, ej.ExampleJsonModuleOp)
         taken = {s.sym_name.data for s in container.subgraphs}
         for func, subgraph in zip(funcs, subgraphs, strict=True):
             if subgraph.sym_name.data in taken:

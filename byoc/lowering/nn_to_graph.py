@@ -40,6 +40,7 @@ from byoc.diagnostics import PassError
 from byoc.dialects import graph as gd
 from byoc.dialects import nn
 from byoc.dialects.byoc import COMPILER_ATTR, CompositeOp, YieldOp
+from byoc.lowering.containers import container_of
 from byoc.lowering.nn_to_examplejson import declaration_of
 from byoc.runtime.host import input_name
 
@@ -209,16 +210,6 @@ def lower_function(func: FuncOp, constants: _Constants) -> gd.GraphOp:
     return gd.GraphOp(name, ops)
 
 
-def container_of(module: ModuleOp) -> gd.GraphModuleOp:
-    """The module's `graph.module`, added at its end if there is none."""
-    for op in module.ops:
-        if isinstance(op, gd.GraphModuleOp):
-            return op
-    container = gd.GraphModuleOp()
-    Rewriter.insert_op(container, InsertPoint.at_end(module.body.block))
-    return container
-
-
 @dataclass(frozen=True)
 class LowerToGraphPass(ModulePass):
     """Lower each partition of `target` (default: every graph-runtime target) to a graph.graph."""
@@ -242,7 +233,7 @@ class LowerToGraphPass(ModulePass):
         existing = next((o for o in op.ops if isinstance(o, gd.GraphModuleOp)), None)
         constants = _Constants(existing if existing is not None else gd.GraphModuleOp())
         graphs = [lower_function(f, constants) for f in funcs]  # type: ignore[arg-type]
-        container = container_of(op)
+        container = container_of(op, gd.GraphModuleOp)
         taken = {g.sym_name.data for g in container.graphs}
         for func, graph in zip(funcs, graphs, strict=True):
             if graph.sym_name.data in taken:

@@ -14,12 +14,12 @@ only imported when its pass is first used, so start-up stays fast:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from xdsl.passes import ModulePass
+
+from byoc.utils.lazy import LazyClass
 
 if TYPE_CHECKING:
     from byoc.passes.annotate_target import AnnotateTargetPass
@@ -30,42 +30,29 @@ if TYPE_CHECKING:
     from byoc.passes.partition import PartitionPass
 
 
-@dataclass(frozen=True)
-class _LazyPass:
-    """Imports `module` and returns its pass class `cls` when called."""
-
-    module: str
-    cls: str
-
-    def __call__(self) -> type[ModulePass]:
-        return getattr(import_module(self.module), self.cls)
-
-
-def _lazy(module: str, cls: str) -> Callable[[], type[ModulePass]]:
-    return _LazyPass(module, cls)
-
-
-ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
-    "merge-composite": _lazy("byoc.passes.merge_composite", "MergeCompositePass"),
-    "annotate-target": _lazy("byoc.passes.annotate_target", "AnnotateTargetPass"),
-    "merge-compiler-regions": _lazy(
-        "byoc.passes.merge_compiler_regions", "MergeCompilerRegionsPass"
+ALL_PASSES: dict[str, LazyClass[ModulePass]] = {
+    "merge-composite": LazyClass("byoc.passes.merge_composite", "MergeCompositePass", ModulePass),
+    "annotate-target": LazyClass("byoc.passes.annotate_target", "AnnotateTargetPass", ModulePass),
+    "merge-compiler-regions": LazyClass(
+        "byoc.passes.merge_compiler_regions", "MergeCompilerRegionsPass", ModulePass
     ),
-    "partition": _lazy("byoc.passes.partition", "PartitionPass"),
-    "byoc": _lazy("byoc.passes.byoc_pipeline", "ByocPass"),
-    "convert-layout": _lazy("byoc.passes.convert_layout", "ConvertLayoutPass"),
-    "lower-to-c": _lazy("byoc.lowering.nn_to_c.pass_", "LowerToCPass"),
-    "lower-to-examplejson": _lazy("byoc.lowering.nn_to_examplejson", "LowerToExampleJsonPass"),
-    "lower-to-graph": _lazy("byoc.lowering.nn_to_graph", "LowerToGraphPass"),
-    "split-dequantize": _lazy("byoc.passes.split_dequantize", "SplitDequantizePass"),  # issue #13
-    "fold-batch-norm": _lazy("byoc.passes.fold_batch_norm", "FoldBatchNormPass"),  # issue #12
+    "partition": LazyClass("byoc.passes.partition", "PartitionPass", ModulePass),
+    "byoc": LazyClass("byoc.passes.byoc_pipeline", "ByocPass", ModulePass),
+    "convert-layout": LazyClass("byoc.passes.convert_layout", "ConvertLayoutPass", ModulePass),
+    "lower-to-c": LazyClass("byoc.lowering.nn_to_c.lower_to_c", "LowerToCPass", ModulePass),
+    "lower-to-examplejson": LazyClass(
+        "byoc.lowering.nn_to_examplejson", "LowerToExampleJsonPass", ModulePass
+    ),
+    "lower-to-graph": LazyClass("byoc.lowering.nn_to_graph", "LowerToGraphPass", ModulePass),
+    "split-dequantize": LazyClass(
+        "byoc.passes.split_dequantize", "SplitDequantizePass", ModulePass
+    ),
+    "fold-batch-norm": LazyClass("byoc.passes.fold_batch_norm", "FoldBatchNormPass", ModulePass),
 }
 
 # public name -> the module defining it, imported on first access
 _EXPORTS: dict[str, str] = {
-    lazy.cls: lazy.module
-    for lazy in ALL_PASSES.values()
-    if isinstance(lazy, _LazyPass) and lazy.module.startswith(f"{__name__}.")
+    lazy.name: lazy.module for lazy in ALL_PASSES.values() if lazy.module.startswith(f"{__name__}.")
 }
 _EXPORTS["partition_for"] = "byoc.passes.byoc_pipeline"
 

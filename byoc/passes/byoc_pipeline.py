@@ -69,7 +69,7 @@ class ByocPass(ModulePass):
     def pipeline(self) -> PassPipeline:
         return PassPipeline(
             (
-                SplitDequantizePass(),  # issue #13: a QDQ composite owns its dequantize
+                SplitDequantizePass(),  # a QDQ composite owns its dequantize
                 MergeCompositePass(targets=self.targets, patterns=self.patterns),
                 AnnotateTargetPass(targets=self.targets, ops=self.ops),
                 MergeCompilerRegionsPass(min_ops=self.min_ops),

@@ -40,11 +40,19 @@ from typing import Any, ClassVar
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 
 from byoc.dialects import nn
-from byoc.dialects.nn.ops import DATA_LAYOUTS, KERNEL_LAYOUTS, layout_of
+from byoc.dialects.nn.layers import DATA_LAYOUTS, KERNEL_LAYOUTS, layout_of
 from byoc.passes.options import as_names
 from byoc.passes.scope import host_functions
 from byoc.targets import get_target
@@ -92,13 +100,6 @@ def _compose(first: Sequence[int], second: Sequence[int]) -> tuple[int, ...]:
     return tuple(first[a] for a in second)
 
 
-def _inverse(perm: Sequence[int]) -> tuple[int, ...]:
-    out = [0] * len(perm)
-    for i, a in enumerate(perm):
-        out[a] = i
-    return tuple(out)
-
-
 def _axes(op: nn.TransposeOp) -> tuple[int, ...]:
     axes = op.attr_values()["axes"]
     rank = len(nn.shape_of(op.data.type))
@@ -140,7 +141,7 @@ class ConvertLayoutPass(ModulePass):
         for func in host_functions(op):
             for block in func.body.blocks:
                 convert_block(block, want)
-                cancel_transposes(block)
+            cancel_transposes(func)
 
 
 def convert_block(block: Block, want: dict[str, str]) -> int:
@@ -211,75 +212,72 @@ def _is_scalar(value: SSAValue) -> bool:
     return isinstance(t, TensorType) and all(d == 1 for d in t.get_shape())
 
 
-def cancel_transposes(block: Block) -> None:
-    """Sink transposes through layout-agnostic ops; merge and cancel those that meet."""
-    changed = True
-    while changed:
-        changed = False
-        for op in list(block.ops):
-            if op.parent is None:
-                continue
-            if isinstance(op, nn.TransposeOp):
-                changed |= _merge(block, op)
-            elif isinstance(op, nn.UnaryOp | nn.BiasAddOp | nn.BinaryOp):
-                changed |= _sink(block, op)
+def _in_function_body(op: Operation) -> bool:
+    """Only the ops of a function's own blocks move: regions and composites keep theirs."""
+    return isinstance(op.parent_op(), FuncOp)
 
 
-def _merge(block: Block, op: nn.TransposeOp) -> bool:
-    inner = op.data.owner
-    if not isinstance(inner, nn.TransposeOp):
-        return False
-    axes = _compose(_axes(inner), _axes(op))
-    source = inner.data
-    if axes == tuple(range(len(axes))):
-        op.results[0].replace_all_uses_with(source)
-    else:
-        merged = nn.TransposeOp.build(source, axes=axes)
-        block.insert_op_before(merged, op)
-        op.results[0].replace_all_uses_with(merged.results[0])
-    block.erase_op(op)
-    if not inner.results[0].uses:
-        block.erase_op(inner)
-    return True
+class MergeTransposes(RewritePattern):
+    """transpose(transpose(x, a), b) -> transpose(x, a then b), or x when that is the identity."""
 
-
-def _sink(block: Block, op: nn.NNOp) -> bool:
-    """f(transpose(x)) -> transpose(f(x)) for an op that does not care about the layout."""
-    first = _single_use_transpose(op.operands[0])
-    if first is None or len(op.results) != 1:
-        return False
-    perm = _axes(first)
-    operands: list[SSAValue] = [first.data]
-    attrs = op.attr_values()
-    if isinstance(op, nn.BiasAddOp):
-        attrs["axis"] = perm[attrs["axis"] % len(perm)]
-        operands.append(op.operands[1])
-    elif isinstance(op, nn.BinaryOp):
-        if op.operands[0].type != op.results[0].type:
-            return False  # the first operand broadcasts: its layout is not the result's
-        other = op.operands[1]
-        partner = _single_use_transpose(other)
-        if partner is not None and _axes(partner) == perm:
-            operands.append(partner.data)
-        elif _is_scalar(other):
-            operands.append(other)
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.TransposeOp, rewriter: PatternRewriter) -> None:
+        inner = op.data.owner
+        if not isinstance(inner, nn.TransposeOp) or not _in_function_body(op):
+            return
+        axes = _compose(_axes(inner), _axes(op))
+        if axes == tuple(range(len(axes))):
+            rewriter.replace(op, [], [inner.data])
         else:
-            return False
-    elif len(op.operands) != 1 or not _layout_agnostic(op):
-        return False
-    defaults = type(op).prop_defaults()
-    moved = type(op).build(
-        *operands,
-        attributes=dict(op.attributes),
-        **{k: v for k, v in attrs.items() if nn.from_python(v, defaults[k]) != defaults[k]},
-    )
-    block.insert_op_before(moved, op)
-    back = nn.TransposeOp.build(moved.results[0], axes=perm)
-    block.insert_op_after(back, moved)
-    op.results[0].replace_all_uses_with(back.results[0])
-    block.erase_op(op)
-    _erase_dead_transposes(block)
-    return True
+            rewriter.replace(op, nn.TransposeOp.build(inner.data, axes=axes))
+        if not inner.results[0].uses:
+            rewriter.erase(inner)
+
+
+class SinkTranspose(RewritePattern):
+    """f(transpose(x)) -> transpose(f(x)) for an op that does not care about the layout: a
+    unary elementwise op, a bias_add (its axis remapped), or a binary op whose other operand
+    is the same transpose or a scalar."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(
+        self, op: nn.UnaryOp | nn.BiasAddOp | nn.BinaryOp, rewriter: PatternRewriter
+    ) -> None:
+        first = _single_use_transpose(op.operands[0])
+        if first is None or len(op.results) != 1 or not _in_function_body(op):
+            return
+        perm = _axes(first)
+        operands: list[SSAValue] = [first.data]
+        partner: nn.TransposeOp | None = None
+        attrs = op.attr_values()
+        if isinstance(op, nn.BiasAddOp):
+            attrs["axis"] = perm[attrs["axis"] % len(perm)]
+            operands.append(op.operands[1])
+        elif isinstance(op, nn.BinaryOp):
+            if op.operands[0].type != op.results[0].type:
+                return  # the first operand broadcasts: its layout is not the result's
+            other = op.operands[1]
+            partner = _single_use_transpose(other)
+            if partner is not None and _axes(partner) == perm:
+                operands.append(partner.data)
+            elif _is_scalar(other):
+                partner = None
+                operands.append(other)
+            else:
+                return
+        elif len(op.operands) != 1 or not _layout_agnostic(op):
+            return
+        defaults = type(op).prop_defaults()
+        moved = type(op).build(
+            *operands,
+            attributes=dict(op.attributes),
+            **{k: v for k, v in attrs.items() if nn.from_python(v, defaults[k]) != defaults[k]},
+        )
+        back = nn.TransposeOp.build(moved.results[0], axes=perm)
+        rewriter.replace(op, [moved, back], [back.results[0]])
+        for dead in (first, partner):
+            if dead is not None and dead.parent is not None and not dead.results[0].uses:
+                rewriter.erase(dead)
 
 
 def _layout_agnostic(op: nn.NNOp) -> bool:
@@ -288,10 +286,19 @@ def _layout_agnostic(op: nn.NNOp) -> bool:
     return op.KIND == "elementwise" and not any("axis" in n or "axes" in n for n in names)
 
 
-def _erase_dead_transposes(block: Block) -> None:
-    for o in list(block.ops):
-        if isinstance(o, nn.TransposeOp) and not o.results[0].uses:
-            block.erase_op(o)
+def cancel_transposes(func: FuncOp) -> None:
+    """Sink transposes through layout-agnostic ops; merge and cancel those that meet."""
+    PatternRewriteWalker(
+        GreedyRewritePatternApplier([MergeTransposes(), SinkTranspose()], dce_enabled=False)
+    ).rewrite_region(func.body)
 
 
-__all__ = ["PERMS", "ConvertLayoutPass", "cancel_transposes", "convert_block", "wanted_layouts"]
+__all__ = [
+    "PERMS",
+    "ConvertLayoutPass",
+    "MergeTransposes",
+    "SinkTranspose",
+    "cancel_transposes",
+    "convert_block",
+    "wanted_layouts",
+]

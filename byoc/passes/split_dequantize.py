@@ -23,9 +23,36 @@ from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint
 
 from byoc.dialects import nn
+
+
+@dataclass
+class SplitSharedDequantize(RewritePattern):
+    """A dequantize with several uses: the first use in program order keeps it, each later
+    one gets a copy, inserted after it in the same order."""
+
+    order: dict[Operation, int]
+    """Program order of the module's ops before the rewrite (the uses are among them)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.DequantizeOp, rewriter: PatternRewriter) -> None:
+        uses = sorted(op.result.uses, key=lambda u: (self.order[u.operation], u.index))
+        anchor: Operation = op
+        for use in uses[1:]:
+            copy = rewriter.insert(op.clone(), InsertPoint.after(anchor))
+            rewriter.replace_uses_with_if(op.result, copy.result, lambda u, use=use: u == use)
+            anchor = copy
 
 
 @dataclass(frozen=True)
@@ -35,19 +62,10 @@ class SplitDequantizePass(ModulePass):
     name: ClassVar[str] = "split-dequantize"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        order = {id(o): i for i, o in enumerate(op.walk())}
-        shared = [d for d in op.walk() if isinstance(d, nn.DequantizeOp) and len(list(d.result.uses)) > 1]
-        for d in shared:
-            # the first use in program order keeps the original; later ones get copies, in order
-            uses = sorted(d.result.uses, key=lambda u: (order[id(u.operation)], u.index))[1:]
-            block = d.parent_block()
-            assert block is not None
-            anchor = d
-            for use in uses:
-                copy = d.clone()
-                block.insert_op_after(copy, anchor)
-                anchor = copy
-                use.operation.operands[use.index] = copy.result
+        order = {o: i for i, o in enumerate(op.walk())}
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier([SplitSharedDequantize(order)], dce_enabled=False)
+        ).rewrite_module(op)
 
 
-__all__ = ["SplitDequantizePass"]
+__all__ = ["SplitDequantizePass", "SplitSharedDequantize"]

@@ -46,7 +46,6 @@ dtype and shape against the spec the metadata records).
 from __future__ import annotations
 
 import math
-import os
 import re
 import sys
 import threading
@@ -60,6 +59,8 @@ import cffi
 import numpy as np
 
 from byoc.runtime.cpu import native_load
+from byoc.runtime.dlpack import dl_dtype
+from byoc.runtime.interface import RuntimeComponent
 from byoc.runtime.tensor import TensorSpec, checked_dtype, checked_shape
 from byoc.runtime.toolchain import DEFAULT_FLAGS, cache_library, compile_source, private_copy
 
@@ -89,10 +90,6 @@ void byoc_team_hold(int32_t on);
 int32_t byoc_set_team_mode(int32_t mode);
 void byoc_team_counters(int64_t* out);
 """
-
-TEAM_ENV = "BYOC_TEAM"
-"""`BYOC_TEAM=libgomp`: libraries loaded from now on hand their regions to libgomp's team
-instead of their own (`byoc_runtime.h`, docs/threads.md "The team"); for comparisons."""
 
 _OPENMP_RUNTIMES: list[Any] = []
 """The OpenMP runtime (libgomp), loaded once and never unloaded (`pin_openmp_runtime`)."""
@@ -138,21 +135,11 @@ OPENMP_SPINCOUNT = 10000
 """Rounds an idle OpenMP thread spins before it sleeps (libgomp's GOMP_SPINCOUNT), by default."""
 
 
-_PINNED: list[Any] = []
-"""Libraries built before `byoc_release` existed: never unloaded (see `_unload`)."""
-
-
-def _unload(ffi: Any, lib: Any, released: bool, more: list[tuple[Any, Any]]) -> None:
+def _unload(ffi: Any, lib: Any, more: list[tuple[Any, Any]]) -> None:
     """Release the library's per-thread workspaces, then unload it.
 
     Runs when its CModule is garbage (no CFunction of it is left, so no call
-    is in flight). `more` are further handles on the same library (`CModule._resolve`).
-    A library without `byoc_release` (an artifact from an older byoc) stays
-    loaded: unloading it would leave its thread-exit destructor pointing into
-    unmapped code."""
-    if not released:
-        _PINNED.append((lib, more))
-        return
+    is in flight). `more` are further handles on the same library (`CModule._resolve`)."""
     lib.byoc_release()
     for other_ffi, other in more:
         other_ffi.dlclose(other)
@@ -180,7 +167,6 @@ def c_entry_symbol(partition: str) -> str:
 
 
 KDL_CPU = 1
-_DL_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
 
 
 class CFunctionError(RuntimeError):
@@ -205,8 +191,51 @@ class CSignature:
 # ---------------------------------------------------------------------------
 
 
-class CModule:
+class PackedLibrary(RuntimeComponent):
+    """A loaded library whose functions take packed `DLTensor` arguments (`CFunction`s): a
+    C module or a graph module. Subclasses set `ffi`, `lib` and `functions` and provide
+    `_entry`; the lookup of functions is shared."""
+
+    ffi: Any
+    lib: Any
+    functions: dict[str, CSignature]
+    """Function name -> the arguments of its packed entry."""
+
+    def __init__(self) -> None:
+        self._functions: dict[str, CFunction] = {}
+        self._lock = threading.Lock()
+
+    def _entry(self, sym: str) -> Any:
+        """The packed entry point of function `sym`."""
+        raise NotImplementedError
+
+    def _unknown_function(self, sym: str, known: str) -> str:
+        """The message of the KeyError for a function the library does not have."""
+        return f"no function '{sym}' (functions: {known})"
+
+    def last_error(self) -> str:
+        return self.ffi.string(self.lib.byoc_last_error()).decode("utf-8", "replace")
+
+    def get_function(self, sym: str) -> CFunction:
+        fn = self._functions.get(sym)
+        if fn is not None:
+            return fn
+        if sym not in self.functions:
+            raise KeyError(self._unknown_function(sym, ", ".join(sorted(self.functions)) or "none"))
+        with self._lock:
+            fn = self._functions.get(sym)
+            if fn is None:
+                fn = self._functions[sym] = CFunction(self, sym, self.functions[sym])
+        return fn
+
+    def __getitem__(self, sym: str) -> CFunction:
+        return self.get_function(sym)
+
+
+class CModule(PackedLibrary):
     """A loaded library of C partitions."""
+
+    holds_threads = True
 
     def __init__(
         self,
@@ -255,32 +284,19 @@ class CModule:
                 self._entries = {sym: self._resolve(sym, copy) for sym in self.functions}
         except OSError as e:
             raise OSError(f"cannot load the C library {self.library_path}: {e}") from None
-        try:
-            self.lib.byoc_retain()
-            released = True
-        except AttributeError:  # built by an older byoc
-            released = False
-        unload = weakref.finalize(self, _unload, self.ffi, self.lib, released, self._bare_handles)
+        self.lib.byoc_retain()
+        unload = weakref.finalize(self, _unload, self.ffi, self.lib, self._bare_handles)
         unload.atexit = False  # at exit, daemon threads may still be in a call
         missing = [sym for sym, entry in self._entries.items() if entry is None]
         if missing:
             raise ValueError(f"the C library {self.library_path} has no function {', '.join(missing)}")
         self._init_constants()
-        try:  # libraries built before the thread setting have neither
-            self._set_num_threads: Any = self.lib.byoc_set_num_threads
-            self._set_call_threads: Any = self.lib.byoc_set_call_threads
-            self._thread_release: Any = self.lib.byoc_thread_release
-        except AttributeError:
-            self._set_num_threads = self._set_call_threads = self._thread_release = None
-        try:  # libraries with their own OpenMP team (gcc builds since issue 15's h15h)
+        try:  # only gcc builds with OpenMP have a thread team of their own (byoc_runtime.h)
             self._team_hold: Any = self.lib.byoc_team_hold
             self._team_counters: Any = self.lib.byoc_team_counters
-            if os.environ.get(TEAM_ENV, "").strip().lower() == "libgomp":
-                self.set_team_mode("libgomp")
         except AttributeError:
             self._team_hold = self._team_counters = None
-        self._functions: dict[str, CFunction] = {}
-        self._lock = threading.Lock()
+        super().__init__()
 
     kind = "c"
     """The component kind artifacts record (`byoc.runtime.component`)."""
@@ -409,31 +425,29 @@ class CModule:
         """Threads this library's kernels may use from now on (its OpenMP teams, and the
         GEMMs of cblas kernels); 1 starts none. The runtime component protocol: the
         Executable calls it at build and load, and on `Executable.set_num_threads`."""
-        if self._set_num_threads is not None:
-            self._set_num_threads(int(n))
+        self.lib.byoc_set_num_threads(int(n))
 
     def get_num_threads(self) -> int:
-        """The library's setting (1 for a library built before the setting existed)."""
-        return int(self.lib.byoc_get_num_threads()) if self._set_num_threads is not None else 1
+        """The library's thread setting."""
+        return int(self.lib.byoc_get_num_threads())
 
     def set_call_threads(self, n: int) -> None:
         """For calls from the calling thread only: use at most `n` threads (0: the setting).
         The host executor gives each branch it runs at once its share this way."""
-        if self._set_call_threads is not None:
-            self._set_call_threads(int(n))
+        self.lib.byoc_set_call_threads(int(n))
 
     def hold_threads(self, on: bool) -> None:
         """A run starts (True) or ends (False): while a run holds it, the library's team
         spins between regions instead of falling asleep (`byoc_team_hold`; holds count, so
         concurrent runs each hold and release once). A library without its own team (a
-        build without gcc's OpenMP, an older artifact) ignores it."""
+        build without gcc's OpenMP) ignores it."""
         if self._team_hold is not None:
             self._team_hold(1 if on else 0)
 
     def set_team_mode(self, mode: str) -> None:
         """'own' (the default: the library's own team runs its regions) or 'libgomp'
-        (libgomp's team, as before issue 15's h15h; for comparisons). Only with no call in
-        flight."""
+        (libgomp's team runs them): a developer knob, to compare the two (docs/runtime.md,
+        "Developer knobs"). Only with no call in flight."""
         if mode not in ("own", "libgomp"):
             raise ValueError(f"team mode must be 'own' or 'libgomp', got {mode!r}")
         try:
@@ -461,16 +475,12 @@ class CModule:
     def thread_release(self) -> None:
         """The calling thread will make no more calls: free its workspace now, so that its
         exit runs no code of this library (worker threads of the host pool call it)."""
-        if self._thread_release is not None:
-            self._thread_release()
+        self.lib.byoc_thread_release()
 
     # ---- calling -------------------------------------------------------------------
-    def last_error(self) -> str:
-        return self.ffi.string(self.lib.byoc_last_error()).decode("utf-8", "replace")
-
     def _resolve(self, sym: str, path: Path) -> Any:
         """The packed entry of partition `sym`: `c_entry_symbol(sym)`, or `sym` itself in a
-        library from an older byoc or of hand-written C (looked up through a second
+        library of hand-written C (looked up through a second
         declaration of the same file, since `sym` may be any C name, even one of this
         FFI's); None if the library has neither."""
         try:
@@ -493,21 +503,8 @@ class CModule:
             raise KeyError(f"{self.library_path.name} has no C function for partition '{sym}'")
         return entry
 
-    def get_function(self, sym: str) -> CFunction:
-        fn = self._functions.get(sym)
-        if fn is not None:
-            return fn
-        if sym not in self.functions:
-            known = ", ".join(sorted(self.functions)) or "none"
-            raise KeyError(f"no C function '{sym}' in {self.library_path.name} (functions: {known})")
-        with self._lock:
-            fn = self._functions.get(sym)
-            if fn is None:
-                fn = self._functions[sym] = CFunction(self, sym, self.functions[sym])
-        return fn
-
-    def __getitem__(self, sym: str) -> CFunction:
-        return self.get_function(sym)
+    def _unknown_function(self, sym: str, known: str) -> str:
+        return f"no C function '{sym}' in {self.library_path.name} (functions: {known})"
 
     def __repr__(self) -> str:
         return f"CModule({self.library_path.name}, functions={sorted(self.functions)})"
@@ -548,7 +545,7 @@ class CFunction:
     view instead).
     """
 
-    def __init__(self, module: CModule, sym: str, signature: CSignature):
+    def __init__(self, module: PackedLibrary, sym: str, signature: CSignature):
         self.module = module
         self.name = sym
         self.signature = signature
@@ -675,15 +672,15 @@ class CFunction:
             a = a.copy()
             copied = True
         dt = a.dtype
-        if dt.kind not in _DL_CODES or dt.hasobject or not dt.isnative:
+        code_bits = dl_dtype(dt)
+        if code_bits is None:
             raise TypeError(f"{self._label(i)} has dtype {dt}, which has no DLPack equivalent")
         if writable and not a.flags.writeable:
             raise ValueError(f"{self._label(i)} is read-only")
         t.device.device_type = KDL_CPU
         t.device.device_id = 0
         t.ndim = a.ndim
-        t.dtype.code = _DL_CODES[dt.kind]
-        t.dtype.bits = 8 if dt.kind == "b" else dt.itemsize * 8
+        t.dtype.code, t.dtype.bits = code_bits
         t.dtype.lanes = 1
         t.byte_offset = 0
         # keep[0] is _COPIED when `a` is a copy: the struct must not outlive this call

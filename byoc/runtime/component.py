@@ -11,23 +11,8 @@ A target whose component is of a new kind registers its loader with
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
 
-
-class RuntimeComponent(Protocol):
-    """What a target's codegen hook returns: the compiled partitions of that target."""
-
-    kind: str
-    """The key of its loader in `COMPONENT_LOADERS` ("c", "examplejson", ...)."""
-
-    def get_function(self, symbol: str) -> Callable[..., Any]:
-        """A callable `f(*inputs, *outputs)` writing the outputs (destination passing)."""
-        ...
-
-    def export(self) -> dict[str, bytes]:
-        """Named blobs an artifact stores; the loader of `kind` reads them back."""
-        ...
-
+from byoc.runtime.interface import RuntimeComponent
 
 ComponentLoader = Callable[[Mapping[str, bytes]], RuntimeComponent]
 

@@ -39,6 +39,7 @@ from byoc.dialects import examplejson as ej
 from byoc.dialects.examplejson.text import parse_examplejson, to_text
 from byoc.dialects.nn import numpy_dtype, shape_of
 from byoc.interpreters.kernels import KERNELS
+from byoc.runtime.interface import RuntimeComponent
 from byoc.runtime.tensor import TensorSpec, fresh_outputs
 
 Array = np.ndarray[Any, Any]
@@ -232,7 +233,7 @@ class ExampleJsonFunction:
         return outs[0] if n_out == 1 else tuple(outs)
 
 
-class ExampleJsonModule:
+class ExampleJsonModule(RuntimeComponent):
     """A runtime module holding many ExampleJSON subgraphs (the seed's ExampleJsonModule).
 
     Build it from ExampleJSON text, from IR holding `examplejson.subgraph` ops

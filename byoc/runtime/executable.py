@@ -118,15 +118,13 @@ class Executable:
         self._dynamic = any(DYNAMIC in spec.shape for spec in plan.input_specs)
         self._shapes_ok: set[tuple[tuple[int, ...], ...]] = set()
         self._graph = BranchGraph.of(plan)
-        self._setters = [
-            getattr(self.components.get(step.target), "set_call_threads", None)
-            if step.kind == "call"
+        self._setters: list[Callable[[int], None] | None] = [
+            self.components[step.target].set_call_threads
+            if step.kind == "call" and step.target in self.components
             else None
             for step in plan.steps
         ]
-        holders = [
-            c.hold_threads for c in self.components.values() if callable(getattr(c, "hold_threads", None))
-        ]
+        holders = [c.hold_threads for c in self.components.values() if c.holds_threads]
         self._holders = holders if len(holders) == 1 and not self._graph.parallel else []
         """The component whose thread team a run holds awake (`hold_threads`): only when
         there is one and the plan has no branches to run at once; the idle team of another
@@ -149,9 +147,7 @@ class Executable:
         n = check_num_threads(n)
         self._num_threads = n
         for component in self.components.values():
-            setter = getattr(component, "set_num_threads", None)
-            if setter is not None:
-                setter(n)
+            component.set_num_threads(n)
         with self._pool_lock:
             pool = self._pool
             if pool is not None and pool.workers != n:
@@ -171,11 +167,7 @@ class Executable:
                     pool.close()
                 pool = None
             if pool is None:
-                hooks = [
-                    c.thread_release
-                    for c in self.components.values()
-                    if callable(getattr(c, "thread_release", None))
-                ]
+                hooks = [c.thread_release for c in self.components.values()]
                 pool = self._pool = HostPool(self, n, hooks)
             pool.users += 1
             return pool
@@ -308,13 +300,33 @@ class Executable:
             table[key] = table.get(key, 0.0) + t
         return outputs, table
 
+    @property
     def partitions(self) -> list[PartitionInfo]:
-        """Each partition: its symbol, target and the ops inside it."""
+        """Each partition: its symbol, target and the ops inside it (a new list each time)."""
         return list(self._partitions)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {describe_executable(self)}>"
 
     def export_library(self, path: str) -> None:
         """Write one artifact file: library, ExampleJSON subgraphs, host graph, constants."""
         export_executable(self, path)
+
+
+REPR_PARTITIONS = 4
+"""How many partitions `repr(Executable)` names before it gives only their count."""
+
+
+def describe_executable(exe: Executable) -> str:
+    """`targets: ccompiler; partitions: [@ccompiler_main_0 (ccompiler, 8 ops)]; threads: 2`:
+    the targets of the partitions (in the order of the partitions), each partition, the
+    thread setting."""
+    parts = exe.partitions
+    targets = ", ".join(dict.fromkeys(p.target for p in parts)) or "none (host only)"
+    shown = [f"@{p.symbol} ({p.target}, {p.num_ops} ops)" for p in parts[:REPR_PARTITIONS]]
+    if len(parts) > REPR_PARTITIONS:
+        shown.append(f"... {len(parts)} in all")
+    return f"targets: {targets}; partitions: [{', '.join(shown)}]; threads: {exe.num_threads}"
 
 
 def export_executable(exe: Executable, path: str | Path) -> None:
@@ -328,7 +340,8 @@ def export_executable(exe: Executable, path: str | Path) -> None:
                 f"a model with a dynamic (?) dim ({name}: "
                 f"{shape_repr(spec.shape)}) cannot be exported yet: the artifact format "
                 "states every shape; import or build it with static shapes "
-                "(byoc.import_onnx(path, input_shapes=...))"
+                "(--input-shape NAME=DxDx... on the command line, "
+                "byoc.import_onnx(path, input_shapes=...) in Python)"
             )
     writer = ArtifactWriter()
     constants = []
@@ -346,7 +359,7 @@ def export_executable(exe: Executable, path: str | Path) -> None:
         "constants": constants,
         "components": components,
         "partitions": [
-            {"symbol": p.symbol, "target": p.target, "ops": list(p.ops)} for p in exe.partitions()
+            {"symbol": p.symbol, "target": p.target, "ops": list(p.ops)} for p in exe.partitions
         ],
     }
     writer.write(path, header)

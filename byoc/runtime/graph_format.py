@@ -32,6 +32,7 @@ from xdsl.ir import Attribute, SSAValue
 
 from byoc.dialects import graph as gd
 from byoc.dialects.nn import numpy_dtype, shape_of
+from byoc.runtime.dlpack import dl_dtype
 
 MAGIC = b"BYOCGRPH"
 VERSION = 1
@@ -39,17 +40,6 @@ VERSION = 1
 ENTRY_INPUT, ENTRY_CONST, ENTRY_NODE, ENTRY_INNER = 0, 1, 2, 3
 ENTRY_KINDS = ("input", "const", "node", "inner")
 ATTR_INT, ATTR_FLOAT, ATTR_STRING, ATTR_INTS, ATTR_FLOATS = 0, 1, 2, 3, 4
-
-DL_INT, DL_UINT, DL_FLOAT, DL_BOOL = 0, 1, 2, 6
-
-
-def dl_dtype(dtype: np.dtype[Any]) -> tuple[int, int]:
-    """(DLPack type code, bits) of a numpy dtype byoc holds."""
-    if dtype.kind == "b":
-        return DL_BOOL, 8
-    code = {"i": DL_INT, "u": DL_UINT, "f": DL_FLOAT}[dtype.kind]
-    return code, dtype.itemsize * 8
-
 
 @dataclass
 class Entry:
@@ -218,7 +208,9 @@ class _Writer:
         self.parts.append(struct.pack(f"<{len(vs)}I", *vs))
 
     def dtype_shape(self, dtype: np.dtype[Any], shape: tuple[int, ...]) -> None:
-        code, bits = dl_dtype(dtype)
+        code_bits = dl_dtype(dtype)
+        assert code_bits is not None, dtype  # every dtype of an element type has one
+        code, bits = code_bits
         self.u8(code)
         self.u8(bits)
         self.u8(len(shape))

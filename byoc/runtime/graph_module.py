@@ -32,7 +32,6 @@ import functools
 import hashlib
 import json
 import os
-import threading
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -40,15 +39,15 @@ from pathlib import Path
 from typing import Any
 
 import cffi
-import numpy as np
 
 from byoc.runtime.c_module import (
     _CDEF,
-    CFunction,
     CSignature,
+    PackedLibrary,
     check_shared_object,
 )
 from byoc.runtime.cpu import native_load
+from byoc.runtime.dlpack import numpy_dtype as dl_numpy_dtype
 from byoc.runtime.graph_format import VERSION, check_header
 from byoc.runtime.tensor import TensorSpec
 from byoc.runtime.toolchain import (
@@ -140,7 +139,9 @@ class GraphEngine:
                 text = path.read_text()
             except OSError as e:
                 raise OSError(f"graph engine '{self.name}': cannot read {path}: {e}") from None
-            parts.append(f'#line 1 "{path.name}"\n{text}')
+            # the full path: compiler messages name the engine's own file, and the
+            # compiler shows its lines, not those of a same-named file elsewhere
+            parts.append(f'#line 1 "{path.resolve()}"\n{text}')
         digest = hashlib.sha256()
         for header in sorted({h for d in self._source_dirs() for h in d.glob("*.h")}):
             digest.update(header.name.encode() + b"\0" + header.read_bytes())
@@ -184,7 +185,7 @@ def _unload(ffi: Any, lib: Any, handle: Any) -> None:
     ffi.dlclose(lib)
 
 
-class GraphModule:
+class GraphModule(PackedLibrary):
     """A loaded graph library holding the graphs of one target (component kind "graph")."""
 
     kind = KIND
@@ -239,8 +240,7 @@ class GraphModule:
             name = self.ffi.string(self.lib.byoc_graph_module_graph_name(handle, g)).decode()
             self._index[name] = g
             self.functions[name] = self._signature(g)
-        self._functions: dict[str, CFunction] = {}
-        self._lock = threading.Lock()
+        super().__init__()
 
     def _signature(self, g: int) -> CSignature:
         ffi, lib = self.ffi, self.lib
@@ -256,7 +256,7 @@ class GraphModule:
             specs.append(
                 TensorSpec(
                     tuple(shape[i] for i in range(ndim[0])),
-                    _numpy_dtype(code[0], bits[0]),
+                    dl_numpy_dtype(code[0], bits[0]),
                     ffi.string(name[0]).decode(),
                 )
             )
@@ -339,27 +339,11 @@ class GraphModule:
             raise ValueError(str(e)) from None
 
     # ---- calling -------------------------------------------------------------------------
-    def last_error(self) -> str:
-        return self.ffi.string(self.lib.byoc_last_error()).decode("utf-8", "replace")
-
     def _entry(self, sym: str) -> Any:
         return functools.partial(self.lib.byoc_graph_run, self._handle, self._index[sym])
 
-    def get_function(self, sym: str) -> CFunction:
-        fn = self._functions.get(sym)
-        if fn is not None:
-            return fn
-        if sym not in self.functions:
-            known = ", ".join(sorted(self.functions)) or "none"
-            raise KeyError(f"no graph '{sym}' in the {self.engine} graph module (graphs: {known})")
-        with self._lock:
-            fn = self._functions.get(sym)
-            if fn is None:
-                fn = self._functions[sym] = CFunction(self, sym, self.functions[sym])  # type: ignore[arg-type]
-        return fn
-
-    def __getitem__(self, sym: str) -> CFunction:
-        return self.get_function(sym)
+    def _unknown_function(self, sym: str, known: str) -> str:
+        return f"no graph '{sym}' in the {self.engine} graph module (graphs: {known})"
 
     # ---- threads ---------------------------------------------------------------------------
     def set_num_threads(self, n: int) -> None:
@@ -377,25 +361,6 @@ class GraphModule:
     def __repr__(self) -> str:
         return f"GraphModule(engine={self.engine}, graphs={sorted(self.functions)})"
 
-
-_NUMPY_DTYPES = {
-    (2, 16): np.float16,
-    (2, 32): np.float32,
-    (2, 64): np.float64,
-    (0, 8): np.int8,
-    (0, 16): np.int16,
-    (0, 32): np.int32,
-    (0, 64): np.int64,
-    (1, 8): np.uint8,
-    (1, 16): np.uint16,
-    (1, 32): np.uint32,
-    (1, 64): np.uint64,
-    (6, 8): np.bool_,
-}
-
-
-def _numpy_dtype(code: int, bits: int) -> np.dtype[Any]:
-    return np.dtype(_NUMPY_DTYPES[(code, bits)])
 
 
 def load_graph_component(blobs: Mapping[str, bytes]) -> GraphModule:

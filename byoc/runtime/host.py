@@ -30,7 +30,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects import nn
-from byoc.dialects.byoc import COMPILER_ATTR, CompositeOp, RegionOp, YieldOp
+from byoc.dialects.byoc import CompositeOp, RegionOp, YieldOp, partition_target
 from byoc.interpreters.kernels import KERNELS
 from byoc.runtime.tensor import TensorSpec, fresh_outputs
 
@@ -199,11 +199,6 @@ def check_plan(plan: HostPlan, constants: Sequence[Array]) -> None:
             raise PlanError(f"output '{spec.name}' reads slot {slot}, which nothing writes")
         if types[slot] != _spec_type(spec, f"output '{spec.name}'"):
             raise PlanError(f"output '{spec.name}' is recorded as {spec}, its step gives {types[slot]}")
-
-
-def partition_target(func: FuncOp) -> str | None:
-    attr = func.attributes.get(COMPILER_ATTR)
-    return attr.data if isinstance(attr, StringAttr) else None
 
 
 class _Planner:

@@ -235,6 +235,7 @@ def compile_source(
 def _compile_cached(
     source: str, flags: Sequence[str], directory: Path, cc: str, libs: Sequence[str]
 ) -> BuildResult:
+    directory = directory.resolve()  # the compiler runs there (see below)
     key = library_key(source, flags, cc, libs)
     src = directory / f"byoc_{key}.c"
     index = directory / f"byoc_{key}.lib"
@@ -247,7 +248,11 @@ def _compile_cached(
     command = [cc, *flags, f"-I{INCLUDE_DIR}", "-o", str(tmp), str(src), *LIBS, *libs]
     try:
         try:
-            done = subprocess.run(command, capture_output=True, text=True, check=False)
+            # from the cache directory: every path in the command is absolute, and a
+            # relative `#line` file name cannot pick up a same-named file of the caller's cwd
+            done = subprocess.run(
+                command, capture_output=True, text=True, check=False, cwd=directory
+            )
         except OSError as e:
             raise CompileError(command, f"cannot run the C compiler: {e}", src) from None
         if done.returncode != 0:

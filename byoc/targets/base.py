@@ -108,7 +108,7 @@ class Target:
 
     def implements_layouts(self, op: Operation) -> bool:
         """Whether every layout property of `op` (and of the ops inside it) is in `layouts`."""
-        from byoc.dialects.nn.ops import layout_of  # noqa: PLC0415 (dialects load lazily here)
+        from byoc.dialects.nn.layers import layout_of  # noqa: PLC0415 (dialects load lazily here)
 
         for o in op.walk():
             if any(v not in self.layouts for v in layout_of(o).values()):

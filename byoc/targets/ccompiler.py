@@ -8,7 +8,7 @@ tagged for ccompiler exactly when lower-to-c can emit it. An unsupported form
 is left to the host, never miscompiled.
 
 The C codegen fuses elementwise chains itself, so the pattern table holds only the
-quantized (QDQ) blocks, which become int8 kernels (byoc/targets/qdq.py, issue #13).
+quantized (QDQ) blocks, which become int8 kernels (byoc/targets/qdq.py).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 from xdsl.dialects.builtin import TensorType, f32, i32
 from xdsl.ir import Attribute, Operation
 
-from byoc.dialects.nn.ops import layout_of
+from byoc.dialects.nn.layers import layout_of
 from byoc.targets.base import Target
 from byoc.targets.predicates import Predicate
 from byoc.targets.qdq import pattern_table as qdq_pattern_table
@@ -64,7 +64,7 @@ MATH_POINTWISE_OPS: dict[str, tuple[str, ...]] = dict.fromkeys(
     ],
     F32,
 )  # fmt: skip
-"""The f32 pointwise ops of nn.math_ops (issue #16): lowering/nn_to_c/math_scalar.py."""
+"""The f32 pointwise ops of nn.math_ops: lowering/nn_to_c/math_scalar.py."""
 POINTWISE_OPS.update(MATH_POINTWISE_OPS)
 
 KERNEL_OPS: dict[str, tuple[str, ...]] = {
@@ -82,7 +82,6 @@ KERNEL_OPS: dict[str, tuple[str, ...]] = {
     "nn.transpose": F32_I32,
     "nn.concatenate": F32_I32,
     "nn.pad": F32_I32,
-    # issue 15: ops the models used to run on the host
     "nn.conv2d_transpose": F32,
     "nn.resize2d": F32,
     "nn.lrn": F32,
@@ -172,7 +171,7 @@ def _predicate(op_name: str) -> Predicate:
 CCOMPILER = Target(
     name=NAME,
     support={name: _predicate(name) for name in SUPPORTED_OPS if name != "nn.constant"},
-    # issue #13: the QDQ blocks as int8 kernels (byoc/targets/qdq.py, byoc_qkernels.h)
+    # the QDQ blocks as int8 kernels (byoc/targets/qdq.py, byoc_qkernels.h)
     patterns=qdq_pattern_table(fused=True),
     composite_lowering="qnn",
     lowering="lower-to-c",

@@ -459,6 +459,19 @@ def table_entries(table: Sequence[Any], target: str) -> list[TableEntry]:
     return out
 
 
+
+def per_channel(value: SSAValue, rank: int, axis: int, channels: int) -> bool:
+    """Whether `value` broadcasts against a rank-`rank` result as one value per channel of
+    `axis` (or one value): every other dim 1, that one 1 or `channels`. The epilogues of
+    the GEMM-like anchors (cblas chains, dnnl post-ops) take such operands."""
+    t = value.type
+    assert isinstance(t, TensorType)
+    shape = tuple(t.get_shape())
+    if len(shape) > rank:
+        return False
+    padded = (1,) * (rank - len(shape)) + shape
+    return all(d == 1 for i, d in enumerate(padded) if i != axis) and padded[axis] in (1, channels)
+
 __all__ = [
     "COMMUTATIVE_OPS",
     "AltPattern",
@@ -475,6 +488,7 @@ __all__ = [
     "is_constant",
     "is_op",
     "is_var",
+    "per_channel",
     "table_entries",
     "wildcard",
 ]

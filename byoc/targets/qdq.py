@@ -1,4 +1,4 @@
-"""The QDQ idiom as composites (issue #13): what a target with int8 kernels takes whole.
+"""The QDQ idiom as composites: what a target with int8 kernels takes whole.
 
 A model quantized in the QDQ format (onnxruntime's `quantize_static`) keeps every op in
 float and wraps it in `dequantize` / `quantize` pairs. A quantized convolution reads
@@ -229,34 +229,8 @@ def pattern_table(fused: bool = False) -> list[tuple[object, ...]]:
 
 
 # ---- the fused int8 elementwise, pooling and concatenation blocks ---------------------------
-#
-# Every op byoc would otherwise keep in float between a lone dequantize and quantize. Each is
-# computed on the integers and gives exactly the integers of the reference semantics
-# (dequantize in f32, the float op of byoc's numpy kernels, quantize with round half to even
-# and saturation):
-#
-# - `qlut`: quantize(U(dequantize(x))), U a chain of up to MAX_CHAIN elementwise ops whose
-#   other operands are constants varying at most along axis 1 (relu, sigmoid, hard_swish,
-#   batch_norm, add/multiply by a constant, ...). Its output at an element depends only on
-#   the input byte and the channel, so the reference kernels themselves, run once at compile
-#   time on all 256 bytes of every channel, give a table (C or 1 rows of 256) and the kernel
-#   is a byte lookup: exact by construction (numpy's elementwise kernels compute an element
-#   independently of the array's shape). An empty chain is a requantization.
-# - `qadd`: quantize([relu](add|multiply(dequantize(a), dequantize(b)))), a and b of the
-#   output's shape: the same f32 operations in C (no FMA contraction: no -mfma, vector code
-#   by explicit mul/add intrinsics), so the same f32 value, then the same rounding.
-# - `qmaxpool`: quantize(max_pool2d | global_max_pool2d(dequantize(x))): the max over the
-#   integers, then x's table of `qlut` (skipped when the parameters are equal). Exact because
-#   dequantize d(q) = f32((q - z) * s) with s > 0 is non-decreasing in q (real multiplication
-#   by s > 0 is increasing and rounding to f32 is non-decreasing), and max commutes with any
-#   non-decreasing f: max_i f(q_i) = f(max_i q_i) (the largest q_i has the largest f(q_i);
-#   ties give equal values). Padding is skipped, as -inf is in the float op, and every window
-#   holds at least one element (the verifier's padding < window rule). So quantize(maxpool(
-#   d(x))) = quantize(d(maxpool(x))) = table[maxpool(x)] element by element.
-# - `qconcat`: quantize(concatenate(dequantize(x_i)...)): concatenation moves values, so
-#   each input goes through its own table into the output (a plain copy when its scale and
-#   zero point are the output's: quantize(dequantize(q)) = q, since |q - z| <= 255 makes
-#   f32(f32((q - z) * s) / s) differ from q - z by far less than 1/2).
+# Each gives exactly the integers of its float QDQ block; why, block by block: docs/quantization.md,
+# "The fused int8 elementwise, pooling and concatenation blocks".
 
 MAX_CHAIN = 3
 """Elementwise ops a `qlut` block may chain between its dequantize and quantize."""

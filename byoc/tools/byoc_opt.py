@@ -5,7 +5,7 @@
     byoc-opt invalid.mlir --split-input-file --verify-diagnostics
 
 `ByocOptMain` extends `xDSLOptMain` through its hooks: the registries (dialects,
-frontends by file extension, passes, `-t` targets), the input and output
+frontends by file extension, passes, `-t` emitters), the input and output
 streams, the per-chunk parse / apply-passes / print steps, and the pass
 pipeline's callback (timing, verification and printing between passes).
 Every failure (bad input, verifier error, unknown pass, a pass that raises)
@@ -145,8 +145,8 @@ class ByocOptMain(xDSLOptMain):
     version_format: ClassVar[str] = f"byoc-opt {__version__} built on xDSL {{xdsl_version}}"
 
     pipeline: PassPipeline
-    target: Target
-    """The `-t` output, made once per run."""
+    emitter: Target
+    """The `-t` emitter, made once per run."""
     chunk: Chunk
     """The chunk being processed."""
 
@@ -184,9 +184,9 @@ class ByocOptMain(xDSLOptMain):
         self.available_passes.update(GENERIC_PASSES)
 
     def register_all_targets(self) -> None:
-        from byoc.lowering.emit import ALL_TARGETS
+        from byoc.lowering.emit import ALL_EMITTERS
 
-        self.available_targets.update(ALL_TARGETS)
+        self.available_targets.update(ALL_EMITTERS)
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
@@ -214,6 +214,28 @@ class ByocOptMain(xDSLOptMain):
             action=_ListPasses,
             tool=self,
             help="list the available passes with their options and exit",
+        )
+        arg_parser.add_argument(
+            "--input-shape",
+            action="append",
+            default=[],
+            metavar="NAME=DxDx...",
+            help="give ONNX graph input NAME the static shape DxDx... in place of its "
+            "symbolic, '?' or -1 dims (repeatable: one per input)",
+        )
+        arg_parser.add_argument(
+            "--load-plugin",
+            action="append",
+            default=[],
+            metavar="MODULE_OR_FILE",
+            help="load the targets of a module or .py file (its 'byoc_targets', or "
+            "MODULE:ATTR) before the run (repeatable; docs/plugins.md)",
+        )
+        arg_parser.add_argument(
+            "--list-targets",
+            action="store_true",
+            help="list every target with its origin (built in, or distribution and version) "
+            "and exit",
         )
         arg_parser.add_argument(
             "--elide-constants",
@@ -255,8 +277,10 @@ class ByocOptMain(xDSLOptMain):
         from byoc.diagnostics import SourceError
 
         try:
+            if self.load_plugins():
+                return 0
             self.pipeline = self.build_pipeline()
-            self.target = self.make_target()
+            self.emitter = self.make_emitter()
             super().run()
         except SourceError as e:
             self.report(e.diagnostics)
@@ -291,6 +315,22 @@ class ByocOptMain(xDSLOptMain):
         if self.failed:
             return 1
         return self.write_output_file()
+
+    def load_plugins(self) -> bool:
+        """Load the `--load-plugin` targets; under `--list-targets` print them all and
+        return True (the run is done)."""
+        from byoc.targets import list_targets, load_plugin
+        from byoc.targets.plugins import PluginError
+
+        for spec in self.args.load_plugin:
+            try:
+                load_plugin(spec)
+            except PluginError as e:
+                raise ToolError(str(e)) from None
+        if not self.args.list_targets:
+            return False
+        sys.stdout.write(format_target_list(list_targets()))
+        return True
 
     def get_input_name(self) -> str:
         return self.args.input_file or "<stdin>"
@@ -345,8 +385,10 @@ class ByocOptMain(xDSLOptMain):
         return 0
 
     def make_frontend(self, key: str) -> Frontend:
-        """The frontend of spec `key` (`mlir`, `onnx{...}`)."""
+        """The frontend of spec `key` (`mlir`, `onnx{...}`), with `--no-implicit-module` or
+        `--input-shape` applied; `--input-shape` on input that is not ONNX is an error."""
         from byoc.frontend.mlir import MLIRFrontend
+        from byoc.frontend.onnx_frontend import ONNXFrontend, parse_input_shapes
 
         spec = parse_spec(key)
         factory = cast("Callable[[], type[Frontend]]", self.available_frontends[spec.name])
@@ -356,33 +398,44 @@ class ByocOptMain(xDSLOptMain):
             raise ToolError(f"invalid options for -f {spec.name}: {e}") from None
         if isinstance(frontend, MLIRFrontend) and self.args.no_implicit_module:
             frontend = replace(frontend, no_implicit_module=True)
+        if self.args.input_shape:
+            if not isinstance(frontend, ONNXFrontend):
+                raise ToolError(
+                    f"--input-shape applies to ONNX input (.onnx, or -f onnx); "
+                    f"'{self.get_input_name()}' is read as {frontend.name}"
+                )
+            try:
+                parse_input_shapes(self.args.input_shape)
+            except ValueError as e:
+                raise ToolError(str(e)) from None
+            frontend = replace(frontend, input_shapes=tuple(self.args.input_shape))
         return frontend
 
-    def make_target(self) -> Target:
-        """The target of `-t`, with the printing flags applied to `mlir`."""
+    def make_emitter(self) -> Target:
+        """The emitter of `-t`, with the printing flags applied to `mlir`."""
         from xdsl.targets.mlir import MLIRTarget as XdslMLIRTarget
 
-        from byoc.lowering.emit.mlir import MLIRTarget
+        from byoc.lowering.emit.mlir import MLIREmitter
 
         spec = parse_spec(self.args.target)
         factory = cast("Callable[[], type[Target]]", self.available_targets[spec.name])
         try:
-            target = factory().from_spec(spec)
+            emitter = factory().from_spec(spec)
         except ValueError as e:
             raise ToolError(f"invalid options for -t {spec.name}: {e}") from None
-        if isinstance(target, XdslMLIRTarget):
+        if isinstance(emitter, XdslMLIRTarget):
             args = self.args
-            target = replace(
-                target,
-                print_generic_format=target.print_generic_format or args.print_op_generic,
-                print_properties_as_attributes=target.print_properties_as_attributes
+            emitter = replace(
+                emitter,
+                print_generic_format=emitter.print_generic_format or args.print_op_generic,
+                print_properties_as_attributes=emitter.print_properties_as_attributes
                 or args.print_no_properties,
-                print_debuginfo=target.print_debuginfo or args.print_debuginfo,
-                syntax_highlight=target.syntax_highlight or args.syntax_highlight,
+                print_debuginfo=emitter.print_debuginfo or args.print_debuginfo,
+                syntax_highlight=emitter.syntax_highlight or args.syntax_highlight,
             )
-        if isinstance(target, MLIRTarget) and self.args.elide_constants is not None:
-            target = replace(target, elide_constants=self.args.elide_constants)
-        return target
+        if isinstance(emitter, MLIREmitter) and self.args.elide_constants is not None:
+            emitter = replace(emitter, elide_constants=self.args.elide_constants)
+        return emitter
 
     # ------------------------------------------------------------------
     # one chunk: parse_chunk, apply_passes, output_resulting_program
@@ -521,7 +574,7 @@ class ByocOptMain(xDSLOptMain):
         if not chunk.failed:
             try:
                 with self.timing("Output"):
-                    self.target.emit(self.ctx, prog, output)
+                    self.emitter.emit(self.ctx, prog, output)
             except OpError as e:
                 message = f"-t {self.args.target}: {e.message}"
                 chunk.diagnostics.append(parsed.diagnostic(e.op, message))
@@ -591,6 +644,18 @@ class ByocOptMain(xDSLOptMain):
                 if n in ALL_PASSES or n in GENERIC_PASSES
             }
         )
+
+
+def format_target_list(rows: Sequence[tuple[str, str, str]]) -> str:
+    """`--list-targets`: one line per target, `name  origin`, and a failed plugin's error
+    under its name."""
+    width = max((len(name) for name, _, _ in rows), default=0) + 2
+    lines: list[str] = []
+    for name, origin, status in rows:
+        lines.append(f"{name:<{width}}{origin}")
+        if status != "ok":
+            lines.append(f"{'':<{width}}{status}")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -6,29 +6,23 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable, Mapping
-from importlib import import_module
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from xdsl.passes import ModulePass
+from xdsl.passes import ModulePass
+
+from byoc.utils.lazy import LazyClass
 
 PIPELINE_NAME = "<pass-pipeline>"
 """The file name diagnostics about `-p`/`--pass` use; the pipeline text is its only line."""
 
 
-def _lazy(module: str, cls: str) -> Callable[[], type[ModulePass]]:
-    def factory() -> type[ModulePass]:
-        return getattr(import_module(module), cls)
-
-    return factory
-
-
 GENERIC_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
-    "canonicalize": _lazy("xdsl.transforms.canonicalize", "CanonicalizePass"),
-    "cse": _lazy(
-        "xdsl.transforms.common_subexpression_elimination", "CommonSubexpressionElimination"
+    "canonicalize": LazyClass("xdsl.transforms.canonicalize", "CanonicalizePass", ModulePass),
+    "cse": LazyClass(
+        "xdsl.transforms.common_subexpression_elimination",
+        "CommonSubexpressionElimination",
+        ModulePass,
     ),
-    "dce": _lazy("xdsl.transforms.dead_code_elimination", "DeadCodeElimination"),
+    "dce": LazyClass("xdsl.transforms.dead_code_elimination", "DeadCodeElimination", ModulePass),
 }
 """xDSL's generic passes that byoc-opt also offers."""
 

@@ -151,10 +151,10 @@ def test_layout_1_is_layout_0_transposed(op: str, direction: str) -> None:
 def test_static_recurrent_ops_run_in_the_c_target_dynamic_ones_on_the_host() -> None:
     model, _ = recurrent_model("LSTM", seq=True)
     exe = byoc.build(import_model(model), targets=["ccompiler", "examplejson"])
-    assert [p.target for p in exe.partitions() if "nn.lstm" in p.ops] == ["ccompiler"]
+    assert [p.target for p in exe.partitions if "nn.lstm" in p.ops] == ["ccompiler"]
     dynamic, _ = recurrent_model("LSTM", seq=True, dynamic=True)
     exe = byoc.build(import_model(dynamic), targets=["ccompiler", "examplejson"])
-    assert not any("nn.lstm" in p.ops for p in exe.partitions())
+    assert not any("nn.lstm" in p.ops for p in exe.partitions)
 
 
 def test_sequence_lengths_zero_the_tail_and_keep_the_last_state() -> None:

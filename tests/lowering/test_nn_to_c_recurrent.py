@@ -213,7 +213,7 @@ def check(spec: Spec) -> None:
     bounds = recurrent_bounds(spec.op.lower(), operands, **attrs)
     model, feeds = model_and_feeds(spec, spec.layout)
     exe = byoc.build(import_model(model), targets=["ccompiler"], num_threads=2)
-    placed = [p.target for p in exe.partitions() if f"nn.{spec.op.lower()}" in p.ops]
+    placed = [p.target for p in exe.partitions if f"nn.{spec.op.lower()}" in p.ops]
     assert placed == ["ccompiler"], placed
     two = exe.run(**feeds)
     exe.set_num_threads(1)

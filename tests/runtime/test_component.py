@@ -19,7 +19,7 @@ from byoc.runtime.component import COMPONENT_LOADERS, UnknownComponentError, loa
 from byoc.runtime.executable import load_executable
 
 RUNTIME = ROOT / "byoc" / "runtime"
-ABOVE = ("byoc.passes", "byoc.lowering", "byoc.targets", "byoc.frontend", "byoc.tools", "byoc.build")
+ABOVE = ("byoc.passes", "byoc.lowering", "byoc.targets", "byoc.frontend", "byoc.tools", "byoc.driver")
 
 SEED = """
 func.func @main(%a: tensor<10x10xf32>, %b: tensor<10x10xf32>) -> tensor<10x10xf32> {

@@ -128,7 +128,7 @@ def test_each_op_against_the_numpy_reference(name: str) -> None:
     host = byoc.build(module)
     assert "graphref" in exe.components
     assert isinstance(exe.components["graphref"], GraphModule)
-    offloaded = [op for p in exe.partitions() if p.target == "graphref" for op in p.ops]
+    offloaded = [op for p in exe.partitions if p.target == "graphref" for op in p.ops]
     assert offloaded, "nothing ran on the graph runtime"
     inputs = random_inputs(module, np.random.default_rng(3))
     got, want = exe.run(*inputs), host.run(*inputs)
@@ -138,7 +138,7 @@ def test_each_op_against_the_numpy_reference(name: str) -> None:
 def test_composites_reach_the_engine_as_one_node() -> None:
     module = byoc.parse_module(CASES["model_with_composite"])
     exe = byoc.build(module, targets=["graphref"])
-    ops = [op for p in exe.partitions() if p.target == "graphref" for op in p.ops]
+    ops = [op for p in exe.partitions if p.target == "graphref" for op in p.ops]
     assert "graphref.dense_bias_relu" in ops
     comp = exe.components["graphref"]
     assert sorted(comp.functions) == ["graphref_main_0", "graphref_main_1"]

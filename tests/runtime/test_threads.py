@@ -208,13 +208,13 @@ def test_cblas_gemms_split_across_threads_agree(text: str) -> None:
     module = byoc.parse_module(text)
     x, w = (rng.standard_normal(s.shape).astype(np.float32) for s in byoc.build(module, num_threads=1).plan.input_specs)
     exe = byoc.build(module, params={"w": w}, targets=["cblas"], num_threads=1)
-    assert exe.partitions() and exe.partitions()[0].target == "cblas"
+    assert exe.partitions and exe.partitions[0].target == "cblas"
     (one,) = exe.run(x)
     exe.set_num_threads(2)
     (two,) = exe.run(x)
     for _ in range(3):
         np.testing.assert_array_equal(exe.run(x)[0], two)
-    want = byoc.run_reference(module, [x, w])
+    want = byoc.run_reference(module, x, w)
     assert_graph_outputs(module, [x, w], [one], want)
     assert_graph_outputs(module, [x, w], [two], want)
 
@@ -241,7 +241,7 @@ def test_branches_run_at_once_and_agree() -> None:
     # both partitions ran on the pool, each with half the budget
     assert {s.split(":")[1] for s in seen} <= {"1", "0"}
     assert any(name.startswith("byoc-host") for name in (s.split(":")[0] for s in seen))
-    assert_graph_outputs(module, xs, [two], byoc.run_reference(module, xs))
+    assert_graph_outputs(module, xs, [two], byoc.run_reference(module, *xs))
 
 
 def test_a_chain_is_not_branchy() -> None:

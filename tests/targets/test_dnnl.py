@@ -527,7 +527,7 @@ def _built(case: Case) -> tuple[Any, list[Array], list[Array], list[Array]]:
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_case_against_the_reference(case: Case) -> None:
     exe, inputs, expected, bounds = _built(case)
-    parts = exe.partitions()
+    parts = exe.partitions
     assert parts and all(p.target == "dnnl" for p in parts), parts
     ops = [op for p in parts for op in p.ops]
     for name in case.composites:
@@ -579,7 +579,7 @@ def test_unsupported_forms_stay_off_dnnl() -> None:
     ops = [op for op in module.walk() if op.name in ("nn.subtract", "nn.lrn", "nn.log")]
     assert all(unsupported_reason(op) for op in ops)
     exe = byoc.build(module, targets=["dnnl", "ccompiler"])
-    assert all(p.target == "ccompiler" for p in exe.partitions())
+    assert all(p.target == "ccompiler" for p in exe.partitions)
 
 
 # --------------------------------------------------------------------------
@@ -644,7 +644,7 @@ exe = byoc.load_module(sys.argv[1])
 data = np.load(sys.argv[2])
 (got,) = exe.run(data["x"])
 print(json.dumps({
-    "targets": sorted({p.target for p in exe.partitions()}),
+    "targets": sorted({p.target for p in exe.partitions}),
     "max_error": float(np.max(np.abs(got - data["want"]))),
 }))
 """

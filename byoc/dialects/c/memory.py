@@ -24,7 +24,7 @@ from xdsl.irdl import (
     traits_def,
 )
 from xdsl.irdl.constraints import VarConstraint
-from xdsl.parser import Parser
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import (
     HasAncestor,
@@ -41,6 +41,34 @@ def _pointee(op: Operation, t: Attribute) -> Attribute:
         raise VerifyException(f"'{op.name}' needs a !c.ptr, got {t}")
     return t.pointee
 
+
+
+def _print_element(printer: Printer, op: LoadOp | StoreOp) -> None:
+    """`%p[%i] {attrs} : !c.ptr<...>`, the element a load or a store accesses."""
+    printer.print_operand(op.ptr)
+    printer.print_string("[")
+    printer.print_operand(op.index)
+    printer.print_string("]")
+    printer.print_op_attributes(op.attributes)
+    printer.print_string(" : ")
+    printer.print_attribute(op.ptr.type)
+
+
+def _parse_element(
+    parser: Parser, op_name: str
+) -> tuple[UnresolvedOperand, UnresolvedOperand, dict[str, Attribute], PtrType]:
+    """The text `_print_element` prints: pointer and index (unresolved), attributes, type."""
+    p = parser.parse_unresolved_operand()
+    parser.parse_punctuation("[")
+    i = parser.parse_unresolved_operand()
+    parser.parse_punctuation("]")
+    attrs = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    pos = parser.pos
+    t = parser.parse_type()
+    if not isinstance(t, PtrType):
+        parser.raise_error(f"{op_name} needs a !c.ptr type, got {t}", pos, parser.pos)
+    return p, i, attrs, t
 
 @irdl_op_definition
 class LoadOp(IRDLOperation):
@@ -62,26 +90,11 @@ class LoadOp(IRDLOperation):
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
-        printer.print_operand(self.ptr)
-        printer.print_string("[")
-        printer.print_operand(self.index)
-        printer.print_string("]")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.ptr.type)
+        _print_element(printer, self)
 
     @classmethod
     def parse(cls, parser: Parser) -> LoadOp:
-        p = parser.parse_unresolved_operand()
-        parser.parse_punctuation("[")
-        i = parser.parse_unresolved_operand()
-        parser.parse_punctuation("]")
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        pos = parser.pos
-        t = parser.parse_type()
-        if not isinstance(t, PtrType):
-            parser.raise_error(f"c.load needs a !c.ptr type, got {t}", pos, parser.pos)
+        p, i, attrs, t = _parse_element(parser, "c.load")
         op = LoadOp(parser.resolve_operand(p, t), parser.resolve_operand(i, index))
         op.attributes.update(attrs)
         return op
@@ -111,28 +124,13 @@ class StoreOp(IRDLOperation):
         printer.print_string(" ")
         printer.print_operand(self.value)
         printer.print_string(", ")
-        printer.print_operand(self.ptr)
-        printer.print_string("[")
-        printer.print_operand(self.index)
-        printer.print_string("]")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.ptr.type)
+        _print_element(printer, self)
 
     @classmethod
     def parse(cls, parser: Parser) -> StoreOp:
         v = parser.parse_unresolved_operand()
         parser.parse_punctuation(",")
-        p = parser.parse_unresolved_operand()
-        parser.parse_punctuation("[")
-        i = parser.parse_unresolved_operand()
-        parser.parse_punctuation("]")
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        pos = parser.pos
-        t = parser.parse_type()
-        if not isinstance(t, PtrType):
-            parser.raise_error(f"c.store needs a !c.ptr type, got {t}", pos, parser.pos)
+        p, i, attrs, t = _parse_element(parser, "c.store")
         op = StoreOp(
             parser.resolve_operand(v, t.pointee),
             parser.resolve_operand(p, t),

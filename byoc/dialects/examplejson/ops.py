@@ -39,7 +39,6 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import (
-    BytesAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
@@ -76,7 +75,8 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.dense import format_dense, parse_dense
-from byoc.dialects.nn import NN_OPS, NNOp, element_type_of, numpy_dtype, shape_of, tensor
+from byoc.dialects.nn import NN_OPS, NNOp, numpy_dtype, shape_of
+from byoc.dialects.nn.types import array_of, dense_of, dense_value
 
 # --------------------------------------------------------------------------
 # Node names: ExampleJSON name <-> nn op
@@ -196,9 +196,7 @@ class ConstOp(ValueOp):
 
     @staticmethod
     def from_array(array: Any) -> ConstOp:
-        arr = np.ascontiguousarray(np.asarray(array))
-        ty = tensor(arr.shape, element_type_of(arr.dtype))
-        return ConstOp(DenseIntOrFPElementsAttr(ty, BytesAttr(arr.tobytes())))
+        return ConstOp(dense_of(array))
 
     def payload(self) -> bytes:
         """The raw little-endian bytes of the tensor."""
@@ -206,10 +204,7 @@ class ConstOp(ValueOp):
 
     def ndarray(self) -> np.ndarray[Any, Any]:
         """The value as a read-only numpy array (a view of the stored bytes)."""
-        ty = self.tensor_type
-        return np.frombuffer(self.payload(), dtype=numpy_dtype(ty.element_type)).reshape(
-            shape_of(ty)
-        )
+        return array_of(self.value)
 
     def check(self) -> None:
         ty = check_tensor_type(self.value.type)
@@ -234,25 +229,10 @@ class ConstOp(ValueOp):
         extra = _parse_extra_attributes(parser)
         parser.parse_punctuation(":")
         ty = parser.parse_type()
-        if not isinstance(ty, TensorType):
-            parser.raise_error(
-                f"examplejson.const needs a tensor type, got {ty}", start, parser.pos
-            )
         try:
-            dt = numpy_dtype(ty.element_type)
-        except VerifyException as e:
+            value = dense_value(payload, ty, "examplejson.const")
+        except ValueError as e:
             parser.raise_error(str(e), start, parser.pos)
-        n = math.prod(shape_of(ty))
-        if isinstance(payload, bytes):
-            raw = payload
-        else:
-            values = payload
-            if len(values) == 1 and n != 1:
-                values = values * n  # splat
-            if len(values) != n:
-                parser.raise_error(f"{len(values)} values given, {ty} needs {n}", start, parser.pos)
-            raw = np.asarray(values, dtype=dt).tobytes()
-        value = DenseIntOrFPElementsAttr(ty, BytesAttr(raw))
         return cls.create(properties={"value": value}, result_types=[ty], attributes=extra)
 
 

@@ -1,20 +1,54 @@
 """The `nn` dialect: a tensor graph with the op set of TVM Relay.
 
-`ops` holds the IRDL ops and their type relations, `format` their custom text
-format, `types` the element-type table, tensor-type helpers and property
-conversion. Everything public is re-exported here: `nn.AddOp`, `nn.numpy_dtype`.
+The ops live in one module per family, each with its `OPS`: `base` (`NNOp`, the
+shared type-relation machinery, `nn.constant`), `elementwise`, `layers` (conv, dense,
+pools...), `shape_ops` (reshape, transpose, reductions...), `math_ops`, `logic_ops`,
+`indexing`, `recurrent`, `quant` and `detection`. `format` is their custom text format,
+`types` the element-type table, tensor-type helpers and property conversion. Everything public is re-exported here: `nn.AddOp`, `nn.numpy_dtype`.
 """
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import (  # reached as nn.f32 / nn.IntegerType by older code
+from xdsl.dialects.builtin import (  # re-exported: nn.f32, nn.IntegerType
     IntegerType,
     f32,
 )
 from xdsl.ir import Dialect
 
-from byoc.dialects.nn import logic_ops, math_ops, ops  # the ONNX-coverage ops (issue #16)
-from byoc.dialects.nn.detection import DETECTION_OPS  # issue 16 (h16): detectors, transformers
+from byoc.dialects.nn import base, elementwise, layers, logic_ops, math_ops, shape_ops
+from byoc.dialects.nn.base import (
+    ConstantOp,
+    NNOp,
+    broadcast_shapes,
+)
+from byoc.dialects.nn.detection import DETECTION_OPS
+from byoc.dialects.nn.elementwise import (
+    AbsOp,
+    AddOp,
+    BinaryOp,
+    CastOp,
+    ClipOp,
+    DivideOp,
+    ErfOp,
+    ExpOp,
+    HardSigmoidOp,
+    HardSwishOp,
+    LeakyReluOp,
+    LogOp,
+    MaximumOp,
+    MinimumOp,
+    MultiplyOp,
+    NegativeOp,
+    PowerOp,
+    PReluOp,
+    ReciprocalOp,
+    ReluOp,
+    SigmoidOp,
+    SqrtOp,
+    SubtractOp,
+    TanhOp,
+    UnaryOp,
+)
 from byoc.dialects.nn.format import (
     HEX_CONSTANTS_LARGER_THAN,
     parse_constant,
@@ -23,64 +57,23 @@ from byoc.dialects.nn.format import (
     print_nn_op,
 )
 from byoc.dialects.nn.indexing import INDEXING_OPS
-from byoc.dialects.nn.ops import (
-    AbsOp,
-    AddOp,
+from byoc.dialects.nn.layers import (
     AvgPool2DOp,
     BatchNormOp,
     BiasAddOp,
-    BinaryOp,
-    CastOp,
-    ClipOp,
-    ConcatenateOp,
-    ConstantOp,
     Conv2DOp,
     Conv2DTransposeOp,
     DenseOp,
-    DivideOp,
-    ErfOp,
-    ExpOp,
-    FlattenOp,
     GlobalAvgPool2DOp,
     GlobalMaxPool2DOp,
     GlobalPool2DOp,
-    HardSigmoidOp,
-    HardSwishOp,
-    LeakyReluOp,
-    LogOp,
     LRNOp,
     MatmulOp,
-    MaximumOp,
     MaxPool2DOp,
-    MinimumOp,
-    MultiplyOp,
-    NegativeOp,
-    NNOp,
-    PadOp,
     Pool2DOp,
-    PowerOp,
-    PReluOp,
-    ReciprocalOp,
-    ReduceMaxOp,
-    ReduceMeanOp,
-    ReduceOp,
-    ReduceSumOp,
-    ReluOp,
-    ReshapeOp,
-    Resize2DOp,
-    SigmoidOp,
     SoftmaxOp,
-    SplitOp,
-    SqrtOp,
-    StridedSliceOp,
-    SubtractOp,
-    TakeOp,
-    TanhOp,
-    TransposeOp,
-    UnaryOp,
-    broadcast_shapes,
 )
-from byoc.dialects.nn.quant import (  # issue #13
+from byoc.dialects.nn.quant import (
     QUANT_OPS,
     DequantizeOp,
     DynamicQuantizeOp,
@@ -91,6 +84,21 @@ from byoc.dialects.nn.quant import (  # issue #13
     RequantizeOp,
 )
 from byoc.dialects.nn.recurrent import RECURRENT_OPS, GRUOp, LSTMOp, RecurrentOp, RNNOp
+from byoc.dialects.nn.shape_ops import (
+    ConcatenateOp,
+    FlattenOp,
+    PadOp,
+    ReduceMaxOp,
+    ReduceMeanOp,
+    ReduceOp,
+    ReduceSumOp,
+    ReshapeOp,
+    Resize2DOp,
+    SplitOp,
+    StridedSliceOp,
+    TakeOp,
+    TransposeOp,
+)
 from byoc.dialects.nn.types import (
     ALL_TYPES,
     ANY,
@@ -127,10 +135,21 @@ from byoc.dialects.nn.types import (
 
 Nn = Dialect(
     "nn",
-    [*ops.Nn.operations, *math_ops.OPS, *logic_ops.OPS, *INDEXING_OPS, *RECURRENT_OPS, *QUANT_OPS, *DETECTION_OPS],
-    list(ops.Nn.attributes),
+    [
+        *elementwise.OPS,
+        *layers.OPS,
+        *shape_ops.OPS,
+        *base.OPS,
+        *math_ops.OPS,
+        *logic_ops.OPS,
+        *INDEXING_OPS,
+        *RECURRENT_OPS,
+        *QUANT_OPS,
+        *DETECTION_OPS,
+    ],
+    [],
 )
-"""The nn dialect: the ops of `ops`, then those of `math_ops`, `logic_ops`, `indexing`, `recurrent` and `quant`."""
+"""The nn dialect: the ops of every family module."""
 
 NN_OPS: dict[str, type[NNOp]] = {op.name: op for op in Nn.operations}  # type: ignore[misc]
 """op name -> op class, for every nn op."""
@@ -238,7 +257,6 @@ __all__ = [
     "shape_of",
     "tensor",
     "to_python",
-    # issue #13
     "QUANT_OPS",
     "DequantizeOp",
     "DynamicQuantizeOp",
@@ -247,6 +265,5 @@ __all__ = [
     "QMatmulOp",
     "QuantizeOp",
     "RequantizeOp",
-    # issue #16 (h16)
     "DETECTION_OPS",
 ]

@@ -7,6 +7,7 @@ type, the numpy dtype and the short name (`f32`) that the ExampleJSON text and
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +15,9 @@ from typing import Any
 import numpy as np
 from xdsl.dialects.builtin import (
     BoolAttr,
+    BytesAttr,
     DenseArrayBase,
+    DenseIntOrFPElementsAttr,
     FloatAttr,
     IntegerAttr,
     IntegerType,
@@ -106,6 +109,40 @@ def element_type_named(name: str) -> Attribute | None:
     """The builtin element type of a short name (`f32`), or None if there is none."""
     entry = _BY_NAME.get(name)
     return None if entry is None else entry.element_type
+
+
+def dense_value(
+    payload: bytes | list[float], ty: Attribute, op_name: str
+) -> DenseIntOrFPElementsAttr:
+    """The value of constant op `op_name` from its `parse_dense` payload and its type: raw
+    bytes as given, or the values (one value splats); ValueError if the two disagree."""
+    if not isinstance(ty, TensorType):
+        raise ValueError(f"{op_name} needs a tensor type, got {ty}")
+    try:
+        dt = numpy_dtype(ty.element_type)
+    except VerifyException as e:
+        raise ValueError(str(e)) from None
+    if isinstance(payload, bytes):
+        return DenseIntOrFPElementsAttr(ty, BytesAttr(payload))
+    n = math.prod(shape_of(ty))
+    values = payload * n if len(payload) == 1 and n != 1 else payload
+    if len(values) != n:
+        raise ValueError(f"{len(values)} values given, {ty} needs {n}")
+    return DenseIntOrFPElementsAttr(ty, BytesAttr(np.asarray(values, dtype=dt).tobytes()))
+
+
+def dense_of(array: Any) -> DenseIntOrFPElementsAttr:
+    """A constant's value holding `array` (its raw little-endian bytes, C order)."""
+    arr = np.ascontiguousarray(np.asarray(array))
+    ty = tensor(arr.shape, element_type_of(arr.dtype))
+    return DenseIntOrFPElementsAttr(ty, BytesAttr(arr.tobytes()))
+
+
+def array_of(value: DenseIntOrFPElementsAttr) -> np.ndarray[Any, Any]:
+    """A constant's value as a read-only numpy array (a view of its bytes)."""
+    ty = value.type
+    assert isinstance(ty, TensorType)
+    return np.frombuffer(value.data.data, dtype=numpy_dtype(ty.element_type)).reshape(shape_of(ty))
 
 
 # ---- tensor types --------------------------------------------------------------
@@ -245,7 +282,7 @@ def from_python(value: Any, like: Attribute | None) -> Attribute:
     raise TypeError(f"cannot convert {value!r} to an attribute")
 
 
-# ---- wider element-type groups (ONNX operator coverage, issue #16) ------------------
+# ---- wider element-type groups ------------------
 FLOATS: tuple[Attribute, ...] = (f32, f64, f16)
 """Every float element type."""
 SIGNED_INTS: tuple[Attribute, ...] = (i8, i16, i32, i64)

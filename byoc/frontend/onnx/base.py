@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 from xdsl.ir import SSAValue
 
 from byoc.dialects import nn
-from byoc.frontend.onnx.errors import OnnxImportError, UnsupportedOnnxError
+from byoc.frontend.onnx.errors import STATIC_SHAPE_HINT, OnnxImportError, UnsupportedOnnxError
 
 Array = np.ndarray[Any, Any]
 Value = Array | SSAValue
@@ -23,7 +23,7 @@ ops accept which of them is each op's `DTYPES`."""
 
 VALUE_DTYPES = (*NN_DTYPES, *(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16)))
 """The numpy dtypes a graph input, output or run-time constant may have: NN_DTYPES and the
-quantized types (int8, uint8, int16, uint16), which only the quantization ops take (issue #13)."""
+quantized types (int8, uint8, int16, uint16), which only the quantization ops take."""
 
 FOLD_LIMIT_BYTES = nn.FOLD_LIMIT_BYTES
 """The largest tensor (in bytes) the importer computes at import time (1 GiB).
@@ -45,7 +45,7 @@ class DynamicDim(int):
     def _refuse(self, *_: Any) -> Any:
         raise UnsupportedOnnxError(
             "this node needs the size of a dynamic (?) dim, which is known only at run time; "
-            "give the graph input a static shape with input_shapes={...}"
+            + STATIC_SHAPE_HINT
         )
 
     __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse  # type: ignore[assignment]
@@ -175,4 +175,16 @@ def normalize_axes(axes: Sequence[int], rank: int, what: str = "axis") -> list[i
             raise OnnxImportError(f"{what} {a} is out of range for rank {rank}")
         out.append(a % rank)
     return out
+
+
+T = TypeVar("T")
+
+
+def spread_over_axes(axes: Sequence[int], values: Sequence[T], fill: Sequence[T]) -> list[T]:
+    """`fill` with `values[i]` put at `axes[i]`: an op's per-axis input (Resize's `scales` or
+    `sizes` with an `axes` attribute) made per dimension."""
+    full = list(fill)
+    for a, v in zip(axes, values, strict=True):
+        full[a] = v
+    return full
 

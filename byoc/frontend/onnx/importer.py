@@ -75,12 +75,35 @@ from byoc.frontend.onnx.base import (
     nbytes,
 )
 from byoc.frontend.onnx.converters import CONVERTERS, SUPPORTED_OPS
-from byoc.frontend.onnx.errors import OnnxImportError, StaticValueRequired, UnsupportedOnnxError
+from byoc.frontend.onnx.errors import (
+    INSTALL_HINT,
+    STATIC_SHAPE_HINT,
+    OnnxImportError,
+    OnnxMissing,
+    StaticValueRequired,
+    UnknownInputError,
+    UnsupportedOnnxError,
+)
 from byoc.interpreters.kernels import KERNELS
 
 MIN_OPSET = 7
 """Models below this opset are converted with onnx.version_converter first."""
 CONVERT_OLD_OPSETS_TO = 13
+
+
+def require_onnx() -> Any:
+    """The `onnx` module; `OnnxMissing`, saying how to install it, when it cannot be imported."""
+    try:
+        import onnx
+    except ImportError as e:
+        if e.name == "onnx":
+            raise OnnxMissing(
+                f"reading ONNX models needs the 'onnx' package ({INSTALL_HINT})"
+            ) from None
+        raise OnnxMissing(
+            f"the 'onnx' package fails to load ({e}); reinstall it ({INSTALL_HINT})"
+        ) from e
+    return onnx
 
 
 def import_model(
@@ -97,20 +120,28 @@ def import_model(
     `bind_params_by_name`): they become constants, and the function no longer
     takes them. Values known at import time are computed only up to
     `fold_limit_bytes` each; larger ones stay ops of the graph. Returns a
-    verified `builtin.module` holding `func.func @main`.
+    verified `builtin.module` holding `func.func @main`. Without the `onnx` package
+    (the `onnx` extra) it raises `OnnxMissing`; data that is not a serialized ModelProto
+    is an `OnnxImportError`.
     """
-    import onnx
+    onnx = require_onnx()
+    from google.protobuf.message import DecodeError  # onnx's dependency: models are protobufs
 
-    if isinstance(model, bytes | bytearray):
-        proto = onnx.load_model_from_string(bytes(model))
-    elif isinstance(model, str | os.PathLike):
-        proto = onnx.load(os.fspath(model))
-    elif isinstance(model, onnx.ModelProto):
-        proto = model
-    elif hasattr(model, "read"):
-        proto = onnx.load_model_from_string(model.read())
-    else:
-        raise TypeError(f"import_model takes a path, bytes, a stream or a ModelProto, got {type(model)}")
+    try:
+        if isinstance(model, bytes | bytearray):
+            proto = onnx.load_model_from_string(bytes(model))
+        elif isinstance(model, str | os.PathLike):
+            proto = onnx.load(os.fspath(model))
+        elif isinstance(model, onnx.ModelProto):
+            proto = model
+        elif hasattr(model, "read"):
+            proto = onnx.load_model_from_string(model.read())
+        else:
+            raise TypeError(
+                f"import_model takes a path, bytes, a stream or a ModelProto, got {type(model)}"
+            )
+    except DecodeError as e:
+        raise OnnxImportError(f"not an ONNX model: {e}") from None
     return Importer(proto, input_shapes or {}, bind_inputs or {}, fold_limit_bytes).run()
 
 
@@ -283,7 +314,7 @@ class Importer:
             if target.count(-1) > 1:
                 raise UnsupportedOnnxError(
                     f"a reshape of {list(self.shape(v))} into {list(shape)} keeps more than one "
-                    "dynamic (?) dim; give the graph inputs static shapes with input_shapes={...}"
+                    f"dynamic (?) dim; {STATIC_SHAPE_HINT}"
                 )
             return self.emit(nn.ReshapeOp, v, newshape=target)
         if tuple(shape) == self.shape(v):
@@ -352,7 +383,9 @@ class Importer:
             return shape, dtype
         if declared is None:
             raise OnnxImportError(
-                f"graph input '{name}' has no declared shape; pass input_shapes={{'{name}': (...)}}"
+                f"graph input '{name}' has no declared shape; give it one with --input-shape "
+                f"{name}=DxDx... (byoc-opt, byoc-run) or input_shapes={{'{name}': (...)}} "
+                "(import_model, byoc.import_onnx)"
             )
         return tuple(nn.DYNAMIC if d is None else d for d in declared), dtype
 
@@ -370,6 +403,10 @@ class Importer:
         unknown = set(self.bind_inputs) - {vi.name for vi in graph.input}
         if unknown:
             raise OnnxImportError(f"bind_inputs names unknown graph input(s) {sorted(unknown)}")
+        inputs = [vi.name for vi in graph.input if vi.name not in self.env]
+        unshaped = [n for n in self.input_shapes if n not in inputs]
+        if unshaped:
+            raise UnknownInputError(unshaped, inputs)
 
         arg_types: list[TensorType[Any]] = []
         arg_names: list[str] = []

@@ -1,28 +1,24 @@
-"""The `-t` outputs of byoc-opt: name -> lazy import of its `xdsl.utils.target.Target`.
+"""The emitters: byoc-opt's `-t` outputs, name -> lazy import of the emitter class.
 
-Each target is a frozen dataclass whose fields are its options (`-t 'dot{function=f}'`);
-the module is imported only when its output is asked for.
+An emitter turns a module into text (MLIR, C, ExampleJSON, Graphviz, the graph format).
+It subclasses xDSL's `xdsl.utils.target.Target`, which is how xDSL's opt driver spells an
+output format; in byoc "target" means only an offload `byoc.targets.Target`. Each emitter
+is a frozen dataclass whose fields are its options (`-t 'dot{function=f}'`); its module is
+imported only when its output is asked for.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from importlib import import_module
 
 from xdsl.utils.target import Target
 
+from byoc.utils.lazy import LazyClass
 
-def _lazy(module: str, cls: str) -> Callable[[], type[Target]]:
-    def factory() -> type[Target]:
-        return getattr(import_module(module), cls)
-
-    return factory
-
-
-ALL_TARGETS: dict[str, Callable[[], type[Target]]] = {
-    "mlir": _lazy("byoc.lowering.emit.mlir", "MLIRTarget"),
-    "c": _lazy("byoc.lowering.emit.c", "CTarget"),
-    "examplejson": _lazy("byoc.lowering.emit.examplejson", "ExampleJsonTarget"),
-    "dot": _lazy("byoc.lowering.emit.dot", "DotTarget"),
-    "graph": _lazy("byoc.lowering.emit.graph", "GraphTarget"),
+ALL_EMITTERS: dict[str, Callable[[], type[Target]]] = {
+    "mlir": LazyClass("byoc.lowering.emit.mlir", "MLIREmitter", Target),
+    "c": LazyClass("byoc.lowering.emit.c", "CEmitter", Target),
+    "examplejson": LazyClass("byoc.lowering.emit.examplejson", "ExampleJsonEmitter", Target),
+    "dot": LazyClass("byoc.lowering.emit.dot", "DotEmitter", Target),
+    "graph": LazyClass("byoc.lowering.emit.graph", "GraphEmitter", Target),
 }

@@ -30,7 +30,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.target import Target
 
 from byoc.diagnostics import EmitError
-from byoc.dialects.byoc import COMPILER_ATTR, TARGET_ATTR, CompositeOp, RegionOp, YieldOp
+from byoc.dialects.byoc import TARGET_ATTR, CompositeOp, RegionOp, YieldOp, partition_target
 
 PALETTE = (
     "#8dd3c7",
@@ -49,7 +49,7 @@ ARG_COLOUR = "#e0e0e0"
 
 
 @dataclass(frozen=True)
-class DotTarget(Target):
+class DotEmitter(Target):
     """`-t dot`: one function of the module as a Graphviz graph."""
 
     name = "dot"
@@ -59,11 +59,6 @@ class DotTarget(Target):
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         output.write(module_to_dot(module, self.function))
-
-
-def emit_dot(module: ModuleOp, stream: IO[str]) -> None:
-    """Write the DOT graph of `@main`."""
-    stream.write(module_to_dot(module))
 
 
 def module_to_dot(module: ModuleOp, function: str = "main") -> str:
@@ -83,12 +78,6 @@ def _quote(text: str) -> str:
 
 def _string(attr: Attribute | None) -> str | None:
     return attr.data if isinstance(attr, StringAttr) else None
-
-
-def _partition_target(callee: FuncOp | None) -> str | None:
-    if callee is None:
-        return None
-    return _string(callee.attributes.get(COMPILER_ATTR))
 
 
 class _DotGraph:
@@ -119,7 +108,7 @@ class _DotGraph:
                     targets.add(op.target.data)
                 if isinstance(op, CallOp):
                     callee = self.funcs.get(op.callee.root_reference.data)
-                    target = _partition_target(callee)
+                    target = partition_target(callee)
                     if target is not None and callee is not None:
                         targets.add(target)
                         name = callee.sym_name.data
@@ -185,7 +174,7 @@ class _DotGraph:
                 continue
             if isinstance(op, CallOp):
                 callee = self.funcs.get(op.callee.root_reference.data)
-                partition = _partition_target(callee)
+                partition = partition_target(callee)
                 if callee is not None and partition is not None and callee.body.blocks:
                     if callee.sym_name.data in stack:
                         raise EmitError(op, f"-t dot: @{callee.sym_name.data} calls itself")

@@ -20,7 +20,7 @@ from byoc.diagnostics import EmitError
 from byoc.dialects.byoc import COMPILER_ATTR
 from byoc.dialects.examplejson.text import TextFormatError, to_text
 
-__all__ = ["ExampleJsonTarget", "emit_examplejson", "to_text"]
+__all__ = ["ExampleJsonEmitter", "emit_examplejson", "to_text"]
 
 
 def _check_lowered(module: ModuleOp) -> None:
@@ -49,7 +49,7 @@ def emit_examplejson(module: ModuleOp, stream: IO[str]) -> None:
 
 
 @dataclass(frozen=True)
-class ExampleJsonTarget(Target):
+class ExampleJsonEmitter(Target):
     """`-t examplejson`: every `examplejson.subgraph` of the module, in order."""
 
     name = "examplejson"

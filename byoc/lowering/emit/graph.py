@@ -22,7 +22,7 @@ from byoc.diagnostics import EmitError
 from byoc.dialects.graph import GraphModuleOp
 from byoc.runtime.graph_format import describe, to_text
 
-__all__ = ["GraphTarget", "emit_graph"]
+__all__ = ["GraphEmitter", "emit_graph"]
 
 
 def emit_graph(module: ModuleOp, stream: IO[str]) -> None:
@@ -45,7 +45,7 @@ def emit_graph(module: ModuleOp, stream: IO[str]) -> None:
 
 
 @dataclass(frozen=True)
-class GraphTarget(Target):
+class GraphEmitter(Target):
     """`-t graph`: the graph format of every `graph.module`, as a readable listing."""
 
     name = "graph"

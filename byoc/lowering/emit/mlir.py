@@ -14,8 +14,8 @@ from byoc.printer import ByocPrinter
 
 
 @dataclass(frozen=True)
-class MLIRTarget(XdslMLIRTarget):
-    """xDSL's `mlir` target; `elide-constants=N` abbreviates large constants."""
+class MLIREmitter(XdslMLIRTarget):
+    """xDSL's `mlir` output; `elide-constants=N` abbreviates large constants."""
 
     elide_constants: int | None = None
     """Print constants of more than N elements as `dense_resource<__elided__>` (for reading

@@ -38,8 +38,15 @@ from xdsl.ir import Attribute, OpResult, SSAValue
 
 from byoc.diagnostics import PassError
 from byoc.dialects import nn
-from byoc.dialects.byoc import CompositeOp, YieldOp
-from byoc.lowering.nn_to_c.graph import Computation, GraphBuilder, Tensor, i32_attr, i64_attr
+from byoc.dialects.byoc import CompositeOp
+from byoc.lowering.nn_to_c.graph import (
+    Computation,
+    GraphBuilder,
+    Tensor,
+    composite_members,
+    i32_attr,
+    i64_attr,
+)
 from byoc.targets.cblas.chain import GemmChain, gemm_chain
 
 TILE_BYTES = 1024 * 1024
@@ -54,18 +61,7 @@ MIN_TILE = 64
 def lower_composite(
     g: GraphBuilder, composite: CompositeOp, inputs: Sequence[Tensor]
 ) -> list[Tensor]:
-    body = composite.body.block
-    values: dict[SSAValue, Tensor] = dict(zip(body.args, inputs, strict=True))
-    members = []
-    for op in body.ops:
-        if isinstance(op, YieldOp):
-            break
-        if isinstance(op, nn.ConstantOp):
-            values[op.result] = g._const(op.ndarray())  # pyright: ignore[reportPrivateUsage]
-        else:
-            members.append(op)
-    last = body.last_op
-    assert isinstance(last, YieldOp)
+    values, members, last = composite_members(g, composite, inputs)
     name = composite.composite.data
     if len(last.values) != 1 or not isinstance(last.values[0], OpResult):
         raise PassError(composite, f"lower-to-c: composite '{name}' must yield one op result")

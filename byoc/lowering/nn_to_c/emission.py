@@ -55,7 +55,7 @@ index = IndexType()
 def _elt(dtype: str) -> Attribute:
     if dtype == "f32":
         return f32
-    # i32, and the quantized kernels' i8 / ui8 / i16 buffers (issue #13)
+    # i32, and the quantized kernels' i8 / ui8 / i16 buffers
     return nn.element_type_named(dtype) or i32
 
 

@@ -23,8 +23,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from byoc.diagnostics import PassError
 from byoc.dialects import nn
-from byoc.dialects.byoc import CompositeOp, YieldOp
-from byoc.runtime.host import partition_target
+from byoc.dialects.byoc import CompositeOp, YieldOp, partition_target
 from byoc.targets.ccompiler import (
     ALIAS_OPS,
     F32_I32,
@@ -60,7 +59,7 @@ class Tensor:
     def nbytes(self) -> int:
         if self.dtype in ("f32", "i32"):
             return self.numel * 4
-        t = nn.element_type_named(self.dtype)  # the quantized kernels' i8 / ui8 / i16 (issue #13)
+        t = nn.element_type_named(self.dtype)  # the quantized kernels' i8 / ui8 / i16
         return self.numel * (nn.numpy_dtype(t).itemsize if t is not None else 4)
 
     def root(self) -> Tensor:
@@ -106,6 +105,43 @@ def i64_attr(v: int) -> IntegerAttr[Any]:
 
 def i32_attr(v: int) -> IntegerAttr[Any]:
     return IntegerAttr(v, i32)
+
+
+def pool_window(pool: Operation, shape: Sequence[int]) -> list[int]:
+    """The 14 ints a 2-D pooling kernel takes for `pool` on an NCHW input of `shape`:
+    n, c, h, w, kernel h/w, output h/w, strides, top/left padding, dilations. A global pool
+    is one window over the whole plane."""
+    n, c, h, w = shape
+    if pool.name.startswith("nn.global_"):
+        return [n, c, h, w, h, w, 1, 1, 1, 1, 0, 0, 1, 1]
+    a = pool.attr_values()  # type: ignore[attr-defined]
+    _, _, oh, ow = nn.shape_of(pool.results[0].type)  # type: ignore[arg-type]
+    kh, kw = a["pool_size"]
+    sh, sw = a["strides"]
+    pt, pl, _, _ = a["padding"]
+    dh, dw = a["dilation"]
+    return [n, c, h, w, kh, kw, oh, ow, sh, sw, pt, pl, dh, dw]
+
+
+def composite_members(
+    g: GraphBuilder, composite: CompositeOp, inputs: Sequence[Tensor]
+) -> tuple[dict[SSAValue, Tensor], list[Operation], YieldOp]:
+    """A composite's body, for a target's lowering hook: its block arguments bound to
+    `inputs` and its constants to graph constants (the values), the other ops in order, and
+    its terminator."""
+    body = composite.body.block
+    values: dict[SSAValue, Tensor] = dict(zip(body.args, inputs, strict=True))
+    members: list[Operation] = []
+    for op in body.ops:
+        if isinstance(op, YieldOp):
+            break
+        if isinstance(op, nn.ConstantOp):
+            values[op.result] = g._const(op.ndarray())  # pyright: ignore[reportPrivateUsage]
+        else:
+            members.append(op)
+    last = body.last_op
+    assert isinstance(last, YieldOp)
+    return values, members, last
 
 
 def i64_array(values: Sequence[int]) -> DenseArrayBase[Any]:
@@ -185,7 +221,7 @@ class GraphBuilder:
             and self.lower_composite is not None
             and op.composite.data.rpartition(".")[2] in QDQ_COMPOSITES
         ):
-            return False  # ccompiler's quantized composites go to its hook (issue #13)
+            return False  # ccompiler's quantized composites go to its hook
         return op.target_name == CCOMPILER or own
 
     def _target_composite(self, op: CompositeOp) -> None:

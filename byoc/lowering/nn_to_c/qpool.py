@@ -1,4 +1,4 @@
-"""The `qavgpool` and `qreshape` composites of `lower-to-c` (issue #13; byoc/targets/qdq.py).
+"""The `qavgpool` and `qreshape` composites of `lower-to-c` (byoc/targets/qdq.py).
 
 - `qavgpool` -> `byoc_qavgpool_<x>_<y>` (byoc/runtime/byoc_qpool.h): the integer sum of the
   block's table over each window, then the reference's f64 / f32 steps per output; the table
@@ -21,8 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from byoc.dialects import nn
-from byoc.lowering.nn_to_c.graph import Tensor, i32_attr, i64_attr
+from byoc.lowering.nn_to_c.graph import Tensor, i32_attr, i64_attr, pool_window
 from byoc.targets.qdq import QAvgPool, QConcat, QReshape
 
 _SHORT = {"i8": "i8", "ui8": "u8"}
@@ -48,18 +47,8 @@ def lower_qpool(lowering: Any, b: QAvgPool | QReshape | QConcat) -> Tensor:
         out = Tensor(b.shape, b.y_dtype, "node")
         out.alias_of = looked
         return out
-    n, c, h, w = x.shape
-    if b.pool.name == "nn.global_avg_pool2d":
-        ints = [n, c, h, w, h, w, 1, 1, 1, 1, 0, 0, 1, 1]
-    else:
-        a = b.pool.attr_values()  # type: ignore[attr-defined]
-        _, _, oh, ow = nn.shape_of(b.pool.results[0].type)  # type: ignore[arg-type]
-        kh, kw = a["pool_size"]
-        sh, sw = a["strides"]
-        pt, pl, _, _ = a["padding"]
-        dh, dw = a["dilation"]
-        ints = [n, c, h, w, kh, kw, oh, ow, sh, sw, pt, pl, dh, dw]
-    out = Tensor((n, c, ints[6], ints[7]), b.y_dtype, "node")
+    ints = pool_window(b.pool, x.shape)
+    out = Tensor((ints[0], ints[1], ints[6], ints[7]), b.y_dtype, "node")
     form, m, c, r = b.split
     args = [
         *(i64_attr(v) for v in ints), i32_attr(b.exponent), _f32_attr(b.y_scale), i32_attr(b.y_zero_point),

@@ -1,4 +1,4 @@
-"""The quantized part of `lower-to-c` (issue #13): each QDQ composite becomes one int8 kernel.
+"""The quantized part of `lower-to-c`: each QDQ composite becomes one int8 kernel.
 
 The ccompiler target's `composite_lowering` ("qnn") hands every `ccompiler.q*` composite
 (byoc/targets/qdq.py) here:
@@ -28,8 +28,16 @@ from xdsl.ir import Operation, OpResult, SSAValue
 
 from byoc.diagnostics import PassError
 from byoc.dialects import nn
-from byoc.dialects.byoc import CompositeOp, YieldOp
-from byoc.lowering.nn_to_c.graph import Computation, GraphBuilder, Tensor, i32_attr, i64_attr
+from byoc.dialects.byoc import CompositeOp
+from byoc.lowering.nn_to_c.graph import (
+    Computation,
+    GraphBuilder,
+    Tensor,
+    composite_members,
+    i32_attr,
+    i64_attr,
+    pool_window,
+)
 from byoc.targets.qdq import (
     FUSED_BLOCKS,
     QAdd,
@@ -63,18 +71,7 @@ def _f32_attr(v: float) -> Any:
 
 
 def lower_composite(g: GraphBuilder, composite: CompositeOp, inputs: Sequence[Tensor]) -> list[Tensor]:
-    body = composite.body.block
-    values: dict[SSAValue, Tensor] = dict(zip(body.args, inputs, strict=True))
-    ops: list[Operation] = []
-    for op in body.ops:
-        if isinstance(op, YieldOp):
-            break
-        if isinstance(op, nn.ConstantOp):
-            values[op.result] = g._const(op.ndarray())  # pyright: ignore[reportPrivateUsage]
-        else:
-            ops.append(op)
-    last = body.last_op
-    assert isinstance(last, YieldOp)
+    values, ops, last = composite_members(g, composite, inputs)
     name = composite.composite.data
     if all(values[v].kind == "const" for op in ops for v in op.operands if v in values):
         return [_fold(g, ops, values, v) for v in last.values]
@@ -251,18 +248,8 @@ class _Lowering:
             return self.node(callee, [a, c], out, args)
         if isinstance(b, QPool):
             x = self.values[b.x]
-            n, c, h, w = x.shape
-            if b.pool.name == "nn.global_max_pool2d":
-                ints = [n, c, h, w, h, w, 1, 1, 1, 1, 0, 0, 1, 1]
-            else:
-                a = b.pool.attr_values()  # type: ignore[attr-defined]
-                _, _, oh, ow = nn.shape_of(b.pool.results[0].type)  # type: ignore[arg-type]
-                kh, kw = a["pool_size"]
-                sh, sw = a["strides"]
-                pt, pl, _, _ = a["padding"]
-                dh, dw = a["dilation"]
-                ints = [n, c, h, w, kh, kw, oh, ow, sh, sw, pt, pl, dh, dw]
-            pooled = Tensor((n, c, ints[6], ints[7]), x.dtype, "node")
+            ints = pool_window(b.pool, x.shape)
+            pooled = Tensor((ints[0], ints[1], ints[6], ints[7]), x.dtype, "node")
             self.node(f"byoc_qmaxpool_{_SHORT[x.dtype]}", [x], pooled, [i64_attr(v) for v in ints])
             return pooled if b.table is None else self._lut(pooled, b.table, b.y_dtype)
         parts = []

@@ -11,7 +11,7 @@ from xdsl.dialects.builtin import TensorType, f32
 from xdsl.ir import Operation, OpResult, SSAValue
 
 from byoc.dialects import nn
-from byoc.targets.patterns import Match, Pattern, is_op, wildcard
+from byoc.targets.patterns import Match, Pattern, is_op, per_channel, wildcard
 
 GEMM_OPS = ("nn.conv2d", "nn.dense", "nn.matmul")
 
@@ -57,15 +57,6 @@ def _is_f32(op: Operation) -> bool:
         isinstance(v.type, TensorType) and v.type.element_type == f32
         for v in (*op.operands, *op.results)
     )
-
-
-def _per_channel(v: SSAValue, rank: int, axis: int, channels: int) -> bool:
-    """Whether `v` broadcasts against the GEMM result as one value per channel (or one value)."""
-    shape = _shape(v)
-    if len(shape) > rank:
-        return False
-    padded = (1,) * (rank - len(shape)) + shape
-    return all(d == 1 for i, d in enumerate(padded) if i != axis) and padded[axis] in (1, channels)
 
 
 def gemm_chain(root: Operation, members: Collection[Operation]) -> GemmChain | str:
@@ -138,7 +129,7 @@ def gemm_chain(root: Operation, members: Collection[Operation]) -> GemmChain | s
             step_axis = s.op.attr_values()["axis"] % rank  # type: ignore[attr-defined]
             if step_axis != axis:
                 return f"'{s.op.name}' on axis {step_axis}, not the channel axis {axis}"
-        elif not _per_channel(s.operands[0], rank, axis, channels):
+        elif not per_channel(s.operands[0], rank, axis, channels):
             return (
                 f"'{s.op.name}' operand of shape {list(_shape(s.operands[0]))} is not one value "
                 f"per channel"

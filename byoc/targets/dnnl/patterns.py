@@ -33,7 +33,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import OpResult, SSAValue
 
 from byoc.targets.dnnl.support import is_supported
-from byoc.targets.patterns import Match, Pattern, is_constant, is_op, wildcard
+from byoc.targets.patterns import Match, Pattern, is_constant, is_op, per_channel, wildcard
 
 ANCHORS = ("conv2d", "conv2d_transpose", "dense", "matmul")
 
@@ -83,14 +83,6 @@ def _shape(v: SSAValue) -> tuple[int, ...]:
     return tuple(t.get_shape())
 
 
-def _per_channel(v: SSAValue, rank: int, axis: int, channels: int) -> bool:
-    shape = _shape(v)
-    if len(shape) > rank:
-        return False
-    padded = (1,) * (rank - len(shape)) + shape
-    return all(d == 1 for i, d in enumerate(padded) if i != axis) and padded[axis] in (1, channels)
-
-
 def _is_const(v: SSAValue) -> bool:
     return isinstance(v, OpResult) and v.op.name == "nn.constant"
 
@@ -115,7 +107,7 @@ def check(match: Match) -> bool:
     users = [u.operation for u in value.uses if id(u.operation) in members]
     if len(users) == 1 and users[0].name == "nn.add":
         other = [v for v in users[0].operands if v is not value]
-        if other and _is_const(other[0]) and not _per_channel(other[0], rank, axis, out[axis]):
+        if other and _is_const(other[0]) and not per_channel(other[0], rank, axis, out[axis]):
             return False
     if "residual" in match.captures:
         residual = match["residual"]

@@ -1,4 +1,4 @@
-"""The dnnl target's int8 blocks (issue 13): which QDQ composites oneDNN runs exactly.
+"""The dnnl target's int8 blocks: which QDQ composites oneDNN runs exactly.
 
 The composites are byoc/targets/qdq.py's (`dnnl.qconv2d`, `dnnl.qdense`, `dnnl.qmatmul`:
 dequantize -> conv2d/dense/matmul [-> bias] [-> relu] -> quantize), with a stricter check:

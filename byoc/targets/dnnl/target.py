@@ -18,7 +18,7 @@ F32_SOURCES = tuple(
 )
 """The rest of the f32 engine, in this order: post-op chains, anchors, the other ops, init/run."""
 INT8_SOURCE = ENGINES_DIR / "dnnl_int8.c"
-"""The int8 blocks (issue 13); defines byoc_graph_engine_def, so it comes last."""
+"""The int8 blocks; defines byoc_graph_engine_def, so it comes last."""
 
 DNNL_ENGINE = GraphEngine(
     "dnnl",
@@ -29,13 +29,13 @@ DNNL_ENGINE = GraphEngine(
 
 DNNL = Target(
     name="dnnl",
-    support={  # issue 13: batch_norm parameters may be dequantized constants (quant.py)
+    support={  # batch_norm parameters may be dequantized constants (quant.py)
         **SUPPORT,
         "nn.batch_norm": Predicate(
             lambda op: batch_norm_reason(op) is None, SUPPORT["nn.batch_norm"].description
         ),
     },
-    patterns=int8_pattern_table() + pattern_table(),  # int8 blocks first (issue 13)
+    patterns=int8_pattern_table() + pattern_table(),  # int8 blocks first
     lowering="lower-to-graph",
     component="graph",
     graph_engine=DNNL_ENGINE,

@@ -1,4 +1,4 @@
-"""ONNX ops of detectors and transformers (issue 16): NonMaxSuppression, RoiAlign,
+"""ONNX ops of detectors and transformers: NonMaxSuppression, RoiAlign,
 RotaryEmbedding, DeformConv, TensorScatter, CausalConvWithState, LinearAttention.
 docs/onnx.md says how each maps."""
 

@@ -21,6 +21,7 @@ from byoc.frontend.onnx.base import (
     converts,
     ints,
     normalize_axes,
+    spread_over_axes,
     string,
 )
 from byoc.frontend.onnx.converters import layout
@@ -423,15 +424,9 @@ def _resize_nd(imp: Importer, node: Node) -> Value:
         resized = normalize_axes([int(a) for a in axes], rank) if axes is not None else list(range(rank))
         if axes is not None:
             if scales is not None:
-                full = [1.0] * rank
-                for a, v in zip(resized, scales, strict=True):
-                    full[a] = v
-                scales = full
+                scales = spread_over_axes(resized, scales, [1.0] * rank)
             if sizes is not None:
-                full_sizes = list(shape)
-                for a, v in zip(resized, sizes, strict=True):
-                    full_sizes[a] = v
-                sizes = full_sizes
+                sizes = spread_over_axes(resized, sizes, shape)
             if roi:
                 k = len(resized)
                 full_roi = [0.0] * rank + [1.0] * rank

@@ -15,6 +15,7 @@ from byoc.frontend.onnx.base import (
     converts,
     ints,
     normalize_axes,
+    spread_over_axes,
     string,
 )
 from byoc.frontend.onnx.errors import OnnxImportError, UnsupportedOnnxError
@@ -280,15 +281,9 @@ def resize_2d(imp: Importer, node: Node) -> list[Value]:
         if axes is not None:
             axes = normalize_axes(list(axes), rank)
             if scales is not None:
-                full = [1.0] * rank
-                for a, v in zip(axes, scales, strict=True):
-                    full[a] = v
-                scales = full
+                scales = spread_over_axes(axes, scales, [1.0] * rank)
             if sizes is not None:
-                full_sizes = list(shape)
-                for a, v in zip(axes, sizes, strict=True):
-                    full_sizes[a] = v
-                sizes = full_sizes
+                sizes = spread_over_axes(axes, sizes, shape)
         policy = string(node.attr("keep_aspect_ratio_policy", "stretch"))
         if sizes is not None and policy != "stretch":
             resized = axes if axes is not None else list(range(rank))

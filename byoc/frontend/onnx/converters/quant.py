@@ -1,4 +1,4 @@
-"""Quantization ONNX ops (issue #13): QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
+"""Quantization ONNX ops: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
 QLinearConv, QLinearMatMul, ConvInteger, MatMulInteger.
 
 QuantizeLinear / DequantizeLinear (opsets 10-21: per tensor, per axis from 13, blocked and

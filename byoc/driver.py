@@ -21,10 +21,10 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation
 
 from byoc.dialects import nn
-from byoc.dialects.byoc import CompositeOp, YieldOp
+from byoc.dialects.byoc import CompositeOp, YieldOp, partition_target
 from byoc.runtime.component import RuntimeComponent
 from byoc.runtime.executable import Executable, PartitionInfo
-from byoc.runtime.host import input_name, partition_target, plan_function
+from byoc.runtime.host import input_name, plan_function
 from byoc.targets import Target, get_target
 from byoc.targets import register_target as _register_in_registry
 

@@ -27,8 +27,8 @@ Two modes:
   so diamonds and multi-output chains stay one loop); every other op calls a
   kernel of `byoc_kernels.h`; intermediate buffers are packed into one
   workspace by liveness (a buffer is reused once its last reader has run).
-- `fuse=false`: the seed's structure — one kernel per op and one buffer per
-  intermediate value.
+- `fuse=false`: the per-op kernel mode — one kernel per op and one buffer per
+  intermediate value (a developer knob, docs/runtime.md).
 
 Before/after (seed subgraph, fused):
 
@@ -61,10 +61,10 @@ from xdsl.passes import ModulePass
 
 from byoc.diagnostics import PassError
 from byoc.dialects import c
+from byoc.dialects.byoc import partition_target
 from byoc.lowering.nn_to_c.emission import INIT_FUNCTION, CBuilder, PartitionLowering
 from byoc.lowering.nn_to_c.graph import CompositeLowering
 from byoc.runtime.c_module import c_entry_symbol
-from byoc.runtime.host import partition_target
 from byoc.targets import Target, UnknownTargetError, get_target
 
 index = IndexType()
@@ -84,7 +84,7 @@ def _qnn() -> CompositeLowering:
 
 COMPOSITE_LOWERINGS: dict[str, Callable[[], CompositeLowering]] = {
     "cblas": _cblas,
-    "qnn": _qnn,  # issue #13: ccompiler's QDQ composites (byoc_qkernels.h)
+    "qnn": _qnn,  # ccompiler's QDQ composites (byoc_qkernels.h)
 }
 """Target.composite_lowering name -> lazy hook turning a composite into graph nodes."""
 
@@ -196,7 +196,7 @@ class LowerToCPass(ModulePass):
 
     fuse: bool = True
     """Fuse elementwise/broadcast chains into one loop and reuse buffers by liveness;
-    false reproduces the seed: one kernel per op, one buffer per intermediate."""
+    false selects the per-op kernel mode: one kernel per op, one buffer per intermediate."""
 
     const_threshold: int = 1024
     """Constants with more elements are bound at load time by byoc_init instead of being
@@ -227,9 +227,9 @@ class LowerToCPass(ModulePass):
             lowering = PartitionLowering(fn, self.fuse, self.const_threshold, init_base, hook, helpers)
             new_ops = lowering.lower()
             init_base += len(lowering.init_arrays)
-            if _calls_qkernels(new_ops):  # issue #13: included only where an int8 kernel is called
+            if _calls_qkernels(new_ops):  # included only where an int8 kernel is called
                 _add_include(unit, "byoc_qkernels.h")
-            if _calls_qpool(new_ops):  # issue #13: the int8 average pooling (byoc_qpool.h)
+            if _calls_qpool(new_ops):  # the int8 average pooling (byoc_qpool.h)
                 _add_include(unit, "byoc_qpool.h")
             for new in new_ops:
                 assert isinstance(new, c.FuncOp | c.GlobalOp)

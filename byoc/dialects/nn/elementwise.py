@@ -1,0 +1,246 @@
+"""The elementwise and broadcasting nn ops: binary ops (`BinaryOp`), unary ops (`UnaryOp`),
+clip, cast and the activation functions of TVM Relay."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from xdsl.dialects.builtin import (
+    FloatAttr,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+)
+
+from byoc.dialects.nn.base import (
+    NNOp,
+    _fail,
+    broadcast_shapes,
+)
+from byoc.dialects.nn.types import (
+    ANY,
+    ELEMENT_TYPES,
+    FLOATS,
+    NUMBERS,
+    element_type_named,
+    float_attr,
+    shape_of,
+    tensor,
+)
+
+# --------------------------------------------------------------------------
+# Elementwise and broadcasting ops
+# --------------------------------------------------------------------------
+
+
+class BinaryOp(NNOp):
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    KIND: ClassVar[str] = "broadcast"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        a, b = types
+        return [tensor(broadcast_shapes(shape_of(a), shape_of(b)), a.element_type)]
+
+
+@irdl_op_definition
+class AddOp(BinaryOp):
+    name = "nn.add"
+
+
+@irdl_op_definition
+class SubtractOp(BinaryOp):
+    name = "nn.subtract"
+
+
+@irdl_op_definition
+class MultiplyOp(BinaryOp):
+    name = "nn.multiply"
+
+
+@irdl_op_definition
+class DivideOp(BinaryOp):
+    """Integers divide truncating toward zero (ONNX Div)."""
+
+    name = "nn.divide"
+
+
+@irdl_op_definition
+class MaximumOp(BinaryOp):
+    name = "nn.maximum"
+
+
+@irdl_op_definition
+class MinimumOp(BinaryOp):
+    name = "nn.minimum"
+
+
+@irdl_op_definition
+class PowerOp(BinaryOp):
+    name = "nn.power"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+
+
+@irdl_op_definition
+class PReluOp(BinaryOp):
+    """x if x >= 0 else slope * x; slope broadcasts against x (ONNX PRelu)."""
+
+    name = "nn.prelu"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+
+
+class UnaryOp(NNOp):
+    x = operand_def(TensorType)
+    result = result_def(TensorType)
+    KIND: ClassVar[str] = "elementwise"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        return [types[0]]
+
+
+@irdl_op_definition
+class ReluOp(UnaryOp):
+    name = "nn.relu"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
+
+
+@irdl_op_definition
+class SigmoidOp(UnaryOp):
+    name = "nn.sigmoid"
+
+
+@irdl_op_definition
+class TanhOp(UnaryOp):
+    name = "nn.tanh"
+
+
+@irdl_op_definition
+class ExpOp(UnaryOp):
+    name = "nn.exp"
+
+
+@irdl_op_definition
+class LogOp(UnaryOp):
+    name = "nn.log"
+
+
+@irdl_op_definition
+class SqrtOp(UnaryOp):
+    name = "nn.sqrt"
+
+
+@irdl_op_definition
+class NegativeOp(UnaryOp):
+    name = "nn.negative"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
+
+
+@irdl_op_definition
+class AbsOp(UnaryOp):
+    name = "nn.abs"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
+
+
+@irdl_op_definition
+class ErfOp(UnaryOp):
+    name = "nn.erf"
+
+
+@irdl_op_definition
+class ReciprocalOp(UnaryOp):
+    name = "nn.reciprocal"
+
+
+@irdl_op_definition
+class HardSwishOp(UnaryOp):
+    """x * relu6(x + 3) / 6."""
+
+    name = "nn.hard_swish"
+
+
+@irdl_op_definition
+class ClipOp(UnaryOp):
+    name = "nn.clip"
+    a_min = prop_def(FloatAttr, default_value=float_attr(-math.inf))
+    a_max = prop_def(FloatAttr, default_value=float_attr(math.inf))
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        if attrs["a_min"] > attrs["a_max"]:
+            raise _fail(f"a_min {attrs['a_min']} is greater than a_max {attrs['a_max']}")
+        return [types[0]]
+
+
+@irdl_op_definition
+class LeakyReluOp(UnaryOp):
+    name = "nn.leaky_relu"
+    alpha = prop_def(FloatAttr, default_value=float_attr(0.01))
+
+
+@irdl_op_definition
+class HardSigmoidOp(UnaryOp):
+    """max(0, min(1, alpha * x + beta))."""
+
+    name = "nn.hard_sigmoid"
+    alpha = prop_def(FloatAttr, default_value=float_attr(0.2))
+    beta = prop_def(FloatAttr, default_value=float_attr(0.5))
+
+
+@irdl_op_definition
+class CastOp(UnaryOp):
+    """Convert the element type: `dtype` is the short name of an element type (f32, i64, i1...)."""
+
+    name = "nn.cast"
+    dtype = prop_def(StringAttr)
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
+    SAME_DTYPE: ClassVar[bool] = False
+    TARGETS: ClassVar[tuple[str, ...]] = tuple(d.name for d in ELEMENT_TYPES)
+    """The element types `dtype` may name (short names of types.ELEMENT_TYPES)."""
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        target = element_type_named(attrs["dtype"])
+        if attrs["dtype"] not in cls.TARGETS or target is None:
+            raise _fail(f"cast to '{attrs['dtype']}' is not supported ({', '.join(cls.TARGETS)})")
+        return [tensor(shape_of(types[0]), target)]
+
+
+OPS: tuple[type[NNOp], ...] = (
+    AddOp,
+    SubtractOp,
+    MultiplyOp,
+    DivideOp,
+    MaximumOp,
+    MinimumOp,
+    PowerOp,
+    PReluOp,
+    ReluOp,
+    SigmoidOp,
+    TanhOp,
+    ExpOp,
+    LogOp,
+    SqrtOp,
+    NegativeOp,
+    AbsOp,
+    ErfOp,
+    ReciprocalOp,
+    HardSwishOp,
+    ClipOp,
+    LeakyReluOp,
+    HardSigmoidOp,
+    CastOp,
+)
+"""The ops of this module, registered in the nn dialect."""
