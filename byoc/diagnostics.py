@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
-from xdsl.ir import Operation
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, TensorType
+from xdsl.ir import Attribute, Operation
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.traits import NoTerminator
-from xdsl.utils.exceptions import MultipleSpansParseError, ParseError
+from xdsl.utils.exceptions import MultipleSpansParseError, ParseError, VerifyException
 from xdsl.utils.frontend import Frontend
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
@@ -166,6 +166,20 @@ class LocatingParser(Parser):
         op = super().parse_operation()
         self.op_offsets[op] = start
         return op
+
+    def parse_type(self) -> Attribute:
+        """As xDSL's, but a tensor type whose dims or byte size do not fit int64 is an error
+        at the type (xDSL takes any integer as a dim)."""
+        start = self._current_token.span.start
+        ty = super().parse_type()
+        if isinstance(ty, TensorType):
+            from byoc.dialects.nn.types import check_shape
+
+            try:
+                check_shape(ty)
+            except VerifyException as e:
+                self.raise_error(str(e), start, self._current_token.span.start)
+        return ty
 
     def resolve_operand(self, operand: UnresolvedOperand, type: Any) -> Any:
         if operand.operand_name not in self.ssa_values:

@@ -16,7 +16,6 @@ shape's build is done, nothing else is compiled for it twice (one lock a key).
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections import OrderedDict
@@ -37,6 +36,7 @@ from byoc.runtime.executable import (
     describe_executable,
     shape_repr,
 )
+from byoc.utils import env
 
 DEFAULT_CACHE_SIZE = 8
 """Specialisations kept per executable (least recently used dropped first)."""
@@ -139,7 +139,7 @@ class SpecializingExecutable(Executable):
         self.module = module
         self._build_static = build_static
         if cache_size is None:
-            cache_size = int(os.environ.get("BYOC_SPECIALIZE_CACHE", DEFAULT_CACHE_SIZE))
+            cache_size = int(env.value("BYOC_SPECIALIZE_CACHE"))
         if cache_size < 1:
             raise ValueError(f"the specialisation cache needs room for one entry, got {cache_size}")
         self.cache_size = cache_size

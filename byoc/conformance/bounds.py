@@ -161,7 +161,7 @@ def _reduction_of(op: Any) -> int:
         x, r = ins[0], ins[2]
         steps = x[1] if op.layout.value.data else x[0]
         return int(steps) * int(x[2] + r[2] + 2)
-    if name in ("nn.softmax", "nn.reduce_sum", "nn.reduce_mean", "nn.lrn", "nn.batch_norm"):
+    if name in ("nn.softmax", "nn.reduce_sum", "nn.reduce_mean", "nn.lrn", "nn.batch_norm", "nn.layer_norm"):
         return int(max(ins[0], default=1))
     if name in (
         "nn.reduce_prod", "nn.reduce_l1", "nn.reduce_l2", "nn.reduce_sum_square",

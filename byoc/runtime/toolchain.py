@@ -38,6 +38,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import subprocess
 import tempfile
 import time
@@ -48,6 +49,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from byoc.runtime.cpu import c_dispatch_flags
+from byoc.utils import env
 
 INCLUDE_DIR = Path(__file__).resolve().parent
 """Where dlpack.h, byoc_runtime.h and byoc_kernels.h live (`-I` for the generated C)."""
@@ -71,15 +73,11 @@ LIBS: tuple[str, ...] = ("-lm", "-pthread")
 SANITIZE_ENV = "BYOC_SANITIZE"
 """`BYOC_SANITIZE=address,undefined` builds every library with those sanitizers (the
 process that loads them must have the sanitizer runtimes preloaded: see docs/testing.md)."""
-_SANITIZERS = frozenset({"address", "undefined"})
 
 
 def sanitize_flags() -> tuple[str, ...]:
     """The `-fsanitize` flags `BYOC_SANITIZE` asks for (part of the cache key), or ()."""
-    wanted = [s.strip() for s in os.environ.get(SANITIZE_ENV, "").split(",") if s.strip()]
-    unknown = set(wanted) - _SANITIZERS
-    if unknown:
-        raise ValueError(f"{SANITIZE_ENV}: unknown sanitizer {sorted(unknown)[0]!r} (use address, undefined)")
+    wanted = env.value(SANITIZE_ENV)
     if not wanted:
         return ()
     return (
@@ -97,7 +95,7 @@ call of a generated partition is timed into the sink of `byoc.runtime.kernel_pro
 
 def profile_flags() -> tuple[str, ...]:
     """`-DBYOC_PROFILE_KERNELS` when `BYOC_PROFILE_KERNELS` asks for it, else ()."""
-    return ("-DBYOC_PROFILE_KERNELS",) if os.environ.get(PROFILE_ENV, "") not in ("", "0") else ()
+    return ("-DBYOC_PROFILE_KERNELS",) if env.value(PROFILE_ENV) else ()
 
 
 CFLAGS_ENV = "BYOC_CFLAGS"
@@ -108,11 +106,7 @@ the runtime headers' switches (docs/threads.md), as `benchmarks/steal.py` uses i
 
 def extra_flags() -> tuple[str, ...]:
     """The flags `BYOC_CFLAGS` adds, or (). A value a shell could not split is a ValueError."""
-    value = os.environ.get(CFLAGS_ENV, "")
-    try:
-        return tuple(shlex.split(value))
-    except ValueError as e:
-        raise ValueError(f"{CFLAGS_ENV}: {e} in {value!r}") from None
+    return tuple(env.value(CFLAGS_ENV))
 
 
 class CompileError(RuntimeError):
@@ -135,7 +129,7 @@ class CompileError(RuntimeError):
 
 def cache_dir() -> Path:
     """`$BYOC_CACHE_DIR`, else `$XDG_CACHE_HOME/byoc`, else `~/.cache/byoc`."""
-    explicit = os.environ.get("BYOC_CACHE_DIR")
+    explicit = env.value("BYOC_CACHE_DIR")
     if explicit:
         return Path(explicit)
     xdg = os.environ.get("XDG_CACHE_HOME")
@@ -267,9 +261,10 @@ def _compile_cached(
 
 def _cached_build(directory: Path, index: Path) -> tuple[Path, bytes] | None:
     """The library the index names, if it is there and its content matches its name."""
+    raw = read_regular_file(index)
     try:
-        name = index.read_text(encoding="ascii").strip()
-    except (OSError, UnicodeDecodeError):
+        name = raw.decode("ascii").strip() if raw is not None else ""
+    except UnicodeDecodeError:
         return None
     if _LIBRARY_NAME.fullmatch(name) is None:
         return None
@@ -286,11 +281,30 @@ def verified_library(path: Path) -> bytes | None:
     match = _LIBRARY_NAME.fullmatch(path.name)
     if match is None:
         return None
-    try:
-        data = path.read_bytes()
-    except OSError:
+    data = read_regular_file(path)
+    if data is None:
         return None
     return data if hashlib.sha256(data).hexdigest() == match.group(1) else None
+
+
+def read_regular_file(path: Path) -> bytes | None:
+    """The content of `path` if it is a regular file itself; None for a symlink, a FIFO, a
+    device or a directory placed in the cache (opening a FIFO would block, reading a device
+    might never end) and for a file that cannot be read. Such an entry is rebuilt and
+    replaced (`write_atomic` replaces the name, never what it points to)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def cache_library(data: bytes, directory: Path | None = None) -> Path:
@@ -335,7 +349,14 @@ def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
             os.fsync(f.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except IsADirectoryError:  # an empty directory planted under the name goes
+            try:
+                path.rmdir()
+            except OSError:
+                raise OSError(f"{path} is a directory, not a file byoc can replace") from None
+            os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -399,16 +399,19 @@ class ByocOptMain(xDSLOptMain):
         if isinstance(frontend, MLIRFrontend) and self.args.no_implicit_module:
             frontend = replace(frontend, no_implicit_module=True)
         if self.args.input_shape:
-            if not isinstance(frontend, ONNXFrontend):
+            if frontend.name not in ("onnx", "pt2"):
                 raise ToolError(
-                    f"--input-shape applies to ONNX input (.onnx, or -f onnx); "
+                    f"--input-shape applies to ONNX and torch.export input (.onnx, .pt2); "
                     f"'{self.get_input_name()}' is read as {frontend.name}"
                 )
             try:
                 parse_input_shapes(self.args.input_shape)
             except ValueError as e:
                 raise ToolError(str(e)) from None
-            frontend = replace(frontend, input_shapes=tuple(self.args.input_shape))
+            if isinstance(frontend, ONNXFrontend):
+                frontend = replace(frontend, input_shapes=tuple(self.args.input_shape))
+            else:  # the .pt2 frontend takes the same NAME=DxDx... strings
+                frontend = replace(frontend, input_shape=tuple(self.args.input_shape))  # type: ignore[call-arg]
         return frontend
 
     def make_emitter(self) -> Target:

@@ -298,7 +298,7 @@ def _run(args: argparse.Namespace) -> int:
                 f"--targets cannot re-partition an exported artifact ('{path}' keeps its own)"
             )
         if args.input_shape:
-            raise OptionError(f"--input-shape applies to .onnx models; '{path}' is not one")
+            raise OptionError(f"--input-shape applies to .onnx and .pt2 models; '{path}' is not one")
         try:
             exe = load_module(str(path))
         except OSError as e:

@@ -42,19 +42,10 @@ def _load_corpus() -> ModuleType:
 corpus = _load_corpus()
 
 HOST_STEPS_TODAY: dict[str, str] = {
-    "magika": "nn.equal has no C lowering; nn.cast on i1 (bool) is not supported",
     "g2p_encoder": "nn.lstm has no C lowering",
     "g2p_decoder": "nn.lstm has no C lowering",
-    "g2p_bert": "nn.take and nn.einsum have no C lowering",
-    "khmer_seg": "nn.take, nn.logical_not, nn.where, nn.broadcast_to and nn.layer_norm have no C lowering",
-    "attacut": "nn.take (the character embedding) has no C lowering",
-    "deepcut": "nn.take (the embeddings) has no C lowering",
-    "silero_vad": "nn.strided_slice, nn.take and nn.lstm have no C lowering",
-    "captcha_crnn": "nn.take, nn.split and nn.strided_slice have no C lowering",
+    "silero_vad": "nn.lstm has no C lowering",
     "ddddocr_rec": "nn.lstm has no C lowering",
-    "nudenet": "nn.split and nn.strided_slice have no C lowering",
-    "ddddocr_det": "nn.strided_slice has no C lowering",
-    "ocr_rec": "nn.strided_slice has no C lowering",
 }
 """Models whose ccompiler build still runs numpy kernels on the host, and which ops."""
 

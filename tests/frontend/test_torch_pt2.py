@@ -65,6 +65,18 @@ def test_byoc_run_pt2_with_dynamic_batch(tmp_path: Path, capsys: pytest.CaptureF
     assert "outputs match the reference" in capsys.readouterr().out
 
 
+def test_byoc_opt_input_shape_fixes_a_pt2_dynamic_dim(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _save(
+        tmp_path, "dyn.pt2", Small(), (torch.randn(2, 3, 6, 6),),
+        dynamic_shapes={"x": {0: Dim("batch", max=8)}},
+    )  # fmt: skip
+    assert byoc_opt.main([str(path), "--input-shape", "x=3x3x6x6", "-p", "byoc{targets=ccompiler}"]) == 0
+    assert "func.func @main(%x: tensor<3x3x6x6xf32>) -> tensor<3x2xf32>" in capsys.readouterr().out
+    assert byoc_opt.main([str(path), "--input-shape", "nope=3x3x6x6"]) == 1
+    err = capsys.readouterr().err
+    assert "nope" in err and "Traceback" not in err
+
+
 def test_unconverted_ops_are_diagnostics_at_their_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = _save(tmp_path, "bad.pt2", Unconverted(), (torch.randn(3, 4),))
     source, start = inspect.getsourcelines(Unconverted)

@@ -162,14 +162,14 @@ def test_fused_mode_uses_fewer_kernels(random_partitions: dict[str, Any]) -> Non
 # ---------------------------------------------------------------------------
 
 PIPELINE = """
-func.func @main(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>, %n: tensor<4x8xi64>) -> (tensor<1x4x8x8xf32>, tensor<4x8xi64>, tensor<1x4x8x8xf32>) {
+func.func @main(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>, %n: tensor<4x8xi16>) -> (tensor<1x4x8x8xf32>, tensor<4x8xi16>, tensor<1x4x8x8xf32>) {
   %0 = nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
   %1 = nn.bias_add %0, %b : (tensor<1x4x8x8xf32>, tensor<4xf32>) -> tensor<1x4x8x8xf32>
   %2 = nn.relu %1 : tensor<1x4x8x8xf32>
-  %3 = nn.add %n, %n : tensor<4x8xi64>
+  %3 = nn.add %n, %n : tensor<4x8xi16>
   %4 = nn.sigmoid %2 : tensor<1x4x8x8xf32>
   %5 = nn.multiply %4, %1 : tensor<1x4x8x8xf32>
-  func.return %2, %3, %5 : tensor<1x4x8x8xf32>, tensor<4x8xi64>, tensor<1x4x8x8xf32>
+  func.return %2, %3, %5 : tensor<1x4x8x8xf32>, tensor<4x8xi16>, tensor<1x4x8x8xf32>
 }
 """
 
@@ -191,7 +191,7 @@ def test_pipeline_partitions_compile_and_match(cache: Path) -> None:
     for name in parts:
         f = next(o for o in module.ops if isinstance(o, func.FuncOp) and o.sym_name.data == name)
         for t in f.function_type.inputs.data:
-            assert nn.numpy_dtype(t.element_type) != np.int64  # i64 stays on the host
+            assert nn.numpy_dtype(t.element_type) != np.int16  # i16 stays on the host
         inputs[name] = [
             rng.standard_normal(nn.shape_of(t)).astype(np.float32) for t in f.function_type.inputs.data
         ]
@@ -370,13 +370,13 @@ def test_unsupported_forms_are_pass_errors() -> None:
     from byoc.context import parse_module
 
     text = """
-    func.func private @ccompiler_x(%a: tensor<4xi64>) -> tensor<4xi64> attributes {byoc.compiler = "ccompiler"} {
-      %0 = nn.add %a, %a : tensor<4xi64>
-      func.return %0 : tensor<4xi64>
+    func.func private @ccompiler_x(%a: tensor<4xi16>) -> tensor<4xi16> attributes {byoc.compiler = "ccompiler"} {
+      %0 = nn.add %a, %a : tensor<4xi16>
+      func.return %0 : tensor<4xi16>
     }
     """
     module = parse_module(text)
-    with pytest.raises(PassError, match="i64"):
+    with pytest.raises(PassError, match="i16"):
         lower(module)
     add = next(op for op in parse_module(text).walk() if isinstance(op, nn.AddOp))
     assert unsupported_reason(add) is not None
@@ -422,6 +422,12 @@ SANITIZED = [
     "transpose_201", "concat_axis1", "pad_reflect", "flatten", "abs_i32",
     "conv_depthwise_s2", "conv_depthwise_s2_d2", "conv_1x1_wide", "conv_t_3x3_pad", "conv_t_odd_s3",
     "resize_nearest_ceil_tf", "resize_linear_align", "resize_linear_w_only", "lrn_even_last_axis",
+    "add_i64", "multiply_i8", "where", "cast_f32_i64", "cast_i1_f32", "logical_not", "broadcast_to",
+    "strided_slice", "split_add", "take_axis0", "take_axis1_i32", "take_const", "take_scalar",
+    "tile_ui8", "reduce_min", "reduce_prod_i32", "reduce_log_sum_exp", "argmin_last_i32",
+    "cumsum_exclusive_reverse_i64", "one_hot", "one_hot_axis0_f32", "layer_norm_axis1",
+    "einsum_attention", "einsum_out_perm", "transpose_bool", "pad_ui8", "concat_bool",
+    "is_inf_negative", "reduce_l2_keep", "cumprod_exclusive_i32", "rms_norm", "log_softmax",
     "lstm_bidirectional_seq_peephole", "gru_reverse_no_bias", "rnn_batch_major_relu",
 ]
 
@@ -472,11 +478,16 @@ def _harness(module: ModuleOp, cases: list[Case], n_consts: int) -> str:
         for i, t in enumerate(types):
             shape = nn.shape_of(t)
             n = int(np.prod(shape))
-            is_f = t.element_type == nn.f32
-            code, bits = ("kDLFloat", 32) if is_f else ("kDLInt", 32)
+            dt = nn.numpy_dtype(t.element_type)
+            code = {"f": "kDLFloat", "i": "kDLInt", "u": "kDLUInt", "b": "kDLBool"}[dt.kind]
+            bits = dt.itemsize * 8
             dims = ", ".join(map(str, shape)) or "0"
             lines.append(f"    int64_t s{i}[] = {{{dims}}};")
-            data = f"byoc_read_(in, {n * 4})" if i < len(f.function_type.inputs.data) else f"calloc({n}, 4)"
+            data = (
+                f"byoc_read_(in, {n * dt.itemsize})"
+                if i < len(f.function_type.inputs.data)
+                else f"calloc({n}, {dt.itemsize})"
+            )
             lines.append(
                 f"    DLTensor t{i} = {{{data}, {{kDLCPU, 0}}, {len(shape)}, {{{code}, {bits}, 1}}, s{i}, NULL, 0}};"
             )
@@ -491,7 +502,8 @@ def _harness(module: ModuleOp, cases: list[Case], n_consts: int) -> str:
         lines.append("    s0[0] -= 1;")
         for i in range(len(f.function_type.inputs.data), len(types)):
             n = int(np.prod(nn.shape_of(types[i])))
-            lines.append(f"    fwrite(t{i}.data, 4, {n}, out);")
+            size = nn.numpy_dtype(types[i].element_type).itemsize
+            lines.append(f"    fwrite(t{i}.data, {size}, {n}, out);")
         for i in range(len(types)):
             lines.append(f"    free(t{i}.data);")
         lines.append("  }")

@@ -128,6 +128,38 @@ def test_library_planted_under_the_expected_name_does_not_run(cache: Path, tmp_p
     assert done.returncode == 0, (done.returncode, done.stderr)
 
 
+@pytest.mark.parametrize("what", ["fifo", "symlink-to-fifo", "symlink-to-the-library", "directory"])
+def test_a_cache_entry_that_is_not_a_regular_file_is_replaced(
+    cache: Path, tmp_path: Path, what: str
+) -> None:
+    """A FIFO, a symlink or an empty directory planted under a library's or an index's name
+    in the cache: the build neither blocks on it nor follows it; it rebuilds and replaces
+    the name with a regular file."""
+    assert _run(BUILD_AND_RUN, cache).returncode == 0
+    (library,) = _libraries(cache)
+    (index,) = cache.glob("byoc_*.lib")
+    good = library.read_bytes()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for entry in (library, index):
+        entry.unlink()
+        if what == "fifo":
+            os.mkfifo(entry)
+        elif what == "symlink-to-fifo":
+            os.mkfifo(outside / entry.name)
+            entry.symlink_to(outside / entry.name)
+        elif what == "symlink-to-the-library":
+            (outside / entry.name).write_bytes(good if entry == library else library.name.encode())
+            entry.symlink_to(outside / entry.name)
+        else:
+            entry.mkdir()
+    done = _run(BUILD_AND_RUN, cache)
+    assert done.returncode == 0, done.stderr
+    for entry in (library, index):
+        assert entry.is_file() and not entry.is_symlink(), entry
+    assert library.read_bytes() == good
+
+
 def test_models_sharing_a_library_keep_their_own_constants(cache: Path) -> None:
     """Two models with the same code and different large weights compile to one library;
     loaded from one file they shared its globals, and the first answered with the second's
@@ -195,6 +227,6 @@ def test_byoc_cflags_adds_flags_to_the_build_and_its_key(monkeypatch: pytest.Mon
     monkeypatch.setenv(toolchain.CFLAGS_ENV, "-DBYOC_STEAL=0  -DNAME='a b'")
     assert toolchain.extra_flags() == ("-DBYOC_STEAL=0", "-DNAME=a b")
     monkeypatch.setenv(toolchain.CFLAGS_ENV, "-DX='open")
-    with pytest.raises(ValueError, match="BYOC_CFLAGS: No closing quotation"):
+    with pytest.raises(ValueError, match="BYOC_CFLAGS=.*expected compiler flags a shell can split"):
         toolchain.extra_flags()
 

@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType, f32, i32
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from byoc.dialects import nn
-from byoc.dialects.nn import math_ops
+from byoc.dialects.nn import indexing, logic_ops, math_ops
 
 Build = Callable[[list[SSAValue]], "Operation | list[Operation]"]
 
@@ -35,10 +35,12 @@ class Case:
     positive: bool = False
     """Draw positive inputs (log, sqrt, power)."""
     tol: float = 1e-5
+    int_range: tuple[int, int] = (-1000, 1000)
+    """Integer inputs other than i8/ui8 are drawn from [lo, hi) (indices: a small range)."""
 
 
 def _dt(name: str) -> Any:
-    return f32 if name == "f32" else i32
+    return nn.element_type_named(name) or i32
 
 
 def op(cls: type[nn.NNOp], **attrs: Any) -> Build:
@@ -353,6 +355,90 @@ def _reshape_chain(vs: list[SSAValue]) -> list[Operation]:
 
 case("reshape_chain", [((2, 3, 4), F32), ((4,), F32)], _reshape_chain)
 
+# ---- every element type: i64, i8, ui8, i1 (bool) --------------------------------------------
+I64, I8, UI8, BOOL = "i64", "i8", "ui8", "i1"
+case("add_i64", [((2, 3, 4), I64), ((4,), I64)], op(nn.AddOp))
+case("multiply_i8", [((3, 5), I8), ((3, 5), I8)], op(nn.MultiplyOp))
+case("maximum_ui8", [((3, 5), UI8), ((5,), UI8)], op(nn.MaximumOp))
+for _name, _cls in {
+    "equal": logic_ops.EqualOp,
+    "less": logic_ops.LessOp,
+    "greater": logic_ops.GreaterOp,
+    "less_equal": logic_ops.LessEqualOp,
+    "greater_equal": logic_ops.GreaterEqualOp,
+}.items():
+    case(_name, [((2, 3, 4), F32), ((3, 1), F32)], op(_cls))
+case("equal_i64", [((3, 4), I64), ((3, 4), I64)], op(logic_ops.EqualOp), int_range=(-2, 2))
+case("less_ui8", [((3, 4), UI8), ((4,), UI8)], op(logic_ops.LessOp))
+case("equal_bool", [((3, 4), BOOL), ((3, 4), BOOL)], op(logic_ops.EqualOp))
+case("logical_and", [((3, 4), BOOL), ((4,), BOOL)], op(logic_ops.LogicalAndOp))
+case("logical_or", [((3, 4), BOOL), ((3, 1), BOOL)], op(logic_ops.LogicalOrOp))
+case("logical_xor", [((3, 4), BOOL), ((3, 4), BOOL)], op(logic_ops.LogicalXorOp))
+case("logical_not", [((3, 4), BOOL)], op(logic_ops.LogicalNotOp))
+case("where", [((3, 1), BOOL), ((2, 3, 4), F32), ((4,), F32)], op(logic_ops.WhereOp))
+case("where_i64", [((3, 4), BOOL), ((3, 4), I64), ((), I64)], op(logic_ops.WhereOp))
+for _src, _dst in [("i1", "f32"), ("f32", "i1"), ("i64", "i32"), ("f32", "i64"), ("ui8", "f32"), ("i32", "i8"), ("i64", "i1")]:
+    case(f"cast_{_src}_{_dst}", [((4, 8), _src)], op(nn.CastOp, dtype=_dst))
+
+# ---- views: broadcast_to, strided_slice, split, take, tile -----------------------------------
+case("broadcast_to", [((3, 1), F32)], op(math_ops.BroadcastToOp, shape=(2, 3, 4)))
+case("broadcast_to_bool", [((1, 4), BOOL)], op(math_ops.BroadcastToOp, shape=(3, 1)))
+case("strided_slice", [((5, 6), F32)], op(nn.StridedSliceOp, begin=(1, 5), end=(5, -1), strides=(2, -2)))
+case("strided_slice_i64", [((4, 6), I64)], op(nn.StridedSliceOp, begin=(0, 1), end=(4, 4)))
+
+
+def _split_add(vs: list[SSAValue]) -> list[Operation]:
+    """split into two halves, added: both pieces read by one fused loop."""
+    split = nn.SplitOp.build(vs[0], indices=(3,), axis=1)
+    return [split, nn.AddOp.build(split.results[0], split.results[1])]
+
+
+case("split_add", [((2, 6, 2), F32)], _split_add)
+case("split_bool", [((4, 3), BOOL)], op(nn.SplitOp, indices=(1, 3), axis=0))
+case("take_axis0", [((5, 3), F32), ((2, 4), I64)], op(nn.TakeOp, axis=0), int_range=(-7, 7))
+case("take_axis1_i32", [((2, 5, 3), I64), ((4,), I32)], op(nn.TakeOp, axis=1), int_range=(-5, 5))
+case("take_const", [((4, 6), F32)], op(nn.TakeOp, axis=1), consts=[np.array([5, -1, 0, 9], np.int64)])
+case("take_scalar", [((4, 6), BOOL)], op(nn.TakeOp, axis=0), consts=[np.array(-2, np.int64)])
+case("tile", [((2, 3), F32)], op(math_ops.TileOp, reps=(2, 3)))
+case("tile_ui8", [((3,), UI8)], op(math_ops.TileOp, reps=(4,)))
+
+# ---- kernels of every element type: reductions, scans, one-hot, layer_norm, einsum ------------
+case("reduce_min", [((3, 4, 5), F32)], op(math_ops.ReduceMinOp, axes=(0, 2)))
+case("reduce_min_i64", [((3, 4), I64)], op(math_ops.ReduceMinOp, axes=(1,), keepdims=True))
+case("reduce_prod", [((3, 4, 5), F32)], op(math_ops.ReduceProdOp, axes=(1,)), positive=True)
+case("reduce_prod_i32", [((3, 4), I32)], op(math_ops.ReduceProdOp))
+case("reduce_sum_i64", [((3, 4), I64)], op(nn.ReduceSumOp, axes=(0,)))
+case("reduce_max_i64", [((3, 4), I64)], op(nn.ReduceMaxOp, axes=(1,)))
+case("reduce_log_sum_exp", [((3, 4, 5), F32)], op(math_ops.ReduceLogSumExpOp, axes=(1, 2)))
+case("argmax", [((3, 4, 5), F32)], op(math_ops.ArgMaxOp, axis=1))
+case("argmin_last_i32", [((3, 4), I32)], op(math_ops.ArgMinOp, axis=1, keepdims=False, select_last_index=True), int_range=(-2, 2))
+case("argmax_ui8", [((6, 2), UI8)], op(math_ops.ArgMaxOp, axis=0))
+case("cumsum", [((3, 4, 5), F32)], op(math_ops.CumSumOp, axis=1))
+case("cumsum_exclusive_reverse_i64", [((3, 4), I64)], op(math_ops.CumSumOp, axis=-1, exclusive=True, reverse=True))
+case("one_hot", [((2, 3), I64)], op(indexing.OneHotOp, depth=5), consts=[np.array([0.5, 2.0], np.float32)], int_range=(-6, 6))
+case("one_hot_axis0_f32", [((4,), F32), ((2,), I32)], op(indexing.OneHotOp, depth=3, axis=0))
+case("layer_norm", [((2, 3, 8), F32), ((8,), F32), ((1,), F32)], op(indexing.LayerNormOp, axis=-1))
+case("layer_norm_axis1", [((2, 3, 4), F32), ((3, 4), F32), ((4,), F32)], op(indexing.LayerNormOp, axis=1))
+case("einsum_bmm", [((2, 3, 4), F32), ((2, 4, 5), F32)], op(math_ops.EinsumOp, equation="bij,bjk->bik"), tol=1e-4)
+case("einsum_attention", [((2, 2, 3, 4), F32), ((2, 2, 5, 4), F32)], op(math_ops.EinsumOp, equation="bhqd,bhkd->bhqk"), tol=1e-4)
+case("einsum_out_perm", [((3, 4), F32), ((4, 5), F32)], op(math_ops.EinsumOp, equation="ij,jk->ki"), tol=1e-4)
+case("transpose_i64", [((2, 3, 4), I64)], op(nn.TransposeOp, axes=(2, 0, 1)))
+case("transpose_bool", [((3, 5), BOOL)], op(nn.TransposeOp))
+case("pad_ui8", [((3, 3), UI8)], op(nn.PadOp, pad_width=(1, 0, 2, 1), pad_value=200.0))
+case("pad_bool_edge", [((2, 3), BOOL)], op(nn.PadOp, pad_width=(1, 1, 0, 2), pad_mode="edge"))
+case("concat_bool", [((2, 3), BOOL), ((2, 1), BOOL)], op(nn.ConcatenateOp, axis=1))
+case("reshape_i8", [((2, 3, 4), I8)], op(nn.ReshapeOp, newshape=(4, 6)))
+case("is_nan", [((3, 7), F32)], op(math_ops.IsNanOp))
+case("is_inf_negative", [((3, 7), F32)], op(math_ops.IsInfOp, detect_positive=False))
+case("reduce_l1", [((3, 4, 5), F32)], op(math_ops.ReduceL1Op, axes=(1,)))
+case("reduce_l2_keep", [((3, 4, 5), F32)], op(math_ops.ReduceL2Op, axes=(0, 2), keepdims=True))
+case("reduce_sum_square", [((3, 4, 5), F32)], op(math_ops.ReduceSumSquareOp))
+case("reduce_log_sum", [((3, 4, 5), F32)], op(math_ops.ReduceLogSumOp, axes=(2,)), positive=True)
+case("cumprod_reverse", [((3, 4, 5), F32)], op(math_ops.CumProdOp, axis=2, reverse=True))
+case("cumprod_exclusive_i32", [((3, 4), I32)], op(math_ops.CumProdOp, axis=0, exclusive=True), int_range=(-3, 3))
+case("rms_norm", [((2, 3, 8), F32), ((8,), F32)], op(indexing.RMSNormOp, axis=-1))
+case("log_softmax", [((2, 5, 3), F32)], op(indexing.LogSoftmaxOp, axis=1))
+
 
 # ---------------------------------------------------------------------------
 # Modules
@@ -384,14 +470,25 @@ def case_module(cases: Sequence[Case]) -> ModuleOp:
 def random_inputs(c: Case, rng: np.random.Generator) -> list[np.ndarray[Any, Any]]:
     out: list[np.ndarray[Any, Any]] = []
     for shape, dtype in c.inputs:
-        if dtype == "i32":
-            a = rng.integers(-1000, 1000, size=shape, dtype=np.int32)
-            if a.size > 2:
+        if dtype == "i1":
+            a = rng.random(shape) < 0.5
+        elif dtype in ("i8", "ui8"):
+            info = np.iinfo(nn.numpy_dtype(_dt(dtype)))
+            a = rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=nn.numpy_dtype(_dt(dtype)))
+        elif dtype == "i64":
+            a = rng.integers(*c.int_range, size=shape, dtype=np.int64)
+            if a.size > 2 and c.int_range == (-1000, 1000):
+                a.reshape(-1)[:2] = [2**63 - 1, -(2**63)]  # wrap-around and INT64_MIN
+        elif dtype == "i32":
+            a = rng.integers(*c.int_range, size=shape, dtype=np.int32)
+            if a.size > 2 and c.int_range == (-1000, 1000):
                 a.reshape(-1)[:2] = [2**31 - 1, -(2**31)]  # wrap-around and INT_MIN
         elif c.positive:
             a = (rng.random(shape) + 0.1).astype(np.float32)
         else:
             a = rng.standard_normal(shape).astype(np.float32)
+            if c.name.startswith(("is_nan", "is_inf")):
+                a.reshape(-1)[:3] = [np.nan, np.inf, -np.inf]
             if c.name == "cast_f32_i32":
                 a = (a * 1e3).astype(np.float32)
                 a.reshape(-1)[:4] = [3e9, -3e9, np.nan, -2.5]

@@ -147,7 +147,7 @@ def test_input_shape_on_mlir_input_is_an_error(
     code, out, err = _opt(capsys, str(path), "--input-shape", "x=1")
     assert (code, out) == (1, "")
     assert err == (
-        f"byoc-opt: error: --input-shape applies to ONNX input (.onnx, or -f onnx); "
+        f"byoc-opt: error: --input-shape applies to ONNX and torch.export input (.onnx, .pt2); "
         f"'{path}' is read as mlir\n"
     )
 
@@ -160,3 +160,67 @@ def test_parse_input_shapes() -> None:
     }
     assert parse_input_shapes(["x=1x3", "x=1x3"]) == {"x": (1, 3)}
     assert parse_input_shapes([]) == {}
+
+
+HUGE = {
+    "splat-beyond-memory": (
+        "%c = nn.constant dense<1.0> : tensor<1125899906842624xf32>",
+        "2:33: error: nn.constant: tensor<1125899906842624xf32> is 4503599627370496 bytes, "
+        "more than this machine's memory",
+    ),
+    "splat-beyond-int64": (
+        "%c = nn.constant dense<1.0> : tensor<100000000000x100000000000xf32>",
+        "2:33: error: tensor<100000000000x100000000000xf32> has 10000000000000000000000 "
+        "elements of 4 bytes: its byte size does not fit int64",
+    ),
+    "dim-beyond-int64": (
+        "%c = nn.constant dense<1.0> : tensor<99999999999999999999x3xf32>",
+        "2:33: error: dimension 99999999999999999999 of tensor<99999999999999999999x3xf32> "
+        "does not fit int64",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HUGE))
+def test_a_size_no_tensor_can_have_is_an_error_at_its_type(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str
+) -> None:
+    line, message = HUGE[case]
+    src = tmp_path / "huge.mlir"
+    src.write_text(
+        "func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {\n"
+        f"  {line}\n"
+        "  %0 = nn.relu %x : tensor<3xf32>\n"
+        "  func.return %0 : tensor<3xf32>\n}\n"
+    )
+    code, _, err = _opt(capsys, str(src))
+    assert code == 1 and err.startswith(f"{src}:{message}"), err
+
+
+def test_a_function_type_beyond_int64_is_rejected_by_parse_and_build() -> None:
+    from xdsl.parser import Parser
+    from xdsl.utils.exceptions import VerifyException
+
+    from byoc.context import make_context
+
+    text = (
+        "func.func @main(%x: tensor<99999999999999999999x3xf32>) -> tensor<99999999999999999999x3xf32> {\n"
+        "  func.return %x : tensor<99999999999999999999x3xf32>\n}\n"
+    )
+    match = "'func.func' @main: dimension 99999999999999999999 of .* does not fit int64"
+    with pytest.raises(VerifyException, match=match):
+        byoc.parse_module(text)
+    module = Parser(make_context(), text).parse_module()  # xDSL's parser takes any dim
+    with pytest.raises(VerifyException, match=match):
+        byoc.build(module)
+
+
+def test_a_large_splat_is_filled_without_a_python_list() -> None:
+    module = byoc.parse_module(
+        "func.func @main() -> tensor<2048x2048xf32> {\n"
+        "  %c = nn.constant dense<1.5> : tensor<2048x2048xf32>\n"
+        "  func.return %c : tensor<2048x2048xf32>\n}\n"
+    )
+    (const,) = [op for op in module.walk() if isinstance(op, nn.ConstantOp)]
+    array = const.ndarray()
+    assert array.shape == (2048, 2048) and float(array.min()) == float(array.max()) == 1.5

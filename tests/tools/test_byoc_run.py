@@ -74,7 +74,7 @@ def test_input_shape_on_an_mlir_model_is_an_error(capsys: pytest.CaptureFixture[
     model = str(EXAMPLES / "seed_subgraph.mlir")
     code, out, err = run(capsys, model, "--input-shape", "a=10x10")
     assert (code, out) == (1, "")
-    assert err == f"byoc-run: error: --input-shape applies to .onnx models; '{model}' is not one\n"
+    assert err == f"byoc-run: error: --input-shape applies to .onnx and .pt2 models; '{model}' is not one\n"
 
 
 # ---- the table ------------------------------------------------------------------------

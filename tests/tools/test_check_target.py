@@ -19,34 +19,7 @@ from support.paths import EXAMPLES, ROOT
 from byoc.conformance import ConformanceReport, check_target
 from byoc.targets import known_target_names
 
-KNOWN_DEFECTS: dict[tuple[str, str, str], str] = {
-    ("dnnl", "nn.clip", "f32"): "dnnl's clip maps NaN to a bound (eltwise_clip); the reference keeps NaN",
-    ("dnnl", "nn.exp", "f32"): "dnnl's exp gives inf for a NaN input; the reference gives NaN",
-    ("dnnl", "nn.global_max_pool2d", "f32"): "dnnl's max pooling skips NaN (gives the largest other value)",
-    ("dnnl", "nn.max_pool2d", "f32"): "dnnl's max pooling skips NaN (gives the largest other value)",
-    ("dnnl", "nn.hard_sigmoid", "f32"): "dnnl's hard_sigmoid maps NaN to 1; the reference keeps NaN",
-    ("dnnl", "nn.hard_swish", "f32"): "dnnl's hard_swish gives 3e38 for x = 3e38 where the reference's x * relu6(x + 3) / 6 overflows to inf",
-    ("dnnl", "nn.maximum", "f32"): "dnnl's binary max returns the other operand for NaN",
-    ("dnnl", "nn.minimum", "f32"): "dnnl's binary min returns the other operand for NaN",
-    ("dnnl", "nn.relu", "f32"): "dnnl's relu maps NaN to 0; the reference keeps NaN",
-    ("dnnl", "nn.softmax", "f32"): "dnnl's softmax gives 0 in a row holding NaN; the reference gives NaN",
-    ("dnnl", "dnnl.conv2d_bias_sum", "f32"): "the fused relu post-op maps NaN to 0",
-    ("dnnl", "dnnl.conv2d_sum", "f32"): "the fused relu post-op maps NaN to 0",
-    ("dnnl", "dnnl.conv2d_bias_act", "f32"): "the fused relu post-op maps NaN to 0",
-    ("dnnl", "dnnl.conv2d_act", "f32"): "the fused relu post-op maps NaN to 0",
-    ("dnnl", "dnnl.conv2d_transpose_bias_sum", "f32"): "the fused relu post-op gives NaN for -inf (the reference gives 0)",
-    ("dnnl", "dnnl.conv2d_transpose_sum", "f32"): "the fused relu post-op gives NaN for -inf (the reference gives 0)",
-    ("dnnl", "dnnl.conv2d_transpose_bias_act", "f32"): "the fused relu post-op gives NaN for -inf (the reference gives 0)",
-    ("dnnl", "dnnl.conv2d_transpose_act", "f32"): "the fused relu post-op gives NaN for -inf (the reference gives 0)",
-    ("dnnl", "dnnl.dense_bias_sum", "f32"): "the fused relu post-op maps NaN to 0",
-    ("dnnl", "dnnl.dense_sum", "f32"): "the fused relu post-op maps NaN to 0",
-    ("dnnl", "dnnl.dense_bias_act", "f32"): "the fused relu post-op maps NaN to 0",
-    ("dnnl", "dnnl.dense_act", "f32"): "the fused relu post-op maps NaN to 0",
-    ("dnnl", "dnnl.matmul_bias_sum", "f32"): "the fused relu post-op maps NaN to 0",
-    ("dnnl", "dnnl.matmul_sum", "f32"): "the fused relu post-op maps NaN to 0",
-    ("dnnl", "dnnl.matmul_bias_act", "f32"): "the fused relu post-op maps NaN to 0",
-    ("dnnl", "dnnl.matmul_act", "f32"): "the fused relu post-op maps NaN to 0",
-}
+KNOWN_DEFECTS: dict[tuple[str, str, str], str] = {}
 """(target, op or composite, element type) -> the defect that makes that cell fail."""
 
 SLOW = {"cblas", "dnnl", "examplejson"}

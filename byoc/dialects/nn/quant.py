@@ -107,7 +107,8 @@ def check_qparams(
 class _QOp(NNOp):
     SAME_DTYPE: ClassVar[bool] = False
 
-    def check_dtypes(self, types: Sequence[TensorType[Any]]) -> None:
+    @classmethod
+    def check_dtypes(cls, types: Sequence[TensorType[Any]]) -> None:
         return  # `infer` checks each operand's element type
 
 

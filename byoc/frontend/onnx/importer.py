@@ -47,7 +47,7 @@ must be known at import time (pass it in `bind_inputs`).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, Any
 
 import numpy as np
@@ -131,7 +131,10 @@ def import_model(
         if isinstance(model, bytes | bytearray):
             proto = onnx.load_model_from_string(bytes(model))
         elif isinstance(model, str | os.PathLike):
-            proto = onnx.load(os.fspath(model))
+            try:  # external data is read from the model's folder, and only from there
+                proto = onnx.load(os.fspath(model))
+            except onnx.checker.ValidationError as e:
+                raise OnnxImportError(f"the model's external data: {e}") from None
         elif isinstance(model, onnx.ModelProto):
             proto = model
         elif hasattr(model, "read"):
@@ -142,7 +145,41 @@ def import_model(
             )
     except DecodeError as e:
         raise OnnxImportError(f"not an ONNX model: {e}") from None
+    if not isinstance(model, str | os.PathLike):
+        check_no_external_data(proto)
     return Importer(proto, input_shapes or {}, bind_inputs or {}, fold_limit_bytes).run()
+
+
+def _tensors(graph: Any) -> Iterator[Any]:
+    """Every TensorProto of a graph: initializers, sparse values, node attributes, subgraphs."""
+    yield from graph.initializer
+    for sparse in graph.sparse_initializer:
+        yield sparse.values
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.HasField("t"):
+                yield attr.t
+            yield from attr.tensors
+            if attr.HasField("g"):
+                yield from _tensors(attr.g)
+            for sub in attr.graphs:
+                yield from _tensors(sub)
+
+
+def check_no_external_data(model: Any) -> None:
+    """An `OnnxImportError` naming the first tensor whose data lives in a file beside the
+    model: a model given as bytes, a stream or a ModelProto has no folder to read it from
+    (onnx would read it relative to the process's current directory)."""
+    import onnx
+
+    for tensor in _tensors(model.graph):
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            where = next((e.value for e in tensor.external_data if e.key == "location"), "?")
+            raise OnnxImportError(
+                f"tensor '{tensor.name}' keeps its data in an external file ('{where}'), and a "
+                "model given as bytes, a stream or a ModelProto has no folder to find it in: "
+                "give the model as a file path (or onnx.load(path) it first)"
+            )
 
 
 def import_model_from_bytes(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     f32,
     i32,
+    i64,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
@@ -36,15 +38,18 @@ from byoc.lowering.nn_to_c.fusion import KernelPlan, fuse_groups, kernel_plans
 from byoc.lowering.nn_to_c.graph import (
     CompositeLowering,
     Computation,
+    Gather,
     GraphBuilder,
     Tensor,
+    View,
     contiguous_strides,
     i64_attr,
     live_computations,
+    read_view,
 )
 from byoc.lowering.nn_to_c.math_scalar import math_scalar_op
 from byoc.runtime.c_module import c_entry_symbol
-from byoc.targets.ccompiler import MATH_POINTWISE_OPS
+from byoc.targets.ccompiler import MATH_POINTWISE_OPS, VIEW_OPS
 
 INIT_FUNCTION = "byoc_init"
 """The C function binding large constants at load time."""
@@ -53,14 +58,40 @@ index = IndexType()
 
 
 def _elt(dtype: str) -> Attribute:
-    if dtype == "f32":
-        return f32
-    # i32, and the quantized kernels' i8 / ui8 / i16 buffers
+    """The element type of short name `dtype` (f32, i64, i32, i8, ui8, i16, i1)."""
     return nn.element_type_named(dtype) or i32
 
 
 def _ptr(dtype: str, const: bool = False) -> c.PtrType:
     return c.PtrType(_elt(dtype), const)
+
+
+@dataclass
+class _Nest:
+    """What `_loop_nest` works out for one fused group and `_loop_body` emits."""
+
+    step: KernelPlan
+    params: dict[Tensor, SSAValue]
+    dims: list[tuple[int, list[int]]]
+    """(extent, stride of each access) of every loop, outermost first."""
+    leaf_keys: list[tuple[Tensor, View]]
+    """The reads from outside the group."""
+    access_of: list[int]
+    """The access (stride vector) of each leaf read, then of each store."""
+    n_accesses: int
+    members: set[Computation]
+
+
+def _gathered(b: CBuilder, value: SSAValue, g: Gather) -> SSAValue:
+    """`clamp(i < 0 ? i + dim : i, 0, dim - 1) * stride` of the index `value`, in int64
+    (nn.take's reference: numpy.take with mode='clip' after counting negatives from the end)."""
+    i = b.add(c.CastOp(value, index))
+    zero = b.const(0, index)
+    i = b.add(c.SelectOp(b.add(c.CmpOp("lt", i, zero)), b.add(c.AddOp(i, b.const(g.dim, index))), i))
+    i = b.add(c.SelectOp(b.add(c.CmpOp("lt", i, zero)), zero, i))
+    last = b.const(g.dim - 1, index)
+    i = b.add(c.SelectOp(b.add(c.CmpOp("gt", i, last)), last, i))
+    return i if g.stride == 1 else b.add(c.MulOp(i, b.const(g.stride, index)))
 
 
 class CBuilder:
@@ -234,20 +265,20 @@ class PartitionLowering:
         rank = len(shape)
         members = set(step.nodes)
         # every (root, view) read, and every stored value, with its strides over `shape`
-        leaf_keys: list[tuple[Tensor, tuple[int, ...]]] = []
+        leaf_keys: list[tuple[Tensor, View]] = []
         for n in step.nodes:
             for v, view in zip(n.inputs, n.views, strict=True):
                 r = v.root()
                 if r.node in members:
                     continue
-                key = (r, tuple(view))
+                key = (r, read_view(view, shape))
                 if key not in leaf_keys:
                     leaf_keys.append(key)
         # accesses with the same strides share their offset computation
         access_of: list[int] = []
         accesses: list[tuple[int, ...]] = []
-        for strides in [self._broadcast_strides(view, shape) for _, view in leaf_keys] + [
-            self._broadcast_strides(shape, shape) for _ in step.writes
+        for strides in [view.strides for _, view in leaf_keys] + [
+            tuple(contiguous_strides(shape)) for _ in step.writes
         ]:
             if strides not in accesses:
                 accesses.append(strides)
@@ -261,37 +292,33 @@ class PartitionLowering:
                 dims[-1] = (dims[-1][0] * shape[d], strides)
             else:
                 dims.append((shape[d], strides))
+        nest = _Nest(step, params, dims, leaf_keys, access_of, len(accesses), members)
         parallel = parallel_loop_prologue(dims[0][0] if dims else 0, math.prod(shape) * len(step.nodes))
         if parallel is None:
-            self._loop_body(b, step, params, dims, leaf_keys, access_of, len(accesses), members)
+            self._loop_body(b, nest)
             return
         # Two copies of the nest: the split one inside `if (byoc_nt > 1)`, and a plain one that
         # enters no OpenMP region (even an if(0) region sets up a team on every call).
         b.add(c.VerbatimOp(parallel[0]))
-        self._loop_body(b, step, params, dims, leaf_keys, access_of, len(accesses), members, pragma=parallel[1])
+        self._loop_body(b, nest, pragma=parallel[1])
         b.add(c.VerbatimOp("} else {"))
-        self._loop_body(b, step, params, dims, leaf_keys, access_of, len(accesses), members)
+        self._loop_body(b, nest)
         b.add(c.VerbatimOp("}"))
 
-    def _loop_body(
-        self,
-        b: CBuilder,
-        step: KernelPlan,
-        params: dict[Tensor, SSAValue],
-        dims: list[tuple[int, list[int]]],
-        leaf_keys: list[tuple[Tensor, tuple[int, ...]]],
-        access_of: list[int],
-        n_accesses: int,
-        members: set[Computation],
-        pragma: str | None = None,
-    ) -> None:
-        """The loop nest of `_loop_nest` over `dims`; `pragma` before its outer loop."""
-        offsets: list[SSAValue | None] = [None] * n_accesses  # None: offset 0
+    def _loop_body(self, b: CBuilder, nest: _Nest, pragma: str | None = None) -> None:
+        """The loop nest of `_loop_nest` over `nest.dims`; `pragma` before its outer loop."""
+        step, params, dims = nest.step, nest.params, nest.dims
+        offsets: list[SSAValue | None] = [None] * nest.n_accesses  # None: offset 0
         body = b
         # The split copy's innermost loop, when every access in it is contiguous or a
         # broadcast, is marked `omp simd` (byoc_runtime.h, BYOC_SIMD: the outlined region
         # loses the pointers' `restrict`, and gcc -O2 then leaves the loop scalar).
-        simd = pragma is not None and bool(dims) and all(s in (0, 1) for s in dims[-1][1])
+        simd = (
+            pragma is not None
+            and bool(dims)
+            and all(s in (0, 1) for s in dims[-1][1])
+            and not any(view.gather for _, view in nest.leaf_keys)
+        )
         for level, (extent, strides) in enumerate(dims):
             loop = c.ForOp(0, extent, iv_name=f"i{level}")
             innermost = level == len(dims) - 1
@@ -315,28 +342,58 @@ class PartitionLowering:
                 new_offsets.append(term if off is None else inner.add(c.AddOp(off, term)))
             offsets = new_offsets
             body = inner
-        final = [body.const(0, index) if offsets[a] is None else offsets[a] for a in access_of]
-        scalars: dict[tuple[Tensor, tuple[int, ...]], SSAValue] = {}
-        for a, key in enumerate(leaf_keys):
-            scalars[key] = body.add(c.LoadOp(params[key[0]], final[a]))
+        final: list[SSAValue] = []
+        for k, a in enumerate(nest.access_of):
+            off = offsets[a]
+            start = nest.leaf_keys[k][1].offset if k < len(nest.leaf_keys) else 0
+            if off is None:
+                final.append(body.const(start, index))
+            elif start:
+                final.append(body.add(c.AddOp(off, body.const(start, index))))
+            else:
+                final.append(off)
+        scalars: dict[tuple[Tensor, View], SSAValue] = {}
+        for a, key in enumerate(nest.leaf_keys):
+            if key[1].gather is None:
+                scalars[key] = body.add(c.LoadOp(params[key[0]], final[a]))
         values: dict[Tensor, SSAValue] = {}
+        shape = step.nodes[0].out.shape
         for n in step.nodes:
             args: list[SSAValue] = []
             for v, view in zip(n.inputs, n.views, strict=True):
                 r = v.root()
-                if r.node in members:
+                if r.node in nest.members:
                     args.append(values[r])
-                else:
-                    args.append(scalars[(r, tuple(view))])
+                    continue
+                key = (r, read_view(view, shape))
+                g = key[1].gather
+                if g is None:
+                    args.append(scalars[key])
+                    continue
+                # a gather: the offset needs the node's index read first (loaded per node:
+                # two gathers of one operand may read different indices)
+                term = _gathered(body, self._index_value(n, g, nest, values, scalars, shape), g)
+                at = body.add(c.AddOp(final[nest.leaf_keys.index(key)], term))
+                args.append(body.add(c.LoadOp(params[r], at)))
             values[n.out] = scalar_op(body, n, args)
         for a, v in enumerate(step.writes):
-            body.add(c.StoreOp(values[v], params[v], final[len(leaf_keys) + a]))
+            body.add(c.StoreOp(values[v], params[v], final[len(nest.leaf_keys) + a]))
 
     @staticmethod
-    def _broadcast_strides(view: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
-        padded = (1,) * (len(shape) - len(view)) + tuple(view)
-        strides = contiguous_strides(padded)
-        return tuple(0 if padded[d] == 1 else strides[d] for d in range(len(shape)))
+    def _index_value(
+        n: Computation,
+        g: Gather,
+        nest: _Nest,
+        values: dict[Tensor, SSAValue],
+        scalars: dict[tuple[Tensor, View], SSAValue],
+        shape: tuple[int, ...],
+    ) -> SSAValue:
+        """The scalar of node `n`'s index input (a gather's operand after the data)."""
+        v = n.inputs[g.operand]
+        r = v.root()
+        if r.node in nest.members:
+            return values[r]
+        return scalars[(r, read_view(n.views[g.operand], shape))]
 
     # ---- the subgraph function, the wrapper, the packed entry ---------------------------
     def _subgraph_func(self, steps: list[KernelPlan], storage: dict[Tensor, Storage], g: GraphBuilder, ws_size: int) -> c.FuncOp:
@@ -455,6 +512,48 @@ def parallel_loop_prologue(extent: int, work: int) -> tuple[str, str] | None:
     )
 
 
+COMPARISONS = {
+    "nn.equal": "eq",
+    "nn.less": "lt",
+    "nn.greater": "gt",
+    "nn.less_equal": "le",
+    "nn.greater_equal": "ge",
+}
+"""The comparison ops and their c.cmp predicates (NaN compares false, as in numpy)."""
+
+INT_BITS = {"i64": 64, "i32": 32, "i8": 8, "ui8": 8, "i16": 16}
+
+
+REDUCE_STEPS: dict[str, Any] = {
+    "reduce.abs": lambda b, x: b.add(c.CallOpaqueOp("fabsf", [x], [f32])),
+    "reduce.square": lambda b, x: b.add(c.MulOp(x, x)),
+    "reduce.sqrt": lambda b, x: b.add(c.CallOpaqueOp("sqrtf", [x], [f32])),
+    "reduce.log": lambda b, x: b.add(c.CallOpaqueOp("logf", [x], [f32])),
+}
+"""The f32 elementwise steps around the sum of GraphBuilder._reduce_via_sum."""
+
+
+def _cast(b: CBuilder, x: SSAValue, src: str, dst: str) -> SSAValue:
+    """numpy's astype from `src` to `dst` on x86-64. A float converted to an integer is
+    truncated toward zero when in range; NaN and out-of-range values give the minimum of the
+    64-bit or 32-bit conversion the CPU does (INT64_MIN for i64, INT32_MIN for the others, of
+    which an 8-bit type keeps the low byte), never C's undefined behaviour. Every other cast
+    is C's conversion (to i1: non-zero is true; between integers: modulo 2^n)."""
+    t = _elt(dst)
+    if src == "f32" and dst in INT_BITS:
+        wide, bits = (i64, 63) if dst == "i64" else (i32, 31)
+        bound = 2.0**bits
+        ok = b.add(
+            c.LogicalAndOp(
+                b.add(c.CmpOp("ge", x, b.const(-bound, f32))), b.add(c.CmpOp("lt", x, b.const(bound, f32)))
+            )
+        )
+        safe = b.add(c.SelectOp(ok, x, b.const(0.0, f32)))
+        v = b.add(c.SelectOp(ok, b.add(c.CastOp(safe, wide)), b.const(-(2**bits), wide)))
+        return v if wide == t else b.add(c.CastOp(v, t))
+    return b.add(c.CastOp(x, t))
+
+
 def scalar_op(b: CBuilder, n: Computation, args: list[SSAValue]) -> SSAValue:
     """Emit the C expression of pointwise node `n` on scalar operands; matches byoc.interpreters.kernels."""
     name = n.op_name
@@ -524,8 +623,9 @@ def scalar_op(b: CBuilder, n: Computation, args: list[SSAValue]) -> SSAValue:
         return call(name.removeprefix("nn.") + "f", x)
     if name == "nn.reciprocal":
         return b.add(c.DivOp(k(1), x))
-    if name == "nn.hard_swish":
-        return b.add(c.DivOp(mul(x, clamp(add(x, k(3)), 0, 6)), k(6)))
+    if name == "nn.hard_swish":  # x >= 3 is x: x * 6 / 6 overflows above FLT_MAX / 6
+        ramp = b.add(c.DivOp(mul(x, clamp(add(x, k(3)), 0, 6)), k(6)))
+        return sel(cmp("ge", x, k(3)), x, ramp)
     if name == "nn.clip":
         lo, hi = p["a_min"], p["a_max"]
         if is_f and (math.isnan(lo) or math.isnan(hi)):
@@ -543,17 +643,39 @@ def scalar_op(b: CBuilder, n: Computation, args: list[SSAValue]) -> SSAValue:
     if name == "nn.hard_sigmoid":
         return clamp(add(mul(x, k(p["alpha"])), k(p["beta"])), 0, 1)
     if name == "nn.cast":
-        src = n.inputs[0].dtype
-        if src == "f32" and n.out.dtype == "i32":
-            # in range: truncate toward zero; NaN and out of range give INT32_MIN, as numpy on x86
-            ok = b.add(
-                c.LogicalAndOp(
-                    cmp("ge", x, b.const(-2147483648.0, f32)), cmp("lt", x, b.const(2147483648.0, f32))
-                )
-            )
-            safe = sel(ok, x, b.const(0.0, f32))
-            return sel(ok, b.add(c.CastOp(safe, i32)), b.const(-(2**31), i32))
-        return b.add(c.CastOp(x, t))
+        return _cast(b, x, n.inputs[0].dtype, n.out.dtype)
+    if name in COMPARISONS:
+        return cmp(COMPARISONS[name], x, args[1])
+    if name == "nn.logical_and":
+        return b.add(c.LogicalAndOp(x, args[1]))
+    if name == "nn.logical_or":
+        return b.add(c.LogicalOrOp(x, args[1]))
+    if name == "nn.logical_xor":
+        return cmp("ne", x, args[1])
+    if name == "nn.logical_not":
+        return cmp("eq", x, b.const(0, t))
+    if name == "nn.where":
+        return sel(x, args[1], args[2])
+    if name in VIEW_OPS or name == "nn.transpose":
+        return x  # a read through a view: the element itself
+    if name == "nn.is_nan":
+        return cmp("ne", x, x)
+    if name == "nn.is_inf":
+        hits = [cmp("eq", x, b.const(v, f32)) for flag, v in (("detect_positive", math.inf), ("detect_negative", -math.inf)) if p[flag]]
+        if not hits:
+            return b.const(0, t)
+        return hits[0] if len(hits) == 1 else b.add(c.LogicalOrOp(hits[0], hits[1]))
+    if name in REDUCE_STEPS:
+        return REDUCE_STEPS[name](b, x)
+    if name in ("log_sum_exp.exp", "log_sum_exp.log"):
+        # nn.reduce_log_sum_exp's loops (GraphBuilder._log_sum_exp): the maximum `top`
+        # counts as 0 where it is not finite (top - top is 0 exactly for a finite top)
+        top = args[1]
+        finite = cmp("eq", b.add(c.SubOp(top, top)), k(0))
+        shift = sel(finite, top, k(0))
+        if name == "log_sum_exp.exp":
+            return call("expf", b.add(c.SubOp(x, shift)))
+        return add(call("logf", x), shift)
     if name == "nn.bias_add":
         return add(x, args[1])
     if name == "scale_shift":

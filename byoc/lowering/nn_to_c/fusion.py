@@ -7,7 +7,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from byoc.lowering.nn_to_c.graph import Computation, Tensor
+from byoc.lowering.nn_to_c.graph import Computation, Tensor, reads_whole
 from byoc.utils.toposort import stable_topological_order
 
 
@@ -47,7 +47,7 @@ def fuse_groups(nodes: list[Computation], fuse: bool) -> list[list[Computation]]
     """Group pointwise nodes with their pointwise producers of the same shape, never making a cycle.
 
     A producer joins its consumer's group only if the consumer reads it whole
-    (not broadcast). Groups are returned in an order that respects every
+    (not broadcast, not through a strided view or a gather). Groups are returned in an order that respects every
     dependency between them.
     """
     if not fuse:
@@ -68,7 +68,7 @@ def fuse_groups(nodes: list[Computation], fuse: bool) -> list[list[Computation]]
                     and v.alias_of is None
                     and p.kind == "pointwise"
                     and p.out.shape == n.out.shape
-                    and tuple(view) == n.out.shape
+                    and reads_whole(view, n.out.shape)
                     and group_of[p] not in candidates
                 ):
                     candidates.append(group_of[p])

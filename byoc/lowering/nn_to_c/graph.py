@@ -26,9 +26,11 @@ from byoc.dialects import nn
 from byoc.dialects.byoc import CompositeOp, YieldOp, partition_target
 from byoc.targets.ccompiler import (
     ALIAS_OPS,
-    F32_I32,
+    ALL,
     POINTWISE_OPS,
+    VIEW_OPS,
     dtype_name,
+    einsum_as_matmul,
     unsupported_reason,
 )
 from byoc.targets.ccompiler import NAME as CCOMPILER
@@ -57,16 +59,55 @@ class Tensor:
 
     @property
     def nbytes(self) -> int:
-        if self.dtype in ("f32", "i32"):
-            return self.numel * 4
-        t = nn.element_type_named(self.dtype)  # the quantized kernels' i8 / ui8 / i16
-        return self.numel * (nn.numpy_dtype(t).itemsize if t is not None else 4)
+        return self.numel * self.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        t = nn.element_type_named(self.dtype)
+        return nn.numpy_dtype(t).itemsize if t is not None else 4
 
     def root(self) -> Tensor:
         v = self
         while v.alias_of is not None:
             v = v.alias_of
         return v
+
+
+@dataclass(frozen=True)
+class Gather:
+    """The data-dependent part of a `View`: the value the node reads from its input
+    #`operand` (an i32/i64 index), a negative one counted from the end and then clamped into
+    [0, dim) as nn.take does, times `stride`. Clamping keeps every read inside the operand."""
+
+    operand: int
+    dim: int
+    stride: int
+
+
+@dataclass(frozen=True)
+class View:
+    """How a pointwise node reads an input over its output's index space: the element at
+    `offset` + sum(index[d] * strides[d]) (+ the `gather` term) of the input's storage.
+    A stride may be 0 (a broadcast) or negative (a reversed slice); offsets are int64."""
+
+    offset: int
+    strides: tuple[int, ...]
+    gather: Gather | None = None
+
+
+def read_view(view: tuple[int, ...] | View, shape: tuple[int, ...]) -> View:
+    """`view` as a `View` over `shape`: a shape is read by numpy broadcasting against it."""
+    if isinstance(view, View):
+        return view
+    padded = (1,) * (len(shape) - len(view)) + tuple(view)
+    strides = contiguous_strides(padded)
+    return View(0, tuple(0 if padded[d] == 1 else strides[d] for d in range(len(shape))))
+
+
+def reads_whole(view: tuple[int, ...] | View, shape: tuple[int, ...]) -> bool:
+    """Whether `view` reads a value of `shape` element for element (a fused producer can
+    hand the consumer its scalar)."""
+    return not isinstance(view, View) and tuple(view) == tuple(shape)
 
 
 @dataclass(eq=False)
@@ -78,8 +119,9 @@ class Computation:
     op_name: str
     inputs: list[Tensor]
     out: Tensor
-    views: list[tuple[int, ...]] = field(default_factory=list[tuple[int, ...]])
-    """pointwise: the shape each input is read as (numpy broadcasting against out)."""
+    views: list[tuple[int, ...] | View] = field(default_factory=list[tuple[int, ...] | View])
+    """pointwise: how each input is read: a shape (numpy broadcasting against out) or a
+    strided `View` (slices, splits, gathers, tiles)."""
     params: dict[str, Any] = field(default_factory=dict[str, Any])
     callee: str = ""
     args: list[Attribute] = field(default_factory=list[Attribute])
@@ -177,11 +219,11 @@ class GraphBuilder:
             self.inputs.append(v)
         self._walk(block)  # an op on an unsupported type is reported at the op
         for i, (arg, v) in enumerate(zip(block.args, self.inputs, strict=True)):
-            if v.dtype not in (*F32_I32, "i8", "ui8") or any(d <= 0 for d in v.shape):
+            if v.dtype not in ALL or any(d <= 0 for d in v.shape):
                 raise PassError(
                     self.fn,
                     f"lower-to-c: argument #{i} of '@{self.fn.sym_name.data}' has type {arg.type}; "
-                    "the C codegen takes f32, i32, i8 and ui8 tensors of static, non-empty shape",
+                    f"the C codegen takes {', '.join(ALL)} tensors of static, non-empty shape",
                 )
 
     def _walk(self, block: Block) -> None:
@@ -238,8 +280,8 @@ class GraphBuilder:
             self.values[res] = value
 
     # ---- one nn op ---------------------------------------------------------------
-    def _result(self, op: nn.NNOp) -> Tensor:
-        t = op.results[0].type
+    def _result(self, op: nn.NNOp, i: int = 0) -> Tensor:
+        t = op.results[i].type
         assert isinstance(t, TensorType)
         return Tensor(tuple(t.get_shape()), dtype_name(t.element_type), "node")
 
@@ -260,9 +302,12 @@ class GraphBuilder:
             from byoc.interpreters.kernels import KERNELS
 
             out = KERNELS[name](*[v.array for v in ins], **attrs)
-            outs = out if isinstance(out, tuple) else (out,)
-            for res, value in zip(op.results, outs, strict=True):
-                self.values[res] = self._const(np.asarray(value))
+            folded = out if isinstance(out, tuple) else (out,)
+            for res, arr in zip(op.results, folded, strict=True):
+                self.values[res] = self._const(np.asarray(arr))
+            return
+        if name in VIEW_OPS:
+            self._view(op, ins, attrs)
             return
         out = self._result(op)
         self.values[op.results[0]] = out
@@ -302,6 +347,84 @@ class GraphBuilder:
                 views = [views[0], views[1], views[1]]
                 name = "scale_shift"
         self._node(Computation("pointwise", name, ins, out, views=views, params=params, source=op))
+
+    def _view(self, op: nn.NNOp, ins: list[Tensor], a: dict[str, Any]) -> None:
+        """A data-movement op as element-for-element reads through strided views: one
+        pointwise node per result, which the fusion treats as any elementwise op (its
+        consumers read it in their own loop; no copy is made when one of them does)."""
+        name = op.name
+        outs = [self._result(op, i) for i in range(len(op.results))]
+        for res, o in zip(op.results, outs, strict=True):
+            self.values[res] = o
+        x = ins[0]
+        rank = len(x.shape)
+        src, base, st = self._source(x)
+
+        def copy(out: Tensor, inputs: list[Tensor], views: list[tuple[int, ...] | View]) -> None:
+            self._node(Computation("pointwise", name, inputs, out, views=views, source=op))
+
+        if name == "nn.broadcast_to":
+            if src is x:
+                copy(outs[0], [x], [x.shape])
+            else:
+                pad = len(outs[0].shape) - rank
+                strides = [0] * pad + [0 if x.shape[e] == 1 else st[e] for e in range(rank)]
+                copy(outs[0], [src], [View(base, tuple(strides))])
+        elif name == "nn.strided_slice":
+            steps = a["strides"] or (1,) * rank
+            offset = base + sum(b * s for b, s in zip(a["begin"], st, strict=True))
+            copy(outs[0], [src], [View(offset, tuple(k * s for k, s in zip(steps, st, strict=True)))])
+        elif name == "nn.split":
+            axis = a["axis"] % rank
+            lo = 0
+            for o in outs:
+                copy(o, [src], [View(base + lo * st[axis], tuple(st))])
+                lo += o.shape[axis]
+        elif name == "nn.take":
+            idx = ins[1]
+            t = op.operands[1].type
+            assert isinstance(t, TensorType)
+            idx_shape = tuple(t.get_shape())  # a folded scalar constant may hold shape (1,)
+            axis = a["axis"] % rank
+            dim = x.shape[axis]
+            around = (*st[:axis], *(0,) * len(idx_shape), *st[axis + 1 :])
+            if idx.kind == "const" and idx.numel == 1:  # one known index: a plain slice
+                assert idx.array is not None
+                i = int(idx.array.reshape(-1)[0])
+                i = min(max(i + dim if i < 0 else i, 0), dim - 1)
+                copy(outs[0], [src], [View(base + i * st[axis], around)])
+            else:
+                idx_view = View(0, (*(0,) * axis, *contiguous_strides(idx_shape), *(0,) * (rank - axis - 1)))
+                copy(outs[0], [src, idx], [View(base, around, Gather(1, dim, st[axis])), idx_view])
+        elif name == "nn.tile":
+            # out viewed as (reps[0], d0, reps[1], d1, ...): the input broadcast along the reps
+            expanded = tuple(e for r, d in zip(a["reps"], x.shape, strict=True) for e in (r, d))
+            strides = tuple(e for s in st for e in (0, s))
+            wide = Tensor(expanded, x.dtype, "node")
+            copy(wide, [src], [View(base, strides)])
+            outs[0].alias_of = wide
+        else:  # pragma: no cover - VIEW_OPS and this dispatch are kept in step
+            raise PassError(op, f"lower-to-c: no view lowering for '{name}'")
+
+    @staticmethod
+    def _source(x: Tensor) -> tuple[Tensor, int, list[int]]:
+        """Where the elements of `x` are read from: (tensor, element offset, stride of each
+        dim of x). When x is itself a view of one operand (a slice, split piece, broadcast,
+        transpose, one-index take), that operand through x's view, so a view of a view reads
+        the storage directly and x is never copied; otherwise x, 0, its contiguous strides.
+        Index arithmetic stays int64 however large the logical shape of x is."""
+        p = x.node
+        if (
+            x.alias_of is None
+            and p is not None
+            and p.kind == "pointwise"
+            and len(p.inputs) == 1
+            and (p.op_name in VIEW_OPS or p.op_name == "nn.transpose")
+        ):
+            v = read_view(p.views[0], p.out.shape)
+            if v.gather is None:
+                return p.inputs[0], v.offset, list(v.strides)
+        return x, 0, contiguous_strides(x.shape)
 
     def _kernel(self, op: nn.NNOp, ins: list[Tensor], out: Tensor, a: dict[str, Any]) -> None:
         name = op.name
@@ -382,9 +505,47 @@ class GraphBuilder:
             axis = a["axis"] % len(s)
             args = [i64_attr(math.prod(s[:axis])), i64_attr(s[axis]), i64_attr(math.prod(s[axis + 1 :]))]
             callee = "byoc_softmax_f32"
-        elif name in ("nn.reduce_sum", "nn.reduce_mean", "nn.reduce_max"):
+        elif name in ("nn.reduce_sum", "nn.reduce_mean", "nn.reduce_max", "nn.reduce_min", "nn.reduce_prod"):
             callee = f"byoc_{name.removeprefix('nn.')}_{t}"
             args = self._reduce_args(ins[0].shape, a["axes"])
+        elif name == "nn.reduce_log_sum_exp":
+            self._log_sum_exp(op, ins[0], out, a["axes"])
+            return
+        elif name in REDUCE_VIA_SUM:
+            self._reduce_via_sum(op, ins[0], out, a["axes"], *REDUCE_VIA_SUM[name])
+            return
+        elif name in ("nn.argmax", "nn.argmin", "nn.cumsum", "nn.cumprod", "nn.log_softmax"):
+            s = ins[0].shape
+            axis = a["axis"] % len(s)
+            args = [i64_attr(math.prod(s[:axis])), i64_attr(s[axis]), i64_attr(math.prod(s[axis + 1 :]))]
+            if name == "nn.log_softmax":
+                callee = "byoc_log_softmax_f32"
+            elif name in ("nn.cumsum", "nn.cumprod"):
+                args += [i32_attr(int(a["exclusive"])), i32_attr(int(a["reverse"]))]
+                callee = f"byoc_{name.removeprefix('nn.')}_{t}"
+            else:
+                args.append(i32_attr(int(a["select_last_index"])))
+                callee = f"byoc_{name.removeprefix('nn.')}_{ins[0].dtype}"
+        elif name == "nn.one_hot":
+            idx = ins[0]
+            if idx.dtype != "i64":
+                wide = Tensor(idx.shape, "i64", "node")
+                self._node(Computation("pointwise", "nn.cast", [idx], wide, views=[idx.shape], source=op))
+                ins = [wide, ins[1]]
+            s = idx.shape
+            axis = a["axis"] % (len(s) + 1)
+            args = [i64_attr(math.prod(s[:axis])), i64_attr(a["depth"]), i64_attr(math.prod(s[axis:]))]
+            callee = f"byoc_one_hot_{t}"
+        elif name in ("nn.layer_norm", "nn.rms_norm"):
+            s = ins[0].shape
+            axis = a["axis"] % len(s)
+            inner = s[axis:]
+            ins = [ins[0], *(self._broadcast(v, inner, op) for v in ins[1:])]
+            args = [i64_attr(math.prod(s[:axis])), i64_attr(math.prod(inner)), FloatAttr(float(np.float32(a["epsilon"])), f32)]
+            callee = f"byoc_{name.removeprefix('nn.')}_f32"
+        elif name == "nn.einsum":
+            self._einsum(op, ins, out, a["equation"])
+            return
         elif name == "nn.transpose":
             s = ins[0].shape
             axes = [x % len(s) for x in a["axes"]] or list(reversed(range(len(s))))
@@ -403,8 +564,8 @@ class GraphBuilder:
             value: Attribute
             if t == "f32":
                 value = FloatAttr(float(np.float32(a["pad_value"])), f32)
-            else:
-                value = i32_attr(int(max(min(a["pad_value"], 2**31 - 1), -(2**31))))
+            else:  # the verifier checked that pad_value is a value of the element type
+                value = IntegerAttr(int(a["pad_value"]), nn.element_type_named(t) or i32)
             args = [
                 i32_attr(len(s)),
                 i64_array(s),
@@ -428,6 +589,93 @@ class GraphBuilder:
         else:  # pragma: no cover - SUPPORTED_OPS and this dispatch are kept in step
             raise PassError(op, f"lower-to-c: no kernel for '{name}'")
         self._node(Computation("kernel", name, ins, out, callee=callee, args=args, source=op))
+
+    def _broadcast(self, v: Tensor, shape: tuple[int, ...], op: nn.NNOp) -> Tensor:
+        """`v` broadcast to `shape` (numpy rules): itself when it has that many elements, a
+        folded constant, or a loop that writes the broadcast."""
+        if v.numel == math.prod(shape):
+            return v
+        if v.kind == "const":
+            assert v.array is not None
+            return self._const(np.broadcast_to(v.array.reshape(v.shape), shape))
+        wide = Tensor(shape, v.dtype, "node")
+        self._node(Computation("pointwise", "nn.broadcast_to", [v], wide, views=[v.shape], source=op))
+        return wide
+
+    def _permuted(self, v: Tensor, perm: Sequence[int], op: nn.NNOp) -> Tensor:
+        """`v` with its dims in the order `perm`: itself when the order is unchanged, else a
+        copy read through the permuted strides."""
+        if list(perm) == list(range(len(v.shape))):
+            return v
+        st = contiguous_strides(v.shape)
+        out = Tensor(tuple(v.shape[p] for p in perm), v.dtype, "node")
+        view = View(0, tuple(st[p] for p in perm))
+        self._node(Computation("pointwise", "nn.transpose", [v], out, views=[view], source=op))
+        return out
+
+    def _einsum(self, op: nn.NNOp, ins: list[Tensor], out: Tensor, equation: str) -> None:
+        """A matmul-shaped einsum (`einsum_as_matmul`): each operand permuted to (batch, m, k)
+        and (batch, k, n) (no copy when already in that order), one batched matmul, and the
+        (batch, m, n) product read into the output's order."""
+        plan = einsum_as_matmul(equation, [v.shape for v in ins])
+        assert plan is not None  # unsupported_reason rejected the others
+        lhs = self._permuted(ins[0], plan.perm_a, op)
+        rhs = self._permuted(ins[1], plan.perm_b, op)
+        a3 = Tensor((plan.batch, plan.m, plan.k), "f32", "node", alias_of=lhs)
+        b3 = Tensor((plan.batch, plan.k, plan.n), "f32", "node", alias_of=rhs)
+        product = Tensor((plan.batch, plan.m, plan.n), "f32", "node")
+        self._node(
+            Computation(
+                "kernel", "nn.einsum", [a3, b3], product, callee="byoc_matmul_f32",
+                args=self._matmul_args(a3.shape, b3.shape), source=op,
+            )
+        )
+        if list(plan.perm_out) == list(range(len(out.shape))):
+            out.alias_of = product
+            return
+        labelled = Tensor(plan.product_shape, "f32", "node", alias_of=product)
+        st = contiguous_strides(plan.product_shape)
+        view = View(0, tuple(st[p] for p in plan.perm_out))
+        self._node(Computation("pointwise", "nn.transpose", [labelled], out, views=[view], source=op))
+
+    def _reduce_via_sum(
+        self, op: nn.NNOp, x: Tensor, out: Tensor, axes: Sequence[int], before: str | None, after: str | None
+    ) -> None:
+        """A reduction that is a sum between two elementwise steps (reduce_l1: |x| then the
+        sum; reduce_l2: x * x, the sum, sqrt): a fused loop, the sum kernel, a fused loop."""
+        s = x.shape
+        reduced = {d % len(s) for d in axes} if axes else set(range(len(s)))
+        kept = tuple(1 if d in reduced else s[d] for d in range(len(s)))
+        terms = x
+        if before is not None:
+            terms = Tensor(s, "f32", "node")
+            self._node(Computation("pointwise", before, [x], terms, views=[s], source=op))
+        total = Tensor(kept, "f32", "node")
+        args = self._reduce_args(s, axes)
+        self._node(Computation("kernel", op.name, [terms], total, callee="byoc_reduce_sum_f32", args=args, source=op))
+        if after is None:
+            out.alias_of = total
+            return
+        res = Tensor(kept, "f32", "node")
+        self._node(Computation("pointwise", after, [total], res, views=[kept], source=op))
+        out.alias_of = res
+
+    def _log_sum_exp(self, op: nn.NNOp, x: Tensor, out: Tensor, axes: Sequence[int]) -> None:
+        """log(sum(exp(x - top))) + top, top the maximum (0 where it is not finite), as the
+        reference computes it: a max reduction, a loop of exp, a sum reduction, a loop of log."""
+        s = x.shape
+        reduced = {d % len(s) for d in axes} if axes else set(range(len(s)))
+        kept = tuple(1 if d in reduced else s[d] for d in range(len(s)))
+        args = self._reduce_args(s, axes)
+        top = Tensor(kept, "f32", "node")
+        self._node(Computation("kernel", op.name, [x], top, callee="byoc_reduce_max_f32", args=args, source=op))
+        e = Tensor(s, "f32", "node")
+        self._node(Computation("pointwise", "log_sum_exp.exp", [x, top], e, views=[s, kept], source=op))
+        total = Tensor(kept, "f32", "node")
+        self._node(Computation("kernel", op.name, [e], total, callee="byoc_reduce_sum_f32", args=list(args), source=op))
+        res = Tensor(kept, "f32", "node")
+        self._node(Computation("pointwise", "log_sum_exp.log", [total, top], res, views=[kept, kept], source=op))
+        out.alias_of = res
 
     @staticmethod
     def _matmul_args(sa: tuple[int, ...], sb: tuple[int, ...]) -> list[Attribute]:
@@ -466,6 +714,15 @@ class GraphBuilder:
             i64_array([e for e, _ in red]),
             i64_array([st for _, st in red]),
         ]
+
+
+REDUCE_VIA_SUM: dict[str, tuple[str | None, str | None]] = {
+    "nn.reduce_l1": ("reduce.abs", None),
+    "nn.reduce_sum_square": ("reduce.square", None),
+    "nn.reduce_l2": ("reduce.square", "reduce.sqrt"),
+    "nn.reduce_log_sum": (None, "reduce.log"),
+}
+"""The f32 reductions lowered as (elementwise step before, after) the sum kernel."""
 
 
 def _resize_table(in_size: int, out_size: int, scale: float, a: dict[str, Any]) -> list[Attribute]:

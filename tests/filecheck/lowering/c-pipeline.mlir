@@ -39,11 +39,11 @@ func.func @main(%a: tensor<10x10xf32>, %b: tensor<10x10xf32>, %c: tensor<10x10xf
 
 // -----
 
-/// conv2d -> bias_add -> relu is offloaded; the i64 add the C codegen cannot
+/// conv2d -> bias_add -> relu is offloaded; the i16 add the C codegen cannot
 /// emit stays on the host (the predicate rejects it; nothing is miscompiled).
 // PEROP-LABEL: func.func @main
 // PEROP-NEXT:    %[[R:.*]] = func.call @ccompiler_main_0(%x, %w, %b)
-// PEROP-NEXT:    %[[H:.*]] = nn.add %n, %n : tensor<4xi64>
+// PEROP-NEXT:    %[[H:.*]] = nn.add %n, %n : tensor<4xi16>
 // PEROP-NEXT:    func.return %[[R]], %[[H]]
 // PEROP:       c.call_opaque "byoc_conv2d_f32"
 // PEROP:       c.func static noalias @byoc_p_ccompiler_main_0_1(
@@ -54,10 +54,10 @@ func.func @main(%a: tensor<10x10xf32>, %b: tensor<10x10xf32>, %c: tensor<10x10xf
 // FUSED-NOT:   c.func static noalias @byoc_p_ccompiler_main_0_1(
 
 // TEXT:        byoc_conv2d_ep_f32(in0, in1, in2, in1, in1, out0, tmp0, 1, 3, 8, 8, 4, 3, 3, 8, 8, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0.0f, 0.0f);
-func.func @main(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>, %n: tensor<4xi64>) -> (tensor<1x4x8x8xf32>, tensor<4xi64>) {
+func.func @main(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>, %n: tensor<4xi16>) -> (tensor<1x4x8x8xf32>, tensor<4xi16>) {
   %0 = nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
   %1 = nn.bias_add %0, %b : (tensor<1x4x8x8xf32>, tensor<4xf32>) -> tensor<1x4x8x8xf32>
   %2 = nn.relu %1 : tensor<1x4x8x8xf32>
-  %3 = nn.add %n, %n : tensor<4xi64>
-  func.return %2, %3 : tensor<1x4x8x8xf32>, tensor<4xi64>
+  %3 = nn.add %n, %n : tensor<4xi16>
+  func.return %2, %3 : tensor<1x4x8x8xf32>, tensor<4xi16>
 }

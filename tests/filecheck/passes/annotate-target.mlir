@@ -71,14 +71,14 @@ func.func private @already_partitioned(%x: tensor<4xf32>) -> tensor<4xf32> attri
 // -----
 
 /// A registered target's predicates see the typed op: ccompiler takes f32 and i32
-/// adds, not i64 ones.
+/// adds, not i16 ones.
 // CC-LABEL: func.func @predicates
 // CC-NEXT:    nn.add %x, %x {byoc.target = "ccompiler"} : tensor<4xf32>
 // CC-NEXT:    nn.add %i, %i {byoc.target = "ccompiler"} : tensor<4xi32>
-// CC-NEXT:    nn.add %l, %l : tensor<4xi64>
-func.func @predicates(%x: tensor<4xf32>, %i: tensor<4xi32>, %l: tensor<4xi64>) -> (tensor<4xf32>, tensor<4xi32>, tensor<4xi64>) {
+// CC-NEXT:    nn.add %l, %l : tensor<4xi16>
+func.func @predicates(%x: tensor<4xf32>, %i: tensor<4xi32>, %l: tensor<4xi16>) -> (tensor<4xf32>, tensor<4xi32>, tensor<4xi16>) {
   %a = nn.add %x, %x : tensor<4xf32>
   %b = nn.add %i, %i : tensor<4xi32>
-  %c = nn.add %l, %l : tensor<4xi64>
-  func.return %a, %b, %c : tensor<4xf32>, tensor<4xi32>, tensor<4xi64>
+  %c = nn.add %l, %l : tensor<4xi16>
+  func.return %a, %b, %c : tensor<4xf32>, tensor<4xi32>, tensor<4xi16>
 }

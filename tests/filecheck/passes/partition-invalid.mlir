@@ -63,8 +63,8 @@ func.func @composite_of_another_target(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 /// A hand-written tag the target's predicate rejects is an error, not a silent fallback.
-func.func @predicate_rejects(%x: tensor<4xi64>) -> tensor<4xi64> {
+func.func @predicate_rejects(%x: tensor<4xi16>) -> tensor<4xi16> {
   // expected-error@+1 {{'nn.add' is tagged for 'ccompiler', whose predicate rejects it}}
-  %0 = nn.add %x, %x {byoc.target = "ccompiler"} : tensor<4xi64>
-  func.return %0 : tensor<4xi64>
+  %0 = nn.add %x, %x {byoc.target = "ccompiler"} : tensor<4xi16>
+  func.return %0 : tensor<4xi16>
 }
