@@ -579,11 +579,14 @@ class GraphBuilder:
             self._node(Computation("concat", name, ins, out, params={"axis": a["axis"] % len(out.shape)}, source=op))
             return
         elif isinstance(op, nn.RecurrentOp):
-            from byoc.lowering.nn_to_c.recurrent import recurrent_computation
+            from byoc.lowering.nn_to_c.recurrent import recurrent_call
 
-            node = recurrent_computation(op, ins, out, self._const)
-            self._node(node)
-            for res, value in zip(op.results[1:], node.more_outs, strict=True):
+            call = recurrent_call(op)
+            pointers = [ins[v] if isinstance(v, int) else self._const(v) for v in call.inputs]
+            more = [self._result(op, k) for k in range(1, len(op.results))]
+            self._node(Computation("kernel", name, pointers, out, callee=call.callee, args=call.args,
+                                   scratch=call.scratch, more_outs=more, source=op))
+            for res, value in zip(op.results[1:], more, strict=True):
                 self.values[res] = value
             return
         else:  # pragma: no cover - SUPPORTED_OPS and this dispatch are kept in step

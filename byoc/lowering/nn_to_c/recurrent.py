@@ -11,16 +11,14 @@ projection X . W^T of every step and the per-direction states (`byoc_rnn_scratch
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import FloatAttr, TensorType, f32
+from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, TensorType, f32, i32, i64
 from xdsl.ir import Attribute
 
 from byoc.dialects.nn.recurrent import ACTIVATIONS, RecurrentOp, resolve_activations
-from byoc.lowering.nn_to_c.graph import Computation, Tensor, i32_attr, i64_array, i64_attr
-from byoc.targets.ccompiler import dtype_name
 
 CALLEES = {"nn.lstm": "byoc_lstm_f32", "nn.gru": "byoc_gru_f32", "nn.rnn": "byoc_rnn_f32"}
 """The kernel of each recurrent op."""
@@ -41,21 +39,31 @@ def scratch_floats(t: int, b: int, h: int, gates: int, dirs: int) -> int:
     return t * b * dirs * gh + dirs * b * (4 * h + gh)
 
 
-def recurrent_computation(
-    op: RecurrentOp,
-    ins: list[Tensor],
-    out: Tensor,
-    const: Callable[[np.ndarray[Any, Any]], Tensor],
-) -> Computation:
-    """The kernel node of recurrent op `op` on `ins` (its operands' values), writing `out` (Y)
-    and, as `more_outs`, Y_h (and Y_c); `const` makes a constant value."""
+@dataclass(frozen=True)
+class RecurrentCall:
+    """The kernel call of one recurrent op, for lower-to-c's graph builder."""
+
+    callee: str
+    inputs: list[int | np.ndarray[Any, Any]]
+    """Per kernel pointer before the outputs: the op's operand of that index, or a constant
+    to make (sequence lengths standing in for an absent operand, the activations' alpha
+    and beta)."""
+    args: list[Attribute]
+    """The literal arguments after the pointers."""
+    scratch: int
+    """Floats of workspace (byoc_rnn_scratch_floats_)."""
+
+
+def recurrent_call(op: RecurrentOp) -> RecurrentCall:
+    """How lower-to-c calls the kernel of recurrent op `op`: its pointers (Y, then Y_h and
+    Y_c, are written after them), literal arguments and workspace."""
     a = op.attr_values()
-    x = ins[0]
+    shapes = [tuple(_shape(v.type)) for v in op.operands]
     layout = int(a["layout"])
-    t_len, batch, inputs = x.shape if layout == 0 else (x.shape[1], x.shape[0], x.shape[2])
+    x = shapes[0]
+    t_len, batch, inputs = x if layout == 0 else (x[1], x[0], x[2])
     hidden = int(a["hidden_size"])
     dirs = 2 if a["direction"] == "bidirectional" else 1
-    gates = op.GATES
     per = len(op.DEFAULT_ACTIVATIONS)
     acts = resolve_activations(
         a["activations"], a["activation_alpha"], a["activation_beta"], op.DEFAULT_ACTIVATIONS, dirs
@@ -68,57 +76,49 @@ def recurrent_computation(
             name, alpha, beta = mine[slot] if slot < per else mine[0]
             codes.append(ACTIVATION_CODES[name])
             coef.extend((alpha, beta))
-    present = [v.numel > 0 for v in ins]
+    present = [shape != (0,) for shape in shapes]
     flags = BATCH_MAJOR if layout == 1 else 0
     for k, bit in ((3, BIAS), (5, H0), (6, C0), (7, PEEPHOLE)):
-        if k < len(ins) and present[k]:
+        if k < len(shapes) and present[k]:
             flags |= bit
     if a.get("linear_before_reset"):
         flags |= LINEAR_BEFORE_RESET
     if a.get("input_forget"):
         flags |= INPUT_FORGET
-    inputs_of: list[Tensor] = []
-    for k, v in enumerate(ins):
+    pointers: list[int | np.ndarray[Any, Any]] = []
+    for k in range(len(shapes)):
         if present[k]:
-            inputs_of.append(v)
+            pointers.append(k)
         elif k == 4:
-            inputs_of.append(const(np.full(batch, t_len, np.int32)))
+            pointers.append(np.full(batch, t_len, np.int32))
         else:
-            inputs_of.append(x)
-    inputs_of.append(const(np.asarray(coef, np.float32)))
-    more = [_result(r.type) for r in op.results[1:]]
+            pointers.append(0)  # X stands in: the kernel does not read an absent operand
+    pointers.append(np.asarray(coef, np.float32))
     args: list[Attribute] = [
-        i64_attr(t_len),
-        i64_attr(batch),
-        i64_attr(inputs),
-        i64_attr(hidden),
-        i32_attr(DIRECTION_CODES[a["direction"]]),
-        i32_attr(flags),
-        i64_array(codes),
+        IntegerAttr(t_len, i64),
+        IntegerAttr(batch, i64),
+        IntegerAttr(inputs, i64),
+        IntegerAttr(hidden, i64),
+        IntegerAttr(DIRECTION_CODES[a["direction"]], i32),
+        IntegerAttr(flags, i32),
+        DenseArrayBase.from_list(i64, codes),
         FloatAttr(float(np.float32(a["clip"])), f32),
     ]
-    return Computation(
-        "kernel",
-        op.name,
-        inputs_of,
-        out,
-        callee=CALLEES[op.name],
-        args=args,
-        scratch=scratch_floats(t_len, batch, hidden, gates, dirs),
-        source=op,
-        more_outs=more,
+    return RecurrentCall(
+        CALLEES[op.name], pointers, args, scratch_floats(t_len, batch, hidden, op.GATES, dirs)
     )
 
 
-def _result(t: Attribute) -> Tensor:
+def _shape(t: Attribute) -> tuple[int, ...]:
     assert isinstance(t, TensorType)
-    return Tensor(tuple(t.get_shape()), dtype_name(t.element_type), "node")
+    return tuple(t.get_shape())
 
 
 __all__ = [
     "ACTIVATION_CODES",
     "CALLEES",
     "DIRECTION_CODES",
-    "recurrent_computation",
+    "RecurrentCall",
+    "recurrent_call",
     "scratch_floats",
 ]
