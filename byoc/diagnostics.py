@@ -30,7 +30,7 @@ from abc import abstractmethod
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, TensorType
@@ -466,15 +466,27 @@ def _first_failure(op: Operation) -> tuple[Operation, str] | None:
     return None
 
 
-def verify_module(parsed: ParsedSource, module: ModuleOp | None = None) -> Diagnostic | None:
+class ModuleVerifier(Protocol):
+    """Verifies a whole module, raising as `ModuleOp.verify` does
+    (`byoc.dialects.verify.ChangeVerifier`: only what changed since its last run)."""
+
+    def verify(self, op: Operation) -> None: ...
+
+
+def verify_module(
+    parsed: ParsedSource, module: ModuleOp | None = None, verifier: ModuleVerifier | None = None
+) -> Diagnostic | None:
     """Verify the module; the first failing op as a located diagnostic, or None.
 
-    The fast path is xDSL's own `verify()`; only on failure is the module
-    walked again, op by op, to find which op failed.
+    The fast path is xDSL's own `verify()`, or `verifier`'s; only on failure is
+    the module walked again, op by op, to find which op failed.
     """
     module = parsed.module if module is None else module
     try:
-        module.verify()
+        if verifier is None:
+            module.verify()
+        else:
+            verifier.verify(module)
         return None
     except Exception as error:
         failure = _first_failure(module)

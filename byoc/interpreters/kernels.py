@@ -541,4 +541,4 @@ def constant(*, value: Array) -> Array:
 
 
 # ---- quantized ops: their own module, registered into the same table ----------------
-from byoc.interpreters import qkernels  # noqa: E402, F401
+import byoc.interpreters.qkernels  # noqa: E402, F401

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from xdsl.utils.frontend import Frontend
     from xdsl.utils.target import Target
 
-    from byoc.diagnostics import Diagnostic, ParsedSource, SourceBuffer
+    from byoc.diagnostics import Diagnostic, ModuleVerifier, ParsedSource, SourceBuffer
 
 
 class _Timing:
@@ -107,6 +107,8 @@ class Chunk:
     frontend: Frontend
     parsed: ParsedSource | None = None
     diagnostics: list[Diagnostic] = field(default_factory=list["Diagnostic"])
+    verifier: ModuleVerifier | None = None
+    """Verifies the chunk's module between passes; None: in full, with xDSL's `verify()`."""
 
     @property
     def failed(self) -> bool:
@@ -236,6 +238,13 @@ class ByocOptMain(xDSLOptMain):
             action="store_true",
             help="list every target with its origin (built in, or distribution and version) "
             "and exit",
+        )
+        arg_parser.add_argument(
+            "--verify-full",
+            action="store_true",
+            help="verify every op with xDSL's verify(), before the first pass and after each, "
+            "not only one op per nn signature and then the ops a pass created or changed "
+            "(on under --verify-diagnostics)",
         )
         arg_parser.add_argument(
             "--elide-constants",
@@ -487,6 +496,10 @@ class ByocOptMain(xDSLOptMain):
         if chunk.parsed is None:
             self.finish_chunk()
             return None
+        if not (self.args.verify_full or self.args.verify_diagnostics):
+            from byoc.dialects.verify import ChangeVerifier
+
+            chunk.verifier = ChangeVerifier()
         return chunk.parsed.module
 
     def apply_passes(self, prog: ModuleOp) -> None:
@@ -543,7 +556,11 @@ class ByocOptMain(xDSLOptMain):
         self, previous: ModulePass | None, module: ModuleOp, next_pass: ModulePass | None
     ) -> None:
         """The pipeline's callback, before the first pass and after each: time the pass
-        that ran, verify the IR (a `SourceError` stops the pipeline), print it if asked."""
+        that ran, verify the IR (a `SourceError` stops the pipeline), print it if asked.
+
+        The first verification checks every op (an `nn` op signature once); after a
+        pass, only the ops the pass may have changed (`ChangeVerifier`), unless
+        --verify-full or --verify-diagnostics asks for xDSL's `verify()` each time."""
         from byoc.diagnostics import SourceError, verify_module
 
         if previous is not None:
@@ -553,7 +570,7 @@ class ByocOptMain(xDSLOptMain):
         assert parsed is not None
         if not self.args.disable_verify:
             with self.timing("Verifier"):
-                problem = verify_module(parsed, module)
+                problem = verify_module(parsed, module, self.chunk.verifier)
             if problem is not None:
                 if previous is None:
                     raise SourceError([problem])

@@ -1,4 +1,5 @@
-"""Every activation at f32's extremes on every executor: ±3e38, ±inf, NaN, denormals, the
+"""Every activation at f32's extremes on every executor that takes it (host, ccompiler,
+examplejson, cblas, dnnl, graphref): ±3e38, ±inf, NaN, denormals, the
 kinks (±3 of hard_swish) and values whose exp overflows. Expected: the op's formula
 evaluated in float64 (where nothing overflows at f32's range) and rounded to f32. Each op
 runs alone (the C scalar code, numpy on the host and examplejson, oneDNN's eltwise) and as
@@ -80,6 +81,8 @@ def _executors(op: str) -> list[list[str]]:
     out = [[], ["ccompiler"], ["examplejson"], ["cblas", "ccompiler"]]
     if missing_reason() is None and op in ELTWISE_OPS:
         out.append(["dnnl"])
+    if op == "nn.relu":  # the reference graph engine's one activation
+        out.append(["graphref"])
     return out
 
 

@@ -453,7 +453,7 @@ def test_byoc_run_threads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "threads: 2" in capsys.readouterr().out
     assert byoc_run.main([model, "--targets", "ccompiler", "--threads", "0"]) == 1
     captured = capsys.readouterr()
-    assert "num_threads must be between 1" in captured.err and "Traceback" not in captured.err
+    assert "--threads must be between 1" in captured.err and "Traceback" not in captured.err
 
 
 def test_a_compiler_without_openmp_builds_serial_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,6 +7,7 @@ type, the numpy dtype and the short name (`f32`) that the ExampleJSON text and
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Sequence
@@ -156,7 +157,14 @@ is a legal dim; shape helpers compare against it, never against -1."""
 
 
 def tensor(shape: Sequence[int], element_type: Attribute = f32) -> TensorType[Any]:
-    return TensorType(element_type, [int(d) for d in shape])
+    """The tensor type; one shared instance per shape and element type (types are immutable,
+    and building one costs some 30 us, mostly xDSL verifying its parameters)."""
+    return _tensor(tuple([int(d) for d in shape]), element_type)
+
+
+@functools.lru_cache(maxsize=8192)
+def _tensor(shape: tuple[int, ...], element_type: Attribute) -> TensorType[Any]:
+    return TensorType(element_type, shape)
 
 
 def is_dynamic(t: Attribute) -> bool:
