@@ -270,8 +270,9 @@ static inline void byoc_rnn_gemv_(const float* restrict h, const float* restrict
 }
 
 #ifdef BYOC_FMA
-/* byoc_rnn_gemv_ with fused multiply-adds (AVX2 + FMA): the same sums, one rounding fewer
- * per term. */
+/* byoc_rnn_gemv_ with fused multiply-adds (AVX2 + FMA) and two accumulators a row (terms k
+ * and k + 8 of every 16, added before the lanes): the same products summed in another
+ * order, one rounding fewer per term; still the same code for every row whatever the split. */
 static BYOC_FMA BYOC_MAYBE_UNUSED void byoc_rnn_gemv_fma_(const float* restrict h,
                                                           const float* restrict r,
                                                           float* restrict out, int64_t B,
