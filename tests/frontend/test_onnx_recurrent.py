@@ -148,9 +148,12 @@ def test_layout_1_is_layout_0_transposed(op: str, direction: str) -> None:
         np.testing.assert_array_equal(a, b.transpose(1, 0, 2))
 
 
-def test_recurrent_ops_stay_on_the_host() -> None:
-    model, feeds = recurrent_model("LSTM", seq=True)
+def test_static_recurrent_ops_run_in_the_c_target_dynamic_ones_on_the_host() -> None:
+    model, _ = recurrent_model("LSTM", seq=True)
     exe = byoc.build(import_model(model), targets=["ccompiler", "examplejson"])
+    assert [p.target for p in exe.partitions if "nn.lstm" in p.ops] == ["ccompiler"]
+    dynamic, _ = recurrent_model("LSTM", seq=True, dynamic=True)
+    exe = byoc.build(import_model(dynamic), targets=["ccompiler", "examplejson"])
     assert not any("nn.lstm" in p.ops for p in exe.partitions)
 
 

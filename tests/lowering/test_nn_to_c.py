@@ -428,6 +428,7 @@ SANITIZED = [
     "cumsum_exclusive_reverse_i64", "one_hot", "one_hot_axis0_f32", "layer_norm_axis1",
     "einsum_attention", "einsum_out_perm", "transpose_bool", "pad_ui8", "concat_bool",
     "is_inf_negative", "reduce_l2_keep", "cumprod_exclusive_i32", "rms_norm", "log_softmax",
+    "lstm_bidirectional_seq_peephole", "gru_reverse_no_bias", "rnn_batch_major_relu",
 ]
 
 

@@ -225,6 +225,7 @@ class PartitionLowering:
         elif first.kind == "kernel":
             args = [params[first.inputs[i].root()] for i in range(len(first.inputs))]
             args.append(params[first.out])
+            args.extend(params[v] for v in first.more_outs)
             args.extend(params[t] for t in tmps)
             literal: list[Attribute] = [IntegerAttr(i, index) for i in range(len(args))] + first.args
             b.add(c.CallOpaqueOp(first.callee, args, (), literal))
