@@ -1,0 +1,188 @@
+"""The kernel library: the kernels of the runtime headers, compiled once per machine.
+
+    entries = parse_aux_info(text)               # the kernels the headers define (gcc -aux-info)
+    library_source(entries)                      # the library's one translation unit
+    glue_source(model_source, entries)           # a model's C, calling the library; or None
+
+A model's generated C used to include every kernel template of `byoc_kernels.h` and
+compile, at -O2 with AVX2 clones, the kernels it calls inline at each call site: nearly
+all of a cold build was gcc compiling kernels that do not depend on the model. The
+kernel library is one object (`byoc_kernels_*.o` in the cache, built by
+`byoc.runtime.toolchain.kernel_library`) holding the runtime (`byoc_runtime.h` built with
+`BYOC_KERNEL_LIBRARY`: its state and out-of-line functions) and one out-of-line wrapper
+per kernel, `byoc_k_<name>` calling the header's `byoc_<name>`. A model's C is rewritten
+into a glue unit (`BYOC_GLUE`): the kernel headers' includes become prototypes of the
+wrappers it calls, plus `#define byoc_<name> byoc_k_<name>`, so the generated text is
+unchanged. The model library is the glue unit linked with the object: one shared object
+per model, as before (its own runtime state, loadable anywhere with no cache).
+
+The kernels are found, not listed: gcc's `-aux-info` output of the library unit names
+every function with its parameter types and names. Every `static` function of a kernel
+header whose name does not end in `_` (the headers' mark of a helper) and whose
+parameters are plain C types gets a wrapper, so a kernel added to any header the
+umbrella headers include is in the library with no change here. A model whose C uses a
+name of the kernel headers that has no wrapper (a macro, a helper) is compiled as one
+unit, as before (`glue_source` returns None): slower to build, never wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+KERNEL_HEADERS = ("byoc_kernels.h", "byoc_qkernels.h")
+"""The umbrella headers whose kernels the library holds; a model's C including only these
+(and byoc_runtime.h) can be split."""
+RUNTIME_HEADERS_OF_GLUE = ("byoc_runtime.h", "dlpack.h")
+"""What a glue unit still includes: the runtime's inline helpers, macros and declarations."""
+WRAPPER_PREFIX = "byoc_k_"
+
+_PLAIN_TYPE_WORDS = frozenset(
+    "const volatile restrict void char short int long unsigned signed float double _Bool bool "
+    "size_t ptrdiff_t int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t "
+    "intptr_t uintptr_t DLTensor DLDataType DLDevice".split()
+)
+_AUX_LINE = re.compile(
+    r"^/\* (?P<file>[^:]+):\d+:NF \*/ static (?P<result>.*?)\b(?P<name>byoc_\w+) "
+    r"\((?P<params>.*)\); /\* \((?P<args>[^)]*)\)"
+)
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_NAME = re.compile(r"\b(?:byoc|BYOC)_\w+")
+_INCLUDE = re.compile(r'^\s*#\s*include\s*"(?P<name>[^"]+)"\s*$')
+
+
+@dataclass(frozen=True)
+class KernelEntry:
+    """One kernel of the headers, as gcc's -aux-info describes it."""
+
+    name: str
+    """Its name in the headers (`byoc_conv2d_f32`)."""
+    result: str
+    """The result type, as C text (`void`, `int`, `void *`)."""
+    params: str
+    """The parameters with their names (`const float *x, float *y, int64_t n`), or `void`."""
+    args: str
+    """The parameter names, comma-separated (`x, y, n`)."""
+
+    @property
+    def wrapper(self) -> str:
+        """The library's external name of the kernel."""
+        return WRAPPER_PREFIX + self.name.removeprefix("byoc_")
+
+    def declaration(self) -> str:
+        return f"BYOC_HIDDEN_ {self.result.strip()} {self.wrapper}({self.params});"
+
+    def definition(self) -> str:
+        call = f"{self.name}({self.args})"
+        body = f"{call};" if self.result.strip() == "void" else f"return {call};"
+        return f"BYOC_HIDDEN_ {self.result.strip()} {self.wrapper}({self.params}) {{ {body} }}"
+
+
+def probe_source() -> str:
+    """The kernel library's unit without its wrappers: what -aux-info reads."""
+    includes = "".join(f'#include "{h}"\n' for h in KERNEL_HEADERS)
+    return (
+        "/* byoc's kernel library (byoc/runtime/kernel_library.py): the runtime and every\n"
+        " * kernel of the headers, compiled once per machine and linked into each model. */\n"
+        '#define BYOC_KERNEL_LIBRARY 1\n#include "byoc_runtime.h"\n' + includes
+    )
+
+
+def parse_aux_info(text: str) -> list[KernelEntry]:
+    """The kernels among the functions `gcc -aux-info` lists: static functions defined in a
+    kernel header (not byoc_runtime.h or dlpack.h), named without a trailing `_`, whose
+    parameters are plain C types (anything else could not be declared in a glue unit)."""
+    entries: dict[str, KernelEntry] = {}
+    for line in text.splitlines():
+        m = _AUX_LINE.match(line)
+        if m is None:
+            continue
+        header = Path(m["file"]).name
+        name = m["name"]
+        if not header.startswith("byoc_") or header in RUNTIME_HEADERS_OF_GLUE:
+            continue
+        if name.endswith("_") or name.startswith(WRAPPER_PREFIX) or "..." in m["params"]:
+            continue
+        words = set(_IDENT.findall(m["params"])) | set(_IDENT.findall(m["result"]))
+        arg_names = {a.strip() for a in m["args"].split(",") if a.strip()}
+        if not (words - arg_names) <= _PLAIN_TYPE_WORDS:
+            continue
+        params = m["params"].strip() or "void"
+        entries[name] = KernelEntry(name, m["result"], params, m["args"].strip())
+    return [entries[n] for n in sorted(entries)]
+
+
+def library_source(entries: list[KernelEntry]) -> str:
+    """The kernel library's unit: the runtime, the kernel headers, one wrapper per kernel."""
+    return probe_source() + "\n" + "\n".join(e.definition() for e in entries) + "\n"
+
+
+def entries_to_json(entries: list[KernelEntry]) -> bytes:
+    return json.dumps([asdict(e) for e in entries], sort_keys=True).encode()
+
+
+def entries_from_json(data: bytes) -> list[KernelEntry]:
+    """The entries `entries_to_json` wrote; a ValueError for anything else."""
+    try:
+        raw = json.loads(data.decode())
+        return [KernelEntry(str(r["name"]), str(r["result"]), str(r["params"]), str(r["args"])) for r in raw]
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+        raise ValueError(f"not a kernel list: {e}") from None
+
+
+def kernel_header_names(include_dir: Path) -> frozenset[str]:
+    """Every `byoc_`/`BYOC_` name the kernel headers mention and the glue unit's headers
+    (byoc_runtime.h, dlpack.h) do not: what a glue unit cannot use unless it is wrapped."""
+    kernel: set[str] = set()
+    runtime: set[str] = set()
+    for header in sorted(include_dir.glob("*.h")):
+        (runtime if header.name in RUNTIME_HEADERS_OF_GLUE else kernel).update(
+            _NAME.findall(header.read_text())
+        )
+    return frozenset(kernel - runtime)
+
+
+def glue_source(source: str, entries: list[KernelEntry], kernel_names: frozenset[str]) -> str | None:
+    """`source` (a model's generated C) as a glue unit calling the kernel library, or None
+    when it cannot be one: it includes a header other than the runtime and the kernel
+    umbrellas, or uses a name of the kernel headers that the library does not wrap
+    (`kernel_names` is `kernel_header_names(...)`)."""
+    lines = source.splitlines()
+    kernel_lines: list[int] = []
+    for i, line in enumerate(lines):
+        m = _INCLUDE.match(line)
+        if m is None:
+            continue
+        if m["name"] in KERNEL_HEADERS:
+            kernel_lines.append(i)
+        elif m["name"] not in RUNTIME_HEADERS_OF_GLUE and m["name"] != "byoc_profile.h":
+            return None
+    if not kernel_lines:
+        return None
+    by_name = {e.name: e for e in entries}
+    used: set[str] = set()
+    body = "\n".join(line for i, line in enumerate(lines) if i not in kernel_lines)
+    for name in set(_NAME.findall(body)):
+        if name in by_name:
+            used.add(name)
+        elif name in kernel_names and not _profiling_name(name):
+            return None
+    prelude = [
+        f"{by_name[n].declaration()}\n#define {n} {by_name[n].wrapper}" for n in sorted(used)
+    ]
+    out = ["#define BYOC_GLUE 1 /* linked with byoc's kernel library (kernel_library.py) */"]
+    prelude.insert(0, '#include "byoc_runtime.h"')
+    for i, line in enumerate(lines):
+        if i == kernel_lines[0]:
+            out.extend(prelude)
+        elif i not in kernel_lines:
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def _profiling_name(name: str) -> bool:
+    """A name of the profiling block (`#ifdef BYOC_PROFILE_KERNELS`), compiled only by
+    profiling builds, which are never split."""
+    return name.startswith("BYOC_PROFILE") or name.startswith("byoc_profile")
