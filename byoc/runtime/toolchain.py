@@ -161,6 +161,17 @@ def cache_dir() -> Path:
     return base / "byoc"
 
 
+KERNEL_CACHE_ENV = "BYOC_KERNEL_CACHE_DIR"
+"""Where the kernel library is cached, when not in the library cache of each build: a
+fresh `BYOC_CACHE_DIR` per test or benchmark run then still finds the kernel library."""
+
+
+def kernel_cache_dir(directory: Path) -> Path:
+    """`$BYOC_KERNEL_CACHE_DIR`, else `directory` (the library cache of the build)."""
+    explicit = os.environ.get(KERNEL_CACHE_ENV)
+    return Path(explicit) if explicit else directory
+
+
 def compiler() -> str:
     return os.environ.get("CC", "cc")
 
@@ -355,13 +366,13 @@ def kernel_library(
     """The kernel library that models built with `flags` (and the environment's dispatch
     level, sanitizers and `BYOC_CFLAGS`) link with: found in the cache, or built there."""
     cc = cc or compiler()
-    directory = directory or cache_dir()
-    _make_cache_dir(directory)
-    return _kernel_library(_effective_flags(flags, cc), directory, cc)
+    return _kernel_library(_effective_flags(flags, cc), directory or cache_dir(), cc)
 
 
 def _kernel_library(flags: Sequence[str], directory: Path, cc: str) -> KernelLibraryBuild:
     start = time.perf_counter()
+    directory = kernel_cache_dir(directory)
+    _make_cache_dir(directory)
     oflags = object_flags(flags)
     key = library_key(kl.probe_source(), oflags, cc)
     index = directory / f"byoc_kernels_{key}.lib"
