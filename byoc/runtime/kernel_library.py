@@ -127,7 +127,10 @@ def entries_from_json(data: bytes) -> list[KernelEntry]:
     """The entries `entries_to_json` wrote; a ValueError for anything else."""
     try:
         raw = json.loads(data.decode())
-        return [KernelEntry(str(r["name"]), str(r["result"]), str(r["params"]), str(r["args"])) for r in raw]
+        return [
+            KernelEntry(str(r["name"]), str(r["result"]), str(r["params"]), str(r["args"]))
+            for r in raw
+        ]
     except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
         raise ValueError(f"not a kernel list: {e}") from None
 
@@ -144,7 +147,9 @@ def kernel_header_names(include_dir: Path) -> frozenset[str]:
     return frozenset(kernel - runtime)
 
 
-def glue_source(source: str, entries: list[KernelEntry], kernel_names: frozenset[str]) -> str | None:
+def glue_source(
+    source: str, entries: list[KernelEntry], kernel_names: frozenset[str]
+) -> str | None:
     """`source` (a model's generated C) as a glue unit calling the kernel library, or None
     when it cannot be one: it includes a header other than the runtime and the kernel
     umbrellas, or uses a name of the kernel headers that the library does not wrap
@@ -186,3 +191,83 @@ def _profiling_name(name: str) -> bool:
     """A name of the profiling block (`#ifdef BYOC_PROFILE_KERNELS`), compiled only by
     profiling builds, which are never split."""
     return name.startswith("BYOC_PROFILE") or name.startswith("byoc_profile")
+
+
+_FUNCTION = re.compile(
+    r"^static (?:inline )?(?P<result>[\w\s*]+?)\b(?P<name>byoc_[px]_\w+)\((?P<params>.*)\) \{$"
+)
+_OWN_NAME = re.compile(r"\bbyoc_[px]_\w+")
+_DATA_LINE = re.compile(r"^\s+[-+0-9.,efEx ]*$")
+
+
+MIN_UNIT_BYTES = 16384
+"""Code a unit of its own must get at least: below, a second gcc process and the link cost
+more than they save."""
+
+
+def split_units(glue: str, units: int, min_unit: int = MIN_UNIT_BYTES) -> list[str]:
+    """`glue` as up to `units` translation units to compile at once, the first holding
+    everything but the functions moved out (listed there as prototypes); each further unit
+    gets `min_unit` bytes of code or more.
+
+    A function can move when it is one of the source's top-level `static` functions (the
+    code of one partition step: a fused loop, a kernel call) and names nothing else the
+    source defines (constants, other functions): it needs only the prelude (the runtime and
+    the kernels' prototypes), which every unit repeats. Moved functions become hidden
+    (one library, no exported name). The largest go first to the unit with the least code;
+    the lines of constant data count for nothing (gcc reads them much faster than code)."""
+    lines = glue.splitlines()
+    prelude_end = next(
+        (i for i, line in enumerate(lines) if line.startswith(("static ", "BYOC_EXPORT"))), None
+    )
+    if units < 2 or prelude_end is None:
+        return [glue]
+    movable: list[tuple[int, int, re.Match[str]]] = []
+    i = prelude_end
+    while i < len(lines):
+        m = _FUNCTION.match(lines[i])
+        if m is None:
+            i += 1
+            continue
+        end = next((j for j in range(i + 1, len(lines)) if lines[j] == "}"), None)
+        if end is None:
+            return [glue]
+        body = "\n".join(lines[i + 1 : end])
+        if set(_OWN_NAME.findall(body)) <= {m["name"]}:
+            movable.append((i, end, m))
+        i = end + 1
+
+    def size(f: tuple[int, int, re.Match[str]]) -> int:
+        return sum(len(lines[k]) for k in range(f[0], f[1] + 1))
+
+    moved_lines = {k for f in movable for k in range(f[0], f[1] + 1)}
+    code = sum(len(line) for k, line in enumerate(lines[prelude_end:], prelude_end)
+               if k not in moved_lines and not _DATA_LINE.match(line))  # fmt: skip
+    units = min(units, 1 + sum(size(f) for f in movable) // max(min_unit, 1))
+    if units < 2:
+        return [glue]
+    loads = [code] + [0] * (units - 1)
+    placed: dict[int, int] = {}
+    for f in sorted(movable, key=size, reverse=True):
+        unit = loads.index(min(loads))
+        loads[unit] += size(f)
+        placed[f[0]] = unit
+    parts: list[list[str]] = [[] for _ in range(units)]
+    main: list[str] = []
+    i = 0
+    by_start = {f[0]: f for f in movable}
+    while i < len(lines):
+        f = by_start.get(i)
+        if f is None or placed[i] == 0:
+            main.append(lines[i])
+            i += 1
+            continue
+        start, end, m = f
+        signature = f"BYOC_HIDDEN_ {m['result'].strip()} {m['name']}({m['params']})"
+        main.append(signature + ";")
+        parts[placed[i]].extend(
+            [signature + ";", signature + " {", *lines[start + 1 : end + 1], ""]
+        )
+        i = end + 1
+    head = lines[:prelude_end]
+    return ["\n".join(main) + "\n"] + ["\n".join(head + p) + "\n" for p in parts[1:] if p]

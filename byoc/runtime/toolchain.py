@@ -306,25 +306,30 @@ def _compile_cached(
         glue = kl.glue_source(source, kernels.entries, _kernel_names())
         if glue is not None:
             unit, objects = glue, kernels.object
-    write_atomic(src, unit.encode())
+    units = kl.split_units(unit, compile_jobs()) if objects else [unit]
+    sources = [src, *(directory / f"byoc_{key}.{n}.c" for n in range(1, len(units)))]
+    for path, text in zip(sources, units, strict=True):
+        write_atomic(path, text.encode())
     tmp = _temp_path(directory, ".build_", ".so")
-    obj = _temp_path(directory, ".build_", ".o") if objects else None
-    link = [str(obj), "-Wl,--gc-sections"] if obj is not None else []
-    command = [cc, *flags, f"-I{INCLUDE_DIR}", "-o", str(tmp), str(src), *link, *LIBS, *libs]
+    temps = [tmp]
     try:
-        if obj is not None:  # the checked bytes, in a file of this process's own
+        inputs = [str(src)]
+        if objects:  # the checked bytes, in a file of this process's own
+            obj = _temp_path(directory, ".build_", ".o")
+            temps.append(obj)
             obj.write_bytes(objects)
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, check=False)
-        except OSError as e:
-            raise CompileError(command, f"cannot run the C compiler: {e}", src) from None
-        if done.returncode != 0:
-            raise CompileError(command, done.stdout + done.stderr, src)
+            if len(units) > 1:
+                parts = [_temp_path(directory, ".build_", ".o") for _ in units]
+                temps.extend(parts)
+                _compile_objects(cc, flags, sources, parts)
+                inputs = [str(p) for p in parts]
+            inputs += [str(obj), "-Wl,--gc-sections"]
+        command = [cc, *flags, f"-I{INCLUDE_DIR}", "-o", str(tmp), *inputs, *LIBS, *libs]
+        _run_compiler(command, src)
         data = tmp.read_bytes()
     finally:
-        tmp.unlink(missing_ok=True)
-        if obj is not None:
-            obj.unlink(missing_ok=True)
+        for path in temps:
+            path.unlink(missing_ok=True)
     library = cache_library(data, directory)
     write_atomic(index, library.name.encode())
     return BuildResult(library, src, False, data)
@@ -399,6 +404,50 @@ def _kernel_library(flags: Sequence[str], directory: Path, cc: str) -> KernelLib
     api_path = _cache_blob(directory, f"byoc_api_{hashlib.sha256(api).hexdigest()}.json", api)
     write_atomic(index, f"{obj_path.name}\n{api_path.name}\n".encode())
     return KernelLibraryBuild(obj_path, data, entries, False, time.perf_counter() - start)
+
+
+COMPILE_JOBS_ENV = "BYOC_COMPILE_JOBS"
+"""How many gcc processes compile one model's units at once (default: the cores this process
+may use, at most 8); 1 compiles each model as one unit."""
+
+
+def compile_jobs() -> int:
+    value = os.environ.get(COMPILE_JOBS_ENV, "").strip()
+    if value:
+        try:
+            return max(1, int(value))
+        except ValueError:
+            raise ValueError(f"{COMPILE_JOBS_ENV}={value!r} is not a number") from None
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 8))
+
+
+def _compile_objects(cc: str, flags: Sequence[str], sources: Sequence[Path], outputs: Sequence[Path]) -> None:
+    """Compile each source into its object, every compiler process at once."""
+    oflags = [f for f in flags if f != "-shared"]
+    commands = [[cc, *oflags, "-c", f"-I{INCLUDE_DIR}", "-o", str(o), str(s)] for s, o in zip(sources, outputs, strict=True)]
+    procs: list[tuple[list[str], Path, subprocess.Popen[str]]] = []
+    try:
+        for command, source in zip(commands, sources, strict=True):
+            try:
+                procs.append((command, source, subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
+            except OSError as e:
+                raise CompileError(command, f"cannot run the C compiler: {e}", source) from None
+        failed: CompileError | None = None
+        for command, source, proc in procs:
+            output, _ = proc.communicate()
+            if proc.returncode != 0 and failed is None:
+                failed = CompileError(command, output, source)
+        if failed is not None:
+            raise failed
+    finally:
+        for _, _, proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
 
 def _run_compiler(command: list[str], src: Path) -> None:

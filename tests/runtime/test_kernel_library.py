@@ -100,7 +100,12 @@ def test_glue_source_declares_what_it_calls_or_gives_up() -> None:
     assert "#define byoc_global_avg_pool2d_f32 byoc_k_global_avg_pool2d_f32" in glue
     assert "byoc_qgemm_level" not in glue  # only the kernels the source calls
     # a helper of the kernel headers the library does not wrap: one unit, as before
-    assert kl.glue_source(source.replace("f(void) {", "f(void) { byoc_max_window_(0, 0);"), entries, names) is None
+    assert (
+        kl.glue_source(
+            source.replace("f(void) {", "f(void) { byoc_max_window_(0, 0);"), entries, names
+        )
+        is None
+    )
     # a header the library does not hold (e.g. a vendor library's)
     assert kl.glue_source('#include "byoc_cblas.h"\n' + source, entries, names) is None
 
@@ -159,11 +164,17 @@ def test_damaged_kernel_library_is_rebuilt_and_concurrent_builds_agree(tmp_path:
                 obj.write_bytes(b"\x7fELF" + b"\0" * 64)
         done = _run(BUILD_AND_CHECK, tmp_path / f"after-{damage}", kernels)
         assert done.returncode == 0, (damage, done.stderr)
-        good = [p for p in kernels.glob("byoc_obj_*.o") if toolchain._verified(p, toolchain._OBJECT_NAME)]
+        good = [
+            p
+            for p in kernels.glob("byoc_obj_*.o")
+            if toolchain._verified(p, toolchain._OBJECT_NAME)
+        ]
         assert good, damage
 
 
-def test_exported_artifact_loads_with_empty_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_exported_artifact_loads_with_empty_caches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The model library holds the kernels it calls: loading needs no kernel library."""
     monkeypatch.setenv("BYOC_CACHE_DIR", str(tmp_path / "build"))
     args = _args()
