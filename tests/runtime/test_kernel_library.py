@@ -198,3 +198,73 @@ def test_exported_artifact_loads_with_empty_caches(
     done = _run(code, tmp_path / "empty", empty)
     assert done.returncode == 0, done.stderr
     assert not empty.exists() or not list(empty.glob("byoc_obj_*.o"))
+
+
+GLUE = """\
+#define BYOC_GLUE 1
+#include "byoc_runtime.h"
+static const float byoc_p_t_c0[2] BYOC_MAYBE_UNUSED = {
+  1.5f, 2.5f
+};
+
+static void byoc_p_t_0(const float* restrict in0, float* restrict out0) {
+  for (int64_t i0 = 0; i0 < 2; ++i0) {
+    out0[i0] = in0[i0] * 2.0f;
+  }
+}
+
+static void byoc_p_t_1(float* restrict out0) {
+  for (int64_t i0 = 0; i0 < 2; ++i0) {
+    out0[i0] = out0[i0] + byoc_p_t_c0[i0];
+  }
+}
+
+static void byoc_p_t_2(const float* restrict in0, float* restrict out0) {
+  for (int64_t i0 = 0; i0 < 2; ++i0) {
+    out0[i0] = out0[i0] - in0[i0];
+  }
+}
+
+BYOC_EXPORT float byoc_p_t(float x);
+BYOC_EXPORT float byoc_p_t(float x) {
+  float a[2] = {x, x}, b[2];
+  byoc_p_t_0(a, b);
+  byoc_p_t_1(b);
+  byoc_p_t_2(a, b);
+  return b[0] + b[1];
+}
+"""
+
+
+def test_split_units_move_self_contained_functions_and_link(tmp_path: Path) -> None:
+    """Functions naming nothing else of the source move to units of their own, declared
+    in the first; the units compile apart (-Werror) and link into one working library."""
+    units = kl.split_units(GLUE, 3, min_unit=1)
+    assert len(units) == 3
+    first = units[0]
+    assert "static void byoc_p_t_1(float* restrict out0) {" in first  # names a constant: stays
+    for name in ("byoc_p_t_0", "byoc_p_t_2"):
+        assert f"BYOC_HIDDEN_ void {name}(" in first and f"static void {name}(" not in first
+        (holder,) = [u for u in units[1:] if f"BYOC_HIDDEN_ void {name}(" in u]
+        assert holder.startswith('#define BYOC_GLUE 1\n#include "byoc_runtime.h"\n')
+    assert kl.split_units(GLUE, 3) == [GLUE]  # too little code to be worth a second process
+    sources = [tmp_path / f"u{i}.c" for i in range(len(units))]
+    objects = [tmp_path / f"u{i}.o" for i in range(len(units))]
+    for path, text in zip(sources, units, strict=True):
+        path.write_text(text)
+    flags = toolchain._effective_flags(toolchain.DEFAULT_FLAGS, toolchain.compiler())
+    toolchain._compile_objects(toolchain.compiler(), flags, sources, objects)
+    kernels = toolchain.kernel_library()
+    (tmp_path / "k.o").write_bytes(kernels.object)
+    out = tmp_path / "t.so"
+    subprocess.run(
+        [toolchain.compiler(), *flags, "-o", str(out), *map(str, objects), str(tmp_path / "k.o"),
+         *toolchain.LIBS],
+        check=True,
+    )  # fmt: skip
+    import ctypes
+
+    lib = ctypes.CDLL(str(out))
+    lib.byoc_p_t.restype = ctypes.c_float
+    lib.byoc_p_t.argtypes = [ctypes.c_float]
+    assert lib.byoc_p_t(1.0) == (2 + 1.5 - 1) + (2 + 2.5 - 1)
