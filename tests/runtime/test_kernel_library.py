@@ -268,3 +268,22 @@ def test_split_units_move_self_contained_functions_and_link(tmp_path: Path) -> N
     lib.byoc_p_t.restype = ctypes.c_float
     lib.byoc_p_t.argtypes = [ctypes.c_float]
     assert lib.byoc_p_t(1.0) == (2 + 1.5 - 1) + (2 + 2.5 - 1)
+
+
+@pytest.mark.parametrize("variant", ["sanitizers", "baseline"])
+def test_split_build_under_sanitizers_and_baseline_dispatch(tmp_path: Path, variant: str) -> None:
+    """ASan + UBSan builds and `BYOC_CPU_DISPATCH=baseline` builds link a kernel library of
+    their own flags (part of its key) and agree with the reference."""
+    from support.fuzz.fuzz_harness import sanitizer_env
+
+    if variant == "sanitizers":
+        env = sanitizer_env(str(tmp_path / "cache"))
+        if env is None:
+            pytest.skip("the C compiler has no sanitizer runtimes")
+    else:
+        env = {"BYOC_CPU_DISPATCH": "baseline"}
+    kernels = os.environ[toolchain.KERNEL_CACHE_ENV]
+    done = _run(BUILD_AND_CHECK, tmp_path / "cache", Path(kernels), **env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (source,) = [p for p in (tmp_path / "cache").glob("byoc_*.c") if "." not in p.stem]
+    assert source.read_text().startswith("#define BYOC_GLUE 1")
