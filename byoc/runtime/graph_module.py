@@ -139,7 +139,9 @@ class GraphEngine:
                 text = path.read_text()
             except OSError as e:
                 raise OSError(f"graph engine '{self.name}': cannot read {path}: {e}") from None
-            parts.append(f'#line 1 "{path.name}"\n{text}')
+            # the full path: compiler messages name the engine's own file, and the
+            # compiler shows its lines, not those of a same-named file elsewhere
+            parts.append(f'#line 1 "{path.resolve()}"\n{text}')
         digest = hashlib.sha256()
         for header in sorted({h for d in self._source_dirs() for h in d.glob("*.h")}):
             digest.update(header.name.encode() + b"\0" + header.read_bytes())

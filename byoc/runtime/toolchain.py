@@ -292,6 +292,7 @@ def _splittable(source: str, flags: Sequence[str]) -> bool:
 def _compile_cached(
     source: str, flags: Sequence[str], directory: Path, cc: str, libs: Sequence[str]
 ) -> BuildResult:
+    directory = directory.resolve()  # the compiler runs there (`_run_compiler`)
     split = _splittable(source, flags)
     key = library_key(source, (*flags, _SPLIT_MARK) if split else flags, cc, libs)
     src = directory / f"byoc_{key}.c"
@@ -376,7 +377,7 @@ def kernel_library(
 
 def _kernel_library(flags: Sequence[str], directory: Path, cc: str) -> KernelLibraryBuild:
     start = time.perf_counter()
-    directory = kernel_cache_dir(directory)
+    directory = kernel_cache_dir(directory).resolve()
     _make_cache_dir(directory)
     oflags = object_flags(flags)
     key = library_key(kl.probe_source(), oflags, cc)
@@ -433,7 +434,7 @@ def _compile_objects(cc: str, flags: Sequence[str], sources: Sequence[Path], out
     try:
         for command, source in zip(commands, sources, strict=True):
             try:
-                procs.append((command, source, subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
+                procs.append((command, source, subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=source.parent)))
             except OSError as e:
                 raise CompileError(command, f"cannot run the C compiler: {e}", source) from None
         failed: CompileError | None = None
@@ -451,8 +452,11 @@ def _compile_objects(cc: str, flags: Sequence[str], sources: Sequence[Path], out
 
 
 def _run_compiler(command: list[str], src: Path) -> None:
+    """Run the compiler from the directory of `src` (the cache): every path in the command is
+    absolute, and a relative `#line` file name cannot pick up a same-named file of the
+    caller's cwd. A failure is a CompileError with the compiler's output."""
     try:
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=src.parent)
     except OSError as e:
         raise CompileError(command, f"cannot run the C compiler: {e}", src) from None
     if done.returncode != 0:

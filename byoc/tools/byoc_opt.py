@@ -224,6 +224,20 @@ class ByocOptMain(xDSLOptMain):
             "symbolic, '?' or -1 dims (repeatable: one per input)",
         )
         arg_parser.add_argument(
+            "--load-plugin",
+            action="append",
+            default=[],
+            metavar="MODULE_OR_FILE",
+            help="load the targets of a module or .py file (its 'byoc_targets', or "
+            "MODULE:ATTR) before the run (repeatable; docs/plugins.md)",
+        )
+        arg_parser.add_argument(
+            "--list-targets",
+            action="store_true",
+            help="list every target with its origin (built in, or distribution and version) "
+            "and exit",
+        )
+        arg_parser.add_argument(
             "--elide-constants",
             type=int,
             metavar="N",
@@ -263,6 +277,8 @@ class ByocOptMain(xDSLOptMain):
         from byoc.diagnostics import SourceError
 
         try:
+            if self.load_plugins():
+                return 0
             self.pipeline = self.build_pipeline()
             self.emitter = self.make_emitter()
             super().run()
@@ -299,6 +315,22 @@ class ByocOptMain(xDSLOptMain):
         if self.failed:
             return 1
         return self.write_output_file()
+
+    def load_plugins(self) -> bool:
+        """Load the `--load-plugin` targets; under `--list-targets` print them all and
+        return True (the run is done)."""
+        from byoc.targets import list_targets, load_plugin
+        from byoc.targets.plugins import PluginError
+
+        for spec in self.args.load_plugin:
+            try:
+                load_plugin(spec)
+            except PluginError as e:
+                raise ToolError(str(e)) from None
+        if not self.args.list_targets:
+            return False
+        sys.stdout.write(format_target_list(list_targets()))
+        return True
 
     def get_input_name(self) -> str:
         return self.args.input_file or "<stdin>"
@@ -612,6 +644,18 @@ class ByocOptMain(xDSLOptMain):
                 if n in ALL_PASSES or n in GENERIC_PASSES
             }
         )
+
+
+def format_target_list(rows: Sequence[tuple[str, str, str]]) -> str:
+    """`--list-targets`: one line per target, `name  origin`, and a failed plugin's error
+    under its name."""
+    width = max((len(name) for name, _, _ in rows), default=0) + 2
+    lines: list[str] = []
+    for name, origin, status in rows:
+        lines.append(f"{name:<{width}}{origin}")
+        if status != "ok":
+            lines.append(f"{'':<{width}}{status}")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

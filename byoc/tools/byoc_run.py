@@ -4,7 +4,7 @@
                    [--export out.byoc] [--seed S] [--rtol R] [--atol A] [--threads N]
                    [--input-shape NAME=DxDx...]
 
-MODEL is `.mlir`, `.onnx` or an exported `.byoc` artifact. Inputs come from an
+MODEL is `.mlir`, `.onnx`, a `torch.export` program (`.pt2`) or an exported `.byoc` artifact. Inputs come from an
 `.npz` file (by input name, or `arr_0`, `arr_1`, ... by position) or are seeded
 random. Prints what was run (the targets, the build time, or for an artifact where
 it was loaded from and its targets), a table of partitions (target, op count,
@@ -76,7 +76,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = _Parser(prog="byoc-run", description=__doc__.split("\n\n")[0])
-    p.add_argument("model", help="a .mlir, .onnx or .byoc file")
+    p.add_argument("model", help="a .mlir, .onnx, .pt2 or .byoc file")
     p.add_argument("--targets", default="", help=TARGETS_HELP)
     p.add_argument("--inputs", help=".npz file with the inputs (by name, or arr_0, arr_1, ...)")
     p.add_argument("--repeat", type=int, default=10, help="timed runs (default 10)")
@@ -92,11 +92,18 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="threads per run (default: $BYOC_NUM_THREADS, else the cores this process may use)",
     )
     p.add_argument(
+        "--load-plugin",
+        action="append",
+        default=[],
+        metavar="MODULE_OR_FILE",
+        help="load the targets of a module or .py file before the build (repeatable)",
+    )
+    p.add_argument(
         "--input-shape",
         action="append",
         default=[],
         metavar="NAME=DxDx...",
-        help="give ONNX graph input NAME the static shape DxDx... in place of its "
+        help="give ONNX (or .pt2) input NAME the static shape DxDx... in place of its "
         "symbolic, '?' or -1 dims (repeatable: one per input)",
     )
     return p.parse_args(argv)
@@ -149,8 +156,18 @@ def _load_ir(path: Path, args: argparse.Namespace) -> Any:
             raise RunError(str(e)) from None
         except UnknownInputError as e:
             raise RunError(unknown_input_message(e)) from None
+    if path.suffix == ".pt2":
+        from byoc.frontend.torch.pt2 import load_pt2
+        from byoc.frontend.torch.pt2 import parse_input_shapes as pt2_input_shapes
+
+        try:
+            pt2_shapes = pt2_input_shapes(args.input_shape)
+        except ValueError as e:
+            raise OptionError(str(e)) from None
+        _Located.parsed = load_pt2(path, str(path), pt2_shapes or None)
+        return _Located.parsed.module
     if args.input_shape:
-        raise OptionError(f"--input-shape applies to .onnx models; '{path}' is not one")
+        raise OptionError(f"--input-shape applies to .onnx and .pt2 models; '{path}' is not one")
     return _parse_mlir(path)
 
 
@@ -252,7 +269,10 @@ def _run(args: argparse.Namespace) -> int:
     import byoc
     from byoc.runtime.executable import InputError
     from byoc.runtime.loaders import load_module
+    from byoc.targets import load_plugin
 
+    for spec in args.load_plugin:
+        load_plugin(spec)
     path = Path(args.model)
     if not path.exists():
         raise FileError(path, "no such file")

@@ -33,7 +33,7 @@ def test_every_output_is_an_xdsl_target_under_its_name() -> None:
 
 
 def test_every_input_is_an_xdsl_frontend_under_its_extension() -> None:
-    assert set(ALL_FRONTENDS) == {"mlir", "onnx", "examplejson"}
+    assert set(ALL_FRONTENDS) == {"mlir", "onnx", "examplejson", "pt2"}
     for name, factory in ALL_FRONTENDS.items():
         cls = factory()
         assert issubclass(cls, Frontend) and cls.name == name

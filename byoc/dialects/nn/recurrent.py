@@ -37,8 +37,7 @@ from xdsl.dialects.builtin import (
     f32,
     i32,
 )
-from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, traits_def
-from xdsl.traits import Pure
+from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.nn.base import NNOp
@@ -112,7 +111,6 @@ class RecurrentOp(NNOp):
     activation_beta = prop_def(DenseArrayBase, default_value=floats())
     clip = prop_def(FloatAttr, default_value=float_attr(0.0))
     layout = prop_def(IntegerAttr, default_value=int_attr(0))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "opaque"
     SAME_DTYPE: ClassVar[bool] = False
     GATES: ClassVar[int] = 1

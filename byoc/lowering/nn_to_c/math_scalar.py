@@ -73,7 +73,8 @@ def math_scalar_op(b: object, name: str, params: dict[str, object], args: list[S
     if name == "nn.celu":
         alpha = float(p["alpha"])  # type: ignore[arg-type]
         neg = exp_minus_one(add(c.DivOp(x, k(alpha))), alpha)
-        return plus(call("fmaxf", x, k(0)), call("fminf", neg, k(0)))
+        # max(x, 0) + min(neg, 0) as a select, so that NaN stays NaN (fmaxf/fminf drop it)
+        return sel(cmp("gt", x, k(0)), x, neg)
     if name == "nn.thresholded_relu":
         return sel(cmp("gt", x, k(float(p["alpha"]))), x, k(0))  # type: ignore[arg-type]
     if name == "nn.swish":
