@@ -147,6 +147,17 @@ def kernel_header_names(include_dir: Path) -> frozenset[str]:
     return frozenset(kernel - runtime)
 
 
+def may_split(source: str) -> bool:
+    """Whether `source` includes a kernel umbrella header and no header but those, the
+    runtime's and the profiling one: the sources `glue_source` may turn into glue units."""
+    included = {m["name"] for m in map(_INCLUDE.match, source.splitlines()) if m is not None}
+    return bool(included & set(KERNEL_HEADERS)) and included <= {
+        *KERNEL_HEADERS,
+        *RUNTIME_HEADERS_OF_GLUE,
+        "byoc_profile.h",
+    }
+
+
 def glue_source(
     source: str, entries: list[KernelEntry], kernel_names: frozenset[str]
 ) -> str | None:

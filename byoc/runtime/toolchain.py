@@ -279,13 +279,14 @@ def _kernel_names() -> frozenset[str]:
 
 def _splittable(source: str, flags: Sequence[str]) -> bool:
     """Whether `source` may be built against the kernel library: a shared library of a
-    source including a kernel umbrella header, not a profiling build (whose timing macros
-    wrap the kernels' calls in the source's own unit)."""
+    source including a kernel umbrella header and no other header of its own
+    (`kernel_library.may_split`), not a profiling build (whose timing macros wrap the
+    kernels' calls in the source's own unit)."""
     return (
         kernel_library_enabled()
         and "-shared" in flags
         and "-DBYOC_PROFILE_KERNELS" not in flags
-        and any(f'#include "{h}"' in source for h in kl.KERNEL_HEADERS)
+        and kl.may_split(source)
     )
 
 
@@ -386,6 +387,7 @@ def _kernel_library(flags: Sequence[str], directory: Path, cc: str) -> KernelLib
     if cached is not None:
         path, data, entries = cached
         return KernelLibraryBuild(path, data, entries, True, time.perf_counter() - start)
+    sweep_orphans(directory)
     src = directory / f"byoc_kernels_{key}.c"
     aux = _temp_path(directory, ".build_", ".aux")
     tmp = _temp_path(directory, ".build_", ".o")

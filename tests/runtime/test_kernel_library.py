@@ -107,6 +107,7 @@ def test_glue_source_declares_what_it_calls_or_gives_up() -> None:
         is None
     )
     # a header the library does not hold (e.g. a vendor library's)
+    assert kl.may_split(source) and not kl.may_split('#include "byoc_cblas.h"\n' + source)
     assert kl.glue_source('#include "byoc_cblas.h"\n' + source, entries, names) is None
 
 
