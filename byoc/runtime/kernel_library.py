@@ -37,7 +37,16 @@ KERNEL_HEADERS = ("byoc_kernels.h", "byoc_qkernels.h")
 (and byoc_runtime.h) can be split."""
 RUNTIME_HEADERS_OF_GLUE = ("byoc_runtime.h", "dlpack.h")
 """What a glue unit still includes: the runtime's inline helpers, macros and declarations."""
+INLINE_HEADERS = ("byoc_kernels_layout.h", "byoc_kernels_reduce.h")
+"""Kernel families a glue unit still compiles itself, specialised by each call site's sizes:
+transposes, pads, copies, reductions and softmax (with the headers they include). They are
+short memory-bound loops whose trip counts and strides, known at the call site, measurably
+speed them up (attacut's transposes, block copies and max-reduction: 0.53 ms a run inlined,
+0.65 ms through the library), and these headers parse in milliseconds (no intrinsics)."""
 WRAPPER_PREFIX = "byoc_k_"
+GLUE_FORMAT = 2
+"""The version of the glue rewriting, part of a glue library's cache key: a change to what
+`glue_source` or `split_units` produce must not find libraries built the old way."""
 
 _PLAIN_TYPE_WORDS = frozenset(
     "const volatile restrict void char short int long unsigned signed float double _Bool bool "
@@ -135,16 +144,36 @@ def entries_from_json(data: bytes) -> list[KernelEntry]:
         raise ValueError(f"not a kernel list: {e}") from None
 
 
-def kernel_header_names(include_dir: Path) -> frozenset[str]:
-    """Every `byoc_`/`BYOC_` name the kernel headers mention and the glue unit's headers
-    (byoc_runtime.h, dlpack.h) do not: what a glue unit cannot use unless it is wrapped."""
+def inline_headers(include_dir: Path) -> frozenset[str]:
+    """`INLINE_HEADERS` and the kernel headers they include, transitively."""
+    seen: set[str] = set()
+    todo = list(INLINE_HEADERS)
+    while todo:
+        name = todo.pop()
+        if name in seen or name in RUNTIME_HEADERS_OF_GLUE:
+            continue
+        seen.add(name)
+        for line in (include_dir / name).read_text().splitlines():
+            m = _INCLUDE.match(line)
+            if m is not None:
+                todo.append(m["name"])
+    return frozenset(seen)
+
+
+def kernel_header_names(include_dir: Path) -> tuple[frozenset[str], frozenset[str]]:
+    """(the `byoc_`/`BYOC_` names only the kernel headers mention — what a glue unit cannot
+    use unless it is wrapped —, those of them the `INLINE_HEADERS` family mentions, which a
+    glue unit including those headers compiles itself)."""
     kernel: set[str] = set()
     runtime: set[str] = set()
+    inline: set[str] = set()
+    inlined = inline_headers(include_dir)
     for header in sorted(include_dir.glob("*.h")):
-        (runtime if header.name in RUNTIME_HEADERS_OF_GLUE else kernel).update(
-            _NAME.findall(header.read_text())
-        )
-    return frozenset(kernel - runtime)
+        found = _NAME.findall(header.read_text())
+        (runtime if header.name in RUNTIME_HEADERS_OF_GLUE else kernel).update(found)
+        if header.name in inlined:
+            inline.update(found)
+    return frozenset(kernel - runtime), frozenset(inline - runtime)
 
 
 def may_split(source: str) -> bool:
@@ -159,12 +188,16 @@ def may_split(source: str) -> bool:
 
 
 def glue_source(
-    source: str, entries: list[KernelEntry], kernel_names: frozenset[str]
+    source: str,
+    entries: list[KernelEntry],
+    kernel_names: frozenset[str],
+    inline_names: frozenset[str] = frozenset(),
 ) -> str | None:
     """`source` (a model's generated C) as a glue unit calling the kernel library, or None
     when it cannot be one: it includes a header other than the runtime and the kernel
     umbrellas, or uses a name of the kernel headers that the library does not wrap
-    (`kernel_names` is `kernel_header_names(...)`)."""
+    (`kernel_names`, `inline_names`: `kernel_header_names(...)`). Names of the inline
+    families are compiled in the unit, which then includes `INLINE_HEADERS`."""
     lines = source.splitlines()
     kernel_lines: list[int] = []
     for i, line in enumerate(lines):
@@ -177,12 +210,15 @@ def glue_source(
             return None
     if not kernel_lines:
         return None
-    by_name = {e.name: e for e in entries}
+    by_name = {e.name: e for e in entries if e.name not in inline_names}
     used: set[str] = set()
+    inline = False
     body = "\n".join(line for i, line in enumerate(lines) if i not in kernel_lines)
     for name in set(_NAME.findall(body)):
         if name in by_name:
             used.add(name)
+        elif name in inline_names:
+            inline = True
         elif name in kernel_names and not _profiling_name(name):
             return None
     prelude = [
@@ -190,6 +226,8 @@ def glue_source(
     ]
     out = ["#define BYOC_GLUE 1 /* linked with byoc's kernel library (kernel_library.py) */"]
     prelude.insert(0, '#include "byoc_runtime.h"')
+    if inline:
+        prelude[1:1] = [f'#include "{h}"' for h in INLINE_HEADERS]
     for i, line in enumerate(lines):
         if i == kernel_lines[0]:
             out.extend(prelude)

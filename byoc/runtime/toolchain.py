@@ -268,12 +268,13 @@ def _effective_flags(flags: Sequence[str], cc: str) -> tuple[str, ...]:
     return flags
 
 
-_SPLIT_MARK = "--byoc-kernel-library"
-"""Added to the flags of a key (never to a command): the source is built as a glue unit."""
+_SPLIT_MARK = f"--byoc-kernel-library={kl.GLUE_FORMAT}"
+"""Added to the flags of a key (never to a command): the source is built as a glue unit, the
+way `GLUE_FORMAT` names."""
 
 
 @lru_cache(maxsize=1)
-def _kernel_names() -> frozenset[str]:
+def _kernel_names() -> tuple[frozenset[str], frozenset[str]]:
     return kl.kernel_header_names(INCLUDE_DIR)
 
 
@@ -305,7 +306,7 @@ def _compile_cached(
     unit, objects = source, b""
     if split:
         kernels = _kernel_library(flags, directory, cc)
-        glue = kl.glue_source(source, kernels.entries, _kernel_names())
+        glue = kl.glue_source(source, kernels.entries, *_kernel_names())
         if glue is not None:
             unit, objects = glue, kernels.object
     units = kl.split_units(unit, compile_jobs()) if objects else [unit]

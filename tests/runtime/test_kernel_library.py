@@ -288,3 +288,20 @@ def test_split_build_under_sanitizers_and_baseline_dispatch(tmp_path: Path, vari
     assert done.returncode == 0, done.stderr[-3000:]
     (source,) = [p for p in (tmp_path / "cache").glob("byoc_*.c") if "." not in p.stem]
     assert source.read_text().startswith("#define BYOC_GLUE 1")
+
+
+def test_glue_units_compile_the_inline_families_themselves() -> None:
+    """Transposes, copies and reductions stay in the glue unit (specialised by the call
+    site's sizes): it includes their headers and does not redirect them to the library."""
+    kernel, inline = kl.kernel_header_names(toolchain.INCLUDE_DIR)
+    assert {"byoc_transpose_f32", "byoc_copy_blocks", "byoc_reduce_max_f32"} <= inline
+    assert "byoc_conv2d_f32" in kernel and "byoc_conv2d_f32" not in inline
+    entries = toolchain.kernel_library().entries
+    source = (
+        '#include "byoc_runtime.h"\n#include "byoc_kernels.h"\n'
+        "void f(const float* x, float* y, const int64_t* s) { byoc_transpose_f32(x, y, 2, s, s); }\n"
+    )
+    glue = kl.glue_source(source, entries, kernel, inline)
+    assert glue is not None
+    assert all(f'#include "{h}"' in glue for h in kl.INLINE_HEADERS)
+    assert "#define byoc_transpose_f32" not in glue
