@@ -110,7 +110,7 @@ class Target:
         """Whether every layout property of `op` (and of the ops inside it) is in `layouts`."""
         from byoc.dialects.nn.layers import layout_of  # noqa: PLC0415 (dialects load lazily here)
 
-        for o in op.walk():
+        for o in op.walk() if op.regions else (op,):  # most ops: no generator
             if any(v not in self.layouts for v in layout_of(o).values()):
                 return False
         return True

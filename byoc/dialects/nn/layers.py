@@ -3,6 +3,7 @@ batch_norm, the pools, softmax and LRN, and the data/kernel layouts they take.""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -94,14 +95,22 @@ def _from_nchw(n: int, c: int, h: int, w: int, layout: str) -> tuple[int, int, i
 
 def layout_of(op: Operation) -> dict[str, str]:
     """The layout properties of `op` (data_layout, kernel_layout) that it has; {} for most ops."""
+    declared = _layout_props(type(op)) if isinstance(op, NNOp) else ()
+    props = op.properties
     out: dict[str, str] = {}
     for key in DEFAULT_LAYOUTS:
-        attr = op.properties.get(key)
+        attr = props.get(key)
         if isinstance(attr, StringAttr):
             out[key] = attr.data
-        elif isinstance(op, NNOp) and key in op.prop_defaults():
+        elif key in declared:
             out[key] = DEFAULT_LAYOUTS[key]
     return out
+
+
+@functools.cache
+def _layout_props(cls: type[NNOp]) -> tuple[str, ...]:
+    """The layout properties `cls` declares (layout_of runs per op in the partitioning passes)."""
+    return tuple(key for key in DEFAULT_LAYOUTS if key in cls.prop_defaults())
 
 
 @irdl_op_definition
