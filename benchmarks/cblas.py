@@ -174,7 +174,7 @@ def bench_op(kind: str, rng: np.random.Generator) -> str:
     model, x, numpy_fn = op_model(kind, rng)
     sess = session(model)
     exe = byoc.build(import_model(model), targets=["cblas"])
-    (part,) = exe.partitions()
+    (part,) = exe.partitions
     fn = exe.components["cblas"].get_function(part.symbol)
     want = sess.run(None, {"x": x})[0]
     out = np.empty_like(want)
@@ -237,7 +237,7 @@ def bench_model(name: str, x: Array) -> str:
         for key, value in prof.items():
             best[key] = min(best.get(key, float("inf")), value)
     split = {"cblas": 0.0, "ccompiler": 0.0, "host": best.get("host", 0.0)}
-    for p in both.partitions():
+    for p in both.partitions:
         split[p.target] += best[p.symbol]
     return (
         f"| {name} | {fmt2(t['ort'])} | {fmt2(t['both'])} | {fmt2(t['cc'])} | "

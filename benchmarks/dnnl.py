@@ -162,7 +162,7 @@ def measure(name: str, model: onnx.ModelProto, threads: list[int], rounds: int) 
     module = import_model(model)
     with fresh_cache():
         exe, t_cold = timed(lambda: byoc.build(module.clone(), targets=TARGETS))
-    parts = exe.partitions()
+    parts = exe.partitions
     session = session_for(model, 1)
     inp = session.get_inputs()[0]
     x = np.random.default_rng(1).standard_normal(inp.shape).astype(np.float32)

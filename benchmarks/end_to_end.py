@@ -116,7 +116,7 @@ def overhead_rows() -> None:
 
     module = byoc.parse_module((ROOT / "examples/seed_subgraph.mlir").read_text())
     exe = byoc.build(module, targets=["ccompiler"])
-    fn = exe.components["ccompiler"].get_function(exe.partitions()[0].symbol)
+    fn = exe.components["ccompiler"].get_function(exe.partitions[0].symbol)
     xs = inputs_for(exe)
     out = np.empty((10, 10), np.float32)
 

@@ -120,7 +120,7 @@ def profile(name: str, rounds: int, show_steps: str = "") -> None:
     x = np.random.default_rng(1).standard_normal([d.dim_value for d in vi.type.tensor_type.shape.dim])
     x = x.astype(np.float32)
     exe = byoc.build(split(import_model(q)), num_threads=1)
-    parts = {p.symbol: p for p in exe.partitions()}
+    parts = {p.symbol: p for p in exe.partitions}
     steps = exe.plan.steps
     times: dict[int, list[float]] = defaultdict(list)
     bound = exe._bound  # noqa: SLF001 - per-step times, not per-symbol sums

@@ -105,7 +105,7 @@ def run_byoc(name: str, threads: list[int], targets: list[str], args: argparse.N
         exe.set_num_threads(n)
         result["times"][str(n)] = _time_calls(lambda: exe.run(**feeds), args.budget, args.min_calls, args.warmup)
     if args.describe:
-        result["partitions"] = len(exe.partitions())
+        result["partitions"] = len(exe.partitions)
         result["host_steps"] = host_steps(exe, reasons)
         result["steps"] = len(exe.plan.steps)
     if args.save:

@@ -23,10 +23,12 @@ _LAZY: dict[str, str] = {
     "get_op_attr": "byoc.op_registry:get_op_attr",
     "partition_for": "byoc.passes.byoc_pipeline:partition_for",
     "import_onnx": "byoc.frontend.onnx:import_model",
+    "from_torch": "byoc.frontend.torch:from_torch",
     "build": "byoc.driver:build",
     "register_target": "byoc.driver:register_target",
     "Target": "byoc.targets.base:Target",
     "load_module": "byoc.runtime.loaders:load_module",
+    "check_target": "byoc.conformance:check_target",
 }
 
 __all__ = sorted(_LAZY)

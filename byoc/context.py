@@ -24,6 +24,9 @@ def parse_module(text: str, name: str = "<string>") -> ModuleOp:
     """
     from xdsl.parser import Parser
 
+    from byoc.dialects.nn.types import check_value_types
+
     module = Parser(make_context(), text, name).parse_module()
     module.verify()
+    check_value_types(module)
     return module

@@ -30,14 +30,14 @@ from abc import abstractmethod
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
-from xdsl.ir import Operation
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, TensorType
+from xdsl.ir import Attribute, Operation
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.traits import NoTerminator
-from xdsl.utils.exceptions import MultipleSpansParseError, ParseError
+from xdsl.utils.exceptions import MultipleSpansParseError, ParseError, VerifyException
 from xdsl.utils.frontend import Frontend
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
@@ -166,6 +166,20 @@ class LocatingParser(Parser):
         op = super().parse_operation()
         self.op_offsets[op] = start
         return op
+
+    def parse_type(self) -> Attribute:
+        """As xDSL's, but a tensor type whose dims or byte size do not fit int64 is an error
+        at the type (xDSL takes any integer as a dim)."""
+        start = self._current_token.span.start
+        ty = super().parse_type()
+        if isinstance(ty, TensorType):
+            from byoc.dialects.nn.types import check_shape
+
+            try:
+                check_shape(ty)
+            except VerifyException as e:
+                self.raise_error(str(e), start, self._current_token.span.start)
+        return ty
 
     def resolve_operand(self, operand: UnresolvedOperand, type: Any) -> Any:
         if operand.operand_name not in self.ssa_values:
@@ -452,15 +466,27 @@ def _first_failure(op: Operation) -> tuple[Operation, str] | None:
     return None
 
 
-def verify_module(parsed: ParsedSource, module: ModuleOp | None = None) -> Diagnostic | None:
+class ModuleVerifier(Protocol):
+    """Verifies a whole module, raising as `ModuleOp.verify` does
+    (`byoc.dialects.verify.ChangeVerifier`: only what changed since its last run)."""
+
+    def verify(self, op: Operation) -> None: ...
+
+
+def verify_module(
+    parsed: ParsedSource, module: ModuleOp | None = None, verifier: ModuleVerifier | None = None
+) -> Diagnostic | None:
     """Verify the module; the first failing op as a located diagnostic, or None.
 
-    The fast path is xDSL's own `verify()`; only on failure is the module
-    walked again, op by op, to find which op failed.
+    The fast path is xDSL's own `verify()`, or `verifier`'s; only on failure is
+    the module walked again, op by op, to find which op failed.
     """
     module = parsed.module if module is None else module
     try:
-        module.verify()
+        if verifier is None:
+            module.verify()
+        else:
+            verifier.verify(module)
         return None
     except Exception as error:
         failure = _first_failure(module)

@@ -22,6 +22,7 @@ from xdsl.ir import Operation
 
 from byoc.dialects import nn
 from byoc.dialects.byoc import CompositeOp, YieldOp, partition_target
+from byoc.dialects.nn.types import check_value_types
 from byoc.runtime.component import RuntimeComponent
 from byoc.runtime.executable import Executable, PartitionInfo
 from byoc.runtime.host import input_name, plan_function
@@ -227,6 +228,7 @@ def build(
 
         check_num_threads(num_threads)
     module = module.clone()
+    check_value_types(module)  # a dim xDSL took but no tensor can have
     if params:
         bind_params(module, params)
     if isinstance(targets, str):

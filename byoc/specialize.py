@@ -16,7 +16,6 @@ shape's build is done, nothing else is compiled for it twice (one lock a key).
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections import OrderedDict
@@ -30,7 +29,14 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects import nn
-from byoc.runtime.executable import Executable, InputError, PartitionInfo, shape_repr
+from byoc.runtime.executable import (
+    Executable,
+    InputError,
+    PartitionInfo,
+    describe_executable,
+    shape_repr,
+)
+from byoc.utils import env
 
 DEFAULT_CACHE_SIZE = 8
 """Specialisations kept per executable (least recently used dropped first)."""
@@ -112,7 +118,7 @@ class Specialization:
 
     def describe(self) -> str:
         shapes = " ".join("x".join(map(str, s)) or "scalar" for s in self.shapes)
-        parts = len(self.executable.partitions())
+        parts = len(self.executable.partitions)
         return f"{shapes}: built in {self.build_seconds * 1e3:.1f} ms, {parts} partition(s), {self.calls} call(s)"
 
 
@@ -133,7 +139,7 @@ class SpecializingExecutable(Executable):
         self.module = module
         self._build_static = build_static
         if cache_size is None:
-            cache_size = int(os.environ.get("BYOC_SPECIALIZE_CACHE", DEFAULT_CACHE_SIZE))
+            cache_size = int(env.value("BYOC_SPECIALIZE_CACHE"))
         if cache_size < 1:
             raise ValueError(f"the specialisation cache needs room for one entry, got {cache_size}")
         self.cache_size = cache_size
@@ -143,7 +149,7 @@ class SpecializingExecutable(Executable):
         self.evictions = 0
         self.misses = 0
         # the base's __init__ applies the thread setting, which reaches the cache above
-        super().__init__(generic.plan, generic.constants, generic.components, generic.partitions())
+        super().__init__(generic.plan, generic.constants, generic.components, generic.partitions)
 
     def set_num_threads(self, n: int) -> None:
         """The thread setting, for the generic plan, every cached specialisation and the
@@ -197,16 +203,33 @@ class SpecializingExecutable(Executable):
         with self._lock:
             return list(self._cache.values())
 
+    @property
     def partitions(self) -> list[PartitionInfo]:
         """The partitions of the most recently used specialisation (none before a run)."""
         entries = self.specializations()
-        return entries[-1].executable.partitions() if entries else []
+        return entries[-1].executable.partitions if entries else []
+
+    def __repr__(self) -> str:
+        entries = self.specializations()
+        cache = f"cache {len(entries)}/{self.cache_size}"
+        if not entries:
+            return (
+                f"<SpecializingExecutable partitions built per input shape, none yet ({cache}); "
+                f"threads: {self.num_threads}>"
+            )
+        latest = entries[-1]
+        shapes = " ".join("x".join(map(str, s)) or "scalar" for s in latest.shapes)
+        return (
+            f"<SpecializingExecutable {describe_executable(latest.executable)}; "
+            f"for input shapes {shapes} ({cache})>"
+        )
 
     def export_library(self, path: str) -> None:
         raise InputError(
             "a module with dynamic (?) input dims cannot be exported: its partitions are "
             "compiled per input shape at run time; import or build it with static shapes "
-            "(byoc.import_onnx(path, input_shapes=...)) to export it"
+            "(--input-shape NAME=DxDx... on the command line, "
+            "byoc.import_onnx(path, input_shapes=...) in Python) to export it"
         )
 
 

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from byoc.runtime.cpu import DISPATCH_ENV, DISPATCH_LEVELS
+from byoc.runtime.toolchain import KERNEL_CACHE_ENV, cache_dir
+
+# Tests build in fresh library caches; they share the kernel library of the user's cache
+# (built once, then found), unless a test points BYOC_KERNEL_CACHE_DIR elsewhere.
+os.environ.setdefault(KERNEL_CACHE_ENV, str(cache_dir()))
 
 
 @pytest.fixture(params=DISPATCH_LEVELS)

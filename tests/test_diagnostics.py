@@ -30,6 +30,7 @@ from byoc.diagnostics import (
     warn,
 )
 from byoc.dialects import nn
+from byoc.dialects.verify import ChangeVerifier
 from byoc.tools.byoc_opt import ByocOptMain
 
 LOCATED = re.compile(r"^(?P<file>[^\n:]+):(?P<line>\d+):(?P<col>\d+): error: .+", re.MULTILINE)
@@ -385,13 +386,35 @@ def test_internal_error_in_a_pass_names_the_pass(
     assert "error: pass 'crash' crashed (internal error): KeyError: 'missing-entry'" in err
 
 
+@pytest.mark.parametrize("verify", ["only what changed", "--verify-full"])
 def test_invalid_ir_after_a_pass_is_reported_with_the_pass(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    verify: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, _, err = run_in_process(tmp_path, capsys, "--pass", "break-ir")
+    flags = [verify] if verify.startswith("--") else []
+    code, _, err = run_in_process(tmp_path, capsys, "--pass", "break-ir", *flags)
     assert code == 1
     assert f"{tmp_path / 'prog.mlir'}:2:3: error: 'nn.relu' op" in err
     assert "note: the IR does not verify after pass 'break-ir'" in err
+
+
+@pytest.mark.parametrize(
+    ("flags", "incremental"),
+    [
+        ([], True),
+        (["--verify-full"], False),
+        (["--verify-diagnostics"], False),
+        (["--disable-verify"], True),
+    ],
+)
+def test_verification_after_a_pass_is_full_under_verify_full_and_verify_diagnostics(
+    flags: list[str], incremental: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "prog.mlir"
+    path.write_text(PROGRAM)
+    tool = ByocOptMain(args=[str(path), "-p", "annotate-target{targets=ccompiler}", *flags])
+    assert tool.run() == 0
+    assert isinstance(tool.chunk.verifier, ChangeVerifier) == incremental
+    capsys.readouterr()
 
 
 def test_warnings_are_printed_and_do_not_fail(
@@ -633,4 +656,17 @@ def test_onnx_input_without_the_frontend_is_a_clear_error(
     assert err.startswith(
         f"{model}: error: cannot read ONNX models: the ONNX frontend failed to load"
     )
-    assert "pip install onnx" in err
+    assert "pip install 'byoc[onnx]'" in err
+
+
+def test_onnx_input_without_the_onnx_package_names_the_extra(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "onnx", None)  # `import onnx` now fails as if not installed
+    model = tmp_path / "model.onnx"
+    model.write_bytes(b"\x08\x07")
+    assert ByocOptMain(args=[str(model)]).run() == 1
+    assert capsys.readouterr().err == (
+        f"{model}: error: reading ONNX models needs the 'onnx' package "
+        "(pip install 'byoc[onnx]')\n"
+    )

@@ -43,10 +43,10 @@ def _inputs_for(exe: Any, seed: int = 0) -> list[np.ndarray]:
 def test_examples_equal_reference(example: str, targets: list[str]) -> None:
     module = _example(example)
     exe = byoc.build(module, targets=targets)
-    assert exe.partitions(), "every op of the examples is supported: expected a partition"
-    assert {p.target for p in exe.partitions()} == {targets[0]}
+    assert exe.partitions, "every op of the examples is supported: expected a partition"
+    assert {p.target for p in exe.partitions} == {targets[0]}
     xs = _inputs_for(exe)
-    assert_graph_outputs(module, xs, exe(*xs), byoc.run_reference(module, xs))
+    assert_graph_outputs(module, xs, exe(*xs), byoc.run_reference(module, *xs))
 
 
 MIXED = """
@@ -73,7 +73,7 @@ def test_mixed_ccompiler_examplejson_and_host() -> None:
     reference_module = module.clone()
     _partition_tagged(module)
     exe = byoc.build(module)
-    by_target = sorted((p.target, p.ops) for p in exe.partitions())
+    by_target = sorted((p.target, p.ops) for p in exe.partitions)
     assert by_target == [
         ("ccompiler", ("nn.add", "nn.relu")),
         ("ccompiler", ("nn.sigmoid",)),
@@ -82,7 +82,7 @@ def test_mixed_ccompiler_examplejson_and_host() -> None:
     host_ops = [s.name for s in exe.plan.steps if s.kind == "kernel"]
     assert host_ops == ["nn.tanh", "nn.exp"]
     xs = _inputs_for(exe, seed=4)
-    want = byoc.run_reference(reference_module, xs)
+    want = byoc.run_reference(reference_module, *xs)
     assert_graph_outputs(reference_module, xs, exe(*xs), want)
 
 
@@ -107,7 +107,7 @@ def test_random_partitioned_dags_equal_reference(spec: Any, data: st.DataObject)
     _partition_tagged(module)
     exe = byoc.build(module)
     xs = random_inputs(spec, seed=1)
-    want = byoc.run_reference(reference_module, xs)
+    want = byoc.run_reference(reference_module, *xs)
     assert_graph_outputs(reference_module, xs, exe(*xs), want)
 
 
@@ -149,7 +149,7 @@ exe = byoc.load_module(r'{path}')
 xs = list(np.load(r'{tmp_path / "in.npz"}').values())
 want = list(np.load(r'{tmp_path / "want.npz"}').values())
 got = exe(*xs)
-assert sorted(p.target for p in exe.partitions()) == ['ccompiler', 'ccompiler', 'examplejson']
+assert sorted(p.target for p in exe.partitions) == ['ccompiler', 'ccompiler', 'examplejson']
 sys.exit(0 if all(np.array_equal(g, w) for g, w in zip(got, want)) else 3)
 """
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -211,8 +211,8 @@ def test_byoc_run_mismatch_exits_1(
 ) -> None:
     real = byoc.run_reference
 
-    def off_by_one(module: Any, inputs: Any) -> list[np.ndarray]:
-        return [r + 1 for r in real(module, inputs)]
+    def off_by_one(module: Any, *inputs: Any) -> list[np.ndarray]:
+        return [r + 1 for r in real(module, *inputs)]
 
     monkeypatch.setattr(byoc, "run_reference", off_by_one)
     code = byoc_run.main([str(EXAMPLES / "seed_subgraph.mlir"), "--targets", "ccompiler"])

@@ -131,19 +131,28 @@ def test_build_specialises_partitions_per_input_shape() -> None:
     module = import_model(_conv_model([-1, 3, "?", "?"]))
     exe = byoc.build(module, targets=["ccompiler"])
     assert isinstance(exe, SpecializingExecutable)
-    assert exe.partitions() == []
+    assert exe.partitions == []
+    exe.set_num_threads(1)
+    assert repr(exe) == (
+        "<SpecializingExecutable partitions built per input shape, none yet (cache 0/8); "
+        "threads: 1>"
+    )
     rng = np.random.default_rng(1)
     for shape in [(1, 3, 16, 20), (2, 3, 8, 8), (1, 3, 16, 20)]:
         x = rng.standard_normal(shape).astype(np.float32)
         got = exe.run(x)
         static = specialize(module, [shape])
-        assert_graph_outputs(static, [x], got, byoc.run_reference(static, [x]), what=str(shape))
+        assert_graph_outputs(static, [x], got, byoc.run_reference(static, x), what=str(shape))
     entries = exe.specializations()
     assert [e.shapes for e in entries] == [((2, 3, 8, 8),), ((1, 3, 16, 20),)]
     assert [e.calls for e in entries] == [1, 2]
     assert exe.misses == 2
-    assert {p.target for p in exe.partitions()} == {"ccompiler"}
-    assert exe.partitions()[0].ops == ("nn.conv2d", "nn.relu", "nn.global_avg_pool2d")
+    assert {p.target for p in exe.partitions} == {"ccompiler"}
+    assert exe.partitions[0].ops == ("nn.conv2d", "nn.relu", "nn.global_avg_pool2d")
+    assert repr(exe) == (
+        "<SpecializingExecutable targets: ccompiler; partitions: [@ccompiler_main_0 "
+        "(ccompiler, 3 ops)]; threads: 1; for input shapes 1x3x16x20 (cache 2/8)>"
+    )
 
 
 def test_the_specialisation_cache_is_bounded() -> None:
@@ -227,8 +236,8 @@ def test_a_dynamic_dense_module_builds_and_runs(targets: list[str]) -> None:
         x = rng.standard_normal((n, 4)).astype(np.float32)
         (y,) = exe.run(x, w)
         static = specialize(byoc.parse_module(DENSE), [(n, 4), (3, 4)])
-        assert_graph_outputs(static, [x, w], [y], byoc.run_reference(static, [x, w]), what=f"n={n}")
-    assert {p.target for p in exe.partitions()} <= set(targets)
+        assert_graph_outputs(static, [x, w], [y], byoc.run_reference(static, x, w), what=f"n={n}")
+    assert {p.target for p in exe.partitions} <= set(targets)
 
 
 def test_no_message_shows_int64_min() -> None:

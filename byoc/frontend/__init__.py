@@ -13,4 +13,5 @@ ALL_FRONTENDS: dict[str, Callable[[], type[Frontend]]] = {
     "mlir": LazyClass("byoc.frontend.mlir", "MLIRFrontend", Frontend),
     "onnx": LazyClass("byoc.frontend.onnx_frontend", "ONNXFrontend", Frontend),
     "examplejson": LazyClass("byoc.frontend.examplejson", "ExampleJsonFrontend", Frontend),
+    "pt2": LazyClass("byoc.frontend.torch.pt2", "Pt2Frontend", Frontend),
 }

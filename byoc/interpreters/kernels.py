@@ -123,7 +123,9 @@ def hard_sigmoid(x: Array, *, alpha: float, beta: float) -> Array:
 
 @kernel("nn.hard_swish")
 def hard_swish(x: Array) -> Array:
-    return _same(x * np.clip(x + 3, 0, 6) / 6, x)
+    # x >= 3 is x itself: x * 6 / 6 would overflow above f32's max / 6
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _same(np.where(x >= 3, x, x * np.clip(x + 3, 0, 6) / 6), x)
 
 
 @kernel("nn.cast")
@@ -539,4 +541,4 @@ def constant(*, value: Array) -> Array:
 
 
 # ---- quantized ops: their own module, registered into the same table ----------------
-from byoc.interpreters import qkernels  # noqa: E402, F401
+import byoc.interpreters.qkernels  # noqa: E402, F401

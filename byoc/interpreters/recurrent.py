@@ -2,7 +2,8 @@
 
 One loop over time steps; each step is vectorised over the batch. Rows whose
 `sequence_lens` is shorter stop early: their Y entries past the end are 0 and their
-final state is the state at their last step. Computed in float64, returned as float32.
+final state is the state at their last step (0 for a row of length 0, as onnxruntime).
+Computed in float64, returned as float32.
 """
 
 from __future__ import annotations
@@ -114,7 +115,9 @@ def _recurrence(
             ht = np.where(keep, new_h, ht)
             ct = np.where(keep, new_c, ct)
             y[idx[valid], d, rows[valid]] = new_h[valid]
-        y_h[d], y_c[d] = ht, ct
+        # a row with no step has no final state: 0, as onnxruntime gives (not its initial state)
+        empty = (lens <= 0)[:, None]
+        y_h[d], y_c[d] = np.where(empty, 0.0, ht), np.where(empty, 0.0, ct)
     if layout == 1:
         outs = (y.transpose(2, 0, 1, 3), y_h.transpose(1, 0, 2), y_c.transpose(1, 0, 2))
     else:

@@ -1,8 +1,9 @@
 """The numpy reference: run a function of a module in xDSL's interpreter.
 
-`run_reference(module, inputs)` runs `@main` (or any function) of a module
-with numpy arrays and returns the outputs, with `func`, `nn` (`nn.py`) and
-`byoc` (`byoc.py`) implementations registered.
+`run_reference(module, *inputs, **named)` runs `@main` (or any function) of a
+module on numpy arrays, given as `Executable.run` takes them, and returns the
+outputs, with `func`, `nn` (`nn.py`) and `byoc` (`byoc.py`) implementations
+registered.
 """
 
 from __future__ import annotations
@@ -39,15 +40,20 @@ def find_function(module: ModuleOp, name: str) -> FuncOp:
     raise KeyError(f"no function '@{name}' in the module (functions: {', '.join(names) or 'none'})")
 
 
+def input_names(func: FuncOp) -> list[str]:
+    """The names inputs are given by: each argument's name hint, else `arg<i>`."""
+    block_args = func.body.block.args if func.body.blocks else ()
+    return [a.name_hint or f"arg{i}" for i, a in enumerate(block_args)] or [
+        f"arg{i}" for i in range(len(func.function_type.inputs))
+    ]
+
+
 def coerce_inputs(
     func: FuncOp, inputs: Sequence[Any] | Mapping[str, Any]
 ) -> list[np.ndarray[Any, Any]]:
     """Order and check inputs against the function signature (by position or arg name)."""
     arg_types = list(func.function_type.inputs)
-    block_args = func.body.block.args if func.body.blocks else ()
-    names = [a.name_hint or f"arg{i}" for i, a in enumerate(block_args)] or [
-        f"arg{i}" for i in range(len(arg_types))
-    ]
+    names = input_names(func)
     if isinstance(inputs, Mapping):
         unknown = set(inputs) - set(names)
         if unknown:
@@ -79,12 +85,34 @@ def coerce_inputs(
 
 
 def run_reference(
-    module: ModuleOp,
-    inputs: Sequence[Any] | Mapping[str, Any],
-    function: str = "main",
+    module: ModuleOp, /, *inputs: Any, function: str = "main", **named: Any
 ) -> list[np.ndarray[Any, Any]]:
-    """Run `@function` of `module` on numpy inputs with the numpy reference; return its outputs."""
+    """Run `@function` of `module` with the numpy reference; return its outputs.
+
+    Inputs as `Executable.run` takes them: by position, by name, or both
+    (`run_reference(module, x, w=w)`); each is a numpy array or array-like. An input
+    named `function` cannot be given by name (that keyword picks the function)."""
     func = find_function(module, function)
-    args = coerce_inputs(func, inputs)
+    try:
+        args = coerce_inputs(func, _by_name(func, inputs, named) if named else inputs)
+    except (ValueError, TypeError) as e:
+        if len(inputs) == 1 and isinstance(inputs[0], list | tuple) and not named:
+            raise TypeError(
+                f"{e}; run_reference takes the inputs as arguments, as Executable.run does: "
+                "run_reference(module, *inputs)"
+            ) from None
+        raise
     results = make_interpreter(module).call_op(function, tuple(args))
     return [np.array(r) for r in results]  # fresh arrays: never an input or a view of one
+
+
+def _by_name(func: FuncOp, inputs: Sequence[Any], named: Mapping[str, Any]) -> dict[str, Any]:
+    """Positional inputs (the first arguments) and named ones, as one mapping by name."""
+    names = input_names(func)
+    if len(inputs) > len(names):
+        raise ValueError(f"@{func.sym_name.data} takes {len(names)} inputs, got {len(inputs)}")
+    values = dict(zip(names, inputs, strict=False))
+    twice = [n for n in named if n in values]
+    if twice:
+        raise ValueError(f"input '{twice[0]}' given twice (by position and by name)")
+    return {**values, **named}

@@ -111,8 +111,15 @@ class MergeCompositePass(ModulePass):
         with paused_gc():
             for func in host_functions(op):
                 for block in list(graph_blocks(func)):
+                    # an entry none of whose root ops is in the block cannot match there; the
+                    # names change only when an entry wraps ops in a composite
+                    names = {o.name for o in block.ops}
                     for target, entry in schedule:
-                        merge_matches(block, f"{target}.{entry.name}", entry, self.extra_results)
+                        roots = entry.pattern.root_ops()
+                        if roots is not None and roots.isdisjoint(names):
+                            continue
+                        if merge_matches(block, f"{target}.{entry.name}", entry, self.extra_results):
+                            names = {o.name for o in block.ops}
 
 
 def merge_matches(block: Block, composite: str, entry: TableEntry, extra_results: bool) -> int:

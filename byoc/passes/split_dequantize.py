@@ -62,10 +62,17 @@ class SplitDequantizePass(ModulePass):
     name: ClassVar[str] = "split-dequantize"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not any(isinstance(o, nn.DequantizeOp) and _shared(o) for o in op.walk()):
+            return  # nothing to split (most modules): no program order, no rewrite walk
         order = {o: i for i, o in enumerate(op.walk())}
         PatternRewriteWalker(
             GreedyRewritePatternApplier([SplitSharedDequantize(order)], dce_enabled=False)
         ).rewrite_module(op)
+
+
+def _shared(op: nn.DequantizeOp) -> bool:
+    uses = iter(op.result.uses)
+    return next(uses, None) is not None and next(uses, None) is not None
 
 
 __all__ = ["SplitDequantizePass", "SplitSharedDequantize"]

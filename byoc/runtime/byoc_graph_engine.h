@@ -33,7 +33,7 @@
  *        Returns 0, or -1 after byoc_fail().
  *   set_num_threads(state, n)                    n >= 1; the base never calls it
  *        while a run() of the same state is in flight (it holds a
- *        read-write lock). Returns 0 or -1 after byoc_fail(). May be NULL if
+ *        writer-preferring gate). Returns 0 or -1 after byoc_fail(). May be NULL if
  *        the engine is single-threaded.
  *   destroy(state)                               once, no run in flight.
  *

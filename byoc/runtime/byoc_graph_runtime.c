@@ -12,11 +12,11 @@
  *
  * Runs check their DLTensors exactly as the generated C does (byoc_check_tensor,
  * byoc_check_disjoint), take a per-thread workspace of the size the engine asked
- * for (byoc_workspace: allocated on a thread's first run), and hold a read lock
- * that set_num_threads takes for writing.
+ * for (byoc_workspace: allocated on a thread's first run), and pass a gate that
+ * set_num_threads closes: it waits for the runs in flight only (byoc_run_gate_).
  */
 #ifndef _POSIX_C_SOURCE
-#define _POSIX_C_SOURCE 200809L /* pthread_rwlock_t under -std=c11 */
+#define _POSIX_C_SOURCE 200809L /* pthreads under -std=c11 */
 #endif
 #include "byoc_graph_engine.h"
 #include "byoc_graph_runtime.h"
@@ -81,6 +81,66 @@ typedef struct {
   const void** copy_data;  /* per output: constant data it copies, or NULL */
 } byoc_graph_inst_;
 
+/*
+ * Runs and set_num_threads: a writer-preferring gate. Runs enter while no thread count
+ * change is waiting; a change waits only for the runs already in flight, and runs that
+ * arrive meanwhile wait for it. (A pthread_rwlock_t lets a stream of readers starve the
+ * writer: with glibc's default, set_num_threads under eight looping runners took up to
+ * seconds.)
+ */
+typedef struct {
+  pthread_mutex_t mu;
+  pthread_cond_t changed; /* a run left, or a change finished */
+  int32_t runs;           /* runs in flight */
+  int32_t changes;        /* set_num_threads calls waiting or in progress */
+  bool changing;          /* one of them holds the gate */
+} byoc_run_gate_;
+
+static int byoc_gate_init_(byoc_run_gate_* g) {
+  g->runs = g->changes = 0;
+  g->changing = false;
+  if (pthread_mutex_init(&g->mu, NULL) != 0) return -1;
+  if (pthread_cond_init(&g->changed, NULL) != 0) {
+    pthread_mutex_destroy(&g->mu);
+    return -1;
+  }
+  return 0;
+}
+
+static void byoc_gate_destroy_(byoc_run_gate_* g) {
+  pthread_cond_destroy(&g->changed);
+  pthread_mutex_destroy(&g->mu);
+}
+
+static void byoc_gate_run_enter_(byoc_run_gate_* g) {
+  pthread_mutex_lock(&g->mu);
+  while (g->changes > 0) pthread_cond_wait(&g->changed, &g->mu);
+  g->runs++;
+  pthread_mutex_unlock(&g->mu);
+}
+
+static void byoc_gate_run_exit_(byoc_run_gate_* g) {
+  pthread_mutex_lock(&g->mu);
+  if (--g->runs == 0 && g->changes > 0) pthread_cond_broadcast(&g->changed);
+  pthread_mutex_unlock(&g->mu);
+}
+
+static void byoc_gate_change_enter_(byoc_run_gate_* g) {
+  pthread_mutex_lock(&g->mu);
+  g->changes++;
+  while (g->runs > 0 || g->changing) pthread_cond_wait(&g->changed, &g->mu);
+  g->changing = true;
+  pthread_mutex_unlock(&g->mu);
+}
+
+static void byoc_gate_change_exit_(byoc_run_gate_* g) {
+  pthread_mutex_lock(&g->mu);
+  g->changing = false;
+  g->changes--;
+  pthread_cond_broadcast(&g->changed);
+  pthread_mutex_unlock(&g->mu);
+}
+
 struct byoc_graph_module {
   byoc_arena_ arena;
   const byoc_graph_engine* engine;
@@ -89,7 +149,7 @@ struct byoc_graph_module {
   int32_t num_graphs;
   byoc_graph_inst_* graphs;
   int32_t num_threads;
-  pthread_rwlock_t lock;
+  byoc_run_gate_ gate;
 };
 
 /* ---- the cursor -------------------------------------------------------------- */
@@ -569,7 +629,7 @@ BYOC_EXPORT void byoc_graph_module_free(byoc_graph_module* m) {
   if (m == NULL) return;
   for (int32_t i = 0; i < m->num_graphs; ++i)
     if (m->graphs[i].state != NULL) m->engine->destroy(m->graphs[i].state);
-  pthread_rwlock_destroy(&m->lock);
+  byoc_gate_destroy_(&m->gate);
   byoc_arena_free_(&m->arena);
   free(m);
 }
@@ -588,7 +648,7 @@ BYOC_EXPORT byoc_graph_module* byoc_graph_module_load(const uint8_t* blob, uint6
     byoc_fail("graph runtime: out of memory");
     return NULL;
   }
-  if (pthread_rwlock_init(&m->lock, NULL) != 0) {
+  if (byoc_gate_init_(&m->gate) != 0) {
     free(m);
     byoc_fail("graph runtime: cannot create a lock");
     return NULL;
@@ -681,9 +741,9 @@ BYOC_EXPORT int32_t byoc_graph_run(byoc_graph_module* m, int32_t g, DLTensor** a
       return byoc_fail("%s: out of memory for a %zu-byte workspace", v->name, gi->workspace);
   }
   byoc_error_message_[0] = '\0';
-  pthread_rwlock_rdlock(&m->lock);
+  byoc_gate_run_enter_(&m->gate);
   int32_t rc = m->engine->run(gi->state, args, args + v->num_inputs, ws);
-  pthread_rwlock_unlock(&m->lock);
+  byoc_gate_run_exit_(&m->gate);
   if (rc != 0) {
     if (byoc_error_message_[0] == '\0') byoc_fail("%s: the %s engine failed", v->name, m->engine->name);
     return -1;
@@ -702,12 +762,12 @@ BYOC_EXPORT int32_t byoc_graph_module_set_num_threads(byoc_graph_module* m, int3
   if (m == NULL) return byoc_fail("graph module is NULL");
   if (num_threads < 1) return byoc_fail("number of threads must be >= 1, got %d", (int)num_threads);
   int32_t rc = 0;
-  pthread_rwlock_wrlock(&m->lock);
+  byoc_gate_change_enter_(&m->gate);
   m->num_threads = num_threads;
   for (int32_t i = 0; i < m->num_graphs && rc == 0; ++i)
     if (m->engine->set_num_threads != NULL)
       rc = m->engine->set_num_threads(m->graphs[i].state, num_threads);
-  pthread_rwlock_unlock(&m->lock);
+  byoc_gate_change_exit_(&m->gate);
   return rc;
 }
 

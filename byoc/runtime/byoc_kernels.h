@@ -24,5 +24,6 @@
 #include "byoc_kernels_reduce.h"
 #include "byoc_kernels_layout.h"
 #include "byoc_kernels_index.h"
+#include "byoc_kernels_recurrent.h"
 
 #endif /* BYOC_KERNELS_H_ */

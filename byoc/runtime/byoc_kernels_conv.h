@@ -476,7 +476,11 @@ static inline __attribute__((always_inline)) void byoc_conv2d_pack_(const byoc_c
     const int64_t p = p0 + (j < np ? j : np - 1);
     off[j] = (p / OW) * SH * WP + (p % OW) * SW;
   }
-  const int contiguous = off[TP - 1] - off[0] == TP - 1;
+  /* Every offset one past the previous one: the tile is one run of the image. (Comparing only
+   * the ends is not enough: the clamped offsets of a last, partial tile can span TP - 1 while
+   * crossing a row.) */
+  int contiguous = 1;
+  for (int64_t j = 1; j < TP; ++j) contiguous &= off[j] == off[j - 1] + 1;
   int64_t ic = k0 / (KH * KW), kh = k0 / KW % KH, kw = k0 % KW;
   for (int64_t k = 0; k < kc; ++k, pk += TP) {
     const float* b = xg + (ic * HP + kh * DH) * WP + kw * DW;

@@ -12,10 +12,18 @@
 
 /* ---- dense and matmul ------------------------------------------------------ */
 
+/* Floats of x one block of rows of byoc_dense_part_ reads: such a block stays in L2 while
+ * every column of w streams past it once. */
+#define BYOC_DENSE_XBLOCK 65536
+
 /*
  * y[m, n] = sum_k x[m, k] * w[n, k]  (x: M x K, w: N x K, y: M x N), rows [m0, m1) and
  * columns [n0, n1), each row segment then through the epilogue `ep` (NULL: none).
- * The sum of each output does not depend on the range: the same code computes it.
+ * Rows go in blocks of BYOC_DENSE_XBLOCK / K; within a block, four columns of w at a time
+ * against every row of the block, so w is read once a block rather than once a row (a
+ * classifier's 8210 x 1024 weights, 33 MB, against 20 rows: once instead of 20 times).
+ * The sum of each output does not depend on the range or the order: the same code
+ * computes it.
  */
 BYOC_KERNEL void byoc_dense_part_(const float* restrict x, const float* restrict w,
                                   float* restrict y, int64_t N, int64_t K, int64_t m0, int64_t m1,
@@ -23,53 +31,61 @@ BYOC_KERNEL void byoc_dense_part_(const float* restrict x, const float* restrict
   enum { L = 8 };
   const int64_t K8 = K - K % L;
   const int64_t N4 = n0 + (n1 - n0) / 4 * 4;
-  for (int64_t m = m0; m < m1; ++m) {
-    const float* xr = x + m * K;
-    float* yr = y + m * N;
+  const int64_t rows = K < BYOC_DENSE_XBLOCK ? BYOC_DENSE_XBLOCK / (K > 0 ? K : 1) : 1;
+  for (int64_t mb = m0; mb < m1; mb += rows) {
+    const int64_t me = m1 - mb < rows ? m1 : mb + rows;
     for (int64_t n = n0; n < N4; n += 4) {
       const float* w0 = w + n * K;
       const float* w1 = w0 + K;
       const float* w2 = w1 + K;
       const float* w3 = w2 + K;
-      float s0[L] = {0}, s1[L] = {0}, s2[L] = {0}, s3[L] = {0};
-      for (int64_t k = 0; k < K8; k += L) {
-        for (int j = 0; j < L; ++j) {
-          const float v = xr[k + j];
-          s0[j] += v * w0[k + j];
-          s1[j] += v * w1[k + j];
-          s2[j] += v * w2[k + j];
-          s3[j] += v * w3[k + j];
+      for (int64_t m = mb; m < me; ++m) {
+        const float* xr = x + m * K;
+        float* yr = y + m * N;
+        float s0[L] = {0}, s1[L] = {0}, s2[L] = {0}, s3[L] = {0};
+        for (int64_t k = 0; k < K8; k += L) {
+          for (int j = 0; j < L; ++j) {
+            const float v = xr[k + j];
+            s0[j] += v * w0[k + j];
+            s1[j] += v * w1[k + j];
+            s2[j] += v * w2[k + j];
+            s3[j] += v * w3[k + j];
+          }
         }
+        float t0 = 0.0f, t1 = 0.0f, t2 = 0.0f, t3 = 0.0f;
+        for (int j = 0; j < L; ++j) {
+          t0 += s0[j];
+          t1 += s1[j];
+          t2 += s2[j];
+          t3 += s3[j];
+        }
+        for (int64_t k = K8; k < K; ++k) {
+          t0 += xr[k] * w0[k];
+          t1 += xr[k] * w1[k];
+          t2 += xr[k] * w2[k];
+          t3 += xr[k] * w3[k];
+        }
+        yr[n] = t0;
+        yr[n + 1] = t1;
+        yr[n + 2] = t2;
+        yr[n + 3] = t3;
       }
-      float t0 = 0.0f, t1 = 0.0f, t2 = 0.0f, t3 = 0.0f;
-      for (int j = 0; j < L; ++j) {
-        t0 += s0[j];
-        t1 += s1[j];
-        t2 += s2[j];
-        t3 += s3[j];
-      }
-      for (int64_t k = K8; k < K; ++k) {
-        t0 += xr[k] * w0[k];
-        t1 += xr[k] * w1[k];
-        t2 += xr[k] * w2[k];
-        t3 += xr[k] * w3[k];
-      }
-      yr[n] = t0;
-      yr[n + 1] = t1;
-      yr[n + 2] = t2;
-      yr[n + 3] = t3;
     }
     for (int64_t n = N4; n < n1; ++n) {
       const float* w0 = w + n * K;
-      float s0[L] = {0};
-      for (int64_t k = 0; k < K8; k += L)
-        for (int j = 0; j < L; ++j) s0[j] += xr[k + j] * w0[k + j];
-      float t0 = 0.0f;
-      for (int j = 0; j < L; ++j) t0 += s0[j];
-      for (int64_t k = K8; k < K; ++k) t0 += xr[k] * w0[k];
-      yr[n] = t0;
+      for (int64_t m = mb; m < me; ++m) {
+        const float* xr = x + m * K;
+        float s0[L] = {0};
+        for (int64_t k = 0; k < K8; k += L)
+          for (int j = 0; j < L; ++j) s0[j] += xr[k + j] * w0[k + j];
+        float t0 = 0.0f;
+        for (int j = 0; j < L; ++j) t0 += s0[j];
+        for (int64_t k = K8; k < K; ++k) t0 += xr[k] * w0[k];
+        y[m * N + n] = t0;
+      }
     }
-    if (ep != NULL) byoc_epilogue_row_(ep, n0, yr + n0, n1 - n0);
+    if (ep != NULL)
+      for (int64_t m = mb; m < me; ++m) byoc_epilogue_row_(ep, n0, y + m * N + n0, n1 - n0);
   }
 }
 

@@ -154,7 +154,7 @@ static inline void byoc_act_run_(int32_t act, float a, float b, float* restrict 
         float c = v[i] + 3.0f;
         c = c < 0.0f ? 0.0f : c;
         c = c > 6.0f ? 6.0f : c;
-        v[i] = (v[i] * c) / 6.0f;
+        v[i] = v[i] >= 3.0f ? v[i] : (v[i] * c) / 6.0f; /* x * 6 / 6 overflows near FLT_MAX */
       });
       break;
     case BYOC_ACT_HARD_SIGMOID:

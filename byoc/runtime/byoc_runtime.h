@@ -21,6 +21,13 @@
  *     OpenMP team sized by the thread setting (`byoc_set_num_threads`, and a
  *     per-calling-thread budget `byoc_set_call_threads`), never below a work
  *     threshold. See "threads" below.
+ *
+ * Two builds split this header across translation units (docs/c-codegen.md, "The
+ * kernel library"): `BYOC_KERNEL_LIBRARY` (the object built once per machine: every
+ * definition below, with the state hidden but shared across the library's units) and
+ * `BYOC_GLUE` (a model's generated C linked with that object: the inline helpers, with
+ * the state and the out-of-line functions only declared). Without either, one unit holds
+ * everything and the state is `static`.
  */
 #ifndef BYOC_RUNTIME_H_
 #define BYOC_RUNTIME_H_
@@ -47,13 +54,34 @@
 #define BYOC_PRINTF(a, b)
 #endif
 
+/* hidden even without -fvisibility=hidden: calls bind inside this library, never to libgomp */
+#define BYOC_HIDDEN_ __attribute__((visibility("hidden")))
+
+/* The runtime's state: `BYOC_STATE_(declaration, = initialiser)` defines it static in one
+ * unit, hidden in the kernel library, and only declares it in a model's glue unit. */
+#if defined(BYOC_GLUE)
+#define BYOC_STATE_(decl, ...) extern BYOC_HIDDEN_ decl
+#elif defined(BYOC_KERNEL_LIBRARY)
+#define BYOC_STATE_(decl, ...) BYOC_HIDDEN_ decl __VA_ARGS__
+#else
+#define BYOC_STATE_(decl, ...) static decl __VA_ARGS__
+#endif
+/* A function the runtime defines once: static in one unit, hidden in the kernel library. */
+#if defined(BYOC_GLUE) || defined(BYOC_KERNEL_LIBRARY)
+#define BYOC_SHARED_FN_ BYOC_HIDDEN_
+#else
+#define BYOC_SHARED_FN_ static
+#endif
+
 /* ---- errors -------------------------------------------------------------- */
 
-static _Thread_local char byoc_error_message_[1024];
+BYOC_STATE_(_Thread_local char byoc_error_message_[1024], );
 
 /* The message of the last failed call on this thread ("" if none failed). */
 BYOC_EXPORT const char* byoc_last_error(void);
+#ifndef BYOC_GLUE
 BYOC_EXPORT const char* byoc_last_error(void) { return byoc_error_message_; }
+#endif
 
 static inline int32_t byoc_fail(const char* fmt, ...) BYOC_PRINTF(1, 2);
 static inline int32_t byoc_fail(const char* fmt, ...) {
@@ -211,14 +239,17 @@ typedef struct byoc_ws_block_ {
   size_t size;
 } byoc_ws_block_;
 
+BYOC_STATE_(unsigned long byoc_ws_generation_, = 1);
+BYOC_STATE_(_Thread_local byoc_ws_block_* byoc_ws_mine_, );
+BYOC_STATE_(_Thread_local unsigned long byoc_ws_mine_generation_, );
+BYOC_SHARED_FN_ void* byoc_workspace_grow_(size_t size);
+
+#ifndef BYOC_GLUE
 static pthread_mutex_t byoc_ws_mutex_ = PTHREAD_MUTEX_INITIALIZER;
 static byoc_ws_block_ byoc_ws_all_ = {&byoc_ws_all_, &byoc_ws_all_, NULL, 0};
 static pthread_key_t byoc_ws_key_;
 static int byoc_ws_key_ok_;
-static unsigned long byoc_ws_generation_ = 1;
 static long byoc_users_;
-static _Thread_local byoc_ws_block_* byoc_ws_mine_;
-static _Thread_local unsigned long byoc_ws_mine_generation_;
 
 static inline void byoc_ws_unlink_(byoc_ws_block_* b) {
   b->prev->next = b->next;
@@ -239,7 +270,7 @@ static BYOC_MAYBE_UNUSED void byoc_ws_thread_exit_(void* p) {
   pthread_mutex_unlock(&byoc_ws_mutex_);
 }
 
-static BYOC_MAYBE_UNUSED void* byoc_workspace_grow_(size_t size) {
+BYOC_SHARED_FN_ BYOC_MAYBE_UNUSED void* byoc_workspace_grow_(size_t size) {
   size_t rounded = (size + BYOC_ALIGNMENT - 1) / BYOC_ALIGNMENT * BYOC_ALIGNMENT;
   if (rounded < size) return NULL; /* size near SIZE_MAX */
   if (rounded == 0) rounded = BYOC_ALIGNMENT;
@@ -271,6 +302,7 @@ static BYOC_MAYBE_UNUSED void* byoc_workspace_grow_(size_t size) {
   pthread_mutex_unlock(&byoc_ws_mutex_);
   return p;
 }
+#endif /* BYOC_GLUE */
 
 /*
  * A 64-byte aligned scratch area of at least `size` bytes, private to the
@@ -292,6 +324,9 @@ static inline void* byoc_workspace(size_t size) {
  * it before they end; calling it with no workspace is harmless.
  */
 BYOC_EXPORT void byoc_thread_release(void);
+BYOC_EXPORT int32_t byoc_retain(void);
+BYOC_EXPORT int32_t byoc_release(void);
+#ifndef BYOC_GLUE
 BYOC_EXPORT void byoc_thread_release(void) {
   pthread_mutex_lock(&byoc_ws_mutex_);
   byoc_ws_block_* mine = byoc_ws_mine_;
@@ -316,7 +351,6 @@ BYOC_EXPORT void byoc_thread_release(void) {
  * workspaces nor leaves a destructor pointing into unmapped code. Both return
  * the number of users left.
  */
-BYOC_EXPORT int32_t byoc_retain(void);
 BYOC_EXPORT int32_t byoc_retain(void) {
   pthread_mutex_lock(&byoc_ws_mutex_);
   long users = ++byoc_users_;
@@ -326,7 +360,6 @@ BYOC_EXPORT int32_t byoc_retain(void) {
 
 static void byoc_team_release_(void); /* stops the library's team (see "threads") */
 
-BYOC_EXPORT int32_t byoc_release(void);
 BYOC_EXPORT int32_t byoc_release(void) {
   pthread_mutex_lock(&byoc_ws_mutex_);
   if (byoc_users_ > 0) --byoc_users_;
@@ -341,6 +374,7 @@ BYOC_EXPORT int32_t byoc_release(void) {
   if (users == 0) byoc_team_release_();
   return (int32_t)users;
 }
+#endif /* BYOC_GLUE */
 
 /* ---- threads ------------------------------------------------------------- */
 
@@ -437,12 +471,19 @@ BYOC_EXPORT int32_t byoc_release(void) {
 #include <time.h>
 #include <unistd.h>
 
+typedef void (*byoc_region_fn_)(void*);
+BYOC_HIDDEN_ int omp_get_thread_num(void);
+BYOC_HIDDEN_ int omp_get_num_threads(void);
+BYOC_HIDDEN_ int omp_in_parallel(void);
+BYOC_HIDDEN_ void GOMP_parallel(byoc_region_fn_ fn, void* data, unsigned num_threads, unsigned flags);
+BYOC_HIDDEN_ void GOMP_barrier(void);
+
+#ifndef BYOC_GLUE
 #define BYOC_TEAM_IDLE_SPIN_US 200 /* spin after a region when no run holds the team */
 #define BYOC_TEAM_HOLD_SPIN_US 20000 /* the most a held team spins after its last region */
 #define BYOC_TEAM_PAUSES 4096 /* spin rounds (pause) before a waiting worker starts to yield */
 #define BYOC_TEAM_MAX 64
 
-typedef void (*byoc_region_fn_)(void*);
 #define BYOC_RTLD_DEFAULT_ ((void*)0) /* RTLD_DEFAULT (glibc), which needs _GNU_SOURCE */
 
 typedef struct {
@@ -488,14 +529,6 @@ typedef void (*byoc_gomp_parallel_t_)(byoc_region_fn_, void*, unsigned, unsigned
 typedef int (*byoc_gomp_int_t_)(void);
 static byoc_gomp_parallel_t_ byoc_gomp_parallel_;
 static byoc_gomp_int_t_ byoc_gomp_thread_num_, byoc_gomp_num_threads_, byoc_gomp_in_parallel_;
-
-/* hidden even without -fvisibility=hidden: calls bind inside this library, never to libgomp */
-#define BYOC_HIDDEN_ __attribute__((visibility("hidden")))
-BYOC_HIDDEN_ int omp_get_thread_num(void);
-BYOC_HIDDEN_ int omp_get_num_threads(void);
-BYOC_HIDDEN_ int omp_in_parallel(void);
-BYOC_HIDDEN_ void GOMP_parallel(byoc_region_fn_ fn, void* data, unsigned num_threads, unsigned flags);
-BYOC_HIDDEN_ void GOMP_barrier(void);
 
 int omp_get_thread_num(void) {
   if (__builtin_expect(byoc_team_mode_ != 0, 0)) return byoc_gomp_thread_num_();
@@ -718,9 +751,12 @@ static BYOC_MAYBE_UNUSED void byoc_team_stop_(void) {
   pthread_mutex_unlock(&byoc_team_start_mutex_);
 }
 static void byoc_team_release_(void) { byoc_team_stop_(); }
+#endif /* BYOC_GLUE */
 #else
 #define BYOC_OWN_TEAM 0
+#ifndef BYOC_GLUE
 static void byoc_team_release_(void) {}
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -730,8 +766,8 @@ static void byoc_team_release_(void) {}
 #define BYOC_PAR_GRAIN 32768
 #define BYOC_MAX_THREADS 1024
 
-static int32_t byoc_num_threads_ = 1;
-static _Thread_local int32_t byoc_call_threads_;
+BYOC_STATE_(int32_t byoc_num_threads_, = 1);
+BYOC_STATE_(_Thread_local int32_t byoc_call_threads_, );
 
 static inline int32_t byoc_clamp_threads_(int32_t n) {
   return n < 1 ? 1 : n > BYOC_MAX_THREADS ? BYOC_MAX_THREADS : n;
@@ -739,23 +775,25 @@ static inline int32_t byoc_clamp_threads_(int32_t n) {
 
 /* The library's thread setting (at least 1); returns the previous one. */
 BYOC_EXPORT int32_t byoc_set_num_threads(int32_t n);
+BYOC_EXPORT int32_t byoc_get_num_threads(void);
+BYOC_EXPORT int32_t byoc_set_call_threads(int32_t n);
+#ifndef BYOC_GLUE
 BYOC_EXPORT int32_t byoc_set_num_threads(int32_t n) {
   return __atomic_exchange_n(&byoc_num_threads_, byoc_clamp_threads_(n), __ATOMIC_RELAXED);
 }
 
-BYOC_EXPORT int32_t byoc_get_num_threads(void);
 BYOC_EXPORT int32_t byoc_get_num_threads(void) {
   return __atomic_load_n(&byoc_num_threads_, __ATOMIC_RELAXED);
 }
 
 /* The calling thread's budget for its next calls (0: the library's setting); returns the
  * previous one. */
-BYOC_EXPORT int32_t byoc_set_call_threads(int32_t n);
 BYOC_EXPORT int32_t byoc_set_call_threads(int32_t n) {
   int32_t old = byoc_call_threads_;
   byoc_call_threads_ = n <= 0 ? 0 : byoc_clamp_threads_(n);
   return old;
 }
+#endif /* BYOC_GLUE */
 
 /* Threads this call may use now (see above). */
 static inline int32_t byoc_threads(void) {

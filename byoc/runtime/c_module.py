@@ -60,7 +60,7 @@ import numpy as np
 
 from byoc.runtime.cpu import native_load
 from byoc.runtime.dlpack import dl_dtype
-from byoc.runtime.interface import RuntimeComponent
+from byoc.runtime.interface import CEntry, RuntimeComponent
 from byoc.runtime.tensor import TensorSpec, checked_dtype, checked_shape
 from byoc.runtime.toolchain import DEFAULT_FLAGS, cache_library, compile_source, private_copy
 
@@ -505,6 +505,10 @@ class CModule(PackedLibrary):
 
     def _unknown_function(self, sym: str, known: str) -> str:
         return f"no C function '{sym}' in {self.library_path.name} (functions: {known})"
+
+    def c_entry(self, symbol: str) -> CEntry:
+        """The packed entry of partition `symbol`, for C callers (`RuntimeComponent.c_entry`)."""
+        return CEntry(int(self.ffi.cast("intptr_t", self._entry(symbol))), self.last_error)
 
     def __repr__(self) -> str:
         return f"CModule({self.library_path.name}, functions={sorted(self.functions)})"

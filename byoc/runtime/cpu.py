@@ -22,6 +22,8 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from byoc.utils import env
+
 DISPATCH_ENV = "BYOC_CPU_DISPATCH"
 DISPATCH_LEVELS = ("auto", "baseline")
 OPENBLAS_BASELINE_CORE = "Nehalem"
@@ -29,12 +31,7 @@ OPENBLAS_BASELINE_CORE = "Nehalem"
 
 def dispatch_level() -> str:
     """`auto` or `baseline`, from $BYOC_CPU_DISPATCH (unset or empty: `auto`)."""
-    level = os.environ.get(DISPATCH_ENV, "").strip().lower() or "auto"
-    if level not in DISPATCH_LEVELS:
-        raise ValueError(
-            f"{DISPATCH_ENV}={level!r} is not one of {', '.join(DISPATCH_LEVELS)}"
-        )
-    return level
+    return str(env.value(DISPATCH_ENV))
 
 
 def c_dispatch_flags() -> tuple[str, ...]:
@@ -50,6 +47,7 @@ def native_load() -> Iterator[None]:
     while it loads, unless the user set it: OpenBLAS would otherwise start a pool of
     one thread per core as it loads, which the cblas kernels never use (they keep
     OpenBLAS on one thread and split GEMMs across byoc's own threads, docs/threads.md)."""
+    env.check_native()  # the BYOC_* variables the library's C code reads itself
     added: list[str] = []
     if dispatch_level() == "baseline" and "OPENBLAS_CORETYPE" not in os.environ:
         os.environ["OPENBLAS_CORETYPE"] = OPENBLAS_BASELINE_CORE

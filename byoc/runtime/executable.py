@@ -1,8 +1,10 @@
 """`Executable`: a built model — the host plan, its constants and the targets' runtime components.
 
-`export_library(path)` writes it as one artifact (`artifact.py`, the container);
-`load_executable(path)` reads it back, each component through the loader of its
-kind (`component.py`), with no recompilation.
+A run is one native call when the plan compiles (`native_plan.py`: static shapes and at
+least one partition with a C entry); otherwise the Python host executor (`host.py`, the
+reference) runs it step by step. `export_library(path)` writes it as one artifact
+(`artifact.py`, the container); `load_executable(path)` reads it back, each component
+through the loader of its kind (`component.py`), with no recompilation.
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ import numpy as np
 from byoc.runtime.artifact import ArtifactError, ArtifactWriter, brief, read_artifact
 from byoc.runtime.component import RuntimeComponent, kind_of_blobs, load_component
 from byoc.runtime.host import BoundPlan, HostPlan, PlanError, check_input_shapes, check_plan
+from byoc.runtime.native_plan import NativePlan, compile_plan, runner_library
 from byoc.runtime.parallel import BranchGraph, HostPool, run_branches
 from byoc.runtime.tensor import checked_dtype, checked_shape
 from byoc.runtime.threads import check_num_threads, resolve_num_threads
+from byoc.runtime.toolchain import CompileError
 
 Array = np.ndarray[Any, Any]
 
@@ -81,7 +85,8 @@ def as_array(value: Any, name: str) -> Array:
 class Executable:
     """Run a built model: `run(*args, **kwargs)` / `__call__` return a list of numpy arrays.
 
-    Thread-safe: each call has its own value slots; partitions are re-entrant.
+    Thread-safe: each call has its own value slots (compiled: its own workspace and arena);
+    partitions are re-entrant.
 
     Threads: `num_threads` (default `BYOC_NUM_THREADS`, else the cores the process may
     use; `set_num_threads` changes it) bounds every pool a run uses — each component's
@@ -98,7 +103,9 @@ class Executable:
         partitions: Sequence[PartitionInfo],
         *,
         num_threads: int | None = None,
+        native: bool = True,
     ):
+        """`native=False` keeps every run on the Python host executor (the reference)."""
         self.plan = plan
         self.constants = list(constants)
         self.components = dict(components)
@@ -130,6 +137,17 @@ class Executable:
         there is one and the plan has no branches to run at once; the idle team of another
         library, or of a component while the host's branches run, would spin on the cores
         the working threads need (docs/threads.md, "The team")."""
+        self.native_plan: NativePlan | None = None
+        """The compiled host plan (`byoc.runtime.native_plan`): a run is one native call.
+        None when every run goes through the Python host executor; `native_reason` says why."""
+        self.native_reason = "built with native=False"
+        if native:
+            self.native_plan, self.native_reason = compile_plan(
+                plan, self.constants, self._bound, self.components
+            )
+        self._native: NativePlan | None = None
+        """`native_plan` when the thread setting lets it run the plan (`_choose_runner`)."""
+        self._native_holders: list[Callable[[bool], None]] = []
         self._pool: HostPool | None = None
         self._pool_lock = threading.Lock()
         self._num_threads = 1
@@ -155,6 +173,18 @@ class Executable:
                 pool.retired = True
                 if pool.users == 0:
                     pool.close()
+        self._choose_runner(n)
+
+    def _choose_runner(self, n: int) -> None:
+        """The native plan runs one step after another on the calling thread: it runs the
+        plan unless independent branches could run at once (more than one thread and a
+        branchy plan), which the Python executor's pool does. With more than one thread, a
+        run holds the component's team awake, as the Python executor does."""
+        native = self.native_plan
+        if native is not None and n > 1 and self._graph.parallel:
+            native = None
+        self._native_holders = self._holders if n > 1 else []
+        self._native = native
 
     def _acquire_pool(self) -> HostPool:
         """The host pool, sized by the setting now; started here on first use."""
@@ -259,6 +289,26 @@ class Executable:
 
     # ---- running ----------------------------------------------------------------
     def run(self, *args: Any, **kwargs: Any) -> list[Array]:
+        native = self._native
+        if native is None:
+            return self._run_python(args, kwargs)
+        if not self._native_holders:
+            out = None if kwargs else native.run_args(args)
+            return out if out is not None else native.run(self._coerce(args, kwargs))
+        holders = self._native_holders
+        for hold in holders:  # the C teams stay awake through the run (docs/threads.md)
+            hold(True)
+        try:
+            out = None if kwargs else native.run_args(args)
+            return out if out is not None else native.run(self._coerce(args, kwargs))
+        finally:
+            for hold in holders:
+                hold(False)
+
+    __call__ = run
+
+    def _run_python(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Array]:
+        """A run on the Python host executor (module doc of `byoc.runtime.host`)."""
         inputs = self._coerce(args, kwargs)
         n = self._num_threads
         if n == 1:
@@ -281,8 +331,6 @@ class Executable:
             for hold in holders:
                 hold(False)
 
-    __call__ = run
-
     def run_profiled(self, *args: Any, **kwargs: Any) -> tuple[list[Array], dict[str, float]]:
         """Run once and return the outputs and seconds per partition symbol, plus 'host'."""
         inputs = self._coerce(args, kwargs)
@@ -300,13 +348,33 @@ class Executable:
             table[key] = table.get(key, 0.0) + t
         return outputs, table
 
+    @property
     def partitions(self) -> list[PartitionInfo]:
-        """Each partition: its symbol, target and the ops inside it."""
+        """Each partition: its symbol, target and the ops inside it (a new list each time)."""
         return list(self._partitions)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {describe_executable(self)}>"
 
     def export_library(self, path: str) -> None:
         """Write one artifact file: library, ExampleJSON subgraphs, host graph, constants."""
         export_executable(self, path)
+
+
+REPR_PARTITIONS = 4
+"""How many partitions `repr(Executable)` names before it gives only their count."""
+
+
+def describe_executable(exe: Executable) -> str:
+    """`targets: ccompiler; partitions: [@ccompiler_main_0 (ccompiler, 8 ops)]; threads: 2`:
+    the targets of the partitions (in the order of the partitions), each partition, the
+    thread setting."""
+    parts = exe.partitions
+    targets = ", ".join(dict.fromkeys(p.target for p in parts)) or "none (host only)"
+    shown = [f"@{p.symbol} ({p.target}, {p.num_ops} ops)" for p in parts[:REPR_PARTITIONS]]
+    if len(parts) > REPR_PARTITIONS:
+        shown.append(f"... {len(parts)} in all")
+    return f"targets: {targets}; partitions: [{', '.join(shown)}]; threads: {exe.num_threads}"
 
 
 def export_executable(exe: Executable, path: str | Path) -> None:
@@ -320,7 +388,8 @@ def export_executable(exe: Executable, path: str | Path) -> None:
                 f"a model with a dynamic (?) dim ({name}: "
                 f"{shape_repr(spec.shape)}) cannot be exported yet: the artifact format "
                 "states every shape; import or build it with static shapes "
-                "(byoc.import_onnx(path, input_shapes=...))"
+                "(--input-shape NAME=DxDx... on the command line, "
+                "byoc.import_onnx(path, input_shapes=...) in Python)"
             )
     writer = ArtifactWriter()
     constants = []
@@ -338,9 +407,11 @@ def export_executable(exe: Executable, path: str | Path) -> None:
         "constants": constants,
         "components": components,
         "partitions": [
-            {"symbol": p.symbol, "target": p.target, "ops": list(p.ops)} for p in exe.partitions()
+            {"symbol": p.symbol, "target": p.target, "ops": list(p.ops)} for p in exe.partitions
         ],
     }
+    if exe.native_plan is not None:  # loading it then needs no compiler (native_plan.py)
+        header["plan_runner"] = writer.add(runner_library().library)
     writer.write(path, header)
 
 
@@ -370,6 +441,12 @@ def _load(header: dict[str, Any], sections: list[bytes], num_threads: int | None
         check_plan(plan, constants)
     except PlanError as exc:
         raise ArtifactError(f"the plan: {exc}") from None
+    if "plan_runner" in header:  # used unless this process runs a runner already
+        shipped = sections[_index(header["plan_runner"], len(sections), "the plan runner")]
+        try:
+            runner_library(shipped)
+        except (CompileError, OSError):
+            pass  # unusable here, and no compiler: the plan runs in Python (native_reason)
     components: dict[str, RuntimeComponent] = {}
     for target, entry in _dict(header, "components").items():
         if version >= 2:

@@ -15,6 +15,7 @@ other value in program order (a composite's outputs before its inner values).
 
 from __future__ import annotations
 
+import math
 import struct
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +33,7 @@ from xdsl.ir import Attribute, SSAValue
 
 from byoc.dialects import graph as gd
 from byoc.dialects.nn import numpy_dtype, shape_of
+from byoc.runtime import dlpack
 from byoc.runtime.dlpack import dl_dtype
 
 MAGIC = b"BYOCGRPH"
@@ -285,6 +287,119 @@ def check_header(blob: bytes) -> None:
         raise ValueError(f"graph blob says it is {size} bytes, it is {len(blob)} (truncated?)")
 
 
+class _Reader:
+    """A bounds-checked cursor over a blob: every read past the end is a ValueError."""
+
+    def __init__(self, blob: bytes, offset: int):
+        self.blob = memoryview(blob)
+        self.pos = offset
+
+    def take(self, n: int) -> memoryview:
+        if n < 0 or n > len(self.blob) - self.pos:
+            raise ValueError(f"graph blob truncated at byte {self.pos}")
+        out = self.blob[self.pos : self.pos + n]
+        self.pos += n
+        return out
+
+    def unpack(self, fmt: str) -> tuple[Any, ...]:
+        return struct.unpack(fmt, self.take(struct.calcsize(fmt)))
+
+    def u8(self) -> int:
+        return int(self.unpack("<B")[0])
+
+    def u32(self) -> int:
+        return int(self.unpack("<I")[0])
+
+    def count(self, min_size: int) -> int:
+        """A count of items each at least `min_size` bytes: no more than the bytes left hold."""
+        n = self.u32()
+        if n * min_size > len(self.blob) - self.pos:
+            raise ValueError(f"graph blob: count {n} at byte {self.pos - 4} is larger than the blob")
+        return n
+
+    def str(self) -> str:
+        n = self.u32()
+        try:
+            return bytes(self.take(n)).decode()
+        except UnicodeDecodeError:
+            raise ValueError(f"graph blob: a string before byte {self.pos} is not UTF-8") from None
+
+    def ids(self) -> list[int]:
+        n = self.count(4)
+        return list(self.unpack(f"<{n}I"))
+
+    def dtype_shape(self) -> tuple[np.dtype[Any], tuple[int, ...]]:
+        code, bits, rank = self.unpack("<BBB")
+        try:
+            dtype = dlpack.numpy_dtype(code, bits)
+        except ValueError:
+            dtype = None
+        if dtype is None or dtype.kind == "c":  # what the C reader takes (byoc_dtype_ok_)
+            raise ValueError(f"graph blob: unknown dtype (code {code}, {bits} bits)")
+        dtype = dtype.newbyteorder("<")
+        if rank > 8:
+            raise ValueError(f"graph blob: rank {rank} is above 8")
+        return dtype, tuple(int(d) for d in self.unpack(f"<{rank}q"))
+
+
+def _read_node(r: _Reader, depth: int) -> Node:
+    op = r.str()
+    attrs: list[tuple[str, int, Any]] = []
+    for _ in range(r.count(5)):
+        name = r.str()
+        kind = r.u8()
+        value: Any
+        if kind == ATTR_INT:
+            value = int(r.unpack("<q")[0])
+        elif kind == ATTR_FLOAT:
+            value = float(r.unpack("<d")[0])
+        elif kind == ATTR_STRING:
+            value = r.str()
+        elif kind in (ATTR_INTS, ATTR_FLOATS):
+            n = r.count(8)
+            value = [int(v) for v in r.unpack(f"<{n}q")] if kind == ATTR_INTS else list(r.unpack(f"<{n}d"))
+        else:
+            raise ValueError(f"graph blob: attribute '{name}' of '{op}' has unknown kind {kind}")
+        attrs.append((name, kind, value))
+    inputs, outputs = r.ids(), r.ids()
+    body_count = r.count(16)
+    if body_count and depth > 0:
+        raise ValueError(f"graph blob: node '{op}' inside a composite has a body")
+    body = [_read_node(r, depth + 1) for _ in range(body_count)]
+    return Node(op, attrs, inputs, outputs, body)
+
+
+def decode(blob: bytes) -> GraphSet:
+    """The graphs and constants of a version-1 blob (constants are views of `blob`).
+    A ValueError says where the bytes are not a blob; what the blob means is checked by
+    `byoc.runtime.graph_check`, its structure again by the C reader."""
+    check_header(blob)
+    r = _Reader(blob, len(MAGIC) + 16)
+    constants: list[Constant] = []
+    for _ in range(r.count(15)):
+        name = r.str()
+        dtype, shape = r.dtype_shape()
+        (nbytes,) = r.unpack("<Q")
+        if any(d < 0 for d in shape) or nbytes != math.prod(shape) * dtype.itemsize:
+            raise ValueError(f"graph blob: constant '{name}' stores {nbytes} bytes for {shape}")
+        data = np.frombuffer(r.take(nbytes), dtype=dtype).reshape(shape)
+        constants.append(Constant(name, data))
+    graphs: list[Graph] = []
+    for _ in range(r.count(20)):
+        name = r.str()
+        entries = []
+        for _ in range(r.count(8)):
+            kind = r.u8()
+            dtype, shape = r.dtype_shape()
+            entries.append(Entry(kind, dtype, shape, r.str()))
+        inputs, outputs = r.ids(), r.ids()
+        nodes = [_read_node(r, 0) for _ in range(r.count(16))]
+        graphs.append(Graph(name, entries, inputs, outputs, nodes))
+    if r.pos != len(blob):
+        raise ValueError(f"graph blob: {len(blob) - r.pos} bytes after the last graph")
+    return GraphSet(constants, graphs)
+
+
 # --------------------------------------------------------------------------
 # Text (`-t graph`)
 # --------------------------------------------------------------------------
@@ -365,6 +480,7 @@ __all__ = [
     "GraphSet",
     "Node",
     "check_header",
+    "decode",
     "describe",
     "encode",
     "to_text",

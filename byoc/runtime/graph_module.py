@@ -14,9 +14,11 @@ compiled by the toolchain (`byoc.runtime.toolchain`, cached by content hash) int
 a library loaded with cffi.
 
 The component holds one serialised blob (`byoc.runtime.graph_format`) with every
-graph of the target and every constant, once. Loading parses it in C, where
-every field is checked, binds the constants by name and lets the engine plan
-each graph; calls then go through the same DLTensor ABI, argument checks and
+graph of the target and every constant, once. Loading checks what every node means
+(`byoc.runtime.graph_check`: arity, properties, the nn type relation of every node,
+composite bodies included), then parses it in C, where every field and the
+structure are checked, binds the constants by name and lets the engine plan each
+graph, so an engine only ever sees a verified graph; calls then go through the same DLTensor ABI, argument checks and
 error messages as the generated C (`CFunction`). The signatures come from the C
 side's parse of the blob, so nothing an artifact says about them can disagree.
 
@@ -48,8 +50,11 @@ from byoc.runtime.c_module import (
 )
 from byoc.runtime.cpu import native_load
 from byoc.runtime.dlpack import numpy_dtype as dl_numpy_dtype
+from byoc.runtime.graph_check import check_blob
 from byoc.runtime.graph_format import VERSION, check_header
+from byoc.runtime.interface import CEntry
 from byoc.runtime.tensor import TensorSpec
+from byoc.runtime.threads import check_num_threads
 from byoc.runtime.toolchain import (
     DEFAULT_FLAGS,
     INCLUDE_DIR,
@@ -57,6 +62,7 @@ from byoc.runtime.toolchain import (
     compile_source,
     private_copy,
 )
+from byoc.utils import env
 
 KIND = "graph"
 ENGINES_DIR = INCLUDE_DIR / "engines"
@@ -86,16 +92,11 @@ NUM_THREADS_ENV = "BYOC_NUM_THREADS"
 
 
 def default_num_threads() -> int:
-    """`$BYOC_NUM_THREADS` if set (>= 1), else the cores this process may use."""
-    text = os.environ.get(NUM_THREADS_ENV, "").strip()
-    if text:
-        try:
-            n = int(text)
-        except ValueError:
-            raise ValueError(f"{NUM_THREADS_ENV}={text!r} is not a number of threads") from None
-        if n < 1:
-            raise ValueError(f"{NUM_THREADS_ENV}={n} must be at least 1")
-        return n
+    """`$BYOC_NUM_THREADS` if set (1 to 1024, else an `EnvError` naming it), else the cores
+    this process may use."""
+    n = env.value(NUM_THREADS_ENV)
+    if n is not None:
+        return int(n)
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
@@ -139,7 +140,9 @@ class GraphEngine:
                 text = path.read_text()
             except OSError as e:
                 raise OSError(f"graph engine '{self.name}': cannot read {path}: {e}") from None
-            parts.append(f'#line 1 "{path.name}"\n{text}')
+            # the full path: compiler messages name the engine's own file, and the
+            # compiler shows its lines, not those of a same-named file elsewhere
+            parts.append(f'#line 1 "{path.resolve()}"\n{text}')
         digest = hashlib.sha256()
         for header in sorted({h for d in self._source_dirs() for h in d.glob("*.h")}):
             digest.update(header.name.encode() + b"\0" + header.read_bytes())
@@ -200,7 +203,7 @@ class GraphModule(PackedLibrary):
         num_threads: int | None = None,
         directory: Path | None = None,
     ):
-        check_header(blob)
+        check_blob(blob)
         self.blob = blob
         self._library = library
         self.library_path = library_path
@@ -222,7 +225,7 @@ class GraphModule(PackedLibrary):
             raise ValueError(f"the graph library's engine is '{got}', expected '{engine}'")
         if self.lib.byoc_graph_format_version() != VERSION:
             raise ValueError("the graph library reads another graph format version")
-        n = default_num_threads() if num_threads is None else int(num_threads)
+        n = default_num_threads() if num_threads is None else check_num_threads(num_threads)
         self._num_threads = n
         self._blob_buffer = self.ffi.from_buffer(blob)
         handle = self.lib.byoc_graph_module_load(self._blob_buffer, len(blob), n)
@@ -340,14 +343,24 @@ class GraphModule(PackedLibrary):
     def _entry(self, sym: str) -> Any:
         return functools.partial(self.lib.byoc_graph_run, self._handle, self._index[sym])
 
+    def c_entry(self, symbol: str) -> CEntry:
+        """`byoc_graph_run` with this module and graph `symbol`'s index, for C callers
+        (`RuntimeComponent.c_entry`)."""
+        ffi = self.ffi
+        return CEntry(
+            int(ffi.cast("intptr_t", self.lib.byoc_graph_run)),
+            self.last_error,
+            int(ffi.cast("intptr_t", self._handle)),
+            self._index[symbol],
+        )
+
     def _unknown_function(self, sym: str, known: str) -> str:
         return f"no graph '{sym}' in the {self.engine} graph module (graphs: {known})"
 
     # ---- threads ---------------------------------------------------------------------------
     def set_num_threads(self, n: int) -> None:
         """How many threads each run of the engine may use (waits for runs in flight)."""
-        if type(n) is not int or n < 1:
-            raise ValueError(f"the number of threads must be an integer >= 1, got {n!r}")
+        check_num_threads(n, "the number of threads")
         if self.lib.byoc_graph_module_set_num_threads(self._handle, n):
             raise GraphRuntimeError(self.last_error())
         self._num_threads = n

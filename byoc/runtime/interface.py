@@ -4,14 +4,29 @@ that the components themselves can subclass it without importing the loader tabl
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class CEntry:
+    """How C calls one partition directly (the compiled host plan, `byoc.runtime.native_plan`):
+    `fn` is the address of a packed entry `int32_t f(DLTensor** args, int32_t n)` (`module`
+    0), or of a graph runtime's `int32_t f(void* module, int32_t graph, DLTensor** args,
+    int32_t n)` with its `module` handle and `graph` index. `last_error()` is the message
+    of the component's last failure on the calling thread."""
+
+    fn: int
+    last_error: Callable[[], str]
+    module: int = 0
+    graph: int = -1
 
 
 class RuntimeComponent(Protocol):
     """What a target's codegen hook returns: the compiled partitions of that target.
 
     `kind`, `get_function` and `export` are what every component provides. The thread
-    hooks below are optional: a component subclasses `RuntimeComponent` and inherits their
+    hooks and `c_entry` below are optional: a component subclasses `RuntimeComponent` and inherits their
     no-op defaults, overriding those its engine has a use for (the C library has all).
     """
 
@@ -42,5 +57,10 @@ class RuntimeComponent(Protocol):
     def thread_release(self) -> None:
         """The calling thread will make no more calls: free what it holds now."""
 
+    def c_entry(self, symbol: str) -> CEntry | None:
+        """How C calls partition `symbol` without Python, or None (the default): a compiled
+        host plan then calls back into Python for it, through `get_function`."""
+        return None
 
-__all__ = ["RuntimeComponent"]
+
+__all__ = ["CEntry", "RuntimeComponent"]

@@ -25,6 +25,8 @@ import math
 import os
 from pathlib import Path
 
+from byoc.utils import env
+
 ENV = "BYOC_NUM_THREADS"
 MAX_THREADS = 1024
 """The most a setting may ask for (the C runtime clamps to this too)."""
@@ -102,16 +104,10 @@ def available_cores() -> int:
 
 
 def default_num_threads() -> int:
-    """`$BYOC_NUM_THREADS` if set (an int >= 1, else a ValueError naming it), else
-    `available_cores()`."""
-    text = os.environ.get(ENV, "").strip()
-    if text:
-        try:
-            value = int(text)
-        except ValueError:
-            raise ValueError(f"{ENV}={text!r} is not a thread count") from None
-        return check_num_threads(value, ENV)
-    return available_cores()
+    """`$BYOC_NUM_THREADS` if set (an int from 1 to MAX_THREADS, else an `EnvError`
+    naming it, byoc.utils.env), else `available_cores()`."""
+    n = env.value(ENV)
+    return available_cores() if n is None else check_num_threads(n, ENV)
 
 
 def resolve_num_threads(n: int | None) -> int:

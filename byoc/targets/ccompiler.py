@@ -139,6 +139,10 @@ KERNEL_OPS: dict[str, tuple[str, ...]] = {
     "nn.conv2d_transpose": F32,
     "nn.resize2d": F32,
     "nn.lrn": F32,
+    # the recurrent cells: their whole time loop in one call (byoc_kernels_recurrent.h)
+    "nn.lstm": F32_I32,
+    "nn.gru": F32_I32,
+    "nn.rnn": F32_I32,
 }
 """Ops lowered to a call of a byoc_kernels.h kernel."""
 
@@ -288,11 +292,24 @@ def unsupported_reason(op: Operation) -> str | None:
                     f"(supported: {', '.join(allowed)})"
                 )
             shape = t.get_shape()
+            if _absent_operand(op, kind, i, shape):
+                continue
             if any(d <= 0 for d in shape):
                 return f"{kind} #{i} of '{op.name}' has a dynamic or zero-size shape {t}"
             if len(shape) > MAX_RANK:
                 return f"{kind} #{i} of '{op.name}' has rank {len(shape)} (at most {MAX_RANK})"
     return _op_reason(op)
+
+
+def _absent_operand(op: Operation, kind: str, index: int, shape: tuple[int, ...]) -> bool:
+    """An optional operand of nn.lstm / nn.gru / nn.rnn left out: a tensor with no elements
+    (the constant the importer makes for it, and the op's operand), which the kernel does not
+    read; any other op on an empty tensor is still refused."""
+    if shape != (0,):
+        return False
+    if kind == "result":
+        return op.name == "nn.constant"
+    return op.name in ("nn.lstm", "nn.gru", "nn.rnn") and index >= 3
 
 
 def is_supported(op: Operation) -> bool:

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from xdsl.utils.frontend import Frontend
     from xdsl.utils.target import Target
 
-    from byoc.diagnostics import Diagnostic, ParsedSource, SourceBuffer
+    from byoc.diagnostics import Diagnostic, ModuleVerifier, ParsedSource, SourceBuffer
 
 
 class _Timing:
@@ -107,6 +107,8 @@ class Chunk:
     frontend: Frontend
     parsed: ParsedSource | None = None
     diagnostics: list[Diagnostic] = field(default_factory=list["Diagnostic"])
+    verifier: ModuleVerifier | None = None
+    """Verifies the chunk's module between passes; None: in full, with xDSL's `verify()`."""
 
     @property
     def failed(self) -> bool:
@@ -216,6 +218,35 @@ class ByocOptMain(xDSLOptMain):
             help="list the available passes with their options and exit",
         )
         arg_parser.add_argument(
+            "--input-shape",
+            action="append",
+            default=[],
+            metavar="NAME=DxDx...",
+            help="give ONNX graph input NAME the static shape DxDx... in place of its "
+            "symbolic, '?' or -1 dims (repeatable: one per input)",
+        )
+        arg_parser.add_argument(
+            "--load-plugin",
+            action="append",
+            default=[],
+            metavar="MODULE_OR_FILE",
+            help="load the targets of a module or .py file (its 'byoc_targets', or "
+            "MODULE:ATTR) before the run (repeatable; docs/plugins.md)",
+        )
+        arg_parser.add_argument(
+            "--list-targets",
+            action="store_true",
+            help="list every target with its origin (built in, or distribution and version) "
+            "and exit",
+        )
+        arg_parser.add_argument(
+            "--verify-full",
+            action="store_true",
+            help="verify every op with xDSL's verify(), before the first pass and after each, "
+            "not only one op per nn signature and then the ops a pass created or changed "
+            "(on under --verify-diagnostics)",
+        )
+        arg_parser.add_argument(
             "--elide-constants",
             type=int,
             metavar="N",
@@ -255,6 +286,8 @@ class ByocOptMain(xDSLOptMain):
         from byoc.diagnostics import SourceError
 
         try:
+            if self.load_plugins():
+                return 0
             self.pipeline = self.build_pipeline()
             self.emitter = self.make_emitter()
             super().run()
@@ -291,6 +324,22 @@ class ByocOptMain(xDSLOptMain):
         if self.failed:
             return 1
         return self.write_output_file()
+
+    def load_plugins(self) -> bool:
+        """Load the `--load-plugin` targets; under `--list-targets` print them all and
+        return True (the run is done)."""
+        from byoc.targets import list_targets, load_plugin
+        from byoc.targets.plugins import PluginError
+
+        for spec in self.args.load_plugin:
+            try:
+                load_plugin(spec)
+            except PluginError as e:
+                raise ToolError(str(e)) from None
+        if not self.args.list_targets:
+            return False
+        sys.stdout.write(format_target_list(list_targets()))
+        return True
 
     def get_input_name(self) -> str:
         return self.args.input_file or "<stdin>"
@@ -345,8 +394,10 @@ class ByocOptMain(xDSLOptMain):
         return 0
 
     def make_frontend(self, key: str) -> Frontend:
-        """The frontend of spec `key` (`mlir`, `onnx{...}`)."""
+        """The frontend of spec `key` (`mlir`, `onnx{...}`), with `--no-implicit-module` or
+        `--input-shape` applied; `--input-shape` on input that is not ONNX is an error."""
         from byoc.frontend.mlir import MLIRFrontend
+        from byoc.frontend.onnx_frontend import ONNXFrontend, parse_input_shapes
 
         spec = parse_spec(key)
         factory = cast("Callable[[], type[Frontend]]", self.available_frontends[spec.name])
@@ -356,6 +407,20 @@ class ByocOptMain(xDSLOptMain):
             raise ToolError(f"invalid options for -f {spec.name}: {e}") from None
         if isinstance(frontend, MLIRFrontend) and self.args.no_implicit_module:
             frontend = replace(frontend, no_implicit_module=True)
+        if self.args.input_shape:
+            if frontend.name not in ("onnx", "pt2"):
+                raise ToolError(
+                    f"--input-shape applies to ONNX and torch.export input (.onnx, .pt2); "
+                    f"'{self.get_input_name()}' is read as {frontend.name}"
+                )
+            try:
+                parse_input_shapes(self.args.input_shape)
+            except ValueError as e:
+                raise ToolError(str(e)) from None
+            if isinstance(frontend, ONNXFrontend):
+                frontend = replace(frontend, input_shapes=tuple(self.args.input_shape))
+            else:  # the .pt2 frontend takes the same NAME=DxDx... strings
+                frontend = replace(frontend, input_shape=tuple(self.args.input_shape))  # type: ignore[call-arg]
         return frontend
 
     def make_emitter(self) -> Target:
@@ -431,6 +496,10 @@ class ByocOptMain(xDSLOptMain):
         if chunk.parsed is None:
             self.finish_chunk()
             return None
+        if not (self.args.verify_full or self.args.verify_diagnostics):
+            from byoc.dialects.verify import ChangeVerifier
+
+            chunk.verifier = ChangeVerifier()
         return chunk.parsed.module
 
     def apply_passes(self, prog: ModuleOp) -> None:
@@ -487,7 +556,11 @@ class ByocOptMain(xDSLOptMain):
         self, previous: ModulePass | None, module: ModuleOp, next_pass: ModulePass | None
     ) -> None:
         """The pipeline's callback, before the first pass and after each: time the pass
-        that ran, verify the IR (a `SourceError` stops the pipeline), print it if asked."""
+        that ran, verify the IR (a `SourceError` stops the pipeline), print it if asked.
+
+        The first verification checks every op (an `nn` op signature once); after a
+        pass, only the ops the pass may have changed (`ChangeVerifier`), unless
+        --verify-full or --verify-diagnostics asks for xDSL's `verify()` each time."""
         from byoc.diagnostics import SourceError, verify_module
 
         if previous is not None:
@@ -497,7 +570,7 @@ class ByocOptMain(xDSLOptMain):
         assert parsed is not None
         if not self.args.disable_verify:
             with self.timing("Verifier"):
-                problem = verify_module(parsed, module)
+                problem = verify_module(parsed, module, self.chunk.verifier)
             if problem is not None:
                 if previous is None:
                     raise SourceError([problem])
@@ -591,6 +664,18 @@ class ByocOptMain(xDSLOptMain):
                 if n in ALL_PASSES or n in GENERIC_PASSES
             }
         )
+
+
+def format_target_list(rows: Sequence[tuple[str, str, str]]) -> str:
+    """`--list-targets`: one line per target, `name  origin`, and a failed plugin's error
+    under its name."""
+    width = max((len(name) for name, _, _ in rows), default=0) + 2
+    lines: list[str] = []
+    for name, origin, status in rows:
+        lines.append(f"{name:<{width}}{origin}")
+        if status != "ok":
+            lines.append(f"{'':<{width}}{status}")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -2,42 +2,88 @@
 
     byoc-run MODEL [--targets ccompiler,examplejson] [--inputs x.npz] [--repeat N]
                    [--export out.byoc] [--seed S] [--rtol R] [--atol A] [--threads N]
+                   [--input-shape NAME=DxDx...]
 
-MODEL is `.mlir`, `.onnx` or an exported `.byoc` artifact. Inputs come from an
+MODEL is `.mlir`, `.onnx`, a `torch.export` program (`.pt2`) or an exported `.byoc` artifact. Inputs come from an
 `.npz` file (by input name, or `arr_0`, `arr_1`, ... by position) or are seeded
-random. Prints a table of partitions (target, op count, time), host time,
-total, and the max abs/rel error against `run_reference`; exits 1 when the
-error is beyond tolerance, and on any bad input (never a traceback).
+random. Prints what was run (the targets, the build time, or for an artifact where
+it was loaded from and its targets), a table of partitions (target, op count,
+time), host time, total, and the max abs/rel error against `run_reference`; exits
+1 when the error is beyond tolerance, and on any bad input (never a traceback).
 `--threads N` is the thread setting of the run (default `$BYOC_NUM_THREADS`,
-else the cores the process may use); the partition times come from runs that
-take the steps one after another, the total from ordinary runs (independent
-branches at once).
+else the cores the process may use). Every time in the table is the median over
+the same `--repeat` profiled runs (`Executable.run_profiled`: the steps one after
+another), after one warm-up run that is not counted.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 
 class RunError(ValueError):
-    pass
+    """A bad invocation or model, reported as `<model>: error: <message>`."""
+
+
+class FileError(RunError):
+    """What is wrong with one file (the model, the inputs, the export), reported as
+    `<file>: error: <message>`."""
+
+    def __init__(self, path: str | Path, message: str) -> None:
+        super().__init__(message)
+        self.path = str(path)
+        self.message = message
+
+
+class OptionError(RunError):
+    """A bad command-line option, reported as `byoc-run: error: <message>`."""
+
+
+def _os_problem(error: OSError, action: str) -> str:
+    """`no such file`, `is a directory`, or `cannot <action> it: <reason>`."""
+    if isinstance(error, FileNotFoundError):
+        return "no such file" if action == "read" else "no such directory"
+    if isinstance(error, IsADirectoryError):
+        return "is a directory"
+    return f"cannot {action} it: {(error.strerror or str(error)).lower()}"
+
+
+TARGETS_HELP = (
+    "comma-separated targets, in priority order (default: none, so every op runs on the "
+    "host, unless the model is already partitioned; an artifact keeps its own)"
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Lists the known targets under --targets in `--help` only, so that other runs do not
+    import the target registry before they need it."""
+
+    def format_help(self) -> str:
+        from byoc.targets import known_targets_text
+
+        for action in self._actions:
+            if action.dest == "targets":
+                action.help = f"{TARGETS_HELP}; known: {known_targets_text()}"
+        return super().format_help()
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="byoc-run", description=__doc__.split("\n\n")[0])
-    p.add_argument("model", help="a .mlir, .onnx or .byoc file")
-    p.add_argument("--targets", default="", help="comma-separated targets, in priority order")
+    p = _Parser(prog="byoc-run", description=__doc__.split("\n\n")[0])
+    p.add_argument("model", help="a .mlir, .onnx, .pt2 or .byoc file")
+    p.add_argument("--targets", default="", help=TARGETS_HELP)
     p.add_argument("--inputs", help=".npz file with the inputs (by name, or arr_0, arr_1, ...)")
     p.add_argument("--repeat", type=int, default=10, help="timed runs (default 10)")
     p.add_argument("--export", metavar="OUT", help="write the built model as one artifact file")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
-    p.add_argument("--rtol", type=float, default=1e-3)
-    p.add_argument("--atol", type=float, default=1e-4)
+    p.add_argument("--rtol", type=float, default=1e-3, help="relative tolerance (default 1e-3)")
+    p.add_argument("--atol", type=float, default=1e-4, help="absolute tolerance (default 1e-4)")
     p.add_argument(
         "--threads",
         type=int,
@@ -46,11 +92,19 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="threads per run (default: $BYOC_NUM_THREADS, else the cores this process may use)",
     )
     p.add_argument(
+        "--load-plugin",
+        action="append",
+        default=[],
+        metavar="MODULE_OR_FILE",
+        help="load the targets of a module or .py file before the build (repeatable)",
+    )
+    p.add_argument(
         "--input-shape",
         action="append",
         default=[],
-        metavar="NAME=D0xD1x...",
-        help="static shape for an ONNX input with symbolic dimensions (repeatable)",
+        metavar="NAME=DxDx...",
+        help="give ONNX (or .pt2) input NAME the static shape DxDx... in place of its "
+        "symbolic, '?' or -1 dims (repeatable: one per input)",
     )
     return p.parse_args(argv)
 
@@ -71,7 +125,11 @@ def _parse_mlir(path: Path) -> Any:
         verify_module,
     )
 
-    source = SourceBuffer(str(path), decode_source(path.read_bytes(), str(path)))
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise FileError(path, _os_problem(e, "read")) from None
+    source = SourceBuffer(str(path), decode_source(data, str(path)))
     parsed = parse_source(make_context(), source)
     problem = verify_module(parsed)
     if problem is not None:
@@ -81,17 +139,35 @@ def _parse_mlir(path: Path) -> Any:
 
 
 def _load_ir(path: Path, args: argparse.Namespace) -> Any:
-    if path.suffix == ".onnx":
-        from byoc.frontend.onnx import import_model
+    from byoc.frontend.onnx_frontend import parse_input_shapes, unknown_input_message
 
-        shapes: dict[str, list[int]] = {}
-        for spec in args.input_shape:
-            name, _, dims = spec.partition("=")
-            try:
-                shapes[name] = [int(d) for d in dims.split("x")]
-            except ValueError:
-                raise RunError(f"--input-shape {spec!r}: expected NAME=D0xD1x...") from None
-        return import_model(str(path), input_shapes=shapes or None)
+    if path.suffix == ".onnx":
+        from byoc.frontend.onnx import OnnxMissing, UnknownInputError, import_model
+
+        try:
+            shapes = parse_input_shapes(args.input_shape)
+        except ValueError as e:
+            raise OptionError(str(e)) from None
+        try:
+            return import_model(str(path), input_shapes=shapes or None)
+        except OSError as e:
+            raise FileError(path, _os_problem(e, "read")) from None
+        except OnnxMissing as e:
+            raise RunError(str(e)) from None
+        except UnknownInputError as e:
+            raise RunError(unknown_input_message(e)) from None
+    if path.suffix == ".pt2":
+        from byoc.frontend.torch.pt2 import load_pt2
+        from byoc.frontend.torch.pt2 import parse_input_shapes as pt2_input_shapes
+
+        try:
+            pt2_shapes = pt2_input_shapes(args.input_shape)
+        except ValueError as e:
+            raise OptionError(str(e)) from None
+        _Located.parsed = load_pt2(path, str(path), pt2_shapes or None)
+        return _Located.parsed.module
+    if args.input_shape:
+        raise OptionError(f"--input-shape applies to .onnx and .pt2 models; '{path}' is not one")
     return _parse_mlir(path)
 
 
@@ -111,18 +187,34 @@ def _random_inputs(specs: Sequence[Any], seed: int) -> list[Any]:
 
 
 def _load_inputs(path: str, names: Sequence[str]) -> list[Any]:
+    """The arrays of an `.npz` file (numpy.savez) in input order: by input name, else
+    `arr_0`, `arr_1`, ...; any problem with the file is a FileError naming it."""
     import numpy as np
 
-    with np.load(path) as data:
+    try:
+        data = np.load(path)
+    except OSError as e:
+        raise FileError(path, _os_problem(e, "read")) from None
+    except (ValueError, EOFError):  # numpy's words for "not an .npy/.npz" (pickled data, ...)
+        raise FileError(path, "not an .npz file of arrays (numpy.savez writes one)") from None
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise FileError(
+            path, "holds one array (.npy); give the inputs as an .npz file (numpy.savez)"
+        )
+    with data:
         keys = list(data.keys())
-        if all(n in keys for n in names):
-            return [data[n] for n in names]
-        positional = [f"arr_{i}" for i in range(len(names))]
-        if all(k in keys for k in positional):
-            return [data[k] for k in positional]
-    raise RunError(
-        f"{path}: inputs must be named {', '.join(names)} (or arr_0..arr_{len(names) - 1}); "
-        f"found {', '.join(keys) or 'none'}"
+        try:
+            if all(n in keys for n in names):
+                return [data[n] for n in names]
+            positional = [f"arr_{i}" for i in range(len(names))]
+            if all(k in keys for k in positional):
+                return [data[k] for k in positional]
+        except (OSError, ValueError, EOFError) as e:  # a member that is not an array
+            raise FileError(path, f"cannot read the arrays: {e}") from None
+    raise FileError(
+        path,
+        f"inputs must be named {', '.join(names)} (or arr_0..arr_{len(names) - 1}); "
+        f"found {', '.join(keys) or 'none'}",
     )
 
 
@@ -132,23 +224,85 @@ def _progress(msg: str) -> None:
         sys.stderr.flush()
 
 
+@dataclass
+class _Timings:
+    """Median seconds over the timed runs: each run timed as a whole (`total`) and step by
+    step (`steps`: per partition symbol, and `host` for every host step together)."""
+
+    total: float
+    steps: dict[str, float]
+
+
+def _time_runs(exe: Any, inputs: Sequence[Any], repeat: int) -> tuple[list[Any], _Timings]:
+    """The outputs and the median times of `repeat` profiled runs, after one warm-up run
+    (first-call checks, caches, a dynamic-shape model's build for these shapes) that is
+    not counted. Every row of the table comes from the same runs, so no partition's time
+    exceeds the total's."""
+    outputs, _ = exe.run_profiled(*inputs)
+    walls: list[float] = []
+    steps: dict[str, list[float]] = {}
+    for _ in range(repeat):
+        start = time.perf_counter()
+        outputs, table = exe.run_profiled(*inputs)
+        walls.append(time.perf_counter() - start)
+        for key, seconds in table.items():
+            steps.setdefault(key, []).append(seconds)
+    return outputs, _Timings(
+        statistics.median(walls), {k: statistics.median(v) for k, v in steps.items()}
+    )
+
+
+def _targets_text(exe: Any, requested: Sequence[str], loaded: bool) -> str:
+    """The targets of the header line: those asked for; else those of the partitions an
+    artifact or an already-partitioned model holds; else that every op runs on the host."""
+    if requested:
+        return ", ".join(requested)
+    held = list(dict.fromkeys(p.target for p in exe.partitions))
+    if not held:
+        return "(none: host only)"
+    return f"{', '.join(held)} ({'from the artifact' if loaded else 'partitioned in the model'})"
+
+
 def _run(args: argparse.Namespace) -> int:
     import numpy as np
 
     import byoc
+    from byoc.runtime.executable import InputError
     from byoc.runtime.loaders import load_module
+    from byoc.targets import load_plugin
 
+    for spec in args.load_plugin:
+        load_plugin(spec)
     path = Path(args.model)
     if not path.exists():
-        raise RunError("no such file")
+        raise FileError(path, "no such file")
+    if path.is_dir():
+        raise FileError(path, "is a directory")
+    if args.repeat < 1:
+        raise OptionError(f"--repeat {args.repeat}: need at least 1 timed run")
+    if args.threads is not None:
+        from byoc.runtime.threads import check_num_threads
+
+        try:
+            check_num_threads(args.threads, "--threads")
+        except ValueError as e:
+            raise OptionError(str(e)) from None
     targets = [t for t in args.targets.split(",") if t]
 
     module = None
+    loaded = path.suffix == ".byoc"
     t0 = time.perf_counter()
-    if path.suffix == ".byoc":
+    if loaded:
         if targets:
-            raise RunError("--targets cannot re-partition an exported artifact")
-        exe = load_module(str(path))
+            raise OptionError(
+                f"--targets cannot re-partition an exported artifact ('{path}' keeps its own)"
+            )
+        if args.input_shape:
+            raise OptionError(f"--input-shape applies to .onnx and .pt2 models; '{path}' is not one")
+        try:
+            exe = load_module(str(path))
+        except OSError as e:
+            raise FileError(path, _os_problem(e, "read")) from None
         if args.threads is not None:
             exe.set_num_threads(args.threads)
     else:
@@ -156,7 +310,7 @@ def _run(args: argparse.Namespace) -> int:
         exe = byoc.build(
             module, targets=targets or None, progress=_progress, num_threads=args.threads
         )
-    build_time = time.perf_counter() - t0
+    setup_ms = (time.perf_counter() - t0) * 1e3
     if sys.stderr.isatty():
         sys.stderr.write("\r\033[K")
 
@@ -166,36 +320,33 @@ def _run(args: argparse.Namespace) -> int:
         if args.inputs
         else _random_inputs(specs, args.seed)
     )
-    outputs, _ = exe.run_profiled(*inputs)  # warm-up (and first-call checks)
-    totals: dict[str, float] = {}
-    repeat = max(1, args.repeat)
-    for _ in range(repeat):
-        outputs, table = exe.run_profiled(*inputs)
-        for key, value in table.items():
-            totals[key] = totals.get(key, 0.0) + value
-    wall = 0.0
-    for _ in range(repeat):
-        t = time.perf_counter()
-        outputs = exe.run(*inputs)
-        wall += time.perf_counter() - t
+    repeat = args.repeat
+    try:
+        outputs, timings = _time_runs(exe, inputs, repeat)
+    except InputError as e:
+        if args.inputs:  # the arrays of the file do not fit the model
+            raise FileError(args.inputs, str(e)) from None
+        raise
 
     print(
-        f"model: {path}  targets: {', '.join(targets) or '(none: host only)'}  "
+        f"model: {path}  targets: {_targets_text(exe, targets, loaded)}  "
         f"threads: {exe.num_threads}"
     )
-    print(f"build: {build_time * 1e3:.1f} ms   runs: {repeat}")
+    setup = f"loaded: {path} ({setup_ms:.1f} ms)" if loaded else f"build: {setup_ms:.1f} ms"
+    print(f"{setup}   runs: {repeat} (median times)")
     header = f"{'partition':<36} {'target':<12} {'ops':>5} {'time (ms)':>11}"
     print(header)
     print("-" * len(header))
-    for info in exe.partitions():
-        ms = totals.get(info.symbol, 0.0) / repeat * 1e3
+    for info in exe.partitions:
+        ms = timings.steps.get(info.symbol, 0.0) * 1e3
         print(f"{info.symbol:<36} {info.target:<12} {info.num_ops:>5} {ms:>11.3f}")
     specializations = getattr(exe, "specializations", None)
     entries = specializations() if specializations is not None else []
     plan = entries[-1].executable.plan if entries else exe.plan
     host_steps = sum(1 for s in plan.steps if s.kind == "kernel")
-    print(f"{'host':<36} {'numpy':<12} {host_steps:>5} {totals.get('host', 0.0) / repeat * 1e3:>11.3f}")
-    print(f"{'total':<36} {'':<12} {'':>5} {wall / repeat * 1e3:>11.3f}")
+    host_ms = timings.steps.get("host", 0.0) * 1e3
+    print(f"{'host':<36} {'numpy':<12} {host_steps:>5} {host_ms:>11.3f}")
+    print(f"{'total':<36} {'':<12} {'':>5} {timings.total * 1e3:>11.3f}")
     if specializations is not None:
         print(
             f"dynamic input dims: partitions built per input shape "
@@ -206,8 +357,9 @@ def _run(args: argparse.Namespace) -> int:
 
     if module is None:
         print("reference: not available for an exported artifact (no IR inside)")
+        _export(exe, args.export)
         return 0
-    reference = byoc.run_reference(module, inputs)
+    reference = byoc.run_reference(module, *inputs)
     max_abs = 0.0
     max_rel = 0.0
     ok = True
@@ -223,14 +375,23 @@ def _run(args: argparse.Namespace) -> int:
         max_rel = max(max_rel, float((diff / np.maximum(np.abs(w), 1e-30))[finite].max(initial=0.0)))
         ok &= bool(np.allclose(g, w, rtol=args.rtol, atol=args.atol, equal_nan=True))
     print(f"max abs error: {max_abs:.3e}   max rel error: {max_rel:.3e}")
-    if args.export:
-        exe.export_library(args.export)
-        print(f"exported: {args.export}")
+    _export(exe, args.export)
     if not ok:
         print(f"error: outputs differ from the reference beyond rtol={args.rtol} atol={args.atol}", file=sys.stderr)
         return 1
     print("outputs match the reference")
     return 0
+
+
+def _export(exe: Any, path: str | None) -> None:
+    """`--export`: write the artifact; a path that cannot be written is a FileError."""
+    if not path:
+        return
+    try:
+        exe.export_library(path)
+    except OSError as e:
+        raise FileError(path, _os_problem(e, "write")) from None
+    print(f"exported: {path}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -250,13 +411,28 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _format_error(exc: BaseException, model: str) -> str:
+    """One `file: error: message` line (with the source line and a caret when the error is
+    located in an .mlir model). byoc's own exceptions are written for the user and show
+    their message only; another library's show their class too (`KeyError: 'x'`), which
+    is what a bug report needs."""
     from byoc.diagnostics import Diagnostic, OpError, SourceError, describe_exception
 
     if isinstance(exc, SourceError):
         return str(exc)
+    if isinstance(exc, FileError):
+        return Diagnostic("error", exc.message, exc.path).render()
+    if isinstance(exc, OptionError):
+        return f"byoc-run: error: {exc}"
     if isinstance(exc, OpError) and _Located.parsed is not None:
         return _Located.parsed.diagnostic(exc.op, exc.message).render()
-    message = exc.message if isinstance(exc, OpError) else describe_exception(exc)
+    if isinstance(exc, OpError):
+        message = exc.message
+    elif type(exc).__module__.split(".")[0] == "byoc":
+        message = str(exc).strip() or type(exc).__name__
+    else:
+        message = describe_exception(exc)
+    if message.startswith(f"{model}: "):  # a message that names the model file already
+        message = message[len(model) + 2 :]
     return Diagnostic("error", message, model).render()
 
 

@@ -95,7 +95,7 @@ func.func @main(%x: tensor<2x3x4xf32>, %i: tensor<2x3x4xi64>, %n: tensor<2x1xi64
     u = rng.standard_normal((2, 3, 4)).astype(np.float32)
     lens = np.array([4, 1, 2])
     v = np.array([-1.0, 2.0], np.float32)
-    outs = run_reference(again, [x, i, n, u, lens, v])
+    outs = run_reference(again, x, i, n, u, lens, v)
     np.testing.assert_array_equal(outs[0], np.take_along_axis(x, i % 4, axis=2))
     np.testing.assert_array_equal(outs[1], x[[1, 0]])
     np.testing.assert_array_equal(outs[4], np.tril(x, -1))

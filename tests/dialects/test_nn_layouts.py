@@ -73,11 +73,11 @@ def test_nhwc_is_computed_as_nhwc_on_every_executor(targets: list[str]) -> None:
 def test_targets_that_do_not_implement_a_layout_do_not_take_the_op() -> None:
     module = byoc.parse_module(NHWC_MODEL)
     exe = byoc.build(module, targets=["ccompiler"])
-    in_c = {op for p in exe.partitions() for op in p.ops}
+    in_c = {op for p in exe.partitions for op in p.ops}
     # batch_norm's layout is its axis, which the C loops implement; relu has no layout
     assert in_c <= {"nn.batch_norm", "nn.relu"}, in_c
     ej = byoc.build(module, targets=["examplejson"])
-    assert "nn.conv2d" in {op for p in ej.partitions() for op in p.ops}
+    assert "nn.conv2d" in {op for p in ej.partitions for op in p.ops}
 
 
 def test_a_target_declares_the_layouts_it_implements() -> None:
@@ -156,8 +156,8 @@ def test_nhwc_on_the_reference_and_what_the_graph_engines_take() -> None:
     module = byoc.parse_module(NHWC_MODEL)
     inputs = _inputs()
     expected = [o.astype(np.float32) for o in _nchw_reference(*inputs)]
-    assert_graph_outputs(module, inputs, byoc.run_reference(module, inputs), expected, what="NHWC on the reference")
+    assert_graph_outputs(module, inputs, byoc.run_reference(module, *inputs), expected, what="NHWC on the reference")
     for target in ("graphref", "dnnl"):
         exe = byoc.build(byoc.parse_module(NHWC_MODEL), targets=[target])
-        taken = {op for p in exe.partitions() for op in p.ops}
+        taken = {op for p in exe.partitions for op in p.ops}
         assert taken <= {"nn.relu", "nn.batch_norm"}, (target, taken)

@@ -104,7 +104,7 @@ def test_pad_values_at_the_edge_of_the_type_agree_on_every_executor(dtype: Any, 
         """.replace("inf : f64", "0x7FF0000000000000 : f64")
     )
     want = np.pad(x, ((1, 1), (0, 1)), constant_values=dtype(value))
-    np.testing.assert_array_equal(run_reference(module, [x])[0], want)
+    np.testing.assert_array_equal(run_reference(module, x)[0], want)
     for targets in EXECUTORS:
         (got,) = byoc.build(module, targets=targets).run(x)
         assert got.dtype == want.dtype
@@ -164,7 +164,7 @@ def test_dilated_padded_pools_have_one_shape_on_every_executor(op: str, case: tu
     module = pool_module(op, h, k, d, pads, s, ceil)
     want_type = module.body.ops.first.function_type.outputs.data[0]  # type: ignore[union-attr]
     x = np.random.default_rng(13).standard_normal((1, 2, h, h + 1)).astype(np.float32)
-    (ref,) = run_reference(module, [x])
+    (ref,) = run_reference(module, x)
     assert ref.shape == tuple(want_type.get_shape())
     for targets in EXECUTORS:
         (got,) = byoc.build(module, targets=targets).run(x)

@@ -301,7 +301,7 @@ func.func @main(%x: tensor<1x4x6x6xf32>, %i: tensor<2xi64>) -> (tensor<1x1x6x6xf
     again = parse_module(str(module))
     assert str(again) == str(module)
     x = np.arange(144, dtype=np.float32).reshape(1, 4, 6, 6)
-    outs = run_reference(again, [x, np.array([-1, 2])])
+    outs = run_reference(again, x, np.array([-1, 2]))
     np.testing.assert_array_equal(outs[2][0, 0], x[0, 0, 5::-2, 0::3])
     np.testing.assert_array_equal(outs[6][0, 0], x[0, 0, [5, 2]])
     np.testing.assert_array_equal(outs[4][0, 0, ::2, ::2], 0.5 * x[0, 0])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,7 +20,9 @@ from byoc.dialects import nn
 from byoc.frontend.onnx import (
     SUPPORTED_OPS,
     OnnxImportError,
+    OnnxMissing,
     StaticValueRequired,
+    UnknownInputError,
     UnsupportedOnnxError,
     import_model,
     import_model_from_bytes,
@@ -59,7 +62,7 @@ def ort_run(model: onnx.ModelProto, *inputs: np.ndarray[Any, Any]) -> list[np.nd
 
 def check_against_ort(model: onnx.ModelProto, *inputs: np.ndarray[Any, Any]) -> ModuleOp:
     module = import_model(model)
-    ours = run_reference(module, list(inputs))
+    ours = run_reference(module, *inputs)
     theirs = ort_run(model, *inputs)
     assert_graph_outputs(module, list(inputs), ours, theirs)
     return module
@@ -110,6 +113,18 @@ def test_import_rejects_other_objects() -> None:
         import_model(42)
 
 
+def test_import_without_the_onnx_package_says_which_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "onnx", None)  # `import onnx` now fails as if not installed
+    with pytest.raises(OnnxMissing) as info:
+        import_model(b"")
+    assert str(info.value) == (
+        "reading ONNX models needs the 'onnx' package (pip install 'byoc[onnx]')"
+    )
+    assert isinstance(info.value, ImportError)
+
+
 def test_module_is_main_and_round_trips_through_text() -> None:
     w = rand(4, 3, 3, 3)
     model = make_model(
@@ -127,7 +142,7 @@ def test_module_is_main_and_round_trips_through_text() -> None:
     assert main.sym_name.data == "main"
     x = rand(1, 3, 5, 5)
     again = parse_module(str(module))
-    np.testing.assert_array_equal(run_reference(module, [x])[0], run_reference(again, [x])[0])
+    np.testing.assert_array_equal(run_reference(module, x)[0], run_reference(again, x)[0])
 
 
 def test_initializer_payload_stays_numpy() -> None:
@@ -160,6 +175,20 @@ def test_symbolic_dims_stay_dynamic_unless_input_shapes_gives_them() -> None:
     assert "tensor<?x3xf32>" in str(import_model(model))
     module = import_model(model, input_shapes={"x": (4, 3)})
     assert "tensor<4x3xf32>" in str(module)
+
+
+def test_input_shapes_naming_no_graph_input_is_an_error() -> None:
+    model = make_model(
+        [helper.make_node("Add", ["x", "w"], ["y"])],
+        [tensor_in("x", ["N", 3])],
+        [tensor_in("y", ["N", 3])],
+        initializers=[np.ones(3, np.float32)],
+        names=["w"],
+    )
+    with pytest.raises(UnknownInputError) as info:
+        import_model(model, input_shapes={"x": (2, 3), "w": (3,), "z": (1,)})
+    assert (info.value.unknown, info.value.inputs) == (["w", "z"], ["x"])
+    assert str(info.value) == "input_shapes names no graph input 'w', 'z'; inputs: x"
 
 
 def test_input_shapes_must_agree_with_declared_dims() -> None:
@@ -218,7 +247,7 @@ def test_constant_of_shape_and_range_fold() -> None:
     module = import_model(model)
     assert ops_of(module) == ["nn.constant", "nn.multiply", "nn.constant", "nn.add"]
     x = rand(2, 4)
-    np.testing.assert_allclose(run_reference(module, [x])[0], x * 1.5 + [1, 3, 5, 7], rtol=1e-6)
+    np.testing.assert_allclose(run_reference(module, x)[0], x * 1.5 + [1, 3, 5, 7], rtol=1e-6)
 
 
 def test_identity_and_dropout_disappear() -> None:
@@ -243,7 +272,7 @@ def test_a_graph_output_can_be_a_constant_or_an_input() -> None:
         [tensor_in("x", [2])],
         [tensor_in("c", [2]), tensor_in("y", [2])],
     )
-    c, y = run_reference(import_model(model), [np.array([5, 6], np.float32)])
+    c, y = run_reference(import_model(model), np.array([5, 6], np.float32))
     np.testing.assert_array_equal(c, [1, 2])
     np.testing.assert_array_equal(y, [5, 6])
 
@@ -259,7 +288,7 @@ def test_static_value_required_names_the_graph_input_and_bind_inputs_fixes_it() 
     assert info.value.input_name == "shape"
     module = import_model(model, bind_inputs={"shape": np.array([3, -1])})
     x = rand(2, 6)
-    np.testing.assert_array_equal(run_reference(module, [x])[0], x.reshape(3, 4))
+    np.testing.assert_array_equal(run_reference(module, x)[0], x.reshape(3, 4))
     with pytest.raises(OnnxImportError, match="unknown graph input"):
         import_model(model, bind_inputs={"nope": np.array([1])})
 
@@ -326,7 +355,7 @@ def test_data_movement_takes_every_nn_element_type(elem: int) -> None:
         [helper.make_node("Transpose", ["x"], ["y"])], [tensor_in("x", [2, 3], elem)], [tensor_in("y", [3, 2], elem)]
     )
     x = (np.arange(6).reshape(2, 3) % 2).astype(helper.tensor_dtype_to_np_dtype(elem))
-    (y,) = run_reference(import_model(model), [x])
+    (y,) = run_reference(import_model(model), x)
     np.testing.assert_array_equal(y, x.T)
     assert y.dtype == x.dtype
 
@@ -524,7 +553,7 @@ def test_opset_below_7_is_converted_first() -> None:
         [helper.make_node("Relu", ["x"], ["y"])], [tensor_in("x", [3])], [tensor_in("y", [3])], opset=6
     )
     x = rand(3)
-    np.testing.assert_array_equal(run_reference(import_model(model), [x])[0], np.maximum(x, 0))
+    np.testing.assert_array_equal(run_reference(import_model(model), x)[0], np.maximum(x, 0))
 
 
 @pytest.mark.parametrize("mode", ["constant", "edge", "reflect"])

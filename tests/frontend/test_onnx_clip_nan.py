@@ -96,7 +96,7 @@ def test_onnx_clip_with_nan_bounds_matches_onnx(
     module = import_model(model)
     inputs = list(feeds.values())
     if executor == "reference":
-        (actual,) = byoc.run_reference(module, inputs)
+        (actual,) = byoc.run_reference(module, *inputs)
     else:
         (actual,) = byoc.build(module, targets=TARGETS[executor]).run(*inputs)
     assert_within(actual, expected, 0.0, f"{executor}: Clip opset {opset} [{lo}, {hi}]")

@@ -241,7 +241,7 @@ def test_pad_wrap_through_c() -> None:
         "  func.return %0 : tensor<6x10xf32>\n}"
     )
     exe = byoc.build(module, targets=["ccompiler"])
-    assert [p.ops for p in exe.partitions()] == [("nn.pad",)]
+    assert [p.ops for p in exe.partitions] == [("nn.pad",)]
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     (y,) = exe.run(x)
     np.testing.assert_array_equal(y, np.pad(x, [(1, 3), (5, 2)], mode="wrap"))

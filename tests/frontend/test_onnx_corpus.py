@@ -75,7 +75,7 @@ def test_corpus_model_matches_onnxruntime(name: str) -> None:
 
     path = _path_or_fail(name)
     exe, k = _built(name)
-    assert exe.partitions(), f"{name}: nothing was offloaded to ccompiler"
+    assert exe.partitions, f"{name}: nothing was offloaded to ccompiler"
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     options.log_severity_level = 3

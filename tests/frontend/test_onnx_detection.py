@@ -68,8 +68,8 @@ def test_roi_align_matches_onnxruntime(mode: str, coord: str | None, ratio: int,
     assert "nn.roi_align" in str(module)
     exe = byoc.build(module, targets=targets)
     if targets:
-        assert [p.ops for p in exe.partitions()] == [("nn.roi_align",)]
-        assert exe.partitions()[0].target == "examplejson"
+        assert [p.ops for p in exe.partitions] == [("nn.roi_align",)]
+        assert exe.partitions[0].target == "examplejson"
     (got,) = exe.run(x, ROIS, idx)
     # each output is a weighted sum of at most 4 * grid samples of |x| <= 5: float32 rounding
     assert_within(got, want, 1e-5 * (1 + np.abs(want)))
@@ -303,7 +303,7 @@ def test_causal_conv_with_state_matches_onnx(activation: str, with_state: bool, 
     model = _model(node, [(n, TensorProto.FLOAT, a.shape) for n, a in zip(used, feeds, strict=True)], 27)
     want = ReferenceEvaluator(model).run(None, dict(zip(used, feeds, strict=True)))
     exe = byoc.build(import_model(model), targets=["ccompiler"])
-    assert "nn.conv2d" in {op for p in exe.partitions() for op in p.ops}
+    assert "nn.conv2d" in {op for p in exe.partitions for op in p.ops}
     got = exe.run(*feeds)
     # a k-tap dot product plus a bias (then SiLU): float32 rounding of terms up to |w| |x|
     scale = k * np.abs(feeds[1]).max() * max(np.abs(a).max() for a in feeds if a.ndim == 3) + 1
@@ -342,7 +342,7 @@ def test_linear_attention_matches_onnx(rule: str, hq: int, hkv: int, with_past: 
     model = _model(node, [(n, TensorProto.FLOAT, a.shape) for n, a in feeds.items()], 27)
     want = ReferenceEvaluator(model).run(None, feeds)
     exe = byoc.build(import_model(model), targets=["ccompiler", "examplejson"])
-    assert exe.partitions() == []  # two results: no target takes it, the host runs it
+    assert exe.partitions == []  # two results: no target takes it, the host runs it
     got = exe.run(**feeds)
     for a, e in zip(got, want, strict=True):
         # the reference accumulates in float32 over t steps, the kernel in float64

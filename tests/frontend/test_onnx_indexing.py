@@ -118,7 +118,7 @@ def test_resize_modes_match_onnxruntime(scales: Any, sizes: Any, attrs: dict[str
     (ours,), (want,), exe = run_both(model, [X])
     assert_within(ours, want, reduction_bound(16, 16 * 1.5 * np.abs(X).max()))
     if attrs["mode"] == "cubic" or attrs.get("antialias") or scales == [1, 2, 1, 1]:
-        assert any("nn.resize" == op for p in exe.partitions() for op in p.ops) or any(
+        assert any("nn.resize" == op for p in exe.partitions for op in p.ops) or any(
             s.name == "nn.resize" for s in exe.plan.steps
         )
 
@@ -259,7 +259,7 @@ def test_compress_and_unique_fold_when_known() -> None:
     u = np.array([[2, 1], [2, 1], [0, 3]], np.int64)
     types = (TensorProto.INT64,) * 4
     module = import_model(one_node_model("Unique", [("x", u, True)], outputs=4, out_types=types, sorted=0, axis=0))
-    got = byoc.run_reference(module, [])
+    got = byoc.run_reference(module)
     want = onnxruntime_execute(
         one_node_model("Unique", [("x", u, False)], outputs=4, out_types=types, sorted=0, axis=0), [u]
     )

@@ -137,10 +137,10 @@ def test_f32_math_op_runs_in_c_and_matches_the_reference(name: str) -> None:
     ).astype(np.float32)] if binary else [x]
     if binary:
         inputs[1] = np.broadcast_to(inputs[1], (4, 64)).copy()
-    (expected,) = run_reference(module, inputs)
+    (expected,) = run_reference(module, *inputs)
     exe = byoc.build(module, targets=["ccompiler"])
     assert [s.name for s in exe.plan.steps if s.kind == "kernel"] == []  # nothing on the host
-    assert {op for p in exe.partitions() for op in p.ops} == {name}
+    assert {op for p in exe.partitions for op in p.ops} == {name}
     (got,) = exe.run(*inputs)
     # an f32 libm function is within a few ulps of the result, or of the argument's
     # magnitude where the formula cancels (gelu, mish and softplus of large negative x)
@@ -204,7 +204,7 @@ def test_one_hot_with_expand_equal_where() -> None:
     model = _model(nodes, [labels], ["onehot", "miss_f"], inits)
     x = np.array([[0], [4], [2], [2], [7], [1]], dtype=np.int64)
     exe = _check_against_onnxruntime(model, [x], ["ccompiler", "examplejson"])
-    where = {p.target for p in exe.partitions() for op in p.ops if op in ("nn.equal", "nn.where")}
+    where = {p.target for p in exe.partitions for op in p.ops if op in ("nn.equal", "nn.where")}
     assert where == {"ccompiler"}  # the first target listed; its loops hold bool tensors
 
 

@@ -71,10 +71,10 @@ def test_light_model_matches_stored_output(name: str) -> None:
     model = softmax_logits_model(onnx.load(light_models()[name]))
     module = import_model(model)
     x = _input(0)
-    actual = run_reference(module, [x])
+    actual = run_reference(module, x)
     assert_softmax_and_logits(module, actual, onnxruntime_execute(model, [x]), name)
     stored = light_model_output(name)
-    (probs,) = run_reference(import_model(light_models()[name]), [x])
+    (probs,) = run_reference(import_model(light_models()[name]), x)
     bound = normwise_bound(reduction_length(module), actual[-1])
     if len(actual) == 2:
         bound = softmax_bound(stored, bound)
@@ -87,7 +87,7 @@ def test_light_model_with_random_weights_matches_onnxruntime(name: str) -> None:
     x = _input(1)
     expected = onnxruntime_execute(model, [x])
     module = import_model(model)
-    assert_softmax_and_logits(module, run_reference(module, [x]), expected, name)
+    assert_softmax_and_logits(module, run_reference(module, x), expected, name)
     # the random weights make the output depend on the input, unlike the stored weights
     assert np.ptp(expected[0]) > 1e-3
 
@@ -127,12 +127,12 @@ def test_light_model_through_ccompiler(name: str) -> None:
     module = import_model(light_models()[name])
     rejected = _check_host_ops(module, name)
     exe = byoc.build(module, targets=["ccompiler"])
-    assert {p.target for p in exe.partitions()} == {"ccompiler"}
+    assert {p.target for p in exe.partitions} == {"ccompiler"}
     assert [s.name for s in exe.plan.steps if s.kind == "kernel"] == rejected
     # every LRN splits the C code: one partition before, between and after them
-    assert len(exe.partitions()) == len(rejected) + 1
+    assert len(exe.partitions) == len(rejected) + 1
     (out,) = exe.run(_input(0))
-    (want,) = run_reference(module, [_input(0)])
+    (want,) = run_reference(module, _input(0))
     assert out.shape == want.shape and out.dtype == want.dtype  # values: see the stored-output test
 
     model = softmax_logits_model(randomize_weights(onnx.load(light_models()[name]), seed=0))

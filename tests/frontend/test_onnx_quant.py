@@ -47,7 +47,7 @@ def ort_session(model: onnx.ModelProto | str, optimize: bool = True) -> Any:
 def check_exact(model: onnx.ModelProto, inputs: dict[str, Array]) -> list[Array]:
     """Import, run on the reference and compare every output with onnxruntime, bit for bit."""
     want = ort_session(model).run(None, inputs)
-    got = run_reference(import_model(model), list(inputs.values()))
+    got = run_reference(import_model(model), *inputs.values())
     assert len(got) == len(want)
     for g, w in zip(got, want, strict=True):
         assert g.dtype == w.dtype and g.shape == w.shape
@@ -259,7 +259,7 @@ def test_quantize_static_small_cnn_matches_onnxruntime(tmp_path: Any, activation
     rng = np.random.default_rng(1)
     for _ in range(3):
         x = rng.standard_normal((1, 3, 16, 16)).astype(np.float32)
-        (got,) = run_reference(module, [x])
+        (got,) = run_reference(module, x)
         # the unfused QDQ graph: the same float arithmetic up to summation order
         (plain,) = ort_session(q, optimize=False).run(None, {"x": x})
         assert np.abs(got - plain).max() <= step * 1.0001
@@ -287,7 +287,7 @@ def test_quantize_dynamic_matmul_matches_onnxruntime(tmp_path: Any) -> None:
     q = onnx.load(tmp_path / "q.onnx")
     assert {"DynamicQuantizeLinear", "MatMulInteger"} <= {n.op_type for n in q.graph.node}
     x = rng.standard_normal((4, 16)).astype(np.float32)
-    (got,) = run_reference(import_model(q), [x])
+    (got,) = run_reference(import_model(q), x)
     (want,) = ort_session(q).run(None, {"x": x})
     # integer products are exact; the float epilogue (cast, scale multiply, bias) is the same f32 arithmetic
     np.testing.assert_allclose(got, want, rtol=0, atol=float(np.abs(want).max()) * 2.0**-20)

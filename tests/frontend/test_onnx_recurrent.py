@@ -148,10 +148,13 @@ def test_layout_1_is_layout_0_transposed(op: str, direction: str) -> None:
         np.testing.assert_array_equal(a, b.transpose(1, 0, 2))
 
 
-def test_recurrent_ops_stay_on_the_host() -> None:
-    model, feeds = recurrent_model("LSTM", seq=True)
+def test_static_recurrent_ops_run_in_the_c_target_dynamic_ones_on_the_host() -> None:
+    model, _ = recurrent_model("LSTM", seq=True)
     exe = byoc.build(import_model(model), targets=["ccompiler", "examplejson"])
-    assert not any("nn.lstm" in p.ops for p in exe.partitions())
+    assert [p.target for p in exe.partitions if "nn.lstm" in p.ops] == ["ccompiler"]
+    dynamic, _ = recurrent_model("LSTM", seq=True, dynamic=True)
+    exe = byoc.build(import_model(dynamic), targets=["ccompiler", "examplejson"])
+    assert not any("nn.lstm" in p.ops for p in exe.partitions)
 
 
 def test_sequence_lengths_zero_the_tail_and_keep_the_last_state() -> None:
@@ -161,6 +164,20 @@ def test_sequence_lengths_zero_the_tail_and_keep_the_last_state() -> None:
     assert not y[2:, :, 1].any() and not y[1:, :, 2].any()
     # reverse: the final state is the one computed at t = 0
     np.testing.assert_array_equal(y_h[0], y[0, 0])
+
+
+@pytest.mark.parametrize("op", list(GATES))
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+def test_a_row_of_sequence_length_zero_has_zero_states_like_onnxruntime(op: str, direction: str) -> None:
+    """A row with no step has Y_h (and LSTM's Y_c) 0, not its initial state."""
+    model, feeds = recurrent_model(op, direction=direction, seq=True, init=True, seed=7)
+    feeds["seq"] = np.array([3, 0, 5], np.int32)
+    want = onnxruntime_execute(model, list(feeds.values()))
+    got = byoc.build(import_model(model)).run(**feeds)
+    for n, (a, e) in enumerate(zip(got, want, strict=True)):
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6, err_msg=f"{op} output {n}")
+    for state in got[1:]:
+        assert not state[:, 1].any()
 
 
 def test_a_dynamic_sequence_length_runs_any_length() -> None:

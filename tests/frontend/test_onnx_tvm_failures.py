@@ -230,7 +230,7 @@ def test_dbnet_like_partitions_and_runs(targets: list[str]) -> None:
     host = sorted({op.name for op in host_ops(partitioned)})
     # ccompiler has resize2d and conv2d_transpose kernels: nothing is left on the host
     assert host == []
-    assert {p.target for p in exe.partitions()} == {"ccompiler"}
+    assert {p.target for p in exe.partitions} == {"ccompiler"}
     assert [s.name for s in exe.plan.steps if s.kind == "kernel"] == [
         op.name for op in host_ops(partitioned)
     ]

@@ -62,7 +62,7 @@ def run_op(cls: type[nn.NNOp], inputs: Sequence[Array], **attrs: Any) -> list[Ar
     module = ModuleOp([func])
     module.verify()
     _last_graph[:] = [module, list(inputs)]
-    outputs = run_reference(module, list(inputs))
+    outputs = run_reference(module, *inputs)
     for out, result in zip(outputs, op.results, strict=True):
         assert out.shape == nn.shape_of(result.type), (
             f"{cls.name}: shape differs from the inferred type"
@@ -661,7 +661,7 @@ def test_constants_through_text() -> None:
         }}
         """
     )
-    s, h, i = run_reference(module, [np.ones((2, 2), np.float32)])
+    s, h, i = run_reference(module, np.ones((2, 2), np.float32))
     assert s.tolist() == [[2.0, -1.0], [1.5, 5.0]]
     assert h.dtype == np.float32 and h.tolist() == big.tolist()
     assert i.dtype == np.int64 and i.tolist() == [7, 7, 7]
@@ -681,13 +681,14 @@ def test_a_graph_runs_end_to_end_with_named_inputs() -> None:
         """
     )
     a, w = rand(1, 2, 4, 4), rand(3, 2, 3, 3)
-    (by_position,) = run_reference(module, [a, w])
-    (by_name,) = run_reference(module, {"w": w, "a": a})
+    (by_position,) = run_reference(module, a, w)
+    (by_name,) = run_reference(module, w=w, a=a)
+    (mixed,) = run_reference(module, a, w=w)
     conv = ort("Conv", [a, w], pads=[1, 1, 1, 1])[0]
     pooled = np.maximum(conv, 0).mean(axis=(2, 3))
     e = np.exp(pooled - pooled.max())
     close(by_position, (e / e.sum()).astype(np.float32), module, [a, w])
-    assert by_name.tolist() == by_position.tolist()
+    assert by_name.tolist() == by_position.tolist() == mixed.tolist()
 
 
 def test_func_call_between_functions() -> None:
@@ -704,7 +705,7 @@ def test_func_call_between_functions() -> None:
         }
         """
     )
-    (out,) = run_reference(module, [np.array([1.0, -2.0, 0.5], np.float32)])
+    (out,) = run_reference(module, np.array([1.0, -2.0, 0.5], np.float32))
     assert out.tolist() == [4.0, -8.0, 2.0]
 
 
@@ -713,11 +714,28 @@ def test_inputs_are_checked_against_the_signature() -> None:
         "func.func @main(%a: tensor<3xf32>) -> tensor<3xf32> {\n  func.return %a : tensor<3xf32>\n}"
     )
     with pytest.raises(ValueError, match="has shape"):
-        run_reference(module, [np.zeros(4, np.float32)])
+        run_reference(module, np.zeros(4, np.float32))
     with pytest.raises(TypeError, match="dtype"):
-        run_reference(module, [np.zeros(3, np.float64)])
+        run_reference(module, np.zeros(3, np.float64))
     with pytest.raises(ValueError, match="takes 1 inputs"):
-        run_reference(module, [])
+        run_reference(module)
+    with pytest.raises(ValueError, match="given twice"):
+        run_reference(module, np.zeros(3, np.float32), a=np.zeros(3, np.float32))
+    with pytest.raises(KeyError, match="unknown input"):
+        run_reference(module, b=np.zeros(3, np.float32))
+
+
+def test_inputs_come_as_arguments_as_executable_run_takes_them() -> None:
+    """A list of inputs is one (wrong) input, as for `Executable.run`: the error says so."""
+    module = parse_module(
+        "func.func @main(%a: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<3xf32> {\n"
+        "  %0 = nn.add %a, %b : tensor<3xf32>\n  func.return %0 : tensor<3xf32>\n}"
+    )
+    a, b = np.ones(3, np.float32), np.full(3, 2.0, np.float32)
+    with pytest.raises(TypeError, match=r"as Executable.run does: run_reference\(module, \*inputs\)"):
+        run_reference(module, [a, b])
+    (out,) = run_reference(module, *[a, b])
+    assert out.tolist() == [3.0, 3.0, 3.0]
 
 
 @covers(
@@ -753,7 +771,7 @@ def test_quantized_ops_run_in_the_interpreter() -> None:
     )
     x = np.arange(18, dtype=np.float32).reshape(1, 2, 3, 3) - 8.25  # ties of x / 0.5 at .5
     m = np.arange(8, dtype=np.uint8).reshape(2, 4) * 30
-    d, k, lm, m2 = run_reference(module, [x, m])
+    d, k, lm, m2 = run_reference(module, x, m)
     q = np.clip(np.rint(x / 0.5) + 10, 0, 255)
     acc = (q[:, 0] - 10) - (q[:, 1] - 10)  # every output channel: w = (1, -1)
     r = np.clip(np.rint(acc * 0.5 / 0.5) + 10, 0, 255)

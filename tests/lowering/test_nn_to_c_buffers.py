@@ -202,7 +202,7 @@ def test_in_place_equals_copying_and_the_reference(cache: Path, monkeypatch: pyt
     want = _run(copying, xs, 1)
     ref_module = ModuleOp([fire_partition()])
     with np.errstate(all="ignore"):
-        ref = run_reference(ref_module, xs, function=NAME)
+        ref = run_reference(ref_module, *xs, function=NAME)
     bounds = graph_bounds(ref_module, xs, ref, function=NAME)
     for fuse in (True, False):
         lib = build_c_module(lower(fuse)[0])
@@ -222,7 +222,7 @@ def test_baseline_dispatch_in_place(cache: Path, monkeypatch: pytest.MonkeyPatch
     lib = build_c_module(lower(True)[0])
     ref_module = ModuleOp([fire_partition()])
     with np.errstate(all="ignore"):
-        ref = run_reference(ref_module, xs, function=NAME)
+        ref = run_reference(ref_module, *xs, function=NAME)
     bounds = graph_bounds(ref_module, xs, ref, function=NAME)
     one = _run(lib, xs, 1)
     two = _run(lib, xs, 2)

@@ -32,6 +32,6 @@ def test_ops_over_constants_agree_folded_or_kept(
     monkeypatch.setattr(nn, "FOLD_LIMIT_BYTES", limit)
     module = byoc.parse_module(GRAPH)
     x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
-    want = run_reference(module, [x])
+    want = run_reference(module, x)
     got = byoc.build(module, targets=targets).run(x)
     assert_graph_outputs(module, [x], list(got), list(want))

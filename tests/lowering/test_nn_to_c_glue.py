@@ -93,7 +93,7 @@ def run_specs(specs: list[Spec], seed: int) -> None:
             if isinstance(op, nn.NNOp) and not isinstance(op, nn.ConstantOp):
                 assert unsupported_reason(op) is None, (s.name, unsupported_reason(op))
     with np.errstate(all="ignore"):
-        expected = {n: run_reference(module, inputs[n], function=n) for n in names}
+        expected = {n: run_reference(module, *inputs[n], function=n) for n in names}
     bounds = {n: graph_bounds(module, inputs[n], expected[n], function=n) for n in names}
     for dispatch in ("baseline", "auto"):
         with pytest.MonkeyPatch.context() as mp:

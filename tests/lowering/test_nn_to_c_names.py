@@ -40,9 +40,9 @@ def _sum_module(names: list[str]) -> str:
 def test_inputs_named_like_c_library_names_build() -> None:
     module = byoc.parse_module(_sum_module(NAMES))
     exe = byoc.build(module, targets=["ccompiler"])
-    assert [p.target for p in exe.partitions()] == ["ccompiler"]
+    assert [p.target for p in exe.partitions] == ["ccompiler"]
     xs = [np.full(4, k - 8, np.float32) for k in range(len(NAMES))]
-    np.testing.assert_array_equal(exe.run(*xs)[0], byoc.run_reference(module, xs)[0])
+    np.testing.assert_array_equal(exe.run(*xs)[0], byoc.run_reference(module, *xs)[0])
     (component,) = exe.components.values()
     assert "EOF" not in component.source.replace("'EOF'", "").replace('"EOF"', "")
 
@@ -68,7 +68,7 @@ def test_onnx_graph_inputs_named_like_macros() -> None:
     model.ir_version = 7
     module = byoc.import_onnx(model)
     exe = byoc.build(module, targets=["ccompiler"])
-    assert exe.partitions()
+    assert exe.partitions
     xs = [np.arange(4, dtype=np.float32) * (k + 1) for k in range(len(names))]
     np.testing.assert_array_equal(exe.run(*xs)[0], sum(xs))
 
@@ -94,9 +94,9 @@ def test_partitions_named_like_c_library_names_build() -> None:
     )  # fmt: skip
     module = byoc.parse_module(text)
     exe = byoc.build(module, targets=["ccompiler"])
-    assert sorted(p.symbol for p in exe.partitions()) == sorted(PARTITIONS)
+    assert sorted(p.symbol for p in exe.partitions) == sorted(PARTITIONS)
     x = np.linspace(-3, -1, 4, dtype=np.float32)
-    assert_graph_outputs(module, [x], exe.run(x), byoc.run_reference(module, [x]))
+    assert_graph_outputs(module, [x], exe.run(x), byoc.run_reference(module, x))
     (component,) = exe.components.values()
     with pytest.raises(CFunctionError, match=r"^expf: input 'a' \(#0\) has shape \[5\], expected \[4\]"):
         component.get_function("expf")(np.zeros(5, np.float32))
@@ -153,7 +153,7 @@ def _partitions_module(names: list[str]) -> str:
 def test_partitions_whose_c_names_would_clash_build_and_agree() -> None:
     source = _partitions_module(CLASHING)
     exe = byoc.build(byoc.parse_module(source), targets=["ccompiler"])
-    assert sorted(p.symbol for p in exe.partitions()) == sorted(CLASHING)
+    assert sorted(p.symbol for p in exe.partitions) == sorted(CLASHING)
     x = np.abs(np.random.default_rng(3).standard_normal(4).astype(np.float32))
     host = byoc.build(byoc.parse_module(source))
     assert_graph_outputs(byoc.parse_module(source), [x], exe.run(x), host.run(x))

@@ -66,7 +66,7 @@ def check(model: onnx.ModelProto, want: str, shape: list[int], *, ort_exact: boo
     names = [i.name for i in model.graph.input]
     # a spread that saturates both ends and hits many exact halves
     xs = [np.round(rng.standard_normal(shape) * 80).astype(np.float32) / 16 for _ in names]
-    ref = run_reference(import_model(model), xs)[0]
+    ref = run_reference(import_model(model), *xs)[0]
     ort_out = ort_session(model, optimize=False).run(None, dict(zip(names, xs, strict=True)))[0]
     for threads in (1, 2):
         exe = byoc.build(import_model(model), targets=["ccompiler"], num_threads=threads)
@@ -181,7 +181,7 @@ def test_a_block_the_fused_kernels_cannot_take_stays_float() -> None:
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((1, 4, 5, 5)).astype(np.float32), rng.standard_normal((1, 4, 1, 1)).astype(np.float32)
     exe = byoc.build(import_model(model), targets=["ccompiler"])
-    np.testing.assert_array_equal(exe.run(a, b)[0], run_reference(import_model(model), [a, b])[0])
+    np.testing.assert_array_equal(exe.run(a, b)[0], run_reference(import_model(model), a, b)[0])
 
 
 @pytest.mark.parametrize("activation", ["u8", "s8"])

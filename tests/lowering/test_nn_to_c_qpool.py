@@ -146,7 +146,7 @@ def test_per_axis_input_stays_float_and_exact() -> None:
     assert "ccompiler.qavgpool" not in composites(model)
     x = np.random.default_rng(1).standard_normal((1, 4, 6, 6)).astype(np.float32)
     exe = byoc.build(import_model(model), targets=["ccompiler"])
-    np.testing.assert_array_equal(exe.run(x)[0], run_reference(import_model(model), [x])[0])
+    np.testing.assert_array_equal(exe.run(x)[0], run_reference(import_model(model), x)[0])
 
 
 def test_a_target_without_int8_kernels_leaves_the_block_to_the_host() -> None:
@@ -157,7 +157,7 @@ def test_a_target_without_int8_kernels_leaves_the_block_to_the_host() -> None:
     assert not [op for op in module.walk() if op.name == "byoc.composite"]
     x = np.random.default_rng(1).standard_normal((1, 4, 6, 6)).astype(np.float32)
     got = byoc.build(import_model(model), targets=["examplejson"]).run(x)[0]
-    np.testing.assert_array_equal(got, run_reference(import_model(model), [x])[0])
+    np.testing.assert_array_equal(got, run_reference(import_model(model), x)[0])
 
 
 def test_quantize_static_small_cnn_pools_in_int8(tmp_path: Any) -> None:
@@ -168,7 +168,7 @@ def test_quantize_static_small_cnn_pools_in_int8(tmp_path: Any) -> None:
     assert "ccompiler.qavgpool" in found and "ccompiler.qreshape" in found
     (name,) = [i.name for i in q.graph.input if i.name not in {t.name for t in q.graph.initializer}]
     x = np.random.default_rng(5).standard_normal((1, 3, 16, 16)).astype(np.float32)
-    ref = run_reference(import_model(q), [x])
+    ref = run_reference(import_model(q), x)
     want = ort_session(q).run(None, {name: x})
     for threads in (1, 2):
         got = byoc.build(import_model(q), targets=["ccompiler"], num_threads=threads).run(x)
@@ -222,7 +222,7 @@ def test_quantize_and_qadd_near_every_half(scale: float, dispatch: str) -> None:
     model.ir_version = 8
     found = composites(model)
     assert "ccompiler.quantize" in found and "ccompiler.qadd" in found
-    want = run_reference(import_model(model), [x[None]])
+    want = run_reference(import_model(model), x[None])
     got = byoc.build(import_model(model), targets=["ccompiler"], num_threads=1).run(x[None])
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)

@@ -158,7 +158,7 @@ def test_a_block_the_kernels_cannot_take_stays_float() -> None:
     byoc.partition_for(module, targets=["ccompiler"])
     assert "ccompiler.qconv2d" not in composites(module)
     x = np.random.default_rng(2).standard_normal((2, 8, 9, 10)).astype(np.float32)
-    (want_q, _) = run_reference(import_model(model), [x])
+    (want_q, _) = run_reference(import_model(model), x)
     (got_q, _) = byoc.build(import_model(model), targets=["ccompiler"]).run(x)
     assert np.abs(got_q.astype(np.int32) - want_q.astype(np.int32)).max() <= 1
 
@@ -172,7 +172,7 @@ def test_a_target_without_int8_kernels_leaves_the_block_to_the_host() -> None:
     x = np.random.default_rng(4).standard_normal((2, 8, 9, 10)).astype(np.float32)
     exe = byoc.build(import_model(model), targets=["cblas"])
     (q, y) = exe.run(x)
-    (rq, ry) = run_reference(import_model(model), [x])
+    (rq, ry) = run_reference(import_model(model), x)
     assert np.abs(q.astype(np.int32) - rq.astype(np.int32)).max() <= 1
 
 
@@ -197,7 +197,7 @@ def check_quantized_model(q: onnx.ModelProto, x: Array, steps: int = 0) -> None:
     exe = byoc.build(import_model(q), targets=["ccompiler"])
     got = exe.run(x)
     want = ort_session(q).run(None, {name: x})
-    ref = run_reference(import_model(q), [x])
+    ref = run_reference(import_model(q), x)
     for i, (g, w, r) in enumerate(zip(got, want, ref, strict=True)):
         step = final_output_step(q, i)
         if not steps:

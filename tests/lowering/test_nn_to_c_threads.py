@@ -89,7 +89,7 @@ def test_epilogue_fusion_changes_no_result(cache: Path, dispatch: str) -> None:
         b = per_op.get_function(name)(*inputs)
         same(a, b, f"{case.name} ({dispatch})")
         with np.errstate(all="ignore"):
-            want = run_reference(module, inputs, function=name)
+            want = run_reference(module, *inputs, function=name)
         (bound,) = graph_bounds(module, inputs, want, function=name)
         assert_within(a, want[0], bound, f"{case.name} ({dispatch})")
 
@@ -250,7 +250,7 @@ def test_two_threads_give_the_one_thread_result(cache: Path, dispatch: str) -> N
         lib.set_num_threads(1)
         same(two, one, f"{case.name} ({dispatch}): 2 threads vs 1")
         with np.errstate(all="ignore"):
-            want = run_reference(module, inputs, function=name)
+            want = run_reference(module, *inputs, function=name)
         (bound,) = graph_bounds(module, inputs, want, function=name)
         assert_within(one, want[0], bound, f"{case.name} ({dispatch})")
 

@@ -38,7 +38,7 @@ def test_the_converted_graph_computes_the_same_values(targets: list[str]) -> Non
     module = byoc.parse_module(_cnn())
     nhwc = _convert(module, layouts=("NHWC",))
     inputs = _inputs()
-    expected = byoc.run_reference(module, inputs)
+    expected = byoc.run_reference(module, *inputs)
     got = byoc.build(nhwc, targets=targets).run(*inputs)
     assert_graph_outputs(module, inputs, got, expected, what=f"NHWC on {targets}")
 
@@ -51,7 +51,7 @@ def test_transposes_cancel_between_layers_and_back() -> None:
     assert not any(isinstance(op, nn.TransposeOp) for op in back.walk())
     assert "data_layout" not in str(back)
     np.testing.assert_array_equal(
-        byoc.run_reference(back, _inputs())[0], byoc.run_reference(module, _inputs())[0]
+        byoc.run_reference(back, *_inputs())[0], byoc.run_reference(module, *_inputs())[0]
     )
 
 
@@ -82,7 +82,7 @@ def test_an_onnx_model_converts_and_runs() -> None:
     text = str(nhwc)
     assert len(re.findall(r"nn.transpose", text)) == 2, text
     x = rng.standard_normal((2, 3, 16, 16)).astype(np.float32)
-    expected = byoc.run_reference(module, [x])
+    expected = byoc.run_reference(module, x)
     got = byoc.build(nhwc, targets=["examplejson"]).run(x)
     assert_graph_outputs(module, [x], got, expected, what="onnx NHWC")
 

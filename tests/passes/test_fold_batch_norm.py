@@ -112,8 +112,8 @@ def test_the_folded_graph_agrees_within_the_stated_bound(form: str) -> None:
     names = [op.name for op in folded.walk()]
     assert "nn.batch_norm" not in names and names.count("nn.bias_add") == 1, names
     assert names.count(FORMS[form][0].name) == 1
-    (want,) = run_reference(module, inputs)
-    (got,) = run_reference(folded, inputs)
+    (want,) = run_reference(module, *inputs)
+    (got,) = run_reference(folded, *inputs)
     bound = _bound(module, form, inputs[0], params)
     diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
     assert (diff <= bound).all(), f"{form}: worst {diff.max()} > its bound {bound.flat[diff.argmax()]}"

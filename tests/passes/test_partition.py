@@ -45,11 +45,11 @@ def partitions(module: ModuleOp) -> dict[str, str]:
 def test_partition_for_runs_the_pipeline_in_place() -> None:
     module = parse_module(SEED)
     inputs = [np.full((10, 10), v, np.float32) for v in (1.0, 2.0, 3.0, 4.0)]
-    before = byoc.run_reference(module, inputs)
+    before = byoc.run_reference(module, *inputs)
     result = byoc.partition_for(module, targets=["test"], ops=["add", "subtract", "multiply"])
     assert result is module
     assert partitions(module) == {"test_main_0": "test", "test_main_1": "test"}
-    np.testing.assert_array_equal(byoc.run_reference(module, inputs)[0], before[0])
+    np.testing.assert_array_equal(byoc.run_reference(module, *inputs)[0], before[0])
 
 
 def test_partition_for_with_a_registered_target() -> None:

@@ -210,7 +210,7 @@ def test_pipeline_properties(scenario: Scenario) -> None:
     module = build_module(scenario.spec)
     inputs = random_inputs(scenario.spec, seed=1)
     with np.errstate(all="ignore"):
-        before = run_reference(module, inputs)
+        before = run_reference(module, *inputs)
     expected = expected_placement(module, scenario)
 
     ctx = make_context()
@@ -220,7 +220,7 @@ def test_pipeline_properties(scenario: Scenario) -> None:
     assert actual_placement(module) == expected
     assert mergeable_pairs(module) == []
     with np.errstate(all="ignore"):
-        after = run_reference(module, inputs)
+        after = run_reference(module, *inputs)
     assert len(after) == len(before)
     for b, a in zip(before, after, strict=True):
         np.testing.assert_array_equal(a, b)

@@ -42,7 +42,7 @@ def test_model_freed_while_its_pool_threads_live() -> None:
         x = np.random.default_rng(1).standard_normal((1, 3, 8, 8)).astype(np.float32)
         pool = ThreadPoolExecutor(2)
         exe = byoc.build(m, targets=["ccompiler"])
-        assert [p.target for p in exe.partitions()] == ["ccompiler"]
+        assert [p.target for p in exe.partitions] == ["ccompiler"]
         pool.submit(exe.run, x).result()
         del exe
         gc.collect()

@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 from support.bounds import assert_graph_outputs
 from support.paths import EXAMPLES
+from xdsl.passes import PassPipeline
 
 import byoc
+from byoc.passes import MergeCompilerRegionsPass, PartitionPass
 from byoc.runtime.artifact import MAGIC, ArtifactError
 from byoc.runtime.executable import InputError
 from byoc.runtime.loaders import load_module
@@ -45,8 +47,42 @@ def test_host_only_build_matches_reference() -> None:
     module = _module("small_cnn.mlir")
     exe = byoc.build(module)
     x = np.random.default_rng(1).standard_normal((1, 3, 8, 8)).astype(np.float32)
-    assert_graph_outputs(module, [x], exe(x), byoc.run_reference(module, [x]))
-    assert exe.partitions() == []
+    assert_graph_outputs(module, [x], exe(x), byoc.run_reference(module, x))
+    assert exe.partitions == []
+
+
+def test_repr_names_targets_partitions_and_threads() -> None:
+    module = _module("small_cnn.mlir")
+    exe = byoc.build(module, targets=["examplejson", "ccompiler"], num_threads=2)
+    assert repr(exe) == (
+        "<Executable targets: examplejson; partitions: [@examplejson_main_0 (examplejson, 8 ops)]; "
+        "threads: 2>"
+    )
+    assert repr(byoc.build(module, num_threads=1)) == (
+        "<Executable targets: none (host only); partitions: []; threads: 1>"
+    )
+
+
+def test_repr_of_many_partitions_names_the_first_and_counts_them() -> None:
+    # relu, tanh, relu, ...: the relus tagged for examplejson, the tanhs on the host
+    chain = "\n".join(
+        f"  %{i + 1} = nn.relu %{i} {{byoc.target = \"examplejson\"}} : tensor<4xf32>"
+        if i % 2 == 0
+        else f"  %{i + 1} = nn.tanh %{i} : tensor<4xf32>"
+        for i in range(11)
+    )
+    module = byoc.parse_module(
+        f"func.func @main(%0: tensor<4xf32>) -> tensor<4xf32> {{\n{chain}\n"
+        "  func.return %11 : tensor<4xf32>\n}"
+    )
+    PassPipeline((MergeCompilerRegionsPass(), PartitionPass())).apply(byoc.make_context(), module)
+    exe = byoc.build(module, num_threads=1)
+    assert [p.symbol for p in exe.partitions] == [f"examplejson_main_{i}" for i in range(6)]
+    assert repr(exe) == (
+        "<Executable targets: examplejson; partitions: [@examplejson_main_0 (examplejson, 1 ops), "
+        "@examplejson_main_1 (examplejson, 1 ops), @examplejson_main_2 (examplejson, 1 ops), "
+        "@examplejson_main_3 (examplejson, 1 ops), ... 6 in all]; threads: 1>"
+    )
 
 
 def test_params_bind_named_inputs() -> None:

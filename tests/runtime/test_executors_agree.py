@@ -41,7 +41,7 @@ EXECUTORS = ["reference", *TARGETS]
 def _run(executor: str, text: str, inputs: list[Any]) -> list[Array]:
     module = byoc.parse_module(text)
     if executor == "reference":
-        return byoc.run_reference(module, inputs)
+        return byoc.run_reference(module, *inputs)
     return byoc.build(module, targets=TARGETS[executor]).run(*inputs)
 
 
@@ -107,13 +107,13 @@ def test_clip_keeps_nan_elements_and_clamps_infinities(executor: str) -> None:
     assert_within(outs[0], expected, 0.0, f"{executor} clip")
     assert np.isnan(outs[0][0, 3])
     module = byoc.parse_module(text)
-    assert_graph_outputs(module, inputs, outs, byoc.run_reference(module, inputs), what=executor)
+    assert_graph_outputs(module, inputs, outs, byoc.run_reference(module, *inputs), what=executor)
 
 
 def test_clip_with_a_nan_bound_runs_in_c() -> None:
     """The NaN case is lowered to C (not left on the host), and the C code agrees."""
     exe = byoc.build(byoc.parse_module(_clip_graph(math.nan, 1.0)), targets=["ccompiler"])
-    assert any("nn.clip" in p.ops for p in exe.partitions())
+    assert any("nn.clip" in p.ops for p in exe.partitions)
     c_source = exe.components["ccompiler"].source
     assert c_source is not None and "NAN" in c_source
     assert all(np.isnan(o).all() for o in exe(*_clip_inputs()))
@@ -158,7 +158,7 @@ def test_matrix_inputs_are_plain_arrays(executor: str) -> None:
 @pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
 def test_matrix_inputs_to_an_examplejson_function() -> None:
     exe = byoc.build(byoc.parse_module(MATRIX_GRAPH), targets=["examplejson"])
-    (partition,) = exe.partitions()
+    (partition,) = exe.partitions
     f = exe.components["examplejson"].get_function(partition.symbol)
     a = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
     n_in = len(f.plan.inputs)
@@ -196,7 +196,7 @@ def test_outputs_are_fresh_arrays_the_caller_owns(executor: str) -> None:
     keep = a.copy()
     module = byoc.parse_module(ALIAS_GRAPH)
     if executor == "reference":
-        first, second = byoc.run_reference(module, [a]), byoc.run_reference(module, [a])
+        first, second = byoc.run_reference(module, a), byoc.run_reference(module, a)
     else:
         exe = byoc.build(module, targets=TARGETS[executor])
         first, second = exe(a), exe(a)
@@ -208,7 +208,7 @@ def test_outputs_are_fresh_arrays_the_caller_owns(executor: str) -> None:
     for o in first:
         o[...] = -7.0  # the caller owns it: writing changes nothing else
     np.testing.assert_array_equal(a, keep)
-    third = byoc.run_reference(module, [a]) if executor == "reference" else exe(a)
+    third = byoc.run_reference(module, a) if executor == "reference" else exe(a)
     np.testing.assert_array_equal(third[2], [1.0, 2.0, 3.0])
     np.testing.assert_array_equal(third[1], keep)
     np.testing.assert_array_equal(third[3], keep.T)
@@ -247,7 +247,7 @@ def test_misaligned_input_is_accepted_everywhere(executor: str) -> None:
     mis = _misaligned(xs[0])
     module = byoc.parse_module(SEED_GRAPH)
     if executor == "reference":
-        run = lambda *v: byoc.run_reference(module, list(v))  # noqa: E731
+        run = lambda *v: byoc.run_reference(module, *v)  # noqa: E731
     else:
         run = byoc.build(module, targets=TARGETS[executor]).run
     aligned = run(*xs)[0]
@@ -271,7 +271,7 @@ def test_misaligned_and_strided_input_is_rejected_naming_it(executor: str) -> No
 def test_c_function_copies_a_misaligned_input_and_rejects_a_misaligned_output() -> None:
     xs = _seed_inputs()
     exe = byoc.build(byoc.parse_module(SEED_GRAPH), targets=["ccompiler"])
-    (partition,) = exe.partitions()
+    (partition,) = exe.partitions
     f = exe.components["ccompiler"].get_function(partition.symbol)
     expected = f(*xs)
     mis = _misaligned(xs[0])
@@ -288,7 +288,7 @@ def test_c_function_reads_a_list_input_afresh_each_call() -> None:
     """A list is converted (copied) on each call, even when the same list object is passed again."""
     xs = _seed_inputs()
     exe = byoc.build(byoc.parse_module(SEED_GRAPH), targets=["ccompiler"])
-    (partition,) = exe.partitions()
+    (partition,) = exe.partitions
     f = exe.components["ccompiler"].get_function(partition.symbol)
     a = xs[0].tolist()
     first = f(a, *xs[1:])
@@ -301,7 +301,7 @@ def test_c_function_reads_a_list_input_afresh_each_call() -> None:
 def test_examplejson_function_accepts_a_misaligned_input() -> None:
     xs = _seed_inputs()
     exe = byoc.build(byoc.parse_module(SEED_GRAPH), targets=["examplejson"])
-    (partition,) = exe.partitions()
+    (partition,) = exe.partitions
     module = exe.components["examplejson"]
     assert isinstance(module, ExampleJsonModule)
     f = module.get_function(partition.symbol)

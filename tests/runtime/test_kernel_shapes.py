@@ -108,10 +108,10 @@ as in the sweeps below, gcc does not specialise and they built)."""
 def _check_max_pool(cases: list[tuple[list[tuple[int, ...]], dict[str, Any]]]) -> None:
     module = _sweep_module(cases, nn.MaxPool2DOp)
     exe = byoc.build(module, targets=["ccompiler"])
-    assert [p.target for p in exe.partitions()] == ["ccompiler"]
+    assert [p.target for p in exe.partitions] == ["ccompiler"]
     inputs = _inputs(module, len(cases))
     got = exe.run(*inputs)
-    want = byoc.run_reference(module, inputs)
+    want = byoc.run_reference(module, *inputs)
     assert len(got) == len(want) == len(cases)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
@@ -157,7 +157,7 @@ def test_avg_pool2d_sweep_builds_and_matches(
     module = _sweep_module([([s], attrs) for s in _pool_shapes(attrs)], nn.AvgPool2DOp)
     exe = byoc.build(module, targets=["ccompiler"])
     inputs = _inputs(module, 1)
-    assert_graph_outputs(module, inputs, exe.run(*inputs), byoc.run_reference(module, inputs))
+    assert_graph_outputs(module, inputs, exe.run(*inputs), byoc.run_reference(module, *inputs))
 
 
 @pytest.mark.parametrize("cc", COMPILERS)
@@ -176,6 +176,25 @@ def test_conv2d_sweep_builds_and_matches(
     ]
     module = _sweep_module(cases, nn.Conv2DOp)
     exe = byoc.build(module, targets=[target])
-    assert [p.target for p in exe.partitions()] == [target]
+    assert [p.target for p in exe.partitions] == [target]
     inputs = _inputs(module, 2)
-    assert_graph_outputs(module, inputs, exe.run(*inputs), byoc.run_reference(module, inputs))
+    assert_graph_outputs(module, inputs, exe.run(*inputs), byoc.run_reference(module, *inputs))
+
+
+@pytest.mark.parametrize("target", ["ccompiler", "cblas"])
+def test_conv2d_unpadded_sweep_reads_the_image_in_place(target: str, dispatch: str) -> None:
+    """Unpadded stride-1 convs, whose tiles read the image in place (no padded copy): over
+    maps whose 16-pixel tiles span several rows and end part-filled. A 3x3 conv of a 5x6
+    map (12 pixels, 3 rows of 4) has a last tile whose clamped offsets span exactly 15
+    elements; it must not be read as one contiguous run of the image."""
+    cases = [
+        ([(1, 4, h, w), (4, 4, k, k)], {})
+        for h, w in itertools.product((3, 4, 5, 6, 7), (3, 4, 5, 6, 7, 9, 17))
+        for k in (1, 2, 3)
+        if h >= k and w >= k
+    ]
+    module = _sweep_module(cases, nn.Conv2DOp)
+    exe = byoc.build(module, targets=[target])
+    assert [p.target for p in exe.partitions] == [target]
+    inputs = _inputs(module, 3)
+    assert_graph_outputs(module, inputs, exe.run(*inputs), byoc.run_reference(module, *inputs))

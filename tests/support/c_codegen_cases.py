@@ -188,6 +188,36 @@ for _name, _x, _size, _attrs in _RESIZES:
 case("lrn", [((2, 7, 3, 4), F32)], op(nn.LRNOp, size=5, alpha=1e-2, beta=0.75, bias=1.0))
 case("lrn_even_last_axis", [((3, 2, 9), F32)], op(nn.LRNOp, size=4, axis=-1, alpha=0.3, beta=0.5, bias=2.0))
 
+# ---- recurrent cells: the whole time loop in one kernel call (byoc_kernels_recurrent.h) ----------
+# Operands x, W, R as arguments; B, sequence_lens, initial_h (, initial_c, P) as constants, a
+# tensor with no elements where the op leaves one out. The case returns Y.
+_rnn_rng = np.random.default_rng(15)
+_none, _noseq = np.zeros(0, np.float32), np.zeros(0, np.int32)
+
+
+def _rnn_const(*shape: int) -> np.ndarray[Any, Any]:
+    return (_rnn_rng.standard_normal(shape) * 0.5).astype(np.float32)
+
+
+case(
+    "lstm_bidirectional_seq_peephole",
+    [((5, 2, 3), F32), ((2, 16, 3), F32), ((2, 16, 4), F32)],
+    op(nn.LSTMOp, hidden_size=4, direction="bidirectional", clip=1.5),
+    consts=[_rnn_const(2, 32), np.array([5, 0], np.int32), _rnn_const(2, 2, 4), _rnn_const(2, 2, 4), _rnn_const(2, 12)],
+)
+case(
+    "gru_reverse_no_bias",
+    [((4, 3, 5), F32), ((1, 9, 5), F32), ((1, 9, 3), F32)],
+    op(nn.GRUOp, hidden_size=3, direction="reverse"),
+    consts=[_none, np.array([4, 1, 3], np.int32), _none],
+)
+case(
+    "rnn_batch_major_relu",
+    [((2, 3, 4), F32), ((1, 5, 4), F32), ((1, 5, 5), F32)],
+    op(nn.RNNOp, hidden_size=5, layout=1, activations="Relu"),
+    consts=[_rnn_const(1, 10), _noseq, _rnn_const(2, 1, 5)],
+)
+
 # ---- epilogues: conv2d/dense followed by bias_add, batch_norm, an activation (issue 15) ------------
 Step = tuple[type[nn.NNOp], int, dict[str, Any]]
 """An op applied to the previous result: its class, how many extra operands it takes

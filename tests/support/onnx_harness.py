@@ -71,7 +71,7 @@ def reference_execute(
     """The numpy reference (`byoc.run_reference`)."""
     from byoc.interpreters import run_reference
 
-    return run_reference(module, list(inputs))
+    return run_reference(module, *inputs)
 
 
 DEFAULT_TARGETS: tuple[str, ...] = ("ccompiler", "examplejson")
@@ -82,7 +82,7 @@ HOST = "host"
 
 def placement_of(exe: Any) -> tuple[tuple[str, str], ...]:
     """(nn op or composite name, target or 'host') for every op an `Executable` runs, sorted."""
-    where = {(op, p.target) for p in exe.partitions() for op in p.ops}
+    where = {(op, p.target) for p in exe.partitions for op in p.ops}
     where |= {(s.name, HOST) for s in exe.plan.steps if s.kind == "kernel"}
     return tuple(sorted(where))
 
@@ -748,7 +748,7 @@ def run_light_model(
     build_seconds, partitions, host, misplaced = 0.0, 0, (), ()
     if isinstance(execute, BuildExecute):
         build_seconds = execute.build_seconds
-        partitions = len(execute.last.partitions())
+        partitions = len(execute.last.partitions)
         host = tuple(sorted({op for op, where in placement_of(execute.last) if where == HOST}))
         misplaced = tuple(misplaced_host_ops(module, execute.targets))
     stored = light_model_output(name)

@@ -280,7 +280,7 @@ def _module() -> tuple[ModuleOp, list[Array]]:
 @pytest.fixture(scope="module")
 def built() -> dict[str, Any]:
     module, inputs = _module()
-    expected = byoc.run_reference(module, inputs)
+    expected = byoc.run_reference(module, *inputs)
     exes = {"default": byoc.build(module, targets=["cblas"])}
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(cblas_lowering, "TILE_BYTES", 2048)
@@ -292,8 +292,8 @@ def built() -> dict[str, Any]:
 
 def test_every_case_is_one_cblas_composite(built: dict[str, Any]) -> None:
     for exe in built["exes"].values():
-        ops = Counter(op for p in exe.partitions() for op in p.ops)
-        assert {p.target for p in exe.partitions()} == {"cblas"}
+        ops = Counter(op for p in exe.partitions for op in p.ops)
+        assert {p.target for p in exe.partitions} == {"cblas"}
         assert ops == Counter(f"cblas.{c.composite}" for c in CASES)
         assert not [s for s in exe.plan.steps if s.kind == "kernel"], "nothing left on the host"
 
@@ -321,7 +321,7 @@ import scipy_openblas32 as ob
 lib = ctypes.CDLL(os.path.join(ob.get_lib_dir(), ob.get_library(fullname=True)))
 lib.scipy_openblas_get_corename.restype = ctypes.c_char_p
 print(lib.scipy_openblas_get_corename().decode())
-assert_graph_outputs(module, inputs, outputs, byoc.run_reference(module, inputs))
+assert_graph_outputs(module, inputs, outputs, byoc.run_reference(module, *inputs))
 """
 
 
@@ -532,14 +532,14 @@ func.func @main(%x: tensor<2x16x10x10xf32>) -> tensor<2x5xf32> {
 def test_gemms_on_cblas_the_rest_on_ccompiler() -> None:
     module = byoc.parse_module(MIXED)
     exe = byoc.build(module, targets=["cblas", "ccompiler"])
-    by_target = Counter((p.target, op) for p in exe.partitions() for op in p.ops)
+    by_target = Counter((p.target, op) for p in exe.partitions for op in p.ops)
     assert by_target[("cblas", "cblas.conv2d_bias_relu")] == 1
     assert by_target[("cblas", "cblas.dense")] == 1
     assert by_target[("ccompiler", "nn.conv2d")] == 1, "the depthwise conv2d stays on ccompiler"
     assert by_target[("ccompiler", "nn.max_pool2d")] == 1
     x = np.random.default_rng(2).standard_normal((2, 16, 10, 10)).astype(np.float32)
     got = exe.run(x)
-    assert_graph_outputs(module, [x], got, byoc.run_reference(module, [x]))
+    assert_graph_outputs(module, [x], got, byoc.run_reference(module, x))
 
 
 def test_byoc_run_reports_both_targets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -561,7 +561,7 @@ exe = byoc.load_module(sys.argv[1])
 data = np.load(sys.argv[2])
 (got,) = exe.run(data["x"])
 print(json.dumps({
-    "targets": sorted({p.target for p in exe.partitions()}),
+    "targets": sorted({p.target for p in exe.partitions}),
     "max_error": float(np.max(np.abs(got - data["want"]))),
     "threads": cblas.get_num_threads(),
 }))

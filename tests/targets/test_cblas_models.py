@@ -43,6 +43,6 @@ def test_light_model_on_cblas_and_ccompiler_matches_onnxruntime(name: str) -> No
     x = np.random.default_rng(1).standard_normal((1, 3, 224, 224), dtype=np.float32)
     expected = onnxruntime_execute(model, [x])
     exe = byoc.build(import_model(model), targets=["cblas", "ccompiler"])
-    composites = [op for p in exe.partitions() if p.target == "cblas" for op in p.ops]
+    composites = [op for p in exe.partitions if p.target == "cblas" for op in p.ops]
     assert composites and all(op.startswith("cblas.") for op in composites)
     assert_softmax_and_logits(import_model(model), exe.run(x), expected, name)

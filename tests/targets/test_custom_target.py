@@ -47,14 +47,14 @@ def myaccel():  # type: ignore[no-untyped-def]
 def test_worked_example_target_builds_and_runs(myaccel) -> None:  # type: ignore[no-untyped-def]
     module = byoc.parse_module(MODEL)
     exe = byoc.build(module, targets=["myaccel"])
-    parts = exe.partitions()
+    parts = exe.partitions
     assert [p.target for p in parts] == ["myaccel", "myaccel"]
     assert parts[0].ops == ("myaccel.scale_shift",)
     assert parts[1].ops == ("nn.add", "nn.relu")
     assert [s.name for s in exe.plan.steps if s.kind == "kernel"] == ["nn.tanh"]
     rng = np.random.default_rng(0)
     x, y = (rng.standard_normal((4, 8)).astype(np.float32) for _ in range(2))
-    np.testing.assert_allclose(exe(x, y)[0], byoc.run_reference(module, [x, y])[0], rtol=1e-6)
+    np.testing.assert_allclose(exe(x, y)[0], byoc.run_reference(module, x, y)[0], rtol=1e-6)
 
 
 def test_registering_a_known_name_is_an_error(myaccel) -> None:  # type: ignore[no-untyped-def]
@@ -143,7 +143,7 @@ def test_a_target_with_its_own_codegen() -> None:
         """
     )
     exe = byoc.build(module, targets=["sdk"])
-    assert [p.target for p in exe.partitions()] == ["sdk"]
+    assert [p.target for p in exe.partitions] == ["sdk"]
     x = np.array([-1.0, 2.0, -3.0, 4.0], np.float32)
     np.testing.assert_array_equal(exe(x)[0], np.maximum(x, 0))
 

@@ -59,7 +59,7 @@ def check(model: onnx.ModelProto, inputs: dict[str, Array], threads: int = 1) ->
     """dnnl,ccompiler == onnxruntime == the numpy reference, integers and floats, exactly."""
     got = check_integer(model, inputs, threads)
     want = ort_session(model).run(None, inputs)
-    ref = run_reference(import_model(model), list(inputs.values()))
+    ref = run_reference(import_model(model), *inputs.values())
     for g, w, r in zip(got, want, ref, strict=True):
         np.testing.assert_array_equal(g, w)
         np.testing.assert_array_equal(g, r)

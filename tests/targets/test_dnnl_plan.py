@@ -65,8 +65,10 @@ def test_weights_are_reordered_once_at_init_and_layouts_are_chosen(tmp_path: Pat
     run_lines = [ln for ln in run.splitlines() if ln.startswith("onednn_verbose")]
     # the plan is built at init: nothing is created while running
     assert not [ln for ln in run_lines if ",create:" in ln], run
-    # a run executes exactly the plan's steps, in order
-    assert len(run_lines) == 3 * len(steps), (plan, run)
+    # a run executes exactly the plan's primitive steps, in order (a NaN guard is a pass in
+    # C, which on finite data runs no primitive)
+    primitives = [s for s in steps if not s.startswith("guard:")]
+    assert len(run_lines) == 3 * len(primitives), (plan, run)
     # weights: reordered (executed) at init into the layouts the primitives asked for,
     # never during a run (a reorder is told by its source, destination and dims)
     init_reorders = {_reorder(ln) for ln in init.splitlines() if ",exec,cpu,reorder," in ln}

@@ -117,7 +117,7 @@ def test_engine_under_asan_and_ubsan(tmp_path: Path) -> None:
     module, inputs = _model()
     exe = byoc.build(module.clone(), targets=["dnnl"])
     (want,) = exe.run(*inputs)
-    (part,) = exe.partitions()
+    (part,) = exe.partitions
     graph_blob = exe.components["dnnl"].export()["graph"]
     assert graph_blob.startswith(gf.MAGIC)
     (tmp_path / "g.bin").write_bytes(graph_blob)

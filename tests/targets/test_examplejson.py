@@ -809,7 +809,7 @@ def test_partitioned_model_matches_reference_and_round_trips_text() -> None:
     }
     """
     x = f32(1, 3, 8, 8)
-    (expected,) = byoc.run_reference(parse_module(source), [x])
+    (expected,) = byoc.run_reference(parse_module(source), x)
     (got,) = byoc.build(parse_module(source), targets=["examplejson"]).run(x)
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
 

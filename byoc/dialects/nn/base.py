@@ -114,7 +114,10 @@ def _check_len(attrs: Mapping[str, Any], name: str, n: int) -> tuple[int, ...]:
 
 
 class NNOp(IRDLOperation):
-    """Base of every nn op. Subclasses set `DTYPES`, `KIND` and `infer`."""
+    """Base of every nn op. Subclasses set `DTYPES`, `KIND` and `infer`; every nn op is pure
+    (xDSL merges the traits of the base classes into each op's)."""
+
+    traits = traits_def(Pure())
 
     DTYPES: ClassVar[tuple[Attribute, ...]] = FLOAT
     """Element types the op accepts on its data operands."""

@@ -59,8 +59,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute
-from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, traits_def
-from xdsl.traits import Pure
+from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.nn.base import NNOp
@@ -92,7 +91,6 @@ class RoiAlignOp(NNOp):
     sampling_ratio = prop_def(IntegerAttr, default_value=int_attr(0))
     spatial_scale = prop_def(FloatAttr, default_value=float_attr(1.0))
     coordinate_transformation_mode = prop_def(StringAttr, default_value=StringAttr("half_pixel"))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
     SAME_DTYPE: ClassVar[bool] = False
@@ -135,7 +133,6 @@ class RotaryEmbeddingOp(NNOp):
     interleaved = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
     num_heads = prop_def(IntegerAttr, default_value=int_attr(0))
     rotary_embedding_dim = prop_def(IntegerAttr, default_value=int_attr(0))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
     SAME_DTYPE: ClassVar[bool] = False
@@ -191,7 +188,6 @@ class DeformConv2DOp(NNOp):
     dilation = prop_def(DenseArrayBase, default_value=ints(1, 1))
     groups = prop_def(IntegerAttr, default_value=int_attr(1))
     offset_group = prop_def(IntegerAttr, default_value=int_attr(1))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 
@@ -232,7 +228,6 @@ class TensorScatterOp(NNOp):
     result = result_def(TensorType)
     mode = prop_def(StringAttr, default_value=StringAttr("linear"))
     axis = prop_def(IntegerAttr, default_value=int_attr(-2))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
     SAME_DTYPE: ClassVar[bool] = False
@@ -280,7 +275,6 @@ class LinearAttentionOp(NNOp):
     kv_num_heads = prop_def(IntegerAttr)
     scale = prop_def(FloatAttr, default_value=float_attr(0.0))
     update_rule = prop_def(StringAttr, default_value=StringAttr("gated_delta"))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 

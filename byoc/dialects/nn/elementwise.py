@@ -18,9 +18,7 @@ from xdsl.irdl import (
     operand_def,
     prop_def,
     result_def,
-    traits_def,
 )
-from xdsl.traits import Pure
 
 from byoc.dialects.nn.base import (
     NNOp,
@@ -47,7 +45,6 @@ class BinaryOp(NNOp):
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "broadcast"
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
@@ -106,7 +103,6 @@ class PReluOp(BinaryOp):
 class UnaryOp(NNOp):
     x = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "elementwise"
     DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 

@@ -34,9 +34,16 @@ from xdsl.ir import Attribute, Operation
 from xdsl.irdl import IRDLOperation
 from xdsl.parser import Parser
 from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.dense import format_dense, parse_dense
-from byoc.dialects.nn.types import is_known_element_type, numpy_dtype, shape_of
+from byoc.dialects.nn.types import (
+    check_static_shape,
+    is_known_element_type,
+    machine_memory_bytes,
+    numpy_dtype,
+    shape_of,
+)
 from byoc.printer import elides_constant
 
 _Op = TypeVar("_Op", bound=IRDLOperation)
@@ -258,9 +265,21 @@ def parse_constant(parser: Parser) -> tuple[np.ndarray[Any, Any], dict[str, Attr
             ty_pos,
             parser.pos,
         )
+    try:
+        check_static_shape(ty)
+    except VerifyException as e:
+        parser.raise_error(f"nn.constant: {e}", ty_pos, parser.pos)
     shape = shape_of(ty)
     dt = numpy_dtype(ty.element_type)
     n = math.prod(shape)
+    memory = machine_memory_bytes()
+    if n * dt.itemsize > memory:
+        parser.raise_error(
+            f"nn.constant: {ty} is {n * dt.itemsize} bytes, more than this machine's "
+            f"memory ({memory} bytes)",
+            ty_pos,
+            parser.pos,
+        )
     arr: np.ndarray[Any, Any]
     if isinstance(payload, bytes):
         raw = payload
@@ -273,8 +292,8 @@ def parse_constant(parser: Parser) -> tuple[np.ndarray[Any, Any], dict[str, Attr
         arr = np.frombuffer(raw, dtype=dt)
     else:
         values = payload
-        if len(values) == 1 and n != 1:
-            values = values * n  # splat
+        if len(values) == 1 and n != 1:  # a splat: one value, filled without a Python list
+            return np.full(shape, np.asarray(values, dtype=dt)[0], dtype=dt), attributes
         if len(values) != n:
             parser.raise_error(
                 f"constant has {len(values)} values, {ty} needs {n}", start, parser.pos

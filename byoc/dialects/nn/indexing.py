@@ -33,11 +33,9 @@ from xdsl.irdl import (
     operand_def,
     prop_def,
     result_def,
-    traits_def,
     var_operand_def,
     var_result_def,
 )
-from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.nn.base import NNOp, broadcast_shapes
@@ -93,7 +91,6 @@ class GatherElementsOp(NNOp):
     indices = operand_def(TensorType)
     result = result_def(TensorType)
     axis = prop_def(IntegerAttr, default_value=int_attr(0))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
     DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
     SAME_DTYPE: ClassVar[bool] = False
@@ -119,7 +116,6 @@ class GatherNDOp(NNOp):
     indices = operand_def(TensorType)
     result = result_def(TensorType)
     batch_dims = prop_def(IntegerAttr, default_value=int_attr(0))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
     DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
     SAME_DTYPE: ClassVar[bool] = False
@@ -147,7 +143,6 @@ class _ScatterOp(NNOp):
     updates = operand_def(TensorType)
     result = result_def(TensorType)
     reduction = prop_def(StringAttr, default_value=StringAttr("none"))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
     SAME_DTYPE: ClassVar[bool] = False
@@ -210,7 +205,6 @@ class TriluOp(NNOp):
     result = result_def(TensorType)
     k = prop_def(IntegerAttr, default_value=int_attr(0))
     upper = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(True))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
     DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
 
@@ -233,7 +227,6 @@ class OneHotOp(NNOp):
     result = result_def(TensorType)
     depth = prop_def(IntegerAttr)
     axis = prop_def(IntegerAttr, default_value=int_attr(-1))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
     DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
     SAME_DTYPE: ClassVar[bool] = False
@@ -262,7 +255,6 @@ class ReverseSequenceOp(NNOp):
     result = result_def(TensorType)
     batch_axis = prop_def(IntegerAttr, default_value=int_attr(1))
     time_axis = prop_def(IntegerAttr, default_value=int_attr(0))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
     DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
     SAME_DTYPE: ClassVar[bool] = False
@@ -297,7 +289,6 @@ class LayerNormOp(NNOp):
     result = result_def(TensorType)
     axis = prop_def(IntegerAttr, default_value=int_attr(-1))
     epsilon = prop_def(FloatAttr, default_value=float_attr(1e-5))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 
@@ -323,7 +314,6 @@ class RMSNormOp(NNOp):
     result = result_def(TensorType)
     axis = prop_def(IntegerAttr, default_value=int_attr(-1))
     epsilon = prop_def(FloatAttr, default_value=float_attr(1e-5))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 
@@ -341,7 +331,6 @@ class _AxisOp(NNOp):
     data = operand_def(TensorType)
     result = result_def(TensorType)
     axis = prop_def(IntegerAttr, default_value=int_attr(-1))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 
@@ -392,7 +381,6 @@ class ResizeOp(NNOp):
     exclude_outside = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
     antialias = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
     extrapolation_value = prop_def(FloatAttr, default_value=float_attr(0.0))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
     DTYPES: ClassVar[tuple[Attribute, ...]] = tuple(t for t in ALL_TYPES if t != IntegerType(1))
 
@@ -445,7 +433,6 @@ class NLLLossOp(NNOp):
     reduction = prop_def(StringAttr, default_value=StringAttr("mean"))
     ignore_index = prop_def(IntegerAttr, default_value=int_attr(0))
     has_ignore = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
     SAME_DTYPE: ClassVar[bool] = False
@@ -479,7 +466,6 @@ class GridSampleOp(NNOp):
     mode = prop_def(StringAttr, default_value=StringAttr("linear"))
     padding_mode = prop_def(StringAttr, default_value=StringAttr("zeros"))
     align_corners = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
     SAME_DTYPE: ClassVar[bool] = False
@@ -512,7 +498,6 @@ class Col2ImOp(NNOp):
     dilations = prop_def(DenseArrayBase, default_value=ints())
     pads = prop_def(DenseArrayBase, default_value=ints())
     strides = prop_def(DenseArrayBase, default_value=ints())
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = (*FLOATS, i32, i64)
 
@@ -581,7 +566,6 @@ class AttentionOp(NNOp):
     softmax_precision = prop_def(IntegerAttr, default_value=int_attr(0))
     left_window_size = prop_def(IntegerAttr, default_value=int_attr(-1))
     right_window_size = prop_def(IntegerAttr, default_value=int_attr(-1))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
     SAME_DTYPE: ClassVar[bool] = False

@@ -20,9 +20,7 @@ from xdsl.irdl import (
     operand_def,
     prop_def,
     result_def,
-    traits_def,
 )
-from xdsl.traits import Pure
 
 from byoc.dialects.nn.base import (
     NNOp,
@@ -124,7 +122,6 @@ class Conv2DOp(NNOp):
     groups = prop_def(IntegerAttr, default_value=int_attr(1))
     data_layout = prop_def(StringAttr, default_value=StringAttr("NCHW"))
     kernel_layout = prop_def(StringAttr, default_value=StringAttr("OIHW"))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "out-elementwise-fusable"
 
     @classmethod
@@ -164,7 +161,6 @@ class Conv2DTransposeOp(NNOp):
     output_padding = prop_def(DenseArrayBase, default_value=ints(0, 0))
     dilation = prop_def(DenseArrayBase, default_value=ints(1, 1))
     groups = prop_def(IntegerAttr, default_value=int_attr(1))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "out-elementwise-fusable"
 
     @classmethod
@@ -204,7 +200,6 @@ class DenseOp(NNOp):
     data = operand_def(TensorType)
     weight = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "out-elementwise-fusable"
 
     @classmethod
@@ -226,7 +221,6 @@ class MatmulOp(NNOp):
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "out-elementwise-fusable"
 
     @classmethod
@@ -254,7 +248,6 @@ class BiasAddOp(NNOp):
     bias = operand_def(TensorType)
     result = result_def(TensorType)
     axis = prop_def(IntegerAttr, default_value=int_attr(1))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "broadcast"
 
     @classmethod
@@ -281,7 +274,6 @@ class BatchNormOp(NNOp):
     axis = prop_def(IntegerAttr, default_value=int_attr(1))
     epsilon = prop_def(FloatAttr, default_value=float_attr(1e-5))
     data_layout = prop_def(StringAttr, default_value=StringAttr("NCHW"))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "broadcast"
 
     @classmethod
@@ -306,7 +298,6 @@ class Pool2DOp(NNOp):
     dilation = prop_def(DenseArrayBase, default_value=ints(1, 1))
     ceil_mode = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
     data_layout = prop_def(StringAttr, default_value=StringAttr("NCHW"))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "opaque"
 
     @classmethod
@@ -348,7 +339,6 @@ class GlobalPool2DOp(NNOp):
     data = operand_def(TensorType)
     result = result_def(TensorType)
     data_layout = prop_def(StringAttr, default_value=StringAttr("NCHW"))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "reduce"
 
     @classmethod
@@ -374,7 +364,6 @@ class SoftmaxOp(NNOp):
     data = operand_def(TensorType)
     result = result_def(TensorType)
     axis = prop_def(IntegerAttr, default_value=int_attr(-1))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "opaque"
 
     @classmethod
@@ -399,7 +388,6 @@ class LRNOp(NNOp):
     alpha = prop_def(FloatAttr, default_value=float_attr(1e-4))
     beta = prop_def(FloatAttr, default_value=float_attr(0.75))
     bias = prop_def(FloatAttr, default_value=float_attr(1.0))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "opaque"
 
     @classmethod

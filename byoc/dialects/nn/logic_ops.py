@@ -12,8 +12,7 @@ from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute
-from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
-from xdsl.traits import Pure
+from xdsl.irdl import irdl_op_definition, operand_def, result_def
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.nn.base import NNOp, broadcast_shapes
@@ -94,7 +93,6 @@ class WhereOp(NNOp):
     x = operand_def(TensorType)
     y = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "broadcast"
     SAME_DTYPE: ClassVar[bool] = False
     DTYPES: ClassVar[tuple[Attribute, ...]] = BOOL

@@ -29,10 +29,8 @@ from xdsl.irdl import (
     operand_def,
     prop_def,
     result_def,
-    traits_def,
     var_operand_def,
 )
-from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.nn.base import NNOp, _norm_axis, broadcast_shapes  # pyright: ignore[reportPrivateUsage]
@@ -382,7 +380,6 @@ class ArgReduceOp(NNOp):
     axis = prop_def(IntegerAttr, default_value=int_attr(0))
     keepdims = prop_def(IntegerAttr, default_value=_bool(True))
     select_last_index = prop_def(IntegerAttr, default_value=_bool(False))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "reduce"
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
     SAME_DTYPE: ClassVar[bool] = False
@@ -418,7 +415,6 @@ class ScanOp(NNOp):
     axis = prop_def(IntegerAttr, default_value=int_attr(0))
     exclusive = prop_def(IntegerAttr, default_value=_bool(False))
     reverse = prop_def(IntegerAttr, default_value=_bool(False))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
@@ -454,7 +450,6 @@ class TopKOp(NNOp):
     k = prop_def(IntegerAttr)
     axis = prop_def(IntegerAttr, default_value=int_attr(-1))
     largest = prop_def(IntegerAttr, default_value=_bool(True))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
     SAME_DTYPE: ClassVar[bool] = False
@@ -518,7 +513,6 @@ class EinsumOp(NNOp):
     inputs = var_operand_def(TensorType)
     result = result_def(TensorType)
     equation = prop_def(StringAttr)
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
@@ -541,7 +535,6 @@ class TileOp(NNOp):
     data = operand_def(TensorType)
     result = result_def(TensorType)
     reps = prop_def(DenseArrayBase)
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS + BOOL
 
@@ -562,7 +555,6 @@ class BroadcastToOp(NNOp):
     data = operand_def(TensorType)
     result = result_def(TensorType)
     shape = prop_def(DenseArrayBase)
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "broadcast"
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS + BOOL
 
@@ -603,7 +595,6 @@ class DetOp(NNOp):
     name = "nn.det"
     data = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 

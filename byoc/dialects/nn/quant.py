@@ -45,10 +45,8 @@ from xdsl.irdl import (
     operand_def,
     prop_def,
     result_def,
-    traits_def,
     var_result_def,
 )
-from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.nn.base import NNOp, _norm_axis  # pyright: ignore[reportPrivateUsage]
@@ -109,23 +107,28 @@ def check_qparams(
 class _QOp(NNOp):
     SAME_DTYPE: ClassVar[bool] = False
 
-    def check_dtypes(self, types: Sequence[TensorType[Any]]) -> None:
+    @classmethod
+    def check_dtypes(cls, types: Sequence[TensorType[Any]]) -> None:
         return  # `infer` checks each operand's element type
 
 
-@irdl_op_definition
-class QuantizeOp(_QOp):
-    """saturate(round_half_even(x / scale) + zero_point) in the zero point's type (ONNX QuantizeLinear)."""
+class _LinearQuantOp(_QOp):
+    """The operands and properties nn.quantize and nn.dequantize share."""
 
-    name = "nn.quantize"
     x = operand_def(TensorType)
     scale = operand_def(TensorType)
     zero_point = operand_def(TensorType)
     result = result_def(TensorType)
     axis = prop_def(IntegerAttr, default_value=int_attr(1))
     block_size = prop_def(IntegerAttr, default_value=int_attr(0))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "elementwise"
+
+
+@irdl_op_definition
+class QuantizeOp(_LinearQuantOp):
+    """saturate(round_half_even(x / scale) + zero_point) in the zero point's type (ONNX QuantizeLinear)."""
+
+    name = "nn.quantize"
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -141,18 +144,10 @@ class QuantizeOp(_QOp):
 
 
 @irdl_op_definition
-class DequantizeOp(_QOp):
+class DequantizeOp(_LinearQuantOp):
     """(x - zero_point) * scale as f32 (ONNX DequantizeLinear)."""
 
     name = "nn.dequantize"
-    x = operand_def(TensorType)
-    scale = operand_def(TensorType)
-    zero_point = operand_def(TensorType)
-    result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=int_attr(1))
-    block_size = prop_def(IntegerAttr, default_value=int_attr(0))
-    traits = traits_def(Pure())
-    KIND: ClassVar[str] = "elementwise"
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -177,7 +172,6 @@ class RequantizeOp(_QOp):
     out_zero_point = operand_def(TensorType)
     result = result_def(TensorType)
     axis = prop_def(IntegerAttr, default_value=int_attr(1))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "elementwise"
 
     @classmethod
@@ -231,7 +225,6 @@ class QConv2DOp(_QOp):
     padding = prop_def(DenseArrayBase, default_value=ints(0, 0, 0, 0))
     dilation = prop_def(DenseArrayBase, default_value=ints(1, 1))
     groups = prop_def(IntegerAttr, default_value=int_attr(1))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "out-elementwise-fusable"
 
     @classmethod
@@ -253,7 +246,6 @@ class QDenseOp(_QOp):
     data_zero_point = operand_def(TensorType)
     weight_zero_point = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "out-elementwise-fusable"
 
     @classmethod
@@ -277,7 +269,6 @@ class QMatmulOp(_QOp):
     lhs_zero_point = operand_def(TensorType)
     rhs_zero_point = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "out-elementwise-fusable"
 
     @classmethod
@@ -296,7 +287,6 @@ class DynamicQuantizeOp(_QOp):
     name = "nn.dynamic_quantize"
     x = operand_def(TensorType)
     outputs = var_result_def(TensorType)
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "opaque"
 
     @classmethod

@@ -15,12 +15,10 @@ Properties: `direction` (forward, reverse, bidirectional), `hidden_size`, `activ
 (0 = none), `layout` (0: time-major, 1: batch-major), `linear_before_reset` (GRU),
 `input_forget` (LSTM).
 
-They run on the host (numpy kernels in `byoc.interpreters.recurrent`), never in a C or
-ExampleJSON partition: a recurrence is a loop over time whose trip count is a run-time
-value (each batch row's `sequence_lens`, and T itself when the input has a `?` dim), and
-the C codegen emits straight-line loop nests over static shapes only; unrolling T steps
-into nn ops would tie the graph to one sequence length and multiply its size by T.
-The matmuls around the recurrence (the rest of the model) still go to the targets.
+With static shapes the ccompiler target runs them: one call of a byoc_kernels_recurrent.h
+kernel per op holds the whole loop over time (`byoc.lowering.nn_to_c.recurrent`). With a
+`?` dim they run on the host (numpy kernels in `byoc.interpreters.recurrent`); unrolling
+T steps into nn ops would tie the graph to one sequence length and multiply its size by T.
 """
 
 from __future__ import annotations
@@ -37,8 +35,7 @@ from xdsl.dialects.builtin import (
     f32,
     i32,
 )
-from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, traits_def
-from xdsl.traits import Pure
+from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.nn.base import NNOp
@@ -112,7 +109,6 @@ class RecurrentOp(NNOp):
     activation_beta = prop_def(DenseArrayBase, default_value=floats())
     clip = prop_def(FloatAttr, default_value=float_attr(0.0))
     layout = prop_def(IntegerAttr, default_value=int_attr(0))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "opaque"
     SAME_DTYPE: ClassVar[bool] = False
     GATES: ClassVar[int] = 1

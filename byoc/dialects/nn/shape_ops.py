@@ -24,11 +24,9 @@ from xdsl.irdl import (
     operand_def,
     prop_def,
     result_def,
-    traits_def,
     var_operand_def,
     var_result_def,
 )
-from xdsl.traits import Pure
 
 from byoc.dialects.nn.base import (
     NNOp,
@@ -63,7 +61,6 @@ class ReshapeOp(NNOp):
     data = operand_def(TensorType)
     result = result_def(TensorType)
     newshape = prop_def(DenseArrayBase)
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
     DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
 
@@ -95,7 +92,6 @@ class FlattenOp(NNOp):
     data = operand_def(TensorType)
     result = result_def(TensorType)
     axis = prop_def(IntegerAttr, default_value=int_attr(1))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
     DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
 
@@ -117,7 +113,6 @@ class TransposeOp(NNOp):
     data = operand_def(TensorType)
     result = result_def(TensorType)
     axes = prop_def(DenseArrayBase, default_value=ints())
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
     DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
 
@@ -136,7 +131,6 @@ class ConcatenateOp(NNOp):
     inputs = var_operand_def(TensorType)
     result = result_def(TensorType)
     axis = prop_def(IntegerAttr, default_value=int_attr(0))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
     DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
 
@@ -174,7 +168,6 @@ class TakeOp(NNOp):
     indices = operand_def(TensorType)
     result = result_def(TensorType)
     axis = prop_def(IntegerAttr, default_value=int_attr(0))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
     DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
     SAME_DTYPE: ClassVar[bool] = False
@@ -219,7 +212,6 @@ class PadOp(NNOp):
     pad_width = prop_def(DenseArrayBase)
     pad_value = prop_def(FloatAttr, default_value=float_attr(0.0))
     pad_mode = prop_def(StringAttr, default_value=StringAttr("constant"))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
     DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
 
@@ -252,7 +244,6 @@ class SplitOp(NNOp):
     outputs = var_result_def(TensorType)
     indices = prop_def(DenseArrayBase)
     axis = prop_def(IntegerAttr, default_value=int_attr(0))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
     DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
 
@@ -289,7 +280,6 @@ class StridedSliceOp(NNOp):
     begin = prop_def(DenseArrayBase)
     end = prop_def(DenseArrayBase)
     strides = prop_def(DenseArrayBase, default_value=ints())
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
     DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
 
@@ -339,7 +329,6 @@ class Resize2DOp(NNOp):
     rounding_method = prop_def(StringAttr, default_value=StringAttr("round_prefer_floor"))
     scale_h = prop_def(FloatAttr, default_value=float_attr(0.0))
     scale_w = prop_def(FloatAttr, default_value=float_attr(0.0))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "injective"
 
     METHODS: ClassVar[tuple[str, ...]] = ("nearest_neighbor", "linear")
@@ -383,7 +372,6 @@ class ReduceOp(NNOp):
     result = result_def(TensorType)
     axes = prop_def(DenseArrayBase, default_value=ints())
     keepdims = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
-    traits = traits_def(Pure())
     KIND: ClassVar[str] = "reduce"
 
     @classmethod

@@ -7,7 +7,9 @@ type, the numpy dtype and the short name (`f32`) that the ExampleJSON text and
 
 from __future__ import annotations
 
+import functools
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +21,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     FloatAttr,
+    FunctionType,
     IntegerAttr,
     IntegerType,
     Signedness,
@@ -32,7 +35,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, Operation
 from xdsl.utils.exceptions import VerifyException
 
 
@@ -154,7 +157,14 @@ is a legal dim; shape helpers compare against it, never against -1."""
 
 
 def tensor(shape: Sequence[int], element_type: Attribute = f32) -> TensorType[Any]:
-    return TensorType(element_type, [int(d) for d in shape])
+    """The tensor type; one shared instance per shape and element type (types are immutable,
+    and building one costs some 30 us, mostly xDSL verifying its parameters)."""
+    return _tensor(tuple([int(d) for d in shape]), element_type)
+
+
+@functools.lru_cache(maxsize=8192)
+def _tensor(shape: tuple[int, ...], element_type: Attribute) -> TensorType[Any]:
+    return TensorType(element_type, shape)
 
 
 def is_dynamic(t: Attribute) -> bool:
@@ -212,6 +222,44 @@ def check_static_shape(t: TensorType[Any], *, allow_dynamic: bool = False) -> No
         raise VerifyException(
             f"{t} has {count} elements of {size} bytes: its byte size does not fit int64"
         )
+
+
+def check_value_types(root: Operation) -> None:
+    """`check_shape` on the type of every value under `root` (results, block arguments,
+    function signatures): a VerifyException naming the op whose type does not fit int64.
+    The nn ops check their own; this covers the rest (a `func.func` argument)."""
+    for op in root.walk():
+        types: list[Attribute] = [r.type for r in op.results]
+        types += [a.type for region in op.regions for block in region.blocks for a in block.args]
+        fn = op.properties.get("function_type")
+        if isinstance(fn, FunctionType):
+            types += [*fn.inputs.data, *fn.outputs.data]
+        for t in types:
+            if isinstance(t, TensorType):
+                try:
+                    check_shape(t)
+                except VerifyException as e:
+                    name = op.properties.get("sym_name")
+                    what = f"'{op.name}' @{name.data}" if isinstance(name, StringAttr) else f"'{op.name}'"
+                    raise VerifyException(f"{what}: {e}") from None
+
+
+def machine_memory_bytes() -> int:
+    """The most bytes one value can take here: the machine's physical memory, or the
+    process's address-space limit (RLIMIT_AS) when that is smaller."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, OSError, ValueError):  # not POSIX: only the int64 bound
+        total = MAX_TENSOR_BYTES
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY:
+            total = min(total, soft)
+    except (ImportError, OSError, ValueError):
+        pass
+    return max(1, total)
 
 
 def check_shape(t: TensorType[Any]) -> None:

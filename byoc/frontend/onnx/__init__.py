@@ -9,7 +9,13 @@
 """
 
 from byoc.frontend.onnx.converters import CONVERTERS, SUPPORTED_OPS
-from byoc.frontend.onnx.errors import OnnxImportError, StaticValueRequired, UnsupportedOnnxError
+from byoc.frontend.onnx.errors import (
+    OnnxImportError,
+    OnnxMissing,
+    StaticValueRequired,
+    UnknownInputError,
+    UnsupportedOnnxError,
+)
 from byoc.frontend.onnx.importer import (
     CONVERT_OLD_OPSETS_TO,
     MIN_OPSET,
@@ -23,7 +29,9 @@ __all__ = [
     "MIN_OPSET",
     "SUPPORTED_OPS",
     "OnnxImportError",
+    "OnnxMissing",
     "StaticValueRequired",
+    "UnknownInputError",
     "UnsupportedOnnxError",
     "import_model",
     "import_model_from_bytes",

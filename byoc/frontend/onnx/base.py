@@ -10,7 +10,7 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from byoc.dialects import nn
-from byoc.frontend.onnx.errors import OnnxImportError, UnsupportedOnnxError
+from byoc.frontend.onnx.errors import STATIC_SHAPE_HINT, OnnxImportError, UnsupportedOnnxError
 
 Array = np.ndarray[Any, Any]
 Value = Array | SSAValue
@@ -45,7 +45,7 @@ class DynamicDim(int):
     def _refuse(self, *_: Any) -> Any:
         raise UnsupportedOnnxError(
             "this node needs the size of a dynamic (?) dim, which is known only at run time; "
-            "give the graph input a static shape with input_shapes={...}"
+            + STATIC_SHAPE_HINT
         )
 
     __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse  # type: ignore[assignment]

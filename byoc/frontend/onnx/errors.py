@@ -16,6 +16,20 @@ class OnnxImportError(Exception):
         return f"{self.node}: {self.message}" if self.node else self.message
 
 
+class UnknownInputError(OnnxImportError):
+    """`input_shapes` names something that is not an input of the graph."""
+
+    def __init__(self, unknown: list[str], inputs: list[str]) -> None:
+        self.unknown = unknown
+        """The names given that the graph has no input of, in the order given."""
+        self.inputs = inputs
+        """The graph's inputs (initializers excluded), in the graph's order."""
+        super().__init__(
+            f"input_shapes names no graph input {', '.join(repr(n) for n in unknown)}; "
+            f"inputs: {', '.join(inputs) or '(none)'}"
+        )
+
+
 class UnsupportedOnnxError(OnnxImportError):
     """A valid model uses an op type, attribute value or element type outside the supported subset."""
 
@@ -27,3 +41,17 @@ class StaticValueRequired(UnsupportedOnnxError):
         super().__init__(message, node=node)
         self.input_name = input_name
         """The graph input the value is, when it is one (bind it with `bind_inputs`)."""
+
+
+STATIC_SHAPE_HINT = (
+    "give the graph inputs static shapes with --input-shape NAME=DxDx... (byoc-opt, byoc-run) "
+    "or input_shapes={...} (import_model, byoc.import_onnx)"
+)
+"""How to make a dynamic (?) dim static, on the command line and in Python."""
+
+INSTALL_HINT = "pip install 'byoc[onnx]'"
+"""How to get the `onnx` package the frontend reads models with (the `onnx` extra)."""
+
+
+class OnnxMissing(ImportError):
+    """The `onnx` package, which reads the model files, is not installed or fails to load."""

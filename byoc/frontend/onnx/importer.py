@@ -47,7 +47,7 @@ must be known at import time (pass it in `bind_inputs`).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import IO, Any
 
 import numpy as np
@@ -59,10 +59,11 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
 )
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects import nn
+from byoc.dialects.verify import ChangeVerifier
 from byoc.frontend.onnx.base import (
     DYNAMIC_DIM,
     FOLD_LIMIT_BYTES,
@@ -75,12 +76,36 @@ from byoc.frontend.onnx.base import (
     nbytes,
 )
 from byoc.frontend.onnx.converters import CONVERTERS, SUPPORTED_OPS
-from byoc.frontend.onnx.errors import OnnxImportError, StaticValueRequired, UnsupportedOnnxError
+from byoc.frontend.onnx.errors import (
+    INSTALL_HINT,
+    STATIC_SHAPE_HINT,
+    OnnxImportError,
+    OnnxMissing,
+    StaticValueRequired,
+    UnknownInputError,
+    UnsupportedOnnxError,
+)
 from byoc.interpreters.kernels import KERNELS
+from byoc.utils.gc import paused_gc
 
 MIN_OPSET = 7
 """Models below this opset are converted with onnx.version_converter first."""
 CONVERT_OLD_OPSETS_TO = 13
+
+
+def require_onnx() -> Any:
+    """The `onnx` module; `OnnxMissing`, saying how to install it, when it cannot be imported."""
+    try:
+        import onnx
+    except ImportError as e:
+        if e.name == "onnx":
+            raise OnnxMissing(
+                f"reading ONNX models needs the 'onnx' package ({INSTALL_HINT})"
+            ) from None
+        raise OnnxMissing(
+            f"the 'onnx' package fails to load ({e}); reinstall it ({INSTALL_HINT})"
+        ) from e
+    return onnx
 
 
 def import_model(
@@ -97,21 +122,67 @@ def import_model(
     `bind_params_by_name`): they become constants, and the function no longer
     takes them. Values known at import time are computed only up to
     `fold_limit_bytes` each; larger ones stay ops of the graph. Returns a
-    verified `builtin.module` holding `func.func @main`.
+    verified `builtin.module` holding `func.func @main`. Without the `onnx` package
+    (the `onnx` extra) it raises `OnnxMissing`; data that is not a serialized ModelProto
+    is an `OnnxImportError`.
     """
+    onnx = require_onnx()
+    from google.protobuf.message import DecodeError  # onnx's dependency: models are protobufs
+
+    try:
+        if isinstance(model, bytes | bytearray):
+            proto = onnx.load_model_from_string(bytes(model))
+        elif isinstance(model, str | os.PathLike):
+            try:  # external data is read from the model's folder, and only from there
+                proto = onnx.load(os.fspath(model))
+            except onnx.checker.ValidationError as e:
+                raise OnnxImportError(f"the model's external data: {e}") from None
+        elif isinstance(model, onnx.ModelProto):
+            proto = model
+        elif hasattr(model, "read"):
+            proto = onnx.load_model_from_string(model.read())
+        else:
+            raise TypeError(
+                f"import_model takes a path, bytes, a stream or a ModelProto, got {type(model)}"
+            )
+    except DecodeError as e:
+        raise OnnxImportError(f"not an ONNX model: {e}") from None
+    if not isinstance(model, str | os.PathLike):
+        check_no_external_data(proto)
+    with paused_gc():  # the import makes long-lived objects only; collections would rescan them
+        return Importer(proto, input_shapes or {}, bind_inputs or {}, fold_limit_bytes).run()
+
+
+def _tensors(graph: Any) -> Iterator[Any]:
+    """Every TensorProto of a graph: initializers, sparse values, node attributes, subgraphs."""
+    yield from graph.initializer
+    for sparse in graph.sparse_initializer:
+        yield sparse.values
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.HasField("t"):
+                yield attr.t
+            yield from attr.tensors
+            if attr.HasField("g"):
+                yield from _tensors(attr.g)
+            for sub in attr.graphs:
+                yield from _tensors(sub)
+
+
+def check_no_external_data(model: Any) -> None:
+    """An `OnnxImportError` naming the first tensor whose data lives in a file beside the
+    model: a model given as bytes, a stream or a ModelProto has no folder to read it from
+    (onnx would read it relative to the process's current directory)."""
     import onnx
 
-    if isinstance(model, bytes | bytearray):
-        proto = onnx.load_model_from_string(bytes(model))
-    elif isinstance(model, str | os.PathLike):
-        proto = onnx.load(os.fspath(model))
-    elif isinstance(model, onnx.ModelProto):
-        proto = model
-    elif hasattr(model, "read"):
-        proto = onnx.load_model_from_string(model.read())
-    else:
-        raise TypeError(f"import_model takes a path, bytes, a stream or a ModelProto, got {type(model)}")
-    return Importer(proto, input_shapes or {}, bind_inputs or {}, fold_limit_bytes).run()
+    for tensor in _tensors(model.graph):
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            where = next((e.value for e in tensor.external_data if e.key == "location"), "?")
+            raise OnnxImportError(
+                f"tensor '{tensor.name}' keeps its data in an external file ('{where}'), and a "
+                "model given as bytes, a stream or a ModelProto has no folder to find it in: "
+                "give the model as a file path (or onnx.load(path) it first)"
+            )
 
 
 def import_model_from_bytes(
@@ -165,6 +236,8 @@ class Importer:
         self._constants: dict[int, tuple[Array, SSAValue]] = {}
         self._graph_input_of: dict[SSAValue, str] = {}
         self._used: set[str] = set()
+        self._versions: dict[tuple[str, str], int] = {}
+        self._props_cache: dict[Hashable, tuple[dict[str, Attribute], dict[str, Any]]] = {}
 
     @staticmethod
     def _default_opset(model: Any) -> int:
@@ -232,20 +305,57 @@ class Importer:
 
     # ---- emitting nn ops -----------------------------------------------------------
     def emit_all(self, cls: type[nn.NNOp], *operands: Value, **attrs: Any) -> list[Value]:
-        """Apply an nn op: folded with its kernel when every operand is known, else emitted."""
-        defaults = cls.prop_defaults()
-        props = {k: nn.from_python(v, defaults[k]) for k, v in attrs.items() if v is not None}
+        """Apply an nn op: folded with its kernel when every operand is known, else emitted.
+
+        Emitting is `cls.build` (result types from `infer_types`) with the properties
+        converted once per distinct set of attribute values (`_properties`)."""
+        props, python = self._properties(cls, attrs)
         if all(not isinstance(o, SSAValue) for o in operands) and self._may_fold(cls, operands, props):
-            out = KERNELS[cls.name](*[np.asarray(o) for o in operands], **cls.python_attrs(props))
+            out = KERNELS[cls.name](*[np.asarray(o) for o in operands], **python)
             return [np.asarray(r) for r in out] if isinstance(out, tuple) else [np.asarray(out)]
         values = [self.ssa(o) for o in operands]
-        op = cls.build(*values, **attrs)
+        types = [v.type for v in values]
+        for t in types:
+            if not isinstance(t, TensorType):
+                raise TypeError(f"'{cls.name}' operands must be tensors, got {t}")
+        result_types = cls.infer_types(types, python)  # type: ignore[arg-type]
+        op = cls.create(operands=values, result_types=result_types, properties=dict(props))
         try:
-            op.check_dtypes([v.type for v in values])  # type: ignore[misc]
+            op.check_dtypes(types)  # type: ignore[arg-type]
         except VerifyException as e:
             raise UnsupportedOnnxError(f"'{cls.name}': {e}") from None
         self.ops.append(op)
         return list(op.results)
+
+    def _properties(
+        self, cls: type[nn.NNOp], attrs: Mapping[str, Any]
+    ) -> tuple[dict[str, Attribute], dict[str, Any]]:
+        """The property attributes of `attrs` and their Python values (defaults filled in).
+
+        Both are shared by every op of `cls` with the same attribute values (neither is
+        mutated): converting costs more than the rest of emitting an op, and a graph
+        repeats a handful of attribute sets."""
+        key: tuple[Hashable, ...] | None = (cls,)
+        for k, v in attrs.items():
+            frozen = _freeze(v)
+            if frozen is None:
+                key = None
+                break
+            key += (k, frozen)
+        cached = self._props_cache.get(key) if key is not None else None
+        if cached is not None:
+            return cached
+        defaults = cls.prop_defaults()
+        props: dict[str, Attribute] = {}
+        for k, v in attrs.items():
+            if k not in defaults:
+                raise TypeError(f"'{cls.name}' has no property '{k}'")
+            if v is not None:
+                props[k] = nn.from_python(v, defaults[k])
+        converted = (props, cls.python_attrs(props))
+        if key is not None:
+            self._props_cache[key] = converted
+        return converted
 
     def _may_fold(
         self, cls: type[nn.NNOp], operands: Sequence[Value], props: Mapping[str, Any]
@@ -283,7 +393,7 @@ class Importer:
             if target.count(-1) > 1:
                 raise UnsupportedOnnxError(
                     f"a reshape of {list(self.shape(v))} into {list(shape)} keeps more than one "
-                    "dynamic (?) dim; give the graph inputs static shapes with input_shapes={...}"
+                    f"dynamic (?) dim; {STATIC_SHAPE_HINT}"
                 )
             return self.emit(nn.ReshapeOp, v, newshape=target)
         if tuple(shape) == self.shape(v):
@@ -352,7 +462,9 @@ class Importer:
             return shape, dtype
         if declared is None:
             raise OnnxImportError(
-                f"graph input '{name}' has no declared shape; pass input_shapes={{'{name}': (...)}}"
+                f"graph input '{name}' has no declared shape; give it one with --input-shape "
+                f"{name}=DxDx... (byoc-opt, byoc-run) or input_shapes={{'{name}': (...)}} "
+                "(import_model, byoc.import_onnx)"
             )
         return tuple(nn.DYNAMIC if d is None else d for d in declared), dtype
 
@@ -370,6 +482,10 @@ class Importer:
         unknown = set(self.bind_inputs) - {vi.name for vi in graph.input}
         if unknown:
             raise OnnxImportError(f"bind_inputs names unknown graph input(s) {sorted(unknown)}")
+        inputs = [vi.name for vi in graph.input if vi.name not in self.env]
+        unshaped = [n for n in self.input_shapes if n not in inputs]
+        if unshaped:
+            raise UnknownInputError(unshaped, inputs)
 
         arg_types: list[TensorType[Any]] = []
         arg_names: list[str] = []
@@ -415,7 +531,8 @@ class Importer:
         )
         module = ModuleOp([main])
         try:
-            module.verify()
+            # nn ops of one signature (interned types, shared properties) verify once
+            ChangeVerifier().verify(module)
         except VerifyException as e:
             raise OnnxImportError(f"the imported module does not verify: {e}") from e
         return module
@@ -433,60 +550,96 @@ class Importer:
                 f"graph output '{vi.name}' is declared {want} but computes {got}"
             )
 
+    def _schema_version(self, op_type: str, domain: str) -> int:
+        """The since_version of `op_type`'s schema at the model's opset, 0 if none (cached:
+        looking a schema up costs more than converting most nodes)."""
+        key = (op_type, domain)
+        version = self._versions.get(key)
+        if version is None:
+            from onnx import defs
+
+            version = 0
+            if domain in ("", "ai.onnx"):
+                try:
+                    version = defs.get_schema(op_type, self.opset, "").since_version
+                except Exception:
+                    version = 0
+            self._versions[key] = version
+        return version
+
     def _convert(self, proto: Any, index: int) -> None:
-        from onnx import defs, helper
+        from onnx import helper
 
         domain = proto.domain or ""
-        version = 0
-        if domain in ("", "ai.onnx"):
-            try:
-                version = defs.get_schema(proto.op_type, self.opset, "").since_version
-            except Exception:
-                version = 0
-        label = node_label(proto, index, version)
-        converter = CONVERTERS.get(proto.op_type) if domain in ("", "ai.onnx") else None
-        if converter is not None and not version:
-            raise OnnxImportError(
-                f"'{proto.op_type}' does not exist in opset {self.opset} (the model's opset)",
-                node=label,
-            )
-        if converter is None:
-            op = proto.op_type if not domain else f"{domain}.{proto.op_type}"
+        op_type = proto.op_type
+        version = self._schema_version(op_type, domain)
+        converter = CONVERTERS.get(op_type) if domain in ("", "ai.onnx") else None
+        if converter is None or not version:
+            label = node_label(proto, index, version)
+            if converter is not None:
+                raise OnnxImportError(
+                    f"'{op_type}' does not exist in opset {self.opset} (the model's opset)",
+                    node=label,
+                )
+            op = op_type if not domain else f"{domain}.{op_type}"
             raise UnsupportedOnnxError(
                 f"unsupported ONNX op type '{op}' (node '{proto.name or index}'); "
                 f"supported: {', '.join(sorted(SUPPORTED_OPS))}",
                 node=label,
             )
+        env = self.env
+        input_names = list(proto.input)
         inputs: list[Value | None] = []
-        for name in proto.input:
+        for name in input_names:
             if not name:
                 inputs.append(None)
-            elif name in self.env:
-                inputs.append(self.env[name])
+            elif name in env:
+                inputs.append(env[name])
             else:
-                raise OnnxImportError(f"input '{name}' is not defined before its use", node=label)
+                raise OnnxImportError(
+                    f"input '{name}' is not defined before its use",
+                    node=node_label(proto, index, version),
+                )
+        attributes = proto.attribute
         node = Node(
             proto,
             version,
             inputs,
-            {a.name: helper.get_attribute_value(a) for a in proto.attribute},
-            list(proto.input),
+            {a.name: helper.get_attribute_value(a) for a in attributes} if attributes else {},
+            input_names,
         )
         try:
             outputs = list(converter(self, node))
         except OnnxImportError as e:
-            e.node = e.node or label
+            e.node = e.node or node_label(proto, index, version)
             raise
         except VerifyException as e:
-            raise OnnxImportError(str(e), node=label) from e
+            raise OnnxImportError(str(e), node=node_label(proto, index, version)) from e
         for i, name in enumerate(proto.output):
             if not name or name not in self._used:
                 continue  # an optional output nobody reads (Dropout's mask, MaxPool's indices)
             if i >= len(outputs) or outputs[i] is None:
                 raise UnsupportedOnnxError(
-                    f"output #{i} ('{name}') of {proto.op_type} is not supported", node=label
+                    f"output #{i} ('{name}') of {op_type} is not supported",
+                    node=node_label(proto, index, version),
                 )
-            self.env[name] = outputs[i]  # type: ignore[assignment]
+            env[name] = outputs[i]  # type: ignore[assignment]
+
+
+def _freeze(value: Any) -> Hashable | None:
+    """A hashable key equal only for equal values of the same types (so 1, 1.0 and True,
+    or 0.0 and -0.0, differ), or None for a value with no such key (an array)."""
+    kind = type(value)
+    if kind is int or kind is str or kind is bool or value is None:
+        return (kind, value)
+    if kind is float or isinstance(value, np.generic):
+        return (kind, repr(value))
+    if kind is tuple or kind is list:
+        if all(type(v) is int for v in value):
+            return (kind, tuple(value))
+        items = tuple(_freeze(v) for v in value)
+        return None if None in items else (kind, items)
+    return None
 
 
 def _declared_text(tt: Any) -> str:

@@ -225,6 +225,7 @@ class PartitionLowering:
         elif first.kind == "kernel":
             args = [params[first.inputs[i].root()] for i in range(len(first.inputs))]
             args.append(params[first.out])
+            args.extend(params[v] for v in first.more_outs)
             args.extend(params[t] for t in tmps)
             literal: list[Attribute] = [IntegerAttr(i, index) for i in range(len(args))] + first.args
             b.add(c.CallOpaqueOp(first.callee, args, (), literal))
@@ -622,8 +623,9 @@ def scalar_op(b: CBuilder, n: Computation, args: list[SSAValue]) -> SSAValue:
         return call(name.removeprefix("nn.") + "f", x)
     if name == "nn.reciprocal":
         return b.add(c.DivOp(k(1), x))
-    if name == "nn.hard_swish":
-        return b.add(c.DivOp(mul(x, clamp(add(x, k(3)), 0, 6)), k(6)))
+    if name == "nn.hard_swish":  # x >= 3 is x: x * 6 / 6 overflows above FLT_MAX / 6
+        ramp = b.add(c.DivOp(mul(x, clamp(add(x, k(3)), 0, 6)), k(6)))
+        return sel(cmp("ge", x, k(3)), x, ramp)
     if name == "nn.clip":
         lo, hi = p["a_min"], p["a_max"]
         if is_f and (math.isnan(lo) or math.isnan(hi)):

@@ -162,6 +162,7 @@ def kernel_plans(groups: list[list[Computation]], outputs: Sequence[Tensor]) -> 
         for n in grp:
             if n.kind != "pointwise" or n.out in read_elsewhere:
                 step.writes.append(n.out)
+            step.writes.extend(n.more_outs)
             if n.scratch:
                 step.scratch.append(Tensor((n.scratch,), "f32", "node"))
         steps.append(step)

@@ -127,7 +127,9 @@ class Computation:
     args: list[Attribute] = field(default_factory=list[Attribute])
     """kernel: the literal arguments after the pointers."""
     scratch: int = 0
-    """kernel: floats of workspace it needs during the call (passed after the output)."""
+    """kernel: floats of workspace it needs during the call (passed after the outputs)."""
+    more_outs: list[Tensor] = field(default_factory=list[Tensor])
+    """kernel: the results after `out` it also writes (passed after `out`)."""
     source: Operation | None = None
     index: int = 0
 
@@ -320,6 +322,8 @@ class GraphBuilder:
     def _node(self, node: Computation) -> None:
         node.index = len(self.nodes)
         node.out.node = node
+        for v in node.more_outs:
+            v.node = node
         self.nodes.append(node)
 
     def _pointwise(self, op: nn.NNOp, ins: list[Tensor], out: Tensor, attrs: dict[str, Any]) -> None:
@@ -573,6 +577,17 @@ class GraphBuilder:
             callee = f"byoc_pad_{t}"
         elif name == "nn.concatenate":
             self._node(Computation("concat", name, ins, out, params={"axis": a["axis"] % len(out.shape)}, source=op))
+            return
+        elif isinstance(op, nn.RecurrentOp):
+            from byoc.lowering.nn_to_c.recurrent import recurrent_call
+
+            call = recurrent_call(op)
+            pointers = [ins[v] if isinstance(v, int) else self._const(v) for v in call.inputs]
+            more = [self._result(op, k) for k in range(1, len(op.results))]
+            self._node(Computation("kernel", name, pointers, out, callee=call.callee, args=call.args,
+                                   scratch=call.scratch, more_outs=more, source=op))
+            for res, value in zip(op.results[1:], more, strict=True):
+                self.values[res] = value
             return
         else:  # pragma: no cover - SUPPORTED_OPS and this dispatch are kept in step
             raise PassError(op, f"lower-to-c: no kernel for '{name}'")

@@ -72,8 +72,10 @@ def math_scalar_op(b: object, name: str, params: dict[str, object], args: list[S
         return mul(k(float(p["gamma"])), sel(cmp("gt", x, k(0)), x, neg))  # type: ignore[arg-type]
     if name == "nn.celu":
         alpha = float(p["alpha"])  # type: ignore[arg-type]
+        # max(x, 0) + min(alpha * expm1(x / alpha), 0), as a select: fmaxf and fminf
+        # would turn a NaN into 0
         neg = exp_minus_one(add(c.DivOp(x, k(alpha))), alpha)
-        return plus(call("fmaxf", x, k(0)), call("fminf", neg, k(0)))
+        return sel(cmp("gt", x, k(0)), x, neg)
     if name == "nn.thresholded_relu":
         return sel(cmp("gt", x, k(float(p["alpha"]))), x, k(0))  # type: ignore[arg-type]
     if name == "nn.swish":

@@ -133,6 +133,7 @@ static void collect_chain(planner *p, int a, int axis, int64_t channels, int aff
     float fa, fb;
     int comm;
     if (n->nin == 1 && eltwise_of(p, nid, &alg, &fa, &fb)) {
+      if (drops_nan_eltwise(alg, fa)) break; /* planned alone, with its NaN guard */
       postop *po = &c->po[c->npo];
       po->first = c->nnodes;
       c->npo++;
@@ -142,6 +143,7 @@ static void collect_chain(planner *p, int a, int axis, int64_t channels, int aff
       po->b = fb;
       po->node = nid;
     } else if (n->nin == 2 && binary_of(n, &alg, &comm)) {
+      if (drops_nan_binary(alg)) break;
       int other;
       if (n->in[0] == cur && n->in[1] != cur) other = n->in[1];
       else if (n->in[1] == cur && n->in[0] != cur && comm) other = n->in[0];

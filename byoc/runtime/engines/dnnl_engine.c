@@ -111,6 +111,11 @@ typedef struct slot {
   size_t size;
 } slot;
 
+/* A guard is a step without a primitive: a pass in C, after the primitive before it, that
+   gives the result the reference's NaN and infinities where oneDNN's kernels lose them
+   (their max/min instructions return the non-NaN operand). See dnnl_guard.c. */
+enum { GUARD_NONE, GUARD_UNARY, GUARD_BINARY, GUARD_SOFTMAX, GUARD_MAX_POOL };
+
 typedef struct step {
   dnnl_primitive_t prim;
   int nargs;
@@ -118,6 +123,9 @@ typedef struct step {
   int slot[DN_MAX_ARGS];
   dnnl_memory_desc_t scratch_md; /* owned, or NULL */
   char what[96];
+  int guard;                    /* GUARD_*; prim is NULL for a guard */
+  int64_t geo[16];              /* the guard's geometry (rows, windows) */
+  dnnl_primitive_t reorder[3];  /* guard: source and result to plain, plain result back */
 } step;
 
 typedef struct ws {

@@ -40,7 +40,9 @@ static int plan_eltwise(planner *p, int nid, dnnl_alg_kind_t alg, float a, float
   dnnl_primitive_attr_destroy(attr);
   if (st != dnnl_success) return fail(p, "oneDNN: no eltwise for %s (status %d)", n->op, (int)st);
   int args[1] = {DNNL_ARG_SRC};
-  return finish_simple(p, pd, n->op + 3, 1, args, &x, n->out[0]);
+  if (finish_simple(p, pd, n->op + 3, 1, args, &x, n->out[0]) < 0) return -1;
+  if (!drops_nan_eltwise(alg, a)) return 0;
+  return add_elementwise_guard(p, GUARD_UNARY, 1, &x, n->out[0], n->op + 3);
 }
 
 static int plan_binary(planner *p, int nid, dnnl_alg_kind_t alg, int comm) {
@@ -92,7 +94,11 @@ static int plan_binary(planner *p, int nid, dnnl_alg_kind_t alg, int comm) {
     if (st != dnnl_success) return fail(p, "oneDNN: no binary for %s (status %d)", n->op, (int)st);
   }
   int args[2] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1}, slots[2] = {s0, s1};
-  return finish_simple(p, pd, n->op + 3, 2, args, slots, n->out[0]);
+  if (finish_simple(p, pd, n->op + 3, 2, args, slots, n->out[0]) < 0) return -1;
+  if (!drops_nan_binary(alg)) return 0;
+  if (!same_shape(&g->entries[b], ye))
+    return fail(p, "%s: broadcasting would lose the NaN of its smaller operand", n->op);
+  return add_elementwise_guard(p, GUARD_BINARY, 2, slots, n->out[0], n->op + 3);
 }
 
 static int plan_pool(planner *p, int nid, int global, int is_max) {
@@ -138,7 +144,8 @@ static int plan_pool(planner *p, int nid, int global, int is_max) {
   dnnl_primitive_attr_destroy(attr);
   if (st != dnnl_success) return fail(p, "oneDNN: no pooling for %s (status %d)", n->op, (int)st);
   int args[1] = {DNNL_ARG_SRC};
-  return finish_simple(p, pd, n->op + 3, 1, args, &x, n->out[0]);
+  if (finish_simple(p, pd, n->op + 3, 1, args, &x, n->out[0]) < 0) return -1;
+  return is_max ? add_max_pool_guard(p, x, xe, n->out[0], k, s, pad, d) : 0;
 }
 
 static int plan_softmax(planner *p, int nid) {
@@ -166,7 +173,8 @@ static int plan_softmax(planner *p, int nid) {
   dnnl_primitive_attr_destroy(attr);
   if (st != dnnl_success) return fail(p, "oneDNN: no softmax here (status %d)", (int)st);
   int args[1] = {DNNL_ARG_SRC};
-  return finish_simple(p, pd, "softmax", 1, args, &x, n->out[0]);
+  if (finish_simple(p, pd, "softmax", 1, args, &x, n->out[0]) < 0) return -1;
+  return add_softmax_guard(p, x, xe, axis, n->out[0]);
 }
 
 static int plan_lrn(planner *p, int nid) {
@@ -203,7 +211,8 @@ static int plan_batch_norm(planner *p, int nid) {
     if (!is_const(p, n->in[i])) return fail(p, "nn.batch_norm: parameters must be constants");
   float eps = (float)float_attr(p, nid, "epsilon", 1e-5);
   /* multiplies and adds of per-channel constants after it fold into its scale and shift
-     (a Caffe BatchNorm + Scale pair); a relu after them is fused (fuse_norm_relu) */
+     (a Caffe BatchNorm + Scale pair). A relu after them is not fused (fuse_norm_relu would
+     lose its NaN): it is planned alone, with its guard (dnnl_guard.c) */
   int64_t C = xe->shape[1];
   float *gamma = owned_alloc(p, (size_t)C * sizeof(float));
   float *beta = owned_alloc(p, (size_t)C * sizeof(float));
@@ -235,12 +244,6 @@ static int plan_batch_norm(planner *p, int nid) {
     y = m->out[0];
   }
   unsigned flags = dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift;
-  int relu = sole_consumer(p, y);
-  if (relu >= 0 && op_is(&g->nodes[relu], "nn.relu")) {
-    flags |= dnnl_fuse_norm_relu;
-    p->done[relu] = 1;
-    y = g->nodes[relu].out[0];
-  } else relu = -1;
   int x = slot_for_simple(p, n->in[0]);
   if (x < 0) return -1;
   dnnl_primitive_attr_t attr = new_attr();
@@ -265,7 +268,7 @@ static int plan_batch_norm(planner *p, int nid) {
       return -1;
     }
   }
-  return finish_simple(p, pd, relu >= 0 ? "batch_norm+relu" : "batch_norm", 5, args, slots, y);
+  return finish_simple(p, pd, "batch_norm", 5, args, slots, y);
 }
 
 /* A per-position parameter of layer norm: constant `e` broadcast (numpy rules) to the

@@ -31,6 +31,8 @@ static void dn_destroy(dn_state *s) {
   }
   for (int i = 0; i < s->nsteps; i++) {
     if (s->steps[i].prim) dnnl_primitive_destroy(s->steps[i].prim);
+    for (int k = 0; k < 3; k++)
+      if (s->steps[i].reorder[k]) dnnl_primitive_destroy(s->steps[i].reorder[k]);
     if (s->steps[i].scratch_md) dnnl_memory_desc_destroy(s->steps[i].scratch_md);
   }
   for (int i = 0; i < s->nslots; i++)
@@ -252,6 +254,13 @@ static int dn_run(dn_state *s, void *const *inputs, void *const *outputs, char *
 
   for (int i = 0; rc == 0 && i < s->nsteps; i++) {
     const step *st = &s->steps[i];
+    if (st->guard != GUARD_NONE) {
+      if (run_guard(st, w) < 0) {
+        snprintf(err, errlen, "dnnl: step %d (%s) failed", i, st->what);
+        rc = -1;
+      }
+      continue;
+    }
     dnnl_exec_arg_t args[DN_MAX_ARGS + 1];
     int na = 0;
     for (int k = 0; k < st->nargs; k++) {

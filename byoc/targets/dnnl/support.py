@@ -40,6 +40,9 @@ ccompiler or the host (docs/dnnl.md)."""
 
 BINARY_OPS = ("nn.add", "nn.subtract", "nn.multiply", "nn.divide", "nn.maximum", "nn.minimum")
 COMMUTATIVE = ("nn.add", "nn.multiply", "nn.maximum", "nn.minimum")
+NAN_GUARDED_BINARY = ("nn.maximum", "nn.minimum")
+"""oneDNN's max/min lose a NaN operand; the engine restores it elementwise after the
+primitive (dnnl_guard.c), which needs both operands of the result's shape."""
 
 ANCHOR_OPS = ("nn.conv2d", "nn.conv2d_transpose", "nn.dense", "nn.matmul")
 """Primitives whose chain of per-channel affine ops and activations becomes post-ops."""
@@ -108,6 +111,8 @@ def unsupported_reason(op: Operation) -> str | None:
         lhs, rhs = _shape(op.operands[0]), _shape(op.operands[1])
         if lhs != out and not (name in COMMUTATIVE and rhs == out):
             return f"'{name}' broadcasting its first operand (oneDNN broadcasts the second only)"
+        if name in NAN_GUARDED_BINARY and (lhs != out or rhs != out):
+            return f"'{name}' broadcasting an operand (its NaN guard is elementwise)"
     elif name in ("nn.max_pool2d", "nn.avg_pool2d"):
         if name == "nn.avg_pool2d" and attrs["count_include_pad"] and attrs["ceil_mode"]:
             h, w = _shape(op.operands[0])[2:]

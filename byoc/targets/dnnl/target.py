@@ -14,9 +14,11 @@ from byoc.targets.predicates import Predicate
 ENGINE_SOURCE = ENGINES_DIR / "dnnl_engine.c"
 """The graph the planner reads, its slots, steps and attribute helpers; first of the f32 parts."""
 F32_SOURCES = tuple(
-    ENGINES_DIR / name for name in ("dnnl_chain.c", "dnnl_anchor.c", "dnnl_ops.c", "dnnl_run.c")
+    ENGINES_DIR / name
+    for name in ("dnnl_guard.c", "dnnl_chain.c", "dnnl_anchor.c", "dnnl_ops.c", "dnnl_run.c")
 )
-"""The rest of the f32 engine, in this order: post-op chains, anchors, the other ops, init/run."""
+"""The rest of the f32 engine, in this order: NaN guards, post-op chains, anchors, the other
+ops, init/run."""
 INT8_SOURCE = ENGINES_DIR / "dnnl_int8.c"
 """The int8 blocks; defines byoc_graph_engine_def, so it comes last."""
 

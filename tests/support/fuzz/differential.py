@@ -164,7 +164,7 @@ def run_everywhere(module: ModuleOp, xs: list[np.ndarray]) -> dict[str, tuple[st
 
     results: dict[str, tuple[str, Any]] = {}
     try:
-        results["reference"] = ("ok", byoc.run_reference(module.clone(), xs))
+        results["reference"] = ("ok", byoc.run_reference(module.clone(), *xs))
     except Exception as exc:  # noqa: BLE001
         results["reference"] = ("error", f"{type(exc).__name__}: {exc}")
     for name, targets in EXECUTORS.items():

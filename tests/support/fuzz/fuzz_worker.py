@@ -3,7 +3,8 @@ reads one JSON case a line on stdin and answers one JSON line
 `{"outcome": ..., "detail": ...}` a case.
 
 Kinds: `opt` (a mutated lit input through byoc-opt's `main`), `onnx` (a mutated ONNX model
-through the importer), `artifact` (a mutated `.byoc` through `load_module` and a run),
+through the importer), `artifact` (a mutated `.byoc` through `load_module` and a run), `graph` (an artifact
+whose graph blob has one field edited, see graph_cases.py),
 `differential` (a random graph through every executor, see differential.py).
 """
 
@@ -113,6 +114,15 @@ def main() -> None:
         # a crafted size must not take the machine's memory: 3 GiB of address space
         resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
         from support.fuzz.artifact_cases import run_artifact_case as handler
+    elif kind == "graph":
+        import os
+        import resource
+
+        # as "artifact"; ASan reserves terabytes of address space, so a sanitized worker
+        # is bounded by its time limit only
+        if "libasan" not in os.environ.get("LD_PRELOAD", ""):
+            resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+        from support.fuzz.graph_cases import run_graph_case as handler
     elif kind == "differential":
         from support.fuzz.differential import run_differential_case as handler
     else:

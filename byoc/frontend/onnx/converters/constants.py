@@ -18,7 +18,7 @@ from byoc.frontend.onnx.base import (
     ints,
     nbytes,
 )
-from byoc.frontend.onnx.errors import OnnxImportError, UnsupportedOnnxError
+from byoc.frontend.onnx.errors import STATIC_SHAPE_HINT, OnnxImportError, UnsupportedOnnxError
 
 
 @converts("Constant")
@@ -77,7 +77,7 @@ def _shape(imp: Importer, node: Node) -> list[Value]:
     if has_dynamic(shape[slice(start, end)]):
         raise UnsupportedOnnxError(
             f"Shape of a value of dynamic shape {list(shape)}: the ? dims are known only at "
-            "run time; give the graph inputs static shapes with input_shapes={...}"
+            f"run time; {STATIC_SHAPE_HINT}"
         )
     return [np.asarray(shape[slice(start, end)], dtype=np.int64)]
 
@@ -87,8 +87,7 @@ def _size(imp: Importer, node: Node) -> list[Value]:
     shape = imp.shape(node.required(0))
     if has_dynamic(shape):
         raise UnsupportedOnnxError(
-            f"Size of a value of dynamic shape {list(shape)}; give the graph inputs static "
-            "shapes with input_shapes={...}"
+            f"Size of a value of dynamic shape {list(shape)}; {STATIC_SHAPE_HINT}"
         )
     return [np.asarray(math.prod(shape), dtype=np.int64)]
 

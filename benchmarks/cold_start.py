@@ -1,0 +1,204 @@
+"""Time to first inference: onnxruntime's session creation against byoc's import and build.
+
+Per corpus model (benchmarks/corpus.py), each engine in a fresh process:
+
+- onnxruntime: `import onnxruntime`, then `InferenceSession(path)` (one intra-op thread);
+- byoc, with an empty library cache (a fresh `BYOC_CACHE_DIR`): `import byoc`, then the
+  phases of `byoc.build(..., targets=["ccompiler"])` timed one by one — import (ONNX to the
+  nn dialect), partition (prepare and byoc passes), codegen (lower-to-c and the C text),
+  compile (gcc: the model's glue unit linked with the kernel library), load (dlopen, the
+  host plan, the Executable) — and one run, checked against the reference executor's output
+  shape. The kernel library is already cached (the normal case after first use).
+
+The kernel library itself (byoc/runtime/kernel_library.py) is built once per machine;
+its build into an empty kernel cache is timed first, in a process of its own, and reported
+on its own row. `--whole` adds, per model, the build without the kernel library
+(`BYOC_KERNEL_LIBRARY=0`: every kernel compiled into the model's one unit).
+
+    python benchmarks/cold_start.py                  # every corpus model
+    python benchmarks/cold_start.py --models ocr_cls,magika --whole
+
+Goals (docs/benchmarks.md): the slowest model's import + build under 1 s, and the geometric
+mean of byoc (import + build) / onnxruntime (session creation) at most 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import corpus  # noqa: E402
+
+PHASES = ("import", "partition", "codegen", "compile", "load")
+
+
+# ---- workers (one fresh process each) --------------------------------------------------
+
+
+def work_byoc(name: str) -> dict[str, Any]:
+    """The phases of `byoc.build` for the ccompiler target, timed one by one (as driver.build)."""
+    times: dict[str, float] = {}
+    t0 = time.perf_counter()
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.dialects.func import FuncOp
+
+    import byoc
+    from byoc.context import make_context
+    from byoc.dialects.byoc import partition_target
+    from byoc.driver import _ops_of, prepare_for
+    from byoc.lowering.c_build import c_library
+    from byoc.passes import ALL_PASSES
+    from byoc.passes.byoc_pipeline import partition_for
+    from byoc.runtime.c_module import CModule
+    from byoc.runtime.executable import Executable, PartitionInfo
+    from byoc.runtime.host import plan_function
+    from byoc.runtime.toolchain import DEFAULT_FLAGS, compile_source
+
+    times["import byoc"] = time.perf_counter() - t0
+    path, feeds = corpus.load(name)
+    t0 = time.perf_counter()
+    module = byoc.import_onnx(str(path), input_shapes=corpus.input_shapes(name), bind_inputs=corpus.bind_inputs(name))
+    times["import"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    module = module.clone()
+    prepare_for(module, ["ccompiler"])
+    partition_for(module, ["ccompiler"])
+    module.verify()
+    funcs = [op for op in module.ops if isinstance(op, FuncOp) and partition_target(op) == "ccompiler"]
+    times["partition"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    unit = ModuleOp([f.clone() for f in funcs])
+    ALL_PASSES["lower-to-c"]()().apply(make_context(), unit)
+    lib = c_library(unit)
+    times["codegen"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    built = compile_source(lib.source, DEFAULT_FLAGS)
+    times["compile"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    cmod = CModule(built.library_path, lib.functions, lib.constants, library=built.library)
+    plan, constants = plan_function(module)
+    partitions = [PartitionInfo(f.sym_name.data, "ccompiler", _ops_of(f)) for f in funcs]
+    exe = Executable(plan, constants, {"ccompiler": cmod}, partitions)
+    times["load"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    exe.run(**feeds)
+    times["first run"] = time.perf_counter() - t0
+    source = built.source_path.read_text() if built.source_path.exists() else ""
+    return {
+        "times": times,
+        "partitions": len(funcs),
+        "glue": source.startswith("#define BYOC_GLUE"),
+        "source_kb": len(source) / 1024,
+    }
+
+
+def work_onnxruntime(name: str) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    import onnxruntime as ort
+
+    t_import = time.perf_counter() - t0
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    t0 = time.perf_counter()
+    ort.InferenceSession(str(corpus.model_path(name)), options, providers=["CPUExecutionProvider"])
+    return {"times": {"import onnxruntime": t_import, "session": time.perf_counter() - t0}}
+
+
+def work_kernels() -> dict[str, Any]:
+    from byoc.runtime.toolchain import kernel_library
+
+    built = kernel_library()
+    return {"seconds": built.seconds, "cache_hit": built.cache_hit, "kernels": len(built.entries),
+            "object_kb": len(built.object) / 1024}  # fmt: skip
+
+
+def spawn(what: str, name: str, env: dict[str, str]) -> dict[str, Any]:
+    command = [sys.executable, str(Path(__file__).resolve()), "--worker", what, "--models", name]
+    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **env}, check=False)
+    for line in done.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return dict(json.loads(line[len("RESULT ") :]))
+    tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+    return {"error": tail}
+
+
+# ---- the driver ---------------------------------------------------------------------------
+
+
+def byoc_total(result: dict[str, Any]) -> float:
+    return sum(result["times"][p] for p in PHASES)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", default=",".join(m.name for m in corpus.MODELS))
+    parser.add_argument("--whole", action="store_true", help="also build without the kernel library")
+    parser.add_argument("--worker", choices=("byoc", "onnxruntime", "kernels"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        result = work_kernels() if args.worker == "kernels" else (
+            work_byoc(args.models) if args.worker == "byoc" else work_onnxruntime(args.models))  # fmt: skip
+        print("RESULT " + json.dumps(result), flush=True)
+        return 0
+    names = [n for n in args.models.split(",") if n]
+    failed = False
+    with tempfile.TemporaryDirectory(prefix="byoc-cold-") as scratch:
+        kernels = str(Path(scratch) / "kernels")
+        first = spawn("kernels", "", {"BYOC_KERNEL_CACHE_DIR": kernels})
+        again = spawn("kernels", "", {"BYOC_KERNEL_CACHE_DIR": kernels})
+        if "error" in first or "error" in again:
+            print(f"kernel library: {first.get('error') or again.get('error')}")
+            return 1
+        print(f"kernel library, built once per machine (empty kernel cache): {first['seconds']:.2f} s "
+              f"({first['kernels']} kernels, {first['object_kb']:.0f} KiB object); "
+              f"found in the cache: {again['seconds'] * 1000:.1f} ms")  # fmt: skip
+        print()
+        header = f"{'model':<14} {'ort s':>6} | " + " ".join(f"{p:>9}" for p in PHASES) + f" | {'byoc s':>6} {'x ort':>6} {'run s':>6} {'parts':>5} {'glue':>4}"
+        if args.whole:
+            header += f" | {'whole s':>7}"
+        print(header)
+        rows: list[tuple[str, float, float]] = []
+        for i, name in enumerate(names):
+            ort = spawn("onnxruntime", name, {})
+            env = {"BYOC_CACHE_DIR": str(Path(scratch) / f"cache{i}"), "BYOC_KERNEL_CACHE_DIR": kernels}
+            res = spawn("byoc", name, env)
+            if "error" in ort or "error" in res:
+                print(f"{name:<14} failed: {ort.get('error') or res.get('error')}")
+                failed = True
+                continue
+            total = byoc_total(res)
+            session = ort["times"]["session"]
+            line = (f"{name:<14} {session:6.3f} | " + " ".join(f"{res['times'][p]:9.3f}" for p in PHASES)
+                    + f" | {total:6.2f} {total / session:6.1f} {res['times']['first run']:6.3f} {res['partitions']:5d} "
+                    f"{'yes' if res['glue'] else 'no':>4}")  # fmt: skip
+            if args.whole:
+                whole = spawn("byoc", name, {**env, "BYOC_CACHE_DIR": str(Path(scratch) / f"whole{i}"),
+                                             "BYOC_KERNEL_LIBRARY": "0"})  # fmt: skip
+                line += f" | {byoc_total(whole):7.2f}" if "error" not in whole else f" | {'failed':>7}"
+            print(line, flush=True)
+            rows.append((name, total, session))
+    if rows:
+        slowest = max(rows, key=lambda r: r[1])
+        geo = math.exp(sum(math.log(t / s) for _, t, s in rows) / len(rows))
+        print()
+        print(f"slowest byoc import + build: {slowest[0]} {slowest[1]:.2f} s (goal: under 1 s)")
+        print(f"geometric mean of byoc / onnxruntime: {geo:.1f}x (goal: at most 3x)")
+        print(f"load average: {', '.join(f'{v:.1f}' for v in os.getloadavg())} on {os.cpu_count()} cores")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    from _results import run_recorded
+
+    raise SystemExit(run_recorded(__file__, lambda: main(sys.argv[1:])))
