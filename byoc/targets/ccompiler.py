@@ -163,7 +163,6 @@ HOST_REASONS: dict[str, str] = {
         "lowered only as part of a QDQ composite (byoc_qkernels.h)",
     ),
     "nn.dynamic_quantize": "its scale is computed from the values at run time; no C kernel",
-    **dict.fromkeys(["nn.lstm", "nn.gru", "nn.rnn"], "recurrent cells: no C kernel"),
     **dict.fromkeys(
         ["nn.bitwise_and", "nn.bitwise_or", "nn.bitwise_xor", "nn.bitwise_not", "nn.bit_shift", "nn.bitcast"],
         "bit operations: no C lowering",

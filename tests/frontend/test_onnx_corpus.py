@@ -41,12 +41,7 @@ def _load_corpus() -> ModuleType:
 
 corpus = _load_corpus()
 
-HOST_STEPS_TODAY: dict[str, str] = {
-    "g2p_encoder": "nn.lstm has no C lowering",
-    "g2p_decoder": "nn.lstm has no C lowering",
-    "silero_vad": "nn.lstm has no C lowering",
-    "ddddocr_rec": "nn.lstm has no C lowering",
-}
+HOST_STEPS_TODAY: dict[str, str] = {}
 """Models whose ccompiler build still runs numpy kernels on the host, and which ops."""
 
 
