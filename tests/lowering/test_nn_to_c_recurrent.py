@@ -86,8 +86,10 @@ def specs(draw: st.DrawFn) -> Spec:
         )
         takes_alpha = sum(ACTIVATIONS[a][0] for a in acts)
         takes_beta = sum(ACTIVATIONS[a][1] for a in acts)
-        alphas = tuple(draw(st.lists(st.sampled_from([0.1, 0.3, 0.8, 1.2]), max_size=takes_alpha)))
-        betas = tuple(draw(st.lists(st.sampled_from([0.2, 0.5, 1.1]), max_size=takes_beta)))
+        # every alpha and beta given: onnxruntime's defaults for a missing one differ from
+        # the ONNX operators' defaults byoc uses (Affine: alpha 1, beta 0) in some activations
+        alphas = tuple(draw(st.lists(st.sampled_from([0.1, 0.3, 0.8, 1.2]), min_size=takes_alpha, max_size=takes_alpha)))
+        betas = tuple(draw(st.lists(st.sampled_from([0.2, 0.5, 1.1]), min_size=takes_beta, max_size=takes_beta)))
     return Spec(
         op=op,
         direction=direction,
