@@ -4,10 +4,8 @@
     library_source(entries)                      # the library's one translation unit
     glue_source(model_source, entries)           # a model's C, calling the library; or None
 
-A model's generated C used to include every kernel template of `byoc_kernels.h` and
-compile, at -O2 with AVX2 clones, the kernels it calls inline at each call site: nearly
-all of a cold build was gcc compiling kernels that do not depend on the model. The
-kernel library is one object (`byoc_kernels_*.o` in the cache, built by
+Compiling the kernels of `byoc_kernels.h` (at -O2 with AVX2 clones) is nearly all of a
+cold build, and none of it depends on the model. The kernel library is one object (`byoc_kernels_*.o` in the cache, built by
 `byoc.runtime.toolchain.kernel_library`) holding the runtime (`byoc_runtime.h` built with
 `BYOC_KERNEL_LIBRARY`: its state and out-of-line functions) and one out-of-line wrapper
 per kernel, `byoc_k_<name>` calling the header's `byoc_<name>`. A model's C is rewritten
