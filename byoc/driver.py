@@ -8,23 +8,35 @@ partition function at once (so all C partitions go into one shared library):
 either the target's own `codegen`, or its `lowering` pass (by CLI name) on a
 module of the partitions, then the runtime component of its `component` kind
 built from the lowered module (`COMPONENT_BUILDERS`).
+
+Fallback (`fallback=True`, the default): a listed target that cannot run here is left
+out and its ops are placed on the remaining targets, with a `TargetFallbackWarning`
+naming it and the cause. "Cannot run here" is decided before partitioning where it can
+be (`Target.unavailable_reason()`: a missing extra, a CPU without the ISA its kernels
+need; a plugin that failed to load), and otherwise when building the target's runtime
+component raises (its codegen, the C compile, loading the library or an entry point): the
+module is then partitioned again without it, until every component builds. Only build
+errors fall back; what a built component computes is never second-guessed
+(docs/targets.md, "When a target cannot run here").
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, i64
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation
 
 from byoc.dialects import nn
-from byoc.dialects.byoc import CompositeOp, YieldOp, partition_target
+from byoc.dialects.byoc import COMPILER_ATTR, CompositeOp, YieldOp, partition_target
 from byoc.dialects.nn.types import check_value_types
 from byoc.runtime.component import RuntimeComponent
-from byoc.runtime.executable import Executable, PartitionInfo
+from byoc.runtime.executable import Executable, PartitionInfo, TargetFallback
 from byoc.runtime.host import input_name, plan_function
 from byoc.targets import Target, get_target
 from byoc.targets import register_target as _register_in_registry
@@ -32,6 +44,12 @@ from byoc.targets import register_target as _register_in_registry
 
 class BuildError(ValueError):
     pass
+
+
+class TargetFallbackWarning(UserWarning):
+    """`byoc.build` left out a target it was asked for, because the target cannot run here;
+    its ops went to the remaining targets or the host. The message names the target and
+    the cause; `Executable.fallbacks` and `Executable.placement()` record it too."""
 
 
 ComponentBuilder = Callable[[ModuleOp, Target], RuntimeComponent]
@@ -205,6 +223,243 @@ def _inside_composite(op: Operation) -> bool:
     return False
 
 
+# --------------------------------------------------------------------------
+# Fallback: leaving out the targets that cannot run here
+# --------------------------------------------------------------------------
+
+_ORIGIN_ATTR = "byoc.fallback_origin"
+"""Discardable attribute numbering the ops of a module while a fallback is reported: it
+says which ops a left-out target would have run (`_origins`); removed before lowering."""
+
+
+class _ComponentFailed(Exception):
+    """Building the runtime component of `target` raised `error` (fallback=True only)."""
+
+    def __init__(self, target: str, error: Exception):
+        super().__init__(target, error)
+        self.target = target
+        self.error = error
+
+
+@dataclass
+class Placed:
+    """A module partitioned for the targets that build here, and their components."""
+
+    module: ModuleOp
+    by_target: dict[str, list[FuncOp]]
+    components: dict[str, RuntimeComponent]
+    fallbacks: list[TargetFallback] = field(default_factory=list[TargetFallback])
+    displaced: dict[str, str] = field(default_factory=dict[str, str])
+    """Partition symbol -> the fallback (`<target>: <cause>`) whose ops it took over."""
+
+    def partition_infos(self) -> list[PartitionInfo]:
+        infos: list[PartitionInfo] = []
+        for target, funcs in self.by_target.items():
+            for f in funcs:
+                name = f.sym_name.data
+                why = self.displaced.get(name)
+                if why is None:
+                    infos.append(PartitionInfo(name, target, _ops_of(f)))
+                else:
+                    infos.append(PartitionInfo(name, target, _ops_of(f), "fallback", (), why))
+        return infos
+
+
+def _error_text(e: BaseException) -> str:
+    """`Type: first line` of an error, and its first line naming an error after that (a C
+    compiler's diagnostic under `C compilation failed ...`)."""
+    lines = [line.strip() for line in str(e).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(e).__name__
+    text = f"{type(e).__name__}: {lines[0]}"
+    detail = next((line for line in lines[1:] if "error" in line.lower()), None)
+    return f"{text} {detail}" if detail else text
+
+
+def _unavailable(name: str) -> str | None:
+    """Why target `name` cannot run here (`Target.unavailable_reason()`, or the failure of
+    the plugin that declares it); None when it can. An unknown name is not a reason: the
+    pipeline reports it as an error."""
+    from byoc.targets import UnknownTargetError
+    from byoc.targets.plugins import PluginError
+
+    try:
+        target = get_target(name)
+    except UnknownTargetError:
+        return None
+    except PluginError as e:
+        return str(e)
+    return target.unavailable_reason()
+
+
+def _leave_out(fallbacks: list[TargetFallback], target: str, cause: str) -> None:
+    fallback = TargetFallback(target, cause)
+    fallbacks.append(fallback)
+    warnings.warn(
+        f"target '{target}' cannot run here and was left out ({cause}); "
+        "its ops were placed on the remaining targets",
+        TargetFallbackWarning,
+        stacklevel=4,
+    )
+
+
+def _compile(
+    module: ModuleOp,
+    by_target: Mapping[str, Sequence[FuncOp]],
+    progress: Callable[[str], None] | None,
+    fallback: bool,
+) -> dict[str, RuntimeComponent]:
+    """Each target's runtime component. With `fallback`, a component whose build (codegen,
+    compile, load, entry points) raises is a `_ComponentFailed`; a target that can build
+    nowhere (no lowering, an unknown name in it) raises its BuildError as without."""
+    components: dict[str, RuntimeComponent] = {}
+    for target, funcs in by_target.items():
+        if progress is not None:
+            progress(f"compiling {len(funcs)} {target} partition(s)")
+        found = get_target(target)
+        if not fallback or not found.builds:  # a target without a lowering never builds
+            components[target] = codegen(found, module, funcs)
+            continue
+        check_target(found)  # the names it uses exist, wherever it runs
+        try:
+            component = codegen(found, module, funcs)
+            for f in funcs:  # the library loads and holds every entry point
+                component.get_function(f.sym_name.data)
+        except Exception as e:  # noqa: BLE001 - reported: the caller warns and re-partitions
+            raise _ComponentFailed(target, e) from e
+        components[target] = component
+    return components
+
+
+def _partitions_by_target(module: ModuleOp) -> dict[str, list[FuncOp]]:
+    by_target: dict[str, list[FuncOp]] = {}
+    for op in module.ops:
+        if isinstance(op, FuncOp):
+            target = partition_target(op)
+            if target is not None:
+                by_target.setdefault(target, []).append(op)
+    return by_target
+
+
+def _number_ops(module: ModuleOp) -> None:
+    """Give every op outside the partitions (constants and terminators aside) its number."""
+    n = 0
+    for func in module.ops:
+        if not isinstance(func, FuncOp) or partition_target(func) is not None:
+            continue
+        for op in func.body.walk():
+            if isinstance(op, ReturnOp | YieldOp | nn.ConstantOp | CompositeOp):
+                continue
+            op.attributes[_ORIGIN_ATTR] = IntegerAttr(n, i64)
+            n += 1
+
+
+def _origins(funcs: Sequence[FuncOp]) -> set[int]:
+    """The numbers (`_number_ops`) of the ops inside `funcs`."""
+    found: set[int] = set()
+    for f in funcs:
+        for op in f.body.walk():
+            tag = op.attributes.get(_ORIGIN_ATTR)
+            if isinstance(tag, IntegerAttr):
+                found.add(tag.value.data)
+    return found
+
+
+def _drop_numbers(module: ModuleOp) -> None:
+    for op in module.walk():
+        op.attributes.pop(_ORIGIN_ATTR, None)
+
+
+def _partition(module: ModuleOp, targets: Sequence[str], hosted: set[str]) -> None:
+    """Partition `module` in place for `targets`; the partitions it already holds for a
+    target of `hosted` become plain functions first (the host runs them, or the pipeline
+    re-places their ops)."""
+    for op in module.ops:
+        if isinstance(op, FuncOp) and partition_target(op) in hosted:
+            op.attributes.pop(COMPILER_ATTR)
+    if targets:
+        from byoc.passes.byoc_pipeline import partition_for
+
+        prepare_for(module, list(targets))
+        partition_for(module, list(targets))
+
+
+def place_and_compile(
+    module: ModuleOp,
+    targets: Sequence[str],
+    *,
+    fallback: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> Placed:
+    """Partition `module` (modified when nothing falls back) for `targets` and build each
+    target's component; with `fallback`, leave out each target that cannot run here and
+    partition again without it, until every component builds."""
+    listed = list(targets)
+    fallbacks: list[TargetFallback] = []
+    if fallback:  # the listed targets, and those the module is partitioned for already
+        for name in dict.fromkeys([*listed, *_partitions_by_target(module)]):
+            reason = _unavailable(name)
+            if reason is not None:
+                _leave_out(fallbacks, name, f"not available: {reason}")
+    original = module.clone() if fallback and (listed or _partitions_by_target(module)) else module
+    while True:
+        left_out = {f.target for f in fallbacks}
+        work = module if not fallbacks else original.clone()
+        if fallbacks:
+            _number_ops(work)
+        _partition(work, [t for t in listed if t not in left_out], left_out)
+        by_target = _partitions_by_target(work)
+        origins: dict[str, set[int]] = {}
+        if fallbacks:
+            origins = {f.sym_name.data: _origins([f]) for fs in by_target.values() for f in fs}
+            _drop_numbers(work)
+        work.verify()
+        try:
+            components = _compile(work, by_target, progress, fallback)
+        except _ComponentFailed as e:
+            _leave_out(fallbacks, e.target, f"its build failed: {_error_text(e.error)}")
+            continue
+        placed = Placed(work, by_target, components, fallbacks)
+        if fallbacks and listed:
+            placed.displaced = _displaced(original, listed, fallbacks, origins)
+        return placed
+
+
+def _displaced(
+    original: ModuleOp,
+    listed: Sequence[str],
+    fallbacks: Sequence[TargetFallback],
+    origins: Mapping[str, set[int]],
+) -> dict[str, str]:
+    """Partition symbol -> the fallback whose ops it runs: the module partitioned once more
+    for every listed target that can be looked up (nothing is built) says which ops each
+    left-out target would have run. A partition holding ops of several names each
+    (`; `-separated, in the order they were left out)."""
+    from byoc.passes.byoc_pipeline import partition_for
+
+    known = [t for t in listed if _lookup_ok(t)]
+    reference = original.clone()
+    _number_ops(reference)
+    prepare_for(reference, known)
+    partition_for(reference, known)
+    would_run = _partitions_by_target(reference)
+    displaced: dict[str, list[str]] = {}
+    for fb in fallbacks:
+        theirs = _origins(would_run.get(fb.target, []))
+        for symbol, ops in origins.items():
+            if ops & theirs:
+                displaced.setdefault(symbol, []).append(str(fb))
+    return {symbol: "; ".join(causes) for symbol, causes in displaced.items()}
+
+
+def _lookup_ok(name: str) -> bool:
+    try:
+        get_target(name)
+    except ValueError:
+        return False
+    return True
+
+
 def build(
     module: ModuleOp,
     params: Mapping[str, Any] | None = None,
@@ -212,6 +467,7 @@ def build(
     *,
     progress: Callable[[str], None] | None = None,
     num_threads: int | None = None,
+    fallback: bool = True,
 ) -> Executable:
     """Build `module` (not modified) into an `Executable`.
 
@@ -222,6 +478,10 @@ def build(
     When an input of `@main` has a `?` dim and targets are given, the result is a
     `byoc.specialize.SpecializingExecutable`: the host runs any shape, and the
     partitions are built per distinct input shape on first use.
+    `fallback` (default True): a listed target that cannot run here (not available, or its
+    component fails to build) is left out with a `TargetFallbackWarning` and its ops are
+    placed on the remaining targets (`Executable.placement()` reports it); False raises
+    the target's error instead.
     """
     if num_threads is not None:
         from byoc.runtime.threads import check_num_threads
@@ -240,32 +500,20 @@ def build(
             chosen = list(targets)
             generic = build(module, progress=progress)
             return SpecializingExecutable(
-                generic, module, lambda m: build(m, targets=chosen, progress=progress)
+                generic,
+                module,
+                lambda m: build(m, targets=chosen, progress=progress, fallback=fallback),
             )
-    if targets:
-        from byoc.passes.byoc_pipeline import partition_for
-
-        prepare_for(module, list(targets))
-        partition_for(module, list(targets))
-    module.verify()
-
-    by_target: dict[str, list[FuncOp]] = {}
-    for op in module.ops:
-        if isinstance(op, FuncOp):
-            target = partition_target(op)
-            if target is not None:
-                by_target.setdefault(target, []).append(op)
-
-    components: dict[str, RuntimeComponent] = {}
-    for target, funcs in by_target.items():
-        if progress is not None:
-            progress(f"compiling {len(funcs)} {target} partition(s)")
-        components[target] = codegen(get_target(target), module, funcs)
+    # partition for the targets, then each target's component (`place_and_compile`)
+    placed = place_and_compile(module, list(targets or ()), fallback=fallback, progress=progress)
+    module = placed.module
 
     plan, constants = plan_function(module)
-    partitions = [
-        PartitionInfo(f.sym_name.data, target, _ops_of(f))
-        for target, funcs in by_target.items()
-        for f in funcs
-    ]
-    return Executable(plan, constants, components, partitions, num_threads=num_threads)
+    return Executable(
+        plan,
+        constants,
+        placed.components,
+        placed.partition_infos(),
+        num_threads=num_threads,
+        fallbacks=placed.fallbacks,
+    )

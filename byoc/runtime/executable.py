@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,10 +36,95 @@ class PartitionInfo:
     target: str
     ops: tuple[str, ...]
     """The op names inside the partition, in order."""
+    reason: str = "priority"
+    """Why this target runs the partition: "priority", "measured", "cost-model" or "fallback"."""
+    measured: tuple[tuple[str, float], ...] = ()
+    """(target, seconds) per candidate target timed for this partition's ops, fastest first."""
+    fallback: str | None = None
+    """When a listed target could not take these ops: which one and why."""
 
     @property
     def num_ops(self) -> int:
         return len(self.ops)
+
+
+@dataclass(frozen=True)
+class TargetFallback:
+    """A target `byoc.build` was asked for but left out, because it cannot run here."""
+
+    target: str
+    cause: str
+    """Why: it is not available here (a missing extra, the CPU), or its build failed (the error)."""
+
+    def __str__(self) -> str:
+        return f"{self.target}: {self.cause}"
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Which target runs each partition and why: what `Executable.placement()` returns.
+
+    `str(placement)` is a table: one row per partition (symbol, target, op count, reason,
+    the measured time per candidate target, the fallback cause), then the targets left out
+    and why. A model with dynamic input dims is built once per input shape: `specializations`
+    holds the placement of each shape built so far (least recently used first), and
+    `partitions` and `fallbacks` are those of the most recently used one."""
+
+    partitions: tuple[PartitionInfo, ...]
+    fallbacks: tuple[TargetFallback, ...] = ()
+    """The targets asked for but left out, in the order they were dropped."""
+    specializations: tuple[tuple[tuple[tuple[int, ...], ...], Placement], ...] = ()
+    """(input shapes, their placement) per specialisation of a dynamic-shape model."""
+
+    def __iter__(self) -> Iterator[PartitionInfo]:
+        return iter(self.partitions)
+
+    def __len__(self) -> int:
+        return len(self.partitions)
+
+    def __str__(self) -> str:
+        if self.specializations:
+            blocks: list[str] = []
+            for shapes, placement in self.specializations:
+                shown = " ".join("x".join(map(str, s)) or "scalar" for s in shapes)
+                blocks.append(f"input shapes {shown}:\n{placement}")
+            return "\n".join(blocks)
+        return "\n".join(placement_lines(self.partitions, self.fallbacks))
+
+
+def placement_lines(
+    partitions: Sequence[PartitionInfo], fallbacks: Sequence[TargetFallback]
+) -> list[str]:
+    """The placement table (`Placement.__str__`): a header, a row per partition, then a line
+    per target left out. Candidate times are milliseconds, fastest first."""
+    if not partitions:
+        lines = ["no partitions: every op runs on the host"]
+    else:
+        width = max(len("partition"), *(len(p.symbol) + 1 for p in partitions))
+        twidth = max(len("target"), *(len(p.target) for p in partitions))
+        rows = [
+            (
+                f"@{p.symbol}",
+                p.target,
+                str(p.num_ops),
+                p.reason,
+                ", ".join(f"{t} {sec * 1e3:.3f}" for t, sec in p.measured) or "-",
+                p.fallback or "-",
+            )
+            for p in partitions
+        ]
+        cwidth = max(len("measured (ms)"), *(len(r[4]) for r in rows))
+        def line(cells: Sequence[str]) -> str:
+            sym, target, ops, reason, measured, fallback = cells
+            return (
+                f"{sym:<{width}}  {target:<{twidth}}  {ops:>4}  {reason:<10}  "
+                f"{measured:<{cwidth}}  {fallback}"
+            ).rstrip()
+
+        lines = [line(("partition", "target", "ops", "reason", "measured (ms)", "fallback"))]
+        lines += [line(r) for r in rows]
+    lines += [f"left out: {f}" for f in fallbacks]
+    return lines
 
 
 DYNAMIC = -(2**63)
@@ -104,12 +189,17 @@ class Executable:
         *,
         num_threads: int | None = None,
         native: bool = True,
+        fallbacks: Sequence[TargetFallback] = (),
     ):
-        """`native=False` keeps every run on the Python host executor (the reference)."""
+        """`native=False` keeps every run on the Python host executor (the reference).
+        `fallbacks`: the targets the build was asked for but left out, and why."""
         self.plan = plan
         self.constants = list(constants)
         self.components = dict(components)
         self._partitions = list(partitions)
+        self.fallbacks: tuple[TargetFallback, ...] = tuple(fallbacks)
+        """The targets `byoc.build` was asked for but left out because they cannot run here
+        (`fallback=True`), each with its cause, in the order they were dropped."""
 
         def function(target: str, symbol: str) -> Callable[..., Any]:
             component = self.components.get(target)
@@ -353,6 +443,11 @@ class Executable:
         """Each partition: its symbol, target and the ops inside it (a new list each time)."""
         return list(self._partitions)
 
+    def placement(self) -> Placement:
+        """Which target runs each partition and why (`Placement`; `str()` of it is a table),
+        with the targets left out by fallback."""
+        return Placement(tuple(self._partitions), self.fallbacks)
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {describe_executable(self)}>"
 
@@ -406,13 +501,71 @@ def export_executable(exe: Executable, path: str | Path) -> None:
         "plan": exe.plan.to_json(),
         "constants": constants,
         "components": components,
-        "partitions": [
-            {"symbol": p.symbol, "target": p.target, "ops": list(p.ops)} for p in exe.partitions
-        ],
+        "partitions": [_partition_json(p) for p in exe.partitions],
     }
+    if exe.fallbacks:
+        header["fallbacks"] = [{"target": f.target, "cause": f.cause} for f in exe.fallbacks]
     if exe.native_plan is not None:  # loading it then needs no compiler (native_plan.py)
         header["plan_runner"] = writer.add(runner_library().library)
     writer.write(path, header)
+
+
+def _partition_json(p: PartitionInfo) -> dict[str, Any]:
+    """A partition in the artifact header; the placement fields only when not the defaults."""
+    entry: dict[str, Any] = {"symbol": p.symbol, "target": p.target, "ops": list(p.ops)}
+    if p.reason != "priority":
+        entry["reason"] = p.reason
+    if p.measured:
+        entry["measured"] = [[t, sec] for t, sec in p.measured]
+    if p.fallback is not None:
+        entry["fallback"] = p.fallback
+    return entry
+
+
+def _partition_of(p: Any) -> PartitionInfo:
+    """A partition of the artifact header, every field checked."""
+    symbol, target, ops = (p.get(k) if isinstance(p, dict) else None for k in ("symbol", "target", "ops"))
+    if not (
+        isinstance(symbol, str)
+        and isinstance(target, str)
+        and isinstance(ops, list)
+        and all(isinstance(o, str) for o in ops)
+    ):
+        raise ArtifactError("a partition needs a 'symbol', a 'target' and a list of op names")
+    assert isinstance(p, dict)
+    reason = p.get("reason", "priority")
+    measured = p.get("measured", [])
+    fallback = p.get("fallback")
+    if not isinstance(reason, str) or not (fallback is None or isinstance(fallback, str)):
+        raise ArtifactError(f"partition '{symbol}': 'reason' and 'fallback' must be strings")
+    if not isinstance(measured, list) or not all(
+        isinstance(m, list)
+        and len(m) == 2
+        and isinstance(m[0], str)
+        and isinstance(m[1], int | float)
+        and not isinstance(m[1], bool)
+        for m in measured
+    ):
+        raise ArtifactError(f"partition '{symbol}': 'measured' must be [target, seconds] pairs")
+    return PartitionInfo(
+        symbol,
+        target,
+        tuple(ops),
+        reason,
+        tuple((str(t), float(sec)) for t, sec in measured),
+        fallback,
+    )
+
+
+def _fallbacks_of(header: dict[str, Any]) -> list[TargetFallback]:
+    """The targets left out by fallback, from the artifact header (none before it recorded them)."""
+    entries = header.get("fallbacks", [])
+    if not isinstance(entries, list) or not all(
+        isinstance(e, dict) and isinstance(e.get("target"), str) and isinstance(e.get("cause"), str)
+        for e in entries
+    ):
+        raise ArtifactError("the header: 'fallbacks' must be a list of {target, cause} objects")
+    return [TargetFallback(e["target"], e["cause"]) for e in entries]
 
 
 def load_executable(path: str | Path) -> Executable:
@@ -465,18 +618,15 @@ def _load(header: dict[str, Any], sections: list[bytes], num_threads: int | None
             components[target] = load_component(kind, blobs)
         except ValueError as exc:
             raise ArtifactError(f"component '{target}': {exc}") from exc
-    partitions = []
-    for p in _list(header, "partitions"):
-        symbol, target, ops = (p.get(k) if isinstance(p, dict) else None for k in ("symbol", "target", "ops"))
-        if not (
-            isinstance(symbol, str)
-            and isinstance(target, str)
-            and isinstance(ops, list)
-            and all(isinstance(o, str) for o in ops)
-        ):
-            raise ArtifactError("a partition needs a 'symbol', a 'target' and a list of op names")
-        partitions.append(PartitionInfo(symbol, target, tuple(ops)))
-    return Executable(plan, constants, components, partitions, num_threads=num_threads)
+    partitions = [_partition_of(p) for p in _list(header, "partitions")]
+    return Executable(
+        plan,
+        constants,
+        components,
+        partitions,
+        num_threads=num_threads,
+        fallbacks=_fallbacks_of(header),
+    )
 
 
 def _dict(obj: dict[str, Any], key: str, where: str = "the header") -> dict[str, Any]:
@@ -572,7 +722,9 @@ __all__ = [
     "Executable",
     "InputError",
     "PartitionInfo",
+    "Placement",
     "RuntimeComponent",
+    "TargetFallback",
     "as_array",
     "export_executable",
     "load_executable",

@@ -106,6 +106,30 @@ class Target:
 
     description: str = ""
 
+    availability: Callable[[], str | None] | None = None
+    """Whether it can run on this machine: a function of no arguments returning None when it
+    can, else why not (its optional dependency is not installed, the CPU lacks the ISA its
+    kernels need). None: it always can. `byoc.build(..., fallback=True)` asks it before
+    partitioning and places an unavailable target's ops on the other targets
+    (docs/targets.md, "When a target cannot run here")."""
+
+    def unavailable_reason(self) -> str | None:
+        """None when the target can run here, else why not (its `availability` hook's answer;
+        a hook that raises gives that error as the reason)."""
+        if self.availability is None:
+            return None
+        try:
+            reason = self.availability()
+        except Exception as e:  # noqa: BLE001 - the error is the reason, reported by the caller
+            return f"its availability check raised {type(e).__name__}: {e}"
+        if reason is not None and not isinstance(reason, str):
+            return f"its availability check returned {type(reason).__name__}, not None or a reason"
+        return reason
+
+    def available(self) -> bool:
+        """Whether the target can run on this machine (`unavailable_reason()` is None)."""
+        return self.unavailable_reason() is None
+
     def implements_layouts(self, op: Operation) -> bool:
         """Whether every layout property of `op` (and of the ops inside it) is in `layouts`."""
         from byoc.dialects.nn.layers import layout_of  # noqa: PLC0415 (dialects load lazily here)

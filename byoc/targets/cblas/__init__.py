@@ -63,6 +63,7 @@ from byoc.targets.cblas.openblas import (
     build_options,
     get_num_threads,
     set_num_threads,
+    unavailable_reason,
 )
 
 NAME = "cblas"
@@ -78,6 +79,7 @@ CBLAS = Target(
     c_includes=C_INCLUDES,
     c_build_options=build_options,
     composite_lowering="cblas",
+    availability=unavailable_reason,  # the scipy-openblas32 wheel is installed
     description="GEMM-shaped composites on OpenBLAS (cblas_sgemm) with fused epilogues",
 )
 """No single op is supported: only the composites of the pattern table."""

@@ -31,6 +31,16 @@ def build_options() -> tuple[tuple[str, ...], tuple[str, ...]]:
     return flags, libs
 
 
+def unavailable_reason() -> str | None:
+    """None when the scipy-openblas32 wheel is installed, else why not (the cblas target's
+    `availability`)."""
+    import importlib.util
+
+    if importlib.util.find_spec("scipy_openblas32") is None:
+        return "the cblas target needs OpenBLAS from the scipy-openblas32 wheel: pip install 'byoc[cblas]'"
+    return None
+
+
 def set_num_threads(n: int) -> None:
     """OpenBLAS threads for cblas kernels from now on, in this process (and in libraries
     loaded later, through $BYOC_CBLAS_THREADS)."""
@@ -57,4 +67,10 @@ def _openblas() -> Any:
     return ctypes.CDLL(path)
 
 
-__all__ = ["THREADS_ENV", "build_options", "get_num_threads", "set_num_threads"]
+__all__ = [
+    "THREADS_ENV",
+    "build_options",
+    "get_num_threads",
+    "set_num_threads",
+    "unavailable_reason",
+]

@@ -6,6 +6,7 @@ The wheels put `libdnnl.so.3` under `<prefix>/lib` and the headers under `<prefi
 
     find()            # OneDNN(include_dir, lib_dir, version) or raises OneDnnMissing
     missing_reason()  # None when both wheels are usable, else why not (tests skip with it)
+    unavailable_reason()  # also None only if the library loads (the target's availability)
 """
 
 from __future__ import annotations
@@ -77,6 +78,27 @@ def missing_reason() -> str | None:
     return None
 
 
+def unavailable_reason() -> str | None:
+    """None when the dnnl target can run here: both wheels are installed and oneDNN's library
+    loads in this process (a wheel of another architecture, a missing OpenMP runtime);
+    else why not. The dnnl target's `availability`."""
+    reason = missing_reason()
+    if reason is not None:
+        return reason
+    return _load_reason(str(find().lib_dir / "libdnnl.so.3"))
+
+
+@lru_cache(maxsize=4)
+def _load_reason(path: str) -> str | None:
+    import ctypes
+
+    try:
+        ctypes.CDLL(path)
+    except OSError as e:
+        return f"oneDNN's library does not load here: {e}"
+    return None
+
+
 def build_options() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(compiler flags, linker arguments) of a library linking oneDNN: its headers, the
     library with its directory as run path (a fresh process and an artifact find it), and
@@ -102,4 +124,5 @@ __all__ = [
     "build_options",
     "find",
     "missing_reason",
+    "unavailable_reason",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from byoc.runtime.graph_module import ENGINES_DIR, GraphEngine
 from byoc.targets.base import Target
-from byoc.targets.dnnl.onednn import build_options
+from byoc.targets.dnnl.onednn import build_options, unavailable_reason
 from byoc.targets.dnnl.patterns import pattern_table
 from byoc.targets.dnnl.quant import batch_norm_reason
 from byoc.targets.dnnl.quant import pattern_table as int8_pattern_table
@@ -42,6 +42,7 @@ DNNL = Target(
     component="graph",
     graph_engine=DNNL_ENGINE,
     prepare=("fold-batch-norm",),  # batch_norm into the conv's constants, before partitioning
+    availability=unavailable_reason,  # the oneDNN wheels are installed and the library loads
     description="partitions as graphs run by oneDNN (conv/dense/matmul with fused post-ops, layer norm, "
     "pools, softmax, LRN, batch_norm, concat, elementwise)",
 )
