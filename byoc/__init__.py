@@ -26,6 +26,7 @@ _LAZY: dict[str, str] = {
     "from_torch": "byoc.frontend.torch:from_torch",
     "build": "byoc.driver:build",
     "register_target": "byoc.driver:register_target",
+    "TargetFallbackWarning": "byoc.driver:TargetFallbackWarning",
     "Target": "byoc.targets.base:Target",
     "load_module": "byoc.runtime.loaders:load_module",
     "check_target": "byoc.conformance:check_target",

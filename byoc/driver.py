@@ -296,8 +296,8 @@ def _leave_out(fallbacks: list[TargetFallback], target: str, cause: str) -> None
     fallback = TargetFallback(target, cause)
     fallbacks.append(fallback)
     warnings.warn(
-        f"target '{target}' cannot run here and was left out ({cause}); "
-        "its ops were placed on the remaining targets",
+        f"target '{target}' cannot run here and was left out ({cause}); its ops go to the "
+        "remaining targets or the host",
         TargetFallbackWarning,
         stacklevel=4,
     )

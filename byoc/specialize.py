@@ -33,6 +33,8 @@ from byoc.runtime.executable import (
     Executable,
     InputError,
     PartitionInfo,
+    Placement,
+    TargetFallback,
     describe_executable,
     shape_repr,
 )
@@ -208,6 +210,22 @@ class SpecializingExecutable(Executable):
         """The partitions of the most recently used specialisation (none before a run)."""
         entries = self.specializations()
         return entries[-1].executable.partitions if entries else []
+
+    @property
+    def fallbacks(self) -> tuple[TargetFallback, ...]:
+        """The targets left out of the most recently used specialisation (none before a run)."""
+        entries = self.specializations()
+        return entries[-1].executable.fallbacks if entries else ()
+
+    def placement(self) -> Placement:
+        """The placement of every specialisation built so far (`Placement.specializations`,
+        least recently used first); its partitions and fallbacks are the most recently used
+        one's. Empty before the first run."""
+        per_shape = tuple((e.shapes, e.executable.placement()) for e in self.specializations())
+        if not per_shape:
+            return Placement(())
+        latest = per_shape[-1][1]
+        return Placement(latest.partitions, latest.fallbacks, per_shape)
 
     def __repr__(self) -> str:
         entries = self.specializations()

@@ -197,9 +197,7 @@ class Executable:
         self.constants = list(constants)
         self.components = dict(components)
         self._partitions = list(partitions)
-        self.fallbacks: tuple[TargetFallback, ...] = tuple(fallbacks)
-        """The targets `byoc.build` was asked for but left out because they cannot run here
-        (`fallback=True`), each with its cause, in the order they were dropped."""
+        self._fallbacks = tuple(fallbacks)
 
         def function(target: str, symbol: str) -> Callable[..., Any]:
             component = self.components.get(target)
@@ -442,6 +440,12 @@ class Executable:
     def partitions(self) -> list[PartitionInfo]:
         """Each partition: its symbol, target and the ops inside it (a new list each time)."""
         return list(self._partitions)
+
+    @property
+    def fallbacks(self) -> tuple[TargetFallback, ...]:
+        """The targets `byoc.build` was asked for but left out because they cannot run here
+        (`fallback=True`), each with its cause, in the order they were left out."""
+        return self._fallbacks
 
     def placement(self) -> Placement:
         """Which target runs each partition and why (`Placement`; `str()` of it is a table),

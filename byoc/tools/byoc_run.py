@@ -2,18 +2,22 @@
 
     byoc-run MODEL [--targets ccompiler,examplejson] [--inputs x.npz] [--repeat N]
                    [--export out.byoc] [--seed S] [--rtol R] [--atol A] [--threads N]
-                   [--input-shape NAME=DxDx...]
+                   [--input-shape NAME=DxDx...] [--no-fallback]
 
 MODEL is `.mlir`, `.onnx`, a `torch.export` program (`.pt2`) or an exported `.byoc` artifact. Inputs come from an
 `.npz` file (by input name, or `arr_0`, `arr_1`, ... by position) or are seeded
 random. Prints what was run (the targets, the build time, or for an artifact where
 it was loaded from and its targets), a table of partitions (target, op count,
-time), host time, total, and the max abs/rel error against `run_reference`; exits
+time), host time, total, the placement (`Executable.placement()`: each partition's target
+and why, and the targets left out because they cannot run here), and the max abs/rel
+error against `run_reference`; exits
 1 when the error is beyond tolerance, and on any bad input (never a traceback).
 `--threads N` is the thread setting of the run (default `$BYOC_NUM_THREADS`,
 else the cores the process may use). Every time in the table is the median over
 the same `--repeat` profiled runs (`Executable.run_profiled`: the steps one after
-another), after one warm-up run that is not counted.
+another), after one warm-up run that is not counted. A listed target that cannot run here
+is left out with a warning and its ops go to the other targets (`byoc.build`'s
+`fallback`); `--no-fallback` makes that an error instead.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import argparse
 import statistics
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,6 +102,12 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=[],
         metavar="MODULE_OR_FILE",
         help="load the targets of a module or .py file before the build (repeatable)",
+    )
+    p.add_argument(
+        "--no-fallback",
+        action="store_true",
+        help="a listed target that cannot run here (not installed, or its build fails) is an "
+        "error; by default it is left out with a warning and its ops go to the other targets",
     )
     p.add_argument(
         "--input-shape",
@@ -267,6 +278,7 @@ def _run(args: argparse.Namespace) -> int:
     import numpy as np
 
     import byoc
+    from byoc.driver import TargetFallbackWarning
     from byoc.runtime.executable import InputError
     from byoc.runtime.loaders import load_module
     from byoc.targets import load_plugin
@@ -307,9 +319,16 @@ def _run(args: argparse.Namespace) -> int:
             exe.set_num_threads(args.threads)
     else:
         module = _load_ir(path, args)
-        exe = byoc.build(
-            module, targets=targets or None, progress=_progress, num_threads=args.threads
-        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", TargetFallbackWarning)
+            exe = byoc.build(
+                module,
+                targets=targets or None,
+                progress=_progress,
+                num_threads=args.threads,
+                fallback=not args.no_fallback,
+            )
+        _report_warnings(caught, path)
     setup_ms = (time.perf_counter() - t0) * 1e3
     if sys.stderr.isatty():
         sys.stderr.write("\r\033[K")
@@ -321,8 +340,11 @@ def _run(args: argparse.Namespace) -> int:
         else _random_inputs(specs, args.seed)
     )
     repeat = args.repeat
-    try:
-        outputs, timings = _time_runs(exe, inputs, repeat)
+    try:  # a dynamic-shape model builds its partitions in the first run
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", TargetFallbackWarning)
+            outputs, timings = _time_runs(exe, inputs, repeat)
+        _report_warnings(caught, path)
     except InputError as e:
         if args.inputs:  # the arrays of the file do not fit the model
             raise FileError(args.inputs, str(e)) from None
@@ -354,6 +376,7 @@ def _run(args: argparse.Namespace) -> int:
         )
         for entry in entries:
             print(f"  {entry.describe()}")
+    _print_placement(exe)
 
     if module is None:
         print("reference: not available for an exported artifact (no IR inside)")
@@ -381,6 +404,25 @@ def _run(args: argparse.Namespace) -> int:
         return 1
     print("outputs match the reference")
     return 0
+
+
+def _report_warnings(caught: Sequence[warnings.WarningMessage], model: Path) -> None:
+    """The warnings of the build, each one `<model>: warning: <message>` line on stderr."""
+    from byoc.diagnostics import Diagnostic
+    from byoc.driver import TargetFallbackWarning
+
+    for w in caught:
+        if issubclass(w.category, TargetFallbackWarning):
+            print(Diagnostic("warning", str(w.message), str(model)).render(), file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+
+
+def _print_placement(exe: Any) -> None:
+    """The `placement:` section: `Executable.placement()` indented under its heading."""
+    print("placement:")
+    for line in str(exe.placement()).splitlines():
+        print(f"  {line}")
 
 
 def _export(exe: Any, path: str | None) -> None:
