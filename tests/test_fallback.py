@@ -284,3 +284,17 @@ def test_the_table_shows_measured_times_fastest_first_and_the_left_out_targets()
     assert lines[2].split()[:5] == ["@ccompiler_main_0", "ccompiler", "1", "fallback", "-"]
     assert lines[2].endswith("acme: its build failed: RuntimeError: boom")
     assert lines[3] == "left out: acme: its build failed: RuntimeError: boom"
+
+
+def test_the_placement_survives_export_and_load(tmp_path: Any) -> None:
+    from byoc.runtime.executable import load_executable
+
+    module = byoc.parse_module(MODEL)
+    with registered(broken_c_target("fb_broken", ["nn.add", "nn.relu"])):
+        exe, _ = _build(module, ["fb_broken", "ccompiler"])
+    path = tmp_path / "fallback.byoc"
+    exe.export_library(str(path))
+    loaded = load_executable(path)
+    assert loaded.placement() == exe.placement()
+    assert loaded.fallbacks == exe.fallbacks and loaded.fallbacks[0].target == "fb_broken"
+    _assert_matches_reference(loaded, module)

@@ -243,6 +243,12 @@ EDITS: dict[str, Callable[[dict[str, Any]], None]] = {
     "no-constant-blob": _delete("components", "ccompiler", "blobs", "constant0"),
     "partition-int": _set(("partitions",), [1]),
     "partition-ops-nested": _set(("partitions", 0, "ops"), [[["x"]]]),
+    "partition-reason-int": _set(("partitions", 0, "reason"), 1),
+    "partition-measured-not-pairs": _set(("partitions", 0, "measured"), [["dnnl"]]),
+    "partition-measured-bool": _set(("partitions", 0, "measured"), [["dnnl", True]]),
+    "partition-fallback-list": _set(("partitions", 0, "fallback"), ["x"]),
+    "fallbacks-not-a-list": _set(("fallbacks",), {"dnnl": "x"}),
+    "fallback-without-cause": _set(("fallbacks",), [{"target": "dnnl"}]),
 }
 
 

@@ -285,3 +285,41 @@ def test_byoc_errors_show_their_message_and_others_their_class(
     monkeypatch.setattr(byoc, "build", broken)
     code, out, err = run(capsys, SEED)
     assert (code, err) == (1, f"{SEED}: error: KeyError: 'x'\n")
+
+
+# ---- the placement section and --no-fallback --------------------------------------------
+
+
+def test_the_placement_section_names_each_partition_and_why(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, str(EXAMPLES / "small_cnn.mlir"), "--targets", "ccompiler", "--repeat", "1")
+    assert code == 0, err
+    lines = out.splitlines()
+    start = lines.index("placement:")
+    assert lines[start + 1].split()[:4] == ["partition", "target", "ops", "reason"]
+    assert lines[start + 2].split()[:4] == ["@ccompiler_main_0", "ccompiler", "8", "priority"]
+    assert lines[start + 3].startswith("max abs error")
+
+
+def test_a_target_that_cannot_build_is_left_out_with_a_warning_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from support.scratch_targets import MISSING_HEADER, broken_c_target, registered
+
+    model = str(EXAMPLES / "seed_subgraph.mlir")
+    with registered(broken_c_target("fb_broken", ["nn.add", "nn.subtract", "nn.multiply"])):
+        code, out, err = run(capsys, model, "--targets", "fb_broken,ccompiler", "--repeat", "1")
+        assert code == 0, err
+        (warning,) = err.splitlines()
+        assert warning.startswith(f"{model}: warning: target 'fb_broken' cannot run here")
+        assert MISSING_HEADER in warning
+        placement = out[out.index("placement:") :]
+        assert "  left out: fb_broken: its build failed: CompileError" in placement
+        assert "fallback" in placement.splitlines()[2]
+        assert "outputs match the reference" in out
+
+        code, out, err = run(
+            capsys, model, "--targets", "fb_broken,ccompiler", "--repeat", "1", "--no-fallback"
+        )
+        assert (code, out) == (1, "")
+        assert err.startswith(f"{model}: error:") and "C compilation failed" in err
+        assert "Traceback" not in err
