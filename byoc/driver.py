@@ -390,10 +390,12 @@ def place_and_compile(
     *,
     fallback: bool = True,
     progress: Callable[[str], None] | None = None,
+    fresh: Callable[[], ModuleOp] | None = None,
 ) -> Placed:
-    """Partition `module` (modified when nothing falls back) for `targets` and build each
-    target's component; with `fallback`, leave out each target that cannot run here and
-    partition again without it, until every component builds."""
+    """Partition `module` (modified) for `targets` and build each target's component; with
+    `fallback`, leave out each target that cannot run here and partition again without it,
+    until every component builds. `fresh` makes another copy of `module` as it is now
+    (unpartitioned) for the next try; without it, `module` is cloned up front."""
     listed = list(targets)
     fallbacks: list[TargetFallback] = []
     if fallback:  # the listed targets, and those the module is partitioned for already
@@ -401,10 +403,16 @@ def place_and_compile(
             reason = _unavailable(name)
             if reason is not None:
                 _leave_out(fallbacks, name, f"not available: {reason}")
-    original = module.clone() if fallback and (listed or _partitions_by_target(module)) else module
+    if fresh is None and fallback and (listed or _partitions_by_target(module)):
+        fresh = module.clone().clone
+    unused: ModuleOp | None = module
     while True:
         left_out = {f.target for f in fallbacks}
-        work = module if not fallbacks else original.clone()
+        if unused is not None:
+            work, unused = unused, None
+        else:
+            assert fresh is not None  # a second try is only made with fallback
+            work = fresh()
         if fallbacks:
             _number_ops(work)
         _partition(work, [t for t in listed if t not in left_out], left_out)
@@ -420,25 +428,24 @@ def place_and_compile(
             _leave_out(fallbacks, e.target, f"its build failed: {_error_text(e.error)}")
             continue
         placed = Placed(work, by_target, components, fallbacks)
-        if fallbacks and listed:
-            placed.displaced = _displaced(original, listed, fallbacks, origins)
+        if fallbacks and listed and fresh is not None:
+            placed.displaced = _displaced(fresh(), listed, fallbacks, origins)
         return placed
 
 
 def _displaced(
-    original: ModuleOp,
+    reference: ModuleOp,
     listed: Sequence[str],
     fallbacks: Sequence[TargetFallback],
     origins: Mapping[str, set[int]],
 ) -> dict[str, str]:
-    """Partition symbol -> the fallback whose ops it runs: the module partitioned once more
-    for every listed target that can be looked up (nothing is built) says which ops each
+    """Partition symbol -> the fallback whose ops it runs: `reference`, a copy of the module
+    before partitioning, partitioned for every listed target that can be looked up (nothing is built) says which ops each
     left-out target would have run. A partition holding ops of several names each
     (`; `-separated, in the order they were left out)."""
     from byoc.passes.byoc_pipeline import partition_for
 
     known = [t for t in listed if _lookup_ok(t)]
-    reference = original.clone()
     _number_ops(reference)
     prepare_for(reference, known)
     partition_for(reference, known)
@@ -458,6 +465,15 @@ def _lookup_ok(name: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _own_copy(module: ModuleOp, params: Mapping[str, Any] | None) -> ModuleOp:
+    """A copy of `module` that `build` may change, its types checked and `params` bound."""
+    module = module.clone()
+    check_value_types(module)  # a dim xDSL took but no tensor can have
+    if params:
+        bind_params(module, params)
+    return module
 
 
 def build(
@@ -487,10 +503,8 @@ def build(
         from byoc.runtime.threads import check_num_threads
 
         check_num_threads(num_threads)
-    module = module.clone()
-    check_value_types(module)  # a dim xDSL took but no tensor can have
-    if params:
-        bind_params(module, params)
+    source = module
+    module = _own_copy(source, params)
     if isinstance(targets, str):
         targets = [t for t in targets.split(",") if t]
     if targets:
@@ -505,7 +519,13 @@ def build(
                 lambda m: build(m, targets=chosen, progress=progress, fallback=fallback),
             )
     # partition for the targets, then each target's component (`place_and_compile`)
-    placed = place_and_compile(module, list(targets or ()), fallback=fallback, progress=progress)
+    placed = place_and_compile(
+        module,
+        list(targets or ()),
+        fallback=fallback,
+        progress=progress,
+        fresh=lambda: _own_copy(source, params),  # another try starts from the model again
+    )
     module = placed.module
 
     plan, constants = plan_function(module)
