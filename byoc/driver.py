@@ -439,16 +439,28 @@ def _displaced(
     fallbacks: Sequence[TargetFallback],
     origins: Mapping[str, set[int]],
 ) -> dict[str, str]:
-    """Partition symbol -> the fallback whose ops it runs: `reference`, a copy of the module
-    before partitioning, partitioned for every listed target that can be looked up (nothing is built) says which ops each
-    left-out target would have run. A partition holding ops of several names each
-    (`; `-separated, in the order they were left out)."""
+    """Partition symbol -> the fallbacks whose ops it runs (`; `-separated, in the order the
+    targets were left out). `reference`, a copy of the module before partitioning, is
+    partitioned for every listed target that can be looked up (nothing is built): its
+    partitions say which ops each left-out target would have run. When that partitioning
+    raises (a left-out target's predicates need what is missing), no partition can be
+    told apart, and a warning says so."""
     from byoc.passes.byoc_pipeline import partition_for
 
     known = [t for t in listed if _lookup_ok(t)]
     _number_ops(reference)
-    prepare_for(reference, known)
-    partition_for(reference, known)
+    try:
+        prepare_for(reference, known)
+        partition_for(reference, known)
+    except Exception as e:  # noqa: BLE001 - the build stands; the report says what it lacks
+        warnings.warn(
+            f"cannot tell which partitions took over the ops of the left-out target(s) "
+            f"{', '.join(f.target for f in fallbacks)}: partitioning for them raised "
+            f"{_error_text(e)}",
+            TargetFallbackWarning,
+            stacklevel=5,
+        )
+        return {}
     would_run = _partitions_by_target(reference)
     displaced: dict[str, list[str]] = {}
     for fb in fallbacks:

@@ -107,6 +107,29 @@ def test_an_availability_check_that_raises_is_the_cause() -> None:
     _assert_matches_reference(exe, module)
 
 
+def test_when_a_left_out_targets_predicates_raise_the_report_says_it_cannot_tell() -> None:
+    def needs_the_sdk(op: Any) -> bool:
+        raise ImportError("No module named 'fb_sdk'")
+
+    target = Target(
+        name="fb_nosdk",
+        support={"nn.tanh": needs_the_sdk},
+        codegen=unavailable_target("x", [], "").codegen,
+        availability=lambda: "the fb SDK is not installed",
+    )
+    module = byoc.parse_module(MODEL)
+    with registered(target):
+        exe, messages = _build(module, ["fb_nosdk", "ccompiler"])
+    assert len(messages) == 2 and "target 'fb_nosdk' cannot run here" in messages[0]
+    assert messages[1].startswith(
+        "cannot tell which partitions took over the ops of the left-out target(s) fb_nosdk: "
+    )
+    assert "fb_sdk" in messages[1]
+    assert [f.target for f in exe.fallbacks] == ["fb_nosdk"]
+    assert [p.reason for p in exe.partitions] == ["priority"]
+    _assert_matches_reference(exe, module)
+
+
 def test_dnnl_without_its_wheels_falls_back_and_without_fallback_raises_as_before(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
