@@ -92,17 +92,18 @@ class Placement:
         return "\n".join(placement_lines(self.partitions, self.fallbacks))
 
 
+PLACEMENT_COLUMNS = ("partition", "target", "ops", "reason", "measured (ms)", "fallback")
+"""The columns of the placement table (`Placement.__str__`)."""
+
+
 def placement_lines(
     partitions: Sequence[PartitionInfo], fallbacks: Sequence[TargetFallback]
 ) -> list[str]:
     """The placement table (`Placement.__str__`): a header, a row per partition, then a line
-    per target left out. Candidate times are milliseconds, fastest first."""
-    if not partitions:
-        lines = ["no partitions: every op runs on the host"]
-    else:
-        width = max(len("partition"), *(len(p.symbol) + 1 for p in partitions))
-        twidth = max(len("target"), *(len(p.target) for p in partitions))
-        rows = [
+    per target left out. Candidate times are milliseconds, fastest first; `-` is none."""
+    lines: list[str] = []
+    if partitions:
+        rows = [PLACEMENT_COLUMNS] + [
             (
                 f"@{p.symbol}",
                 p.target,
@@ -113,16 +114,15 @@ def placement_lines(
             )
             for p in partitions
         ]
-        cwidth = max(len("measured (ms)"), *(len(r[4]) for r in rows))
-        def line(cells: Sequence[str]) -> str:
-            sym, target, ops, reason, measured, fallback = cells
-            return (
-                f"{sym:<{width}}  {target:<{twidth}}  {ops:>4}  {reason:<10}  "
-                f"{measured:<{cwidth}}  {fallback}"
-            ).rstrip()
-
-        lines = [line(("partition", "target", "ops", "reason", "measured (ms)", "fallback"))]
-        lines += [line(r) for r in rows]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(PLACEMENT_COLUMNS) - 1)]
+        for row in rows:
+            cells = [
+                cell.rjust(w) if i == 2 else cell.ljust(w)  # the op count is a number
+                for i, (cell, w) in enumerate(zip(row, widths, strict=False))
+            ]
+            lines.append("  ".join([*cells, row[-1]]).rstrip())
+    else:
+        lines.append("no partitions: every op runs on the host")
     lines += [f"left out: {f}" for f in fallbacks]
     return lines
 
