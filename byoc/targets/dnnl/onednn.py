@@ -79,9 +79,10 @@ def missing_reason() -> str | None:
 
 
 def unavailable_reason() -> str | None:
-    """None when the dnnl target can run here: both wheels are installed and oneDNN's library
-    loads in this process (a wheel of another architecture, a missing OpenMP runtime);
-    else why not. The dnnl target's `availability`."""
+    """None when the dnnl target can run here: both wheels are installed, oneDNN's library
+    loads in this process (not a wheel of another architecture, no missing OpenMP runtime)
+    and finds an ISA it has kernels for on this CPU (SSE4.1 at least); else why not. The
+    dnnl target's `availability`."""
     reason = missing_reason()
     if reason is not None:
         return reason
@@ -93,9 +94,14 @@ def _load_reason(path: str) -> str | None:
     import ctypes
 
     try:
-        ctypes.CDLL(path)
+        library = ctypes.CDLL(path)
     except OSError as e:
         return f"oneDNN's library does not load here: {e}"
+    effective_isa = library.dnnl_get_effective_cpu_isa
+    effective_isa.restype = ctypes.c_int
+    effective_isa.argtypes = []
+    if effective_isa() == 0:  # dnnl_cpu_isa_default: no ISA oneDNN has x64 kernels for
+        return "oneDNN has no kernels for this CPU (it needs SSE4.1 at least)"
     return None
 
 
