@@ -40,6 +40,7 @@ from byoc.runtime.executable import Executable, PartitionInfo, TargetFallback
 from byoc.runtime.host import input_name, plan_function
 from byoc.targets import Target, get_target
 from byoc.targets import register_target as _register_in_registry
+from byoc.utils.env import EnvError
 
 
 class BuildError(ValueError):
@@ -232,6 +233,11 @@ _ORIGIN_ATTR = "byoc.fallback_origin"
 says which ops a left-out target would have run (`_origins`); removed before lowering."""
 
 
+_NOT_A_FALLBACK: tuple[type[Exception], ...] = (BuildError, EnvError)
+"""Errors of a component build that are raised with fallback=True too: they hold on every
+machine (a target's definition, the user's `BYOC_*` settings), so another target is no fix."""
+
+
 class _ComponentFailed(Exception):
     """Building the runtime component of `target` raised `error` (fallback=True only)."""
 
@@ -310,8 +316,9 @@ def _compile(
     fallback: bool,
 ) -> dict[str, RuntimeComponent]:
     """Each target's runtime component. With `fallback`, a component whose build (codegen,
-    compile, load, entry points) raises is a `_ComponentFailed`; a target that can build
-    nowhere (no lowering, an unknown name in it) raises its BuildError as without."""
+    compile, load, entry points) raises is a `_ComponentFailed`, unless the error is one of
+    `_NOT_A_FALLBACK`: a target that can build nowhere (no lowering, an unknown name in it,
+    a lowering that leaves a partition) or a bad `BYOC_*` variable raises as without."""
     components: dict[str, RuntimeComponent] = {}
     for target, funcs in by_target.items():
         if progress is not None:
@@ -325,6 +332,8 @@ def _compile(
             component = codegen(found, module, funcs)
             for f in funcs:  # the library loads and holds every entry point
                 component.get_function(f.sym_name.data)
+        except _NOT_A_FALLBACK:
+            raise
         except Exception as e:  # noqa: BLE001 - reported: the caller warns and re-partitions
             raise _ComponentFailed(target, e) from e
         components[target] = component

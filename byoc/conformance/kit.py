@@ -365,7 +365,9 @@ def run_batch(
     import byoc
 
     try:
-        exe = byoc.build(batch.module, targets=[target], num_threads=threads[0] if threads else 1)
+        exe = byoc.build(  # a build error is the target's result here, not a reason to fall back
+            batch.module, targets=[target], num_threads=threads[0] if threads else 1, fallback=False
+        )
     except Exception as e:  # noqa: BLE001 - any build failure is the target's to report
         if len(batch.cases) == 1:
             batch.fail_all("build", _one_line(e))
