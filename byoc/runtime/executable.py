@@ -71,8 +71,9 @@ class Placement:
     `partitions` and `fallbacks` are those of the most recently used one."""
 
     partitions: tuple[PartitionInfo, ...]
+    """Each partition: symbol, target, ops, and why that target runs it."""
     fallbacks: tuple[TargetFallback, ...] = ()
-    """The targets asked for but left out, in the order they were dropped."""
+    """The targets asked for but left out, in the order they were left out."""
     specializations: tuple[tuple[tuple[tuple[int, ...], ...], Placement], ...] = ()
     """(input shapes, their placement) per specialisation of a dynamic-shape model."""
 
