@@ -27,7 +27,9 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
+    Operand,
     irdl_op_definition,
+    operand_def,
     prop_def,
     result_def,
     traits_def,
@@ -42,6 +44,7 @@ from byoc.dialects.nn.types import (
     ANY,
     DYNAMIC,
     FLOAT,
+    INDEX_TYPES,
     check_shape,
     check_static_shape,
     element_type_of,
@@ -72,6 +75,12 @@ def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
             )
         out.append(dims.pop() if dims else 1)
     return tuple(out)
+
+
+def tensor_operands(n: int) -> tuple[Operand, ...]:
+    """`n` tensor operand definitions, unpacked into an op's named operands in order:
+    `data, weight, bias = tensor_operands(3)` (MLIR's `ins` list, in one line)."""
+    return tuple(operand_def(TensorType) for _ in range(n))
 
 
 def _compatible(expected: Sequence[Attribute], actual: Sequence[Attribute]) -> bool:
@@ -106,6 +115,21 @@ def _check_len(attrs: Mapping[str, Any], name: str, n: int) -> tuple[int, ...]:
     if len(v) != n:
         raise _fail(f"'{name}' must have {n} values, got {len(v)}")
     return v
+
+
+def check_one_of(attrs: Mapping[str, Any], key: str, allowed: Sequence[str]) -> str:
+    """The string property `key`, which must be one of `allowed`."""
+    value = attrs[key]
+    if value not in allowed:
+        raise _fail(f"{key} '{value}' is not one of {', '.join(allowed)}")
+    return value
+
+
+def check_indices(t: TensorType[Any], what: str = "indices") -> tuple[int, ...]:
+    """The shape of the index operand `t`, whose element type must be i32 or i64."""
+    if t.element_type not in INDEX_TYPES:
+        raise _fail(f"{what} must be i32 or i64, got {t.element_type}")
+    return shape_of(t)
 
 
 # --------------------------------------------------------------------------
@@ -306,6 +330,13 @@ class NNOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> NNOp:
         return parse_nn_op(cls, cls.prop_defaults(), parser)
+
+
+class DataOp(NNOp):
+    """An op of one tensor operand, `data`, and one result; subclasses add properties."""
+
+    data = operand_def(TensorType)
+    result = result_def(TensorType)
 
 
 # --------------------------------------------------------------------------
