@@ -46,11 +46,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import (
-    BoolAttr,
-    DenseArrayBase,
-    FloatAttr,
-    IntegerAttr,
-    StringAttr,
     TensorType,
     f16,
     f32,
@@ -59,19 +54,23 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute
-from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def
-from xdsl.utils.exceptions import VerifyException
+from xdsl.irdl import irdl_op_definition, result_def
 
-from byoc.dialects.nn.base import NNOp
-from byoc.dialects.nn.types import ALL_TYPES, float_attr, int_attr, ints, shape_of, tensor
+from byoc.dialects.nn.base import (
+    NNOp,
+    _fail,
+    array_prop,
+    bool_prop,
+    float_prop,
+    int_prop,
+    str_prop,
+    tensor_operands,
+)
+from byoc.dialects.nn.types import ALL_TYPES, ints, shape_of, tensor
 
 FLOATS: tuple[Attribute, ...] = (f32, f64, f16)
 ROI_MODES = ("avg", "max")
 ROI_COORDINATE_MODES = ("half_pixel", "output_half_pixel")
-
-
-def _fail(msg: str) -> VerifyException:
-    return VerifyException(msg)
 
 
 @irdl_op_definition
@@ -81,16 +80,14 @@ class RoiAlignOp(NNOp):
     coordinates before `spatial_scale`; batch_indices (R,) pick the image. Result (R, C, oh, ow)."""
 
     name = "nn.roi_align"
-    data = operand_def(TensorType)
-    rois = operand_def(TensorType)
-    batch_indices = operand_def(TensorType)
+    data, rois, batch_indices = tensor_operands(3)
     result = result_def(TensorType)
-    mode = prop_def(StringAttr, default_value=StringAttr("avg"))
-    output_height = prop_def(IntegerAttr, default_value=int_attr(1))
-    output_width = prop_def(IntegerAttr, default_value=int_attr(1))
-    sampling_ratio = prop_def(IntegerAttr, default_value=int_attr(0))
-    spatial_scale = prop_def(FloatAttr, default_value=float_attr(1.0))
-    coordinate_transformation_mode = prop_def(StringAttr, default_value=StringAttr("half_pixel"))
+    mode = str_prop("avg")
+    output_height = int_prop(1)
+    output_width = int_prop(1)
+    sampling_ratio = int_prop(0)
+    spatial_scale = float_prop(1.0)
+    coordinate_transformation_mode = str_prop("half_pixel")
     KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
     SAME_DTYPE: ClassVar[bool] = False
@@ -125,14 +122,11 @@ class RotaryEmbeddingOp(NNOp):
     RotaryEmbedding); the result has x's type."""
 
     name = "nn.rotary_embedding"
-    data = operand_def(TensorType)
-    cos_cache = operand_def(TensorType)
-    sin_cache = operand_def(TensorType)
-    position_ids = operand_def(TensorType)
+    data, cos_cache, sin_cache, position_ids = tensor_operands(4)
     result = result_def(TensorType)
-    interleaved = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
-    num_heads = prop_def(IntegerAttr, default_value=int_attr(0))
-    rotary_embedding_dim = prop_def(IntegerAttr, default_value=int_attr(0))
+    interleaved = bool_prop(False)
+    num_heads = int_prop(0)
+    rotary_embedding_dim = int_prop(0)
     KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
     SAME_DTYPE: ClassVar[bool] = False
@@ -177,17 +171,13 @@ class DeformConv2DOp(NNOp):
     or empty, mask (N, offset_group * kh * kw, oh, ow) or empty. Result (N, OC, oh, ow)."""
 
     name = "nn.deform_conv2d"
-    data = operand_def(TensorType)
-    weight = operand_def(TensorType)
-    offset = operand_def(TensorType)
-    bias = operand_def(TensorType)
-    mask = operand_def(TensorType)
+    data, weight, offset, bias, mask = tensor_operands(5)
     result = result_def(TensorType)
-    strides = prop_def(DenseArrayBase, default_value=ints(1, 1))
-    padding = prop_def(DenseArrayBase, default_value=ints(0, 0, 0, 0))
-    dilation = prop_def(DenseArrayBase, default_value=ints(1, 1))
-    groups = prop_def(IntegerAttr, default_value=int_attr(1))
-    offset_group = prop_def(IntegerAttr, default_value=int_attr(1))
+    strides = array_prop(ints(1, 1))
+    padding = array_prop(ints(0, 0, 0, 0))
+    dilation = array_prop(ints(1, 1))
+    groups = int_prop(1)
+    offset_group = int_prop(1)
     KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 
@@ -222,12 +212,10 @@ class TensorScatterOp(NNOp):
     `write_indices` (ONNX TensorScatter); the result has past_cache's type."""
 
     name = "nn.tensor_scatter"
-    past_cache = operand_def(TensorType)
-    update = operand_def(TensorType)
-    write_indices = operand_def(TensorType)
+    past_cache, update, write_indices = tensor_operands(3)
     result = result_def(TensorType)
-    mode = prop_def(StringAttr, default_value=StringAttr("linear"))
-    axis = prop_def(IntegerAttr, default_value=int_attr(-2))
+    mode = str_prop("linear")
+    axis = int_prop(-2)
     KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
     SAME_DTYPE: ClassVar[bool] = False
@@ -263,18 +251,13 @@ class LinearAttentionOp(NNOp):
     present state (B, kv_heads, d_k, d_v). Two results: it runs on the host."""
 
     name = "nn.linear_attention"
-    query = operand_def(TensorType)
-    key = operand_def(TensorType)
-    value = operand_def(TensorType)
-    past_state = operand_def(TensorType)
-    decay = operand_def(TensorType)
-    beta = operand_def(TensorType)
+    query, key, value, past_state, decay, beta = tensor_operands(6)
     output = result_def(TensorType)
     present_state = result_def(TensorType)
-    q_num_heads = prop_def(IntegerAttr)
-    kv_num_heads = prop_def(IntegerAttr)
-    scale = prop_def(FloatAttr, default_value=float_attr(0.0))
-    update_rule = prop_def(StringAttr, default_value=StringAttr("gated_delta"))
+    q_num_heads = int_prop()
+    kv_num_heads = int_prop()
+    scale = float_prop(0.0)
+    update_rule = str_prop("gated_delta")
     KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 

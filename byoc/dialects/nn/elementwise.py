@@ -8,15 +8,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import (
-    FloatAttr,
-    StringAttr,
     TensorType,
 )
 from xdsl.ir import Attribute
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
-    prop_def,
     result_def,
 )
 
@@ -24,6 +21,9 @@ from byoc.dialects.nn.base import (
     NNOp,
     _fail,
     broadcast_shapes,
+    float_prop,
+    str_prop,
+    tensor_operands,
 )
 from byoc.dialects.nn.types import (
     ANY,
@@ -31,7 +31,6 @@ from byoc.dialects.nn.types import (
     FLOATS,
     NUMBERS,
     element_type_named,
-    float_attr,
     shape_of,
     tensor,
 )
@@ -42,8 +41,7 @@ from byoc.dialects.nn.types import (
 
 
 class BinaryOp(NNOp):
-    lhs = operand_def(TensorType)
-    rhs = operand_def(TensorType)
+    lhs, rhs = tensor_operands(2)
     result = result_def(TensorType)
     KIND: ClassVar[str] = "broadcast"
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
@@ -174,8 +172,8 @@ class HardSwishOp(UnaryOp):
 @irdl_op_definition
 class ClipOp(UnaryOp):
     name = "nn.clip"
-    a_min = prop_def(FloatAttr, default_value=float_attr(-math.inf))
-    a_max = prop_def(FloatAttr, default_value=float_attr(math.inf))
+    a_min = float_prop(-math.inf)
+    a_max = float_prop(math.inf)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -187,7 +185,7 @@ class ClipOp(UnaryOp):
 @irdl_op_definition
 class LeakyReluOp(UnaryOp):
     name = "nn.leaky_relu"
-    alpha = prop_def(FloatAttr, default_value=float_attr(0.01))
+    alpha = float_prop(0.01)
 
 
 @irdl_op_definition
@@ -195,8 +193,8 @@ class HardSigmoidOp(UnaryOp):
     """max(0, min(1, alpha * x + beta))."""
 
     name = "nn.hard_sigmoid"
-    alpha = prop_def(FloatAttr, default_value=float_attr(0.2))
-    beta = prop_def(FloatAttr, default_value=float_attr(0.5))
+    alpha = float_prop(0.2)
+    beta = float_prop(0.5)
 
 
 @irdl_op_definition
@@ -204,7 +202,7 @@ class CastOp(UnaryOp):
     """Convert the element type: `dtype` is the short name of an element type (f32, i64, i1...)."""
 
     name = "nn.cast"
-    dtype = prop_def(StringAttr)
+    dtype = str_prop()
     DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
     SAME_DTYPE: ClassVar[bool] = False
     TARGETS: ClassVar[tuple[str, ...]] = tuple(d.name for d in ELEMENT_TYPES)

@@ -14,12 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import (
-    BoolAttr,
     DenseArrayBase,
-    FloatAttr,
-    IntegerAttr,
     IntegerType,
-    StringAttr,
     TensorType,
     f64,
     i32,
@@ -28,7 +24,6 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute
 from xdsl.irdl import (
     irdl_op_definition,
-    prop_def,
     result_def,
     var_operand_def,
     var_result_def,
@@ -39,17 +34,20 @@ from byoc.dialects.nn.base import (  # pyright: ignore[reportPrivateUsage]
     NNOp,
     _fail,
     _norm_axis,
+    array_prop,
+    bool_prop,
     broadcast_shapes,
     check_indices,
     check_one_of,
+    float_prop,
+    int_prop,
+    str_prop,
     tensor_operands,
 )
 from byoc.dialects.nn.types import (
     ALL_TYPES,
     FLOATS,
     INDEX_TYPES,
-    float_attr,
-    int_attr,
     ints,
     shape_of,
     tensor,
@@ -94,7 +92,7 @@ class GatherElementsOp(_GatherOp):
     indices has data's rank; negative indices count from the end."""
 
     name = "nn.gather_elements"
-    axis = prop_def(IntegerAttr, default_value=int_attr(0))
+    axis = int_prop(0)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -113,7 +111,7 @@ class GatherNDOp(_GatherOp):
     Result: indices.shape[:-1] + data.shape[batch_dims + indices.shape[-1]:]."""
 
     name = "nn.gather_nd"
-    batch_dims = prop_def(IntegerAttr, default_value=int_attr(0))
+    batch_dims = int_prop(0)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -135,7 +133,7 @@ class GatherNDOp(_GatherOp):
 class _ScatterOp(NNOp):
     data, indices, updates = tensor_operands(3)
     result = result_def(TensorType)
-    reduction = prop_def(StringAttr, default_value=StringAttr("none"))
+    reduction = str_prop("none")
     KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
     SAME_DTYPE: ClassVar[bool] = False
@@ -153,7 +151,7 @@ class ScatterElementsOp(_ScatterOp):
     (ONNX ScatterElements); indices and updates have one shape, of data's rank."""
 
     name = "nn.scatter_elements"
-    axis = prop_def(IntegerAttr, default_value=int_attr(0))
+    axis = int_prop(0)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -193,8 +191,8 @@ class TriluOp(DataOp):
     """Keep the upper (`upper`) or lower triangle of the last two dims from diagonal `k` (ONNX Trilu)."""
 
     name = "nn.trilu"
-    k = prop_def(IntegerAttr, default_value=int_attr(0))
-    upper = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(True))
+    k = int_prop(0)
+    upper = bool_prop(True)
     KIND: ClassVar[str] = "injective"
     DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
 
@@ -214,8 +212,8 @@ class OneHotOp(_IndexedOp):
     name = "nn.one_hot"
     indices, values = tensor_operands(2)
     result = result_def(TensorType)
-    depth = prop_def(IntegerAttr)
-    axis = prop_def(IntegerAttr, default_value=int_attr(-1))
+    depth = int_prop()
+    axis = int_prop(-1)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -238,8 +236,8 @@ class ReverseSequenceOp(_IndexedOp):
     name = "nn.reverse_sequence"
     data, sequence_lens = tensor_operands(2)
     result = result_def(TensorType)
-    batch_axis = prop_def(IntegerAttr, default_value=int_attr(1))
-    time_axis = prop_def(IntegerAttr, default_value=int_attr(0))
+    batch_axis = int_prop(1)
+    time_axis = int_prop(0)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -267,8 +265,8 @@ class LayerNormOp(_FloatOp):
     name = "nn.layer_norm"
     data, gamma, beta = tensor_operands(3)
     result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=int_attr(-1))
-    epsilon = prop_def(FloatAttr, default_value=float_attr(1e-5))
+    axis = int_prop(-1)
+    epsilon = float_prop(1e-5)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -289,8 +287,8 @@ class RMSNormOp(_FloatOp):
     name = "nn.rms_norm"
     data, gamma = tensor_operands(2)
     result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=int_attr(-1))
-    epsilon = prop_def(FloatAttr, default_value=float_attr(1e-5))
+    axis = int_prop(-1)
+    epsilon = float_prop(1e-5)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -303,7 +301,7 @@ class RMSNormOp(_FloatOp):
 
 
 class _AxisOp(DataOp, _FloatOp):
-    axis = prop_def(IntegerAttr, default_value=int_attr(-1))
+    axis = int_prop(-1)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -340,16 +338,16 @@ class ResizeOp(DataOp):
     coordinate falls outside the input under tf_crop_and_resize."""
 
     name = "nn.resize"
-    size = prop_def(DenseArrayBase)
-    scales = prop_def(DenseArrayBase, default_value=DenseArrayBase.from_list(f64, []))
-    roi = prop_def(DenseArrayBase, default_value=DenseArrayBase.from_list(f64, []))
-    mode = prop_def(StringAttr, default_value=StringAttr("nearest"))
-    coordinate_transformation_mode = prop_def(StringAttr, default_value=StringAttr("half_pixel"))
-    nearest_mode = prop_def(StringAttr, default_value=StringAttr("round_prefer_floor"))
-    cubic_coeff_a = prop_def(FloatAttr, default_value=float_attr(-0.75))
-    exclude_outside = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
-    antialias = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
-    extrapolation_value = prop_def(FloatAttr, default_value=float_attr(0.0))
+    size = array_prop()
+    scales = array_prop(DenseArrayBase.from_list(f64, []))
+    roi = array_prop(DenseArrayBase.from_list(f64, []))
+    mode = str_prop("nearest")
+    coordinate_transformation_mode = str_prop("half_pixel")
+    nearest_mode = str_prop("round_prefer_floor")
+    cubic_coeff_a = float_prop(-0.75)
+    exclude_outside = bool_prop(False)
+    antialias = bool_prop(False)
+    extrapolation_value = float_prop(0.0)
     KIND: ClassVar[str] = "injective"
     DTYPES: ClassVar[tuple[Attribute, ...]] = tuple(t for t in ALL_TYPES if t != IntegerType(1))
 
@@ -395,9 +393,9 @@ class NLLLossOp(_FloatOp):
     name = "nn.nll_loss"
     inputs = var_operand_def(TensorType)
     result = result_def(TensorType)
-    reduction = prop_def(StringAttr, default_value=StringAttr("mean"))
-    ignore_index = prop_def(IntegerAttr, default_value=int_attr(0))
-    has_ignore = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
+    reduction = str_prop("mean")
+    ignore_index = int_prop(0)
+    has_ignore = bool_prop(False)
     SAME_DTYPE: ClassVar[bool] = False
 
     @classmethod
@@ -424,9 +422,9 @@ class GridSampleOp(_FloatOp):
     name = "nn.grid_sample"
     data, grid = tensor_operands(2)
     result = result_def(TensorType)
-    mode = prop_def(StringAttr, default_value=StringAttr("linear"))
-    padding_mode = prop_def(StringAttr, default_value=StringAttr("zeros"))
-    align_corners = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
+    mode = str_prop("linear")
+    padding_mode = str_prop("zeros")
+    align_corners = bool_prop(False)
     SAME_DTYPE: ClassVar[bool] = False
 
     @classmethod
@@ -448,11 +446,11 @@ class Col2ImOp(DataOp):
     (N, C, image_shape...) (ONNX Col2Im); `pads` is (begin..., end...)."""
 
     name = "nn.col2im"
-    image_shape = prop_def(DenseArrayBase)
-    block_shape = prop_def(DenseArrayBase)
-    dilations = prop_def(DenseArrayBase, default_value=ints())
-    pads = prop_def(DenseArrayBase, default_value=ints())
-    strides = prop_def(DenseArrayBase, default_value=ints())
+    image_shape = array_prop()
+    block_shape = array_prop()
+    dilations = array_prop(ints())
+    pads = array_prop(ints())
+    strides = array_prop(ints())
     KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = (*FLOATS, i32, i64)
 
@@ -508,19 +506,19 @@ class AttentionOp(_FloatOp):
     name = "nn.attention"
     inputs = var_operand_def(TensorType)
     outputs = var_result_def(TensorType)
-    has_mask = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
-    has_past = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
-    has_nonpad = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
-    num_outputs = prop_def(IntegerAttr, default_value=int_attr(1))
-    is_causal = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
-    q_num_heads = prop_def(IntegerAttr, default_value=int_attr(0))
-    kv_num_heads = prop_def(IntegerAttr, default_value=int_attr(0))
-    scale = prop_def(FloatAttr, default_value=float_attr(0.0))
-    softcap = prop_def(FloatAttr, default_value=float_attr(0.0))
-    qk_matmul_output_mode = prop_def(IntegerAttr, default_value=int_attr(0))
-    softmax_precision = prop_def(IntegerAttr, default_value=int_attr(0))
-    left_window_size = prop_def(IntegerAttr, default_value=int_attr(-1))
-    right_window_size = prop_def(IntegerAttr, default_value=int_attr(-1))
+    has_mask = bool_prop(False)
+    has_past = bool_prop(False)
+    has_nonpad = bool_prop(False)
+    num_outputs = int_prop(1)
+    is_causal = bool_prop(False)
+    q_num_heads = int_prop(0)
+    kv_num_heads = int_prop(0)
+    scale = float_prop(0.0)
+    softcap = float_prop(0.0)
+    qk_matmul_output_mode = int_prop(0)
+    softmax_precision = int_prop(0)
+    left_window_size = int_prop(-1)
+    right_window_size = int_prop(-1)
     SAME_DTYPE: ClassVar[bool] = False
 
     @classmethod

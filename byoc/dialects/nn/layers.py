@@ -8,10 +8,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import (
-    BoolAttr,
-    DenseArrayBase,
-    FloatAttr,
-    IntegerAttr,
     StringAttr,
     TensorType,
 )
@@ -19,7 +15,6 @@ from xdsl.ir import Operation
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
-    prop_def,
     result_def,
 )
 
@@ -29,11 +24,15 @@ from byoc.dialects.nn.base import (
     _check_rank,
     _fail,
     _norm_axis,
+    array_prop,
+    bool_prop,
     broadcast_shapes,
+    float_prop,
+    int_prop,
+    str_prop,
+    tensor_operands,
 )
 from byoc.dialects.nn.types import (
-    float_attr,
-    int_attr,
     ints,
     shape_of,
     tensor,
@@ -122,15 +121,14 @@ class Conv2DOp(NNOp):
     """
 
     name = "nn.conv2d"
-    data = operand_def(TensorType)
-    weight = operand_def(TensorType)
+    data, weight = tensor_operands(2)
     result = result_def(TensorType)
-    strides = prop_def(DenseArrayBase, default_value=ints(1, 1))
-    padding = prop_def(DenseArrayBase, default_value=ints(0, 0, 0, 0))
-    dilation = prop_def(DenseArrayBase, default_value=ints(1, 1))
-    groups = prop_def(IntegerAttr, default_value=int_attr(1))
-    data_layout = prop_def(StringAttr, default_value=StringAttr("NCHW"))
-    kernel_layout = prop_def(StringAttr, default_value=StringAttr("OIHW"))
+    strides = array_prop(ints(1, 1))
+    padding = array_prop(ints(0, 0, 0, 0))
+    dilation = array_prop(ints(1, 1))
+    groups = int_prop(1)
+    data_layout = str_prop("NCHW")
+    kernel_layout = str_prop("OIHW")
     KIND: ClassVar[str] = "out-elementwise-fusable"
 
     @classmethod
@@ -162,14 +160,13 @@ class Conv2DTransposeOp(NNOp):
     """
 
     name = "nn.conv2d_transpose"
-    data = operand_def(TensorType)
-    weight = operand_def(TensorType)
+    data, weight = tensor_operands(2)
     result = result_def(TensorType)
-    strides = prop_def(DenseArrayBase, default_value=ints(1, 1))
-    padding = prop_def(DenseArrayBase, default_value=ints(0, 0, 0, 0))
-    output_padding = prop_def(DenseArrayBase, default_value=ints(0, 0))
-    dilation = prop_def(DenseArrayBase, default_value=ints(1, 1))
-    groups = prop_def(IntegerAttr, default_value=int_attr(1))
+    strides = array_prop(ints(1, 1))
+    padding = array_prop(ints(0, 0, 0, 0))
+    output_padding = array_prop(ints(0, 0))
+    dilation = array_prop(ints(1, 1))
+    groups = int_prop(1)
     KIND: ClassVar[str] = "out-elementwise-fusable"
 
     @classmethod
@@ -206,8 +203,7 @@ class DenseOp(NNOp):
     """x · Wᵀ: data (..., K), weight (N, K) -> (..., N)."""
 
     name = "nn.dense"
-    data = operand_def(TensorType)
-    weight = operand_def(TensorType)
+    data, weight = tensor_operands(2)
     result = result_def(TensorType)
     KIND: ClassVar[str] = "out-elementwise-fusable"
 
@@ -227,8 +223,7 @@ class MatmulOp(NNOp):
     """numpy.matmul semantics (batched, broadcasting leading dims)."""
 
     name = "nn.matmul"
-    lhs = operand_def(TensorType)
-    rhs = operand_def(TensorType)
+    lhs, rhs = tensor_operands(2)
     result = result_def(TensorType)
     KIND: ClassVar[str] = "out-elementwise-fusable"
 
@@ -253,10 +248,9 @@ class MatmulOp(NNOp):
 @irdl_op_definition
 class BiasAddOp(NNOp):
     name = "nn.bias_add"
-    data = operand_def(TensorType)
-    bias = operand_def(TensorType)
+    data, bias = tensor_operands(2)
     result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=int_attr(1))
+    axis = int_prop(1)
     KIND: ClassVar[str] = "broadcast"
 
     @classmethod
@@ -274,15 +268,11 @@ class BatchNormOp(NNOp):
     """Inference batch norm: (x - mean) / sqrt(var + epsilon) * gamma + beta; one result."""
 
     name = "nn.batch_norm"
-    data = operand_def(TensorType)
-    gamma = operand_def(TensorType)
-    beta = operand_def(TensorType)
-    moving_mean = operand_def(TensorType)
-    moving_var = operand_def(TensorType)
+    data, gamma, beta, moving_mean, moving_var = tensor_operands(5)
     result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=int_attr(1))
-    epsilon = prop_def(FloatAttr, default_value=float_attr(1e-5))
-    data_layout = prop_def(StringAttr, default_value=StringAttr("NCHW"))
+    axis = int_prop(1)
+    epsilon = float_prop(1e-5)
+    data_layout = str_prop("NCHW")
     KIND: ClassVar[str] = "broadcast"
 
     @classmethod
@@ -301,12 +291,12 @@ class BatchNormOp(NNOp):
 class Pool2DOp(NNOp):
     data = operand_def(TensorType)
     result = result_def(TensorType)
-    pool_size = prop_def(DenseArrayBase)
-    strides = prop_def(DenseArrayBase, default_value=ints(1, 1))
-    padding = prop_def(DenseArrayBase, default_value=ints(0, 0, 0, 0))
-    dilation = prop_def(DenseArrayBase, default_value=ints(1, 1))
-    ceil_mode = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
-    data_layout = prop_def(StringAttr, default_value=StringAttr("NCHW"))
+    pool_size = array_prop()
+    strides = array_prop(ints(1, 1))
+    padding = array_prop(ints(0, 0, 0, 0))
+    dilation = array_prop(ints(1, 1))
+    ceil_mode = bool_prop(False)
+    data_layout = str_prop("NCHW")
     KIND: ClassVar[str] = "opaque"
 
     @classmethod
@@ -341,13 +331,13 @@ class MaxPool2DOp(Pool2DOp):
 @irdl_op_definition
 class AvgPool2DOp(Pool2DOp):
     name = "nn.avg_pool2d"
-    count_include_pad = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
+    count_include_pad = bool_prop(False)
 
 
 class GlobalPool2DOp(NNOp):
     data = operand_def(TensorType)
     result = result_def(TensorType)
-    data_layout = prop_def(StringAttr, default_value=StringAttr("NCHW"))
+    data_layout = str_prop("NCHW")
     KIND: ClassVar[str] = "reduce"
 
     @classmethod
@@ -372,7 +362,7 @@ class SoftmaxOp(NNOp):
     name = "nn.softmax"
     data = operand_def(TensorType)
     result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=int_attr(-1))
+    axis = int_prop(-1)
     KIND: ClassVar[str] = "opaque"
 
     @classmethod
@@ -392,11 +382,11 @@ class LRNOp(NNOp):
     name = "nn.lrn"
     data = operand_def(TensorType)
     result = result_def(TensorType)
-    size = prop_def(IntegerAttr)
-    axis = prop_def(IntegerAttr, default_value=int_attr(1))
-    alpha = prop_def(FloatAttr, default_value=float_attr(1e-4))
-    beta = prop_def(FloatAttr, default_value=float_attr(0.75))
-    bias = prop_def(FloatAttr, default_value=float_attr(1.0))
+    size = int_prop()
+    axis = int_prop(1)
+    alpha = float_prop(1e-4)
+    beta = float_prop(0.75)
+    bias = float_prop(1.0)
     KIND: ClassVar[str] = "opaque"
 
     @classmethod

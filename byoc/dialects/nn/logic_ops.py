@@ -12,10 +12,10 @@ from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute
-from xdsl.irdl import irdl_op_definition, operand_def, result_def
+from xdsl.irdl import irdl_op_definition, result_def
 from xdsl.utils.exceptions import VerifyException
 
-from byoc.dialects.nn.base import NNOp, broadcast_shapes
+from byoc.dialects.nn.base import NNOp, broadcast_shapes, tensor_operands
 from byoc.dialects.nn.elementwise import BinaryOp, UnaryOp
 from byoc.dialects.nn.types import ANY, BOOL, NUMBERS, shape_of, tensor
 
@@ -89,9 +89,7 @@ class WhereOp(NNOp):
     """x where cond else y; the three operands broadcast (numpy.where)."""
 
     name = "nn.where"
-    cond = operand_def(TensorType)
-    x = operand_def(TensorType)
-    y = operand_def(TensorType)
+    cond, x, y = tensor_operands(3)
     result = result_def(TensorType)
     KIND: ClassVar[str] = "broadcast"
     SAME_DTYPE: ClassVar[bool] = False

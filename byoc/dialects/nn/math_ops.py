@@ -16,10 +16,7 @@ from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import (
     BoolAttr,
-    DenseArrayBase,
-    FloatAttr,
     IntegerAttr,
-    StringAttr,
     TensorType,
     i64,
 )
@@ -27,13 +24,21 @@ from xdsl.ir import Attribute
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
-    prop_def,
     result_def,
     var_operand_def,
 )
 from xdsl.utils.exceptions import VerifyException
 
-from byoc.dialects.nn.base import NNOp, _norm_axis, broadcast_shapes  # pyright: ignore[reportPrivateUsage]
+from byoc.dialects.nn.base import (  # pyright: ignore[reportPrivateUsage]
+    NNOp,
+    _norm_axis,
+    array_prop,
+    bool_prop,
+    broadcast_shapes,
+    float_prop,
+    int_prop,
+    str_prop,
+)
 from byoc.dialects.nn.elementwise import BinaryOp, UnaryOp
 from byoc.dialects.nn.shape_ops import ReduceOp
 from byoc.dialects.nn.types import (
@@ -42,8 +47,6 @@ from byoc.dialects.nn.types import (
     INTEGERS,
     NUMBERS,
     element_type_named,
-    float_attr,
-    int_attr,
     numpy_dtype,
     shape_of,
     tensor,
@@ -161,7 +164,7 @@ class GeluOp(FloatUnaryOp):
     """x * Phi(x); `approximate` is none (erf) or tanh."""
 
     name = "nn.gelu"
-    approximate = prop_def(StringAttr, default_value=StringAttr("none"))
+    approximate = str_prop("none")
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -175,7 +178,7 @@ class EluOp(FloatUnaryOp):
     """x if x > 0 else alpha * (exp(x) - 1)."""
 
     name = "nn.elu"
-    alpha = prop_def(FloatAttr, default_value=float_attr(1.0))
+    alpha = float_prop(1.0)
 
 
 @irdl_op_definition
@@ -183,8 +186,8 @@ class SeluOp(FloatUnaryOp):
     """gamma * (x if x > 0 else alpha * (exp(x) - 1))."""
 
     name = "nn.selu"
-    alpha = prop_def(FloatAttr, default_value=float_attr(1.67326319217681884765625))
-    gamma = prop_def(FloatAttr, default_value=float_attr(1.05070102214813232421875))
+    alpha = float_prop(1.67326319217681884765625)
+    gamma = float_prop(1.05070102214813232421875)
 
 
 @irdl_op_definition
@@ -192,7 +195,7 @@ class CeluOp(FloatUnaryOp):
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)); alpha must be non-zero."""
 
     name = "nn.celu"
-    alpha = prop_def(FloatAttr, default_value=float_attr(1.0))
+    alpha = float_prop(1.0)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -206,7 +209,7 @@ class ThresholdedReluOp(FloatUnaryOp):
     """x if x > alpha else 0."""
 
     name = "nn.thresholded_relu"
-    alpha = prop_def(FloatAttr, default_value=float_attr(1.0))
+    alpha = float_prop(1.0)
 
 
 @irdl_op_definition
@@ -214,7 +217,7 @@ class SwishOp(FloatUnaryOp):
     """x * sigmoid(alpha * x)."""
 
     name = "nn.swish"
-    alpha = prop_def(FloatAttr, default_value=float_attr(1.0))
+    alpha = float_prop(1.0)
 
 
 @irdl_op_definition
@@ -222,8 +225,8 @@ class ShrinkOp(UnaryOp):
     """x - bias if x > lambd, x + bias if x < -lambd, else 0 (ONNX Shrink)."""
 
     name = "nn.shrink"
-    bias = prop_def(FloatAttr, default_value=float_attr(0.0))
-    lambd = prop_def(FloatAttr, default_value=float_attr(0.5))
+    bias = float_prop(0.0)
+    lambd = float_prop(0.5)
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
 
@@ -255,8 +258,8 @@ class IsInfOp(FloatPredicateOp):
     """True at +inf (if detect_positive) and -inf (if detect_negative)."""
 
     name = "nn.is_inf"
-    detect_positive = prop_def(IntegerAttr, default_value=_bool(True))
-    detect_negative = prop_def(IntegerAttr, default_value=_bool(True))
+    detect_positive = bool_prop(True)
+    detect_negative = bool_prop(True)
 
 
 # ---- binary -------------------------------------------------------------------------
@@ -269,7 +272,7 @@ class ModOp(BinaryOp):
     division by zero gives 0."""
 
     name = "nn.mod"
-    fmod = prop_def(IntegerAttr, default_value=_bool(False))
+    fmod = bool_prop(False)
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
 
@@ -305,7 +308,7 @@ class BitShiftOp(BinaryOp):
     shifted right."""
 
     name = "nn.bit_shift"
-    direction = prop_def(StringAttr)
+    direction = str_prop()
     DTYPES: ClassVar[tuple[Attribute, ...]] = INTEGERS
 
     @classmethod
@@ -377,9 +380,9 @@ class ArgReduceOp(NNOp):
 
     data = operand_def(TensorType)
     result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=int_attr(0))
-    keepdims = prop_def(IntegerAttr, default_value=_bool(True))
-    select_last_index = prop_def(IntegerAttr, default_value=_bool(False))
+    axis = int_prop(0)
+    keepdims = bool_prop(True)
+    select_last_index = bool_prop(False)
     KIND: ClassVar[str] = "reduce"
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
     SAME_DTYPE: ClassVar[bool] = False
@@ -412,9 +415,9 @@ class ScanOp(NNOp):
 
     data = operand_def(TensorType)
     result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=int_attr(0))
-    exclusive = prop_def(IntegerAttr, default_value=_bool(False))
-    reverse = prop_def(IntegerAttr, default_value=_bool(False))
+    axis = int_prop(0)
+    exclusive = bool_prop(False)
+    reverse = bool_prop(False)
     KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
@@ -447,9 +450,9 @@ class TopKOp(NNOp):
     data = operand_def(TensorType)
     values = result_def(TensorType)
     indices = result_def(TensorType)
-    k = prop_def(IntegerAttr)
-    axis = prop_def(IntegerAttr, default_value=int_attr(-1))
-    largest = prop_def(IntegerAttr, default_value=_bool(True))
+    k = int_prop()
+    axis = int_prop(-1)
+    largest = bool_prop(True)
     KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
     SAME_DTYPE: ClassVar[bool] = False
@@ -512,7 +515,7 @@ class EinsumOp(NNOp):
     name = "nn.einsum"
     inputs = var_operand_def(TensorType)
     result = result_def(TensorType)
-    equation = prop_def(StringAttr)
+    equation = str_prop()
     KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
@@ -534,7 +537,7 @@ class TileOp(NNOp):
     name = "nn.tile"
     data = operand_def(TensorType)
     result = result_def(TensorType)
-    reps = prop_def(DenseArrayBase)
+    reps = array_prop()
     KIND: ClassVar[str] = "injective"
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS + BOOL
 
@@ -554,7 +557,7 @@ class BroadcastToOp(NNOp):
     name = "nn.broadcast_to"
     data = operand_def(TensorType)
     result = result_def(TensorType)
-    shape = prop_def(DenseArrayBase)
+    shape = array_prop()
     KIND: ClassVar[str] = "broadcast"
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS + BOOL
 
@@ -571,7 +574,7 @@ class BitcastOp(UnaryOp):
     """Reinterpret the bits as the element type `dtype` of the same width (ONNX BitCast)."""
 
     name = "nn.bitcast"
-    dtype = prop_def(StringAttr)
+    dtype = str_prop()
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS + BOOL
     SAME_DTYPE: ClassVar[bool] = False
     KIND: ClassVar[str] = "elementwise"

@@ -31,8 +31,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import (
-    DenseArrayBase,
-    IntegerAttr,
     TensorType,
     f32,
     i8,
@@ -43,24 +41,25 @@ from xdsl.ir import Attribute
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
-    prop_def,
     result_def,
     var_result_def,
 )
-from xdsl.utils.exceptions import VerifyException
 
-from byoc.dialects.nn.base import NNOp, _norm_axis  # pyright: ignore[reportPrivateUsage]
+from byoc.dialects.nn.base import (  # pyright: ignore[reportPrivateUsage]
+    NNOp,
+    _fail,
+    _norm_axis,
+    array_prop,
+    int_prop,
+    tensor_operands,
+)
 from byoc.dialects.nn.layers import DEFAULT_LAYOUTS, Conv2DOp, DenseOp, MatmulOp
-from byoc.dialects.nn.types import int_attr, ints, shape_of, tensor, ui8, ui16
+from byoc.dialects.nn.types import ints, shape_of, tensor, ui8, ui16
 
 QUANTIZED: tuple[Attribute, ...] = (i8, ui8, i16, ui16)
 """Element types a quantized tensor may have (ONNX INT8, UINT8, INT16, UINT16)."""
 INT8: tuple[Attribute, ...] = (i8, ui8)
 """Element types of the operands of the integer conv/dense/matmul."""
-
-
-def _fail(msg: str) -> VerifyException:
-    return VerifyException(msg)
 
 
 def check_qparams(
@@ -115,12 +114,10 @@ class _QOp(NNOp):
 class _LinearQuantOp(_QOp):
     """The operands and properties nn.quantize and nn.dequantize share."""
 
-    x = operand_def(TensorType)
-    scale = operand_def(TensorType)
-    zero_point = operand_def(TensorType)
+    x, scale, zero_point = tensor_operands(3)
     result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=int_attr(1))
-    block_size = prop_def(IntegerAttr, default_value=int_attr(0))
+    axis = int_prop(1)
+    block_size = int_prop(0)
     KIND: ClassVar[str] = "elementwise"
 
 
@@ -165,13 +162,9 @@ class RequantizeOp(_QOp):
     """saturate(round_half_even(f32(x - in_zp) * f32(in_scale / out_scale)) + out_zp)."""
 
     name = "nn.requantize"
-    x = operand_def(TensorType)
-    in_scale = operand_def(TensorType)
-    in_zero_point = operand_def(TensorType)
-    out_scale = operand_def(TensorType)
-    out_zero_point = operand_def(TensorType)
+    x, in_scale, in_zero_point, out_scale, out_zero_point = tensor_operands(5)
     result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=int_attr(1))
+    axis = int_prop(1)
     KIND: ClassVar[str] = "elementwise"
 
     @classmethod
@@ -216,15 +209,12 @@ class QConv2DOp(_QOp):
     """Integer conv2d (ONNX ConvInteger): sum((x - x_zp) * (w - w_zp)) in i32; NCHW, OIHW."""
 
     name = "nn.qconv2d"
-    data = operand_def(TensorType)
-    weight = operand_def(TensorType)
-    data_zero_point = operand_def(TensorType)
-    weight_zero_point = operand_def(TensorType)
+    data, weight, data_zero_point, weight_zero_point = tensor_operands(4)
     result = result_def(TensorType)
-    strides = prop_def(DenseArrayBase, default_value=ints(1, 1))
-    padding = prop_def(DenseArrayBase, default_value=ints(0, 0, 0, 0))
-    dilation = prop_def(DenseArrayBase, default_value=ints(1, 1))
-    groups = prop_def(IntegerAttr, default_value=int_attr(1))
+    strides = array_prop(ints(1, 1))
+    padding = array_prop(ints(0, 0, 0, 0))
+    dilation = array_prop(ints(1, 1))
+    groups = int_prop(1)
     KIND: ClassVar[str] = "out-elementwise-fusable"
 
     @classmethod
@@ -241,10 +231,7 @@ class QDenseOp(_QOp):
     """Integer dense (x · Wᵀ): data (..., K) and weight (N, K) i8/ui8 -> (..., N) i32."""
 
     name = "nn.qdense"
-    data = operand_def(TensorType)
-    weight = operand_def(TensorType)
-    data_zero_point = operand_def(TensorType)
-    weight_zero_point = operand_def(TensorType)
+    data, weight, data_zero_point, weight_zero_point = tensor_operands(4)
     result = result_def(TensorType)
     KIND: ClassVar[str] = "out-elementwise-fusable"
 
@@ -264,10 +251,7 @@ class QMatmulOp(_QOp):
     The b zero point is per tensor or, per column, has b.shape[-1] elements."""
 
     name = "nn.qmatmul"
-    lhs = operand_def(TensorType)
-    rhs = operand_def(TensorType)
-    lhs_zero_point = operand_def(TensorType)
-    rhs_zero_point = operand_def(TensorType)
+    lhs, rhs, lhs_zero_point, rhs_zero_point = tensor_operands(4)
     result = result_def(TensorType)
     KIND: ClassVar[str] = "out-elementwise-fusable"
 

@@ -9,38 +9,37 @@ from typing import Any, ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import (
-    BoolAttr,
-    DenseArrayBase,
-    FloatAttr,
-    IntegerAttr,
-    StringAttr,
     TensorType,
-    i32,
-    i64,
 )
 from xdsl.ir import Attribute
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
-    prop_def,
     result_def,
     var_operand_def,
     var_result_def,
 )
 
 from byoc.dialects.nn.base import (
+    DataOp,
     NNOp,
     _check_len,
     _check_rank,
     _fail,
     _norm_axis,
+    array_prop,
+    bool_prop,
+    check_indices,
+    check_one_of,
+    float_prop,
+    int_prop,
+    str_prop,
+    tensor_operands,
 )
 from byoc.dialects.nn.types import (
     ANY,
     FLOATS,
     NUMBERS,
-    float_attr,
-    int_attr,
     ints,
     numpy_dtype,
     shape_of,
@@ -52,17 +51,20 @@ from byoc.dialects.nn.types import (
 # --------------------------------------------------------------------------
 
 
+class _InjectiveOp(NNOp):
+    """An injective op that moves elements of any type."""
+
+    KIND: ClassVar[str] = "injective"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
+
+
 @irdl_op_definition
-class ReshapeOp(NNOp):
+class ReshapeOp(DataOp, _InjectiveOp):
     """Reshape to `newshape` (the element count is kept); one -1 entry is the dim that holds
     the remaining elements (numpy's -1), which is how a `?` dim passes through a reshape."""
 
     name = "nn.reshape"
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
-    newshape = prop_def(DenseArrayBase)
-    KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
+    newshape = array_prop()
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -85,15 +87,11 @@ class ReshapeOp(NNOp):
 
 
 @irdl_op_definition
-class FlattenOp(NNOp):
+class FlattenOp(DataOp, _InjectiveOp):
     """Collapse to 2-D: (prod(shape[:axis]), prod(shape[axis:])); axis in [-rank, rank], negative adds rank."""
 
     name = "nn.flatten"
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=int_attr(1))
-    KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
+    axis = int_prop(1)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -106,15 +104,11 @@ class FlattenOp(NNOp):
 
 
 @irdl_op_definition
-class TransposeOp(NNOp):
+class TransposeOp(DataOp, _InjectiveOp):
     """Permute dimensions; empty `axes` reverses them (numpy)."""
 
     name = "nn.transpose"
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
-    axes = prop_def(DenseArrayBase, default_value=ints())
-    KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
+    axes = array_prop(ints())
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -126,13 +120,11 @@ class TransposeOp(NNOp):
 
 
 @irdl_op_definition
-class ConcatenateOp(NNOp):
+class ConcatenateOp(_InjectiveOp):
     name = "nn.concatenate"
     inputs = var_operand_def(TensorType)
     result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=int_attr(0))
-    KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
+    axis = int_prop(0)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -156,7 +148,7 @@ class ConcatenateOp(NNOp):
 
 
 @irdl_op_definition
-class TakeOp(NNOp):
+class TakeOp(_InjectiveOp):
     """Gather slices of `data` along `axis` at `indices` (i32/i64; ONNX Gather, Relay take).
 
     Result shape: data.shape[:axis] + indices.shape + data.shape[axis + 1:]. A
@@ -164,23 +156,19 @@ class TakeOp(NNOp):
     """
 
     name = "nn.take"
-    data = operand_def(TensorType)
-    indices = operand_def(TensorType)
+    data, indices = tensor_operands(2)
     result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=int_attr(0))
-    KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
+    axis = int_prop(0)
     SAME_DTYPE: ClassVar[bool] = False
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         s = shape_of(types[0])
         axis = _norm_axis(attrs["axis"], len(s))
-        if types[1].element_type not in (i32, i64):
-            raise _fail(f"indices must be i32 or i64, got {types[1].element_type}")
+        indices = check_indices(types[1])
         if s[axis] == 0:
             raise _fail(f"cannot take from the empty axis {axis}")
-        out = [*s[:axis], *shape_of(types[1]), *s[axis + 1 :]]
+        out = [*s[:axis], *indices, *s[axis + 1 :]]
         return [tensor(out, types[0].element_type)]
 
 
@@ -200,27 +188,22 @@ def _check_fits(value: float, element_type: Attribute, what: str) -> None:
 
 
 @irdl_op_definition
-class PadOp(NNOp):
+class PadOp(DataOp, _InjectiveOp):
     """Pad with `pad_width` = (before_0, after_0, before_1, after_1, ...).
 
     `pad_mode` is constant (with `pad_value`), edge, reflect or wrap (numpy's modes).
     """
 
     name = "nn.pad"
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
-    pad_width = prop_def(DenseArrayBase)
-    pad_value = prop_def(FloatAttr, default_value=float_attr(0.0))
-    pad_mode = prop_def(StringAttr, default_value=StringAttr("constant"))
-    KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
+    pad_width = array_prop()
+    pad_value = float_prop(0.0)
+    pad_mode = str_prop("constant")
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         s = shape_of(types[0])
         pw = _check_len(attrs, "pad_width", 2 * len(s))
-        if attrs["pad_mode"] not in ("constant", "edge", "reflect", "wrap"):
-            raise _fail(f"pad_mode '{attrs['pad_mode']}' is not one of constant, edge, reflect, wrap")
+        check_one_of(attrs, "pad_mode", ("constant", "edge", "reflect", "wrap"))
         out = [d + pw[2 * i] + pw[2 * i + 1] for i, d in enumerate(s)]
         if any(p < 0 for p in pw):
             raise _fail("pad_width must be non-negative")
@@ -233,7 +216,7 @@ class PadOp(NNOp):
 
 
 @irdl_op_definition
-class SplitOp(NNOp):
+class SplitOp(_InjectiveOp):
     """Split along `axis` at the (non-decreasing) `indices`: len(indices) + 1 results.
 
     numpy.split with a list of indices; a repeated index gives an empty piece.
@@ -242,10 +225,8 @@ class SplitOp(NNOp):
     name = "nn.split"
     data = operand_def(TensorType)
     outputs = var_result_def(TensorType)
-    indices = prop_def(DenseArrayBase)
-    axis = prop_def(IntegerAttr, default_value=int_attr(0))
-    KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
+    indices = array_prop()
+    axis = int_prop(0)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -265,7 +246,7 @@ class SplitOp(NNOp):
 
 
 @irdl_op_definition
-class StridedSliceOp(NNOp):
+class StridedSliceOp(DataOp, _InjectiveOp):
     """Take elements begin, begin + stride, ... up to (excluding) end, along every axis.
 
     One (begin, end, stride) per dimension, already resolved against the static
@@ -275,13 +256,9 @@ class StridedSliceOp(NNOp):
     """
 
     name = "nn.strided_slice"
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
-    begin = prop_def(DenseArrayBase)
-    end = prop_def(DenseArrayBase)
-    strides = prop_def(DenseArrayBase, default_value=ints())
-    KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
+    begin = array_prop()
+    end = array_prop()
+    strides = array_prop(ints())
 
     @staticmethod
     def extent(dim: int, begin: int, end: int, stride: int) -> int:
@@ -309,7 +286,7 @@ class StridedSliceOp(NNOp):
 
 
 @irdl_op_definition
-class Resize2DOp(NNOp):
+class Resize2DOp(DataOp):
     """Resize the H and W dimensions of an NCHW tensor to `size` (ONNX Resize).
 
     `method`: nearest_neighbor or linear. `coordinate_transformation_mode` maps an
@@ -321,14 +298,12 @@ class Resize2DOp(NNOp):
     """
 
     name = "nn.resize2d"
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
-    size = prop_def(DenseArrayBase)
-    method = prop_def(StringAttr, default_value=StringAttr("nearest_neighbor"))
-    coordinate_transformation_mode = prop_def(StringAttr, default_value=StringAttr("half_pixel"))
-    rounding_method = prop_def(StringAttr, default_value=StringAttr("round_prefer_floor"))
-    scale_h = prop_def(FloatAttr, default_value=float_attr(0.0))
-    scale_w = prop_def(FloatAttr, default_value=float_attr(0.0))
+    size = array_prop()
+    method = str_prop("nearest_neighbor")
+    coordinate_transformation_mode = str_prop("half_pixel")
+    rounding_method = str_prop("round_prefer_floor")
+    scale_h = float_prop(0.0)
+    scale_w = float_prop(0.0)
     KIND: ClassVar[str] = "injective"
 
     METHODS: ClassVar[tuple[str, ...]] = ("nearest_neighbor", "linear")
@@ -351,13 +326,9 @@ class Resize2DOp(NNOp):
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         n, c, _, _ = _check_rank(types[0], 4, "data")
         oh, ow = _check_len(attrs, "size", 2)
-        for key, allowed in (
-            ("method", cls.METHODS),
-            ("coordinate_transformation_mode", cls.COORDINATE_MODES),
-            ("rounding_method", cls.ROUNDING_METHODS),
-        ):
-            if attrs[key] not in allowed:
-                raise _fail(f"{key} '{attrs[key]}' is not one of {', '.join(allowed)}")
+        check_one_of(attrs, "method", cls.METHODS)
+        check_one_of(attrs, "coordinate_transformation_mode", cls.COORDINATE_MODES)
+        check_one_of(attrs, "rounding_method", cls.ROUNDING_METHODS)
         if oh < 1 or ow < 1:
             raise _fail("size must be positive")
         if attrs["scale_h"] < 0 or attrs["scale_w"] < 0:
@@ -365,13 +336,11 @@ class Resize2DOp(NNOp):
         return [tensor((n, c, oh, ow), types[0].element_type)]
 
 
-class ReduceOp(NNOp):
+class ReduceOp(DataOp):
     """Reduce over `axes` (empty: all axes); `keepdims` keeps them as size 1."""
 
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
-    axes = prop_def(DenseArrayBase, default_value=ints())
-    keepdims = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
+    axes = array_prop(ints())
+    keepdims = bool_prop(False)
     KIND: ClassVar[str] = "reduce"
 
     @classmethod
@@ -387,16 +356,22 @@ class ReduceOp(NNOp):
         return [tensor(out, types[0].element_type)]
 
 
-@irdl_op_definition
-class ReduceMeanOp(ReduceOp):
-    name = "nn.reduce_mean"
+class FloatReduceOp(ReduceOp):
     DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 
 
-@irdl_op_definition
-class ReduceSumOp(ReduceOp):
-    name = "nn.reduce_sum"
+class NumberReduceOp(ReduceOp):
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
+
+
+@irdl_op_definition
+class ReduceMeanOp(FloatReduceOp):
+    name = "nn.reduce_mean"
+
+
+@irdl_op_definition
+class ReduceSumOp(NumberReduceOp):
+    name = "nn.reduce_sum"
 
 
 @irdl_op_definition
