@@ -19,13 +19,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import (
-    BoolAttr,
     BytesAttr,
-    DenseArrayBase,
     DenseIntOrFPElementsAttr,
-    FloatAttr,
     IntegerAttr,
-    StringAttr,
     TensorType,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -52,9 +48,7 @@ from byoc.dialects.nn.types import (
     check_shape,
     check_static_shape,
     element_type_of,
-    float_attr,
     from_python,
-    int_attr,
     numpy_dtype,
     shape_of,
     tensor,
@@ -87,31 +81,6 @@ def tensor_operands(n: int) -> tuple[Operand, ...]:
     """`n` tensor operand definitions, unpacked into an op's named operands in order:
     `data, weight, bias = tensor_operands(3)` (MLIR's `ins` list, in one line)."""
     return tuple(operand_def(TensorType) for _ in range(n))
-
-
-def int_prop(default: int | None = None) -> IntegerAttr[Any]:
-    """An i64 property; required when `default` is None."""
-    return prop_def(IntegerAttr, None if default is None else int_attr(default))
-
-
-def bool_prop(default: bool) -> IntegerAttr[Any]:
-    """A flag (an i1 property)."""
-    return prop_def(IntegerAttr, BoolAttr.from_bool(default))
-
-
-def float_prop(default: float) -> FloatAttr[Any]:
-    """An f64 property."""
-    return prop_def(FloatAttr, float_attr(default))
-
-
-def str_prop(default: str | None = None) -> StringAttr:
-    """A string property; required when `default` is None."""
-    return prop_def(StringAttr, None if default is None else StringAttr(default))
-
-
-def array_prop(default: DenseArrayBase[Any] | None = None) -> DenseArrayBase[Any]:
-    """An array property (`ints(...)`, `floats(...)`); required when `default` is None."""
-    return prop_def(DenseArrayBase, default)
 
 
 def _compatible(expected: Sequence[Attribute], actual: Sequence[Attribute]) -> bool:

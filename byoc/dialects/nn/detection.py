@@ -59,13 +59,9 @@ from xdsl.irdl import irdl_op_definition, result_def
 from byoc.dialects.nn.base import (
     NNOp,
     _fail,
-    array_prop,
-    bool_prop,
-    float_prop,
-    int_prop,
-    str_prop,
     tensor_operands,
 )
+from byoc.dialects.nn.props import array_prop, bool_prop, float_prop, int_prop, str_prop
 from byoc.dialects.nn.types import ALL_TYPES, ints, shape_of, tensor
 
 FLOATS: tuple[Attribute, ...] = (f32, f64, f16)

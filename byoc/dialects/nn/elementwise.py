@@ -21,10 +21,9 @@ from byoc.dialects.nn.base import (
     NNOp,
     _fail,
     broadcast_shapes,
-    float_prop,
-    str_prop,
     tensor_operands,
 )
+from byoc.dialects.nn.props import float_prop, str_prop
 from byoc.dialects.nn.types import (
     ANY,
     ELEMENT_TYPES,

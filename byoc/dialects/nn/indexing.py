@@ -34,16 +34,12 @@ from byoc.dialects.nn.base import (  # pyright: ignore[reportPrivateUsage]
     NNOp,
     _fail,
     _norm_axis,
-    array_prop,
-    bool_prop,
     broadcast_shapes,
     check_indices,
     check_one_of,
-    float_prop,
-    int_prop,
-    str_prop,
     tensor_operands,
 )
+from byoc.dialects.nn.props import array_prop, bool_prop, float_prop, int_prop, str_prop
 from byoc.dialects.nn.types import (
     ALL_TYPES,
     FLOATS,

@@ -24,14 +24,10 @@ from byoc.dialects.nn.base import (
     _check_rank,
     _fail,
     _norm_axis,
-    array_prop,
-    bool_prop,
     broadcast_shapes,
-    float_prop,
-    int_prop,
-    str_prop,
     tensor_operands,
 )
+from byoc.dialects.nn.props import array_prop, bool_prop, float_prop, int_prop, str_prop
 from byoc.dialects.nn.types import (
     ints,
     shape_of,

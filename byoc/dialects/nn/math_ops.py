@@ -32,14 +32,10 @@ from xdsl.utils.exceptions import VerifyException
 from byoc.dialects.nn.base import (  # pyright: ignore[reportPrivateUsage]
     NNOp,
     _norm_axis,
-    array_prop,
-    bool_prop,
     broadcast_shapes,
-    float_prop,
-    int_prop,
-    str_prop,
 )
 from byoc.dialects.nn.elementwise import BinaryOp, UnaryOp
+from byoc.dialects.nn.props import array_prop, bool_prop, float_prop, int_prop, str_prop
 from byoc.dialects.nn.shape_ops import ReduceOp
 from byoc.dialects.nn.types import (
     BOOL,

@@ -49,11 +49,10 @@ from byoc.dialects.nn.base import (  # pyright: ignore[reportPrivateUsage]
     NNOp,
     _fail,
     _norm_axis,
-    array_prop,
-    int_prop,
     tensor_operands,
 )
 from byoc.dialects.nn.layers import DEFAULT_LAYOUTS, Conv2DOp, DenseOp, MatmulOp
+from byoc.dialects.nn.props import array_prop, int_prop
 from byoc.dialects.nn.types import ints, shape_of, tensor, ui8, ui16
 
 QUANTIZED: tuple[Attribute, ...] = (i8, ui8, i16, ui16)

@@ -36,12 +36,9 @@ from xdsl.irdl import irdl_op_definition, result_def
 from byoc.dialects.nn.base import (
     NNOp,
     _fail,
-    array_prop,
-    float_prop,
-    int_prop,
-    str_prop,
     tensor_operands,
 )
+from byoc.dialects.nn.props import array_prop, float_prop, int_prop, str_prop
 from byoc.dialects.nn.types import floats, shape_of, tensor
 
 DIRECTIONS = ("forward", "reverse", "bidirectional")
