@@ -332,11 +332,16 @@ class NNOp(IRDLOperation):
         return parse_nn_op(cls, cls.prop_defaults(), parser)
 
 
-class DataOp(NNOp):
+class OneResultOp(NNOp):
+    """An op with one tensor result, `result`; subclasses add operands and properties."""
+
+    result = result_def(TensorType)
+
+
+class DataOp(OneResultOp):
     """An op of one tensor operand, `data`, and one result; subclasses add properties."""
 
     data = operand_def(TensorType)
-    result = result_def(TensorType)
 
 
 # --------------------------------------------------------------------------

@@ -14,11 +14,11 @@ from xdsl.ir import Attribute
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
-    result_def,
 )
 
 from byoc.dialects.nn.base import (
     NNOp,
+    OneResultOp,
     _fail,
     broadcast_shapes,
     tensor_operands,
@@ -39,9 +39,10 @@ from byoc.dialects.nn.types import (
 # --------------------------------------------------------------------------
 
 
-class BinaryOp(NNOp):
+class BinaryOp(OneResultOp):
+    """numpy-broadcasting ops of two operands of one element type."""
+
     lhs, rhs = tensor_operands(2)
-    result = result_def(TensorType)
     KIND: ClassVar[str] = "broadcast"
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
@@ -83,23 +84,28 @@ class MinimumOp(BinaryOp):
     name = "nn.minimum"
 
 
-@irdl_op_definition
-class PowerOp(BinaryOp):
-    name = "nn.power"
+class FloatBinaryOp(BinaryOp):
+    """Binary ops of float tensors only."""
+
     DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 
 
 @irdl_op_definition
-class PReluOp(BinaryOp):
+class PowerOp(FloatBinaryOp):
+    name = "nn.power"
+
+
+@irdl_op_definition
+class PReluOp(FloatBinaryOp):
     """x if x >= 0 else slope * x; slope broadcasts against x (ONNX PRelu)."""
 
     name = "nn.prelu"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 
 
-class UnaryOp(NNOp):
+class UnaryOp(OneResultOp):
+    """Elementwise ops of one operand, `x`."""
+
     x = operand_def(TensorType)
-    result = result_def(TensorType)
     KIND: ClassVar[str] = "elementwise"
     DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 
@@ -108,10 +114,15 @@ class UnaryOp(NNOp):
         return [types[0]]
 
 
-@irdl_op_definition
-class ReluOp(UnaryOp):
-    name = "nn.relu"
+class NumberUnaryOp(UnaryOp):
+    """Unary ops of any number type (float or integer)."""
+
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
+
+
+@irdl_op_definition
+class ReluOp(NumberUnaryOp):
+    name = "nn.relu"
 
 
 @irdl_op_definition
@@ -140,15 +151,13 @@ class SqrtOp(UnaryOp):
 
 
 @irdl_op_definition
-class NegativeOp(UnaryOp):
+class NegativeOp(NumberUnaryOp):
     name = "nn.negative"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
 
 @irdl_op_definition
-class AbsOp(UnaryOp):
+class AbsOp(NumberUnaryOp):
     name = "nn.abs"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
 
 @irdl_op_definition

@@ -24,7 +24,6 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute
 from xdsl.irdl import (
     irdl_op_definition,
-    result_def,
     var_operand_def,
     var_result_def,
 )
@@ -32,6 +31,7 @@ from xdsl.irdl import (
 from byoc.dialects.nn.base import (  # pyright: ignore[reportPrivateUsage]
     DataOp,
     NNOp,
+    OneResultOp,
     _fail,
     _norm_axis,
     broadcast_shapes,
@@ -58,7 +58,7 @@ def _same_type(data: TensorType[Any], other: TensorType[Any], what: str) -> None
 REDUCTIONS = ("none", "add", "mul", "max", "min")
 
 
-class _IndexedOp(NNOp):
+class _IndexedOp(OneResultOp):
     """An injective op of data of any element type and an i32/i64 index operand."""
 
     KIND: ClassVar[str] = "injective"
@@ -66,7 +66,7 @@ class _IndexedOp(NNOp):
     SAME_DTYPE: ClassVar[bool] = False
 
 
-class _FloatOp(NNOp):
+class _FloatOp(OneResultOp):
     """An opaque op of float tensors."""
 
     KIND: ClassVar[str] = "opaque"
@@ -78,7 +78,6 @@ class _FloatOp(NNOp):
 
 class _GatherOp(_IndexedOp):
     data, indices = tensor_operands(2)
-    result = result_def(TensorType)
 
 
 @irdl_op_definition
@@ -126,11 +125,9 @@ class GatherNDOp(_GatherOp):
         return [tensor((*idx[:-1], *s[b + k :]), types[0].element_type)]
 
 
-class _ScatterOp(NNOp):
+class _ScatterOp(OneResultOp):
     data, indices, updates = tensor_operands(3)
-    result = result_def(TensorType)
     reduction = str_prop("none")
-    KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
     SAME_DTYPE: ClassVar[bool] = False
 
@@ -207,7 +204,6 @@ class OneHotOp(_IndexedOp):
 
     name = "nn.one_hot"
     indices, values = tensor_operands(2)
-    result = result_def(TensorType)
     depth = int_prop()
     axis = int_prop(-1)
 
@@ -231,7 +227,6 @@ class ReverseSequenceOp(_IndexedOp):
 
     name = "nn.reverse_sequence"
     data, sequence_lens = tensor_operands(2)
-    result = result_def(TensorType)
     batch_axis = int_prop(1)
     time_axis = int_prop(0)
 
@@ -260,7 +255,6 @@ class LayerNormOp(_FloatOp):
 
     name = "nn.layer_norm"
     data, gamma, beta = tensor_operands(3)
-    result = result_def(TensorType)
     axis = int_prop(-1)
     epsilon = float_prop(1e-5)
 
@@ -282,7 +276,6 @@ class RMSNormOp(_FloatOp):
 
     name = "nn.rms_norm"
     data, gamma = tensor_operands(2)
-    result = result_def(TensorType)
     axis = int_prop(-1)
     epsilon = float_prop(1e-5)
 
@@ -388,7 +381,6 @@ class NLLLossOp(_FloatOp):
 
     name = "nn.nll_loss"
     inputs = var_operand_def(TensorType)
-    result = result_def(TensorType)
     reduction = str_prop("mean")
     ignore_index = int_prop(0)
     has_ignore = bool_prop(False)
@@ -417,7 +409,6 @@ class GridSampleOp(_FloatOp):
 
     name = "nn.grid_sample"
     data, grid = tensor_operands(2)
-    result = result_def(TensorType)
     mode = str_prop("linear")
     padding_mode = str_prop("zeros")
     align_corners = bool_prop(False)
@@ -488,7 +479,7 @@ class Col2ImOp(DataOp):
 
 
 @irdl_op_definition
-class AttentionOp(_FloatOp):
+class AttentionOp(NNOp):
     """Scaled dot-product attention (ONNX Attention, opsets 23-25).
 
     Operands: q, k, v, then the optional ones `has_mask`, `has_past` (past_key,
@@ -515,6 +506,7 @@ class AttentionOp(_FloatOp):
     softmax_precision = int_prop(0)
     left_window_size = int_prop(-1)
     right_window_size = int_prop(-1)
+    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
     SAME_DTYPE: ClassVar[bool] = False
 
     @classmethod

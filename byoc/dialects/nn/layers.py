@@ -14,12 +14,12 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Operation
 from xdsl.irdl import (
     irdl_op_definition,
-    operand_def,
-    result_def,
 )
 
 from byoc.dialects.nn.base import (
+    DataOp,
     NNOp,
+    OneResultOp,
     _check_len,
     _check_rank,
     _fail,
@@ -108,8 +108,14 @@ def _layout_props(cls: type[NNOp]) -> tuple[str, ...]:
     return tuple(key for key in DEFAULT_LAYOUTS if key in cls.prop_defaults())
 
 
+class _FusableOp(OneResultOp):
+    """A convolution or contraction: later elementwise ops may fuse into its output loop."""
+
+    KIND: ClassVar[str] = "out-elementwise-fusable"
+
+
 @irdl_op_definition
-class Conv2DOp(NNOp):
+class Conv2DOp(_FusableOp):
     """2-D convolution, data NCHW (or NHWC), weight OIHW (or HWIO) (I = C / groups).
 
     padding is (top, left, bottom, right). `data_layout` (NCHW, NHWC) is the layout
@@ -118,14 +124,12 @@ class Conv2DOp(NNOp):
 
     name = "nn.conv2d"
     data, weight = tensor_operands(2)
-    result = result_def(TensorType)
     strides = array_prop(ints(1, 1))
     padding = array_prop(ints(0, 0, 0, 0))
     dilation = array_prop(ints(1, 1))
     groups = int_prop(1)
     data_layout = str_prop("NCHW")
     kernel_layout = str_prop("OIHW")
-    KIND: ClassVar[str] = "out-elementwise-fusable"
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -147,7 +151,7 @@ class Conv2DOp(NNOp):
 
 
 @irdl_op_definition
-class Conv2DTransposeOp(NNOp):
+class Conv2DTransposeOp(_FusableOp):
     """Transposed 2-D convolution (the gradient of conv2d), data NCHW, weight IOHW.
 
     The weight is (C, O / groups, KH, KW), as in ONNX ConvTranspose. The full
@@ -157,13 +161,11 @@ class Conv2DTransposeOp(NNOp):
 
     name = "nn.conv2d_transpose"
     data, weight = tensor_operands(2)
-    result = result_def(TensorType)
     strides = array_prop(ints(1, 1))
     padding = array_prop(ints(0, 0, 0, 0))
     output_padding = array_prop(ints(0, 0))
     dilation = array_prop(ints(1, 1))
     groups = int_prop(1)
-    KIND: ClassVar[str] = "out-elementwise-fusable"
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -195,13 +197,11 @@ class Conv2DTransposeOp(NNOp):
 
 
 @irdl_op_definition
-class DenseOp(NNOp):
+class DenseOp(_FusableOp):
     """x · Wᵀ: data (..., K), weight (N, K) -> (..., N)."""
 
     name = "nn.dense"
     data, weight = tensor_operands(2)
-    result = result_def(TensorType)
-    KIND: ClassVar[str] = "out-elementwise-fusable"
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -215,13 +215,11 @@ class DenseOp(NNOp):
 
 
 @irdl_op_definition
-class MatmulOp(NNOp):
+class MatmulOp(_FusableOp):
     """numpy.matmul semantics (batched, broadcasting leading dims)."""
 
     name = "nn.matmul"
     lhs, rhs = tensor_operands(2)
-    result = result_def(TensorType)
-    KIND: ClassVar[str] = "out-elementwise-fusable"
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -242,10 +240,9 @@ class MatmulOp(NNOp):
 
 
 @irdl_op_definition
-class BiasAddOp(NNOp):
+class BiasAddOp(OneResultOp):
     name = "nn.bias_add"
     data, bias = tensor_operands(2)
-    result = result_def(TensorType)
     axis = int_prop(1)
     KIND: ClassVar[str] = "broadcast"
 
@@ -260,12 +257,11 @@ class BiasAddOp(NNOp):
 
 
 @irdl_op_definition
-class BatchNormOp(NNOp):
+class BatchNormOp(OneResultOp):
     """Inference batch norm: (x - mean) / sqrt(var + epsilon) * gamma + beta; one result."""
 
     name = "nn.batch_norm"
     data, gamma, beta, moving_mean, moving_var = tensor_operands(5)
-    result = result_def(TensorType)
     axis = int_prop(1)
     epsilon = float_prop(1e-5)
     data_layout = str_prop("NCHW")
@@ -284,16 +280,13 @@ class BatchNormOp(NNOp):
         return [types[0]]
 
 
-class Pool2DOp(NNOp):
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
+class Pool2DOp(DataOp):
     pool_size = array_prop()
     strides = array_prop(ints(1, 1))
     padding = array_prop(ints(0, 0, 0, 0))
     dilation = array_prop(ints(1, 1))
     ceil_mode = bool_prop(False)
     data_layout = str_prop("NCHW")
-    KIND: ClassVar[str] = "opaque"
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -330,9 +323,7 @@ class AvgPool2DOp(Pool2DOp):
     count_include_pad = bool_prop(False)
 
 
-class GlobalPool2DOp(NNOp):
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
+class GlobalPool2DOp(DataOp):
     data_layout = str_prop("NCHW")
     KIND: ClassVar[str] = "reduce"
 
@@ -354,12 +345,9 @@ class GlobalMaxPool2DOp(GlobalPool2DOp):
 
 
 @irdl_op_definition
-class SoftmaxOp(NNOp):
+class SoftmaxOp(DataOp):
     name = "nn.softmax"
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
     axis = int_prop(-1)
-    KIND: ClassVar[str] = "opaque"
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -368,7 +356,7 @@ class SoftmaxOp(NNOp):
 
 
 @irdl_op_definition
-class LRNOp(NNOp):
+class LRNOp(DataOp):
     """Local response normalisation across `axis` (ONNX LRN, Relay nn.lrn).
 
     x / (bias + alpha / size * sum of x^2 over a window of `size` channels)^beta;
@@ -376,14 +364,11 @@ class LRNOp(NNOp):
     """
 
     name = "nn.lrn"
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
     size = int_prop()
     axis = int_prop(1)
     alpha = float_prop(1e-4)
     beta = float_prop(0.75)
     bias = float_prop(1.0)
-    KIND: ClassVar[str] = "opaque"
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):

@@ -12,10 +12,10 @@ from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute
-from xdsl.irdl import irdl_op_definition, result_def
+from xdsl.irdl import irdl_op_definition
 from xdsl.utils.exceptions import VerifyException
 
-from byoc.dialects.nn.base import NNOp, broadcast_shapes, tensor_operands
+from byoc.dialects.nn.base import NNOp, OneResultOp, broadcast_shapes, tensor_operands
 from byoc.dialects.nn.elementwise import BinaryOp, UnaryOp
 from byoc.dialects.nn.types import ANY, BOOL, NUMBERS, shape_of, tensor
 
@@ -60,6 +60,8 @@ class GreaterEqualOp(CompareOp):
 
 
 class LogicalBinaryOp(BinaryOp):
+    """Elementwise logic on i1 tensors."""
+
     DTYPES: ClassVar[tuple[Attribute, ...]] = BOOL
 
 
@@ -85,12 +87,11 @@ class LogicalNotOp(UnaryOp):
 
 
 @irdl_op_definition
-class WhereOp(NNOp):
+class WhereOp(OneResultOp):
     """x where cond else y; the three operands broadcast (numpy.where)."""
 
     name = "nn.where"
     cond, x, y = tensor_operands(3)
-    result = result_def(TensorType)
     KIND: ClassVar[str] = "broadcast"
     SAME_DTYPE: ClassVar[bool] = False
     DTYPES: ClassVar[tuple[Attribute, ...]] = BOOL

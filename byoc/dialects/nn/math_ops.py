@@ -30,13 +30,15 @@ from xdsl.irdl import (
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.nn.base import (  # pyright: ignore[reportPrivateUsage]
+    DataOp,
     NNOp,
+    OneResultOp,
     _norm_axis,
     broadcast_shapes,
 )
-from byoc.dialects.nn.elementwise import BinaryOp, UnaryOp
+from byoc.dialects.nn.elementwise import BinaryOp, NumberUnaryOp, UnaryOp
 from byoc.dialects.nn.props import array_prop, bool_prop, float_prop, int_prop, str_prop
-from byoc.dialects.nn.shape_ops import ReduceOp
+from byoc.dialects.nn.shape_ops import FloatReduceOp, NumberReduceOp
 from byoc.dialects.nn.types import (
     BOOL,
     FLOATS,
@@ -59,6 +61,8 @@ def _bool(value: bool) -> IntegerAttr[Any]:
 
 
 class FloatUnaryOp(UnaryOp):
+    """Unary functions of float tensors."""
+
     DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 
 
@@ -217,21 +221,19 @@ class SwishOp(FloatUnaryOp):
 
 
 @irdl_op_definition
-class ShrinkOp(UnaryOp):
+class ShrinkOp(NumberUnaryOp):
     """x - bias if x > lambd, x + bias if x < -lambd, else 0 (ONNX Shrink)."""
 
     name = "nn.shrink"
     bias = float_prop(0.0)
     lambd = float_prop(0.5)
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
 
 @irdl_op_definition
-class SignOp(UnaryOp):
+class SignOp(NumberUnaryOp):
     """-1, 0 or 1 (NaN stays NaN)."""
 
     name = "nn.sign"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
 
 class FloatPredicateOp(UnaryOp):
@@ -269,10 +271,11 @@ class ModOp(BinaryOp):
 
     name = "nn.mod"
     fmod = bool_prop(False)
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
 
 class BitwiseBinaryOp(BinaryOp):
+    """Binary ops of integer tensors."""
+
     DTYPES: ClassVar[tuple[Attribute, ...]] = INTEGERS
 
 
@@ -298,14 +301,13 @@ class BitwiseNotOp(UnaryOp):
 
 
 @irdl_op_definition
-class BitShiftOp(BinaryOp):
+class BitShiftOp(BitwiseBinaryOp):
     """Shift integers `direction` (left or right) by the second operand (ONNX BitShift); a
     shift by a negative count or the bit width or more gives 0, or -1 for a negative value
     shifted right."""
 
     name = "nn.bit_shift"
     direction = str_prop()
-    DTYPES: ClassVar[tuple[Attribute, ...]] = INTEGERS
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -315,10 +317,6 @@ class BitShiftOp(BinaryOp):
 
 
 # ---- reductions ----------------------------------------------------------------------
-
-
-class NumberReduceOp(ReduceOp):
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
 
 @irdl_op_definition
@@ -352,30 +350,26 @@ class ReduceSumSquareOp(NumberReduceOp):
 
 
 @irdl_op_definition
-class ReduceLogSumOp(ReduceOp):
+class ReduceLogSumOp(FloatReduceOp):
     """log(sum(x))."""
 
     name = "nn.reduce_log_sum"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 
 
 @irdl_op_definition
-class ReduceLogSumExpOp(ReduceOp):
+class ReduceLogSumExpOp(FloatReduceOp):
     """log(sum(exp(x))), computed stably."""
 
     name = "nn.reduce_log_sum_exp"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 
 
 # ---- arg reductions, scans, top-k --------------------------------------------------------
 
 
-class ArgReduceOp(NNOp):
+class ArgReduceOp(DataOp):
     """The index (i64) of the extreme element along `axis`; ties take the first index, or
     the last with `select_last_index`."""
 
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
     axis = int_prop(0)
     keepdims = bool_prop(True)
     select_last_index = bool_prop(False)
@@ -405,16 +399,13 @@ class ArgMinOp(ArgReduceOp):
     name = "nn.argmin"
 
 
-class ScanOp(NNOp):
+class ScanOp(DataOp):
     """A running reduction along `axis`; `exclusive` leaves each element out, `reverse` runs
     from the end."""
 
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
     axis = int_prop(0)
     exclusive = bool_prop(False)
     reverse = bool_prop(False)
-    KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
     @classmethod
@@ -505,14 +496,12 @@ def einsum_output_shape(equation: str, shapes: Sequence[Sequence[int]]) -> tuple
 
 
 @irdl_op_definition
-class EinsumOp(NNOp):
+class EinsumOp(OneResultOp):
     """numpy.einsum(equation, *operands) (ONNX Einsum)."""
 
     name = "nn.einsum"
     inputs = var_operand_def(TensorType)
-    result = result_def(TensorType)
     equation = str_prop()
-    KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
     @classmethod
@@ -527,12 +516,10 @@ class EinsumOp(NNOp):
 
 
 @irdl_op_definition
-class TileOp(NNOp):
+class TileOp(DataOp):
     """Repeat the tensor `reps[i]` times along each axis i (numpy.tile, ONNX Tile)."""
 
     name = "nn.tile"
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
     reps = array_prop()
     KIND: ClassVar[str] = "injective"
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS + BOOL
@@ -547,12 +534,10 @@ class TileOp(NNOp):
 
 
 @irdl_op_definition
-class BroadcastToOp(NNOp):
+class BroadcastToOp(DataOp):
     """Broadcast to numpy's broadcast of the operand's shape and `shape` (ONNX Expand)."""
 
     name = "nn.broadcast_to"
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
     shape = array_prop()
     KIND: ClassVar[str] = "broadcast"
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS + BOOL
@@ -588,13 +573,10 @@ class BitcastOp(UnaryOp):
 
 
 @irdl_op_definition
-class DetOp(NNOp):
+class DetOp(DataOp):
     """The determinant of each square matrix in the last two dims (ONNX Det)."""
 
     name = "nn.det"
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
-    KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 
     @classmethod

@@ -41,12 +41,12 @@ from xdsl.ir import Attribute
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
-    result_def,
     var_result_def,
 )
 
 from byoc.dialects.nn.base import (  # pyright: ignore[reportPrivateUsage]
     NNOp,
+    OneResultOp,
     _fail,
     _norm_axis,
     tensor_operands,
@@ -110,14 +110,18 @@ class _QOp(NNOp):
         return  # `infer` checks each operand's element type
 
 
-class _LinearQuantOp(_QOp):
+class _ElementwiseQOp(_QOp, OneResultOp):
+    """A quantize, dequantize or requantize: one value in, one value out."""
+
+    KIND: ClassVar[str] = "elementwise"
+
+
+class _LinearQuantOp(_ElementwiseQOp):
     """The operands and properties nn.quantize and nn.dequantize share."""
 
     x, scale, zero_point = tensor_operands(3)
-    result = result_def(TensorType)
     axis = int_prop(1)
     block_size = int_prop(0)
-    KIND: ClassVar[str] = "elementwise"
 
 
 @irdl_op_definition
@@ -157,14 +161,12 @@ class DequantizeOp(_LinearQuantOp):
 
 
 @irdl_op_definition
-class RequantizeOp(_QOp):
+class RequantizeOp(_ElementwiseQOp):
     """saturate(round_half_even(f32(x - in_zp) * f32(in_scale / out_scale)) + out_zp)."""
 
     name = "nn.requantize"
     x, in_scale, in_zero_point, out_scale, out_zero_point = tensor_operands(5)
-    result = result_def(TensorType)
     axis = int_prop(1)
-    KIND: ClassVar[str] = "elementwise"
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -203,64 +205,63 @@ def _as_float(t: TensorType[Any]) -> TensorType[Any]:
     return tensor(shape_of(t), f32)
 
 
+class _IntegerOp(_QOp, OneResultOp):
+    """An integer conv/dense/matmul: i8/ui8 operands and their zero points (x, w, x_zp, w_zp),
+    an i32 result of the shape its float op (`FLOAT_OP`) gives."""
+
+    KIND: ClassVar[str] = "out-elementwise-fusable"
+    FLOAT_OP: ClassVar[type[NNOp]]
+    """The float op whose type relation gives the result shape."""
+
+    @staticmethod
+    def zero_point_channels(w: tuple[int, ...]) -> int:
+        """The element count of a per-channel weight zero point: the output channels."""
+        return w[0] if w else 0
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        x, w, xzp, wzp = types
+        _check_int_operands(cls.name, x, w, xzp, wzp, cls.zero_point_channels(shape_of(w)))
+        float_types = [_as_float(x), _as_float(w)]
+        (out,) = cls.FLOAT_OP.infer(float_types, {**DEFAULT_LAYOUTS, **attrs})
+        return [tensor(shape_of(out), i32)]
+
+
 @irdl_op_definition
-class QConv2DOp(_QOp):
+class QConv2DOp(_IntegerOp):
     """Integer conv2d (ONNX ConvInteger): sum((x - x_zp) * (w - w_zp)) in i32; NCHW, OIHW."""
 
     name = "nn.qconv2d"
     data, weight, data_zero_point, weight_zero_point = tensor_operands(4)
-    result = result_def(TensorType)
     strides = array_prop(ints(1, 1))
     padding = array_prop(ints(0, 0, 0, 0))
     dilation = array_prop(ints(1, 1))
     groups = int_prop(1)
-    KIND: ClassVar[str] = "out-elementwise-fusable"
-
-    @classmethod
-    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        x, w, xzp, wzp = types
-        o = shape_of(w)[0] if shape_of(w) else 0
-        _check_int_operands(cls.name, x, w, xzp, wzp, o)
-        (out,) = Conv2DOp.infer([_as_float(x), _as_float(w)], {**DEFAULT_LAYOUTS, **attrs})
-        return [tensor(shape_of(out), i32)]
+    FLOAT_OP: ClassVar[type[NNOp]] = Conv2DOp
 
 
 @irdl_op_definition
-class QDenseOp(_QOp):
+class QDenseOp(_IntegerOp):
     """Integer dense (x · Wᵀ): data (..., K) and weight (N, K) i8/ui8 -> (..., N) i32."""
 
     name = "nn.qdense"
     data, weight, data_zero_point, weight_zero_point = tensor_operands(4)
-    result = result_def(TensorType)
-    KIND: ClassVar[str] = "out-elementwise-fusable"
-
-    @classmethod
-    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        x, w, xzp, wzp = types
-        n = shape_of(w)[0] if shape_of(w) else 0
-        _check_int_operands(cls.name, x, w, xzp, wzp, n)
-        (out,) = DenseOp.infer([_as_float(x), _as_float(w)], attrs)
-        return [tensor(shape_of(out), i32)]
+    FLOAT_OP: ClassVar[type[NNOp]] = DenseOp
 
 
 @irdl_op_definition
-class QMatmulOp(_QOp):
+class QMatmulOp(_IntegerOp):
     """Integer matmul (ONNX MatMulInteger): numpy.matmul of i8/ui8 operands into i32.
 
     The b zero point is per tensor or, per column, has b.shape[-1] elements."""
 
     name = "nn.qmatmul"
     lhs, rhs, lhs_zero_point, rhs_zero_point = tensor_operands(4)
-    result = result_def(TensorType)
-    KIND: ClassVar[str] = "out-elementwise-fusable"
+    FLOAT_OP: ClassVar[type[NNOp]] = MatmulOp
 
-    @classmethod
-    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        a, b, azp, bzp = types
-        bs = shape_of(b)
-        _check_int_operands(cls.name, a, b, azp, bzp, bs[-1] if len(bs) >= 2 else 1)
-        (out,) = MatmulOp.infer([_as_float(a), _as_float(b)], attrs)
-        return [tensor(shape_of(out), i32)]
+    @staticmethod
+    def zero_point_channels(w: tuple[int, ...]) -> int:
+        return w[-1] if len(w) >= 2 else 1
 
 
 @irdl_op_definition
@@ -270,7 +271,6 @@ class DynamicQuantizeOp(_QOp):
     name = "nn.dynamic_quantize"
     x = operand_def(TensorType)
     outputs = var_result_def(TensorType)
-    KIND: ClassVar[str] = "opaque"
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):

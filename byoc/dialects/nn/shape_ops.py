@@ -15,7 +15,6 @@ from xdsl.ir import Attribute
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
-    result_def,
     var_operand_def,
     var_result_def,
 )
@@ -23,6 +22,7 @@ from xdsl.irdl import (
 from byoc.dialects.nn.base import (
     DataOp,
     NNOp,
+    OneResultOp,
     _check_len,
     _check_rank,
     _fail,
@@ -47,7 +47,7 @@ from byoc.dialects.nn.types import (
 # --------------------------------------------------------------------------
 
 
-class _InjectiveOp(NNOp):
+class _InjectiveOp(OneResultOp):
     """An injective op that moves elements of any type."""
 
     KIND: ClassVar[str] = "injective"
@@ -119,7 +119,6 @@ class TransposeOp(DataOp, _InjectiveOp):
 class ConcatenateOp(_InjectiveOp):
     name = "nn.concatenate"
     inputs = var_operand_def(TensorType)
-    result = result_def(TensorType)
     axis = int_prop(0)
 
     @classmethod
@@ -153,7 +152,6 @@ class TakeOp(_InjectiveOp):
 
     name = "nn.take"
     data, indices = tensor_operands(2)
-    result = result_def(TensorType)
     axis = int_prop(0)
     SAME_DTYPE: ClassVar[bool] = False
 
@@ -212,7 +210,7 @@ class PadOp(DataOp, _InjectiveOp):
 
 
 @irdl_op_definition
-class SplitOp(_InjectiveOp):
+class SplitOp(NNOp):
     """Split along `axis` at the (non-decreasing) `indices`: len(indices) + 1 results.
 
     numpy.split with a list of indices; a repeated index gives an empty piece.
@@ -223,6 +221,8 @@ class SplitOp(_InjectiveOp):
     outputs = var_result_def(TensorType)
     indices = array_prop()
     axis = int_prop(0)
+    KIND: ClassVar[str] = "injective"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -353,10 +353,14 @@ class ReduceOp(DataOp):
 
 
 class FloatReduceOp(ReduceOp):
+    """A reduction of float tensors."""
+
     DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 
 
 class NumberReduceOp(ReduceOp):
+    """A reduction of tensors of any number type."""
+
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
 
