@@ -290,17 +290,3 @@ QUANT_OPS: tuple[type[NNOp], ...] = (
     DynamicQuantizeOp,
 )
 """The quantized ops, appended to the `nn` dialect's op list."""
-
-__all__ = [
-    "INT8",
-    "QUANTIZED",
-    "QUANT_OPS",
-    "DequantizeOp",
-    "DynamicQuantizeOp",
-    "QConv2DOp",
-    "QDenseOp",
-    "QMatmulOp",
-    "QuantizeOp",
-    "RequantizeOp",
-    "check_qparams",
-]
