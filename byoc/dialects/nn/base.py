@@ -18,12 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-from xdsl.dialects.builtin import (
-    BytesAttr,
-    DenseIntOrFPElementsAttr,
-    IntegerAttr,
-    TensorType,
-)
+from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, IntegerAttr, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -97,20 +92,20 @@ def _compatible(expected: Sequence[Attribute], actual: Sequence[Attribute]) -> b
     return True
 
 
-def _norm_axis(axis: int, rank: int, what: str = "axis") -> int:
+def norm_axis(axis: int, rank: int, what: str = "axis") -> int:
     if not -rank <= axis < max(rank, 1):
         raise _fail(f"{what} {axis} is out of range for rank {rank}")
     return axis % rank if rank else 0
 
 
-def _check_rank(t: TensorType[Any], rank: int, what: str) -> tuple[int, ...]:
+def check_rank(t: TensorType[Any], rank: int, what: str) -> tuple[int, ...]:
     s = shape_of(t)
     if len(s) != rank:
         raise _fail(f"{what} must have rank {rank}, got {len(s)}")
     return s
 
 
-def _check_len(attrs: Mapping[str, Any], name: str, n: int) -> tuple[int, ...]:
+def check_len(attrs: Mapping[str, Any], name: str, n: int) -> tuple[int, ...]:
     v = attrs[name]
     if len(v) != n:
         raise _fail(f"'{name}' must have {n} values, got {len(v)}")

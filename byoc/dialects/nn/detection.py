@@ -45,22 +45,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from xdsl.dialects.builtin import (
-    TensorType,
-    f16,
-    f32,
-    f64,
-)
+from xdsl.dialects.builtin import TensorType, f16, f32, f64
 from xdsl.ir import Attribute
 from xdsl.irdl import irdl_op_definition, result_def
 
-from byoc.dialects.nn.base import (
-    NNOp,
-    OneResultOp,
-    _fail,
-    check_indices,
-    tensor_operands,
-)
+from byoc.dialects.nn.base import NNOp, OneResultOp, _fail, check_indices, tensor_operands
 from byoc.dialects.nn.props import array_prop, bool_prop, float_prop, int_prop, str_prop
 from byoc.dialects.nn.types import ALL_TYPES, ints, shape_of, tensor
 

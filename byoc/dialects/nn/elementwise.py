@@ -7,22 +7,11 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from xdsl.dialects.builtin import (
-    TensorType,
-)
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute
-from xdsl.irdl import (
-    irdl_op_definition,
-    operand_def,
-)
+from xdsl.irdl import irdl_op_definition, operand_def
 
-from byoc.dialects.nn.base import (
-    NNOp,
-    OneResultOp,
-    _fail,
-    broadcast_shapes,
-    tensor_operands,
-)
+from byoc.dialects.nn.base import NNOp, OneResultOp, _fail, broadcast_shapes, tensor_operands
 from byoc.dialects.nn.props import float_prop, str_prop
 from byoc.dialects.nn.types import (
     ANY,

@@ -13,41 +13,23 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from xdsl.dialects.builtin import (
-    DenseArrayBase,
-    IntegerType,
-    TensorType,
-    f64,
-    i32,
-    i64,
-)
+from xdsl.dialects.builtin import DenseArrayBase, IntegerType, TensorType, f64, i32, i64
 from xdsl.ir import Attribute
-from xdsl.irdl import (
-    irdl_op_definition,
-    var_operand_def,
-    var_result_def,
-)
+from xdsl.irdl import irdl_op_definition, var_operand_def, var_result_def
 
 from byoc.dialects.nn.base import (  # pyright: ignore[reportPrivateUsage]
     DataOp,
     NNOp,
     OneResultOp,
     _fail,
-    _norm_axis,
     broadcast_shapes,
     check_indices,
     check_one_of,
+    norm_axis,
     tensor_operands,
 )
 from byoc.dialects.nn.props import array_prop, bool_prop, float_prop, int_prop, str_prop
-from byoc.dialects.nn.types import (
-    ALL_TYPES,
-    FLOATS,
-    INDEX_TYPES,
-    ints,
-    shape_of,
-    tensor,
-)
+from byoc.dialects.nn.types import ALL_TYPES, FLOATS, INDEX_TYPES, ints, shape_of, tensor
 
 
 def _same_type(data: TensorType[Any], other: TensorType[Any], what: str) -> None:
@@ -93,7 +75,7 @@ class GatherElementsOp(_GatherOp):
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         s = shape_of(types[0])
         idx = check_indices(types[1])
-        _norm_axis(attrs["axis"], len(s))
+        norm_axis(attrs["axis"], len(s))
         if len(idx) != len(s):
             raise _fail(f"indices has rank {len(idx)}, data has rank {len(s)}")
         return [tensor(idx, types[0].element_type)]
@@ -150,7 +132,7 @@ class ScatterElementsOp(_ScatterOp):
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         cls._check(types, attrs)
         s, idx, upd = shape_of(types[0]), shape_of(types[1]), shape_of(types[2])
-        _norm_axis(attrs["axis"], len(s))
+        norm_axis(attrs["axis"], len(s))
         if idx != upd or len(idx) != len(s):
             raise _fail(f"indices {list(idx)} and updates {list(upd)} must have one shape of rank {len(s)}")
         return [types[0]]
@@ -216,7 +198,7 @@ class OneHotOp(_IndexedOp):
             raise _fail(f"values must have shape [2] (off, on), got {list(shape_of(types[1]))}")
         if attrs["depth"] < 1:
             raise _fail(f"depth {attrs['depth']} must be positive")
-        axis = _norm_axis(attrs["axis"], len(s) + 1)
+        axis = norm_axis(attrs["axis"], len(s) + 1)
         out = [*s[:axis], attrs["depth"], *s[axis:]]
         return [tensor(out, types[1].element_type)]
 
@@ -236,8 +218,8 @@ class ReverseSequenceOp(_IndexedOp):
         lens = check_indices(types[1], "sequence_lens")
         if len(s) < 2:
             raise _fail("reverse_sequence needs rank at least 2")
-        b = _norm_axis(attrs["batch_axis"], len(s), "batch_axis")
-        t = _norm_axis(attrs["time_axis"], len(s), "time_axis")
+        b = norm_axis(attrs["batch_axis"], len(s), "batch_axis")
+        t = norm_axis(attrs["time_axis"], len(s), "time_axis")
         if b == t:
             raise _fail("batch_axis and time_axis must differ")
         if lens != (s[b],):
@@ -261,7 +243,7 @@ class LayerNormOp(_FloatOp):
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         s = shape_of(types[0])
-        axis = _norm_axis(attrs["axis"], len(s))
+        axis = norm_axis(attrs["axis"], len(s))
         inner = s[axis:]
         for name, t in zip(("gamma", "beta"), types[1:], strict=True):
             if len(shape_of(t)) > len(inner) or broadcast_shapes(shape_of(t), inner) != inner:
@@ -282,7 +264,7 @@ class RMSNormOp(_FloatOp):
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         s = shape_of(types[0])
-        inner = s[_norm_axis(attrs["axis"], len(s)) :]
+        inner = s[norm_axis(attrs["axis"], len(s)) :]
         g = shape_of(types[1])
         if len(g) > len(inner) or broadcast_shapes(g, inner) != inner:
             raise _fail(f"gamma of shape {list(g)} does not broadcast to {list(inner)}")
@@ -294,7 +276,7 @@ class _AxisOp(DataOp, _FloatOp):
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        _norm_axis(attrs["axis"], len(shape_of(types[0])))
+        norm_axis(attrs["axis"], len(shape_of(types[0])))
         return [types[0]]
 
 

@@ -7,32 +7,23 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from xdsl.dialects.builtin import (
-    StringAttr,
-    TensorType,
-)
+from xdsl.dialects.builtin import StringAttr, TensorType
 from xdsl.ir import Operation
-from xdsl.irdl import (
-    irdl_op_definition,
-)
+from xdsl.irdl import irdl_op_definition
 
 from byoc.dialects.nn.base import (
     DataOp,
     NNOp,
     OneResultOp,
-    _check_len,
-    _check_rank,
     _fail,
-    _norm_axis,
     broadcast_shapes,
+    check_len,
+    check_rank,
+    norm_axis,
     tensor_operands,
 )
 from byoc.dialects.nn.props import array_prop, bool_prop, float_prop, int_prop, str_prop
-from byoc.dialects.nn.types import (
-    ints,
-    shape_of,
-    tensor,
-)
+from byoc.dialects.nn.types import ints, shape_of, tensor
 
 # --------------------------------------------------------------------------
 # Neural-network ops
@@ -134,12 +125,12 @@ class Conv2DOp(_FusableOp):
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         layout, klayout = _layout(attrs), _layout(attrs, "kernel_layout")
-        n, c, h, w = _nchw(_check_rank(types[0], 4, "data"), layout)
-        ws = _check_rank(types[1], 4, "weight")
+        n, c, h, w = _nchw(check_rank(types[0], 4, "data"), layout)
+        ws = check_rank(types[1], 4, "weight")
         o, i, kh, kw = ws if klayout == "OIHW" else (ws[3], ws[2], ws[0], ws[1])
-        sh, sw = _check_len(attrs, "strides", 2)
-        pt, pl, pb, pr = _check_len(attrs, "padding", 4)
-        dh, dw = _check_len(attrs, "dilation", 2)
+        sh, sw = check_len(attrs, "strides", 2)
+        pt, pl, pb, pr = check_len(attrs, "padding", 4)
+        dh, dw = check_len(attrs, "dilation", 2)
         g = attrs["groups"]
         if g < 1 or c % g or o % g:
             raise _fail(f"groups {g} must divide the input channels {c} and output channels {o}")
@@ -169,12 +160,12 @@ class Conv2DTransposeOp(_FusableOp):
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        n, c, h, w = _check_rank(types[0], 4, "data")
-        i, og, kh, kw = _check_rank(types[1], 4, "weight")
-        strides = _check_len(attrs, "strides", 2)
-        padding = _check_len(attrs, "padding", 4)
-        out_pad = _check_len(attrs, "output_padding", 2)
-        dilation = _check_len(attrs, "dilation", 2)
+        n, c, h, w = check_rank(types[0], 4, "data")
+        i, og, kh, kw = check_rank(types[1], 4, "weight")
+        strides = check_len(attrs, "strides", 2)
+        padding = check_len(attrs, "padding", 4)
+        out_pad = check_len(attrs, "output_padding", 2)
+        dilation = check_len(attrs, "dilation", 2)
         g = attrs["groups"]
         if g < 1 or c % g:
             raise _fail(f"groups {g} must divide the input channels {c}")
@@ -206,7 +197,7 @@ class DenseOp(_FusableOp):
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         d = shape_of(types[0])
-        wt = _check_rank(types[1], 2, "weight")
+        wt = check_rank(types[1], 2, "weight")
         if len(d) < 1:
             raise _fail("data must have rank at least 1")
         if d[-1] != wt[1]:
@@ -249,8 +240,8 @@ class BiasAddOp(OneResultOp):
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         d = shape_of(types[0])
-        (b,) = _check_rank(types[1], 1, "bias")
-        axis = _norm_axis(attrs["axis"], len(d))
+        (b,) = check_rank(types[1], 1, "bias")
+        axis = norm_axis(attrs["axis"], len(d))
         if d[axis] != b:
             raise _fail(f"bias has {b} elements, data has {d[axis]} along axis {axis}")
         return [types[0]]
@@ -270,11 +261,11 @@ class BatchNormOp(OneResultOp):
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         d = shape_of(types[0])
-        axis = _norm_axis(attrs["axis"], len(d))
+        axis = norm_axis(attrs["axis"], len(d))
         if _layout(attrs) == "NHWC" and (len(d) != 4 or axis != 3):
             raise _fail(f"data_layout NHWC needs 4-D data and the channel axis 3, got axis {axis}")
         for name, t in zip(("gamma", "beta", "moving_mean", "moving_var"), types[1:], strict=True):
-            (n,) = _check_rank(t, 1, name)
+            (n,) = check_rank(t, 1, name)
             if n != d[axis]:
                 raise _fail(f"{name} has {n} elements, data has {d[axis]} along axis {axis}")
         return [types[0]]
@@ -291,11 +282,11 @@ class Pool2DOp(DataOp):
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         layout = _layout(attrs)
-        n, c, h, w = _nchw(_check_rank(types[0], 4, "data"), layout)
-        kh, kw = _check_len(attrs, "pool_size", 2)
-        sh, sw = _check_len(attrs, "strides", 2)
-        pt, pl, pb, pr = _check_len(attrs, "padding", 4)
-        dh, dw = _check_len(attrs, "dilation", 2)
+        n, c, h, w = _nchw(check_rank(types[0], 4, "data"), layout)
+        kh, kw = check_len(attrs, "pool_size", 2)
+        sh, sw = check_len(attrs, "strides", 2)
+        pt, pl, pb, pr = check_len(attrs, "padding", 4)
+        dh, dw = check_len(attrs, "dilation", 2)
         if kh < 1 or kw < 1:
             raise _fail("pool_size must be positive")
         if min(dh, dw) < 1:
@@ -330,7 +321,7 @@ class GlobalPool2DOp(DataOp):
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         layout = _layout(attrs)
-        n, c, _, _ = _nchw(_check_rank(types[0], 4, "data"), layout)
+        n, c, _, _ = _nchw(check_rank(types[0], 4, "data"), layout)
         return [tensor(_from_nchw(n, c, 1, 1, layout), types[0].element_type)]
 
 
@@ -351,7 +342,7 @@ class SoftmaxOp(DataOp):
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        _norm_axis(attrs["axis"], len(shape_of(types[0])))
+        norm_axis(attrs["axis"], len(shape_of(types[0])))
         return [types[0]]
 
 
@@ -372,7 +363,7 @@ class LRNOp(DataOp):
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        _norm_axis(attrs["axis"], len(shape_of(types[0])))
+        norm_axis(attrs["axis"], len(shape_of(types[0])))
         if attrs["size"] < 1:
             raise _fail(f"size {attrs['size']} must be positive")
         return [types[0]]

@@ -14,28 +14,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from xdsl.dialects.builtin import (
-    BoolAttr,
-    IntegerAttr,
-    TensorType,
-    i64,
-)
+from xdsl.dialects.builtin import BoolAttr, IntegerAttr, TensorType, i64
 from xdsl.ir import Attribute
-from xdsl.irdl import (
-    irdl_op_definition,
-    operand_def,
-    result_def,
-    var_operand_def,
-)
+from xdsl.irdl import irdl_op_definition, operand_def, result_def, var_operand_def
 from xdsl.utils.exceptions import VerifyException
 
-from byoc.dialects.nn.base import (  # pyright: ignore[reportPrivateUsage]
-    DataOp,
-    NNOp,
-    OneResultOp,
-    _norm_axis,
-    broadcast_shapes,
-)
+from byoc.dialects.nn.base import DataOp, NNOp, OneResultOp, broadcast_shapes, norm_axis
 from byoc.dialects.nn.elementwise import BinaryOp, NumberUnaryOp, UnaryOp
 from byoc.dialects.nn.props import array_prop, bool_prop, float_prop, int_prop, str_prop
 from byoc.dialects.nn.shape_ops import FloatReduceOp, NumberReduceOp
@@ -380,7 +364,7 @@ class ArgReduceOp(DataOp):
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         s = shape_of(types[0])
-        axis = _norm_axis(attrs["axis"], len(s))
+        axis = norm_axis(attrs["axis"], len(s))
         if not s or s[axis] == 0:
             raise VerifyException(f"cannot take the arg extreme of the empty axis {axis}")
         out = [1 if i == axis else d for i, d in enumerate(s)] if attrs["keepdims"] else [
@@ -410,7 +394,7 @@ class ScanOp(DataOp):
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        _norm_axis(attrs["axis"], len(shape_of(types[0])))
+        norm_axis(attrs["axis"], len(shape_of(types[0])))
         return [types[0]]
 
 
@@ -447,7 +431,7 @@ class TopKOp(NNOp):
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         s = list(shape_of(types[0]))
-        axis = _norm_axis(attrs["axis"], len(s))
+        axis = norm_axis(attrs["axis"], len(s))
         k = attrs["k"]
         if not 0 <= k <= s[axis]:
             raise VerifyException(f"k {k} is out of range [0, {s[axis]}] for axis {axis}")

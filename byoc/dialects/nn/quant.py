@@ -30,25 +30,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from xdsl.dialects.builtin import (
-    TensorType,
-    f32,
-    i8,
-    i16,
-    i32,
-)
+from xdsl.dialects.builtin import TensorType, f32, i8, i16, i32
 from xdsl.ir import Attribute
-from xdsl.irdl import (
-    irdl_op_definition,
-    operand_def,
-    var_result_def,
-)
+from xdsl.irdl import irdl_op_definition, operand_def, var_result_def
 
 from byoc.dialects.nn.base import (  # pyright: ignore[reportPrivateUsage]
     NNOp,
     OneResultOp,
     _fail,
-    _norm_axis,
+    norm_axis,
     tensor_operands,
 )
 from byoc.dialects.nn.layers import DEFAULT_LAYOUTS, Conv2DOp, DenseOp, MatmulOp
@@ -86,11 +76,11 @@ def check_qparams(
             return
         if len(ss) != 1:
             raise _fail(f"{what} must be a scalar or 1-D (per axis), got shape {list(ss)}")
-        a = _norm_axis(axis, len(xs))
+        a = norm_axis(axis, len(xs))
         if ss[0] != xs[a]:
             raise _fail(f"{what} has {ss[0]} elements, x has {xs[a]} along axis {a}")
         return
-    a = _norm_axis(axis, len(xs))
+    a = norm_axis(axis, len(xs))
     if len(ss) != len(xs):
         raise _fail(f"blocked {what} must have the rank of x ({len(xs)}), got {len(ss)}")
     for k, (d, s) in enumerate(zip(xs, ss, strict=True)):

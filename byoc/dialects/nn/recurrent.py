@@ -26,18 +26,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from xdsl.dialects.builtin import (
-    TensorType,
-    f32,
-    i32,
-)
+from xdsl.dialects.builtin import TensorType, f32, i32
 from xdsl.irdl import irdl_op_definition, result_def
 
-from byoc.dialects.nn.base import (
-    NNOp,
-    _fail,
-    tensor_operands,
-)
+from byoc.dialects.nn.base import NNOp, _fail, tensor_operands
 from byoc.dialects.nn.props import array_prop, float_prop, int_prop, str_prop
 from byoc.dialects.nn.types import floats, shape_of, tensor
 

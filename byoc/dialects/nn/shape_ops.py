@@ -8,39 +8,24 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-from xdsl.dialects.builtin import (
-    TensorType,
-)
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute
-from xdsl.irdl import (
-    irdl_op_definition,
-    operand_def,
-    var_operand_def,
-    var_result_def,
-)
+from xdsl.irdl import irdl_op_definition, operand_def, var_operand_def, var_result_def
 
 from byoc.dialects.nn.base import (
     DataOp,
     NNOp,
     OneResultOp,
-    _check_len,
-    _check_rank,
     _fail,
-    _norm_axis,
     check_indices,
+    check_len,
     check_one_of,
+    check_rank,
+    norm_axis,
     tensor_operands,
 )
 from byoc.dialects.nn.props import array_prop, bool_prop, float_prop, int_prop, str_prop
-from byoc.dialects.nn.types import (
-    ANY,
-    FLOATS,
-    NUMBERS,
-    ints,
-    numpy_dtype,
-    shape_of,
-    tensor,
-)
+from byoc.dialects.nn.types import ANY, FLOATS, NUMBERS, ints, numpy_dtype, shape_of, tensor
 
 # --------------------------------------------------------------------------
 # Layout ops
@@ -126,7 +111,7 @@ class ConcatenateOp(_InjectiveOp):
         if not types:
             raise _fail("concatenate needs at least one input")
         first = shape_of(types[0])
-        axis = _norm_axis(attrs["axis"], len(first))
+        axis = norm_axis(attrs["axis"], len(first))
         total = 0
         for i, t in enumerate(types):
             s = shape_of(t)
@@ -158,7 +143,7 @@ class TakeOp(_InjectiveOp):
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         s = shape_of(types[0])
-        axis = _norm_axis(attrs["axis"], len(s))
+        axis = norm_axis(attrs["axis"], len(s))
         indices = check_indices(types[1])
         if s[axis] == 0:
             raise _fail(f"cannot take from the empty axis {axis}")
@@ -196,7 +181,7 @@ class PadOp(DataOp, _InjectiveOp):
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         s = shape_of(types[0])
-        pw = _check_len(attrs, "pad_width", 2 * len(s))
+        pw = check_len(attrs, "pad_width", 2 * len(s))
         check_one_of(attrs, "pad_mode", ("constant", "edge", "reflect", "wrap"))
         out = [d + pw[2 * i] + pw[2 * i + 1] for i, d in enumerate(s)]
         if any(p < 0 for p in pw):
@@ -227,7 +212,7 @@ class SplitOp(NNOp):
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         s = shape_of(types[0])
-        axis = _norm_axis(attrs["axis"], len(s))
+        axis = norm_axis(attrs["axis"], len(s))
         bounds = [0, *attrs["indices"], s[axis]]
         if any(a > b for a, b in zip(bounds, bounds[1:], strict=False)):
             raise _fail(
@@ -272,8 +257,8 @@ class StridedSliceOp(DataOp, _InjectiveOp):
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         s = shape_of(types[0])
-        begin = _check_len(attrs, "begin", len(s))
-        end = _check_len(attrs, "end", len(s))
+        begin = check_len(attrs, "begin", len(s))
+        end = check_len(attrs, "end", len(s))
         strides = attrs["strides"] or (1,) * len(s)
         if len(strides) != len(s):
             raise _fail(f"'strides' must have {len(s)} values, got {len(strides)}")
@@ -320,8 +305,8 @@ class Resize2DOp(DataOp):
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        n, c, _, _ = _check_rank(types[0], 4, "data")
-        oh, ow = _check_len(attrs, "size", 2)
+        n, c, _, _ = check_rank(types[0], 4, "data")
+        oh, ow = check_len(attrs, "size", 2)
         check_one_of(attrs, "method", cls.METHODS)
         check_one_of(attrs, "coordinate_transformation_mode", cls.COORDINATE_MODES)
         check_one_of(attrs, "rounding_method", cls.ROUNDING_METHODS)
@@ -342,7 +327,7 @@ class ReduceOp(DataOp):
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         s = shape_of(types[0])
-        axes = {_norm_axis(a, len(s)) for a in attrs["axes"]} or set(range(len(s)))
+        axes = {norm_axis(a, len(s)) for a in attrs["axes"]} or set(range(len(s)))
         if len(axes) != len(attrs["axes"]) and attrs["axes"]:
             raise _fail(f"axes {list(attrs['axes'])} repeat an axis")
         if attrs["keepdims"]:
