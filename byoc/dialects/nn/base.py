@@ -210,6 +210,20 @@ class NNOp(IRDLOperation):
             out[name] = to_python(attr)
         return out
 
+    @classmethod
+    def properties_of(cls, attrs: Mapping[str, Any]) -> dict[str, Attribute]:
+        """The properties for the Python values `attrs` (a None value: the default).
+
+        Raises TypeError for a key that is not a property of the op."""
+        defaults = cls.prop_defaults()
+        props: dict[str, Attribute] = {}
+        for key, value in attrs.items():
+            if key not in defaults:
+                raise TypeError(f"'{cls.name}' has no property '{key}'")
+            if value is not None:
+                props[key] = from_python(value, defaults[key])
+        return props
+
     def attr_values(self) -> dict[str, Any]:
         """The op's properties (defaults filled in) as Python values: the kernel's kwargs."""
         return self.python_attrs(self.properties)
@@ -224,13 +238,7 @@ class NNOp(IRDLOperation):
     ) -> NNOp:
         """Create the op, computing its result types with `infer`."""
         values = [SSAValue.get(o) for o in operands]
-        defaults = cls.prop_defaults()
-        props: dict[str, Attribute] = {}
-        for key, value in attrs.items():
-            if key not in defaults:
-                raise TypeError(f"'{cls.name}' has no property '{key}'")
-            if value is not None:
-                props[key] = from_python(value, defaults[key])
+        props = cls.properties_of(attrs)
         types = [v.type for v in values]
         for t in types:
             if not isinstance(t, TensorType):
