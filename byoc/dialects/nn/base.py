@@ -347,6 +347,18 @@ class DataOp(OneResultOp):
     data = operand_def(TensorType)
 
 
+class AxisOp(DataOp):
+    """A data op whose result has the data's type and whose `axis` property (declared by
+    each subclass, with its own default) must be in range."""
+
+    @classmethod
+    def infer(
+        cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]
+    ) -> list[TensorType[Any]]:
+        norm_axis(attrs["axis"], len(shape_of(types[0])))
+        return [types[0]]
+
+
 # --------------------------------------------------------------------------
 # Constants: payload kept as bytes (numpy views it without copying)
 # --------------------------------------------------------------------------

@@ -41,6 +41,30 @@ class BinaryOp(OneResultOp):
         return [tensor(broadcast_shapes(shape_of(a), shape_of(b)), a.element_type)]
 
 
+class FloatBinaryOp(BinaryOp):
+    """Binary ops of float tensors only."""
+
+    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+
+
+class UnaryOp(OneResultOp):
+    """Elementwise ops of one operand, `x`."""
+
+    x = operand_def(TensorType)
+    KIND: ClassVar[str] = "elementwise"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        return [types[0]]
+
+
+class NumberUnaryOp(UnaryOp):
+    """Unary ops of any number type (float or integer)."""
+
+    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
+
+
 @irdl_op_definition
 class AddOp(BinaryOp):
     name = "nn.add"
@@ -73,12 +97,6 @@ class MinimumOp(BinaryOp):
     name = "nn.minimum"
 
 
-class FloatBinaryOp(BinaryOp):
-    """Binary ops of float tensors only."""
-
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
-
-
 @irdl_op_definition
 class PowerOp(FloatBinaryOp):
     name = "nn.power"
@@ -89,24 +107,6 @@ class PReluOp(FloatBinaryOp):
     """x if x >= 0 else slope * x; slope broadcasts against x (ONNX PRelu)."""
 
     name = "nn.prelu"
-
-
-class UnaryOp(OneResultOp):
-    """Elementwise ops of one operand, `x`."""
-
-    x = operand_def(TensorType)
-    KIND: ClassVar[str] = "elementwise"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
-
-    @classmethod
-    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        return [types[0]]
-
-
-class NumberUnaryOp(UnaryOp):
-    """Unary ops of any number type (float or integer)."""
-
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
 
 @irdl_op_definition

@@ -18,6 +18,7 @@ from xdsl.ir import Attribute
 from xdsl.irdl import irdl_op_definition, var_operand_def, var_result_def
 
 from byoc.dialects.nn.base import (  # pyright: ignore[reportPrivateUsage]
+    AxisOp,
     DataOp,
     NNOp,
     OneResultOp,
@@ -61,6 +62,18 @@ class _FloatOp(OneResultOp):
 class _GatherOp(_IndexedOp):
     data, indices = tensor_operands(2)
 
+    @classmethod
+    def gathered_shape(
+        cls, data: tuple[int, ...], indices: tuple[int, ...], attrs: Mapping[str, Any]
+    ) -> tuple[int, ...]:
+        """The result shape for data and indices of these shapes; raises VerifyException."""
+        raise NotImplementedError
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        shape = cls.gathered_shape(shape_of(types[0]), check_indices(types[1]), attrs)
+        return [tensor(shape, types[0].element_type)]
+
 
 @irdl_op_definition
 class GatherElementsOp(_GatherOp):
@@ -72,13 +85,13 @@ class GatherElementsOp(_GatherOp):
     axis = int_prop(0)
 
     @classmethod
-    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        s = shape_of(types[0])
-        idx = check_indices(types[1])
-        norm_axis(attrs["axis"], len(s))
-        if len(idx) != len(s):
-            raise _fail(f"indices has rank {len(idx)}, data has rank {len(s)}")
-        return [tensor(idx, types[0].element_type)]
+    def gathered_shape(
+        cls, data: tuple[int, ...], indices: tuple[int, ...], attrs: Mapping[str, Any]
+    ) -> tuple[int, ...]:
+        norm_axis(attrs["axis"], len(data))
+        if len(indices) != len(data):
+            raise _fail(f"indices has rank {len(indices)}, data has rank {len(data)}")
+        return indices
 
 
 @irdl_op_definition
@@ -91,10 +104,10 @@ class GatherNDOp(_GatherOp):
     batch_dims = int_prop(0)
 
     @classmethod
-    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        s = shape_of(types[0])
-        idx = check_indices(types[1])
-        b = attrs["batch_dims"]
+    def gathered_shape(
+        cls, data: tuple[int, ...], indices: tuple[int, ...], attrs: Mapping[str, Any]
+    ) -> tuple[int, ...]:
+        s, idx, b = data, indices, attrs["batch_dims"]
         if not idx or not s:
             raise _fail("data and indices must have rank at least 1")
         if b < 0 or b >= min(len(s), len(idx)):
@@ -104,7 +117,7 @@ class GatherNDOp(_GatherOp):
         k = idx[-1]
         if not 1 <= k <= len(s) - b:
             raise _fail(f"indices.shape[-1] = {k} must be in [1, {len(s) - b}]")
-        return [tensor((*idx[:-1], *s[b + k :]), types[0].element_type)]
+        return (*idx[:-1], *s[b + k :])
 
 
 class _ScatterOp(OneResultOp):
@@ -271,13 +284,8 @@ class RMSNormOp(_FloatOp):
         return [types[0]]
 
 
-class _AxisOp(DataOp, _FloatOp):
+class _AxisOp(AxisOp, _FloatOp):
     axis = int_prop(-1)
-
-    @classmethod
-    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        norm_axis(attrs["axis"], len(shape_of(types[0])))
-        return [types[0]]
 
 
 @irdl_op_definition

@@ -12,6 +12,7 @@ from xdsl.ir import Operation
 from xdsl.irdl import irdl_op_definition
 
 from byoc.dialects.nn.base import (
+    AxisOp,
     DataOp,
     NNOp,
     OneResultOp,
@@ -336,18 +337,13 @@ class GlobalMaxPool2DOp(GlobalPool2DOp):
 
 
 @irdl_op_definition
-class SoftmaxOp(DataOp):
+class SoftmaxOp(AxisOp):
     name = "nn.softmax"
     axis = int_prop(-1)
 
-    @classmethod
-    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        norm_axis(attrs["axis"], len(shape_of(types[0])))
-        return [types[0]]
-
 
 @irdl_op_definition
-class LRNOp(DataOp):
+class LRNOp(AxisOp):
     """Local response normalisation across `axis` (ONNX LRN, Relay nn.lrn).
 
     x / (bias + alpha / size * sum of x^2 over a window of `size` channels)^beta;
@@ -363,10 +359,10 @@ class LRNOp(DataOp):
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        norm_axis(attrs["axis"], len(shape_of(types[0])))
+        out = super().infer(types, attrs)
         if attrs["size"] < 1:
             raise _fail(f"size {attrs['size']} must be positive")
-        return [types[0]]
+        return out
 
 
 OPS: tuple[type[NNOp], ...] = (

@@ -33,6 +33,12 @@ class CompareOp(BinaryOp):
         return [tensor(broadcast_shapes(shape_of(a), shape_of(b)), I1)]
 
 
+class LogicalBinaryOp(BinaryOp):
+    """Elementwise logic on i1 tensors."""
+
+    DTYPES: ClassVar[tuple[Attribute, ...]] = BOOL
+
+
 @irdl_op_definition
 class EqualOp(CompareOp):
     name = "nn.equal"
@@ -57,12 +63,6 @@ class LessEqualOp(CompareOp):
 @irdl_op_definition
 class GreaterEqualOp(CompareOp):
     name = "nn.greater_equal"
-
-
-class LogicalBinaryOp(BinaryOp):
-    """Elementwise logic on i1 tensors."""
-
-    DTYPES: ClassVar[tuple[Attribute, ...]] = BOOL
 
 
 @irdl_op_definition

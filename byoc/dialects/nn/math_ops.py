@@ -19,7 +19,7 @@ from xdsl.ir import Attribute
 from xdsl.irdl import irdl_op_definition, operand_def, result_def, var_operand_def
 from xdsl.utils.exceptions import VerifyException
 
-from byoc.dialects.nn.base import DataOp, NNOp, OneResultOp, broadcast_shapes, norm_axis
+from byoc.dialects.nn.base import AxisOp, DataOp, NNOp, OneResultOp, broadcast_shapes, norm_axis
 from byoc.dialects.nn.elementwise import BinaryOp, NumberUnaryOp, UnaryOp
 from byoc.dialects.nn.props import array_prop, bool_prop, float_prop, int_prop, str_prop
 from byoc.dialects.nn.shape_ops import FloatReduceOp, NumberReduceOp
@@ -44,107 +44,108 @@ def _bool(value: bool) -> IntegerAttr[Any]:
 # ---- unary float functions ------------------------------------------------------------
 
 
-class FloatUnaryOp(UnaryOp):
-    """Unary functions of float tensors."""
+class AlphaUnaryOp(UnaryOp):
+    """The activations with an `alpha` property of default 1 (ONNX Elu, Celu,
+    ThresholdedRelu, Swish)."""
 
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+    alpha = float_prop(1.0)
 
 
 @irdl_op_definition
-class SinOp(FloatUnaryOp):
+class SinOp(UnaryOp):
     name = "nn.sin"
 
 
 @irdl_op_definition
-class CosOp(FloatUnaryOp):
+class CosOp(UnaryOp):
     name = "nn.cos"
 
 
 @irdl_op_definition
-class TanOp(FloatUnaryOp):
+class TanOp(UnaryOp):
     name = "nn.tan"
 
 
 @irdl_op_definition
-class AsinOp(FloatUnaryOp):
+class AsinOp(UnaryOp):
     name = "nn.asin"
 
 
 @irdl_op_definition
-class AcosOp(FloatUnaryOp):
+class AcosOp(UnaryOp):
     name = "nn.acos"
 
 
 @irdl_op_definition
-class AtanOp(FloatUnaryOp):
+class AtanOp(UnaryOp):
     name = "nn.atan"
 
 
 @irdl_op_definition
-class SinhOp(FloatUnaryOp):
+class SinhOp(UnaryOp):
     name = "nn.sinh"
 
 
 @irdl_op_definition
-class CoshOp(FloatUnaryOp):
+class CoshOp(UnaryOp):
     name = "nn.cosh"
 
 
 @irdl_op_definition
-class AsinhOp(FloatUnaryOp):
+class AsinhOp(UnaryOp):
     name = "nn.asinh"
 
 
 @irdl_op_definition
-class AcoshOp(FloatUnaryOp):
+class AcoshOp(UnaryOp):
     name = "nn.acosh"
 
 
 @irdl_op_definition
-class AtanhOp(FloatUnaryOp):
+class AtanhOp(UnaryOp):
     name = "nn.atanh"
 
 
 @irdl_op_definition
-class FloorOp(FloatUnaryOp):
+class FloorOp(UnaryOp):
     name = "nn.floor"
 
 
 @irdl_op_definition
-class CeilOp(FloatUnaryOp):
+class CeilOp(UnaryOp):
     name = "nn.ceil"
 
 
 @irdl_op_definition
-class RoundOp(FloatUnaryOp):
+class RoundOp(UnaryOp):
     """Round half to even (ONNX Round, numpy.round)."""
 
     name = "nn.round"
 
 
 @irdl_op_definition
-class SoftplusOp(FloatUnaryOp):
+class SoftplusOp(UnaryOp):
     """log(1 + exp(x))."""
 
     name = "nn.softplus"
 
 
 @irdl_op_definition
-class SoftsignOp(FloatUnaryOp):
+class SoftsignOp(UnaryOp):
     """x / (1 + |x|)."""
 
     name = "nn.softsign"
 
 
 @irdl_op_definition
-class MishOp(FloatUnaryOp):
+class MishOp(UnaryOp):
     """x * tanh(softplus(x))."""
 
     name = "nn.mish"
 
 
 @irdl_op_definition
-class GeluOp(FloatUnaryOp):
+class GeluOp(UnaryOp):
     """x * Phi(x); `approximate` is none (erf) or tanh."""
 
     name = "nn.gelu"
@@ -158,15 +159,14 @@ class GeluOp(FloatUnaryOp):
 
 
 @irdl_op_definition
-class EluOp(FloatUnaryOp):
+class EluOp(AlphaUnaryOp):
     """x if x > 0 else alpha * (exp(x) - 1)."""
 
     name = "nn.elu"
-    alpha = float_prop(1.0)
 
 
 @irdl_op_definition
-class SeluOp(FloatUnaryOp):
+class SeluOp(UnaryOp):
     """gamma * (x if x > 0 else alpha * (exp(x) - 1))."""
 
     name = "nn.selu"
@@ -175,11 +175,10 @@ class SeluOp(FloatUnaryOp):
 
 
 @irdl_op_definition
-class CeluOp(FloatUnaryOp):
+class CeluOp(AlphaUnaryOp):
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)); alpha must be non-zero."""
 
     name = "nn.celu"
-    alpha = float_prop(1.0)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -189,19 +188,17 @@ class CeluOp(FloatUnaryOp):
 
 
 @irdl_op_definition
-class ThresholdedReluOp(FloatUnaryOp):
+class ThresholdedReluOp(AlphaUnaryOp):
     """x if x > alpha else 0."""
 
     name = "nn.thresholded_relu"
-    alpha = float_prop(1.0)
 
 
 @irdl_op_definition
-class SwishOp(FloatUnaryOp):
+class SwishOp(AlphaUnaryOp):
     """x * sigmoid(alpha * x)."""
 
     name = "nn.swish"
-    alpha = float_prop(1.0)
 
 
 @irdl_op_definition
@@ -383,7 +380,7 @@ class ArgMinOp(ArgReduceOp):
     name = "nn.argmin"
 
 
-class ScanOp(DataOp):
+class ScanOp(AxisOp):
     """A running reduction along `axis`; `exclusive` leaves each element out, `reverse` runs
     from the end."""
 
@@ -391,11 +388,6 @@ class ScanOp(DataOp):
     exclusive = bool_prop(False)
     reverse = bool_prop(False)
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
-
-    @classmethod
-    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        norm_axis(attrs["axis"], len(shape_of(types[0])))
-        return [types[0]]
 
 
 @irdl_op_definition

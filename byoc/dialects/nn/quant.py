@@ -113,6 +113,19 @@ class _LinearQuantOp(_ElementwiseQOp):
     axis = int_prop(1)
     block_size = int_prop(0)
 
+    @classmethod
+    def result_element_type(cls, x: Attribute, zero_point: Attribute) -> Attribute:
+        """The result's element type for x and zero point of these element types;
+        raises VerifyException for types the op does not take."""
+        raise NotImplementedError
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        x, s, zp = types
+        out = cls.result_element_type(x.element_type, zp.element_type)
+        check_qparams(x, s, zp, attrs["axis"], attrs["block_size"])
+        return [tensor(shape_of(x), out)]
+
 
 @irdl_op_definition
 class QuantizeOp(_LinearQuantOp):
@@ -121,16 +134,14 @@ class QuantizeOp(_LinearQuantOp):
     name = "nn.quantize"
 
     @classmethod
-    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        x, s, zp = types
-        if x.element_type != f32:
-            raise _fail(f"nn.quantize takes f32, got {x.element_type}")
-        if zp.element_type not in QUANTIZED:
+    def result_element_type(cls, x: Attribute, zero_point: Attribute) -> Attribute:
+        if x != f32:
+            raise _fail(f"nn.quantize takes f32, got {x}")
+        if zero_point not in QUANTIZED:
             raise _fail(
-                f"zero point element type {zp.element_type} is not a quantized type (i8, ui8, i16, ui16)"
+                f"zero point element type {zero_point} is not a quantized type (i8, ui8, i16, ui16)"
             )
-        check_qparams(x, s, zp, attrs["axis"], attrs["block_size"])
-        return [tensor(shape_of(x), zp.element_type)]
+        return zero_point
 
 
 @irdl_op_definition
@@ -140,14 +151,12 @@ class DequantizeOp(_LinearQuantOp):
     name = "nn.dequantize"
 
     @classmethod
-    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        x, s, zp = types
-        if x.element_type not in (*QUANTIZED, i32):
-            raise _fail(f"nn.dequantize takes i8, ui8, i16, ui16 or i32, got {x.element_type}")
-        if zp.element_type != x.element_type:
-            raise _fail(f"zero point is {zp.element_type}, x is {x.element_type}")
-        check_qparams(x, s, zp, attrs["axis"], attrs["block_size"])
-        return [tensor(shape_of(x), f32)]
+    def result_element_type(cls, x: Attribute, zero_point: Attribute) -> Attribute:
+        if x not in (*QUANTIZED, i32):
+            raise _fail(f"nn.dequantize takes i8, ui8, i16, ui16 or i32, got {x}")
+        if zero_point != x:
+            raise _fail(f"zero point is {zero_point}, x is {x}")
+        return f32
 
 
 @irdl_op_definition
