@@ -37,9 +37,13 @@ from xdsl.utils.exceptions import VerifyException
 from byoc.dialects.nn.format import parse_constant, parse_nn_op, print_constant, print_nn_op
 from byoc.dialects.nn.types import (
     ANY,
+    BOOL,
     DYNAMIC,
     FLOAT,
+    FLOATS,
     INDEX_TYPES,
+    INTEGERS,
+    NUMBERS,
     check_shape,
     check_static_shape,
     element_type_of,
@@ -333,6 +337,42 @@ class NNOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> NNOp:
         return parse_nn_op(cls, cls.prop_defaults(), parser)
+
+
+# ---- element types, mixed in ahead of an op's base: class ReluOp(NumberTypes, UnaryOp) ----
+
+
+class FloatTypes(NNOp):
+    """The op takes float tensors (f32, f64, f16)."""
+
+    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+
+
+class NumberTypes(NNOp):
+    """The op takes tensors of any number type (floats and integers, not bool)."""
+
+    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
+
+
+class IntegerTypes(NNOp):
+    """The op takes integer tensors."""
+
+    DTYPES: ClassVar[tuple[Attribute, ...]] = INTEGERS
+
+
+class BoolTypes(NNOp):
+    """The op takes i1 (bool) tensors."""
+
+    DTYPES: ClassVar[tuple[Attribute, ...]] = BOOL
+
+
+class AnyTypes(NNOp):
+    """The op takes tensors of every element type (nn.ANY)."""
+
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
+
+
+# ---- shared fields and type relations ------------------------------------------------
 
 
 class OneResultOp(NNOp):

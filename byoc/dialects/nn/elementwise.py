@@ -11,7 +11,15 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute
 from xdsl.irdl import irdl_op_definition, operand_def
 
-from byoc.dialects.nn.base import NNOp, OneResultOp, _fail, broadcast_shapes, tensor_operands
+from byoc.dialects.nn.base import (
+    FloatTypes,
+    NNOp,
+    NumberTypes,
+    OneResultOp,
+    _fail,
+    broadcast_shapes,
+    tensor_operands,
+)
 from byoc.dialects.nn.props import float_prop, str_prop
 from byoc.dialects.nn.types import (
     ANY,
@@ -41,12 +49,6 @@ class BinaryOp(OneResultOp):
         return [tensor(broadcast_shapes(shape_of(a), shape_of(b)), a.element_type)]
 
 
-class FloatBinaryOp(BinaryOp):
-    """Binary ops of float tensors only."""
-
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
-
-
 class UnaryOp(OneResultOp):
     """Elementwise ops of one operand, `x`."""
 
@@ -57,12 +59,6 @@ class UnaryOp(OneResultOp):
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         return [types[0]]
-
-
-class NumberUnaryOp(UnaryOp):
-    """Unary ops of any number type (float or integer)."""
-
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
 
 @irdl_op_definition
@@ -98,19 +94,19 @@ class MinimumOp(BinaryOp):
 
 
 @irdl_op_definition
-class PowerOp(FloatBinaryOp):
+class PowerOp(FloatTypes, BinaryOp):
     name = "nn.power"
 
 
 @irdl_op_definition
-class PReluOp(FloatBinaryOp):
+class PReluOp(FloatTypes, BinaryOp):
     """x if x >= 0 else slope * x; slope broadcasts against x (ONNX PRelu)."""
 
     name = "nn.prelu"
 
 
 @irdl_op_definition
-class ReluOp(NumberUnaryOp):
+class ReluOp(NumberTypes, UnaryOp):
     name = "nn.relu"
 
 
@@ -140,12 +136,12 @@ class SqrtOp(UnaryOp):
 
 
 @irdl_op_definition
-class NegativeOp(NumberUnaryOp):
+class NegativeOp(NumberTypes, UnaryOp):
     name = "nn.negative"
 
 
 @irdl_op_definition
-class AbsOp(NumberUnaryOp):
+class AbsOp(NumberTypes, UnaryOp):
     name = "nn.abs"
 
 

@@ -15,9 +15,16 @@ from xdsl.ir import Attribute
 from xdsl.irdl import irdl_op_definition
 from xdsl.utils.exceptions import VerifyException
 
-from byoc.dialects.nn.base import NNOp, OneResultOp, broadcast_shapes, tensor_operands
+from byoc.dialects.nn.base import (
+    AnyTypes,
+    BoolTypes,
+    NNOp,
+    OneResultOp,
+    broadcast_shapes,
+    tensor_operands,
+)
 from byoc.dialects.nn.elementwise import BinaryOp, UnaryOp
-from byoc.dialects.nn.types import ANY, BOOL, NUMBERS, shape_of, tensor
+from byoc.dialects.nn.types import ANY, BOOL, shape_of, tensor
 
 I1 = BOOL[0]
 
@@ -25,24 +32,15 @@ I1 = BOOL[0]
 class CompareOp(BinaryOp):
     """An elementwise comparison: the result is i1 of the broadcast shape."""
 
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
-
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         a, b = types
         return [tensor(broadcast_shapes(shape_of(a), shape_of(b)), I1)]
 
 
-class LogicalBinaryOp(BinaryOp):
-    """Elementwise logic on i1 tensors."""
-
-    DTYPES: ClassVar[tuple[Attribute, ...]] = BOOL
-
-
 @irdl_op_definition
-class EqualOp(CompareOp):
+class EqualOp(AnyTypes, CompareOp):
     name = "nn.equal"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
 
 
 @irdl_op_definition
@@ -66,24 +64,23 @@ class GreaterEqualOp(CompareOp):
 
 
 @irdl_op_definition
-class LogicalAndOp(LogicalBinaryOp):
+class LogicalAndOp(BoolTypes, BinaryOp):
     name = "nn.logical_and"
 
 
 @irdl_op_definition
-class LogicalOrOp(LogicalBinaryOp):
+class LogicalOrOp(BoolTypes, BinaryOp):
     name = "nn.logical_or"
 
 
 @irdl_op_definition
-class LogicalXorOp(LogicalBinaryOp):
+class LogicalXorOp(BoolTypes, BinaryOp):
     name = "nn.logical_xor"
 
 
 @irdl_op_definition
-class LogicalNotOp(UnaryOp):
+class LogicalNotOp(BoolTypes, UnaryOp):
     name = "nn.logical_not"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = BOOL
 
 
 @irdl_op_definition

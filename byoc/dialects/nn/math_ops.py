@@ -19,14 +19,23 @@ from xdsl.ir import Attribute
 from xdsl.irdl import irdl_op_definition, operand_def, result_def, var_operand_def
 from xdsl.utils.exceptions import VerifyException
 
-from byoc.dialects.nn.base import AxisOp, DataOp, NNOp, OneResultOp, broadcast_shapes, norm_axis
-from byoc.dialects.nn.elementwise import BinaryOp, NumberUnaryOp, UnaryOp
+from byoc.dialects.nn.base import (
+    AxisOp,
+    DataOp,
+    FloatTypes,
+    IntegerTypes,
+    NNOp,
+    NumberTypes,
+    OneResultOp,
+    broadcast_shapes,
+    norm_axis,
+)
+from byoc.dialects.nn.elementwise import BinaryOp, UnaryOp
 from byoc.dialects.nn.props import array_prop, bool_prop, float_prop, int_prop, str_prop
-from byoc.dialects.nn.shape_ops import FloatReduceOp, NumberReduceOp
+from byoc.dialects.nn.shape_ops import ReduceOp
 from byoc.dialects.nn.types import (
     BOOL,
     FLOATS,
-    INTEGERS,
     NUMBERS,
     element_type_named,
     numpy_dtype,
@@ -202,7 +211,7 @@ class SwishOp(AlphaUnaryOp):
 
 
 @irdl_op_definition
-class ShrinkOp(NumberUnaryOp):
+class ShrinkOp(NumberTypes, UnaryOp):
     """x - bias if x > lambd, x + bias if x < -lambd, else 0 (ONNX Shrink)."""
 
     name = "nn.shrink"
@@ -211,7 +220,7 @@ class ShrinkOp(NumberUnaryOp):
 
 
 @irdl_op_definition
-class SignOp(NumberUnaryOp):
+class SignOp(NumberTypes, UnaryOp):
     """-1, 0 or 1 (NaN stays NaN)."""
 
     name = "nn.sign"
@@ -219,8 +228,6 @@ class SignOp(NumberUnaryOp):
 
 class FloatPredicateOp(UnaryOp):
     """A float test per element: the result is i1 of the operand's shape."""
-
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -254,35 +261,28 @@ class ModOp(BinaryOp):
     fmod = bool_prop(False)
 
 
-class BitwiseBinaryOp(BinaryOp):
-    """Binary ops of integer tensors."""
-
-    DTYPES: ClassVar[tuple[Attribute, ...]] = INTEGERS
-
-
 @irdl_op_definition
-class BitwiseAndOp(BitwiseBinaryOp):
+class BitwiseAndOp(IntegerTypes, BinaryOp):
     name = "nn.bitwise_and"
 
 
 @irdl_op_definition
-class BitwiseOrOp(BitwiseBinaryOp):
+class BitwiseOrOp(IntegerTypes, BinaryOp):
     name = "nn.bitwise_or"
 
 
 @irdl_op_definition
-class BitwiseXorOp(BitwiseBinaryOp):
+class BitwiseXorOp(IntegerTypes, BinaryOp):
     name = "nn.bitwise_xor"
 
 
 @irdl_op_definition
-class BitwiseNotOp(UnaryOp):
+class BitwiseNotOp(IntegerTypes, UnaryOp):
     name = "nn.bitwise_not"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = INTEGERS
 
 
 @irdl_op_definition
-class BitShiftOp(BitwiseBinaryOp):
+class BitShiftOp(IntegerTypes, BinaryOp):
     """Shift integers `direction` (left or right) by the second operand (ONNX BitShift); a
     shift by a negative count or the bit width or more gives 0, or -1 for a negative value
     shifted right."""
@@ -301,44 +301,44 @@ class BitShiftOp(BitwiseBinaryOp):
 
 
 @irdl_op_definition
-class ReduceMinOp(NumberReduceOp):
+class ReduceMinOp(ReduceOp):
     name = "nn.reduce_min"
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS + BOOL
 
 
 @irdl_op_definition
-class ReduceProdOp(NumberReduceOp):
+class ReduceProdOp(NumberTypes, ReduceOp):
     name = "nn.reduce_prod"
 
 
 @irdl_op_definition
-class ReduceL1Op(NumberReduceOp):
+class ReduceL1Op(NumberTypes, ReduceOp):
     """sum(|x|)."""
 
     name = "nn.reduce_l1"
 
 
 @irdl_op_definition
-class ReduceL2Op(NumberReduceOp):
+class ReduceL2Op(NumberTypes, ReduceOp):
     """sqrt(sum(x * x))."""
 
     name = "nn.reduce_l2"
 
 
 @irdl_op_definition
-class ReduceSumSquareOp(NumberReduceOp):
+class ReduceSumSquareOp(NumberTypes, ReduceOp):
     name = "nn.reduce_sum_square"
 
 
 @irdl_op_definition
-class ReduceLogSumOp(FloatReduceOp):
+class ReduceLogSumOp(FloatTypes, ReduceOp):
     """log(sum(x))."""
 
     name = "nn.reduce_log_sum"
 
 
 @irdl_op_definition
-class ReduceLogSumExpOp(FloatReduceOp):
+class ReduceLogSumExpOp(FloatTypes, ReduceOp):
     """log(sum(exp(x))), computed stably."""
 
     name = "nn.reduce_log_sum_exp"

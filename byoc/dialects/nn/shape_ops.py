@@ -13,8 +13,11 @@ from xdsl.ir import Attribute
 from xdsl.irdl import irdl_op_definition, operand_def, var_operand_def, var_result_def
 
 from byoc.dialects.nn.base import (
+    AnyTypes,
     DataOp,
+    FloatTypes,
     NNOp,
+    NumberTypes,
     OneResultOp,
     _fail,
     check_indices,
@@ -25,7 +28,7 @@ from byoc.dialects.nn.base import (
     tensor_operands,
 )
 from byoc.dialects.nn.props import array_prop, bool_prop, float_prop, int_prop, str_prop
-from byoc.dialects.nn.types import ANY, FLOATS, NUMBERS, ints, numpy_dtype, shape_of, tensor
+from byoc.dialects.nn.types import ANY, ints, numpy_dtype, shape_of, tensor
 
 # --------------------------------------------------------------------------
 # Layout ops
@@ -337,32 +340,19 @@ class ReduceOp(DataOp):
         return [tensor(out, types[0].element_type)]
 
 
-class FloatReduceOp(ReduceOp):
-    """A reduction of float tensors."""
-
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
-
-
-class NumberReduceOp(ReduceOp):
-    """A reduction of tensors of any number type."""
-
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
-
-
 @irdl_op_definition
-class ReduceMeanOp(FloatReduceOp):
+class ReduceMeanOp(FloatTypes, ReduceOp):
     name = "nn.reduce_mean"
 
 
 @irdl_op_definition
-class ReduceSumOp(NumberReduceOp):
+class ReduceSumOp(NumberTypes, ReduceOp):
     name = "nn.reduce_sum"
 
 
 @irdl_op_definition
-class ReduceMaxOp(ReduceOp):
+class ReduceMaxOp(AnyTypes, ReduceOp):
     name = "nn.reduce_max"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
 
 
 OPS: tuple[type[NNOp], ...] = (
