@@ -12,6 +12,7 @@ from xdsl.ir import Attribute
 from xdsl.irdl import irdl_op_definition, operand_def
 
 from byoc.dialects.nn.base import (
+    AnyTypes,
     FloatTypes,
     NNOp,
     NumberTypes,
@@ -22,7 +23,6 @@ from byoc.dialects.nn.base import (
 )
 from byoc.dialects.nn.props import float_prop, str_prop
 from byoc.dialects.nn.types import (
-    ANY,
     ELEMENT_TYPES,
     FLOATS,
     NUMBERS,
@@ -62,34 +62,34 @@ class UnaryOp(OneResultOp):
 
 
 @irdl_op_definition
-class AddOp(BinaryOp):
+class AddOp(NumberTypes, BinaryOp):
     name = "nn.add"
 
 
 @irdl_op_definition
-class SubtractOp(BinaryOp):
+class SubtractOp(NumberTypes, BinaryOp):
     name = "nn.subtract"
 
 
 @irdl_op_definition
-class MultiplyOp(BinaryOp):
+class MultiplyOp(NumberTypes, BinaryOp):
     name = "nn.multiply"
 
 
 @irdl_op_definition
-class DivideOp(BinaryOp):
+class DivideOp(NumberTypes, BinaryOp):
     """Integers divide truncating toward zero (ONNX Div)."""
 
     name = "nn.divide"
 
 
 @irdl_op_definition
-class MaximumOp(BinaryOp):
+class MaximumOp(NumberTypes, BinaryOp):
     name = "nn.maximum"
 
 
 @irdl_op_definition
-class MinimumOp(BinaryOp):
+class MinimumOp(NumberTypes, BinaryOp):
     name = "nn.minimum"
 
 
@@ -111,27 +111,27 @@ class ReluOp(NumberTypes, UnaryOp):
 
 
 @irdl_op_definition
-class SigmoidOp(UnaryOp):
+class SigmoidOp(FloatTypes, UnaryOp):
     name = "nn.sigmoid"
 
 
 @irdl_op_definition
-class TanhOp(UnaryOp):
+class TanhOp(FloatTypes, UnaryOp):
     name = "nn.tanh"
 
 
 @irdl_op_definition
-class ExpOp(UnaryOp):
+class ExpOp(FloatTypes, UnaryOp):
     name = "nn.exp"
 
 
 @irdl_op_definition
-class LogOp(UnaryOp):
+class LogOp(FloatTypes, UnaryOp):
     name = "nn.log"
 
 
 @irdl_op_definition
-class SqrtOp(UnaryOp):
+class SqrtOp(FloatTypes, UnaryOp):
     name = "nn.sqrt"
 
 
@@ -146,24 +146,24 @@ class AbsOp(NumberTypes, UnaryOp):
 
 
 @irdl_op_definition
-class ErfOp(UnaryOp):
+class ErfOp(FloatTypes, UnaryOp):
     name = "nn.erf"
 
 
 @irdl_op_definition
-class ReciprocalOp(UnaryOp):
+class ReciprocalOp(FloatTypes, UnaryOp):
     name = "nn.reciprocal"
 
 
 @irdl_op_definition
-class HardSwishOp(UnaryOp):
+class HardSwishOp(FloatTypes, UnaryOp):
     """x * relu6(x + 3) / 6."""
 
     name = "nn.hard_swish"
 
 
 @irdl_op_definition
-class ClipOp(UnaryOp):
+class ClipOp(FloatTypes, UnaryOp):
     name = "nn.clip"
     a_min = float_prop(-math.inf)
     a_max = float_prop(math.inf)
@@ -176,13 +176,13 @@ class ClipOp(UnaryOp):
 
 
 @irdl_op_definition
-class LeakyReluOp(UnaryOp):
+class LeakyReluOp(FloatTypes, UnaryOp):
     name = "nn.leaky_relu"
     alpha = float_prop(0.01)
 
 
 @irdl_op_definition
-class HardSigmoidOp(UnaryOp):
+class HardSigmoidOp(FloatTypes, UnaryOp):
     """max(0, min(1, alpha * x + beta))."""
 
     name = "nn.hard_sigmoid"
@@ -191,12 +191,11 @@ class HardSigmoidOp(UnaryOp):
 
 
 @irdl_op_definition
-class CastOp(UnaryOp):
+class CastOp(AnyTypes, UnaryOp):
     """Convert the element type: `dtype` is the short name of an element type (f32, i64, i1...)."""
 
     name = "nn.cast"
     dtype = str_prop()
-    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
     SAME_DTYPE: ClassVar[bool] = False
     TARGETS: ClassVar[tuple[str, ...]] = tuple(d.name for d in ELEMENT_TYPES)
     """The element types `dtype` may name (short names of types.ELEMENT_TYPES)."""

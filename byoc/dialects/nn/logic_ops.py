@@ -19,6 +19,7 @@ from byoc.dialects.nn.base import (
     AnyTypes,
     BoolTypes,
     NNOp,
+    NumberTypes,
     OneResultOp,
     broadcast_shapes,
     tensor_operands,
@@ -44,22 +45,22 @@ class EqualOp(AnyTypes, CompareOp):
 
 
 @irdl_op_definition
-class LessOp(CompareOp):
+class LessOp(NumberTypes, CompareOp):
     name = "nn.less"
 
 
 @irdl_op_definition
-class GreaterOp(CompareOp):
+class GreaterOp(NumberTypes, CompareOp):
     name = "nn.greater"
 
 
 @irdl_op_definition
-class LessEqualOp(CompareOp):
+class LessEqualOp(NumberTypes, CompareOp):
     name = "nn.less_equal"
 
 
 @irdl_op_definition
-class GreaterEqualOp(CompareOp):
+class GreaterEqualOp(NumberTypes, CompareOp):
     name = "nn.greater_equal"
 
 

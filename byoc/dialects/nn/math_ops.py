@@ -20,6 +20,7 @@ from xdsl.irdl import irdl_op_definition, operand_def, result_def, var_operand_d
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.nn.base import (
+    AnyTypes,
     AxisOp,
     DataOp,
     FloatTypes,
@@ -61,100 +62,100 @@ class AlphaUnaryOp(UnaryOp):
 
 
 @irdl_op_definition
-class SinOp(UnaryOp):
+class SinOp(FloatTypes, UnaryOp):
     name = "nn.sin"
 
 
 @irdl_op_definition
-class CosOp(UnaryOp):
+class CosOp(FloatTypes, UnaryOp):
     name = "nn.cos"
 
 
 @irdl_op_definition
-class TanOp(UnaryOp):
+class TanOp(FloatTypes, UnaryOp):
     name = "nn.tan"
 
 
 @irdl_op_definition
-class AsinOp(UnaryOp):
+class AsinOp(FloatTypes, UnaryOp):
     name = "nn.asin"
 
 
 @irdl_op_definition
-class AcosOp(UnaryOp):
+class AcosOp(FloatTypes, UnaryOp):
     name = "nn.acos"
 
 
 @irdl_op_definition
-class AtanOp(UnaryOp):
+class AtanOp(FloatTypes, UnaryOp):
     name = "nn.atan"
 
 
 @irdl_op_definition
-class SinhOp(UnaryOp):
+class SinhOp(FloatTypes, UnaryOp):
     name = "nn.sinh"
 
 
 @irdl_op_definition
-class CoshOp(UnaryOp):
+class CoshOp(FloatTypes, UnaryOp):
     name = "nn.cosh"
 
 
 @irdl_op_definition
-class AsinhOp(UnaryOp):
+class AsinhOp(FloatTypes, UnaryOp):
     name = "nn.asinh"
 
 
 @irdl_op_definition
-class AcoshOp(UnaryOp):
+class AcoshOp(FloatTypes, UnaryOp):
     name = "nn.acosh"
 
 
 @irdl_op_definition
-class AtanhOp(UnaryOp):
+class AtanhOp(FloatTypes, UnaryOp):
     name = "nn.atanh"
 
 
 @irdl_op_definition
-class FloorOp(UnaryOp):
+class FloorOp(FloatTypes, UnaryOp):
     name = "nn.floor"
 
 
 @irdl_op_definition
-class CeilOp(UnaryOp):
+class CeilOp(FloatTypes, UnaryOp):
     name = "nn.ceil"
 
 
 @irdl_op_definition
-class RoundOp(UnaryOp):
+class RoundOp(FloatTypes, UnaryOp):
     """Round half to even (ONNX Round, numpy.round)."""
 
     name = "nn.round"
 
 
 @irdl_op_definition
-class SoftplusOp(UnaryOp):
+class SoftplusOp(FloatTypes, UnaryOp):
     """log(1 + exp(x))."""
 
     name = "nn.softplus"
 
 
 @irdl_op_definition
-class SoftsignOp(UnaryOp):
+class SoftsignOp(FloatTypes, UnaryOp):
     """x / (1 + |x|)."""
 
     name = "nn.softsign"
 
 
 @irdl_op_definition
-class MishOp(UnaryOp):
+class MishOp(FloatTypes, UnaryOp):
     """x * tanh(softplus(x))."""
 
     name = "nn.mish"
 
 
 @irdl_op_definition
-class GeluOp(UnaryOp):
+class GeluOp(FloatTypes, UnaryOp):
     """x * Phi(x); `approximate` is none (erf) or tanh."""
 
     name = "nn.gelu"
@@ -168,14 +169,14 @@ class GeluOp(UnaryOp):
 
 
 @irdl_op_definition
-class EluOp(AlphaUnaryOp):
+class EluOp(FloatTypes, AlphaUnaryOp):
     """x if x > 0 else alpha * (exp(x) - 1)."""
 
     name = "nn.elu"
 
 
 @irdl_op_definition
-class SeluOp(UnaryOp):
+class SeluOp(FloatTypes, UnaryOp):
     """gamma * (x if x > 0 else alpha * (exp(x) - 1))."""
 
     name = "nn.selu"
@@ -184,7 +185,7 @@ class SeluOp(UnaryOp):
 
 
 @irdl_op_definition
-class CeluOp(AlphaUnaryOp):
+class CeluOp(FloatTypes, AlphaUnaryOp):
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)); alpha must be non-zero."""
 
     name = "nn.celu"
@@ -197,14 +198,14 @@ class CeluOp(AlphaUnaryOp):
 
 
 @irdl_op_definition
-class ThresholdedReluOp(AlphaUnaryOp):
+class ThresholdedReluOp(FloatTypes, AlphaUnaryOp):
     """x if x > alpha else 0."""
 
     name = "nn.thresholded_relu"
 
 
 @irdl_op_definition
-class SwishOp(AlphaUnaryOp):
+class SwishOp(FloatTypes, AlphaUnaryOp):
     """x * sigmoid(alpha * x)."""
 
     name = "nn.swish"
@@ -235,12 +236,12 @@ class FloatPredicateOp(UnaryOp):
 
 
 @irdl_op_definition
-class IsNanOp(FloatPredicateOp):
+class IsNanOp(FloatTypes, FloatPredicateOp):
     name = "nn.is_nan"
 
 
 @irdl_op_definition
-class IsInfOp(FloatPredicateOp):
+class IsInfOp(FloatTypes, FloatPredicateOp):
     """True at +inf (if detect_positive) and -inf (if detect_negative)."""
 
     name = "nn.is_inf"
@@ -252,7 +253,7 @@ class IsInfOp(FloatPredicateOp):
 
 
 @irdl_op_definition
-class ModOp(BinaryOp):
+class ModOp(NumberTypes, BinaryOp):
     """Remainder: with `fmod` the sign of the dividend (C fmod), else of the divisor
     (Python %, numpy.mod; on floats too, as ONNX Mod allows from opset 28). Integer
     division by zero gives 0."""
@@ -527,12 +528,11 @@ class BroadcastToOp(DataOp):
 
 
 @irdl_op_definition
-class BitcastOp(UnaryOp):
+class BitcastOp(AnyTypes, UnaryOp):
     """Reinterpret the bits as the element type `dtype` of the same width (ONNX BitCast)."""
 
     name = "nn.bitcast"
     dtype = str_prop()
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS + BOOL
     SAME_DTYPE: ClassVar[bool] = False
     KIND: ClassVar[str] = "elementwise"
 
