@@ -39,6 +39,7 @@ def _same_type(data: TensorType[Any], other: TensorType[Any], what: str) -> None
 
 
 REDUCTIONS = ("none", "add", "mul", "max", "min")
+Shape = tuple[int, ...]
 
 
 class _IndexedOp(OneResultOp):
@@ -63,9 +64,7 @@ class _GatherOp(_IndexedOp):
     data, indices = tensor_operands(2)
 
     @classmethod
-    def gathered_shape(
-        cls, data: tuple[int, ...], indices: tuple[int, ...], attrs: Mapping[str, Any]
-    ) -> tuple[int, ...]:
+    def gathered_shape(cls, data: Shape, indices: Shape, attrs: Mapping[str, Any]) -> Shape:
         """The result shape for data and indices of these shapes; raises VerifyException."""
         raise NotImplementedError
 
@@ -85,9 +84,7 @@ class GatherElementsOp(_GatherOp):
     axis = int_prop(0)
 
     @classmethod
-    def gathered_shape(
-        cls, data: tuple[int, ...], indices: tuple[int, ...], attrs: Mapping[str, Any]
-    ) -> tuple[int, ...]:
+    def gathered_shape(cls, data: Shape, indices: Shape, attrs: Mapping[str, Any]) -> Shape:
         norm_axis(attrs["axis"], len(data))
         if len(indices) != len(data):
             raise _fail(f"indices has rank {len(indices)}, data has rank {len(data)}")
@@ -104,9 +101,7 @@ class GatherNDOp(_GatherOp):
     batch_dims = int_prop(0)
 
     @classmethod
-    def gathered_shape(
-        cls, data: tuple[int, ...], indices: tuple[int, ...], attrs: Mapping[str, Any]
-    ) -> tuple[int, ...]:
+    def gathered_shape(cls, data: Shape, indices: Shape, attrs: Mapping[str, Any]) -> Shape:
         s, idx, b = data, indices, attrs["batch_dims"]
         if not idx or not s:
             raise _fail("data and indices must have rank at least 1")

@@ -29,6 +29,7 @@ from byoc.dialects.nn.base import (
     NumberTypes,
     OneResultOp,
     broadcast_shapes,
+    check_one_of,
     norm_axis,
 )
 from byoc.dialects.nn.elementwise import BinaryOp, UnaryOp
@@ -52,13 +53,6 @@ def _bool(value: bool) -> IntegerAttr[Any]:
 
 
 # ---- unary float functions ------------------------------------------------------------
-
-
-class AlphaUnaryOp(UnaryOp):
-    """The activations with an `alpha` property of default 1 (ONNX Elu, Celu,
-    ThresholdedRelu, Swish)."""
-
-    alpha = float_prop(1.0)
 
 
 @irdl_op_definition
@@ -163,9 +157,15 @@ class GeluOp(FloatTypes, UnaryOp):
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        if attrs["approximate"] not in ("none", "tanh"):
-            raise VerifyException(f"approximate '{attrs['approximate']}' is not one of none, tanh")
+        check_one_of(attrs, "approximate", ("none", "tanh"))
         return [types[0]]
+
+
+class AlphaUnaryOp(UnaryOp):
+    """The activations with an `alpha` property of default 1 (ONNX Elu, Celu,
+    ThresholdedRelu, Swish)."""
+
+    alpha = float_prop(1.0)
 
 
 @irdl_op_definition
@@ -173,15 +173,6 @@ class EluOp(FloatTypes, AlphaUnaryOp):
     """x if x > 0 else alpha * (exp(x) - 1)."""
 
     name = "nn.elu"
-
-
-@irdl_op_definition
-class SeluOp(FloatTypes, UnaryOp):
-    """gamma * (x if x > 0 else alpha * (exp(x) - 1))."""
-
-    name = "nn.selu"
-    alpha = float_prop(1.67326319217681884765625)
-    gamma = float_prop(1.05070102214813232421875)
 
 
 @irdl_op_definition
@@ -209,6 +200,15 @@ class SwishOp(FloatTypes, AlphaUnaryOp):
     """x * sigmoid(alpha * x)."""
 
     name = "nn.swish"
+
+
+@irdl_op_definition
+class SeluOp(FloatTypes, UnaryOp):
+    """gamma * (x if x > 0 else alpha * (exp(x) - 1))."""
+
+    name = "nn.selu"
+    alpha = float_prop(1.67326319217681884765625)
+    gamma = float_prop(1.05070102214813232421875)
 
 
 @irdl_op_definition
@@ -293,8 +293,7 @@ class BitShiftOp(IntegerTypes, BinaryOp):
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        if attrs["direction"] not in ("left", "right"):
-            raise VerifyException(f"direction '{attrs['direction']}' is not one of left, right")
+        check_one_of(attrs, "direction", ("left", "right"))
         return super().infer(types, attrs)
 
 
@@ -302,9 +301,8 @@ class BitShiftOp(IntegerTypes, BinaryOp):
 
 
 @irdl_op_definition
-class ReduceMinOp(ReduceOp):
+class ReduceMinOp(AnyTypes, ReduceOp):
     name = "nn.reduce_min"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS + BOOL
 
 
 @irdl_op_definition
@@ -493,13 +491,12 @@ class EinsumOp(OneResultOp):
 
 
 @irdl_op_definition
-class TileOp(DataOp):
+class TileOp(AnyTypes, DataOp):
     """Repeat the tensor `reps[i]` times along each axis i (numpy.tile, ONNX Tile)."""
 
     name = "nn.tile"
     reps = array_prop()
     KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS + BOOL
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -511,13 +508,12 @@ class TileOp(DataOp):
 
 
 @irdl_op_definition
-class BroadcastToOp(DataOp):
+class BroadcastToOp(AnyTypes, DataOp):
     """Broadcast to numpy's broadcast of the operand's shape and `shape` (ONNX Expand)."""
 
     name = "nn.broadcast_to"
     shape = array_prop()
     KIND: ClassVar[str] = "broadcast"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS + BOOL
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
