@@ -8,6 +8,24 @@ builders and importers call so that nobody computes result types by hand:
 
     y = nn.Conv2DOp.build(x, w, padding=(1, 1, 1, 1))
 
+An op declares only its name and what is its own; the rest comes from the bases here:
+
+    @irdl_op_definition
+    class BiasAddOp(OneResultOp):            # one tensor result, `result`
+        name = "nn.bias_add"
+        data, bias = tensor_operands(2)      # the operands, in order
+        axis = int_prop(1)                   # props.py: a property and its default
+        KIND: ClassVar[str] = "broadcast"
+
+`OneResultOp` declares the result, `DataOp` also a `data` operand, `AxisOp` also the
+relation of an op whose result has the data's type. The element-type mixins
+(`FloatTypes`, `NumberTypes`, `IntegerTypes`, `BoolTypes`, `AnyTypes`) set `DTYPES`
+and come first: `class ReluOp(NumberTypes, UnaryOp)`.
+xDSL merges the fields of the bases after the class's own, so a base may declare
+operands only for subclasses that declare none. The verifier helpers (`norm_axis`,
+`check_rank`, `check_len`, `check_one_of`, `check_indices`) raise the messages every
+op shares.
+
 The text format is in `format.py`, element types and property values in `types.py`.
 """
 
@@ -97,12 +115,14 @@ def _compatible(expected: Sequence[Attribute], actual: Sequence[Attribute]) -> b
 
 
 def norm_axis(axis: int, rank: int, what: str = "axis") -> int:
+    """`axis` counted from 0 (a negative one counts from the end); it must be in range."""
     if not -rank <= axis < max(rank, 1):
         raise _fail(f"{what} {axis} is out of range for rank {rank}")
     return axis % rank if rank else 0
 
 
 def check_rank(t: TensorType[Any], rank: int, what: str) -> tuple[int, ...]:
+    """The shape of operand `t` (named `what`), which must have rank `rank`."""
     s = shape_of(t)
     if len(s) != rank:
         raise _fail(f"{what} must have rank {rank}, got {len(s)}")
@@ -110,6 +130,7 @@ def check_rank(t: TensorType[Any], rank: int, what: str) -> tuple[int, ...]:
 
 
 def check_len(attrs: Mapping[str, Any], name: str, n: int) -> tuple[int, ...]:
+    """The array property `name`, which must have `n` values."""
     v = attrs[name]
     if len(v) != n:
         raise _fail(f"'{name}' must have {n} values, got {len(v)}")
