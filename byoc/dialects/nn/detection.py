@@ -45,23 +45,28 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from xdsl.dialects.builtin import TensorType, f16, f32, f64
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute
 from xdsl.irdl import irdl_op_definition, result_def
 
-from byoc.dialects.nn.base import NNOp, OneResultOp, _fail, check_indices, tensor_operands
+from byoc.dialects.nn.base import (
+    FloatTypes,
+    NNOp,
+    OneResultOp,
+    _fail,
+    check_indices,
+    tensor_operands,
+)
 from byoc.dialects.nn.props import array_prop, bool_prop, float_prop, int_prop, str_prop
 from byoc.dialects.nn.types import ALL_TYPES, ints, shape_of, tensor
 
-FLOATS: tuple[Attribute, ...] = (f32, f64, f16)
 ROI_MODES = ("avg", "max")
 ROI_COORDINATE_MODES = ("half_pixel", "output_half_pixel")
 
 
-class _DetectionOp(OneResultOp):
+class _DetectionOp(FloatTypes, OneResultOp):
     """An opaque op of float data with operands of other types (indices, caches)."""
 
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
     SAME_DTYPE: ClassVar[bool] = False
 
 
@@ -219,7 +224,7 @@ class TensorScatterOp(_DetectionOp):
 
 
 @irdl_op_definition
-class LinearAttentionOp(NNOp):
+class LinearAttentionOp(FloatTypes, NNOp):
     """Linear attention as a recurrence over time (ONNX LinearAttention, opset 27): query,
     key, value (B, T, heads * d) packed; past_state (B, kv_heads, d_k, d_v), decay (B, T,
     kv_heads or kv_heads * d_k) and beta (B, T, kv_heads or 1) given or empty; `update_rule`
@@ -234,7 +239,6 @@ class LinearAttentionOp(NNOp):
     kv_num_heads = int_prop()
     scale = float_prop(0.0)
     update_rule = str_prop("gated_delta")
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):

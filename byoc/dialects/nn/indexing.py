@@ -20,6 +20,7 @@ from xdsl.irdl import irdl_op_definition, var_operand_def, var_result_def
 from byoc.dialects.nn.base import (  # pyright: ignore[reportPrivateUsage]
     AxisOp,
     DataOp,
+    FloatTypes,
     NNOp,
     OneResultOp,
     _fail,
@@ -50,11 +51,8 @@ class _IndexedOp(OneResultOp):
     SAME_DTYPE: ClassVar[bool] = False
 
 
-class _FloatOp(OneResultOp):
+class _FloatOp(FloatTypes, OneResultOp):
     """An opaque op of float tensors."""
-
-    KIND: ClassVar[str] = "opaque"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 
 
 # ---- gathers and scatters ---------------------------------------------------------
@@ -464,7 +462,7 @@ class Col2ImOp(DataOp):
 
 
 @irdl_op_definition
-class AttentionOp(NNOp):
+class AttentionOp(FloatTypes, NNOp):
     """Scaled dot-product attention (ONNX Attention, opsets 23-25).
 
     Operands: q, k, v, then the optional ones `has_mask`, `has_past` (past_key,
@@ -491,7 +489,6 @@ class AttentionOp(NNOp):
     softmax_precision = int_prop(0)
     left_window_size = int_prop(-1)
     right_window_size = int_prop(-1)
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
     SAME_DTYPE: ClassVar[bool] = False
 
     @classmethod
