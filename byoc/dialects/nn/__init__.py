@@ -16,11 +16,7 @@ from xdsl.dialects.builtin import (  # re-exported: nn.f32, nn.IntegerType
 from xdsl.ir import Dialect
 
 from byoc.dialects.nn import base, elementwise, layers, logic_ops, math_ops, shape_ops
-from byoc.dialects.nn.base import (
-    ConstantOp,
-    NNOp,
-    broadcast_shapes,
-)
+from byoc.dialects.nn.base import ConstantOp, NNOp, broadcast_shapes
 from byoc.dialects.nn.detection import DETECTION_OPS
 from byoc.dialects.nn.elementwise import (
     AbsOp,

@@ -8,6 +8,24 @@ builders and importers call so that nobody computes result types by hand:
 
     y = nn.Conv2DOp.build(x, w, padding=(1, 1, 1, 1))
 
+An op declares only its name and what is its own; the rest comes from the bases here:
+
+    @irdl_op_definition
+    class BiasAddOp(OneResultOp):            # one tensor result, `result`
+        name = "nn.bias_add"
+        data, bias = tensor_operands(2)      # the operands, in order
+        axis = int_prop(1)                   # props.py: a property and its default
+        KIND: ClassVar[str] = "broadcast"
+
+`OneResultOp` declares the result, `DataOp` also a `data` operand, `AxisOp` also the
+relation of an op whose result has the data's type. The element-type mixins
+(`FloatTypes`, `NumberTypes`, `IntegerTypes`, `BoolTypes`, `AnyTypes`) set `DTYPES`
+and come first: `class ReluOp(NumberTypes, UnaryOp)`.
+xDSL merges the fields of the bases after the class's own, so a base may declare
+operands only for subclasses that declare none. The verifier helpers (`norm_axis`,
+`check_rank`, `check_len`, `check_one_of`, `check_indices`) raise the messages every
+op shares.
+
 The text format is in `format.py`, element types and property values in `types.py`.
 """
 
@@ -18,16 +36,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-from xdsl.dialects.builtin import (
-    BytesAttr,
-    DenseIntOrFPElementsAttr,
-    IntegerAttr,
-    TensorType,
-)
+from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, IntegerAttr, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
+    Operand,
     irdl_op_definition,
+    operand_def,
     prop_def,
     result_def,
     traits_def,
@@ -40,8 +55,13 @@ from xdsl.utils.exceptions import VerifyException
 from byoc.dialects.nn.format import parse_constant, parse_nn_op, print_constant, print_nn_op
 from byoc.dialects.nn.types import (
     ANY,
+    BOOL,
     DYNAMIC,
     FLOAT,
+    FLOATS,
+    INDEX_TYPES,
+    INTEGERS,
+    NUMBERS,
     check_shape,
     check_static_shape,
     element_type_of,
@@ -74,6 +94,12 @@ def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
     return tuple(out)
 
 
+def tensor_operands(n: int) -> tuple[Operand, ...]:
+    """`n` tensor operand definitions, unpacked into an op's named operands in order:
+    `data, weight, bias = tensor_operands(3)` (MLIR's `ins` list, in one line)."""
+    return tuple(operand_def(TensorType) for _ in range(n))
+
+
 def _compatible(expected: Sequence[Attribute], actual: Sequence[Attribute]) -> bool:
     """Same count, element types and ranks; dims equal wherever both are static."""
     if len(expected) != len(actual):
@@ -88,24 +114,42 @@ def _compatible(expected: Sequence[Attribute], actual: Sequence[Attribute]) -> b
     return True
 
 
-def _norm_axis(axis: int, rank: int, what: str = "axis") -> int:
+def norm_axis(axis: int, rank: int, what: str = "axis") -> int:
+    """`axis` counted from 0 (a negative one counts from the end); it must be in range."""
     if not -rank <= axis < max(rank, 1):
         raise _fail(f"{what} {axis} is out of range for rank {rank}")
     return axis % rank if rank else 0
 
 
-def _check_rank(t: TensorType[Any], rank: int, what: str) -> tuple[int, ...]:
+def check_rank(t: TensorType[Any], rank: int, what: str) -> tuple[int, ...]:
+    """The shape of operand `t` (named `what`), which must have rank `rank`."""
     s = shape_of(t)
     if len(s) != rank:
         raise _fail(f"{what} must have rank {rank}, got {len(s)}")
     return s
 
 
-def _check_len(attrs: Mapping[str, Any], name: str, n: int) -> tuple[int, ...]:
+def check_len(attrs: Mapping[str, Any], name: str, n: int) -> tuple[int, ...]:
+    """The array property `name`, which must have `n` values."""
     v = attrs[name]
     if len(v) != n:
         raise _fail(f"'{name}' must have {n} values, got {len(v)}")
     return v
+
+
+def check_one_of(attrs: Mapping[str, Any], key: str, allowed: Sequence[str]) -> str:
+    """The string property `key`, which must be one of `allowed`."""
+    value = attrs[key]
+    if value not in allowed:
+        raise _fail(f"{key} '{value}' is not one of {', '.join(allowed)}")
+    return value
+
+
+def check_indices(t: TensorType[Any], what: str = "indices") -> tuple[int, ...]:
+    """The shape of the index operand `t`, whose element type must be i32 or i64."""
+    if t.element_type not in INDEX_TYPES:
+        raise _fail(f"{what} must be i32 or i64, got {t.element_type}")
+    return shape_of(t)
 
 
 # --------------------------------------------------------------------------
@@ -191,6 +235,20 @@ class NNOp(IRDLOperation):
             out[name] = to_python(attr)
         return out
 
+    @classmethod
+    def properties_of(cls, attrs: Mapping[str, Any]) -> dict[str, Attribute]:
+        """The properties for the Python values `attrs` (a None value: the default).
+
+        Raises TypeError for a key that is not a property of the op."""
+        defaults = cls.prop_defaults()
+        props: dict[str, Attribute] = {}
+        for key, value in attrs.items():
+            if key not in defaults:
+                raise TypeError(f"'{cls.name}' has no property '{key}'")
+            if value is not None:
+                props[key] = from_python(value, defaults[key])
+        return props
+
     def attr_values(self) -> dict[str, Any]:
         """The op's properties (defaults filled in) as Python values: the kernel's kwargs."""
         return self.python_attrs(self.properties)
@@ -205,13 +263,7 @@ class NNOp(IRDLOperation):
     ) -> NNOp:
         """Create the op, computing its result types with `infer`."""
         values = [SSAValue.get(o) for o in operands]
-        defaults = cls.prop_defaults()
-        props: dict[str, Attribute] = {}
-        for key, value in attrs.items():
-            if key not in defaults:
-                raise TypeError(f"'{cls.name}' has no property '{key}'")
-            if value is not None:
-                props[key] = from_python(value, defaults[key])
+        props = cls.properties_of(attrs)
         types = [v.type for v in values]
         for t in types:
             if not isinstance(t, TensorType):
@@ -306,6 +358,66 @@ class NNOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> NNOp:
         return parse_nn_op(cls, cls.prop_defaults(), parser)
+
+
+# ---- element types, mixed in ahead of an op's base: class ReluOp(NumberTypes, UnaryOp) ----
+
+
+class FloatTypes(NNOp):
+    """The op takes float tensors (f32, f64, f16)."""
+
+    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+
+
+class NumberTypes(NNOp):
+    """The op takes tensors of any number type (floats and integers, not bool)."""
+
+    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
+
+
+class IntegerTypes(NNOp):
+    """The op takes integer tensors."""
+
+    DTYPES: ClassVar[tuple[Attribute, ...]] = INTEGERS
+
+
+class BoolTypes(NNOp):
+    """The op takes i1 (bool) tensors."""
+
+    DTYPES: ClassVar[tuple[Attribute, ...]] = BOOL
+
+
+class AnyTypes(NNOp):
+    """The op takes tensors of every element type (nn.ANY)."""
+
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
+
+
+# ---- shared fields and type relations ------------------------------------------------
+
+
+class OneResultOp(NNOp):
+    """An op with one tensor result, `result`; subclasses add operands and properties."""
+
+    result = result_def(TensorType)
+
+
+class DataOp(OneResultOp):
+    """An op of one tensor operand, `data`, and one result; subclasses add properties."""
+
+    data = operand_def(TensorType)
+
+
+class AxisOp(DataOp):
+    """A data op whose result has the data's type and whose `axis` property (declared by
+    each subclass, with its own default) must be in range."""
+
+    @classmethod
+    def infer(
+        cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]
+    ) -> list[TensorType[Any]]:
+        norm_axis(attrs["axis"], len(shape_of(types[0])))
+        return [types[0]]
 
 
 # --------------------------------------------------------------------------

@@ -45,55 +45,45 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from xdsl.dialects.builtin import (
-    BoolAttr,
-    DenseArrayBase,
-    FloatAttr,
-    IntegerAttr,
-    StringAttr,
-    TensorType,
-    f16,
-    f32,
-    f64,
-    i32,
-    i64,
-)
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute
-from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def
-from xdsl.utils.exceptions import VerifyException
+from xdsl.irdl import irdl_op_definition, result_def
 
-from byoc.dialects.nn.base import NNOp
-from byoc.dialects.nn.types import ALL_TYPES, float_attr, int_attr, ints, shape_of, tensor
+from byoc.dialects.nn.base import (
+    FloatTypes,
+    NNOp,
+    OneResultOp,
+    _fail,
+    check_indices,
+    tensor_operands,
+)
+from byoc.dialects.nn.props import array_prop, bool_prop, float_prop, int_prop, str_prop
+from byoc.dialects.nn.types import ALL_TYPES, ints, shape_of, tensor
 
-FLOATS: tuple[Attribute, ...] = (f32, f64, f16)
 ROI_MODES = ("avg", "max")
 ROI_COORDINATE_MODES = ("half_pixel", "output_half_pixel")
 
 
-def _fail(msg: str) -> VerifyException:
-    return VerifyException(msg)
+class _DetectionOp(FloatTypes, OneResultOp):
+    """An opaque op of float data with operands of other types (indices, caches)."""
+
+    SAME_DTYPE: ClassVar[bool] = False
 
 
 @irdl_op_definition
-class RoiAlignOp(NNOp):
+class RoiAlignOp(_DetectionOp):
     """Pool each region of interest of x (N, C, H, W) to (output_height, output_width) by
     bilinear sampling (ONNX RoiAlign). rois (R, 4) are [x1, y1, x2, y2] in input
     coordinates before `spatial_scale`; batch_indices (R,) pick the image. Result (R, C, oh, ow)."""
 
     name = "nn.roi_align"
-    data = operand_def(TensorType)
-    rois = operand_def(TensorType)
-    batch_indices = operand_def(TensorType)
-    result = result_def(TensorType)
-    mode = prop_def(StringAttr, default_value=StringAttr("avg"))
-    output_height = prop_def(IntegerAttr, default_value=int_attr(1))
-    output_width = prop_def(IntegerAttr, default_value=int_attr(1))
-    sampling_ratio = prop_def(IntegerAttr, default_value=int_attr(0))
-    spatial_scale = prop_def(FloatAttr, default_value=float_attr(1.0))
-    coordinate_transformation_mode = prop_def(StringAttr, default_value=StringAttr("half_pixel"))
-    KIND: ClassVar[str] = "opaque"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
-    SAME_DTYPE: ClassVar[bool] = False
+    data, rois, batch_indices = tensor_operands(3)
+    mode = str_prop("avg")
+    output_height = int_prop(1)
+    output_width = int_prop(1)
+    sampling_ratio = int_prop(0)
+    spatial_scale = float_prop(1.0)
+    coordinate_transformation_mode = str_prop("half_pixel")
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -102,8 +92,7 @@ class RoiAlignOp(NNOp):
             raise _fail(f"roi_align needs an (N, C, H, W) input, got rank {len(x)}")
         if types[1].element_type != types[0].element_type:
             raise _fail(f"rois must have the input's element type {types[0].element_type}, got {types[1].element_type}")
-        if types[2].element_type not in (i32, i64):
-            raise _fail(f"batch_indices must be i32 or i64, got {types[2].element_type}")
+        check_indices(types[2], "batch_indices")
         if len(rois) != 2 or rois[1] != 4 or idx != (rois[0],):
             raise _fail(f"rois {list(rois)} and batch_indices {list(idx)} must be (R, 4) and (R,)")
         oh, ow = attrs["output_height"], attrs["output_width"]
@@ -120,22 +109,15 @@ class RoiAlignOp(NNOp):
 
 
 @irdl_op_definition
-class RotaryEmbeddingOp(NNOp):
+class RotaryEmbeddingOp(_DetectionOp):
     """Rotate pairs of features of x by the angles of the cos/sin caches (ONNX
     RotaryEmbedding); the result has x's type."""
 
     name = "nn.rotary_embedding"
-    data = operand_def(TensorType)
-    cos_cache = operand_def(TensorType)
-    sin_cache = operand_def(TensorType)
-    position_ids = operand_def(TensorType)
-    result = result_def(TensorType)
-    interleaved = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
-    num_heads = prop_def(IntegerAttr, default_value=int_attr(0))
-    rotary_embedding_dim = prop_def(IntegerAttr, default_value=int_attr(0))
-    KIND: ClassVar[str] = "opaque"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
-    SAME_DTYPE: ClassVar[bool] = False
+    data, cos_cache, sin_cache, position_ids = tensor_operands(4)
+    interleaved = bool_prop(False)
+    num_heads = int_prop(0)
+    rotary_embedding_dim = int_prop(0)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -143,8 +125,7 @@ class RotaryEmbeddingOp(NNOp):
         for t, what in ((types[1], "cos_cache"), (types[2], "sin_cache")):
             if t.element_type != types[0].element_type:
                 raise _fail(f"{what} must have the input's element type {types[0].element_type}")
-        if types[3].element_type not in (i32, i64):
-            raise _fail(f"position_ids must be i32 or i64, got {types[3].element_type}")
+        check_indices(types[3], "position_ids")
         heads = attrs["num_heads"]
         if len(x) == 3:
             if heads < 1 or x[2] % heads:
@@ -171,25 +152,19 @@ class RotaryEmbeddingOp(NNOp):
 
 
 @irdl_op_definition
-class DeformConv2DOp(NNOp):
+class DeformConv2DOp(_DetectionOp):
     """Deformable 2-D convolution (ONNX DeformConv, NCHW): x (N, C, H, W), weight
     (OC, C / group, kh, kw), offset (N, offset_group * kh * kw * 2, oh, ow), bias (OC,)
     or empty, mask (N, offset_group * kh * kw, oh, ow) or empty. Result (N, OC, oh, ow)."""
 
     name = "nn.deform_conv2d"
-    data = operand_def(TensorType)
-    weight = operand_def(TensorType)
-    offset = operand_def(TensorType)
-    bias = operand_def(TensorType)
-    mask = operand_def(TensorType)
-    result = result_def(TensorType)
-    strides = prop_def(DenseArrayBase, default_value=ints(1, 1))
-    padding = prop_def(DenseArrayBase, default_value=ints(0, 0, 0, 0))
-    dilation = prop_def(DenseArrayBase, default_value=ints(1, 1))
-    groups = prop_def(IntegerAttr, default_value=int_attr(1))
-    offset_group = prop_def(IntegerAttr, default_value=int_attr(1))
-    KIND: ClassVar[str] = "opaque"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+    data, weight, offset, bias, mask = tensor_operands(5)
+    strides = array_prop(ints(1, 1))
+    padding = array_prop(ints(0, 0, 0, 0))
+    dilation = array_prop(ints(1, 1))
+    groups = int_prop(1)
+    offset_group = int_prop(1)
+    SAME_DTYPE: ClassVar[bool] = True
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -217,28 +192,22 @@ class DeformConv2DOp(NNOp):
 
 
 @irdl_op_definition
-class TensorScatterOp(NNOp):
+class TensorScatterOp(_DetectionOp):
     """Write `update` into a copy of `past_cache` along `axis` from each batch row's
     `write_indices` (ONNX TensorScatter); the result has past_cache's type."""
 
     name = "nn.tensor_scatter"
-    past_cache = operand_def(TensorType)
-    update = operand_def(TensorType)
-    write_indices = operand_def(TensorType)
-    result = result_def(TensorType)
-    mode = prop_def(StringAttr, default_value=StringAttr("linear"))
-    axis = prop_def(IntegerAttr, default_value=int_attr(-2))
-    KIND: ClassVar[str] = "opaque"
+    past_cache, update, write_indices = tensor_operands(3)
+    mode = str_prop("linear")
+    axis = int_prop(-2)
     DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
-    SAME_DTYPE: ClassVar[bool] = False
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         cache, upd, idx = (shape_of(t) for t in types)
         if types[1].element_type != types[0].element_type:
             raise _fail(f"update must have the cache's element type {types[0].element_type}")
-        if types[2].element_type not in (i32, i64):
-            raise _fail(f"write_indices must be i32 or i64, got {types[2].element_type}")
+        check_indices(types[2], "write_indices")
         r = len(cache)
         if not -r <= attrs["axis"] < r or attrs["axis"] % max(r, 1) == 0:
             raise _fail(f"axis {attrs['axis']} must name a dim after the batch dim of a rank-{r} cache")
@@ -255,7 +224,7 @@ class TensorScatterOp(NNOp):
 
 
 @irdl_op_definition
-class LinearAttentionOp(NNOp):
+class LinearAttentionOp(FloatTypes, NNOp):
     """Linear attention as a recurrence over time (ONNX LinearAttention, opset 27): query,
     key, value (B, T, heads * d) packed; past_state (B, kv_heads, d_k, d_v), decay (B, T,
     kv_heads or kv_heads * d_k) and beta (B, T, kv_heads or 1) given or empty; `update_rule`
@@ -263,20 +232,13 @@ class LinearAttentionOp(NNOp):
     present state (B, kv_heads, d_k, d_v). Two results: it runs on the host."""
 
     name = "nn.linear_attention"
-    query = operand_def(TensorType)
-    key = operand_def(TensorType)
-    value = operand_def(TensorType)
-    past_state = operand_def(TensorType)
-    decay = operand_def(TensorType)
-    beta = operand_def(TensorType)
+    query, key, value, past_state, decay, beta = tensor_operands(6)
     output = result_def(TensorType)
     present_state = result_def(TensorType)
-    q_num_heads = prop_def(IntegerAttr)
-    kv_num_heads = prop_def(IntegerAttr)
-    scale = prop_def(FloatAttr, default_value=float_attr(0.0))
-    update_rule = prop_def(StringAttr, default_value=StringAttr("gated_delta"))
-    KIND: ClassVar[str] = "opaque"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+    q_num_heads = int_prop()
+    kv_num_heads = int_prop()
+    scale = float_prop(0.0)
+    update_rule = str_prop("gated_delta")
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):

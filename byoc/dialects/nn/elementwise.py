@@ -7,31 +7,26 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from xdsl.dialects.builtin import (
-    FloatAttr,
-    StringAttr,
-    TensorType,
-)
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute
-from xdsl.irdl import (
-    irdl_op_definition,
-    operand_def,
-    prop_def,
-    result_def,
-)
+from xdsl.irdl import irdl_op_definition, operand_def
 
 from byoc.dialects.nn.base import (
+    AnyTypes,
+    FloatTypes,
     NNOp,
+    NumberTypes,
+    OneResultOp,
     _fail,
     broadcast_shapes,
+    tensor_operands,
 )
+from byoc.dialects.nn.props import float_prop, str_prop
 from byoc.dialects.nn.types import (
-    ANY,
     ELEMENT_TYPES,
     FLOATS,
     NUMBERS,
     element_type_named,
-    float_attr,
     shape_of,
     tensor,
 )
@@ -41,10 +36,10 @@ from byoc.dialects.nn.types import (
 # --------------------------------------------------------------------------
 
 
-class BinaryOp(NNOp):
-    lhs = operand_def(TensorType)
-    rhs = operand_def(TensorType)
-    result = result_def(TensorType)
+class BinaryOp(OneResultOp):
+    """numpy-broadcasting ops of two operands of one element type."""
+
+    lhs, rhs = tensor_operands(2)
     KIND: ClassVar[str] = "broadcast"
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
@@ -54,55 +49,10 @@ class BinaryOp(NNOp):
         return [tensor(broadcast_shapes(shape_of(a), shape_of(b)), a.element_type)]
 
 
-@irdl_op_definition
-class AddOp(BinaryOp):
-    name = "nn.add"
+class UnaryOp(OneResultOp):
+    """Elementwise ops of one operand, `x`."""
 
-
-@irdl_op_definition
-class SubtractOp(BinaryOp):
-    name = "nn.subtract"
-
-
-@irdl_op_definition
-class MultiplyOp(BinaryOp):
-    name = "nn.multiply"
-
-
-@irdl_op_definition
-class DivideOp(BinaryOp):
-    """Integers divide truncating toward zero (ONNX Div)."""
-
-    name = "nn.divide"
-
-
-@irdl_op_definition
-class MaximumOp(BinaryOp):
-    name = "nn.maximum"
-
-
-@irdl_op_definition
-class MinimumOp(BinaryOp):
-    name = "nn.minimum"
-
-
-@irdl_op_definition
-class PowerOp(BinaryOp):
-    name = "nn.power"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
-
-
-@irdl_op_definition
-class PReluOp(BinaryOp):
-    """x if x >= 0 else slope * x; slope broadcasts against x (ONNX PRelu)."""
-
-    name = "nn.prelu"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
-
-
-class UnaryOp(NNOp):
     x = operand_def(TensorType)
-    result = result_def(TensorType)
     KIND: ClassVar[str] = "elementwise"
     DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 
@@ -112,70 +62,111 @@ class UnaryOp(NNOp):
 
 
 @irdl_op_definition
-class ReluOp(UnaryOp):
-    name = "nn.relu"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
+class AddOp(NumberTypes, BinaryOp):
+    name = "nn.add"
 
 
 @irdl_op_definition
-class SigmoidOp(UnaryOp):
+class SubtractOp(NumberTypes, BinaryOp):
+    name = "nn.subtract"
+
+
+@irdl_op_definition
+class MultiplyOp(NumberTypes, BinaryOp):
+    name = "nn.multiply"
+
+
+@irdl_op_definition
+class DivideOp(NumberTypes, BinaryOp):
+    """Integers divide truncating toward zero (ONNX Div)."""
+
+    name = "nn.divide"
+
+
+@irdl_op_definition
+class MaximumOp(NumberTypes, BinaryOp):
+    name = "nn.maximum"
+
+
+@irdl_op_definition
+class MinimumOp(NumberTypes, BinaryOp):
+    name = "nn.minimum"
+
+
+@irdl_op_definition
+class PowerOp(FloatTypes, BinaryOp):
+    name = "nn.power"
+
+
+@irdl_op_definition
+class PReluOp(FloatTypes, BinaryOp):
+    """x if x >= 0 else slope * x; slope broadcasts against x (ONNX PRelu)."""
+
+    name = "nn.prelu"
+
+
+@irdl_op_definition
+class ReluOp(NumberTypes, UnaryOp):
+    name = "nn.relu"
+
+
+@irdl_op_definition
+class SigmoidOp(FloatTypes, UnaryOp):
     name = "nn.sigmoid"
 
 
 @irdl_op_definition
-class TanhOp(UnaryOp):
+class TanhOp(FloatTypes, UnaryOp):
     name = "nn.tanh"
 
 
 @irdl_op_definition
-class ExpOp(UnaryOp):
+class ExpOp(FloatTypes, UnaryOp):
     name = "nn.exp"
 
 
 @irdl_op_definition
-class LogOp(UnaryOp):
+class LogOp(FloatTypes, UnaryOp):
     name = "nn.log"
 
 
 @irdl_op_definition
-class SqrtOp(UnaryOp):
+class SqrtOp(FloatTypes, UnaryOp):
     name = "nn.sqrt"
 
 
 @irdl_op_definition
-class NegativeOp(UnaryOp):
+class NegativeOp(NumberTypes, UnaryOp):
     name = "nn.negative"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
 
 @irdl_op_definition
-class AbsOp(UnaryOp):
+class AbsOp(NumberTypes, UnaryOp):
     name = "nn.abs"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
 
 @irdl_op_definition
-class ErfOp(UnaryOp):
+class ErfOp(FloatTypes, UnaryOp):
     name = "nn.erf"
 
 
 @irdl_op_definition
-class ReciprocalOp(UnaryOp):
+class ReciprocalOp(FloatTypes, UnaryOp):
     name = "nn.reciprocal"
 
 
 @irdl_op_definition
-class HardSwishOp(UnaryOp):
+class HardSwishOp(FloatTypes, UnaryOp):
     """x * relu6(x + 3) / 6."""
 
     name = "nn.hard_swish"
 
 
 @irdl_op_definition
-class ClipOp(UnaryOp):
+class ClipOp(FloatTypes, UnaryOp):
     name = "nn.clip"
-    a_min = prop_def(FloatAttr, default_value=float_attr(-math.inf))
-    a_max = prop_def(FloatAttr, default_value=float_attr(math.inf))
+    a_min = float_prop(-math.inf)
+    a_max = float_prop(math.inf)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -185,27 +176,26 @@ class ClipOp(UnaryOp):
 
 
 @irdl_op_definition
-class LeakyReluOp(UnaryOp):
+class LeakyReluOp(FloatTypes, UnaryOp):
     name = "nn.leaky_relu"
-    alpha = prop_def(FloatAttr, default_value=float_attr(0.01))
+    alpha = float_prop(0.01)
 
 
 @irdl_op_definition
-class HardSigmoidOp(UnaryOp):
+class HardSigmoidOp(FloatTypes, UnaryOp):
     """max(0, min(1, alpha * x + beta))."""
 
     name = "nn.hard_sigmoid"
-    alpha = prop_def(FloatAttr, default_value=float_attr(0.2))
-    beta = prop_def(FloatAttr, default_value=float_attr(0.5))
+    alpha = float_prop(0.2)
+    beta = float_prop(0.5)
 
 
 @irdl_op_definition
-class CastOp(UnaryOp):
+class CastOp(AnyTypes, UnaryOp):
     """Convert the element type: `dtype` is the short name of an element type (f32, i64, i1...)."""
 
     name = "nn.cast"
-    dtype = prop_def(StringAttr)
-    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
+    dtype = str_prop()
     SAME_DTYPE: ClassVar[bool] = False
     TARGETS: ClassVar[tuple[str, ...]] = tuple(d.name for d in ELEMENT_TYPES)
     """The element types `dtype` may name (short names of types.ELEMENT_TYPES)."""

@@ -163,15 +163,7 @@ def print_nn_op(op: Operation, defaults: Mapping[str, Attribute | None], printer
     if len(out_types) == 1 and all(t == out_types[0] for t in in_types):
         printer.print_attribute(out_types[0])
     else:
-        printer.print_string("(")
-        printer.print_list(in_types, printer.print_attribute)
-        printer.print_string(") -> ")
-        if len(out_types) == 1:
-            printer.print_attribute(out_types[0])
-        else:
-            printer.print_string("(")
-            printer.print_list(out_types, printer.print_attribute)
-            printer.print_string(")")
+        printer.print_function_type(in_types, out_types)
 
 
 def parse_nn_op(cls: type[_Op], defaults: Mapping[str, Attribute | None], parser: Parser) -> _Op:
@@ -202,11 +194,8 @@ def parse_nn_op(cls: type[_Op], defaults: Mapping[str, Attribute | None], parser
         in_types = [single] * len(unresolved)
         out_types = [single]
     if len(in_types) != len(unresolved):
-        parser.raise_error(
-            f"'{cls.name}' has {len(unresolved)} operands but {len(in_types)} operand types",
-            pos,
-            parser.pos,
-        )
+        found = f"{len(unresolved)} operands but {len(in_types)} operand types"
+        parser.raise_error(f"'{cls.name}' has {found}", pos, parser.pos)
     operands = parser.resolve_operands(unresolved, in_types, pos)
     props = {k: v for k, v in attr_dict.items() if k in defaults}
     attributes = {k: v for k, v in attr_dict.items() if k not in defaults}

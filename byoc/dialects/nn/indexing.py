@@ -13,60 +13,25 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from xdsl.dialects.builtin import (
-    BoolAttr,
-    DenseArrayBase,
-    FloatAttr,
-    IntegerAttr,
-    IntegerType,
-    StringAttr,
-    TensorType,
-    f16,
-    f32,
-    f64,
-    i32,
-    i64,
-)
+from xdsl.dialects.builtin import DenseArrayBase, IntegerType, TensorType, f64, i32, i64
 from xdsl.ir import Attribute
-from xdsl.irdl import (
-    irdl_op_definition,
-    operand_def,
-    prop_def,
-    result_def,
-    var_operand_def,
-    var_result_def,
+from xdsl.irdl import irdl_op_definition, var_operand_def, var_result_def
+
+from byoc.dialects.nn.base import (  # pyright: ignore[reportPrivateUsage]
+    AxisOp,
+    DataOp,
+    FloatTypes,
+    NNOp,
+    OneResultOp,
+    _fail,
+    broadcast_shapes,
+    check_indices,
+    check_one_of,
+    norm_axis,
+    tensor_operands,
 )
-from xdsl.utils.exceptions import VerifyException
-
-from byoc.dialects.nn.base import NNOp, broadcast_shapes
-from byoc.dialects.nn.types import (
-    ALL_TYPES,
-    float_attr,
-    int_attr,
-    ints,
-    shape_of,
-    tensor,
-)
-
-FLOATS: tuple[Attribute, ...] = (f32, f64, f16)
-"""Element types of the float-only ops of this module."""
-INDEX_TYPES: tuple[Attribute, ...] = (i32, i64)
-
-
-def _fail(msg: str) -> VerifyException:
-    return VerifyException(msg)
-
-
-def _axis(axis: int, rank: int, what: str = "axis") -> int:
-    if not -rank <= axis < max(rank, 1):
-        raise _fail(f"{what} {axis} is out of range for rank {rank}")
-    return axis % rank if rank else 0
-
-
-def _check_indices(t: TensorType[Any], what: str = "indices") -> tuple[int, ...]:
-    if t.element_type not in INDEX_TYPES:
-        raise _fail(f"{what} must be i32 or i64, got {t.element_type}")
-    return shape_of(t)
+from byoc.dialects.nn.props import array_prop, bool_prop, float_prop, int_prop, str_prop
+from byoc.dialects.nn.types import ALL_TYPES, FLOATS, INDEX_TYPES, ints, shape_of, tensor
 
 
 def _same_type(data: TensorType[Any], other: TensorType[Any], what: str) -> None:
@@ -75,56 +40,67 @@ def _same_type(data: TensorType[Any], other: TensorType[Any], what: str) -> None
 
 
 REDUCTIONS = ("none", "add", "mul", "max", "min")
+Shape = tuple[int, ...]
+
+
+class _IndexedOp(OneResultOp):
+    """An injective op of data of any element type and an i32/i64 index operand."""
+
+    KIND: ClassVar[str] = "injective"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
+    SAME_DTYPE: ClassVar[bool] = False
+
+
+class _FloatOp(FloatTypes, OneResultOp):
+    """An opaque op of float tensors."""
 
 
 # ---- gathers and scatters ---------------------------------------------------------
 
 
+class _GatherOp(_IndexedOp):
+    data, indices = tensor_operands(2)
+
+    @classmethod
+    def gathered_shape(cls, data: Shape, indices: Shape, attrs: Mapping[str, Any]) -> Shape:
+        """The result shape for data and indices of these shapes; raises VerifyException."""
+        raise NotImplementedError
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        shape = cls.gathered_shape(shape_of(types[0]), check_indices(types[1]), attrs)
+        return [tensor(shape, types[0].element_type)]
+
+
 @irdl_op_definition
-class GatherElementsOp(NNOp):
+class GatherElementsOp(_GatherOp):
     """out[i][j][k] = data[index][j][k] with index = indices[i][j][k] on `axis` (ONNX GatherElements).
 
     indices has data's rank; negative indices count from the end."""
 
     name = "nn.gather_elements"
-    data = operand_def(TensorType)
-    indices = operand_def(TensorType)
-    result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=int_attr(0))
-    KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
-    SAME_DTYPE: ClassVar[bool] = False
+    axis = int_prop(0)
 
     @classmethod
-    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        s = shape_of(types[0])
-        idx = _check_indices(types[1])
-        _axis(attrs["axis"], len(s))
-        if len(idx) != len(s):
-            raise _fail(f"indices has rank {len(idx)}, data has rank {len(s)}")
-        return [tensor(idx, types[0].element_type)]
+    def gathered_shape(cls, data: Shape, indices: Shape, attrs: Mapping[str, Any]) -> Shape:
+        norm_axis(attrs["axis"], len(data))
+        if len(indices) != len(data):
+            raise _fail(f"indices has rank {len(indices)}, data has rank {len(data)}")
+        return indices
 
 
 @irdl_op_definition
-class GatherNDOp(NNOp):
+class GatherNDOp(_GatherOp):
     """Gather slices of data at the index tuples of the last axis of indices (ONNX GatherND).
 
     Result: indices.shape[:-1] + data.shape[batch_dims + indices.shape[-1]:]."""
 
     name = "nn.gather_nd"
-    data = operand_def(TensorType)
-    indices = operand_def(TensorType)
-    result = result_def(TensorType)
-    batch_dims = prop_def(IntegerAttr, default_value=int_attr(0))
-    KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
-    SAME_DTYPE: ClassVar[bool] = False
+    batch_dims = int_prop(0)
 
     @classmethod
-    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        s = shape_of(types[0])
-        idx = _check_indices(types[1])
-        b = attrs["batch_dims"]
+    def gathered_shape(cls, data: Shape, indices: Shape, attrs: Mapping[str, Any]) -> Shape:
+        s, idx, b = data, indices, attrs["batch_dims"]
         if not idx or not s:
             raise _fail("data and indices must have rank at least 1")
         if b < 0 or b >= min(len(s), len(idx)):
@@ -134,24 +110,19 @@ class GatherNDOp(NNOp):
         k = idx[-1]
         if not 1 <= k <= len(s) - b:
             raise _fail(f"indices.shape[-1] = {k} must be in [1, {len(s) - b}]")
-        return [tensor((*idx[:-1], *s[b + k :]), types[0].element_type)]
+        return (*idx[:-1], *s[b + k :])
 
 
-class _ScatterOp(NNOp):
-    data = operand_def(TensorType)
-    indices = operand_def(TensorType)
-    updates = operand_def(TensorType)
-    result = result_def(TensorType)
-    reduction = prop_def(StringAttr, default_value=StringAttr("none"))
-    KIND: ClassVar[str] = "opaque"
+class _ScatterOp(OneResultOp):
+    data, indices, updates = tensor_operands(3)
+    reduction = str_prop("none")
     DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
     SAME_DTYPE: ClassVar[bool] = False
 
     @classmethod
     def _check(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]) -> None:
-        if attrs["reduction"] not in REDUCTIONS:
-            raise _fail(f"reduction '{attrs['reduction']}' is not one of {', '.join(REDUCTIONS)}")
-        _check_indices(types[1])
+        check_one_of(attrs, "reduction", REDUCTIONS)
+        check_indices(types[1])
         _same_type(types[0], types[2], "updates")
 
 
@@ -161,13 +132,13 @@ class ScatterElementsOp(_ScatterOp):
     (ONNX ScatterElements); indices and updates have one shape, of data's rank."""
 
     name = "nn.scatter_elements"
-    axis = prop_def(IntegerAttr, default_value=int_attr(0))
+    axis = int_prop(0)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         cls._check(types, attrs)
         s, idx, upd = shape_of(types[0]), shape_of(types[1]), shape_of(types[2])
-        _axis(attrs["axis"], len(s))
+        norm_axis(attrs["axis"], len(s))
         if idx != upd or len(idx) != len(s):
             raise _fail(f"indices {list(idx)} and updates {list(upd)} must have one shape of rank {len(s)}")
         return [types[0]]
@@ -197,14 +168,12 @@ class ScatterNDOp(_ScatterOp):
 
 
 @irdl_op_definition
-class TriluOp(NNOp):
+class TriluOp(DataOp):
     """Keep the upper (`upper`) or lower triangle of the last two dims from diagonal `k` (ONNX Trilu)."""
 
     name = "nn.trilu"
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
-    k = prop_def(IntegerAttr, default_value=int_attr(0))
-    upper = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(True))
+    k = int_prop(0)
+    upper = bool_prop(True)
     KIND: ClassVar[str] = "injective"
     DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
 
@@ -216,57 +185,47 @@ class TriluOp(NNOp):
 
 
 @irdl_op_definition
-class OneHotOp(NNOp):
+class OneHotOp(_IndexedOp):
     """values[1] where index == position on the new `axis` of size `depth`, else values[0] (ONNX OneHot).
 
     Negative indices count from depth; indices outside [-depth, depth) give all off_value."""
 
     name = "nn.one_hot"
-    indices = operand_def(TensorType)
-    values = operand_def(TensorType)
-    result = result_def(TensorType)
-    depth = prop_def(IntegerAttr)
-    axis = prop_def(IntegerAttr, default_value=int_attr(-1))
-    KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
-    SAME_DTYPE: ClassVar[bool] = False
+    indices, values = tensor_operands(2)
+    depth = int_prop()
+    axis = int_prop(-1)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         s = shape_of(types[0])
-        if types[0].element_type not in (*INDEX_TYPES, f32, f64, f16):
+        if types[0].element_type not in (*INDEX_TYPES, *FLOATS):
             raise _fail(f"indices must be numeric, got {types[0].element_type}")
         if shape_of(types[1]) != (2,):
             raise _fail(f"values must have shape [2] (off, on), got {list(shape_of(types[1]))}")
         if attrs["depth"] < 1:
             raise _fail(f"depth {attrs['depth']} must be positive")
-        axis = _axis(attrs["axis"], len(s) + 1)
+        axis = norm_axis(attrs["axis"], len(s) + 1)
         out = [*s[:axis], attrs["depth"], *s[axis:]]
         return [tensor(out, types[1].element_type)]
 
 
 @irdl_op_definition
-class ReverseSequenceOp(NNOp):
+class ReverseSequenceOp(_IndexedOp):
     """Reverse the first sequence_lens[b] elements along `time_axis` of each batch b (ONNX ReverseSequence)."""
 
     name = "nn.reverse_sequence"
-    data = operand_def(TensorType)
-    sequence_lens = operand_def(TensorType)
-    result = result_def(TensorType)
-    batch_axis = prop_def(IntegerAttr, default_value=int_attr(1))
-    time_axis = prop_def(IntegerAttr, default_value=int_attr(0))
-    KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = ALL_TYPES
-    SAME_DTYPE: ClassVar[bool] = False
+    data, sequence_lens = tensor_operands(2)
+    batch_axis = int_prop(1)
+    time_axis = int_prop(0)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         s = shape_of(types[0])
-        lens = _check_indices(types[1], "sequence_lens")
+        lens = check_indices(types[1], "sequence_lens")
         if len(s) < 2:
             raise _fail("reverse_sequence needs rank at least 2")
-        b = _axis(attrs["batch_axis"], len(s), "batch_axis")
-        t = _axis(attrs["time_axis"], len(s), "time_axis")
+        b = norm_axis(attrs["batch_axis"], len(s), "batch_axis")
+        t = norm_axis(attrs["time_axis"], len(s), "time_axis")
         if b == t:
             raise _fail("batch_axis and time_axis must differ")
         if lens != (s[b],):
@@ -278,24 +237,19 @@ class ReverseSequenceOp(NNOp):
 
 
 @irdl_op_definition
-class LayerNormOp(NNOp):
+class LayerNormOp(_FloatOp):
     """(x - mean) / sqrt(var + epsilon) * gamma + beta over the dims from `axis` on (ONNX
     LayerNormalization's Y); gamma and beta broadcast against those dims."""
 
     name = "nn.layer_norm"
-    data = operand_def(TensorType)
-    gamma = operand_def(TensorType)
-    beta = operand_def(TensorType)
-    result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=int_attr(-1))
-    epsilon = prop_def(FloatAttr, default_value=float_attr(1e-5))
-    KIND: ClassVar[str] = "opaque"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+    data, gamma, beta = tensor_operands(3)
+    axis = int_prop(-1)
+    epsilon = float_prop(1e-5)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         s = shape_of(types[0])
-        axis = _axis(attrs["axis"], len(s))
+        axis = norm_axis(attrs["axis"], len(s))
         inner = s[axis:]
         for name, t in zip(("gamma", "beta"), types[1:], strict=True):
             if len(shape_of(t)) > len(inner) or broadcast_shapes(shape_of(t), inner) != inner:
@@ -304,40 +258,27 @@ class LayerNormOp(NNOp):
 
 
 @irdl_op_definition
-class RMSNormOp(NNOp):
+class RMSNormOp(_FloatOp):
     """x / sqrt(mean(x^2) + epsilon) * gamma over the dims from `axis` on (ONNX RMSNormalization);
     gamma broadcasts against those dims."""
 
     name = "nn.rms_norm"
-    data = operand_def(TensorType)
-    gamma = operand_def(TensorType)
-    result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=int_attr(-1))
-    epsilon = prop_def(FloatAttr, default_value=float_attr(1e-5))
-    KIND: ClassVar[str] = "opaque"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+    data, gamma = tensor_operands(2)
+    axis = int_prop(-1)
+    epsilon = float_prop(1e-5)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         s = shape_of(types[0])
-        inner = s[_axis(attrs["axis"], len(s)) :]
+        inner = s[norm_axis(attrs["axis"], len(s)) :]
         g = shape_of(types[1])
         if len(g) > len(inner) or broadcast_shapes(g, inner) != inner:
             raise _fail(f"gamma of shape {list(g)} does not broadcast to {list(inner)}")
         return [types[0]]
 
 
-class _AxisOp(NNOp):
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=int_attr(-1))
-    KIND: ClassVar[str] = "opaque"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
-
-    @classmethod
-    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        _axis(attrs["axis"], len(shape_of(types[0])))
-        return [types[0]]
+class _AxisOp(AxisOp, _FloatOp):
+    axis = int_prop(-1)
 
 
 @irdl_op_definition
@@ -358,7 +299,7 @@ class HardmaxOp(_AxisOp):
 
 
 @irdl_op_definition
-class ResizeOp(NNOp):
+class ResizeOp(DataOp):
     """N-d resize with every mode of ONNX Resize (nn.resize2d is the NCHW subset with C kernels).
 
     `size` is the output shape; `scales` (f64 per axis, empty: size / input) the
@@ -369,18 +310,16 @@ class ResizeOp(NNOp):
     coordinate falls outside the input under tf_crop_and_resize."""
 
     name = "nn.resize"
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
-    size = prop_def(DenseArrayBase)
-    scales = prop_def(DenseArrayBase, default_value=DenseArrayBase.from_list(f64, []))
-    roi = prop_def(DenseArrayBase, default_value=DenseArrayBase.from_list(f64, []))
-    mode = prop_def(StringAttr, default_value=StringAttr("nearest"))
-    coordinate_transformation_mode = prop_def(StringAttr, default_value=StringAttr("half_pixel"))
-    nearest_mode = prop_def(StringAttr, default_value=StringAttr("round_prefer_floor"))
-    cubic_coeff_a = prop_def(FloatAttr, default_value=float_attr(-0.75))
-    exclude_outside = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
-    antialias = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
-    extrapolation_value = prop_def(FloatAttr, default_value=float_attr(0.0))
+    size = array_prop()
+    scales = array_prop(DenseArrayBase.from_list(f64, []))
+    roi = array_prop(DenseArrayBase.from_list(f64, []))
+    mode = str_prop("nearest")
+    coordinate_transformation_mode = str_prop("half_pixel")
+    nearest_mode = str_prop("round_prefer_floor")
+    cubic_coeff_a = float_prop(-0.75)
+    exclude_outside = bool_prop(False)
+    antialias = bool_prop(False)
+    extrapolation_value = float_prop(0.0)
     KIND: ClassVar[str] = "injective"
     DTYPES: ClassVar[tuple[Attribute, ...]] = tuple(t for t in ALL_TYPES if t != IntegerType(1))
 
@@ -404,13 +343,9 @@ class ResizeOp(NNOp):
             raise _fail(f"size must have {len(s)} values, got {len(size)}")
         if any(d < 1 for d in size) or any(d < 1 for d in s):
             raise _fail("input and output dims must be positive")
-        for key, allowed in (
-            ("mode", cls.MODES),
-            ("coordinate_transformation_mode", cls.COORDINATE_MODES),
-            ("nearest_mode", cls.NEAREST_MODES),
-        ):
-            if attrs[key] not in allowed:
-                raise _fail(f"{key} '{attrs[key]}' is not one of {', '.join(allowed)}")
+        check_one_of(attrs, "mode", cls.MODES)
+        check_one_of(attrs, "coordinate_transformation_mode", cls.COORDINATE_MODES)
+        check_one_of(attrs, "nearest_mode", cls.NEAREST_MODES)
         if attrs["scales"] and (len(attrs["scales"]) != len(s) or min(attrs["scales"]) <= 0):
             raise _fail(f"scales must be {len(s)} positive values")
         if attrs["roi"] and len(attrs["roi"]) != 2 * len(s):
@@ -421,7 +356,7 @@ class ResizeOp(NNOp):
 
 
 @irdl_op_definition
-class NLLLossOp(NNOp):
+class NLLLossOp(_FloatOp):
     """Negative log-likelihood: -x[n, target[n, d...], d...] * weight[target] (ONNX
     NegativeLogLikelihoodLoss), x (N, C, d...), target (N, d...); `reduction` none, sum
     or mean (weighted: sum / sum of the weights); targets equal to `ignore_index`
@@ -429,45 +364,37 @@ class NLLLossOp(NNOp):
 
     name = "nn.nll_loss"
     inputs = var_operand_def(TensorType)
-    result = result_def(TensorType)
-    reduction = prop_def(StringAttr, default_value=StringAttr("mean"))
-    ignore_index = prop_def(IntegerAttr, default_value=int_attr(0))
-    has_ignore = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
-    KIND: ClassVar[str] = "opaque"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+    reduction = str_prop("mean")
+    ignore_index = int_prop(0)
+    has_ignore = bool_prop(False)
     SAME_DTYPE: ClassVar[bool] = False
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         if len(types) not in (2, 3):
             raise _fail(f"nll_loss takes x, target and an optional weight, got {len(types)} operands")
-        x, t = shape_of(types[0]), _check_indices(types[1], "target")
+        x, t = shape_of(types[0]), check_indices(types[1], "target")
         if len(x) < 2 or t != (x[0], *x[2:]):
             raise _fail(f"target of shape {list(t)} does not fit x of shape {list(x)} (N, C, d...)")
         if len(types) == 3:
             _same_type(types[0], types[2], "weight")
             if shape_of(types[2]) != (x[1],):
                 raise _fail(f"weight must have shape [{x[1]}], got {list(shape_of(types[2]))}")
-        if attrs["reduction"] not in ("none", "sum", "mean"):
-            raise _fail(f"reduction '{attrs['reduction']}' is not one of none, sum, mean")
+        check_one_of(attrs, "reduction", ("none", "sum", "mean"))
         return [tensor(t if attrs["reduction"] == "none" else (), types[0].element_type)]
 
 
 @irdl_op_definition
-class GridSampleOp(NNOp):
+class GridSampleOp(_FloatOp):
     """Sample x (N, C, D...) at the normalised coordinates of grid (N, O..., r), last axis
     in reverse dim order (ONNX GridSample): `mode` nearest, linear or cubic, `padding_mode`
     zeros, border or reflection, `align_corners`. Result (N, C, O...)."""
 
     name = "nn.grid_sample"
-    data = operand_def(TensorType)
-    grid = operand_def(TensorType)
-    result = result_def(TensorType)
-    mode = prop_def(StringAttr, default_value=StringAttr("linear"))
-    padding_mode = prop_def(StringAttr, default_value=StringAttr("zeros"))
-    align_corners = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
-    KIND: ClassVar[str] = "opaque"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+    data, grid = tensor_operands(2)
+    mode = str_prop("linear")
+    padding_mode = str_prop("zeros")
+    align_corners = bool_prop(False)
     SAME_DTYPE: ClassVar[bool] = False
 
     @classmethod
@@ -478,26 +405,22 @@ class GridSampleOp(NNOp):
         r = len(x) - 2
         if r < 1 or len(g) != r + 2 or g[0] != x[0] or g[-1] != r:
             raise _fail(f"grid of shape {list(g)} does not fit data {list(x)}: (N, O..., {r}) expected")
-        if attrs["mode"] not in ("nearest", "linear", "cubic"):
-            raise _fail(f"mode '{attrs['mode']}' is not one of nearest, linear, cubic")
-        if attrs["padding_mode"] not in ("zeros", "border", "reflection"):
-            raise _fail(f"padding_mode '{attrs['padding_mode']}' is not one of zeros, border, reflection")
+        check_one_of(attrs, "mode", ("nearest", "linear", "cubic"))
+        check_one_of(attrs, "padding_mode", ("zeros", "border", "reflection"))
         return [tensor((x[0], x[1], *g[1:-1]), types[0].element_type)]
 
 
 @irdl_op_definition
-class Col2ImOp(NNOp):
+class Col2ImOp(DataOp):
     """Sum the sliding blocks of x (N, C * prod(block_shape), L) back into an image
     (N, C, image_shape...) (ONNX Col2Im); `pads` is (begin..., end...)."""
 
     name = "nn.col2im"
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
-    image_shape = prop_def(DenseArrayBase)
-    block_shape = prop_def(DenseArrayBase)
-    dilations = prop_def(DenseArrayBase, default_value=ints())
-    pads = prop_def(DenseArrayBase, default_value=ints())
-    strides = prop_def(DenseArrayBase, default_value=ints())
+    image_shape = array_prop()
+    block_shape = array_prop()
+    dilations = array_prop(ints())
+    pads = array_prop(ints())
+    strides = array_prop(ints())
     KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = (*FLOATS, i32, i64)
 
@@ -539,7 +462,7 @@ class Col2ImOp(NNOp):
 
 
 @irdl_op_definition
-class AttentionOp(NNOp):
+class AttentionOp(FloatTypes, NNOp):
     """Scaled dot-product attention (ONNX Attention, opsets 23-25).
 
     Operands: q, k, v, then the optional ones `has_mask`, `has_past` (past_key,
@@ -553,21 +476,19 @@ class AttentionOp(NNOp):
     name = "nn.attention"
     inputs = var_operand_def(TensorType)
     outputs = var_result_def(TensorType)
-    has_mask = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
-    has_past = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
-    has_nonpad = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
-    num_outputs = prop_def(IntegerAttr, default_value=int_attr(1))
-    is_causal = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
-    q_num_heads = prop_def(IntegerAttr, default_value=int_attr(0))
-    kv_num_heads = prop_def(IntegerAttr, default_value=int_attr(0))
-    scale = prop_def(FloatAttr, default_value=float_attr(0.0))
-    softcap = prop_def(FloatAttr, default_value=float_attr(0.0))
-    qk_matmul_output_mode = prop_def(IntegerAttr, default_value=int_attr(0))
-    softmax_precision = prop_def(IntegerAttr, default_value=int_attr(0))
-    left_window_size = prop_def(IntegerAttr, default_value=int_attr(-1))
-    right_window_size = prop_def(IntegerAttr, default_value=int_attr(-1))
-    KIND: ClassVar[str] = "opaque"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
+    has_mask = bool_prop(False)
+    has_past = bool_prop(False)
+    has_nonpad = bool_prop(False)
+    num_outputs = int_prop(1)
+    is_causal = bool_prop(False)
+    q_num_heads = int_prop(0)
+    kv_num_heads = int_prop(0)
+    scale = float_prop(0.0)
+    softcap = float_prop(0.0)
+    qk_matmul_output_mode = int_prop(0)
+    softmax_precision = int_prop(0)
+    left_window_size = int_prop(-1)
+    right_window_size = int_prop(-1)
     SAME_DTYPE: ClassVar[bool] = False
 
     @classmethod
@@ -608,7 +529,7 @@ class AttentionOp(NNOp):
             total += pk[2]
             rest = rest[2:]
         if attrs["has_nonpad"]:
-            _check_indices(rest[0], "nonpad_kv_seqlen")
+            check_indices(rest[0], "nonpad_kv_seqlen")
         if attrs["softmax_precision"] not in (0, 1, 10, 11):
             raise _fail(f"softmax_precision {attrs['softmax_precision']} is not float, float16 or double")
         if attrs["qk_matmul_output_mode"] not in (0, 1, 2, 3):

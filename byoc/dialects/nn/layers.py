@@ -7,37 +7,24 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from xdsl.dialects.builtin import (
-    BoolAttr,
-    DenseArrayBase,
-    FloatAttr,
-    IntegerAttr,
-    StringAttr,
-    TensorType,
-)
+from xdsl.dialects.builtin import StringAttr, TensorType
 from xdsl.ir import Operation
-from xdsl.irdl import (
-    irdl_op_definition,
-    operand_def,
-    prop_def,
-    result_def,
-)
+from xdsl.irdl import irdl_op_definition
 
 from byoc.dialects.nn.base import (
+    AxisOp,
+    DataOp,
     NNOp,
-    _check_len,
-    _check_rank,
+    OneResultOp,
     _fail,
-    _norm_axis,
     broadcast_shapes,
+    check_len,
+    check_rank,
+    norm_axis,
+    tensor_operands,
 )
-from byoc.dialects.nn.types import (
-    float_attr,
-    int_attr,
-    ints,
-    shape_of,
-    tensor,
-)
+from byoc.dialects.nn.props import array_prop, bool_prop, float_prop, int_prop, str_prop
+from byoc.dialects.nn.types import ints, shape_of, tensor
 
 # --------------------------------------------------------------------------
 # Neural-network ops
@@ -113,8 +100,14 @@ def _layout_props(cls: type[NNOp]) -> tuple[str, ...]:
     return tuple(key for key in DEFAULT_LAYOUTS if key in cls.prop_defaults())
 
 
+class _FusableOp(OneResultOp):
+    """A convolution or contraction: later elementwise ops may fuse into its output loop."""
+
+    KIND: ClassVar[str] = "out-elementwise-fusable"
+
+
 @irdl_op_definition
-class Conv2DOp(NNOp):
+class Conv2DOp(_FusableOp):
     """2-D convolution, data NCHW (or NHWC), weight OIHW (or HWIO) (I = C / groups).
 
     padding is (top, left, bottom, right). `data_layout` (NCHW, NHWC) is the layout
@@ -122,26 +115,23 @@ class Conv2DOp(NNOp):
     """
 
     name = "nn.conv2d"
-    data = operand_def(TensorType)
-    weight = operand_def(TensorType)
-    result = result_def(TensorType)
-    strides = prop_def(DenseArrayBase, default_value=ints(1, 1))
-    padding = prop_def(DenseArrayBase, default_value=ints(0, 0, 0, 0))
-    dilation = prop_def(DenseArrayBase, default_value=ints(1, 1))
-    groups = prop_def(IntegerAttr, default_value=int_attr(1))
-    data_layout = prop_def(StringAttr, default_value=StringAttr("NCHW"))
-    kernel_layout = prop_def(StringAttr, default_value=StringAttr("OIHW"))
-    KIND: ClassVar[str] = "out-elementwise-fusable"
+    data, weight = tensor_operands(2)
+    strides = array_prop(ints(1, 1))
+    padding = array_prop(ints(0, 0, 0, 0))
+    dilation = array_prop(ints(1, 1))
+    groups = int_prop(1)
+    data_layout = str_prop("NCHW")
+    kernel_layout = str_prop("OIHW")
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         layout, klayout = _layout(attrs), _layout(attrs, "kernel_layout")
-        n, c, h, w = _nchw(_check_rank(types[0], 4, "data"), layout)
-        ws = _check_rank(types[1], 4, "weight")
+        n, c, h, w = _nchw(check_rank(types[0], 4, "data"), layout)
+        ws = check_rank(types[1], 4, "weight")
         o, i, kh, kw = ws if klayout == "OIHW" else (ws[3], ws[2], ws[0], ws[1])
-        sh, sw = _check_len(attrs, "strides", 2)
-        pt, pl, pb, pr = _check_len(attrs, "padding", 4)
-        dh, dw = _check_len(attrs, "dilation", 2)
+        sh, sw = check_len(attrs, "strides", 2)
+        pt, pl, pb, pr = check_len(attrs, "padding", 4)
+        dh, dw = check_len(attrs, "dilation", 2)
         g = attrs["groups"]
         if g < 1 or c % g or o % g:
             raise _fail(f"groups {g} must divide the input channels {c} and output channels {o}")
@@ -153,7 +143,7 @@ class Conv2DOp(NNOp):
 
 
 @irdl_op_definition
-class Conv2DTransposeOp(NNOp):
+class Conv2DTransposeOp(_FusableOp):
     """Transposed 2-D convolution (the gradient of conv2d), data NCHW, weight IOHW.
 
     The weight is (C, O / groups, KH, KW), as in ONNX ConvTranspose. The full
@@ -162,24 +152,21 @@ class Conv2DTransposeOp(NNOp):
     """
 
     name = "nn.conv2d_transpose"
-    data = operand_def(TensorType)
-    weight = operand_def(TensorType)
-    result = result_def(TensorType)
-    strides = prop_def(DenseArrayBase, default_value=ints(1, 1))
-    padding = prop_def(DenseArrayBase, default_value=ints(0, 0, 0, 0))
-    output_padding = prop_def(DenseArrayBase, default_value=ints(0, 0))
-    dilation = prop_def(DenseArrayBase, default_value=ints(1, 1))
-    groups = prop_def(IntegerAttr, default_value=int_attr(1))
-    KIND: ClassVar[str] = "out-elementwise-fusable"
+    data, weight = tensor_operands(2)
+    strides = array_prop(ints(1, 1))
+    padding = array_prop(ints(0, 0, 0, 0))
+    output_padding = array_prop(ints(0, 0))
+    dilation = array_prop(ints(1, 1))
+    groups = int_prop(1)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        n, c, h, w = _check_rank(types[0], 4, "data")
-        i, og, kh, kw = _check_rank(types[1], 4, "weight")
-        strides = _check_len(attrs, "strides", 2)
-        padding = _check_len(attrs, "padding", 4)
-        out_pad = _check_len(attrs, "output_padding", 2)
-        dilation = _check_len(attrs, "dilation", 2)
+        n, c, h, w = check_rank(types[0], 4, "data")
+        i, og, kh, kw = check_rank(types[1], 4, "weight")
+        strides = check_len(attrs, "strides", 2)
+        padding = check_len(attrs, "padding", 4)
+        out_pad = check_len(attrs, "output_padding", 2)
+        dilation = check_len(attrs, "dilation", 2)
         g = attrs["groups"]
         if g < 1 or c % g:
             raise _fail(f"groups {g} must divide the input channels {c}")
@@ -202,19 +189,16 @@ class Conv2DTransposeOp(NNOp):
 
 
 @irdl_op_definition
-class DenseOp(NNOp):
+class DenseOp(_FusableOp):
     """x · Wᵀ: data (..., K), weight (N, K) -> (..., N)."""
 
     name = "nn.dense"
-    data = operand_def(TensorType)
-    weight = operand_def(TensorType)
-    result = result_def(TensorType)
-    KIND: ClassVar[str] = "out-elementwise-fusable"
+    data, weight = tensor_operands(2)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         d = shape_of(types[0])
-        wt = _check_rank(types[1], 2, "weight")
+        wt = check_rank(types[1], 2, "weight")
         if len(d) < 1:
             raise _fail("data must have rank at least 1")
         if d[-1] != wt[1]:
@@ -223,14 +207,11 @@ class DenseOp(NNOp):
 
 
 @irdl_op_definition
-class MatmulOp(NNOp):
+class MatmulOp(_FusableOp):
     """numpy.matmul semantics (batched, broadcasting leading dims)."""
 
     name = "nn.matmul"
-    lhs = operand_def(TensorType)
-    rhs = operand_def(TensorType)
-    result = result_def(TensorType)
-    KIND: ClassVar[str] = "out-elementwise-fusable"
+    lhs, rhs = tensor_operands(2)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -251,72 +232,62 @@ class MatmulOp(NNOp):
 
 
 @irdl_op_definition
-class BiasAddOp(NNOp):
+class BiasAddOp(OneResultOp):
     name = "nn.bias_add"
-    data = operand_def(TensorType)
-    bias = operand_def(TensorType)
-    result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=int_attr(1))
+    data, bias = tensor_operands(2)
+    axis = int_prop(1)
     KIND: ClassVar[str] = "broadcast"
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         d = shape_of(types[0])
-        (b,) = _check_rank(types[1], 1, "bias")
-        axis = _norm_axis(attrs["axis"], len(d))
+        (b,) = check_rank(types[1], 1, "bias")
+        axis = norm_axis(attrs["axis"], len(d))
         if d[axis] != b:
             raise _fail(f"bias has {b} elements, data has {d[axis]} along axis {axis}")
         return [types[0]]
 
 
 @irdl_op_definition
-class BatchNormOp(NNOp):
+class BatchNormOp(OneResultOp):
     """Inference batch norm: (x - mean) / sqrt(var + epsilon) * gamma + beta; one result."""
 
     name = "nn.batch_norm"
-    data = operand_def(TensorType)
-    gamma = operand_def(TensorType)
-    beta = operand_def(TensorType)
-    moving_mean = operand_def(TensorType)
-    moving_var = operand_def(TensorType)
-    result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=int_attr(1))
-    epsilon = prop_def(FloatAttr, default_value=float_attr(1e-5))
-    data_layout = prop_def(StringAttr, default_value=StringAttr("NCHW"))
+    data, gamma, beta, moving_mean, moving_var = tensor_operands(5)
+    axis = int_prop(1)
+    epsilon = float_prop(1e-5)
+    data_layout = str_prop("NCHW")
     KIND: ClassVar[str] = "broadcast"
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         d = shape_of(types[0])
-        axis = _norm_axis(attrs["axis"], len(d))
+        axis = norm_axis(attrs["axis"], len(d))
         if _layout(attrs) == "NHWC" and (len(d) != 4 or axis != 3):
             raise _fail(f"data_layout NHWC needs 4-D data and the channel axis 3, got axis {axis}")
         for name, t in zip(("gamma", "beta", "moving_mean", "moving_var"), types[1:], strict=True):
-            (n,) = _check_rank(t, 1, name)
+            (n,) = check_rank(t, 1, name)
             if n != d[axis]:
                 raise _fail(f"{name} has {n} elements, data has {d[axis]} along axis {axis}")
         return [types[0]]
 
 
-class Pool2DOp(NNOp):
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
-    pool_size = prop_def(DenseArrayBase)
-    strides = prop_def(DenseArrayBase, default_value=ints(1, 1))
-    padding = prop_def(DenseArrayBase, default_value=ints(0, 0, 0, 0))
-    dilation = prop_def(DenseArrayBase, default_value=ints(1, 1))
-    ceil_mode = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
-    data_layout = prop_def(StringAttr, default_value=StringAttr("NCHW"))
-    KIND: ClassVar[str] = "opaque"
+class Pool2DOp(DataOp):
+    pool_size = array_prop()
+    strides = array_prop(ints(1, 1))
+    padding = array_prop(ints(0, 0, 0, 0))
+    dilation = array_prop(ints(1, 1))
+    ceil_mode = bool_prop(False)
+    data_layout = str_prop("NCHW")
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         layout = _layout(attrs)
-        n, c, h, w = _nchw(_check_rank(types[0], 4, "data"), layout)
-        kh, kw = _check_len(attrs, "pool_size", 2)
-        sh, sw = _check_len(attrs, "strides", 2)
-        pt, pl, pb, pr = _check_len(attrs, "padding", 4)
-        dh, dw = _check_len(attrs, "dilation", 2)
+        n, c, h, w = _nchw(check_rank(types[0], 4, "data"), layout)
+        kh, kw = check_len(attrs, "pool_size", 2)
+        sh, sw = check_len(attrs, "strides", 2)
+        pt, pl, pb, pr = check_len(attrs, "padding", 4)
+        dh, dw = check_len(attrs, "dilation", 2)
         if kh < 1 or kw < 1:
             raise _fail("pool_size must be positive")
         if min(dh, dw) < 1:
@@ -341,19 +312,17 @@ class MaxPool2DOp(Pool2DOp):
 @irdl_op_definition
 class AvgPool2DOp(Pool2DOp):
     name = "nn.avg_pool2d"
-    count_include_pad = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
+    count_include_pad = bool_prop(False)
 
 
-class GlobalPool2DOp(NNOp):
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
-    data_layout = prop_def(StringAttr, default_value=StringAttr("NCHW"))
+class GlobalPool2DOp(DataOp):
+    data_layout = str_prop("NCHW")
     KIND: ClassVar[str] = "reduce"
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         layout = _layout(attrs)
-        n, c, _, _ = _nchw(_check_rank(types[0], 4, "data"), layout)
+        n, c, _, _ = _nchw(check_rank(types[0], 4, "data"), layout)
         return [tensor(_from_nchw(n, c, 1, 1, layout), types[0].element_type)]
 
 
@@ -368,21 +337,13 @@ class GlobalMaxPool2DOp(GlobalPool2DOp):
 
 
 @irdl_op_definition
-class SoftmaxOp(NNOp):
+class SoftmaxOp(AxisOp):
     name = "nn.softmax"
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=int_attr(-1))
-    KIND: ClassVar[str] = "opaque"
-
-    @classmethod
-    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        _norm_axis(attrs["axis"], len(shape_of(types[0])))
-        return [types[0]]
+    axis = int_prop(-1)
 
 
 @irdl_op_definition
-class LRNOp(NNOp):
+class LRNOp(AxisOp):
     """Local response normalisation across `axis` (ONNX LRN, Relay nn.lrn).
 
     x / (bias + alpha / size * sum of x^2 over a window of `size` channels)^beta;
@@ -390,21 +351,18 @@ class LRNOp(NNOp):
     """
 
     name = "nn.lrn"
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
-    size = prop_def(IntegerAttr)
-    axis = prop_def(IntegerAttr, default_value=int_attr(1))
-    alpha = prop_def(FloatAttr, default_value=float_attr(1e-4))
-    beta = prop_def(FloatAttr, default_value=float_attr(0.75))
-    bias = prop_def(FloatAttr, default_value=float_attr(1.0))
-    KIND: ClassVar[str] = "opaque"
+    size = int_prop()
+    axis = int_prop(1)
+    alpha = float_prop(1e-4)
+    beta = float_prop(0.75)
+    bias = float_prop(1.0)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        _norm_axis(attrs["axis"], len(shape_of(types[0])))
+        out = super().infer(types, attrs)
         if attrs["size"] < 1:
             raise _fail(f"size {attrs['size']} must be positive")
-        return [types[0]]
+        return out
 
 
 OPS: tuple[type[NNOp], ...] = (

@@ -12,20 +12,26 @@ from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute
-from xdsl.irdl import irdl_op_definition, operand_def, result_def
+from xdsl.irdl import irdl_op_definition
 from xdsl.utils.exceptions import VerifyException
 
-from byoc.dialects.nn.base import NNOp, broadcast_shapes
+from byoc.dialects.nn.base import (
+    AnyTypes,
+    BoolTypes,
+    NNOp,
+    NumberTypes,
+    OneResultOp,
+    broadcast_shapes,
+    tensor_operands,
+)
 from byoc.dialects.nn.elementwise import BinaryOp, UnaryOp
-from byoc.dialects.nn.types import ANY, BOOL, NUMBERS, shape_of, tensor
+from byoc.dialects.nn.types import ANY, BOOL, shape_of, tensor
 
 I1 = BOOL[0]
 
 
 class CompareOp(BinaryOp):
     """An elementwise comparison: the result is i1 of the broadcast shape."""
-
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -34,65 +40,56 @@ class CompareOp(BinaryOp):
 
 
 @irdl_op_definition
-class EqualOp(CompareOp):
+class EqualOp(AnyTypes, CompareOp):
     name = "nn.equal"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
 
 
 @irdl_op_definition
-class LessOp(CompareOp):
+class LessOp(NumberTypes, CompareOp):
     name = "nn.less"
 
 
 @irdl_op_definition
-class GreaterOp(CompareOp):
+class GreaterOp(NumberTypes, CompareOp):
     name = "nn.greater"
 
 
 @irdl_op_definition
-class LessEqualOp(CompareOp):
+class LessEqualOp(NumberTypes, CompareOp):
     name = "nn.less_equal"
 
 
 @irdl_op_definition
-class GreaterEqualOp(CompareOp):
+class GreaterEqualOp(NumberTypes, CompareOp):
     name = "nn.greater_equal"
 
 
-class LogicalBinaryOp(BinaryOp):
-    DTYPES: ClassVar[tuple[Attribute, ...]] = BOOL
-
-
 @irdl_op_definition
-class LogicalAndOp(LogicalBinaryOp):
+class LogicalAndOp(BoolTypes, BinaryOp):
     name = "nn.logical_and"
 
 
 @irdl_op_definition
-class LogicalOrOp(LogicalBinaryOp):
+class LogicalOrOp(BoolTypes, BinaryOp):
     name = "nn.logical_or"
 
 
 @irdl_op_definition
-class LogicalXorOp(LogicalBinaryOp):
+class LogicalXorOp(BoolTypes, BinaryOp):
     name = "nn.logical_xor"
 
 
 @irdl_op_definition
-class LogicalNotOp(UnaryOp):
+class LogicalNotOp(BoolTypes, UnaryOp):
     name = "nn.logical_not"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = BOOL
 
 
 @irdl_op_definition
-class WhereOp(NNOp):
+class WhereOp(OneResultOp):
     """x where cond else y; the three operands broadcast (numpy.where)."""
 
     name = "nn.where"
-    cond = operand_def(TensorType)
-    x = operand_def(TensorType)
-    y = operand_def(TensorType)
-    result = result_def(TensorType)
+    cond, x, y = tensor_operands(3)
     KIND: ClassVar[str] = "broadcast"
     SAME_DTYPE: ClassVar[bool] = False
     DTYPES: ClassVar[tuple[Attribute, ...]] = BOOL

@@ -14,36 +14,32 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from xdsl.dialects.builtin import (
-    BoolAttr,
-    DenseArrayBase,
-    FloatAttr,
-    IntegerAttr,
-    StringAttr,
-    TensorType,
-    i64,
-)
+from xdsl.dialects.builtin import BoolAttr, IntegerAttr, TensorType, i64
 from xdsl.ir import Attribute
-from xdsl.irdl import (
-    irdl_op_definition,
-    operand_def,
-    prop_def,
-    result_def,
-    var_operand_def,
-)
+from xdsl.irdl import irdl_op_definition, operand_def, result_def, var_operand_def
 from xdsl.utils.exceptions import VerifyException
 
-from byoc.dialects.nn.base import NNOp, _norm_axis, broadcast_shapes  # pyright: ignore[reportPrivateUsage]
+from byoc.dialects.nn.base import (
+    AnyTypes,
+    AxisOp,
+    DataOp,
+    FloatTypes,
+    IntegerTypes,
+    NNOp,
+    NumberTypes,
+    OneResultOp,
+    broadcast_shapes,
+    check_one_of,
+    norm_axis,
+)
 from byoc.dialects.nn.elementwise import BinaryOp, UnaryOp
+from byoc.dialects.nn.props import array_prop, bool_prop, float_prop, int_prop, str_prop
 from byoc.dialects.nn.shape_ops import ReduceOp
 from byoc.dialects.nn.types import (
     BOOL,
     FLOATS,
-    INTEGERS,
     NUMBERS,
     element_type_named,
-    float_attr,
-    int_attr,
     numpy_dtype,
     shape_of,
     tensor,
@@ -59,140 +55,131 @@ def _bool(value: bool) -> IntegerAttr[Any]:
 # ---- unary float functions ------------------------------------------------------------
 
 
-class FloatUnaryOp(UnaryOp):
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
-
-
 @irdl_op_definition
-class SinOp(FloatUnaryOp):
+class SinOp(FloatTypes, UnaryOp):
     name = "nn.sin"
 
 
 @irdl_op_definition
-class CosOp(FloatUnaryOp):
+class CosOp(FloatTypes, UnaryOp):
     name = "nn.cos"
 
 
 @irdl_op_definition
-class TanOp(FloatUnaryOp):
+class TanOp(FloatTypes, UnaryOp):
     name = "nn.tan"
 
 
 @irdl_op_definition
-class AsinOp(FloatUnaryOp):
+class AsinOp(FloatTypes, UnaryOp):
     name = "nn.asin"
 
 
 @irdl_op_definition
-class AcosOp(FloatUnaryOp):
+class AcosOp(FloatTypes, UnaryOp):
     name = "nn.acos"
 
 
 @irdl_op_definition
-class AtanOp(FloatUnaryOp):
+class AtanOp(FloatTypes, UnaryOp):
     name = "nn.atan"
 
 
 @irdl_op_definition
-class SinhOp(FloatUnaryOp):
+class SinhOp(FloatTypes, UnaryOp):
     name = "nn.sinh"
 
 
 @irdl_op_definition
-class CoshOp(FloatUnaryOp):
+class CoshOp(FloatTypes, UnaryOp):
     name = "nn.cosh"
 
 
 @irdl_op_definition
-class AsinhOp(FloatUnaryOp):
+class AsinhOp(FloatTypes, UnaryOp):
     name = "nn.asinh"
 
 
 @irdl_op_definition
-class AcoshOp(FloatUnaryOp):
+class AcoshOp(FloatTypes, UnaryOp):
     name = "nn.acosh"
 
 
 @irdl_op_definition
-class AtanhOp(FloatUnaryOp):
+class AtanhOp(FloatTypes, UnaryOp):
     name = "nn.atanh"
 
 
 @irdl_op_definition
-class FloorOp(FloatUnaryOp):
+class FloorOp(FloatTypes, UnaryOp):
     name = "nn.floor"
 
 
 @irdl_op_definition
-class CeilOp(FloatUnaryOp):
+class CeilOp(FloatTypes, UnaryOp):
     name = "nn.ceil"
 
 
 @irdl_op_definition
-class RoundOp(FloatUnaryOp):
+class RoundOp(FloatTypes, UnaryOp):
     """Round half to even (ONNX Round, numpy.round)."""
 
     name = "nn.round"
 
 
 @irdl_op_definition
-class SoftplusOp(FloatUnaryOp):
+class SoftplusOp(FloatTypes, UnaryOp):
     """log(1 + exp(x))."""
 
     name = "nn.softplus"
 
 
 @irdl_op_definition
-class SoftsignOp(FloatUnaryOp):
+class SoftsignOp(FloatTypes, UnaryOp):
     """x / (1 + |x|)."""
 
     name = "nn.softsign"
 
 
 @irdl_op_definition
-class MishOp(FloatUnaryOp):
+class MishOp(FloatTypes, UnaryOp):
     """x * tanh(softplus(x))."""
 
     name = "nn.mish"
 
 
 @irdl_op_definition
-class GeluOp(FloatUnaryOp):
+class GeluOp(FloatTypes, UnaryOp):
     """x * Phi(x); `approximate` is none (erf) or tanh."""
 
     name = "nn.gelu"
-    approximate = prop_def(StringAttr, default_value=StringAttr("none"))
+    approximate = str_prop("none")
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        if attrs["approximate"] not in ("none", "tanh"):
-            raise VerifyException(f"approximate '{attrs['approximate']}' is not one of none, tanh")
+        check_one_of(attrs, "approximate", ("none", "tanh"))
         return [types[0]]
 
 
+class AlphaUnaryOp(UnaryOp):
+    """The activations with an `alpha` property of default 1 (ONNX Elu, Celu,
+    ThresholdedRelu, Swish)."""
+
+    alpha = float_prop(1.0)
+
+
 @irdl_op_definition
-class EluOp(FloatUnaryOp):
+class EluOp(FloatTypes, AlphaUnaryOp):
     """x if x > 0 else alpha * (exp(x) - 1)."""
 
     name = "nn.elu"
-    alpha = prop_def(FloatAttr, default_value=float_attr(1.0))
 
 
 @irdl_op_definition
-class SeluOp(FloatUnaryOp):
-    """gamma * (x if x > 0 else alpha * (exp(x) - 1))."""
-
-    name = "nn.selu"
-    alpha = prop_def(FloatAttr, default_value=float_attr(1.67326319217681884765625))
-    gamma = prop_def(FloatAttr, default_value=float_attr(1.05070102214813232421875))
-
-
-@irdl_op_definition
-class CeluOp(FloatUnaryOp):
+class CeluOp(FloatTypes, AlphaUnaryOp):
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)); alpha must be non-zero."""
 
     name = "nn.celu"
-    alpha = prop_def(FloatAttr, default_value=float_attr(1.0))
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -202,43 +189,46 @@ class CeluOp(FloatUnaryOp):
 
 
 @irdl_op_definition
-class ThresholdedReluOp(FloatUnaryOp):
+class ThresholdedReluOp(FloatTypes, AlphaUnaryOp):
     """x if x > alpha else 0."""
 
     name = "nn.thresholded_relu"
-    alpha = prop_def(FloatAttr, default_value=float_attr(1.0))
 
 
 @irdl_op_definition
-class SwishOp(FloatUnaryOp):
+class SwishOp(FloatTypes, AlphaUnaryOp):
     """x * sigmoid(alpha * x)."""
 
     name = "nn.swish"
-    alpha = prop_def(FloatAttr, default_value=float_attr(1.0))
 
 
 @irdl_op_definition
-class ShrinkOp(UnaryOp):
+class SeluOp(FloatTypes, UnaryOp):
+    """gamma * (x if x > 0 else alpha * (exp(x) - 1))."""
+
+    name = "nn.selu"
+    alpha = float_prop(1.67326319217681884765625)
+    gamma = float_prop(1.05070102214813232421875)
+
+
+@irdl_op_definition
+class ShrinkOp(NumberTypes, UnaryOp):
     """x - bias if x > lambd, x + bias if x < -lambd, else 0 (ONNX Shrink)."""
 
     name = "nn.shrink"
-    bias = prop_def(FloatAttr, default_value=float_attr(0.0))
-    lambd = prop_def(FloatAttr, default_value=float_attr(0.5))
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
+    bias = float_prop(0.0)
+    lambd = float_prop(0.5)
 
 
 @irdl_op_definition
-class SignOp(UnaryOp):
+class SignOp(NumberTypes, UnaryOp):
     """-1, 0 or 1 (NaN stays NaN)."""
 
     name = "nn.sign"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
 
 class FloatPredicateOp(UnaryOp):
     """A float test per element: the result is i1 of the operand's shape."""
-
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -246,140 +236,123 @@ class FloatPredicateOp(UnaryOp):
 
 
 @irdl_op_definition
-class IsNanOp(FloatPredicateOp):
+class IsNanOp(FloatTypes, FloatPredicateOp):
     name = "nn.is_nan"
 
 
 @irdl_op_definition
-class IsInfOp(FloatPredicateOp):
+class IsInfOp(FloatTypes, FloatPredicateOp):
     """True at +inf (if detect_positive) and -inf (if detect_negative)."""
 
     name = "nn.is_inf"
-    detect_positive = prop_def(IntegerAttr, default_value=_bool(True))
-    detect_negative = prop_def(IntegerAttr, default_value=_bool(True))
+    detect_positive = bool_prop(True)
+    detect_negative = bool_prop(True)
 
 
 # ---- binary -------------------------------------------------------------------------
 
 
 @irdl_op_definition
-class ModOp(BinaryOp):
+class ModOp(NumberTypes, BinaryOp):
     """Remainder: with `fmod` the sign of the dividend (C fmod), else of the divisor
     (Python %, numpy.mod; on floats too, as ONNX Mod allows from opset 28). Integer
     division by zero gives 0."""
 
     name = "nn.mod"
-    fmod = prop_def(IntegerAttr, default_value=_bool(False))
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
-
-
-class BitwiseBinaryOp(BinaryOp):
-    DTYPES: ClassVar[tuple[Attribute, ...]] = INTEGERS
+    fmod = bool_prop(False)
 
 
 @irdl_op_definition
-class BitwiseAndOp(BitwiseBinaryOp):
+class BitwiseAndOp(IntegerTypes, BinaryOp):
     name = "nn.bitwise_and"
 
 
 @irdl_op_definition
-class BitwiseOrOp(BitwiseBinaryOp):
+class BitwiseOrOp(IntegerTypes, BinaryOp):
     name = "nn.bitwise_or"
 
 
 @irdl_op_definition
-class BitwiseXorOp(BitwiseBinaryOp):
+class BitwiseXorOp(IntegerTypes, BinaryOp):
     name = "nn.bitwise_xor"
 
 
 @irdl_op_definition
-class BitwiseNotOp(UnaryOp):
+class BitwiseNotOp(IntegerTypes, UnaryOp):
     name = "nn.bitwise_not"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = INTEGERS
 
 
 @irdl_op_definition
-class BitShiftOp(BinaryOp):
+class BitShiftOp(IntegerTypes, BinaryOp):
     """Shift integers `direction` (left or right) by the second operand (ONNX BitShift); a
     shift by a negative count or the bit width or more gives 0, or -1 for a negative value
     shifted right."""
 
     name = "nn.bit_shift"
-    direction = prop_def(StringAttr)
-    DTYPES: ClassVar[tuple[Attribute, ...]] = INTEGERS
+    direction = str_prop()
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        if attrs["direction"] not in ("left", "right"):
-            raise VerifyException(f"direction '{attrs['direction']}' is not one of left, right")
+        check_one_of(attrs, "direction", ("left", "right"))
         return super().infer(types, attrs)
 
 
 # ---- reductions ----------------------------------------------------------------------
 
 
-class NumberReduceOp(ReduceOp):
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
-
-
 @irdl_op_definition
-class ReduceMinOp(NumberReduceOp):
+class ReduceMinOp(AnyTypes, ReduceOp):
     name = "nn.reduce_min"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS + BOOL
 
 
 @irdl_op_definition
-class ReduceProdOp(NumberReduceOp):
+class ReduceProdOp(NumberTypes, ReduceOp):
     name = "nn.reduce_prod"
 
 
 @irdl_op_definition
-class ReduceL1Op(NumberReduceOp):
+class ReduceL1Op(NumberTypes, ReduceOp):
     """sum(|x|)."""
 
     name = "nn.reduce_l1"
 
 
 @irdl_op_definition
-class ReduceL2Op(NumberReduceOp):
+class ReduceL2Op(NumberTypes, ReduceOp):
     """sqrt(sum(x * x))."""
 
     name = "nn.reduce_l2"
 
 
 @irdl_op_definition
-class ReduceSumSquareOp(NumberReduceOp):
+class ReduceSumSquareOp(NumberTypes, ReduceOp):
     name = "nn.reduce_sum_square"
 
 
 @irdl_op_definition
-class ReduceLogSumOp(ReduceOp):
+class ReduceLogSumOp(FloatTypes, ReduceOp):
     """log(sum(x))."""
 
     name = "nn.reduce_log_sum"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 
 
 @irdl_op_definition
-class ReduceLogSumExpOp(ReduceOp):
+class ReduceLogSumExpOp(FloatTypes, ReduceOp):
     """log(sum(exp(x))), computed stably."""
 
     name = "nn.reduce_log_sum_exp"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 
 
 # ---- arg reductions, scans, top-k --------------------------------------------------------
 
 
-class ArgReduceOp(NNOp):
+class ArgReduceOp(DataOp):
     """The index (i64) of the extreme element along `axis`; ties take the first index, or
     the last with `select_last_index`."""
 
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=int_attr(0))
-    keepdims = prop_def(IntegerAttr, default_value=_bool(True))
-    select_last_index = prop_def(IntegerAttr, default_value=_bool(False))
+    axis = int_prop(0)
+    keepdims = bool_prop(True)
+    select_last_index = bool_prop(False)
     KIND: ClassVar[str] = "reduce"
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
     SAME_DTYPE: ClassVar[bool] = False
@@ -387,7 +360,7 @@ class ArgReduceOp(NNOp):
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         s = shape_of(types[0])
-        axis = _norm_axis(attrs["axis"], len(s))
+        axis = norm_axis(attrs["axis"], len(s))
         if not s or s[axis] == 0:
             raise VerifyException(f"cannot take the arg extreme of the empty axis {axis}")
         out = [1 if i == axis else d for i, d in enumerate(s)] if attrs["keepdims"] else [
@@ -406,22 +379,14 @@ class ArgMinOp(ArgReduceOp):
     name = "nn.argmin"
 
 
-class ScanOp(NNOp):
+class ScanOp(AxisOp):
     """A running reduction along `axis`; `exclusive` leaves each element out, `reverse` runs
     from the end."""
 
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=int_attr(0))
-    exclusive = prop_def(IntegerAttr, default_value=_bool(False))
-    reverse = prop_def(IntegerAttr, default_value=_bool(False))
-    KIND: ClassVar[str] = "opaque"
+    axis = int_prop(0)
+    exclusive = bool_prop(False)
+    reverse = bool_prop(False)
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
-
-    @classmethod
-    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        _norm_axis(attrs["axis"], len(shape_of(types[0])))
-        return [types[0]]
 
 
 @irdl_op_definition
@@ -447,9 +412,9 @@ class TopKOp(NNOp):
     data = operand_def(TensorType)
     values = result_def(TensorType)
     indices = result_def(TensorType)
-    k = prop_def(IntegerAttr)
-    axis = prop_def(IntegerAttr, default_value=int_attr(-1))
-    largest = prop_def(IntegerAttr, default_value=_bool(True))
+    k = int_prop()
+    axis = int_prop(-1)
+    largest = bool_prop(True)
     KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
     SAME_DTYPE: ClassVar[bool] = False
@@ -457,7 +422,7 @@ class TopKOp(NNOp):
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         s = list(shape_of(types[0]))
-        axis = _norm_axis(attrs["axis"], len(s))
+        axis = norm_axis(attrs["axis"], len(s))
         k = attrs["k"]
         if not 0 <= k <= s[axis]:
             raise VerifyException(f"k {k} is out of range [0, {s[axis]}] for axis {axis}")
@@ -506,14 +471,12 @@ def einsum_output_shape(equation: str, shapes: Sequence[Sequence[int]]) -> tuple
 
 
 @irdl_op_definition
-class EinsumOp(NNOp):
+class EinsumOp(OneResultOp):
     """numpy.einsum(equation, *operands) (ONNX Einsum)."""
 
     name = "nn.einsum"
     inputs = var_operand_def(TensorType)
-    result = result_def(TensorType)
-    equation = prop_def(StringAttr)
-    KIND: ClassVar[str] = "opaque"
+    equation = str_prop()
     DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
     @classmethod
@@ -528,15 +491,12 @@ class EinsumOp(NNOp):
 
 
 @irdl_op_definition
-class TileOp(NNOp):
+class TileOp(AnyTypes, DataOp):
     """Repeat the tensor `reps[i]` times along each axis i (numpy.tile, ONNX Tile)."""
 
     name = "nn.tile"
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
-    reps = prop_def(DenseArrayBase)
+    reps = array_prop()
     KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS + BOOL
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -548,15 +508,12 @@ class TileOp(NNOp):
 
 
 @irdl_op_definition
-class BroadcastToOp(NNOp):
+class BroadcastToOp(AnyTypes, DataOp):
     """Broadcast to numpy's broadcast of the operand's shape and `shape` (ONNX Expand)."""
 
     name = "nn.broadcast_to"
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
-    shape = prop_def(DenseArrayBase)
+    shape = array_prop()
     KIND: ClassVar[str] = "broadcast"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS + BOOL
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -567,12 +524,11 @@ class BroadcastToOp(NNOp):
 
 
 @irdl_op_definition
-class BitcastOp(UnaryOp):
+class BitcastOp(AnyTypes, UnaryOp):
     """Reinterpret the bits as the element type `dtype` of the same width (ONNX BitCast)."""
 
     name = "nn.bitcast"
-    dtype = prop_def(StringAttr)
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS + BOOL
+    dtype = str_prop()
     SAME_DTYPE: ClassVar[bool] = False
     KIND: ClassVar[str] = "elementwise"
 
@@ -589,13 +545,10 @@ class BitcastOp(UnaryOp):
 
 
 @irdl_op_definition
-class DetOp(NNOp):
+class DetOp(DataOp):
     """The determinant of each square matrix in the last two dims (ONNX Det)."""
 
     name = "nn.det"
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
-    KIND: ClassVar[str] = "opaque"
     DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 
     @classmethod

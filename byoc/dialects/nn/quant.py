@@ -30,37 +30,25 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from xdsl.dialects.builtin import (
-    DenseArrayBase,
-    IntegerAttr,
-    TensorType,
-    f32,
-    i8,
-    i16,
-    i32,
-)
+from xdsl.dialects.builtin import TensorType, f32, i8, i16, i32
 from xdsl.ir import Attribute
-from xdsl.irdl import (
-    irdl_op_definition,
-    operand_def,
-    prop_def,
-    result_def,
-    var_result_def,
-)
-from xdsl.utils.exceptions import VerifyException
+from xdsl.irdl import irdl_op_definition, operand_def, var_result_def
 
-from byoc.dialects.nn.base import NNOp, _norm_axis  # pyright: ignore[reportPrivateUsage]
+from byoc.dialects.nn.base import (  # pyright: ignore[reportPrivateUsage]
+    NNOp,
+    OneResultOp,
+    _fail,
+    norm_axis,
+    tensor_operands,
+)
 from byoc.dialects.nn.layers import DEFAULT_LAYOUTS, Conv2DOp, DenseOp, MatmulOp
-from byoc.dialects.nn.types import int_attr, ints, shape_of, tensor, ui8, ui16
+from byoc.dialects.nn.props import array_prop, int_prop
+from byoc.dialects.nn.types import ints, shape_of, tensor, ui8, ui16
 
 QUANTIZED: tuple[Attribute, ...] = (i8, ui8, i16, ui16)
 """Element types a quantized tensor may have (ONNX INT8, UINT8, INT16, UINT16)."""
 INT8: tuple[Attribute, ...] = (i8, ui8)
 """Element types of the operands of the integer conv/dense/matmul."""
-
-
-def _fail(msg: str) -> VerifyException:
-    return VerifyException(msg)
 
 
 def check_qparams(
@@ -88,11 +76,11 @@ def check_qparams(
             return
         if len(ss) != 1:
             raise _fail(f"{what} must be a scalar or 1-D (per axis), got shape {list(ss)}")
-        a = _norm_axis(axis, len(xs))
+        a = norm_axis(axis, len(xs))
         if ss[0] != xs[a]:
             raise _fail(f"{what} has {ss[0]} elements, x has {xs[a]} along axis {a}")
         return
-    a = _norm_axis(axis, len(xs))
+    a = norm_axis(axis, len(xs))
     if len(ss) != len(xs):
         raise _fail(f"blocked {what} must have the rank of x ({len(xs)}), got {len(ss)}")
     for k, (d, s) in enumerate(zip(xs, ss, strict=True)):
@@ -112,16 +100,31 @@ class _QOp(NNOp):
         return  # `infer` checks each operand's element type
 
 
-class _LinearQuantOp(_QOp):
+class _ElementwiseQOp(_QOp, OneResultOp):
+    """A quantize, dequantize or requantize: one value in, one value out."""
+
+    KIND: ClassVar[str] = "elementwise"
+
+
+class _LinearQuantOp(_ElementwiseQOp):
     """The operands and properties nn.quantize and nn.dequantize share."""
 
-    x = operand_def(TensorType)
-    scale = operand_def(TensorType)
-    zero_point = operand_def(TensorType)
-    result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=int_attr(1))
-    block_size = prop_def(IntegerAttr, default_value=int_attr(0))
-    KIND: ClassVar[str] = "elementwise"
+    x, scale, zero_point = tensor_operands(3)
+    axis = int_prop(1)
+    block_size = int_prop(0)
+
+    @classmethod
+    def result_element_type(cls, x: Attribute, zero_point: Attribute) -> Attribute:
+        """The result's element type for x and zero point of these element types;
+        raises VerifyException for types the op does not take."""
+        raise NotImplementedError
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        x, s, zp = types
+        out = cls.result_element_type(x.element_type, zp.element_type)
+        check_qparams(x, s, zp, attrs["axis"], attrs["block_size"])
+        return [tensor(shape_of(x), out)]
 
 
 @irdl_op_definition
@@ -131,16 +134,14 @@ class QuantizeOp(_LinearQuantOp):
     name = "nn.quantize"
 
     @classmethod
-    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        x, s, zp = types
-        if x.element_type != f32:
-            raise _fail(f"nn.quantize takes f32, got {x.element_type}")
-        if zp.element_type not in QUANTIZED:
+    def result_element_type(cls, x: Attribute, zero_point: Attribute) -> Attribute:
+        if x != f32:
+            raise _fail(f"nn.quantize takes f32, got {x}")
+        if zero_point not in QUANTIZED:
             raise _fail(
-                f"zero point element type {zp.element_type} is not a quantized type (i8, ui8, i16, ui16)"
+                f"zero point element type {zero_point} is not a quantized type (i8, ui8, i16, ui16)"
             )
-        check_qparams(x, s, zp, attrs["axis"], attrs["block_size"])
-        return [tensor(shape_of(x), zp.element_type)]
+        return zero_point
 
 
 @irdl_op_definition
@@ -150,29 +151,21 @@ class DequantizeOp(_LinearQuantOp):
     name = "nn.dequantize"
 
     @classmethod
-    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        x, s, zp = types
-        if x.element_type not in (*QUANTIZED, i32):
-            raise _fail(f"nn.dequantize takes i8, ui8, i16, ui16 or i32, got {x.element_type}")
-        if zp.element_type != x.element_type:
-            raise _fail(f"zero point is {zp.element_type}, x is {x.element_type}")
-        check_qparams(x, s, zp, attrs["axis"], attrs["block_size"])
-        return [tensor(shape_of(x), f32)]
+    def result_element_type(cls, x: Attribute, zero_point: Attribute) -> Attribute:
+        if x not in (*QUANTIZED, i32):
+            raise _fail(f"nn.dequantize takes i8, ui8, i16, ui16 or i32, got {x}")
+        if zero_point != x:
+            raise _fail(f"zero point is {zero_point}, x is {x}")
+        return f32
 
 
 @irdl_op_definition
-class RequantizeOp(_QOp):
+class RequantizeOp(_ElementwiseQOp):
     """saturate(round_half_even(f32(x - in_zp) * f32(in_scale / out_scale)) + out_zp)."""
 
     name = "nn.requantize"
-    x = operand_def(TensorType)
-    in_scale = operand_def(TensorType)
-    in_zero_point = operand_def(TensorType)
-    out_scale = operand_def(TensorType)
-    out_zero_point = operand_def(TensorType)
-    result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=int_attr(1))
-    KIND: ClassVar[str] = "elementwise"
+    x, in_scale, in_zero_point, out_scale, out_zero_point = tensor_operands(5)
+    axis = int_prop(1)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -211,73 +204,63 @@ def _as_float(t: TensorType[Any]) -> TensorType[Any]:
     return tensor(shape_of(t), f32)
 
 
+class _IntegerOp(_QOp, OneResultOp):
+    """An integer conv/dense/matmul: i8/ui8 operands and their zero points (x, w, x_zp, w_zp),
+    an i32 result of the shape its float op (`FLOAT_OP`) gives."""
+
+    KIND: ClassVar[str] = "out-elementwise-fusable"
+    FLOAT_OP: ClassVar[type[NNOp]]
+    """The float op whose type relation gives the result shape."""
+
+    @staticmethod
+    def zero_point_channels(w: tuple[int, ...]) -> int:
+        """The element count of a per-channel weight zero point: the output channels."""
+        return w[0] if w else 0
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
+        x, w, xzp, wzp = types
+        _check_int_operands(cls.name, x, w, xzp, wzp, cls.zero_point_channels(shape_of(w)))
+        float_types = [_as_float(x), _as_float(w)]
+        (out,) = cls.FLOAT_OP.infer(float_types, {**DEFAULT_LAYOUTS, **attrs})
+        return [tensor(shape_of(out), i32)]
+
+
 @irdl_op_definition
-class QConv2DOp(_QOp):
+class QConv2DOp(_IntegerOp):
     """Integer conv2d (ONNX ConvInteger): sum((x - x_zp) * (w - w_zp)) in i32; NCHW, OIHW."""
 
     name = "nn.qconv2d"
-    data = operand_def(TensorType)
-    weight = operand_def(TensorType)
-    data_zero_point = operand_def(TensorType)
-    weight_zero_point = operand_def(TensorType)
-    result = result_def(TensorType)
-    strides = prop_def(DenseArrayBase, default_value=ints(1, 1))
-    padding = prop_def(DenseArrayBase, default_value=ints(0, 0, 0, 0))
-    dilation = prop_def(DenseArrayBase, default_value=ints(1, 1))
-    groups = prop_def(IntegerAttr, default_value=int_attr(1))
-    KIND: ClassVar[str] = "out-elementwise-fusable"
-
-    @classmethod
-    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        x, w, xzp, wzp = types
-        o = shape_of(w)[0] if shape_of(w) else 0
-        _check_int_operands(cls.name, x, w, xzp, wzp, o)
-        (out,) = Conv2DOp.infer([_as_float(x), _as_float(w)], {**DEFAULT_LAYOUTS, **attrs})
-        return [tensor(shape_of(out), i32)]
+    data, weight, data_zero_point, weight_zero_point = tensor_operands(4)
+    strides = array_prop(ints(1, 1))
+    padding = array_prop(ints(0, 0, 0, 0))
+    dilation = array_prop(ints(1, 1))
+    groups = int_prop(1)
+    FLOAT_OP: ClassVar[type[NNOp]] = Conv2DOp
 
 
 @irdl_op_definition
-class QDenseOp(_QOp):
+class QDenseOp(_IntegerOp):
     """Integer dense (x · Wᵀ): data (..., K) and weight (N, K) i8/ui8 -> (..., N) i32."""
 
     name = "nn.qdense"
-    data = operand_def(TensorType)
-    weight = operand_def(TensorType)
-    data_zero_point = operand_def(TensorType)
-    weight_zero_point = operand_def(TensorType)
-    result = result_def(TensorType)
-    KIND: ClassVar[str] = "out-elementwise-fusable"
-
-    @classmethod
-    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        x, w, xzp, wzp = types
-        n = shape_of(w)[0] if shape_of(w) else 0
-        _check_int_operands(cls.name, x, w, xzp, wzp, n)
-        (out,) = DenseOp.infer([_as_float(x), _as_float(w)], attrs)
-        return [tensor(shape_of(out), i32)]
+    data, weight, data_zero_point, weight_zero_point = tensor_operands(4)
+    FLOAT_OP: ClassVar[type[NNOp]] = DenseOp
 
 
 @irdl_op_definition
-class QMatmulOp(_QOp):
+class QMatmulOp(_IntegerOp):
     """Integer matmul (ONNX MatMulInteger): numpy.matmul of i8/ui8 operands into i32.
 
     The b zero point is per tensor or, per column, has b.shape[-1] elements."""
 
     name = "nn.qmatmul"
-    lhs = operand_def(TensorType)
-    rhs = operand_def(TensorType)
-    lhs_zero_point = operand_def(TensorType)
-    rhs_zero_point = operand_def(TensorType)
-    result = result_def(TensorType)
-    KIND: ClassVar[str] = "out-elementwise-fusable"
+    lhs, rhs, lhs_zero_point, rhs_zero_point = tensor_operands(4)
+    FLOAT_OP: ClassVar[type[NNOp]] = MatmulOp
 
-    @classmethod
-    def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        a, b, azp, bzp = types
-        bs = shape_of(b)
-        _check_int_operands(cls.name, a, b, azp, bzp, bs[-1] if len(bs) >= 2 else 1)
-        (out,) = MatmulOp.infer([_as_float(a), _as_float(b)], attrs)
-        return [tensor(shape_of(out), i32)]
+    @staticmethod
+    def zero_point_channels(w: tuple[int, ...]) -> int:
+        return w[-1] if len(w) >= 2 else 1
 
 
 @irdl_op_definition
@@ -287,7 +270,6 @@ class DynamicQuantizeOp(_QOp):
     name = "nn.dynamic_quantize"
     x = operand_def(TensorType)
     outputs = var_result_def(TensorType)
-    KIND: ClassVar[str] = "opaque"
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -307,17 +289,3 @@ QUANT_OPS: tuple[type[NNOp], ...] = (
     DynamicQuantizeOp,
 )
 """The quantized ops, appended to the `nn` dialect's op list."""
-
-__all__ = [
-    "INT8",
-    "QUANTIZED",
-    "QUANT_OPS",
-    "DequantizeOp",
-    "DynamicQuantizeOp",
-    "QConv2DOp",
-    "QDenseOp",
-    "QMatmulOp",
-    "QuantizeOp",
-    "RequantizeOp",
-    "check_qparams",
-]

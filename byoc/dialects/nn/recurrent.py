@@ -26,20 +26,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from xdsl.dialects.builtin import (
-    DenseArrayBase,
-    FloatAttr,
-    IntegerAttr,
-    StringAttr,
-    TensorType,
-    f32,
-    i32,
-)
-from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def
-from xdsl.utils.exceptions import VerifyException
+from xdsl.dialects.builtin import TensorType, f32, i32
+from xdsl.irdl import irdl_op_definition, result_def
 
-from byoc.dialects.nn.base import NNOp
-from byoc.dialects.nn.types import float_attr, floats, int_attr, shape_of, tensor
+from byoc.dialects.nn.base import NNOp, _fail, tensor_operands
+from byoc.dialects.nn.props import array_prop, float_prop, int_prop, str_prop
+from byoc.dialects.nn.types import floats, shape_of, tensor
 
 DIRECTIONS = ("forward", "reverse", "bidirectional")
 
@@ -58,10 +50,6 @@ ACTIVATIONS: dict[str, tuple[bool, bool, float, float]] = {
     "Softplus": (False, False, 0.0, 0.0),
 }
 """The activation functions ONNX's recurrent ops name, with their alpha/beta use."""
-
-
-def _fail(msg: str) -> VerifyException:
-    return VerifyException(msg)
 
 
 def resolve_activations(
@@ -94,21 +82,16 @@ def resolve_activations(
 class RecurrentOp(NNOp):
     """Shared type relation of nn.lstm / nn.gru / nn.rnn."""
 
-    x = operand_def(TensorType)
-    w = operand_def(TensorType)
-    r = operand_def(TensorType)
-    b = operand_def(TensorType)
-    sequence_lens = operand_def(TensorType)
-    initial_h = operand_def(TensorType)
+    x, w, r, b, sequence_lens, initial_h = tensor_operands(6)
     y = result_def(TensorType)
     y_h = result_def(TensorType)
-    direction = prop_def(StringAttr, default_value=StringAttr("forward"))
-    hidden_size = prop_def(IntegerAttr)
-    activations = prop_def(StringAttr, default_value=StringAttr(""))
-    activation_alpha = prop_def(DenseArrayBase, default_value=floats())
-    activation_beta = prop_def(DenseArrayBase, default_value=floats())
-    clip = prop_def(FloatAttr, default_value=float_attr(0.0))
-    layout = prop_def(IntegerAttr, default_value=int_attr(0))
+    direction = str_prop("forward")
+    hidden_size = int_prop()
+    activations = str_prop("")
+    activation_alpha = array_prop(floats())
+    activation_beta = array_prop(floats())
+    clip = float_prop(0.0)
+    layout = int_prop(0)
     KIND: ClassVar[str] = "opaque"
     SAME_DTYPE: ClassVar[bool] = False
     GATES: ClassVar[int] = 1
@@ -180,7 +163,7 @@ class GRUOp(RecurrentOp):
     """ONNX GRU: gates z, r, h; `linear_before_reset` applies R before the reset gate."""
 
     name = "nn.gru"
-    linear_before_reset = prop_def(IntegerAttr, default_value=int_attr(0))
+    linear_before_reset = int_prop(0)
     GATES: ClassVar[int] = 3
     DEFAULT_ACTIVATIONS: ClassVar[tuple[str, ...]] = ("Sigmoid", "Tanh")
 
@@ -190,10 +173,9 @@ class LSTMOp(RecurrentOp):
     """ONNX LSTM: gates i, o, f, c; peepholes P (i, o, f); `input_forget` couples f = 1 - i."""
 
     name = "nn.lstm"
-    initial_c = operand_def(TensorType)
-    p = operand_def(TensorType)
+    initial_c, p = tensor_operands(2)
     y_c = result_def(TensorType)
-    input_forget = prop_def(IntegerAttr, default_value=int_attr(0))
+    input_forget = int_prop(0)
     GATES: ClassVar[int] = 4
     DEFAULT_ACTIVATIONS: ClassVar[tuple[str, ...]] = ("Sigmoid", "Tanh", "Tanh")
     STATES: ClassVar[int] = 2

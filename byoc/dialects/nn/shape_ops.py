@@ -8,61 +8,47 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-from xdsl.dialects.builtin import (
-    BoolAttr,
-    DenseArrayBase,
-    FloatAttr,
-    IntegerAttr,
-    StringAttr,
-    TensorType,
-    i32,
-    i64,
-)
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute
-from xdsl.irdl import (
-    irdl_op_definition,
-    operand_def,
-    prop_def,
-    result_def,
-    var_operand_def,
-    var_result_def,
-)
+from xdsl.irdl import irdl_op_definition, operand_def, var_operand_def, var_result_def
 
 from byoc.dialects.nn.base import (
+    AnyTypes,
+    DataOp,
+    FloatTypes,
     NNOp,
-    _check_len,
-    _check_rank,
+    NumberTypes,
+    OneResultOp,
     _fail,
-    _norm_axis,
+    check_indices,
+    check_len,
+    check_one_of,
+    check_rank,
+    norm_axis,
+    tensor_operands,
 )
-from byoc.dialects.nn.types import (
-    ANY,
-    FLOATS,
-    NUMBERS,
-    float_attr,
-    int_attr,
-    ints,
-    numpy_dtype,
-    shape_of,
-    tensor,
-)
+from byoc.dialects.nn.props import array_prop, bool_prop, float_prop, int_prop, str_prop
+from byoc.dialects.nn.types import ANY, ints, numpy_dtype, shape_of, tensor
 
 # --------------------------------------------------------------------------
 # Layout ops
 # --------------------------------------------------------------------------
 
 
+class _InjectiveOp(OneResultOp):
+    """An injective op that moves elements of any type."""
+
+    KIND: ClassVar[str] = "injective"
+    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
+
+
 @irdl_op_definition
-class ReshapeOp(NNOp):
+class ReshapeOp(DataOp, _InjectiveOp):
     """Reshape to `newshape` (the element count is kept); one -1 entry is the dim that holds
     the remaining elements (numpy's -1), which is how a `?` dim passes through a reshape."""
 
     name = "nn.reshape"
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
-    newshape = prop_def(DenseArrayBase)
-    KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
+    newshape = array_prop()
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -85,15 +71,11 @@ class ReshapeOp(NNOp):
 
 
 @irdl_op_definition
-class FlattenOp(NNOp):
+class FlattenOp(DataOp, _InjectiveOp):
     """Collapse to 2-D: (prod(shape[:axis]), prod(shape[axis:])); axis in [-rank, rank], negative adds rank."""
 
     name = "nn.flatten"
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=int_attr(1))
-    KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
+    axis = int_prop(1)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -106,15 +88,11 @@ class FlattenOp(NNOp):
 
 
 @irdl_op_definition
-class TransposeOp(NNOp):
+class TransposeOp(DataOp, _InjectiveOp):
     """Permute dimensions; empty `axes` reverses them (numpy)."""
 
     name = "nn.transpose"
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
-    axes = prop_def(DenseArrayBase, default_value=ints())
-    KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
+    axes = array_prop(ints())
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
@@ -126,20 +104,17 @@ class TransposeOp(NNOp):
 
 
 @irdl_op_definition
-class ConcatenateOp(NNOp):
+class ConcatenateOp(_InjectiveOp):
     name = "nn.concatenate"
     inputs = var_operand_def(TensorType)
-    result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=int_attr(0))
-    KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
+    axis = int_prop(0)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         if not types:
             raise _fail("concatenate needs at least one input")
         first = shape_of(types[0])
-        axis = _norm_axis(attrs["axis"], len(first))
+        axis = norm_axis(attrs["axis"], len(first))
         total = 0
         for i, t in enumerate(types):
             s = shape_of(t)
@@ -156,7 +131,7 @@ class ConcatenateOp(NNOp):
 
 
 @irdl_op_definition
-class TakeOp(NNOp):
+class TakeOp(_InjectiveOp):
     """Gather slices of `data` along `axis` at `indices` (i32/i64; ONNX Gather, Relay take).
 
     Result shape: data.shape[:axis] + indices.shape + data.shape[axis + 1:]. A
@@ -164,23 +139,18 @@ class TakeOp(NNOp):
     """
 
     name = "nn.take"
-    data = operand_def(TensorType)
-    indices = operand_def(TensorType)
-    result = result_def(TensorType)
-    axis = prop_def(IntegerAttr, default_value=int_attr(0))
-    KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
+    data, indices = tensor_operands(2)
+    axis = int_prop(0)
     SAME_DTYPE: ClassVar[bool] = False
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         s = shape_of(types[0])
-        axis = _norm_axis(attrs["axis"], len(s))
-        if types[1].element_type not in (i32, i64):
-            raise _fail(f"indices must be i32 or i64, got {types[1].element_type}")
+        axis = norm_axis(attrs["axis"], len(s))
+        indices = check_indices(types[1])
         if s[axis] == 0:
             raise _fail(f"cannot take from the empty axis {axis}")
-        out = [*s[:axis], *shape_of(types[1]), *s[axis + 1 :]]
+        out = [*s[:axis], *indices, *s[axis + 1 :]]
         return [tensor(out, types[0].element_type)]
 
 
@@ -200,27 +170,22 @@ def _check_fits(value: float, element_type: Attribute, what: str) -> None:
 
 
 @irdl_op_definition
-class PadOp(NNOp):
+class PadOp(DataOp, _InjectiveOp):
     """Pad with `pad_width` = (before_0, after_0, before_1, after_1, ...).
 
     `pad_mode` is constant (with `pad_value`), edge, reflect or wrap (numpy's modes).
     """
 
     name = "nn.pad"
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
-    pad_width = prop_def(DenseArrayBase)
-    pad_value = prop_def(FloatAttr, default_value=float_attr(0.0))
-    pad_mode = prop_def(StringAttr, default_value=StringAttr("constant"))
-    KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
+    pad_width = array_prop()
+    pad_value = float_prop(0.0)
+    pad_mode = str_prop("constant")
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         s = shape_of(types[0])
-        pw = _check_len(attrs, "pad_width", 2 * len(s))
-        if attrs["pad_mode"] not in ("constant", "edge", "reflect", "wrap"):
-            raise _fail(f"pad_mode '{attrs['pad_mode']}' is not one of constant, edge, reflect, wrap")
+        pw = check_len(attrs, "pad_width", 2 * len(s))
+        check_one_of(attrs, "pad_mode", ("constant", "edge", "reflect", "wrap"))
         out = [d + pw[2 * i] + pw[2 * i + 1] for i, d in enumerate(s)]
         if any(p < 0 for p in pw):
             raise _fail("pad_width must be non-negative")
@@ -242,15 +207,15 @@ class SplitOp(NNOp):
     name = "nn.split"
     data = operand_def(TensorType)
     outputs = var_result_def(TensorType)
-    indices = prop_def(DenseArrayBase)
-    axis = prop_def(IntegerAttr, default_value=int_attr(0))
+    indices = array_prop()
+    axis = int_prop(0)
     KIND: ClassVar[str] = "injective"
     DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         s = shape_of(types[0])
-        axis = _norm_axis(attrs["axis"], len(s))
+        axis = norm_axis(attrs["axis"], len(s))
         bounds = [0, *attrs["indices"], s[axis]]
         if any(a > b for a, b in zip(bounds, bounds[1:], strict=False)):
             raise _fail(
@@ -265,7 +230,7 @@ class SplitOp(NNOp):
 
 
 @irdl_op_definition
-class StridedSliceOp(NNOp):
+class StridedSliceOp(DataOp, _InjectiveOp):
     """Take elements begin, begin + stride, ... up to (excluding) end, along every axis.
 
     One (begin, end, stride) per dimension, already resolved against the static
@@ -275,13 +240,9 @@ class StridedSliceOp(NNOp):
     """
 
     name = "nn.strided_slice"
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
-    begin = prop_def(DenseArrayBase)
-    end = prop_def(DenseArrayBase)
-    strides = prop_def(DenseArrayBase, default_value=ints())
-    KIND: ClassVar[str] = "injective"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
+    begin = array_prop()
+    end = array_prop()
+    strides = array_prop(ints())
 
     @staticmethod
     def extent(dim: int, begin: int, end: int, stride: int) -> int:
@@ -299,8 +260,8 @@ class StridedSliceOp(NNOp):
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         s = shape_of(types[0])
-        begin = _check_len(attrs, "begin", len(s))
-        end = _check_len(attrs, "end", len(s))
+        begin = check_len(attrs, "begin", len(s))
+        end = check_len(attrs, "end", len(s))
         strides = attrs["strides"] or (1,) * len(s)
         if len(strides) != len(s):
             raise _fail(f"'strides' must have {len(s)} values, got {len(strides)}")
@@ -309,7 +270,7 @@ class StridedSliceOp(NNOp):
 
 
 @irdl_op_definition
-class Resize2DOp(NNOp):
+class Resize2DOp(DataOp):
     """Resize the H and W dimensions of an NCHW tensor to `size` (ONNX Resize).
 
     `method`: nearest_neighbor or linear. `coordinate_transformation_mode` maps an
@@ -321,14 +282,12 @@ class Resize2DOp(NNOp):
     """
 
     name = "nn.resize2d"
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
-    size = prop_def(DenseArrayBase)
-    method = prop_def(StringAttr, default_value=StringAttr("nearest_neighbor"))
-    coordinate_transformation_mode = prop_def(StringAttr, default_value=StringAttr("half_pixel"))
-    rounding_method = prop_def(StringAttr, default_value=StringAttr("round_prefer_floor"))
-    scale_h = prop_def(FloatAttr, default_value=float_attr(0.0))
-    scale_w = prop_def(FloatAttr, default_value=float_attr(0.0))
+    size = array_prop()
+    method = str_prop("nearest_neighbor")
+    coordinate_transformation_mode = str_prop("half_pixel")
+    rounding_method = str_prop("round_prefer_floor")
+    scale_h = float_prop(0.0)
+    scale_w = float_prop(0.0)
     KIND: ClassVar[str] = "injective"
 
     METHODS: ClassVar[tuple[str, ...]] = ("nearest_neighbor", "linear")
@@ -349,15 +308,11 @@ class Resize2DOp(NNOp):
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
-        n, c, _, _ = _check_rank(types[0], 4, "data")
-        oh, ow = _check_len(attrs, "size", 2)
-        for key, allowed in (
-            ("method", cls.METHODS),
-            ("coordinate_transformation_mode", cls.COORDINATE_MODES),
-            ("rounding_method", cls.ROUNDING_METHODS),
-        ):
-            if attrs[key] not in allowed:
-                raise _fail(f"{key} '{attrs[key]}' is not one of {', '.join(allowed)}")
+        n, c, _, _ = check_rank(types[0], 4, "data")
+        oh, ow = check_len(attrs, "size", 2)
+        check_one_of(attrs, "method", cls.METHODS)
+        check_one_of(attrs, "coordinate_transformation_mode", cls.COORDINATE_MODES)
+        check_one_of(attrs, "rounding_method", cls.ROUNDING_METHODS)
         if oh < 1 or ow < 1:
             raise _fail("size must be positive")
         if attrs["scale_h"] < 0 or attrs["scale_w"] < 0:
@@ -365,19 +320,17 @@ class Resize2DOp(NNOp):
         return [tensor((n, c, oh, ow), types[0].element_type)]
 
 
-class ReduceOp(NNOp):
+class ReduceOp(DataOp):
     """Reduce over `axes` (empty: all axes); `keepdims` keeps them as size 1."""
 
-    data = operand_def(TensorType)
-    result = result_def(TensorType)
-    axes = prop_def(DenseArrayBase, default_value=ints())
-    keepdims = prop_def(IntegerAttr, default_value=BoolAttr.from_bool(False))
+    axes = array_prop(ints())
+    keepdims = bool_prop(False)
     KIND: ClassVar[str] = "reduce"
 
     @classmethod
     def infer(cls, types: Sequence[TensorType[Any]], attrs: Mapping[str, Any]):
         s = shape_of(types[0])
-        axes = {_norm_axis(a, len(s)) for a in attrs["axes"]} or set(range(len(s)))
+        axes = {norm_axis(a, len(s)) for a in attrs["axes"]} or set(range(len(s)))
         if len(axes) != len(attrs["axes"]) and attrs["axes"]:
             raise _fail(f"axes {list(attrs['axes'])} repeat an axis")
         if attrs["keepdims"]:
@@ -388,21 +341,18 @@ class ReduceOp(NNOp):
 
 
 @irdl_op_definition
-class ReduceMeanOp(ReduceOp):
+class ReduceMeanOp(FloatTypes, ReduceOp):
     name = "nn.reduce_mean"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOATS
 
 
 @irdl_op_definition
-class ReduceSumOp(ReduceOp):
+class ReduceSumOp(NumberTypes, ReduceOp):
     name = "nn.reduce_sum"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = NUMBERS
 
 
 @irdl_op_definition
-class ReduceMaxOp(ReduceOp):
+class ReduceMaxOp(AnyTypes, ReduceOp):
     name = "nn.reduce_max"
-    DTYPES: ClassVar[tuple[Attribute, ...]] = ANY
 
 
 OPS: tuple[type[NNOp], ...] = (

@@ -338,6 +338,8 @@ UNSIGNED_INTS: tuple[Attribute, ...] = (ui8, ui16, ui32, ui64)
 INTEGERS: tuple[Attribute, ...] = SIGNED_INTS + UNSIGNED_INTS
 """Every integer element type but bool."""
 BOOL: tuple[Attribute, ...] = (IntegerType(1),)
+INDEX_TYPES: tuple[Attribute, ...] = (i32, i64)
+"""Element types of index operands (indices, batch indices, sequence lengths)."""
 NUMBERS: tuple[Attribute, ...] = FLOATS + INTEGERS
 """Every element type but bool."""
 ANY: tuple[Attribute, ...] = NUMBERS + BOOL

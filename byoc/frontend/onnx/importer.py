@@ -345,13 +345,7 @@ class Importer:
         cached = self._props_cache.get(key) if key is not None else None
         if cached is not None:
             return cached
-        defaults = cls.prop_defaults()
-        props: dict[str, Attribute] = {}
-        for k, v in attrs.items():
-            if k not in defaults:
-                raise TypeError(f"'{cls.name}' has no property '{k}'")
-            if v is not None:
-                props[k] = nn.from_python(v, defaults[k])
+        props = cls.properties_of(attrs)
         converted = (props, cls.python_attrs(props))
         if key is not None:
             self._props_cache[key] = converted
