@@ -282,6 +282,31 @@ def test_build_infers_result_types(name: str) -> None:
         assert values[key] == (tuple(given) if isinstance(given, tuple) else given)
 
 
+RECURRENT_FIELDS = {
+    "nn.rnn": (("x", "w", "r", "b", "sequence_lens", "initial_h"), ("y", "y_h")),
+    "nn.gru": (("x", "w", "r", "b", "sequence_lens", "initial_h"), ("y", "y_h")),
+    "nn.lstm": (
+        ("x", "w", "r", "b", "sequence_lens", "initial_h", "initial_c", "p"),
+        ("y", "y_h", "y_c"),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RECURRENT_FIELDS))
+def test_recurrent_fields_are_in_onnx_order(name: str) -> None:
+    """The named operands and results sit at the ONNX positions the builder and the lowerings use
+    (a subclass's own fields would otherwise come before the shared ones)."""
+    operands, attrs, _ = BUILDS[name]
+    args = [value(s, t) for s, t in operands]
+    op = nn.NN_OPS[name].build(*args, **attrs)
+    operand_names, result_names = RECURRENT_FIELDS[name]
+    definition = op.get_irdl_definition()
+    assert tuple(n for n, _ in definition.operands) == operand_names
+    assert tuple(n for n, _ in definition.results) == result_names
+    for i, field in enumerate(operand_names):
+        assert getattr(op, field) is args[i], field
+
+
 @pytest.mark.parametrize("name", sorted(BUILDS))
 def test_built_op_round_trips_through_text(name: str) -> None:
     operands, attrs, _ = BUILDS[name]

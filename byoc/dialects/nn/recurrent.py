@@ -173,7 +173,11 @@ class LSTMOp(RecurrentOp):
     """ONNX LSTM: gates i, o, f, c; peepholes P (i, o, f); `input_forget` couples f = 1 - i."""
 
     name = "nn.lstm"
-    initial_c, p = tensor_operands(2)
+    # All of them again, so that the extra operands and result come after the shared ones
+    # (xDSL lists a subclass's own fields before those it inherits).
+    x, w, r, b, sequence_lens, initial_h, initial_c, p = tensor_operands(8)
+    y = result_def(TensorType)
+    y_h = result_def(TensorType)
     y_c = result_def(TensorType)
     input_forget = int_prop(0)
     GATES: ClassVar[int] = 4
