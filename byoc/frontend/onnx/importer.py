@@ -64,6 +64,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects import nn
 from byoc.dialects.verify import ChangeVerifier
+from byoc.frontend.onnx import proto as proto_module
 from byoc.frontend.onnx.base import (
     DYNAMIC_DIM,
     FOLD_LIMIT_BYTES,
@@ -77,10 +78,8 @@ from byoc.frontend.onnx.base import (
 )
 from byoc.frontend.onnx.converters import CONVERTERS, SUPPORTED_OPS
 from byoc.frontend.onnx.errors import (
-    INSTALL_HINT,
     STATIC_SHAPE_HINT,
     OnnxImportError,
-    OnnxMissing,
     StaticValueRequired,
     UnknownInputError,
     UnsupportedOnnxError,
@@ -91,21 +90,6 @@ from byoc.utils.gc import paused_gc
 MIN_OPSET = 7
 """Models below this opset are converted with onnx.version_converter first."""
 CONVERT_OLD_OPSETS_TO = 13
-
-
-def require_onnx() -> Any:
-    """The `onnx` module; `OnnxMissing`, saying how to install it, when it cannot be imported."""
-    try:
-        import onnx
-    except ImportError as e:
-        if e.name == "onnx":
-            raise OnnxMissing(
-                f"reading ONNX models needs the 'onnx' package ({INSTALL_HINT})"
-            ) from None
-        raise OnnxMissing(
-            f"the 'onnx' package fails to load ({e}); reinstall it ({INSTALL_HINT})"
-        ) from e
-    return onnx
 
 
 def import_model(
@@ -126,21 +110,18 @@ def import_model(
     (the `onnx` extra) it raises `OnnxMissing`; data that is not a serialized ModelProto
     is an `OnnxImportError`.
     """
-    onnx = require_onnx()
+    messages = proto_module.pb2()
     from google.protobuf.message import DecodeError  # onnx's dependency: models are protobufs
 
     try:
         if isinstance(model, bytes | bytearray):
-            proto = onnx.load_model_from_string(bytes(model))
+            proto = _parse(messages, bytes(model))
         elif isinstance(model, str | os.PathLike):
-            try:  # external data is read from the model's folder, and only from there
-                proto = onnx.load(os.fspath(model))
-            except onnx.checker.ValidationError as e:
-                raise OnnxImportError(f"the model's external data: {e}") from None
-        elif isinstance(model, onnx.ModelProto):
+            proto = _load_path(messages, os.fspath(model))
+        elif proto_module.is_model_proto(model):
             proto = model
         elif hasattr(model, "read"):
-            proto = onnx.load_model_from_string(model.read())
+            proto = _parse(messages, model.read())
         else:
             raise TypeError(
                 f"import_model takes a path, bytes, a stream or a ModelProto, got {type(model)}"
@@ -151,6 +132,35 @@ def import_model(
         check_no_external_data(proto)
     with paused_gc():  # the import makes long-lived objects only; collections would rescan them
         return Importer(proto, input_shapes or {}, bind_inputs or {}, fold_limit_bytes).run()
+
+
+def _parse(messages: Any, data: bytes) -> Any:
+    proto = messages.ModelProto()
+    proto.ParseFromString(data)
+    return proto
+
+
+_TEXT_SUFFIXES = (".txtpb", ".textproto", ".prototxt", ".pbtxt", ".json", ".onnxjson", ".onnxtxt", ".onnxtext")
+"""The file suffixes `onnx.load` reads as a text format (onnx/serialization.py)."""
+
+
+def _load_path(messages: Any, path: str) -> Any:
+    """The model in a file. A protobuf file whose tensors all hold their data is parsed
+    directly; a text format or external data (read from the model's folder, and only from
+    there) goes through `onnx.load`."""
+    if not path.lower().endswith(_TEXT_SUFFIXES):
+        with open(path, "rb") as f:
+            proto = _parse(messages, f.read())
+        if not any(t.data_location == _EXTERNAL for t in _tensors(proto.graph)):
+            return proto
+    onnx = proto_module.require_onnx()
+    try:
+        return onnx.load(path)
+    except onnx.checker.ValidationError as e:
+        raise OnnxImportError(f"the model's external data: {e}") from None
+
+
+_EXTERNAL = 1  # TensorProto.DataLocation.EXTERNAL
 
 
 def _tensors(graph: Any) -> Iterator[Any]:
@@ -173,10 +183,8 @@ def check_no_external_data(model: Any) -> None:
     """An `OnnxImportError` naming the first tensor whose data lives in a file beside the
     model: a model given as bytes, a stream or a ModelProto has no folder to read it from
     (onnx would read it relative to the process's current directory)."""
-    import onnx
-
     for tensor in _tensors(model.graph):
-        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+        if tensor.data_location == _EXTERNAL:
             where = next((e.value for e in tensor.external_data if e.key == "location"), "?")
             raise OnnxImportError(
                 f"tensor '{tensor.name}' keeps its data in an external file ('{where}'), and a "
@@ -212,13 +220,11 @@ class Importer:
         bind_inputs: Mapping[str, Any],
         fold_limit_bytes: int = FOLD_LIMIT_BYTES,
     ) -> None:
-        import onnx
-
         self.model = model
         self.fold_limit_bytes = int(fold_limit_bytes)
         self.opset = self._default_opset(model)
         if self.opset < MIN_OPSET:
-            from onnx import version_converter
+            version_converter = proto_module.require_onnx().version_converter
 
             try:
                 self.model = version_converter.convert_version(model, CONVERT_OLD_OPSETS_TO)
@@ -228,7 +234,6 @@ class Importer:
                     f"onnx.version_converter could not convert it: {e}"
                 ) from e
             self.opset = CONVERT_OLD_OPSETS_TO
-        self.onnx = onnx
         self.input_shapes = dict(input_shapes)
         self.bind_inputs = dict(bind_inputs)
         self.env: dict[str, Value] = {}
@@ -310,7 +315,9 @@ class Importer:
         Emitting is `cls.build` (result types from `infer_types`) with the properties
         converted once per distinct set of attribute values (`_properties`)."""
         props, python = self._properties(cls, attrs)
-        if all(not isinstance(o, SSAValue) for o in operands) and self._may_fold(cls, operands, props):
+        if all(not isinstance(o, SSAValue) for o in operands) and self._may_fold(
+            cls, operands, props
+        ):
             out = KERNELS[cls.name](*[np.asarray(o) for o in operands], **python)
             return [np.asarray(r) for r in out] if isinstance(out, tuple) else [np.asarray(out)]
         values = [self.ssa(o) for o in operands]
@@ -405,18 +412,16 @@ class Importer:
 
     # ---- the graph ----------------------------------------------------------------
     def _input_type(self, vi: Any) -> tuple[tuple[int, ...], np.dtype[Any]]:
-        from onnx import helper
-
         name = vi.name
         tt = vi.type.tensor_type
         if not vi.type.HasField("tensor_type"):
             raise UnsupportedOnnxError(f"graph input '{name}' is not a tensor")
         try:
-            dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tt.elem_type))
+            dtype = proto_module.np_dtype(tt.elem_type)
         except Exception:
             dtype = None
         if dtype not in VALUE_DTYPES:
-            tname = self.onnx.TensorProto.DataType.Name(tt.elem_type)
+            tname = proto_module.dtype_name(tt.elem_type)
             raise UnsupportedOnnxError(
                 f"graph input '{name}' has element type {tname}, which nn has no element type for"
             )
@@ -469,14 +474,12 @@ class Importer:
         return tuple(nn.DYNAMIC if d is None else d for d in declared), dtype
 
     def run(self) -> ModuleOp:
-        from onnx import numpy_helper
-
         graph = self.model.graph
         if len(graph.sparse_initializer):
             raise UnsupportedOnnxError("sparse initializers are not supported")
         for init in graph.initializer:
             try:
-                self.env[init.name] = numpy_helper.to_array(init)
+                self.env[init.name] = proto_module.to_array(init)
             except (ValueError, TypeError) as e:  # data that does not fill its dims
                 raise OnnxImportError(f"initializer '{init.name}' is malformed: {e}") from None
         unknown = set(self.bind_inputs) - {vi.name for vi in graph.input}
@@ -517,9 +520,7 @@ class Importer:
             self._check_output_dtype(vi, results[-1])
 
         block.add_ops([*self.ops, func.ReturnOp(*results)])
-        arg_attrs = ArrayAttr(
-            [DictionaryAttr({"onnx.name": StringAttr(n)}) for n in arg_names]
-        )
+        arg_attrs = ArrayAttr([DictionaryAttr({"onnx.name": StringAttr(n)}) for n in arg_names])
         main = func.FuncOp(
             "main",
             (arg_types, [r.type for r in results]),
@@ -538,17 +539,13 @@ class Importer:
         return module
 
     def _check_output_dtype(self, vi: Any, value: SSAValue) -> None:
-        from onnx import helper
-
         elem = vi.type.tensor_type.elem_type
         if not elem:
             return
-        want = np.dtype(helper.tensor_dtype_to_np_dtype(elem))
+        want = proto_module.np_dtype(elem)
         got = self.dtype(value)
         if want != got:
-            raise OnnxImportError(
-                f"graph output '{vi.name}' is declared {want} but computes {got}"
-            )
+            raise OnnxImportError(f"graph output '{vi.name}' is declared {want} but computes {got}")
 
     def _schema_version(self, op_type: str, domain: str) -> int:
         """The since_version of `op_type`'s schema at the model's opset, 0 if none (cached:
@@ -556,20 +553,13 @@ class Importer:
         key = (op_type, domain)
         version = self._versions.get(key)
         if version is None:
-            from onnx import defs
-
             version = 0
             if domain in ("", "ai.onnx"):
-                try:
-                    version = defs.get_schema(op_type, self.opset, "").since_version
-                except Exception:
-                    version = 0
+                version = proto_module.schema_version(op_type, self.opset)
             self._versions[key] = version
         return version
 
     def _convert(self, proto: Any, index: int) -> None:
-        from onnx import helper
-
         domain = proto.domain or ""
         op_type = proto.op_type
         version = self._schema_version(op_type, domain)
@@ -605,7 +595,7 @@ class Importer:
             proto,
             version,
             inputs,
-            {a.name: helper.get_attribute_value(a) for a in attributes} if attributes else {},
+            {a.name: proto_module.attribute_value(a) for a in attributes} if attributes else {},
             input_names,
         )
         try:
