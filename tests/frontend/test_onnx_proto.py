@@ -119,3 +119,31 @@ def test_a_model_file_imports_without_importing_onnx(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert "nn.add" in done.stdout and "nn.relu" in done.stdout
+
+
+def test_external_data_in_a_plain_file_beside_the_model_is_read_without_onnx(tmp_path: Path) -> None:
+    """Tensors in a plain file of the model's folder are read directly; paths, links and bad
+    ranges go through `onnx.load` (tests/frontend/test_onnx_external_data.py)."""
+    w = numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "w"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+        [w],
+    )
+    path = tmp_path / "m.onnx"
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.save_model(model, str(path), save_as_external_data=True, location="w.bin", size_threshold=0)
+    script = (
+        "import sys\n"
+        "import numpy as np\n"
+        "import byoc\n"
+        f"exe = byoc.build(byoc.import_onnx({str(path)!r}), targets=[])\n"
+        "assert 'onnx' not in sys.modules, 'onnx was imported'\n"
+        "(y,) = exe.run(x=np.ones((2, 3), np.float32))\n"
+        "print(np.asarray(y).tolist())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]"

@@ -47,6 +47,7 @@ must be known at import time (pass it in `bind_inputs`).
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import IO, Any
 
@@ -151,7 +152,8 @@ def _load_path(messages: Any, path: str) -> Any:
     if not path.lower().endswith(_TEXT_SUFFIXES):
         with open(path, "rb") as f:
             proto = _parse(messages, f.read())
-        if not any(t.data_location == _EXTERNAL for t in _tensors(proto.graph)):
+        external = [t for t in _tensors(proto.graph) if t.data_location == _EXTERNAL]
+        if not external or _read_plain_external_data(external, os.path.dirname(path)):
             return proto
     onnx = proto_module.require_onnx()
     try:
@@ -161,6 +163,66 @@ def _load_path(messages: Any, path: str) -> Any:
 
 
 _EXTERNAL = 1  # TensorProto.DataLocation.EXTERNAL
+_PLAIN_EXTERNAL_KEYS = frozenset({"location", "offset", "length", "checksum"})
+
+
+def _read_plain_external_data(tensors: list[Any], folder: str) -> bool:
+    """Read the external data of `tensors` into them (as onnx's `load_external_data_for_model`
+    does: `raw_data` filled, the location reset) when every one lies in a regular file, not a
+    symlink, named by a plain file name in `folder`, within that file's size; False, reading
+    nothing, for anything else (a path, a link, a bad range), which `onnx.load` then reads or
+    refuses with its own error."""
+    reads: list[tuple[Any, str, int, int | None]] = []
+    sizes: dict[str, int] = {}
+    for tensor in tensors:
+        info = {e.key: e.value for e in tensor.external_data}
+        name = info.get("location", "")
+        if set(info) - _PLAIN_EXTERNAL_KEYS or not _plain_file_name(name):
+            return False
+        try:
+            offset = int(info.get("offset", "0"))
+            length = int(info["length"]) if "length" in info else None
+        except ValueError:
+            return False
+        if name not in sizes:
+            try:
+                st = os.lstat(os.path.join(folder, name))
+            except OSError:
+                return False
+            if not stat.S_ISREG(st.st_mode):
+                return False
+            sizes[name] = st.st_size
+        end = sizes[name] if length is None else offset + length
+        if offset < 0 or (length is not None and length < 0) or end > sizes[name]:
+            return False
+        reads.append((tensor, name, offset, length))
+    fds: dict[str, int] = {}
+    try:
+        for name in sizes:
+            fds[name] = os.open(os.path.join(folder, name), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            if os.fstat(fds[name]).st_size != sizes[name]:
+                return False  # changed since it was looked at
+        chunks = []
+        for _, name, offset, length in reads:
+            size = sizes[name] - offset if length is None else length
+            chunk = os.pread(fds[name], size, offset)
+            if len(chunk) != size:
+                return False
+            chunks.append(chunk)
+    except OSError:
+        return False
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+    for (tensor, _, _, _), chunk in zip(reads, chunks, strict=True):
+        tensor.raw_data = chunk
+        tensor.data_location = 0  # DEFAULT
+        del tensor.external_data[:]
+    return True
+
+
+def _plain_file_name(name: str) -> bool:
+    return bool(name) and name not in (".", "..") and not any(c in name for c in "/\\\0:")
 
 
 def _tensors(graph: Any) -> Iterator[Any]:
