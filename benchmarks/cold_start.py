@@ -10,6 +10,12 @@ Per corpus model (benchmarks/corpus.py), each engine in a fresh process:
   host plan, the Executable) — and one run, checked against the reference executor's output
   shape. The kernel library is already cached (the normal case after first use).
 
+Besides the phases, each row shows `cc cpu`, the compiler's CPU seconds (user and system of
+the child processes) during compile, which a loaded machine does not inflate the way it
+inflates wall time, and `runner`, the part of load that builds the plan runner
+(byoc_plan_runner.c, model-independent, compiled once per cache directory like the kernel
+library, and so into each model's fresh cache here).
+
 The kernel library itself (byoc/runtime/kernel_library.py) is built once per machine;
 its build into an empty kernel cache is timed first, in a process of its own, and reported
 on its own row. `--whole` adds, per model, the build without the kernel library
@@ -61,6 +67,7 @@ def work_byoc(name: str) -> dict[str, Any]:
     from byoc.runtime.c_module import CModule
     from byoc.runtime.executable import Executable, PartitionInfo
     from byoc.runtime.host import plan_function
+    from byoc.runtime.native_plan import runner_library
     from byoc.runtime.toolchain import DEFAULT_FLAGS, compile_source
 
     times["import byoc"] = time.perf_counter() - t0
@@ -80,13 +87,17 @@ def work_byoc(name: str) -> dict[str, Any]:
     ALL_PASSES["lower-to-c"]()().apply(make_context(), unit)
     lib = c_library(unit)
     times["codegen"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _children_cpu()
     built = compile_source(lib.source, DEFAULT_FLAGS)
     times["compile"] = time.perf_counter() - t0
+    times["compile cpu"] = _children_cpu() - c0
     t0 = time.perf_counter()
     cmod = CModule(built.library_path, lib.functions, lib.constants, library=built.library)
     plan, constants = plan_function(module)
     partitions = [PartitionInfo(f.sym_name.data, "ccompiler", _ops_of(f)) for f in funcs]
+    t1 = time.perf_counter()
+    runner_library()  # what the Executable loads first: the plan runner, built once per cache
+    times["runner"] = time.perf_counter() - t1
     exe = Executable(plan, constants, {"ccompiler": cmod}, partitions)
     times["load"] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -99,6 +110,13 @@ def work_byoc(name: str) -> dict[str, Any]:
         "glue": source.startswith("#define BYOC_GLUE"),
         "source_kb": len(source) / 1024,
     }
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user and system) of this process's finished child processes: the compiler's,
+    which the machine's load does not inflate as it does wall time."""
+    t = os.times()
+    return t.children_user + t.children_system
 
 
 def work_onnxruntime(name: str) -> dict[str, Any]:
@@ -164,7 +182,8 @@ def main(argv: list[str]) -> int:
               f"({first['kernels']} kernels, {first['object_kb']:.0f} KiB object); "
               f"found in the cache: {again['seconds'] * 1000:.1f} ms")  # fmt: skip
         print()
-        header = f"{'model':<14} {'ort s':>6} | " + " ".join(f"{p:>9}" for p in PHASES) + f" | {'byoc s':>6} {'x ort':>6} {'run s':>6} {'parts':>5} {'glue':>4}"
+        header = (f"{'model':<14} {'ort s':>6} | " + " ".join(f"{p:>9}" for p in PHASES)
+                  + f" | {'byoc s':>6} {'x ort':>6} | {'cc cpu':>6} {'runner':>6} {'run s':>6} {'parts':>5} {'glue':>4}")  # fmt: skip
         if args.whole:
             header += f" | {'whole s':>7}"
         print(header)
@@ -180,7 +199,8 @@ def main(argv: list[str]) -> int:
             total = byoc_total(res)
             session = ort["times"]["session"]
             line = (f"{name:<14} {session:6.3f} | " + " ".join(f"{res['times'][p]:9.3f}" for p in PHASES)
-                    + f" | {total:6.2f} {total / session:6.1f} {res['times']['first run']:6.3f} {res['partitions']:5d} "
+                    + f" | {total:6.2f} {total / session:6.1f} | {res['times']['compile cpu']:6.2f} "
+                    f"{res['times']['runner']:6.3f} {res['times']['first run']:6.3f} {res['partitions']:5d} "
                     f"{'yes' if res['glue'] else 'no':>4}")  # fmt: skip
             if args.whole:
                 whole = spawn("byoc", name, {**env, "BYOC_CACHE_DIR": str(Path(scratch) / f"whole{i}"),
