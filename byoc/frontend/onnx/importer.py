@@ -146,9 +146,10 @@ _TEXT_SUFFIXES = (".txtpb", ".textproto", ".prototxt", ".pbtxt", ".json", ".onnx
 
 
 def _load_path(messages: Any, path: str) -> Any:
-    """The model in a file. A protobuf file whose tensors all hold their data is parsed
-    directly; a text format or external data (read from the model's folder, and only from
-    there) goes through `onnx.load`."""
+    """The model in a file. A protobuf file is parsed directly, with its external data when
+    that lies in plain files of the model's folder (`_read_plain_external_data`); a text
+    format or other external data (read from the model's folder, and only from there) goes
+    through `onnx.load`."""
     if not path.lower().endswith(_TEXT_SUFFIXES):
         with open(path, "rb") as f:
             proto = _parse(messages, f.read())
@@ -193,7 +194,7 @@ def _read_plain_external_data(tensors: list[Any], folder: str) -> bool:
                 return False
             sizes[name] = st.st_size
         end = sizes[name] if length is None else offset + length
-        if offset < 0 or (length is not None and length < 0) or end > sizes[name]:
+        if offset < 0 or offset > sizes[name] or (length is not None and length < 0) or end > sizes[name]:
             return False
         reads.append((tensor, name, offset, length))
     fds: dict[str, int] = {}
