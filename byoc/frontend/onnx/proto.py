@@ -27,6 +27,7 @@ from byoc.frontend.onnx.errors import INSTALL_HINT, OnnxMissing
 Array = np.ndarray[Any, Any]
 
 _pb2: ModuleType | None = None
+_NOT_IMPORTED: Any = object()
 
 
 def require_onnx() -> Any:
@@ -48,10 +49,13 @@ def pb2() -> ModuleType:
     """The ONNX message classes (`ModelProto`, `TensorProto`, ...): `onnx.onnx_ml_pb2`, loaded
     from the installed `onnx` distribution's file when the package is not imported yet."""
     global _pb2
+    imported = sys.modules.get("onnx", _NOT_IMPORTED)
+    if imported is None:  # `import onnx` is made to fail (sys.modules["onnx"] = None)
+        require_onnx()
     if _pb2 is not None:
         return _pb2
-    if "onnx" in sys.modules:
-        _pb2 = sys.modules["onnx"].onnx_ml_pb2
+    if imported is not _NOT_IMPORTED:
+        _pb2 = imported.onnx_ml_pb2
         return _pb2
     spec = importlib.util.find_spec("onnx")
     folders = list(spec.submodule_search_locations or []) if spec is not None else []
@@ -73,7 +77,8 @@ def pb2() -> ModuleType:
 
 def is_model_proto(value: Any) -> bool:
     """Whether `value` is an `onnx.ModelProto` (checked without importing `onnx`)."""
-    return "onnx" in sys.modules and isinstance(value, sys.modules["onnx"].ModelProto)
+    onnx = sys.modules.get("onnx")
+    return onnx is not None and isinstance(value, onnx.ModelProto)
 
 
 # ---- element types ------------------------------------------------------------------
