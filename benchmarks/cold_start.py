@@ -15,7 +15,8 @@ model-independent too: it is built once, timed on its own row, and each model's 
 starts with it and nothing else (the `runner` column is the part of load that finds it).
 Each row also shows `cc cpu`, the compiler's CPU seconds (user and system of the child
 processes) during compile, which a loaded machine does not inflate the way it inflates wall
-time.
+time; a last line gives the geometric mean of the two engines' ratio in CPU seconds (byoc's
+five phases with the compilers, onnxruntime's session creation).
 
 The kernel library itself (byoc/runtime/kernel_library.py) is built once per machine;
 its build into an empty kernel cache is timed first, in a process of its own, and reported
@@ -74,6 +75,7 @@ def work_byoc(name: str) -> dict[str, Any]:
 
     times["import byoc"] = time.perf_counter() - t0
     path, feeds = corpus.load(name)
+    cpu0 = _cpu()
     t0 = time.perf_counter()
     module = byoc.import_onnx(str(path), input_shapes=corpus.input_shapes(name), bind_inputs=corpus.bind_inputs(name))
     times["import"] = time.perf_counter() - t0
@@ -102,6 +104,7 @@ def work_byoc(name: str) -> dict[str, Any]:
     times["runner"] = time.perf_counter() - t1
     exe = Executable(plan, constants, {"ccompiler": cmod}, partitions)
     times["load"] = time.perf_counter() - t0
+    times["cpu"] = _cpu() - cpu0
     t0 = time.perf_counter()
     exe.run(**feeds)
     times["first run"] = time.perf_counter() - t0
@@ -112,6 +115,12 @@ def work_byoc(name: str) -> dict[str, Any]:
         "glue": source.startswith("#define BYOC_GLUE"),
         "source_kb": len(source) / 1024,
     }
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and its finished children (user and system)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 
 
 def _children_cpu() -> float:
@@ -130,9 +139,10 @@ def work_onnxruntime(name: str) -> dict[str, Any]:
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
     options.log_severity_level = 3
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), _cpu()
     ort.InferenceSession(str(corpus.model_path(name)), options, providers=["CPUExecutionProvider"])
-    return {"times": {"import onnxruntime": t_import, "session": time.perf_counter() - t0}}
+    return {"times": {"import onnxruntime": t_import, "session": time.perf_counter() - t0,
+                      "cpu": _cpu() - cpu0}}  # fmt: skip
 
 
 def work_kernels() -> dict[str, Any]:
@@ -214,11 +224,12 @@ def main(argv: list[str]) -> int:
               f"found in the cache: {again['runner'] * 1000:.1f} ms")  # fmt: skip
         print()
         header = (f"{'model':<14} {'ort s':>6} | " + " ".join(f"{p:>9}" for p in PHASES)
-                  + f" | {'byoc s':>6} {'x ort':>6} | {'cc cpu':>6} {'runner':>6} {'run s':>6} {'parts':>5} {'glue':>4}")  # fmt: skip
+                  + f" | {'byoc s':>6} {'x ort':>6} | {'cpu s':>6} {'ort cpu':>7} {'cc cpu':>6} {'runner':>6} {'run s':>6} {'parts':>5} {'glue':>4}")  # fmt: skip
         if args.whole:
             header += f" | {'whole s':>7}"
         print(header)
         rows: list[tuple[str, float, float]] = []
+        cpu_ratios: list[float] = []
         for i, name in enumerate(names):
             ort = spawn("onnxruntime", name, {})
             cache = Path(scratch) / f"cache{i}"
@@ -232,7 +243,8 @@ def main(argv: list[str]) -> int:
             total = byoc_total(res)
             session = ort["times"]["session"]
             line = (f"{name:<14} {session:6.3f} | " + " ".join(f"{res['times'][p]:9.3f}" for p in PHASES)
-                    + f" | {total:6.2f} {total / session:6.1f} | {res['times']['compile cpu']:6.2f} "
+                    + f" | {total:6.2f} {total / session:6.1f} | {res['times']['cpu']:6.2f} {ort['times']['cpu']:7.3f} "
+                    f"{res['times']['compile cpu']:6.2f} "
                     f"{res['times']['runner']:6.3f} {res['times']['first run']:6.3f} {res['partitions']:5d} "
                     f"{'yes' if res['glue'] else 'no':>4}")  # fmt: skip
             if args.whole:
@@ -242,12 +254,15 @@ def main(argv: list[str]) -> int:
                 line += f" | {byoc_total(whole):7.2f}" if "error" not in whole else f" | {'failed':>7}"
             print(line, flush=True)
             rows.append((name, total, session))
+            cpu_ratios.append(res["times"]["cpu"] / max(ort["times"]["cpu"], 1e-6))
     if rows:
         slowest = max(rows, key=lambda r: r[1])
         geo = math.exp(sum(math.log(t / s) for _, t, s in rows) / len(rows))
         print()
         print(f"slowest byoc import + build: {slowest[0]} {slowest[1]:.2f} s (goal: under 1 s)")
         print(f"geometric mean of byoc / onnxruntime: {geo:.1f}x (goal: at most 3x)")
+        cpu_geo = math.exp(sum(math.log(r) for r in cpu_ratios) / len(cpu_ratios))
+        print(f"the same in CPU seconds (byoc's process and compilers, onnxruntime's session): {cpu_geo:.1f}x")
         print(f"load average: {', '.join(f'{v:.1f}' for v in os.getloadavg())} on {os.cpu_count()} cores")
     return 1 if failed else 0
 
