@@ -10,6 +10,14 @@ Per corpus model (benchmarks/corpus.py), each engine in a fresh process:
   host plan, the Executable) — and one run, checked against the reference executor's output
   shape. The kernel library is already cached (the normal case after first use).
 
+The plan runner (byoc_plan_runner.c, which the Executable runs the host plan with) is
+model-independent too: it is built once, timed on its own row, and each model's fresh cache
+starts with it and nothing else (the `runner` column is the part of load that finds it).
+Each row also shows `cc cpu`, the compiler's CPU seconds (user and system of the child
+processes) during compile, which a loaded machine does not inflate the way it inflates wall
+time; a last line gives the geometric mean of the two engines' ratio in CPU seconds (byoc's
+five phases with the compilers, onnxruntime's session creation).
+
 The kernel library itself (byoc/runtime/kernel_library.py) is built once per machine;
 its build into an empty kernel cache is timed first, in a process of its own, and reported
 on its own row. `--whole` adds, per model, the build without the kernel library
@@ -28,6 +36,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -61,10 +70,12 @@ def work_byoc(name: str) -> dict[str, Any]:
     from byoc.runtime.c_module import CModule
     from byoc.runtime.executable import Executable, PartitionInfo
     from byoc.runtime.host import plan_function
+    from byoc.runtime.native_plan import runner_library
     from byoc.runtime.toolchain import DEFAULT_FLAGS, compile_source
 
     times["import byoc"] = time.perf_counter() - t0
     path, feeds = corpus.load(name)
+    cpu0 = _cpu()
     t0 = time.perf_counter()
     module = byoc.import_onnx(str(path), input_shapes=corpus.input_shapes(name), bind_inputs=corpus.bind_inputs(name))
     times["import"] = time.perf_counter() - t0
@@ -80,15 +91,20 @@ def work_byoc(name: str) -> dict[str, Any]:
     ALL_PASSES["lower-to-c"]()().apply(make_context(), unit)
     lib = c_library(unit)
     times["codegen"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _children_cpu()
     built = compile_source(lib.source, DEFAULT_FLAGS)
     times["compile"] = time.perf_counter() - t0
+    times["compile cpu"] = _children_cpu() - c0
     t0 = time.perf_counter()
     cmod = CModule(built.library_path, lib.functions, lib.constants, library=built.library)
     plan, constants = plan_function(module)
     partitions = [PartitionInfo(f.sym_name.data, "ccompiler", _ops_of(f)) for f in funcs]
+    t1 = time.perf_counter()
+    runner_library()  # what the Executable loads first: the plan runner, built once per cache
+    times["runner"] = time.perf_counter() - t1
     exe = Executable(plan, constants, {"ccompiler": cmod}, partitions)
     times["load"] = time.perf_counter() - t0
+    times["cpu"] = _cpu() - cpu0
     t0 = time.perf_counter()
     exe.run(**feeds)
     times["first run"] = time.perf_counter() - t0
@@ -101,6 +117,20 @@ def work_byoc(name: str) -> dict[str, Any]:
     }
 
 
+def _cpu() -> float:
+    """CPU seconds of this process (all its threads, `time.process_time`: os.times counts in
+    clock ticks of 10 ms, the size of a small model's whole session creation) and of its
+    finished children (user and system)."""
+    return time.process_time() + _children_cpu()
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user and system) of this process's finished child processes: the compiler's,
+    which the machine's load does not inflate as it does wall time."""
+    t = os.times()
+    return t.children_user + t.children_system
+
+
 def work_onnxruntime(name: str) -> dict[str, Any]:
     t0 = time.perf_counter()
     import onnxruntime as ort
@@ -110,22 +140,46 @@ def work_onnxruntime(name: str) -> dict[str, Any]:
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
     options.log_severity_level = 3
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), _cpu()
     ort.InferenceSession(str(corpus.model_path(name)), options, providers=["CPUExecutionProvider"])
-    return {"times": {"import onnxruntime": t_import, "session": time.perf_counter() - t0}}
+    return {"times": {"import onnxruntime": t_import, "session": time.perf_counter() - t0,
+                      "cpu": _cpu() - cpu0}}  # fmt: skip
 
 
 def work_kernels() -> dict[str, Any]:
+    from byoc.runtime.native_plan import runner_library
     from byoc.runtime.toolchain import kernel_library
 
     built = kernel_library()
+    t0 = time.perf_counter()
+    runner_library()
     return {"seconds": built.seconds, "cache_hit": built.cache_hit, "kernels": len(built.entries),
-            "object_kb": len(built.object) / 1024}  # fmt: skip
+            "object_kb": len(built.object) / 1024, "runner": time.perf_counter() - t0}  # fmt: skip
+
+
+def work_warm() -> dict[str, Any]:
+    """Import what the workers import, so that their bytecode is in the cache (`spawn`)."""
+    import onnxruntime  # noqa: F401
+
+    import byoc.frontend.onnx  # noqa: F401
+    import byoc.lowering.c_build  # noqa: F401
+    import byoc.runtime.executable  # noqa: F401
+    from byoc.driver import prepare_for  # noqa: F401
+    from byoc.passes import ALL_PASSES
+
+    ALL_PASSES["lower-to-c"]()
+    return {}
 
 
 def spawn(what: str, name: str, env: dict[str, str]) -> dict[str, Any]:
+    """Run a worker in a fresh process. Every worker reads Python bytecode from one cache
+    (`PYTHONPYCACHEPREFIX` in the scratch folder, filled by the first import), as an
+    installed package's modules are compiled once at install: without it, a process run
+    with PYTHONDONTWRITEBYTECODE would compile byoc's sources again on every import."""
     command = [sys.executable, str(Path(__file__).resolve()), "--worker", what, "--models", name]
-    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **env}, check=False)
+    environment = {**os.environ, **env}
+    environment.pop("PYTHONDONTWRITEBYTECODE", None)
+    done = subprocess.run(command, capture_output=True, text=True, env=environment, check=False)
     for line in done.stdout.splitlines():
         if line.startswith("RESULT "):
             return dict(json.loads(line[len("RESULT ") :]))
@@ -144,10 +198,11 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default=",".join(m.name for m in corpus.MODELS))
     parser.add_argument("--whole", action="store_true", help="also build without the kernel library")
-    parser.add_argument("--worker", choices=("byoc", "onnxruntime", "kernels"), help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=("byoc", "onnxruntime", "kernels", "warm"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        result = work_kernels() if args.worker == "kernels" else (
+        workers = {"kernels": work_kernels, "warm": work_warm}
+        result = workers[args.worker]() if args.worker in workers else (
             work_byoc(args.models) if args.worker == "byoc" else work_onnxruntime(args.models))  # fmt: skip
         print("RESULT " + json.dumps(result), flush=True)
         return 0
@@ -155,23 +210,32 @@ def main(argv: list[str]) -> int:
     failed = False
     with tempfile.TemporaryDirectory(prefix="byoc-cold-") as scratch:
         kernels = str(Path(scratch) / "kernels")
-        first = spawn("kernels", "", {"BYOC_KERNEL_CACHE_DIR": kernels})
-        again = spawn("kernels", "", {"BYOC_KERNEL_CACHE_DIR": kernels})
+        os.environ["PYTHONPYCACHEPREFIX"] = str(Path(scratch) / "pycache")
+        spawn("warm", "", {})
+        machine = Path(scratch) / "machine"
+        first = spawn("kernels", "", {"BYOC_KERNEL_CACHE_DIR": kernels, "BYOC_CACHE_DIR": str(machine)})
+        again = spawn("kernels", "", {"BYOC_KERNEL_CACHE_DIR": kernels, "BYOC_CACHE_DIR": str(machine)})
         if "error" in first or "error" in again:
             print(f"kernel library: {first.get('error') or again.get('error')}")
             return 1
         print(f"kernel library, built once per machine (empty kernel cache): {first['seconds']:.2f} s "
               f"({first['kernels']} kernels, {first['object_kb']:.0f} KiB object); "
               f"found in the cache: {again['seconds'] * 1000:.1f} ms")  # fmt: skip
+        print(f"plan runner, built once per machine (empty cache): {first['runner']:.2f} s; "
+              f"found in the cache: {again['runner'] * 1000:.1f} ms")  # fmt: skip
         print()
-        header = f"{'model':<14} {'ort s':>6} | " + " ".join(f"{p:>9}" for p in PHASES) + f" | {'byoc s':>6} {'x ort':>6} {'run s':>6} {'parts':>5} {'glue':>4}"
+        header = (f"{'model':<14} {'ort s':>6} | " + " ".join(f"{p:>9}" for p in PHASES)
+                  + f" | {'byoc s':>6} {'x ort':>6} | {'cpu s':>6} {'ort cpu':>7} {'cc cpu':>6} {'runner':>6} {'run s':>6} {'parts':>5} {'glue':>4}")  # fmt: skip
         if args.whole:
             header += f" | {'whole s':>7}"
         print(header)
         rows: list[tuple[str, float, float]] = []
+        cpu_ratios: list[float] = []
         for i, name in enumerate(names):
             ort = spawn("onnxruntime", name, {})
-            env = {"BYOC_CACHE_DIR": str(Path(scratch) / f"cache{i}"), "BYOC_KERNEL_CACHE_DIR": kernels}
+            cache = Path(scratch) / f"cache{i}"
+            shutil.copytree(machine, cache)  # the plan runner: no library of this model
+            env = {"BYOC_CACHE_DIR": str(cache), "BYOC_KERNEL_CACHE_DIR": kernels}
             res = spawn("byoc", name, env)
             if "error" in ort or "error" in res:
                 print(f"{name:<14} failed: {ort.get('error') or res.get('error')}")
@@ -180,20 +244,26 @@ def main(argv: list[str]) -> int:
             total = byoc_total(res)
             session = ort["times"]["session"]
             line = (f"{name:<14} {session:6.3f} | " + " ".join(f"{res['times'][p]:9.3f}" for p in PHASES)
-                    + f" | {total:6.2f} {total / session:6.1f} {res['times']['first run']:6.3f} {res['partitions']:5d} "
+                    + f" | {total:6.2f} {total / session:6.1f} | {res['times']['cpu']:6.2f} {ort['times']['cpu']:7.3f} "
+                    f"{res['times']['compile cpu']:6.2f} "
+                    f"{res['times']['runner']:6.3f} {res['times']['first run']:6.3f} {res['partitions']:5d} "
                     f"{'yes' if res['glue'] else 'no':>4}")  # fmt: skip
             if args.whole:
+                shutil.copytree(machine, Path(scratch) / f"whole{i}")
                 whole = spawn("byoc", name, {**env, "BYOC_CACHE_DIR": str(Path(scratch) / f"whole{i}"),
                                              "BYOC_KERNEL_LIBRARY": "0"})  # fmt: skip
                 line += f" | {byoc_total(whole):7.2f}" if "error" not in whole else f" | {'failed':>7}"
             print(line, flush=True)
             rows.append((name, total, session))
+            cpu_ratios.append(res["times"]["cpu"] / max(ort["times"]["cpu"], 1e-6))
     if rows:
         slowest = max(rows, key=lambda r: r[1])
         geo = math.exp(sum(math.log(t / s) for _, t, s in rows) / len(rows))
         print()
         print(f"slowest byoc import + build: {slowest[0]} {slowest[1]:.2f} s (goal: under 1 s)")
         print(f"geometric mean of byoc / onnxruntime: {geo:.1f}x (goal: at most 3x)")
+        cpu_geo = math.exp(sum(math.log(r) for r in cpu_ratios) / len(cpu_ratios))
+        print(f"the same in CPU seconds (byoc's process and compilers, onnxruntime's session): {cpu_geo:.1f}x")
         print(f"load average: {', '.join(f'{v:.1f}' for v in os.getloadavg())} on {os.cpu_count()} cores")
     return 1 if failed else 0
 

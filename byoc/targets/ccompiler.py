@@ -196,7 +196,8 @@ MAX_RANK = 16
 
 def dtype_name(t: Attribute) -> str:
     """The short name of element type `t` (f32, i64, i1, ui8...)."""
-    return DTYPE_NAMES.get(t, str(t))
+    name = DTYPE_NAMES.get(t)
+    return name if name is not None else str(t)  # printing a type costs ~100 us: only if unnamed
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ must be known at import time (pass it in `bind_inputs`).
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import IO, Any
 
@@ -64,6 +65,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects import nn
 from byoc.dialects.verify import ChangeVerifier
+from byoc.frontend.onnx import proto as proto_module
 from byoc.frontend.onnx.base import (
     DYNAMIC_DIM,
     FOLD_LIMIT_BYTES,
@@ -77,10 +79,8 @@ from byoc.frontend.onnx.base import (
 )
 from byoc.frontend.onnx.converters import CONVERTERS, SUPPORTED_OPS
 from byoc.frontend.onnx.errors import (
-    INSTALL_HINT,
     STATIC_SHAPE_HINT,
     OnnxImportError,
-    OnnxMissing,
     StaticValueRequired,
     UnknownInputError,
     UnsupportedOnnxError,
@@ -91,21 +91,6 @@ from byoc.utils.gc import paused_gc
 MIN_OPSET = 7
 """Models below this opset are converted with onnx.version_converter first."""
 CONVERT_OLD_OPSETS_TO = 13
-
-
-def require_onnx() -> Any:
-    """The `onnx` module; `OnnxMissing`, saying how to install it, when it cannot be imported."""
-    try:
-        import onnx
-    except ImportError as e:
-        if e.name == "onnx":
-            raise OnnxMissing(
-                f"reading ONNX models needs the 'onnx' package ({INSTALL_HINT})"
-            ) from None
-        raise OnnxMissing(
-            f"the 'onnx' package fails to load ({e}); reinstall it ({INSTALL_HINT})"
-        ) from e
-    return onnx
 
 
 def import_model(
@@ -126,21 +111,18 @@ def import_model(
     (the `onnx` extra) it raises `OnnxMissing`; data that is not a serialized ModelProto
     is an `OnnxImportError`.
     """
-    onnx = require_onnx()
+    messages = proto_module.pb2()
     from google.protobuf.message import DecodeError  # onnx's dependency: models are protobufs
 
     try:
         if isinstance(model, bytes | bytearray):
-            proto = onnx.load_model_from_string(bytes(model))
+            proto = _parse(messages, bytes(model))
         elif isinstance(model, str | os.PathLike):
-            try:  # external data is read from the model's folder, and only from there
-                proto = onnx.load(os.fspath(model))
-            except onnx.checker.ValidationError as e:
-                raise OnnxImportError(f"the model's external data: {e}") from None
-        elif isinstance(model, onnx.ModelProto):
+            proto = _load_path(messages, os.fspath(model))
+        elif proto_module.is_model_proto(model):
             proto = model
         elif hasattr(model, "read"):
-            proto = onnx.load_model_from_string(model.read())
+            proto = _parse(messages, model.read())
         else:
             raise TypeError(
                 f"import_model takes a path, bytes, a stream or a ModelProto, got {type(model)}"
@@ -151,6 +133,97 @@ def import_model(
         check_no_external_data(proto)
     with paused_gc():  # the import makes long-lived objects only; collections would rescan them
         return Importer(proto, input_shapes or {}, bind_inputs or {}, fold_limit_bytes).run()
+
+
+def _parse(messages: Any, data: bytes) -> Any:
+    proto = messages.ModelProto()
+    proto.ParseFromString(data)
+    return proto
+
+
+_TEXT_SUFFIXES = (".txtpb", ".textproto", ".prototxt", ".pbtxt", ".json", ".onnxjson", ".onnxtxt", ".onnxtext")
+"""The file suffixes `onnx.load` reads as a text format (onnx/serialization.py)."""
+
+
+def _load_path(messages: Any, path: str) -> Any:
+    """The model in a file. A protobuf file is parsed directly, with its external data when
+    that lies in plain files of the model's folder (`_read_plain_external_data`); a text
+    format or other external data (read from the model's folder, and only from there) goes
+    through `onnx.load`."""
+    if not path.lower().endswith(_TEXT_SUFFIXES):
+        with open(path, "rb") as f:
+            proto = _parse(messages, f.read())
+        external = [t for t in _tensors(proto.graph) if t.data_location == _EXTERNAL]
+        if not external or _read_plain_external_data(external, os.path.dirname(path)):
+            return proto
+    onnx = proto_module.require_onnx()
+    try:
+        return onnx.load(path)
+    except onnx.checker.ValidationError as e:
+        raise OnnxImportError(f"the model's external data: {e}") from None
+
+
+_EXTERNAL = 1  # TensorProto.DataLocation.EXTERNAL
+_PLAIN_EXTERNAL_KEYS = frozenset({"location", "offset", "length", "checksum"})
+
+
+def _read_plain_external_data(tensors: list[Any], folder: str) -> bool:
+    """Read the external data of `tensors` into them (as onnx's `load_external_data_for_model`
+    does: `raw_data` filled, the location reset) when every one lies in a regular file, not a
+    symlink, named by a plain file name in `folder`, within that file's size; False, reading
+    nothing, for anything else (a path, a link, a bad range), which `onnx.load` then reads or
+    refuses with its own error."""
+    reads: list[tuple[Any, str, int, int | None]] = []
+    sizes: dict[str, int] = {}
+    for tensor in tensors:
+        info = {e.key: e.value for e in tensor.external_data}
+        name = info.get("location", "")
+        if set(info) - _PLAIN_EXTERNAL_KEYS or not _plain_file_name(name):
+            return False
+        try:
+            offset = int(info.get("offset", "0"))
+            length = int(info["length"]) if "length" in info else None
+        except ValueError:
+            return False
+        if name not in sizes:
+            try:
+                st = os.lstat(os.path.join(folder, name))
+            except OSError:
+                return False
+            if not stat.S_ISREG(st.st_mode):
+                return False
+            sizes[name] = st.st_size
+        end = sizes[name] if length is None else offset + length
+        if offset < 0 or offset > sizes[name] or (length is not None and length < 0) or end > sizes[name]:
+            return False
+        reads.append((tensor, name, offset, length))
+    fds: dict[str, int] = {}
+    try:
+        for name in sizes:
+            fds[name] = os.open(os.path.join(folder, name), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            if os.fstat(fds[name]).st_size != sizes[name]:
+                return False  # changed since it was looked at
+        chunks = []
+        for _, name, offset, length in reads:
+            size = sizes[name] - offset if length is None else length
+            chunk = os.pread(fds[name], size, offset)
+            if len(chunk) != size:
+                return False
+            chunks.append(chunk)
+    except OSError:
+        return False
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+    for (tensor, _, _, _), chunk in zip(reads, chunks, strict=True):
+        tensor.raw_data = chunk
+        tensor.data_location = 0  # DEFAULT
+        del tensor.external_data[:]
+    return True
+
+
+def _plain_file_name(name: str) -> bool:
+    return bool(name) and name not in (".", "..") and not any(c in name for c in "/\\\0:")
 
 
 def _tensors(graph: Any) -> Iterator[Any]:
@@ -173,10 +246,8 @@ def check_no_external_data(model: Any) -> None:
     """An `OnnxImportError` naming the first tensor whose data lives in a file beside the
     model: a model given as bytes, a stream or a ModelProto has no folder to read it from
     (onnx would read it relative to the process's current directory)."""
-    import onnx
-
     for tensor in _tensors(model.graph):
-        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+        if tensor.data_location == _EXTERNAL:
             where = next((e.value for e in tensor.external_data if e.key == "location"), "?")
             raise OnnxImportError(
                 f"tensor '{tensor.name}' keeps its data in an external file ('{where}'), and a "
@@ -212,13 +283,11 @@ class Importer:
         bind_inputs: Mapping[str, Any],
         fold_limit_bytes: int = FOLD_LIMIT_BYTES,
     ) -> None:
-        import onnx
-
         self.model = model
         self.fold_limit_bytes = int(fold_limit_bytes)
         self.opset = self._default_opset(model)
         if self.opset < MIN_OPSET:
-            from onnx import version_converter
+            version_converter = proto_module.require_onnx().version_converter
 
             try:
                 self.model = version_converter.convert_version(model, CONVERT_OLD_OPSETS_TO)
@@ -228,7 +297,6 @@ class Importer:
                     f"onnx.version_converter could not convert it: {e}"
                 ) from e
             self.opset = CONVERT_OLD_OPSETS_TO
-        self.onnx = onnx
         self.input_shapes = dict(input_shapes)
         self.bind_inputs = dict(bind_inputs)
         self.env: dict[str, Value] = {}
@@ -310,7 +378,9 @@ class Importer:
         Emitting is `cls.build` (result types from `infer_types`) with the properties
         converted once per distinct set of attribute values (`_properties`)."""
         props, python = self._properties(cls, attrs)
-        if all(not isinstance(o, SSAValue) for o in operands) and self._may_fold(cls, operands, props):
+        if all(not isinstance(o, SSAValue) for o in operands) and self._may_fold(
+            cls, operands, props
+        ):
             out = KERNELS[cls.name](*[np.asarray(o) for o in operands], **python)
             return [np.asarray(r) for r in out] if isinstance(out, tuple) else [np.asarray(out)]
         values = [self.ssa(o) for o in operands]
@@ -399,18 +469,16 @@ class Importer:
 
     # ---- the graph ----------------------------------------------------------------
     def _input_type(self, vi: Any) -> tuple[tuple[int, ...], np.dtype[Any]]:
-        from onnx import helper
-
         name = vi.name
         tt = vi.type.tensor_type
         if not vi.type.HasField("tensor_type"):
             raise UnsupportedOnnxError(f"graph input '{name}' is not a tensor")
         try:
-            dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tt.elem_type))
+            dtype = proto_module.np_dtype(tt.elem_type)
         except Exception:
             dtype = None
         if dtype not in VALUE_DTYPES:
-            tname = self.onnx.TensorProto.DataType.Name(tt.elem_type)
+            tname = proto_module.dtype_name(tt.elem_type)
             raise UnsupportedOnnxError(
                 f"graph input '{name}' has element type {tname}, which nn has no element type for"
             )
@@ -463,14 +531,12 @@ class Importer:
         return tuple(nn.DYNAMIC if d is None else d for d in declared), dtype
 
     def run(self) -> ModuleOp:
-        from onnx import numpy_helper
-
         graph = self.model.graph
         if len(graph.sparse_initializer):
             raise UnsupportedOnnxError("sparse initializers are not supported")
         for init in graph.initializer:
             try:
-                self.env[init.name] = numpy_helper.to_array(init)
+                self.env[init.name] = proto_module.to_array(init)
             except (ValueError, TypeError) as e:  # data that does not fill its dims
                 raise OnnxImportError(f"initializer '{init.name}' is malformed: {e}") from None
         unknown = set(self.bind_inputs) - {vi.name for vi in graph.input}
@@ -511,9 +577,7 @@ class Importer:
             self._check_output_dtype(vi, results[-1])
 
         block.add_ops([*self.ops, func.ReturnOp(*results)])
-        arg_attrs = ArrayAttr(
-            [DictionaryAttr({"onnx.name": StringAttr(n)}) for n in arg_names]
-        )
+        arg_attrs = ArrayAttr([DictionaryAttr({"onnx.name": StringAttr(n)}) for n in arg_names])
         main = func.FuncOp(
             "main",
             (arg_types, [r.type for r in results]),
@@ -532,17 +596,13 @@ class Importer:
         return module
 
     def _check_output_dtype(self, vi: Any, value: SSAValue) -> None:
-        from onnx import helper
-
         elem = vi.type.tensor_type.elem_type
         if not elem:
             return
-        want = np.dtype(helper.tensor_dtype_to_np_dtype(elem))
+        want = proto_module.np_dtype(elem)
         got = self.dtype(value)
         if want != got:
-            raise OnnxImportError(
-                f"graph output '{vi.name}' is declared {want} but computes {got}"
-            )
+            raise OnnxImportError(f"graph output '{vi.name}' is declared {want} but computes {got}")
 
     def _schema_version(self, op_type: str, domain: str) -> int:
         """The since_version of `op_type`'s schema at the model's opset, 0 if none (cached:
@@ -550,20 +610,13 @@ class Importer:
         key = (op_type, domain)
         version = self._versions.get(key)
         if version is None:
-            from onnx import defs
-
             version = 0
             if domain in ("", "ai.onnx"):
-                try:
-                    version = defs.get_schema(op_type, self.opset, "").since_version
-                except Exception:
-                    version = 0
+                version = proto_module.schema_version(op_type, self.opset)
             self._versions[key] = version
         return version
 
     def _convert(self, proto: Any, index: int) -> None:
-        from onnx import helper
-
         domain = proto.domain or ""
         op_type = proto.op_type
         version = self._schema_version(op_type, domain)
@@ -599,7 +652,7 @@ class Importer:
             proto,
             version,
             inputs,
-            {a.name: helper.get_attribute_value(a) for a in attributes} if attributes else {},
+            {a.name: proto_module.attribute_value(a) for a in attributes} if attributes else {},
             input_names,
         )
         try:

@@ -248,6 +248,7 @@ class CWriter:
         self.globals: dict[str, c.GlobalOp] = {}
         self.func: c.FuncOp | None = None
         self.function_names: set[str] = set()
+        self.funcs: dict[str, c.FuncOp] = {}
         self.profiled: set[str] = set()
         self.indent = 0
         self.counter = 0
@@ -258,7 +259,8 @@ class CWriter:
 
     def emit_unit(self, unit: c.ModuleOp) -> str:
         self.lines = [C_HEADER]
-        self.function_names = {f.sym_name.data for f in unit.ops if isinstance(f, c.FuncOp)}
+        self.funcs = {f.sym_name.data: f for f in unit.ops if isinstance(f, c.FuncOp)}
+        self.function_names = set(self.funcs)
         self.profiled: set[str] = set()
         includes = [op for op in unit.ops if isinstance(op, c.IncludeOp)]
         for inc in includes:
@@ -281,7 +283,7 @@ class CWriter:
                 self.line()
                 self.emit_global(op)
             elif isinstance(op, c.FuncOp):
-                self._profile_hooks(op, unit, defined)
+                self._profile_hooks(op, defined)
                 self.line()
                 self.emit_func(op)
                 defined.add(op.sym_name.data)
@@ -291,14 +293,14 @@ class CWriter:
                 raise EmitError(op, f"emit-c: cannot emit '{op.name}' at file scope")
         return "\n".join(self.lines) + "\n"
 
-    def _profile_hooks(self, caller: c.FuncOp, unit: c.ModuleOp, defined: set[str]) -> None:
+    def _profile_hooks(self, caller: c.FuncOp, defined: set[str]) -> None:
         """Before the first function that calls a unit's static functions (a partition's
         kernels, its subgraph function), the profiling hook: under BYOC_PROFILE_KERNELS
         each such call is timed (byoc_profile.h; a macro named as the function does not
         expand inside its own expansion). Nothing is compiled without the define."""
         if caller.is_declaration:
             return
-        funcs = {f.sym_name.data: f for f in unit.ops if isinstance(f, c.FuncOp)}
+        funcs = self.funcs
         callees: list[str] = []
         for inner in caller.walk():
             if isinstance(inner, c.CallOp) and not inner.res:

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from byoc.dialects import nn
+from byoc.frontend.onnx import proto
 from byoc.frontend.onnx.base import (
     NN_DTYPES,
     Array,
@@ -23,11 +24,9 @@ from byoc.frontend.onnx.errors import STATIC_SHAPE_HINT, OnnxImportError, Unsupp
 
 @converts("Constant")
 def _constant(imp: Importer, node: Node) -> list[Value]:
-    from onnx import numpy_helper
-
     a = node.attrs
     if "value" in a:
-        return [numpy_helper.to_array(a["value"])]
+        return [proto.to_array(a["value"])]
     if "value_float" in a:
         return [np.asarray(a["value_float"], dtype=np.float32)]
     if "value_floats" in a:
@@ -41,11 +40,9 @@ def _constant(imp: Importer, node: Node) -> list[Value]:
 
 @converts("ConstantOfShape")
 def _constant_of_shape(imp: Importer, node: Node) -> list[Value]:
-    from onnx import numpy_helper
-
     shape = ints(imp.static(node, 0, "shape"))
     value = node.attr("value")
-    fill = numpy_helper.to_array(value).reshape(-1) if value is not None else np.zeros(1, np.float32)
+    fill = proto.to_array(value).reshape(-1) if value is not None else np.zeros(1, np.float32)
     if len(fill) != 1:
         raise OnnxImportError(f"ConstantOfShape's value must hold one element, got {len(fill)}")
     if any(d < 0 for d in shape):

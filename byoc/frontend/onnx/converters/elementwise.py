@@ -8,6 +8,7 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from byoc.dialects import nn
+from byoc.frontend.onnx import proto
 from byoc.frontend.onnx.base import (
     NN_DTYPES,
     Importer,
@@ -160,17 +161,15 @@ def _dropout(imp: Importer, node: Node) -> list[Value | None]:
 
 @converts("Cast")
 def _cast(imp: Importer, node: Node) -> list[Value]:
-    from onnx import TensorProto, helper
-
     x = node.required(0)
     to = int(node.required_attr("to"))
     try:
-        target = np.dtype(helper.tensor_dtype_to_np_dtype(to))
+        target = proto.np_dtype(to)
     except Exception:
         target = None
     if target is None or target not in NN_DTYPES:
         raise UnsupportedOnnxError(
-            f"Cast to {TensorProto.DataType.Name(to)} is not supported; nn.cast targets "
+            f"Cast to {proto.dtype_name(to)} is not supported; nn.cast targets "
             "the nn element types (f32, f64, f16, i8..i64, ui8..ui64, bool)"
         )
     return [cast_to(imp, x, target)]

@@ -14,6 +14,7 @@ from xdsl.ir import SSAValue
 
 from byoc.dialects import nn
 from byoc.dialects.nn import indexing as nni
+from byoc.frontend.onnx import proto
 from byoc.frontend.onnx.base import (
     Importer,
     Node,
@@ -137,14 +138,12 @@ def _unique(imp: Importer, node: Node) -> list[Value]:
 
 @converts("EyeLike")
 def _eye_like(imp: Importer, node: Node) -> list[Value]:
-    from onnx import helper
-
     x = node.required(0)
     shape = imp.shape(x)
     if len(shape) != 2:
         raise OnnxImportError(f"EyeLike needs a rank-2 input, got rank {len(shape)}")
     dtype = node.attr("dtype")
-    dt = imp.dtype(x) if dtype is None else np.dtype(helper.tensor_dtype_to_np_dtype(int(dtype)))
+    dt = imp.dtype(x) if dtype is None else proto.np_dtype(int(dtype))
     return [np.eye(shape[0], shape[1], int(node.attr("k", 0)), dtype=dt)]
 
 
@@ -486,14 +485,12 @@ def _if(imp: Importer, node: Node) -> list[Value]:
     branch = node.required_attr("then_branch" if bool(c[0]) else "else_branch")
     env: dict[str, Value] = imp.env  # type: ignore[attr-defined]
     used: set[str] = imp._used  # type: ignore[attr-defined]
-    from onnx import numpy_helper
-
     for init in branch.initializer:
-        env[init.name] = numpy_helper.to_array(init)
+        env[init.name] = proto.to_array(init)
     used.update(name for n in branch.node for name in n.input)
     used.update(vi.name for vi in branch.output)
-    for index, proto in enumerate(branch.node):
-        imp._convert(proto, index)  # type: ignore[attr-defined]
+    for index, node_proto in enumerate(branch.node):
+        imp._convert(node_proto, index)  # type: ignore[attr-defined]
     outputs: list[Value] = []
     for vi in branch.output:
         if vi.name not in env:

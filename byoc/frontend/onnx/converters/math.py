@@ -13,6 +13,7 @@ import numpy as np
 from byoc.dialects import nn
 from byoc.dialects.nn import logic_ops as lg
 from byoc.dialects.nn import math_ops as m
+from byoc.frontend.onnx import proto
 from byoc.frontend.onnx.base import Importer, Node, Value, converts, ints, normalize_axes, string
 from byoc.frontend.onnx.converters.elementwise import cast_to
 from byoc.frontend.onnx.converters.layout import _axes_input
@@ -262,28 +263,24 @@ def _cast_like(imp: Importer, node: Node) -> list[Value]:
 @converts("EyeLike")
 def _eye_like(imp: Importer, node: Node) -> list[Value]:
     """Ones on the k-th diagonal of a 2-D shape: known at import (shapes are static)."""
-    from onnx import helper
-
     shape = imp.shape(node.required(0))
     if len(shape) != 2:
         raise OnnxImportError(f"EyeLike needs a 2-D input, got shape {list(shape)}")
     to = node.attr("dtype")
-    dtype = imp.dtype(node.required(0)) if to is None else np.dtype(helper.tensor_dtype_to_np_dtype(int(to)))
+    dtype = imp.dtype(node.required(0)) if to is None else proto.np_dtype(int(to))
     return [np.eye(shape[0], shape[1], k=int(node.attr("k", 0)), dtype=dtype)]
 
 
 @converts("BitCast")
 def _bitcast(imp: Importer, node: Node) -> list[Value]:
-    from onnx import TensorProto, helper
-
     x = node.required(0)
     to = int(node.required_attr("to"))
     try:
-        target = np.dtype(helper.tensor_dtype_to_np_dtype(to))
+        target = proto.np_dtype(to)
         name = nn.DTYPE_NAMES[nn.element_type_of(target)]
     except (ValueError, TypeError, KeyError):
         raise UnsupportedOnnxError(
-            f"BitCast to {TensorProto.DataType.Name(to)} is not supported (no nn element type)"
+            f"BitCast to {proto.dtype_name(to)} is not supported (no nn element type)"
         ) from None
     if target == imp.dtype(x):
         return [x]

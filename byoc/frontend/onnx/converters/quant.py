@@ -19,6 +19,7 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from byoc.dialects import nn
+from byoc.frontend.onnx import proto
 from byoc.frontend.onnx.base import Importer, Node, Value, converts, normalize_axes, string
 from byoc.frontend.onnx.converters.neural import (
     _as_2d,  # pyright: ignore[reportPrivateUsage]
@@ -32,13 +33,11 @@ QUANTIZED_DTYPES = tuple(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.u
 
 
 def _onnx_dtype(code: int) -> np.dtype[Any]:
-    from onnx import TensorProto, helper
-
     try:
-        return np.dtype(helper.tensor_dtype_to_np_dtype(code))
+        return proto.np_dtype(code)
     except Exception:
         raise UnsupportedOnnxError(
-            f"quantized type {TensorProto.DataType.Name(code)} is not supported (INT8, UINT8, INT16, UINT16)"
+            f"quantized type {proto.dtype_name(code)} is not supported (INT8, UINT8, INT16, UINT16)"
         ) from None
 
 
