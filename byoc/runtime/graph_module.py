@@ -202,6 +202,8 @@ def needed_libraries(library: bytes) -> list[str]:
     try:
         phoff = struct.unpack_from(end + "Q", library, 32)[0]
         phentsize, phnum = struct.unpack_from(end + "HH", library, 54)
+        if phentsize < 56:  # not the 64-bit program header
+            return []
         loads: list[tuple[int, int, int]] = []  # (vaddr, offset, filesz) of each PT_LOAD
         dynamic: tuple[int, int] | None = None
         for i in range(phnum):
