@@ -22,6 +22,16 @@ graph, so an engine only ever sees a verified graph; calls then go through the s
 error messages as the generated C (`CFunction`). The signatures come from the C
 side's parse of the blob, so nothing an artifact says about them can disagree.
 
+Unloading. A module is freed when it is garbage: the engine's states, the library's
+workspaces and its own thread team go (`byoc_release`), then its private copy of the
+library is closed. The libraries it links (oneDNN, libgomp, a vendor's runtime) are never
+unloaded: they may own threads that outlive every module — libgomp's workers stay parked,
+spinning for a while after each parallel region, inside libgomp — and unmapping their
+code under them crashes the process. So the first load of a library marks every library
+it links (its ELF `DT_NEEDED` entries, `keep_dependencies_loaded`) never to be unloaded,
+and loads gcc's OpenMP runtime once for the process before it, as C modules do
+(`pin_openmp_runtime`).
+
 Artifact blobs: `library` (the shared object), `graph` (the blob) and
 `metadata` (JSON: the engine's name and the format version). `from_blobs`
 checks each before use; a malformed graph blob is a ValueError with the C
@@ -30,10 +40,14 @@ reader's message (the artifact loader reports it as an ArtifactError).
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import hashlib
 import json
 import os
+import struct
+import sys
+import threading
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -47,6 +61,7 @@ from byoc.runtime.c_module import (
     CSignature,
     PackedLibrary,
     check_shared_object,
+    pin_openmp_runtime,
 )
 from byoc.runtime.cpu import native_load
 from byoc.runtime.dlpack import numpy_dtype as dl_numpy_dtype
@@ -178,6 +193,76 @@ class GraphRuntimeError(RuntimeError):
     """The graph library could not load a blob (its message is the C reader's)."""
 
 
+def needed_libraries(library: bytes) -> list[str]:
+    """The `DT_NEEDED` names of the ELF shared object `library` (what the dynamic loader
+    loads with it), in order; [] when it has none or is not a well-formed 64-bit ELF file."""
+    if library[:4] != b"\x7fELF" or len(library) < 64 or library[4] != 2:
+        return []
+    end = "<" if library[5] == 1 else ">"
+    try:
+        phoff = struct.unpack_from(end + "Q", library, 32)[0]
+        phentsize, phnum = struct.unpack_from(end + "HH", library, 54)
+        if phentsize < 56:  # not the 64-bit program header
+            return []
+        loads: list[tuple[int, int, int]] = []  # (vaddr, offset, filesz) of each PT_LOAD
+        dynamic: tuple[int, int] | None = None
+        for i in range(phnum):
+            at = phoff + i * phentsize
+            p_type, _, offset, vaddr, _, filesz = struct.unpack_from(end + "IIQQQQ", library, at)
+            if p_type == 1:
+                loads.append((vaddr, offset, filesz))
+            elif p_type == 2:
+                dynamic = (offset, filesz)
+        if dynamic is None:
+            return []
+        needed: list[int] = []
+        strtab: int | None = None
+        for at in range(dynamic[0], dynamic[0] + dynamic[1] - 15, 16):
+            tag, value = struct.unpack_from(end + "qQ", library, at)
+            if tag == 0:  # DT_NULL
+                break
+            if tag == 1:  # DT_NEEDED: an offset into the string table
+                needed.append(value)
+            elif tag == 5:  # DT_STRTAB: the table's address
+                strtab = value
+        if strtab is None:
+            return []
+        base = next((o + strtab - v for v, o, n in loads if v <= strtab < v + n), None)
+        if base is None:
+            return []
+        names = []
+        for offset in needed:
+            stop = library.find(b"\0", base + offset)
+            if stop < 0:
+                return []
+            names.append(library[base + offset : stop].decode("utf-8", "replace"))
+        return names
+    except struct.error:
+        return []
+
+
+_KEPT: dict[str, Any] = {}
+"""The libraries `keep_dependencies_loaded` marked, by name, with a handle on each."""
+_KEPT_LOCK = threading.Lock()
+
+
+def keep_dependencies_loaded(library: bytes) -> None:
+    """Mark every library that `library` links, loaded with it just before, never to be
+    unloaded (`RTLD_NOLOAD | RTLD_NODELETE`): see "Unloading" above. A name the loader did
+    not load (or a system without these flags) is left alone."""
+    if not sys.platform.startswith("linux"):
+        return
+    mode = os.RTLD_NOW | os.RTLD_NOLOAD | os.RTLD_NODELETE
+    with _KEPT_LOCK:
+        for name in needed_libraries(library):
+            if name in _KEPT:
+                continue
+            try:
+                _KEPT[name] = ctypes.CDLL(name, mode=mode)
+            except OSError:
+                continue
+
+
 def _unload(ffi: Any, lib: Any, handle: Any) -> None:
     """Free the module and the engines' states, release the workspaces, unload."""
     if handle is not None:
@@ -213,10 +298,12 @@ class GraphModule(PackedLibrary):
         self.ffi = cffi.FFI()
         self.ffi.cdef(_CDEF + _GRAPH_CDEF)
         try:
+            pin_openmp_runtime()
             with native_load(), private_copy(library, directory) as copy:
                 self.lib: Any = self.ffi.dlopen(str(copy))
         except OSError as e:
             raise OSError(f"cannot load the graph library: {e}") from None
+        keep_dependencies_loaded(library)
         self.lib.byoc_retain()
         self._finalizer = weakref.finalize(self, _unload, self.ffi, self.lib, None)
         self._finalizer.atexit = False

@@ -34,6 +34,7 @@ from byoc.runtime.graph_module import (
     GraphModule,
     GraphRuntimeError,
     default_num_threads,
+    needed_libraries,
 )
 
 
@@ -507,6 +508,43 @@ def test_modules_unload_cleanly_after_threads_ran_them(built: tuple[GraphModule,
         del m, f
     gc.collect()
     assert all(r() is None for r in refs)
+
+
+def test_needed_libraries_are_the_elf_dependencies(built: tuple[GraphModule, gf.GraphSet]) -> None:
+    mod, _ = built
+    assert "libc.so.6" in needed_libraries(mod._library)
+    assert needed_libraries(b"not a library") == []
+    assert needed_libraries(mod._library[:256]) == []  # its dynamic section cut off
+
+
+def test_freeing_the_last_dnnl_module_leaves_what_it_links_loaded() -> None:
+    """In a fresh process, with two threads per run and libgomp's idle threads spinning without
+    end (`OMP_WAIT_POLICY=active`): freeing the only dnnl module must not unload libgomp (nor
+    oneDNN) under the threads of its last parallel region. It did, and the process died with
+    SIGSEGV, since no other library there linked libgomp."""
+    from byoc.targets.dnnl import missing_reason
+
+    if missing_reason() is not None:
+        pytest.skip(f"oneDNN extra absent: {missing_reason()}")
+    code = (
+        "import gc, weakref, numpy as np, byoc\n"
+        f"exe = byoc.build(byoc.parse_module({LOADED_MODEL!r}), targets=['dnnl'])\n"
+        "x = np.ones((64, 256), np.float32)\n"
+        "for _ in range(3):\n"
+        "    exe(x)\n"
+        "module = weakref.ref(exe.components['dnnl'])\n"
+        "del exe\n"
+        "gc.collect()\n"
+        "assert module() is None, 'the dnnl module is still alive'\n"
+        "maps = open('/proc/self/maps').read()\n"
+        "print('libgomp' in maps, 'libdnnl' in maps)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_WAIT_POLICY="active", BYOC_NUM_THREADS="2")
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["True", "True"]
 
 
 def test_set_num_threads(built: tuple[GraphModule, gf.GraphSet], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,11 +6,19 @@ Kinds: `opt` (a mutated lit input through byoc-opt's `main`), `onnx` (a mutated 
 through the importer), `artifact` (a mutated `.byoc` through `load_module` and a run), `graph` (an artifact
 whose graph blob has one field edited, see graph_cases.py),
 `differential` (a random graph through every executor, see differential.py).
+
+The kinds that load native libraries (`artifact`, `graph`, `differential`) collect the
+garbage after each case, before answering: a loaded library is freed by the cyclic
+collector (a component and its functions refer to each other), so without it the
+library of one case would be unloaded at whatever later case the collector happens to
+run in, and a crash while unloading would be charged to that case and not be
+reproducible from its seed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import json
 import random
@@ -90,6 +98,7 @@ def _opt(data: bytes, case: dict[str, Any]) -> tuple[str, str]:
 
 def main() -> None:
     kind = sys.argv[1]
+    collect = kind in ("artifact", "graph", "differential")
     if kind == "opt":
         from byoc.tools import byoc_opt
 
@@ -135,6 +144,8 @@ def main() -> None:
             outcome, detail = handler(case)
         except Exception:
             outcome, detail = "traceback", traceback.format_exc()
+        if collect:
+            gc.collect()
         sys.stdout.write(json.dumps({"outcome": outcome, "detail": detail}) + "\n")
         sys.stdout.flush()
 
