@@ -13,7 +13,9 @@ built from the lowered module (`COMPONENT_BUILDERS`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from concurrent.futures import Executor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp
@@ -28,6 +30,9 @@ from byoc.runtime.executable import Executable, PartitionInfo
 from byoc.runtime.host import input_name, plan_function
 from byoc.targets import Target, get_target
 from byoc.targets import register_target as _register_in_registry
+
+if TYPE_CHECKING:
+    from byoc.placement.place import Placement
 
 
 class BuildError(ValueError):
@@ -212,6 +217,10 @@ def build(
     *,
     progress: Callable[[str], None] | None = None,
     num_threads: int | None = None,
+    placement: str = "priority",
+    placement_cache: str | Path | None = None,
+    measure_executor: Executor | None = None,
+    sample_inputs: Sequence[Any] | Mapping[str, Any] | None = None,
 ) -> Executable:
     """Build `module` (not modified) into an `Executable`.
 
@@ -222,11 +231,18 @@ def build(
     When an input of `@main` has a `?` dim and targets are given, the result is a
     `byoc.specialize.SpecializingExecutable`: the host runs any shape, and the
     partitions are built per distinct input shape on first use.
+    `placement` chooses which target runs each op (docs/placement.md): "priority" (the
+    order of `targets`), "measure" (timed on `sample_inputs`, else seeded random inputs,
+    through `measure_executor`; figures cached in `placement_cache`) or "cost-model".
     """
     if num_threads is not None:
         from byoc.runtime.threads import check_num_threads
 
         check_num_threads(num_threads)
+    if placement != "priority":
+        from byoc.placement import normalise_mode
+
+        placement = normalise_mode(placement)
     module = module.clone()
     check_value_types(module)  # a dim xDSL took but no tensor can have
     if params:
@@ -242,11 +258,21 @@ def build(
             return SpecializingExecutable(
                 generic, module, lambda m: build(m, targets=chosen, progress=progress)
             )
+    placed: Placement | None = None
     if targets:
         from byoc.passes.byoc_pipeline import partition_for
 
         prepare_for(module, list(targets))
-        partition_for(module, list(targets))
+        if placement == "priority":
+            partition_for(module, list(targets))
+        else:
+            from byoc.placement import place
+
+            placed = place(
+                module, list(targets), mode=placement, cache=placement_cache,
+                executor=measure_executor, sample_inputs=sample_inputs,
+                num_threads=num_threads, build=build, progress=progress,
+            )
     module.verify()
 
     by_target: dict[str, list[FuncOp]] = {}
@@ -264,7 +290,9 @@ def build(
 
     plan, constants = plan_function(module)
     partitions = [
-        PartitionInfo(f.sym_name.data, target, _ops_of(f))
+        PartitionInfo(f.sym_name.data, target, _ops_of(f), **placed.why(f))
+        if placed is not None
+        else PartitionInfo(f.sym_name.data, target, _ops_of(f))
         for target, funcs in by_target.items()
         for f in funcs
     ]

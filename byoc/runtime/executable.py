@@ -36,6 +36,12 @@ class PartitionInfo:
     target: str
     ops: tuple[str, ...]
     """The op names inside the partition, in order."""
+    reason: str = "priority"
+    """Why this target runs the partition: "priority", "measured", "cost-model" or "fallback"."""
+    measured: tuple[tuple[str, float], ...] = ()
+    """(target, seconds) per candidate target timed for this partition's ops, fastest first."""
+    fallback: str | None = None
+    """When a listed target could not take these ops: which one and why."""
 
     @property
     def num_ops(self) -> int:
