@@ -11,8 +11,9 @@ One JSON file (`<cache dir>/placement.json`, the cache dir of the compiled libra
 of the region's canonical form (`regions.canonical_text`), the target, the machine (CPU
 model and ISA flags), the thread count and byoc's version, so a change of any of them is a
 miss. `save` re-reads the file, adds this process's entries and replaces the file by an
-atomic rename: concurrent writers never leave a torn file, and each keeps the other's
-entries unless both write the same key (then the last wins; both are measurements of it).
+atomic rename, under an exclusive lock of `placement.json.lock`: concurrent writers
+(threads, processes, builds on one machine) never leave a torn file and keep each other's
+entries; two writes of one key keep the last (both are measurements of it).
 Each entry also keeps what the cost model fits on (`cost_model.py`): the target, the
 unit kind, its FLOPs and bytes, and the machine/threads/version fingerprint.
 """
@@ -24,6 +25,8 @@ import json
 import os
 import platform
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -101,16 +104,17 @@ class MeasurementCache:
         if self.path is None or not self._new:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        merged = _read(self.path)
-        merged.update(self._new)
-        fd, tmp = tempfile.mkstemp(prefix=".placement-", suffix=".json", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w") as f:
-                json.dump({"format": FORMAT, "entries": merged}, f)
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with _locked(self.path.with_name(self.path.name + ".lock")):
+            merged = _read(self.path)
+            merged.update(self._new)
+            fd, tmp = tempfile.mkstemp(prefix=".placement-", suffix=".json", dir=self.path.parent)
+            try:
+                with os.fdopen(fd, "w") as f:
+                    json.dump({"format": FORMAT, "entries": merged}, f)
+                os.replace(tmp, self.path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
         self.entries = {**merged, **self.entries}
         self._new.clear()
 
@@ -118,6 +122,23 @@ class MeasurementCache:
         """The entries of this machine, thread count and version that describe one unit."""
         fp = self.fingerprint(threads)
         return [e for e in self.entries.values() if e.get("fingerprint") == fp and "kind" in e]
+
+
+@contextmanager
+def _locked(lock: Path) -> Iterator[None]:
+    """An exclusive lock on `lock` (flock) for the read-merge-write of `save`, so two
+    writers do not drop each other's entries; without fcntl, only the rename protects."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    with open(lock, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _read(path: Path) -> dict[str, dict[str, Any]]:

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
+from multiprocessing import get_context
 from typing import Any
 
 import numpy as np
@@ -107,7 +108,11 @@ def default_executor(threads: int) -> Executor:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - macOS, Windows
         cores = os.cpu_count() or 1
-    return ProcessPoolExecutor(max_workers=max(1, cores // max(1, threads)))
+    # spawned, not forked: a fork of a process whose OpenMP or oneDNN threads are running
+    # can deadlock in the child
+    return ProcessPoolExecutor(
+        max_workers=max(1, cores // max(1, threads)), mp_context=get_context("spawn")
+    )
 
 
 @dataclass

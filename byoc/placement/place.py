@@ -421,6 +421,70 @@ def _measured(
     check_end_to_end: bool,
     progress: Callable[[str], None] | None,
 ) -> Placement:
+    decision_key = timer.cache.key(
+        _module_digest(units), f"placement:{','.join(targets)}:{int(check_end_to_end)}", timer.threads
+    )
+    decided = timer.cache.entries.get(decision_key)
+    if decided is not None and _valid_decision(decided, units):
+        chosen = tuple(decided["assignment"])
+        configuration = decided["configuration"]
+        end_to_end = dict(decided["end_to_end"])
+    else:
+        chosen, configuration, end_to_end = _decide(
+            module, pristine, units, targets, support, timer, rounds, check_end_to_end, progress
+        )
+        timer.cache.put(
+            decision_key,
+            0.0,
+            assignment=list(chosen),
+            configuration=configuration,
+            end_to_end=end_to_end,
+        )
+        timer.cache.save()
+    unit_seconds = [
+        {
+            t: s
+            for t in u.candidates
+            if (s := timer.cache.get(timer.key(Candidate(t, u.index, u.index + 1)))) is not None
+        }
+        for u in units
+    ]
+    placement = Placement("measure", units, chosen, configuration, unit_seconds, end_to_end)
+    if configuration == MEASURED:
+        placement._unit_of = _apply(module, units, chosen)
+    else:
+        order = tuple(configuration.split(","))
+        placement.targets, placement._unit_of = _apply_order(module, pristine, units, order)
+    return placement
+
+
+def _valid_decision(entry: Mapping[str, Any], units: Sequence[Unit]) -> bool:
+    """A cached decision fits these units (each target among the unit's candidates)."""
+    chosen = entry.get("assignment")
+    configuration = entry.get("configuration")
+    timings = entry.get("end_to_end")
+    return (
+        isinstance(chosen, list)
+        and len(chosen) == len(units)
+        and all(t in u.candidates for t, u in zip(chosen, units, strict=True))
+        and isinstance(configuration, str)
+        and isinstance(timings, dict)
+    )
+
+
+def _decide(
+    module: ModuleOp,
+    pristine: ModuleOp,
+    units: list[Unit],
+    targets: tuple[str, ...],
+    support: Any,
+    timer: _Timer,
+    rounds: int,
+    check_end_to_end: bool,
+    progress: Callable[[str], None] | None,
+) -> tuple[tuple[str, ...], str, dict[str, float]]:
+    """Steps 2-4 of the module doc: the searched assignment, the winning configuration and
+    the end-to-end seconds of each configuration checked."""
     if progress is not None:
         progress(f"placement: timing {len(units)} units on {', '.join(targets)} and the host")
     listed = [*targets, HOST]
@@ -445,30 +509,18 @@ def _measured(
     call = {t: probe_times.get(c, 0.0) for t, c in probes.items()}
     exact = {(c.target, c.start, c.stop): s for c, s in measured.items()}
     model = RegionModel(units, listed, call, exact, runs)
-    bytes_in = BytesIn(units)
-    table = CostTable([u.candidates for u in units], model, call, {}, bytes_in)
+    table = CostTable([u.candidates for u in units], model, call, {}, BytesIn(units))
     best = search(table)
     estimated = [Candidate(t, i, j) for i, j, t in best.segments if t != HOST and (t, i, j) not in exact]
     if estimated:
         for c, s in timer.times(estimated).items():
             exact[(c.target, c.start, c.stop)] = s
         best = search(table)
-    unit_seconds = [
-        {t: exact[(t, u.index, u.index + 1)] for t in u.candidates if (t, u.index, u.index + 1) in exact}
-        for u in units
-    ]
-    end_to_end: dict[str, float] = {}
-    configuration = MEASURED
-    if check_end_to_end:
-        end_to_end = _end_to_end(module, pristine, units, best, targets, timer, rounds, progress)
-        configuration = min(end_to_end, key=lambda k: (end_to_end[k], k != MEASURED))
-    placement = Placement("measure", units, best.targets, configuration, unit_seconds, end_to_end)
-    if configuration == MEASURED:
-        placement._unit_of = _apply(module, units, best.targets)
-    else:
-        order = tuple(configuration.split(","))
-        placement.targets, placement._unit_of = _apply_order(module, pristine, units, order)
-    return placement
+    if not check_end_to_end:
+        return best.targets, MEASURED, {}
+    end_to_end = _end_to_end(module, pristine, units, best, targets, timer, rounds, progress)
+    configuration = min(end_to_end, key=lambda k: (end_to_end[k], k != MEASURED))
+    return best.targets, configuration, end_to_end
 
 
 def _probe_reference(units: list[Unit]) -> Reference:
