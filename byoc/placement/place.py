@@ -659,7 +659,6 @@ def _apply_order(
     """Replace `module`'s contents by `pristine` partitioned with the priority `order`."""
     from byoc.context import make_context
     from byoc.passes.annotate_target import AnnotateTargetPass
-    from byoc.passes.byoc_pipeline import ByocPass
     from byoc.passes.merge_composite import MergeCompositePass
     from byoc.passes.split_dequantize import SplitDequantizePass
 
@@ -679,7 +678,7 @@ def _apply_order(
             unit_of[id(o)] = u.index
             tag = o.attributes.get(TARGET_ATTR)
             chosen.append(tag.data if isinstance(tag, StringAttr) else HOST)
-    ByocPass(targets=order).apply(ctx, fresh)
+    partition_tagged(fresh)  # the rest of the byoc pipeline
     for op in list(module.ops):
         op.detach()
     for op in list(fresh.ops):
