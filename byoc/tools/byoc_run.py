@@ -92,6 +92,19 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="threads per run (default: $BYOC_NUM_THREADS, else the cores this process may use)",
     )
     p.add_argument(
+        "--placement",
+        choices=("priority", "measure", "cost-model"),
+        default="priority",
+        help="how each op's target is chosen: 'priority' (the order of --targets), 'measure' "
+        "(timed on seeded random inputs; docs/placement.md) or 'cost-model' (cached figures)",
+    )
+    p.add_argument(
+        "--placement-cache",
+        metavar="FILE",
+        help="the measurement cache of --placement measure|cost-model "
+        "(default: placement.json in byoc's cache directory)",
+    )
+    p.add_argument(
         "--load-plugin",
         action="append",
         default=[],
@@ -308,7 +321,12 @@ def _run(args: argparse.Namespace) -> int:
     else:
         module = _load_ir(path, args)
         exe = byoc.build(
-            module, targets=targets or None, progress=_progress, num_threads=args.threads
+            module,
+            targets=targets or None,
+            progress=_progress,
+            num_threads=args.threads,
+            placement=args.placement,
+            placement_cache=args.placement_cache,
         )
     setup_ms = (time.perf_counter() - t0) * 1e3
     if sys.stderr.isatty():
