@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import os
 import statistics
+import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -101,18 +104,40 @@ def run_job(job: RegionJob | ModelJob) -> dict[int, float] | float:
     return {k: statistics.median(v) for k, v in per.items()}
 
 
+class LocalPool(ProcessPoolExecutor):
+    """A process pool of spawned workers that never import the caller's `__main__`.
+
+    Spawned, not forked: a fork of a process whose OpenMP or oneDNN threads have run can
+    deadlock in the child. A spawned worker normally re-runs the main script (so a script
+    calling `byoc.build` at top level, without an `if __name__ == "__main__":` guard, would
+    build again in each worker); jobs only name byoc's own functions, so while a worker
+    starts (`submit` may start one) the main module is hidden from multiprocessing."""
+
+    def __init__(self, max_workers: int):
+        super().__init__(max_workers=max_workers, mp_context=get_context("spawn"))
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        with _LOCK:
+            main = sys.modules.get("__main__")
+            sys.modules["__main__"] = ModuleType("__main__")
+            try:
+                return super().submit(fn, *args, **kwargs)
+            finally:
+                if main is not None:
+                    sys.modules["__main__"] = main
+
+
+_LOCK = threading.Lock()
+
+
 def default_executor(threads: int) -> Executor:
-    """A local process pool of max(1, cores // threads) workers: as many timings at once
-    as there are cores for their threads, so they do not share a core."""
+    """A `LocalPool` of max(1, cores // threads) workers: as many timings at once as there
+    are cores for their threads, so they do not share a core."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - macOS, Windows
         cores = os.cpu_count() or 1
-    # spawned, not forked: a fork of a process whose OpenMP or oneDNN threads are running
-    # can deadlock in the child
-    return ProcessPoolExecutor(
-        max_workers=max(1, cores // max(1, threads)), mp_context=get_context("spawn")
-    )
+    return LocalPool(max(1, cores // max(1, threads)))
 
 
 @dataclass
@@ -215,6 +240,7 @@ __all__ = [
     "RegionJob",
     "default_build",
     "default_executor",
+    "LocalPool",
     "reference_run",
     "run_job",
     "sample_arrays",

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -222,3 +225,26 @@ def test_dask_local_cluster_runs_the_measurements(cache: Path) -> None:
     (want,) = run_reference(module, *inputs())
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     assert all(p.reason == "measured" for p in exe.partitions)
+
+
+@pytest.mark.slow
+def test_default_pool_does_not_rerun_an_unguarded_script(tmp_path: Path) -> None:
+    """A script that builds at top level (no `if __name__ == "__main__":`) runs once: the
+    spawned measuring workers do not import it."""
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "import byoc\n"
+        f"module = byoc.parse_module('''{MODEL}''')\n"
+        "print('top level', flush=True)\n"
+        f"exe = byoc.build(module, targets={TARGETS!r}, placement='measure',\n"
+        f"                 placement_cache={str(tmp_path / 'c.json')!r}, num_threads=1)\n"
+        "print('reasons', sorted({p.reason for p in exe.partitions}), flush=True)\n"
+    )
+    root = Path(byoc.__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PYTHONPATH": str(root)}, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("top level") == 1
+    assert "reasons ['measured']" in done.stdout
