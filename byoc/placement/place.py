@@ -37,6 +37,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from byoc.dialects.byoc import TARGET_ATTR, CompositeOp
+from byoc.passes.annotate_target import TargetSupport
 from byoc.placement.cache import MeasurementCache, default_cache_path
 from byoc.placement.cost_model import CostModel
 from byoc.placement.measure import (
@@ -249,7 +250,6 @@ class RegionModel:
     (docs/placement.md, "Region times")."""
 
     units: list[Unit]
-    targets: Sequence[str]
     call: dict[str, float]
     exact: dict[tuple[str, int, int], float]
     """Measured seconds of (target, start, stop), the call included."""
@@ -296,13 +296,13 @@ class RegionModel:
         return parts * self.factor(target, i, j)
 
 
-def _probe_candidates(targets: Sequence[str], support: Any) -> tuple[list[Unit], dict[str, Candidate]]:
+def _probe_candidates(
+    targets: Sequence[str], support: TargetSupport
+) -> tuple[list[Unit], dict[str, Candidate]]:
     """A one-element op per target that accepts one (`nn.relu`, else `nn.add`, ...): its
     partition's time is the target's call cost."""
     from byoc.context import parse_module
-    from byoc.passes.annotate_target import TargetSupport
 
-    assert isinstance(support, TargetSupport)
     text = "\n".join(
         [
             "func.func @main(%x: tensor<1xf32>, %y: tensor<1xf32>) -> (tensor<1xf32>, tensor<1xf32>, tensor<1xf32>, tensor<1xf32>) {",
@@ -360,7 +360,7 @@ def place(
     `rounds`: builds per configuration checked end to end, taking turns (their median).
     """
     from byoc.context import make_context
-    from byoc.passes.annotate_target import AnnotateTargetPass, TargetSupport
+    from byoc.passes.annotate_target import AnnotateTargetPass
     from byoc.passes.merge_composite import MergeCompositePass
     from byoc.passes.split_dequantize import SplitDequantizePass
     from byoc.runtime.threads import resolve_num_threads
@@ -415,7 +415,7 @@ def _measured(
     pristine: ModuleOp,
     units: list[Unit],
     targets: tuple[str, ...],
-    support: Any,
+    support: TargetSupport,
     timer: _Timer,
     rounds: int,
     check_end_to_end: bool,
@@ -477,7 +477,7 @@ def _decide(
     pristine: ModuleOp,
     units: list[Unit],
     targets: tuple[str, ...],
-    support: Any,
+    support: TargetSupport,
     timer: _Timer,
     rounds: int,
     check_end_to_end: bool,
@@ -487,7 +487,6 @@ def _decide(
     the end-to-end seconds of each configuration checked."""
     if progress is not None:
         progress(f"placement: timing {len(units)} units on {', '.join(targets)} and the host")
-    listed = [*targets, HOST]
     runs = {t: [r for r in maximal_runs(units, t) if r[1] - r[0] >= 2] for t in targets}
     wanted = [Candidate(t, u.index, u.index + 1) for u in units for t in u.candidates]
     wanted += [Candidate(t, a, b) for t in targets for a, b in runs[t]]
@@ -508,7 +507,7 @@ def _decide(
     measured = timer.times(wanted)
     call = {t: probe_times.get(c, 0.0) for t, c in probes.items()}
     exact = {(c.target, c.start, c.stop): s for c, s in measured.items()}
-    model = RegionModel(units, listed, call, exact, runs)
+    model = RegionModel(units, call, exact, runs)
     table = CostTable([u.candidates for u in units], model, call, {}, BytesIn(units))
     best = search(table)
     estimated = [Candidate(t, i, j) for i, j, t in best.segments if t != HOST and (t, i, j) not in exact]
@@ -534,6 +533,9 @@ def _probe_reference(units: list[Unit]) -> Reference:
 
 
 def _module_digest(units: Sequence[Unit]) -> str:
+    """The digest of the whole unit sequence (the model's canonical form)."""
+    if not units:
+        return hashlib.sha256(b"no units").hexdigest()
     return hashlib.sha256(
         canonical_text(units, Candidate("", 0, len(units))).encode()
     ).hexdigest()
@@ -552,7 +554,7 @@ def _end_to_end(
     """Seconds of one run of each configuration, built whole (module doc, step 4)."""
     import statistics
 
-    digest = _module_digest(units) if units else "empty"
+    digest = _module_digest(units)
     configs: dict[str, tuple[str, tuple[str, ...]]] = {}
     measured = module.clone()
     _apply(measured, _units_of_clone(module, measured, units), best.targets)

@@ -248,3 +248,16 @@ def test_default_pool_does_not_rerun_an_unguarded_script(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("top level") == 1
     assert "reasons ['measured']" in done.stdout
+
+
+def test_a_model_without_ops_builds_on_the_host(cache: Path) -> None:
+    module = byoc.parse_module(
+        "func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  func.return %x : tensor<4xf32>\n}"
+    )
+    with ThreadPoolExecutor(1) as pool:
+        exe = byoc.build(module, targets=TARGETS, placement="measure", placement_cache=cache,
+                         measure_executor=pool, num_threads=1)
+    x = np.arange(4, dtype=np.float32)
+    (got,) = exe.run(x)
+    np.testing.assert_array_equal(got, x)
+    assert exe.partitions == []
