@@ -8,8 +8,9 @@ runs it `repeats` times after a warm-up and returns median seconds. Any
 
 - `RegionJob`: a measurement module (`regions.measurement_module`), already tagged;
   returns seconds per candidate function (profiled per partition).
-- `ModelJob`: a whole model, built with a priority order of targets, or already
-  partitioned (an empty order); returns the seconds of one run, end to end.
+- `ModelJob`: whole-model configurations (each built with a priority order of targets,
+  or already partitioned), built once each in one process and timed in alternating
+  rounds; returns the seconds of one run, end to end, per configuration.
 
 The reference run (`reference_run`) executes the model once on the host executor with
 every unit's results kept: the inputs of each candidate region are then the values it
@@ -64,30 +65,23 @@ class RegionJob:
 
 @dataclass(frozen=True)
 class ModelJob:
-    text: str
-    targets: tuple[str, ...]
-    """The priority order to build with; empty: the text is partitioned already."""
+    configurations: tuple[tuple[str, str, tuple[str, ...]], ...]
+    """(name, IR text, priority order) per configuration; an empty order: the text is
+    partitioned already."""
     threads: int
     inputs: tuple[Array, ...]
     repeats: int
+    rounds: int
     build: BuildFn
 
 
-def run_job(job: RegionJob | ModelJob) -> dict[int, float] | float:
+def run_job(job: RegionJob | ModelJob) -> dict[int, float] | dict[str, float]:
     """Run one job (module doc); in whatever process the executor chose."""
     from byoc.context import parse_module
 
-    module = parse_module(job.text)
     if isinstance(job, ModelJob):
-        exe = job.build(module, targets=list(job.targets) or None, num_threads=job.threads)
-        inputs = list(job.inputs)
-        exe.run(*inputs)  # warm-up: first-touch of buffers, the engines' own set-up
-        times: list[float] = []
-        for _ in range(job.repeats):
-            t0 = time.perf_counter()
-            exe.run(*inputs)
-            times.append(time.perf_counter() - t0)
-        return statistics.median(times)
+        return _run_models(job)
+    module = parse_module(job.text)
     exe = job.build(module, num_threads=job.threads)
     inputs = list(job.inputs)
     exe.run_profiled(*inputs)
@@ -102,6 +96,36 @@ def run_job(job: RegionJob | ModelJob) -> dict[int, float] | float:
         for k, s in seen.items():
             per.setdefault(k, []).append(s)
     return {k: statistics.median(v) for k, v in per.items()}
+
+
+def _run_models(job: ModelJob) -> dict[str, float]:
+    """Build every configuration once, then time them in `rounds` rounds taking turns (the
+    order reversed every other round), `repeats` runs each; seconds per configuration: the
+    median over its rounds of each round's median. A configuration that fails to build is
+    left out."""
+    from byoc.context import parse_module
+
+    inputs = list(job.inputs)
+    built: dict[str, Any] = {}
+    for name, text, order in job.configurations:
+        try:
+            exe = job.build(parse_module(text), targets=list(order) or None, num_threads=job.threads)
+            exe.run(*inputs)  # warm-up: first-touch of buffers, the engines' own set-up
+        except Exception:  # noqa: BLE001 - a configuration that cannot build is not chosen
+            continue
+        built[name] = exe
+    rounds: dict[str, list[float]] = {name: [] for name in built}
+    names = list(built)
+    for r in range(job.rounds):
+        for name in names if r % 2 == 0 else names[::-1]:
+            exe = built[name]
+            times: list[float] = []
+            for _ in range(job.repeats):
+                t0 = time.perf_counter()
+                exe.run(*inputs)
+                times.append(time.perf_counter() - t0)
+            rounds[name].append(statistics.median(times))
+    return {name: statistics.median(v) for name, v in rounds.items()}
 
 
 class LocalPool(ProcessPoolExecutor):

@@ -148,12 +148,15 @@ class _Timer:
     own_executor: Executor | None = None
     kind: str | None = None
     """Recorded as every entry's unit kind when set (`call` for the probes)."""
-    digests: dict[Candidate, str] = field(default_factory=dict[Candidate, str])
+    digests: dict[tuple[int, int], str] = field(default_factory=dict[tuple[int, int], str])
+    constants: dict[int, str] = field(default_factory=dict[int, str])
+    """Digest of each constant op (by id), shared by every region's canonical form."""
 
     def digest(self, c: Candidate) -> str:
-        found = self.digests.get(c)
+        """The region's digest; one per interval (the target is in the key, not the form)."""
+        found = self.digests.get((c.start, c.stop))
         if found is None:
-            found = self.digests[c] = region_digest(self.units, c)
+            found = self.digests[(c.start, c.stop)] = region_digest(self.units, c, self.constants)
         return found
 
     def key(self, c: Candidate) -> str:
@@ -422,7 +425,7 @@ def _measured(
     progress: Callable[[str], None] | None,
 ) -> Placement:
     decision_key = timer.cache.key(
-        _module_digest(units), f"placement:{','.join(targets)}:{int(check_end_to_end)}", timer.threads
+        _module_digest(units, timer.constants), f"placement:{','.join(targets)}:{int(check_end_to_end)}", timer.threads
     )
     decided = timer.cache.entries.get(decision_key)
     if decided is not None and _valid_decision(decided, units):
@@ -532,12 +535,12 @@ def _probe_reference(units: list[Unit]) -> Reference:
     return Reference(values, [0.0] * len(units))
 
 
-def _module_digest(units: Sequence[Unit]) -> str:
+def _module_digest(units: Sequence[Unit], constants: dict[int, str] | None = None) -> str:
     """The digest of the whole unit sequence (the model's canonical form)."""
     if not units:
         return hashlib.sha256(b"no units").hexdigest()
     return hashlib.sha256(
-        canonical_text(units, Candidate("", 0, len(units))).encode()
+        canonical_text(units, Candidate("", 0, len(units)), constants).encode()
     ).hexdigest()
 
 
@@ -552,9 +555,8 @@ def _end_to_end(
     progress: Callable[[str], None] | None,
 ) -> dict[str, float]:
     """Seconds of one run of each configuration, built whole (module doc, step 4)."""
-    import statistics
 
-    digest = _module_digest(units)
+    digest = _module_digest(units, timer.constants)
     configs: dict[str, tuple[str, tuple[str, ...]]] = {}
     measured = module.clone()
     _apply(measured, _units_of_clone(module, measured, units), best.targets)
@@ -578,31 +580,31 @@ def _end_to_end(
     if progress is not None:
         progress(f"placement: {len(todo)} configuration(s) end to end, {rounds} round(s)")
     arrays = tuple(timer.inputs().values[a] for a in main_function(module).body.block.args)
-    futures: dict[str, list[Future[Any]]] = {n: [] for n in todo}
-    for r in range(rounds):
-        turn = todo if r % 2 == 0 else todo[::-1]
-        for name in turn:
-            text, order = configs[name]
-            job = ModelJob(text, order, timer.threads, arrays, timer.repeats, timer.build)
-            timer.measurements += 1
-            futures[name].append(timer.pool().submit(run_job, job))
-    for name, fs in futures.items():
-        times: list[float] = []
-        for f in fs:
-            try:
-                result = f.result()
-            except Exception as exc:  # noqa: BLE001 - a configuration that cannot build loses
-                warnings.warn(
-                    f"placement: configuration '{name}' failed end to end "
-                    f"({type(exc).__name__}: {exc})",
-                    stacklevel=4,
-                )
-                break
-            assert isinstance(result, float)
-            times.append(result)
-        if len(times) == len(fs):
-            out[name] = statistics.median(times)
-            timer.cache.put(keys[name], out[name], target=f"model:{name}")
+    job = ModelJob(
+        tuple((name, *configs[name]) for name in todo),
+        timer.threads,
+        arrays,
+        timer.repeats,
+        rounds,
+        timer.build,
+    )
+    timer.measurements += 1
+    try:
+        result = timer.pool().submit(run_job, job).result()
+    except Exception as exc:  # noqa: BLE001 - then only the cached figures compete
+        warnings.warn(
+            f"placement: the end-to-end check failed ({type(exc).__name__}: {exc})",
+            stacklevel=4,
+        )
+        result = {}
+    assert isinstance(result, dict)
+    for name in todo:
+        seconds = result.get(name)
+        if seconds is None:
+            warnings.warn(f"placement: configuration '{name}' did not build", stacklevel=4)
+            continue
+        out[name] = float(seconds)
+        timer.cache.put(keys[name], out[name], target=f"model:{name}")
     timer.cache.save()
     if MEASURED not in out and not out:
         raise PlacementError("placement: no configuration could be built and run")

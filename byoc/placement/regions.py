@@ -165,10 +165,15 @@ def candidate_of_symbol(symbol: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def canonical_text(units: Sequence[Unit], c: Candidate) -> str:
+def canonical_text(
+    units: Sequence[Unit], c: Candidate, constants: dict[int, str] | None = None
+) -> str:
     """The region's IR in a canonical form: op names, properties, attributes and types in
     order, operands numbered by first appearance, constants by a digest of their bytes (so
-    the form does not depend on SSA names, and a large weight costs one hash, not a print)."""
+    the form does not depend on SSA names, and a large weight costs one hash, not a print).
+    `constants` memoises each constant op's digest (by id) across calls. The target is not
+    part of the form (the cache key adds it)."""
+    memo: dict[int, str] = {} if constants is None else constants
     numbers: dict[SSAValue, int] = {}
     lines: list[str] = []
 
@@ -180,8 +185,9 @@ def canonical_text(units: Sequence[Unit], c: Candidate) -> str:
 
     def emit(op: Operation, depth: int) -> None:
         if isinstance(op, ConstantOp):
-            data = op.value.data.data
-            digest = hashlib.sha256(data).hexdigest()[:24]
+            digest = memo.get(id(op))
+            if digest is None:
+                digest = memo[id(op)] = hashlib.sha256(op.value.data.data).hexdigest()[:24]
             lines.append(f"{'  ' * depth}{number(op.result)} = const {op.result.type} {digest}")
             return
         props = ",".join(f"{k}={v}" for k, v in sorted(op.properties.items()))
@@ -209,8 +215,10 @@ def canonical_text(units: Sequence[Unit], c: Candidate) -> str:
     return "\n".join(lines)
 
 
-def region_digest(units: Sequence[Unit], c: Candidate) -> str:
-    return hashlib.sha256(canonical_text(units, c).encode()).hexdigest()
+def region_digest(
+    units: Sequence[Unit], c: Candidate, constants: dict[int, str] | None = None
+) -> str:
+    return hashlib.sha256(canonical_text(units, c, constants).encode()).hexdigest()
 
 
 __all__ = [

@@ -172,11 +172,36 @@ def test_cost_model_times_nothing_and_uses_cached_figures(cache: Path) -> None:
         exe = byoc.build(module, targets=TARGETS, placement="cost-model",
                          placement_cache=cache, measure_executor=pool, num_threads=1)
         assert pool.submitted == 0
-    assert exe.partitions and all(p.reason == "cost-model" for p in exe.partitions)
-    assert all(p.measured for p in exe.partitions)
+    assert all(p.reason == "cost-model" and p.measured for p in exe.partitions)
     (got,) = exe.run(*inputs())
     (want,) = run_reference(module, *inputs())
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_cost_model_follows_the_cached_figures(cache: Path) -> None:
+    """Figures making ccompiler cheap for every kind: the whole model is one ccompiler
+    partition, and each op's modelled time per target is reported."""
+    store = MeasurementCache(cache)
+    fingerprint = store.fingerprint(1)
+    kinds = ["nn.dense", "nn.relu", "nn.add", "nn.tanh", "nn.multiply", "nn.sigmoid"]
+    for target, seconds in (("ccompiler", 1e-6), ("examplejson", 1e-3), ("host", 2e-3)):
+        for n, kind in enumerate(kinds):
+            for size in (1, 2, 4):
+                store.put(
+                    store.key(f"{kind}-{size}", target, 1), seconds * size, target=target,
+                    kind=kind, flops=128.0 * size, bytes=1024 * size, fingerprint=fingerprint,
+                )  # fmt: skip
+        store.put(store.key("probe", target, 1), 1e-7, target=target, kind="call",
+                  fingerprint=fingerprint)
+    store.save()
+    module = byoc.parse_module(MODEL)
+    exe = byoc.build(module, targets=TARGETS, placement="cost-model", placement_cache=cache,
+                     num_threads=1)
+    assert [(p.target, p.num_ops, p.reason) for p in exe.partitions] == [
+        ("ccompiler", 6, "cost-model")
+    ]
+    (p,) = exe.partitions
+    assert [t for t, _ in p.measured] == ["ccompiler", "examplejson", "host"]
 
 
 def test_cost_model_without_figures_falls_back_to_priority_and_says_so(cache: Path) -> None:
