@@ -185,7 +185,7 @@ def test_cost_model_follows_the_cached_figures(cache: Path) -> None:
     fingerprint = store.fingerprint(1)
     kinds = ["nn.dense", "nn.relu", "nn.add", "nn.tanh", "nn.multiply", "nn.sigmoid"]
     for target, seconds in (("ccompiler", 1e-6), ("examplejson", 1e-3), ("host", 2e-3)):
-        for n, kind in enumerate(kinds):
+        for kind in kinds:
             for size in (1, 2, 4):
                 store.put(
                     store.key(f"{kind}-{size}", target, 1), seconds * size, target=target,
