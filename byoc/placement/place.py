@@ -53,7 +53,6 @@ from byoc.placement.measure import (
 )
 from byoc.placement.regions import (
     Candidate,
-    canonical_text,
     inline_for,
     measurement_module,
     partition_tagged,
@@ -102,7 +101,8 @@ class Placement:
     measurements: int = 0
     """Timings run by this call (0 when every figure came from the cache)."""
     search_seconds: float = 0.0
-    """Wall time of `place`, measurements included."""
+    """Wall time of the choice (from merge-composite to the decision, measurements
+    included); partitioning by the choice, which every build does, is not in it."""
     unpriced: tuple[str, ...] = ()
     """Cost model: unit kinds it could not price (placed by priority)."""
     _unit_of: dict[int, int] = field(default_factory=dict[int, int])
@@ -250,42 +250,58 @@ def maximal_runs(units: Sequence[Unit], target: str) -> list[tuple[int, int]]:
 class RegionModel:
     """Region times for the search: measured where a region was measured, else estimated
     from its units' one-unit times scaled by the fusion factor of its maximal run
-    (docs/placement.md, "Region times")."""
+    (docs/placement.md, "Region times"). The one-unit times are summed through prefix
+    sums, so a lookup costs O(1)."""
 
     units: list[Unit]
     call: dict[str, float]
     exact: dict[tuple[str, int, int], float]
     """Measured seconds of (target, start, stop), the call included."""
     runs: dict[str, list[tuple[int, int]]]
-    _prefix: dict[str, list[float | None]] = field(default_factory=dict[str, list[float | None]])
-
-    def single(self, target: str, k: int) -> float | None:
-        return self.exact.get((target, k, k + 1))
+    _prefix: dict[str, tuple[list[float], list[int]]] = field(
+        default_factory=dict[str, tuple[list[float], list[int]]]
+    )
+    _factor: dict[str, list[float]] = field(default_factory=dict[str, list[float]])
 
     def net(self, target: str, k: int) -> float | None:
-        s = self.single(target, k)
+        """Unit k's one-unit time on `target`, less the call (the host has none)."""
+        s = self.exact.get((target, k, k + 1))
         if s is None:
             return None
         return s if target == HOST else max(s - self.call.get(target, 0.0), 0.0)
 
-    def net_sum(self, target: str, i: int, j: int) -> float | None:
-        total = 0.0
-        for k in range(i, j):
-            s = self.net(target, k)
-            if s is None:
-                return None
-            total += s
-        return total
+    def prefix(self, target: str) -> tuple[list[float], list[int]]:
+        """Prefix sums of the net one-unit times, and of the units without one."""
+        found = self._prefix.get(target)
+        if found is None:
+            sums, missing = [0.0], [0]
+            for k in range(len(self.units)):
+                s = self.net(target, k)
+                sums.append(sums[-1] + (s or 0.0))
+                missing.append(missing[-1] + (s is None))
+            found = self._prefix[target] = (sums, missing)
+        return found
 
-    def factor(self, target: str, i: int, j: int) -> float:
-        for a, b in self.runs.get(target, []):
-            if a <= i and j <= b:
+    def net_sum(self, target: str, i: int, j: int) -> float | None:
+        sums, missing = self.prefix(target)
+        if missing[j] - missing[i]:
+            return None
+        return sums[j] - sums[i]
+
+    def factor(self, target: str, k: int) -> float:
+        """The fusion factor of the maximal run of `target` holding unit k (1 outside one)."""
+        factors = self._factor.get(target)
+        if factors is None:
+            factors = [1.0] * len(self.units)
+            for a, b in self.runs.get(target, []):
                 whole = self.exact.get((target, a, b))
                 parts = self.net_sum(target, a, b)
-                if whole is None or parts is None or parts <= 0 or b - a < 2:
-                    return 1.0
-                return min(max((whole - self.call.get(target, 0.0)) / parts, 0.2), 5.0)
-        return 1.0
+                if whole is None or parts is None or parts <= 0:
+                    continue
+                f = min(max((whole - self.call.get(target, 0.0)) / parts, 0.2), 5.0)
+                factors[a:b] = [f] * (b - a)
+            self._factor[target] = factors
+        return factors[k]
 
     def __call__(self, i: int, j: int, target: str) -> float | None:
         exact = self.exact.get((target, i, j))
@@ -296,7 +312,7 @@ class RegionModel:
             return None
         if target == HOST:
             return parts
-        return parts * self.factor(target, i, j)
+        return parts * self.factor(target, i)
 
 
 def _probe_candidates(
@@ -401,15 +417,17 @@ def place(
         placement = Placement(
             mode, units, chosen[0].targets, MEASURED, chosen[1], unpriced=chosen[2]
         )
-        placement._unit_of = _apply(module, units, chosen[0].targets)
         placement.search_seconds = time.perf_counter() - started
+        placement._unit_of = _apply(module, units, chosen[0].targets)
         return placement
     try:
-        placement = _measured(module, pristine, units, targets, support, timer, rounds, check_end_to_end, progress)
+        placement = _measured(
+            module, pristine, units, targets, support, timer, rounds, check_end_to_end,
+            progress, started,
+        )  # fmt: skip
     finally:
         timer.close()
     placement.measurements = timer.measurements
-    placement.search_seconds = time.perf_counter() - started
     return placement
 
 
@@ -423,9 +441,12 @@ def _measured(
     rounds: int,
     check_end_to_end: bool,
     progress: Callable[[str], None] | None,
+    started: float,
 ) -> Placement:
     decision_key = timer.cache.key(
-        _module_digest(units, timer.constants), f"placement:{','.join(targets)}:{int(check_end_to_end)}", timer.threads
+        _module_digest(units, timer),
+        f"placement:{','.join(targets)}:{int(check_end_to_end)}",
+        timer.threads,
     )
     decided = timer.cache.entries.get(decision_key)
     if decided is not None and _valid_decision(decided, units):
@@ -453,6 +474,7 @@ def _measured(
         for u in units
     ]
     placement = Placement("measure", units, chosen, configuration, unit_seconds, end_to_end)
+    placement.search_seconds = time.perf_counter() - started
     if configuration == MEASURED:
         placement._unit_of = _apply(module, units, chosen)
     else:
@@ -535,13 +557,19 @@ def _probe_reference(units: list[Unit]) -> Reference:
     return Reference(values, [0.0] * len(units))
 
 
-def _module_digest(units: Sequence[Unit], constants: dict[int, str] | None = None) -> str:
-    """The digest of the whole unit sequence (the model's canonical form)."""
-    if not units:
-        return hashlib.sha256(b"no units").hexdigest()
-    return hashlib.sha256(
-        canonical_text(units, Candidate("", 0, len(units)), constants).encode()
-    ).hexdigest()
+def _module_digest(units: Sequence[Unit], timer: _Timer) -> str:
+    """The digest of the model's canonical form: each unit's digest (its one-unit region)
+    and where each of its inputs comes from (which unit's which result, or which argument
+    of `@main`)."""
+    source: dict[SSAValue, str] = {}
+    for u in units:
+        for n, r in enumerate(u.op.results):
+            source[r] = f"{u.index}#{n}"
+    parts: list[str] = []
+    for u in units:
+        inputs = ",".join(source.get(v, f"arg{getattr(v, 'index', '?')}") for v in u.inputs)
+        parts.append(f"{timer.digest(Candidate('', u.index, u.index + 1))}({inputs})")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
 def _end_to_end(
@@ -556,7 +584,7 @@ def _end_to_end(
 ) -> dict[str, float]:
     """Seconds of one run of each configuration, built whole (module doc, step 4)."""
 
-    digest = _module_digest(units, timer.constants)
+    digest = _module_digest(units, timer)
     configs: dict[str, tuple[str, tuple[str, ...]]] = {}
     measured = module.clone()
     _apply(measured, _units_of_clone(module, measured, units), best.targets)

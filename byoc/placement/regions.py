@@ -17,6 +17,7 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
@@ -188,24 +189,24 @@ def canonical_text(
             digest = memo.get(id(op))
             if digest is None:
                 digest = memo[id(op)] = hashlib.sha256(op.value.data.data).hexdigest()[:24]
-            lines.append(f"{'  ' * depth}{number(op.result)} = const {op.result.type} {digest}")
+            lines.append(f"{'  ' * depth}{number(op.result)} = const {_text(op.result.type)} {digest}")
             return
-        props = ",".join(f"{k}={v}" for k, v in sorted(op.properties.items()))
+        props = ",".join(f"{k}={_text(v)}" for k, v in sorted(op.properties.items()))
         attrs = ",".join(
-            f"{k}={v}" for k, v in sorted(op.attributes.items()) if k != TARGET_ATTR
+            f"{k}={_text(v)}" for k, v in sorted(op.attributes.items()) if k != TARGET_ATTR
         )
         operands = ",".join(str(number(v)) for v in op.operands)
-        results = ",".join(f"{number(r)}:{r.type}" for r in op.results)
+        results = ",".join(f"{number(r)}:{_text(r.type)}" for r in op.results)
         lines.append(f"{'  ' * depth}{results} = {op.name}({operands}) [{props}] {{{attrs}}}")
         for region in op.regions:
             for block in region.blocks:
-                args = ",".join(f"{number(a)}:{a.type}" for a in block.args)
+                args = ",".join(f"{number(a)}:{_text(a.type)}" for a in block.args)
                 lines.append(f"{'  ' * depth}^({args})")
                 for inner in block.ops:
                     emit(inner, depth + 1)
 
     for v in region_inputs(units, c.start, c.stop):
-        lines.append(f"in {number(v)}:{v.type}")
+        lines.append(f"in {number(v)}:{_text(v.type)}")
     for u in units[c.start : c.stop]:
         for v in u.op.operands:
             if isinstance(v.owner, ConstantOp) and v not in numbers:
@@ -213,6 +214,12 @@ def canonical_text(
         emit(u.op, 0)
     lines.append("out " + ",".join(str(number(v)) for v in outside_uses(units, c.start, c.stop)))
     return "\n".join(lines)
+
+
+@lru_cache(maxsize=1 << 16)
+def _text(attr: Attribute) -> str:
+    """An attribute's text (xDSL's printer is slow; attributes are immutable values)."""
+    return str(attr)
 
 
 def region_digest(

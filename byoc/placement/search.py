@@ -59,11 +59,9 @@ def segment_cost(table: CostTable, i: int, j: int, target: str) -> float | None:
     time = table.region_time(i, j, target)
     if time is None:
         return None
-    return (
-        time
-        + table.call_cost.get(target, 0.0)
-        + table.copy_cost.get(target, 0.0) * table.bytes_in(i, j)
-    )
+    copy = table.copy_cost.get(target, 0.0)
+    boundary = table.call_cost.get(target, 0.0) + (copy * table.bytes_in(i, j) if copy else 0.0)
+    return time + boundary
 
 
 def search(table: CostTable) -> Assignment:
