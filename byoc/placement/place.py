@@ -101,8 +101,9 @@ class Placement:
     measurements: int = 0
     """Timings run by this call (0 when every figure came from the cache)."""
     search_seconds: float = 0.0
-    """Wall time of the choice (from merge-composite to the decision, measurements
-    included); partitioning by the choice, which every build does, is not in it."""
+    """Wall time of the choice: finding the units and their candidates, the cache keys,
+    the measurements and the search, up to the decision. The byoc pipeline's own work, which
+    every build does (merge-composite before, partitioning after), is not in it."""
     unpriced: tuple[str, ...] = ()
     """Cost model: unit kinds it could not price (placed by priority)."""
     _unit_of: dict[int, int] = field(default_factory=dict[int, int])
@@ -387,7 +388,6 @@ def place(
     mode = normalise_mode(mode)
     if mode == "priority":
         raise PlacementError("placement 'priority' is the byoc pipeline; place() searches")
-    started = time.perf_counter()
     targets = tuple(targets)
     threads = resolve_num_threads(num_threads)
     build = build if build is not None else default_build()
@@ -398,6 +398,7 @@ def place(
     ctx = make_context()
     SplitDequantizePass().apply(ctx, module)
     MergeCompositePass(targets=targets).apply(ctx, module)
+    started = time.perf_counter()
     support = TargetSupport(AnnotateTargetPass(targets=targets).support())
     units = find_units(module, support)
 
@@ -479,8 +480,29 @@ def _measured(
         placement._unit_of = _apply(module, units, chosen)
     else:
         order = tuple(configuration.split(","))
-        placement.targets, placement._unit_of = _apply_order(module, pristine, units, order)
+        if order == targets:  # merge-composite ran with this order already
+            placement.targets, placement._unit_of = _annotate_in_place(module, units, order)
+        else:
+            placement.targets, placement._unit_of = _apply_order(module, pristine, units, order)
     return placement
+
+
+def _annotate_in_place(
+    module: ModuleOp, units: Sequence[Unit], order: tuple[str, ...]
+) -> tuple[tuple[str, ...], dict[int, int]]:
+    """The rest of the byoc pipeline with `order` on `module`, whose composites that
+    order's merge-composite made: annotate-target, merge-compiler-regions, partition."""
+    from byoc.context import make_context
+    from byoc.passes.annotate_target import AnnotateTargetPass
+
+    AnnotateTargetPass(targets=order).apply(make_context(), module)
+    chosen: list[str] = []
+    for u in units:
+        tag = u.op.attributes.get(TARGET_ATTR)
+        chosen.append(tag.data if isinstance(tag, StringAttr) else HOST)
+    unit_of = {id(u.op): u.index for u in units}
+    partition_tagged(module)
+    return tuple(chosen), unit_of
 
 
 def _valid_decision(entry: Mapping[str, Any], units: Sequence[Unit]) -> bool:
