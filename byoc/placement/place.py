@@ -565,6 +565,8 @@ def _decide(
     if not check_end_to_end:
         return best.targets, MEASURED, {}
     end_to_end = _end_to_end(module, pristine, units, best, targets, timer, rounds, progress)
+    if not end_to_end:  # nothing ran end to end (warned): the search's answer stands
+        return best.targets, MEASURED, {}
     configuration = min(end_to_end, key=lambda k: (end_to_end[k], k != MEASURED))
     return best.targets, configuration, end_to_end
 
@@ -656,8 +658,6 @@ def _end_to_end(
         out[name] = float(seconds)
         timer.cache.put(keys[name], out[name], target=f"model:{name}")
     timer.cache.save()
-    if MEASURED not in out and not out:
-        raise PlacementError("placement: no configuration could be built and run")
     return out
 
 
