@@ -607,7 +607,6 @@ def _end_to_end(
     progress: Callable[[str], None] | None,
 ) -> dict[str, float]:
     """Seconds of one run of each configuration, built whole (module doc, step 4)."""
-
     digest = _module_digest(units, timer)
     configs: dict[str, tuple[str, tuple[str, ...]]] = {}
     measured = module.clone()
