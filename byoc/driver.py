@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, i64
@@ -41,6 +43,9 @@ from byoc.runtime.host import input_name, plan_function
 from byoc.targets import Target, get_target
 from byoc.targets import register_target as _register_in_registry
 from byoc.utils.env import EnvError
+
+if TYPE_CHECKING:
+    from byoc.placement.place import Placement
 
 
 class BuildError(ValueError):
@@ -257,6 +262,8 @@ class Placed:
     fallbacks: list[TargetFallback] = field(default_factory=list[TargetFallback])
     displaced: dict[str, str] = field(default_factory=dict[str, str])
     """Partition symbol -> the fallback (`<target>: <cause>`) whose ops it took over."""
+    why: Callable[[FuncOp], dict[str, Any]] | None = None
+    """A measured or modelled placement's `PartitionInfo` fields (reason, measured) of a partition."""
 
     def partition_infos(self) -> list[PartitionInfo]:
         infos: list[PartitionInfo] = []
@@ -265,7 +272,8 @@ class Placed:
                 name = f.sym_name.data
                 why = self.displaced.get(name)
                 if why is None:
-                    infos.append(PartitionInfo(name, target, _ops_of(f)))
+                    fields = self.why(f) if self.why is not None else {}
+                    infos.append(PartitionInfo(name, target, _ops_of(f), **fields))
                 else:
                     infos.append(PartitionInfo(name, target, _ops_of(f), "fallback", (), why))
         return infos
@@ -379,7 +387,12 @@ def _drop_numbers(module: ModuleOp) -> None:
         op.attributes.pop(_ORIGIN_ATTR, None)
 
 
-def _partition(module: ModuleOp, targets: Sequence[str], hosted: set[str]) -> None:
+def _partition(
+    module: ModuleOp,
+    targets: Sequence[str],
+    hosted: set[str],
+    partition: Callable[[ModuleOp, list[str]], None] | None = None,
+) -> None:
     """Partition `module` in place for `targets`; the partitions it already holds for a
     target of `hosted` become plain functions first (the host runs them, or the pipeline
     re-places their ops)."""
@@ -390,7 +403,10 @@ def _partition(module: ModuleOp, targets: Sequence[str], hosted: set[str]) -> No
         from byoc.passes.byoc_pipeline import partition_for
 
         prepare_for(module, list(targets))
-        partition_for(module, list(targets))
+        if partition is None:
+            partition_for(module, list(targets))
+        else:
+            partition(module, list(targets))
 
 
 def place_and_compile(
@@ -400,11 +416,14 @@ def place_and_compile(
     fallback: bool = True,
     progress: Callable[[str], None] | None = None,
     fresh: Callable[[], ModuleOp] | None = None,
+    partition: Callable[[ModuleOp, list[str]], None] | None = None,
 ) -> Placed:
     """Partition `module` (modified) for `targets` and build each target's component; with
     `fallback`, leave out each target that cannot run here and partition again without it,
     until every component builds. `fresh` makes another copy of `module` as it is now
-    (unpartitioned) for the next try; without it, `module` is cloned up front."""
+    (unpartitioned) for the next try; without it, `module` is cloned up front. `partition`
+    (default: the `byoc` pipeline in priority order) partitions a copy for the targets left,
+    after their `prepare` passes (a measured placement passes its own)."""
     listed = list(targets)
     fallbacks: list[TargetFallback] = []
     if fallback:  # the listed targets, and those the module is partitioned for already
@@ -424,7 +443,7 @@ def place_and_compile(
             work = fresh()
         if fallbacks:
             _number_ops(work)
-        _partition(work, [t for t in listed if t not in left_out], left_out)
+        _partition(work, [t for t in listed if t not in left_out], left_out, partition)
         by_target = _partitions_by_target(work)
         origins: dict[str, set[int]] = {}
         if fallbacks:
@@ -505,6 +524,10 @@ def build(
     progress: Callable[[str], None] | None = None,
     num_threads: int | None = None,
     fallback: bool = True,
+    placement: str = "priority",
+    placement_cache: str | Path | None = None,
+    measure_executor: Executor | None = None,
+    sample_inputs: Sequence[Any] | Mapping[str, Any] | None = None,
 ) -> Executable:
     """Build `module` (not modified) into an `Executable`.
 
@@ -519,11 +542,18 @@ def build(
     component fails to build) is left out with a `TargetFallbackWarning` and its ops are
     placed on the remaining targets (`Executable.placement()` reports it); False raises
     the target's error instead.
+    `placement` chooses which target runs each op (docs/placement.md): "priority" (the
+    order of `targets`), "measure" (timed on `sample_inputs`, else seeded random inputs,
+    through `measure_executor`; figures cached in `placement_cache`) or "cost-model".
     """
     if num_threads is not None:
         from byoc.runtime.threads import check_num_threads
 
         check_num_threads(num_threads)
+    if placement != "priority":
+        from byoc.placement import normalise_mode
+
+        placement = normalise_mode(placement)
     source = module
     module = _own_copy(source, params)
     if isinstance(targets, str):
@@ -540,14 +570,32 @@ def build(
                 lambda m: build(m, targets=chosen, progress=progress, fallback=fallback),
             )
     # partition for the targets, then each target's component (`place_and_compile`)
+    chosen: list[Placement] = []
+    partition: Callable[[ModuleOp, list[str]], None] | None = None
+    if placement != "priority":
+
+        def partition(work: ModuleOp, remaining: list[str]) -> None:
+            from byoc.placement import place
+
+            chosen.append(
+                place(
+                    work, remaining, mode=placement, cache=placement_cache,
+                    executor=measure_executor, sample_inputs=sample_inputs,
+                    num_threads=num_threads, build=build, progress=progress,
+                )
+            )
+
     placed = place_and_compile(
         module,
         list(targets or ()),
         fallback=fallback,
         progress=progress,
         fresh=lambda: _own_copy(source, params),  # another try starts from the model again
+        partition=partition,
     )
     module = placed.module
+    if chosen:
+        placed.why = chosen[-1].why
 
     plan, constants = plan_function(module)
     return Executable(

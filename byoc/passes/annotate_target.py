@@ -22,7 +22,7 @@ Contract:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -81,17 +81,21 @@ class AnnotateTargetPass(ModulePass):
             annotate(op, self.support())
 
 
-def annotate(module: ModuleOp, support: list[tuple[str, Mapping[str, SupportFn] | None]]) -> int:
-    """Tag the top-level ops of every host function; return how many were tagged."""
-    listed = {t for t, _ in support}
-    tags = {t: StringAttr(t) for t in listed}
-    lookup: dict[str, list[tuple[str, SupportFn]]] = {}
+class TargetSupport:
+    """Which listed targets can take an op: the predicates of `support` (in priority order),
+    looked up once per op name, and each target's layout check."""
 
-    def predicates(op_name: str) -> list[tuple[str, SupportFn]]:
-        found = lookup.get(op_name)
+    def __init__(self, support: list[tuple[str, Mapping[str, SupportFn] | None]]):
+        self.support = support
+        self.listed = {t for t, _ in support}
+        self._lookup: dict[str, list[tuple[str, SupportFn]]] = {}
+        self._targets: dict[str, Any] = {}
+
+    def predicates(self, op_name: str) -> list[tuple[str, SupportFn]]:
+        found = self._lookup.get(op_name)
         if found is None:
             found = []
-            for target, table in support:
+            for target, table in self.support:
                 fn = (
                     table.get(op_name)
                     if table is not None
@@ -99,17 +103,45 @@ def annotate(module: ModuleOp, support: list[tuple[str, Mapping[str, SupportFn] 
                 )
                 if fn is not None:
                     found.append((target, fn))
-            lookup[op_name] = found
+            self._lookup[op_name] = found
         return found
 
-    layout_cache: dict[str, Any] = {}
-
-    def layouts_ok(target: str, op: Operation) -> bool:
+    def layouts_ok(self, target: str, op: Operation) -> bool:
         """A layout the target does not implement is a rejection, never a wrong answer."""
-        t = layout_cache.get(target)
+        t = self._targets.get(target)
         if t is None:
-            t = layout_cache[target] = get_target(target)
+            t = self._targets[target] = get_target(target)
         return t.implements_layouts(op)
+
+    def accepting(self, op: Operation) -> Iterator[str]:
+        """The listed targets that can take `op`, in priority order: for a composite, its
+        target when listed; for an `nn` op other than `nn.constant`, each target whose
+        predicate holds. Lazy, so the first one costs only its own checks."""
+        if isinstance(op, CompositeOp):
+            prefix = op.target_name
+            if prefix in self.listed and self.layouts_ok(prefix, op):
+                yield prefix
+            return
+        if not isinstance(op, NNOp) or isinstance(op, ConstantOp):
+            return
+        for target, fn in self.predicates(op.name):
+            if fn(op) and self.layouts_ok(target, op):
+                yield target
+
+
+def accepting_targets(
+    op: Operation, support: list[tuple[str, Mapping[str, SupportFn] | None]] | TargetSupport
+) -> list[str]:
+    """Every listed target that can take `op`, in priority order (annotate-target tags the
+    first); placement by measurement (byoc/placement) chooses among all of them."""
+    checker = support if isinstance(support, TargetSupport) else TargetSupport(support)
+    return list(checker.accepting(op))
+
+
+def annotate(module: ModuleOp, support: list[tuple[str, Mapping[str, SupportFn] | None]]) -> int:
+    """Tag the top-level ops of every host function; return how many were tagged."""
+    checker = TargetSupport(support)
+    tags = {t: StringAttr(t) for t in checker.listed}
 
     # Tagging sets an attribute and moves nothing, so a loop over the top-level ops suffices
     # (a pattern walker would also visit every op nested in composites and regions).
@@ -119,17 +151,8 @@ def annotate(module: ModuleOp, support: list[tuple[str, Mapping[str, SupportFn] 
             for o in block.ops:
                 if TARGET_ATTR in o.attributes:
                     continue
-                if isinstance(o, CompositeOp):
-                    prefix = o.target_name
-                    if prefix in listed and layouts_ok(prefix, o):
-                        o.attributes[TARGET_ATTR] = tags[prefix]
-                        tagged += 1
-                    continue
-                if not isinstance(o, NNOp) or isinstance(o, ConstantOp):
-                    continue
-                for target, fn in predicates(o.name):
-                    if fn(o) and layouts_ok(target, o):
-                        o.attributes[TARGET_ATTR] = tags[target]
-                        tagged += 1
-                        break
+                first = next(checker.accepting(o), None)
+                if first is not None:
+                    o.attributes[TARGET_ATTR] = tags[first]
+                    tagged += 1
     return tagged

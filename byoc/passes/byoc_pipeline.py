@@ -7,6 +7,12 @@
         merge-compiler-regions
         partition
 
+With `placement=measured` (or `cost-model`), the ops' targets are chosen by timing
+instead of by list order (docs/placement.md): the chosen targets are set as `byoc.target`
+on each op, then merge-compiler-regions and partition run as usual.
+
+    byoc{targets=dnnl,ccompiler placement=measured cache=/tmp/placement.json}
+
 Contract: the contracts of the four passes, in that order. The options are
 passed on: `targets` to the first two, `patterns` to merge-composite, `ops`
 to annotate-target, `min-ops` to merge-compiler-regions, `bind-constants` to
@@ -60,11 +66,28 @@ class ByocPass(ModulePass):
     bind_constants: bool = True
     """Copy constants into partitions instead of passing them (partition)."""
 
+    placement: str = "priority"
+    """Which target takes each op: `priority` (the order of `targets`), `measured` (timed
+    on seeded random inputs, docs/placement.md) or `cost-model` (cached figures only)."""
+
+    cache: str = ""
+    """The measurement cache file of `placement=measured|cost-model` (default: in byoc's
+    cache directory)."""
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "targets", as_names(self.targets))
         object.__setattr__(self, "ops", as_names(self.ops))
         object.__setattr__(self, "patterns", as_names(self.patterns))
         self.pipeline()  # every option is checked before any IR is touched
+        if self.placement != "priority":
+            from byoc.placement import normalise_mode
+
+            normalise_mode(self.placement)
+            if self.ops or self.patterns or self.min_ops or not self.bind_constants:
+                raise ValueError(
+                    f"byoc: placement={self.placement} takes no ops, patterns, min-ops or "
+                    "bind-constants option (it partitions by its own choice of targets)"
+                )
 
     def pipeline(self) -> PassPipeline:
         return PassPipeline(
@@ -78,6 +101,11 @@ class ByocPass(ModulePass):
         )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.placement != "priority":
+            from byoc.placement import place
+
+            place(op, self.targets, mode=self.placement, cache=self.cache or None)
+            return
         with paused_gc():
             self.pipeline().apply(ctx, op)
 

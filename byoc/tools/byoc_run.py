@@ -97,6 +97,19 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="threads per run (default: $BYOC_NUM_THREADS, else the cores this process may use)",
     )
     p.add_argument(
+        "--placement",
+        choices=("priority", "measure", "cost-model"),
+        default="priority",
+        help="how each op's target is chosen: 'priority' (the order of --targets), 'measure' "
+        "(timed on seeded random inputs; docs/placement.md) or 'cost-model' (cached figures)",
+    )
+    p.add_argument(
+        "--placement-cache",
+        metavar="FILE",
+        help="the measurement cache of --placement measure|cost-model "
+        "(default: placement.json in byoc's cache directory)",
+    )
+    p.add_argument(
         "--load-plugin",
         action="append",
         default=[],
@@ -327,6 +340,8 @@ def _run(args: argparse.Namespace) -> int:
                 progress=_progress,
                 num_threads=args.threads,
                 fallback=not args.no_fallback,
+                placement=args.placement,
+                placement_cache=args.placement_cache,
             )
         _report_warnings(caught, path)
     setup_ms = (time.perf_counter() - t0) * 1e3
