@@ -271,11 +271,12 @@ class Placed:
             for f in funcs:
                 name = f.sym_name.data
                 why = self.displaced.get(name)
+                fields = self.why(f) if self.why is not None else {}
                 if why is None:
-                    fields = self.why(f) if self.why is not None else {}
                     infos.append(PartitionInfo(name, target, _ops_of(f), **fields))
-                else:
-                    infos.append(PartitionInfo(name, target, _ops_of(f), "fallback", (), why))
+                else:  # the fallback is the reason; a measured placement's figures stay
+                    measured = fields.get("measured", ())
+                    infos.append(PartitionInfo(name, target, _ops_of(f), "fallback", measured, why))
         return infos
 
 

@@ -286,3 +286,33 @@ def test_a_model_without_ops_builds_on_the_host(cache: Path) -> None:
     (got,) = exe.run(x)
     np.testing.assert_array_equal(got, x)
     assert exe.partitions == []
+
+
+def test_a_target_that_cannot_run_here_is_left_out_before_measuring(cache: Path) -> None:
+    """Fallback and measured placement together: the unavailable target is never measured
+    (it would raise if built), the others are placed by measurement."""
+    import warnings
+
+    from support.scratch_targets import registered, unavailable_target
+
+    from byoc.driver import TargetFallbackWarning
+
+    module = byoc.parse_module(MODEL)
+    absent = unavailable_target("scratch_absent", ["nn.relu", "nn.tanh"], "no such device")
+    with registered(absent), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        exe = byoc.build(
+            module, targets=["scratch_absent", *TARGETS], placement="measure",
+            placement_cache=cache, measure_executor=ThreadPoolExecutor(1), num_threads=1,
+        )
+    messages = [str(w.message) for w in caught if w.category is TargetFallbackWarning]
+    assert len(messages) == 1 and "scratch_absent" in messages[0] and "no such device" in messages[0]
+    assert [f.target for f in exe.fallbacks] == ["scratch_absent"]
+    assert exe.partitions
+    for p in exe.partitions:  # ops the absent target would have run say so; all were timed
+        assert p.reason in ("measured", "fallback") and p.target in dict(p.measured)
+        assert (p.reason == "fallback") == (p.fallback is not None)
+    assert {p.target for p in exe.partitions} <= set(TARGETS)
+    (got,) = exe.run(*inputs())
+    (want,) = run_reference(module, *inputs())
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
