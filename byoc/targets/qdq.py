@@ -645,11 +645,11 @@ def _pool_counts(pool: Operation, shape: tuple[int, ...]) -> np.ndarray[Any, Any
     pads, (oh, ow) = k._pool_pads(probe, a["pool_size"], a["strides"], a["padding"], a["dilation"], a["ceil_mode"])  # pyright: ignore[reportPrivateUsage]
     ones = probe + 1
     if a["count_include_pad"]:
-        ones = k._pad_nchw(ones, a["padding"], 1.0)  # pyright: ignore[reportPrivateUsage]
-        ones = k._pad_nchw(ones, (0, 0, pads[2] - a["padding"][2], pads[3] - a["padding"][3]), 0.0)  # pyright: ignore[reportPrivateUsage]
+        ones = k.pad_nchw(ones, a["padding"], 1.0)
+        ones = k.pad_nchw(ones, (0, 0, pads[2] - a["padding"][2], pads[3] - a["padding"][3]), 0.0)
     else:
-        ones = k._pad_nchw(ones, pads, 0.0)  # pyright: ignore[reportPrivateUsage]
-    win = k._windows(ones, a["pool_size"][0], a["pool_size"][1], a["strides"], a["dilation"])[:, :, :oh, :ow]  # pyright: ignore[reportPrivateUsage]
+        ones = k.pad_nchw(ones, pads, 0.0)
+    win = k.windows(ones, a["pool_size"][0], a["pool_size"][1], a["strides"], a["dilation"])[:, :, :oh, :ow]
     return np.maximum(win.sum(axis=(4, 5)), 1).reshape(oh, ow).astype(np.int64)
 
 
