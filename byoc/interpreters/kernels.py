@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from byoc.dialects.nn.types import element_type_named, numpy_dtype
 from byoc.interpreters.registry import KERNELS as KERNELS  # re-exported: the filled table
 from byoc.interpreters.registry import Array, kernel
+from byoc.interpreters.windows import pad_nchw, windows
 
 
 def _same(x: Array, like: Array) -> Array:
@@ -136,21 +136,6 @@ def cast(x: Array, *, dtype: str) -> Array:
 
 
 # ---- nn ------------------------------------------------------------------------
-def pad_nchw(x: Array, padding: Sequence[int], value: float) -> Array:
-    pt, pl, pb, pr = padding
-    if not any(padding):
-        return x
-    return np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=value)
-
-
-def windows(x: Array, kh: int, kw: int, strides: Sequence[int], dilation: Sequence[int]) -> Array:
-    """(N, C, OH, OW, KH, KW) view of the (already padded) input."""
-    dh, dw = dilation
-    sh, sw = strides
-    win = sliding_window_view(x, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(2, 3))
-    return win[:, :, ::sh, ::sw, ::dh, ::dw]
-
-
 def _to_nchw(x: Array, layout: str) -> Array:
     return x if layout == "NCHW" else x.transpose(0, 3, 1, 2)
 

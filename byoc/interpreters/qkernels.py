@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from byoc.interpreters.kernels import pad_nchw, windows
 from byoc.interpreters.registry import Array, kernel
+from byoc.interpreters.windows import pad_nchw, windows
 
 
 def expand_param(p: Array, shape: Sequence[int], axis: int, block_size: int = 0) -> Array:

@@ -636,6 +636,7 @@ def linear_split(table: np.ndarray[Any, Any], unsigned: bool) -> tuple[int, int,
 def _pool_counts(pool: Operation, shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
     """The reference's count per output position (kernels.avg_pool2d, max(counts, 1))."""
     from byoc.interpreters import kernels as k
+    from byoc.interpreters.windows import pad_nchw, windows
 
     n, c, h, w = shape
     if pool.name == "nn.global_avg_pool2d":
@@ -645,11 +646,11 @@ def _pool_counts(pool: Operation, shape: tuple[int, ...]) -> np.ndarray[Any, Any
     pads, (oh, ow) = k._pool_pads(probe, a["pool_size"], a["strides"], a["padding"], a["dilation"], a["ceil_mode"])  # pyright: ignore[reportPrivateUsage]
     ones = probe + 1
     if a["count_include_pad"]:
-        ones = k.pad_nchw(ones, a["padding"], 1.0)
-        ones = k.pad_nchw(ones, (0, 0, pads[2] - a["padding"][2], pads[3] - a["padding"][3]), 0.0)
+        ones = pad_nchw(ones, a["padding"], 1.0)
+        ones = pad_nchw(ones, (0, 0, pads[2] - a["padding"][2], pads[3] - a["padding"][3]), 0.0)
     else:
-        ones = k.pad_nchw(ones, pads, 0.0)
-    win = k.windows(ones, a["pool_size"][0], a["pool_size"][1], a["strides"], a["dilation"])[:, :, :oh, :ow]
+        ones = pad_nchw(ones, pads, 0.0)
+    win = windows(ones, a["pool_size"][0], a["pool_size"][1], a["strides"], a["dilation"])[:, :, :oh, :ow]
     return np.maximum(win.sum(axis=(4, 5)), 1).reshape(oh, ow).astype(np.int64)
 
 
