@@ -72,13 +72,18 @@ def _check_legacy_broadcast(node: Node) -> None:
         raise UnsupportedOnnxError("legacy broadcasting with an explicit 'axis' is not supported")
 
 
-@converts(*_BINARY)
-def _binary(imp: Importer, node: Node) -> list[Value]:
-    _check_legacy_broadcast(node)
+def same_type_binary(imp: Importer, node: Node, cls: type[nn.NNOp]) -> list[Value]:
+    """`cls` on inputs #0 and #1, which must have one element type (the schema's `T`)."""
     a, b = node.required(0), node.required(1)
     if imp.dtype(a) != imp.dtype(b):
         raise OnnxImportError(f"operand element types differ: {imp.dtype(a)} and {imp.dtype(b)}")
-    return [imp.emit(_BINARY[node.op_type], a, b)]
+    return [imp.emit(cls, a, b)]
+
+
+@converts(*_BINARY)
+def _binary(imp: Importer, node: Node) -> list[Value]:
+    _check_legacy_broadcast(node)
+    return same_type_binary(imp, node, _BINARY[node.op_type])
 
 
 @converts("Pow")

@@ -27,10 +27,7 @@ def _reshape(imp: Importer, node: Node) -> list[Value]:
     if node.version < 5:
         target = list(node.required_attr("shape"))
     else:
-        static = imp.static(node, 1, "shape")
-        if static is None:
-            raise OnnxImportError("Reshape needs a shape")
-        target = ints(static)
+        target = ints(imp.required_static(node, 1, "shape", "a shape"))
     src = imp.shape(x)
     allowzero = bool(node.attr("allowzero", 0))
     out = [src[i] if d == 0 and not allowzero else d for i, d in enumerate(target)]

@@ -199,10 +199,7 @@ def _topk(imp: Importer, node: Node) -> list[Value]:
     if node.version < 10:
         k = int(node.required_attr("k"))
     else:
-        kv = imp.static(node, 1, "k")
-        if kv is None:
-            raise OnnxImportError("TopK needs k")
-        k = int(np.asarray(kv).reshape(-1)[0])
+        k = int(np.asarray(imp.required_static(node, 1, "k", "k")).reshape(-1)[0])
     return imp.emit_all(
         m.TopKOp,
         node.required(0),
@@ -222,10 +219,7 @@ def _einsum(imp: Importer, node: Node) -> list[Value]:
 @converts("Tile")
 def _tile(imp: Importer, node: Node) -> list[Value]:
     x = node.required(0)
-    reps = imp.static(node, 1, "repeats")
-    if reps is None:
-        raise OnnxImportError("Tile needs repeats")
-    reps_list = ints(reps)
+    reps_list = ints(imp.required_static(node, 1, "repeats", "repeats"))
     if all(r == 1 for r in reps_list) and len(reps_list) == len(imp.shape(x)):
         return [x]
     return [imp.emit(m.TileOp, x, reps=tuple(reps_list))]
@@ -234,10 +228,7 @@ def _tile(imp: Importer, node: Node) -> list[Value]:
 @converts("Expand")
 def _expand(imp: Importer, node: Node) -> list[Value]:
     x = node.required(0)
-    shape = imp.static(node, 1, "shape")
-    if shape is None:
-        raise OnnxImportError("Expand needs a shape")
-    target = tuple(ints(shape))
+    target = tuple(ints(imp.required_static(node, 1, "shape", "a shape")))
     if any(d < 0 for d in target):
         raise OnnxImportError(f"Expand shape {list(target)} has a negative dim")
     try:
