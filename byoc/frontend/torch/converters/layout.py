@@ -294,22 +294,21 @@ def _reduce(imp: Importer, call: Call, cls: type[nn.NNOp], x: Tensor, dim: Any) 
     return imp.emit(cls, x, axes=axes, keepdims=keep)
 
 
-@converts("aten.mean.dim", "aten.mean.default")
-def _mean(imp: Importer, call: Call) -> Tensor:
+_IN_RESULT_TYPE: dict[str, type[nn.NNOp]] = {
+    "aten.mean.dim": nn.ReduceMeanOp,
+    "aten.mean.default": nn.ReduceMeanOp,
+    "aten.sum.dim_IntList": nn.ReduceSumOp,
+    "aten.sum.default": nn.ReduceSumOp,
+    "aten.prod.dim_int": math_ops.ReduceProdOp,
+    "aten.prod.default": math_ops.ReduceProdOp,
+}
+"""The reductions computed in their result's element type (`dtype=`, or the promoted one)."""
+
+
+@converts(*_IN_RESULT_TYPE)
+def _reduce_in_result_type(imp: Importer, call: Call) -> Tensor:
     x = imp.cast(call["self"], call.out_dtype)
-    return _reduce(imp, call, nn.ReduceMeanOp, x, call.get("dim"))
-
-
-@converts("aten.sum.dim_IntList", "aten.sum.default")
-def _sum(imp: Importer, call: Call) -> Tensor:
-    x = imp.cast(call["self"], call.out_dtype)
-    return _reduce(imp, call, nn.ReduceSumOp, x, call.get("dim"))
-
-
-@converts("aten.prod.dim_int", "aten.prod.default")
-def _prod(imp: Importer, call: Call) -> Tensor:
-    x = imp.cast(call["self"], call.out_dtype)
-    return _reduce(imp, call, math_ops.ReduceProdOp, x, call.get("dim"))
+    return _reduce(imp, call, _IN_RESULT_TYPE[call.op], x, call.get("dim"))
 
 
 @converts("aten.amax.default", "aten.max.default")
