@@ -310,6 +310,35 @@ def _q_output(root: Operation) -> str | None:
     return None
 
 
+def _quantized_op(root: Operation, names: tuple[str, ...], what: str) -> tuple[nn.QuantizeOp, Operation] | str:
+    """`root`, a quantize that can end a fused block, and the op of `names` it quantizes (used
+    only there); or why not."""
+    why = _q_output(root)
+    if why is not None:
+        return why
+    assert isinstance(root, nn.QuantizeOp)
+    v = root.x
+    if not (isinstance(v, OpResult) and v.op.name in names and _single_use(v.op)):
+        return f"no {what} under the quantize"
+    return root, v.op
+
+
+def _quantized_pool(
+    root: Operation, names: tuple[str, ...], what: str
+) -> tuple[nn.QuantizeOp, Operation, nn.DequantizeOp] | str:
+    """`_quantized_op` for an NCHW pool of a per-tensor dequantize, and that dequantize."""
+    got = _quantized_op(root, names, what)
+    if isinstance(got, str):
+        return got
+    q, pool = got
+    if pool.attr_values().get("data_layout", "NCHW") != "NCHW":
+        return f"{what} in another layout than NCHW"
+    dq = _dq_input(pool.operands[0], per_axis=False)
+    if isinstance(dq, str):
+        return dq
+    return q, pool, dq[0]
+
+
 def _probe(dtype: str) -> np.ndarray[Any, Any]:
     """The 256 values of an i8/ui8 type, indexed by their byte."""
     raw = np.arange(256, dtype=np.uint8)
@@ -489,20 +518,10 @@ class QPool:
 
 
 def qmaxpool_block(root: Operation) -> QPool | str:
-    why = _q_output(root)
-    if why is not None:
-        return why
-    assert isinstance(root, nn.QuantizeOp)
-    v = root.x
-    if not (isinstance(v, OpResult) and v.op.name in ("nn.max_pool2d", "nn.global_max_pool2d") and _single_use(v.op)):
-        return "no max pooling under the quantize"
-    pool = v.op
-    if pool.attr_values().get("data_layout", "NCHW") != "NCHW":
-        return "max pooling in another layout than NCHW"
-    got = _dq_input(pool.operands[0], per_axis=False)
+    got = _quantized_pool(root, ("nn.max_pool2d", "nn.global_max_pool2d"), "max pooling")
     if isinstance(got, str):
         return got
-    dq = got[0]
+    root, pool, dq = got
     return QPool(x=dq.x, pool=pool, table=_requant_table(dq, root), y_dtype=_dtype(root.result),
                  ops=(root, pool, dq))
 
@@ -519,14 +538,10 @@ class QConcat:
 
 
 def qconcat_block(root: Operation) -> QConcat | str:
-    why = _q_output(root)
-    if why is not None:
-        return why
-    assert isinstance(root, nn.QuantizeOp)
-    v = root.x
-    if not (isinstance(v, OpResult) and v.op.name == "nn.concatenate" and _single_use(v.op)):
-        return "no concatenation under the quantize"
-    cat = v.op
+    quantized = _quantized_op(root, ("nn.concatenate",), "concatenation")
+    if isinstance(quantized, str):
+        return quantized
+    root, cat = quantized
     ops: list[Operation] = [root, cat]
     inputs, tables = [], []
     for o in cat.operands:
@@ -655,20 +670,10 @@ def _pool_counts(pool: Operation, shape: tuple[int, ...]) -> np.ndarray[Any, Any
 
 
 def qavgpool_block(root: Operation) -> QAvgPool | str:
-    why = _q_output(root)
-    if why is not None:
-        return why
-    assert isinstance(root, nn.QuantizeOp)
-    v = root.x
-    if not (isinstance(v, OpResult) and v.op.name in ("nn.avg_pool2d", "nn.global_avg_pool2d") and _single_use(v.op)):
-        return "no average pooling under the quantize"
-    pool = v.op
-    if pool.attr_values().get("data_layout", "NCHW") != "NCHW":
-        return "average pooling in another layout than NCHW"
-    got = _dq_input(pool.operands[0], per_axis=False)
+    got = _quantized_pool(root, ("nn.avg_pool2d", "nn.global_avg_pool2d"), "average pooling")
     if isinstance(got, str):
         return got
-    dq = got[0]
+    root, pool, dq = got
     shape = _shape(dq.x)
     if len(shape) != 4:
         return "average pooling of another rank than 4"
@@ -708,19 +713,16 @@ class QReshape:
 
 
 def qreshape_block(root: Operation) -> QReshape | str:
-    why = _q_output(root)
-    if why is not None:
-        return why
-    assert isinstance(root, nn.QuantizeOp)
-    v = root.x
-    if not (isinstance(v, OpResult) and v.op.name in ("nn.reshape", "nn.flatten") and _single_use(v.op)):
-        return "no reshape under the quantize"
-    got = _dq_input(v.op.operands[0], per_axis=False)
+    quantized = _quantized_op(root, ("nn.reshape", "nn.flatten"), "reshape")
+    if isinstance(quantized, str):
+        return quantized
+    root, reshape = quantized
+    got = _dq_input(reshape.operands[0], per_axis=False)
     if isinstance(got, str):
         return got
     dq = got[0]
-    return QReshape(x=dq.x, shape=_shape(v), table=_requant_table(dq, root), y_dtype=_dtype(root.result),
-                    ops=(root, v.op, dq))
+    return QReshape(x=dq.x, shape=_shape(reshape.results[0]), table=_requant_table(dq, root),
+                    y_dtype=_dtype(root.result), ops=(root, reshape, dq))
 
 
 FUSED_BLOCKS = {

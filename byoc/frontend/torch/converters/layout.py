@@ -325,21 +325,22 @@ def _amin(imp: Importer, call: Call) -> Tensor:
     return _reduce(imp, call, math_ops.ReduceMinOp, x, call.get("dim"))
 
 
+def _truth(imp: Importer, x: Tensor) -> Tensor:
+    """`x != 0` as a bool tensor (`x` itself when it is one)."""
+    if imp.dtype(x) == np.bool_:
+        return x
+    return imp.emit(logic_ops.LogicalNotOp, imp.emit(logic_ops.EqualOp, x, np.zeros((), imp.dtype(x))))
+
+
 @converts("aten.any.dim", "aten.any.dims", "aten.any.default")
 def _any(imp: Importer, call: Call) -> Tensor:
-    x = call["self"]
-    if imp.dtype(x) != np.bool_:
-        x = imp.emit(logic_ops.LogicalNotOp, imp.emit(logic_ops.EqualOp, x, np.zeros((), imp.dtype(x))))
-    return _reduce(imp, call, nn.ReduceMaxOp, x, call.get("dim"))
+    return _reduce(imp, call, nn.ReduceMaxOp, _truth(imp, call["self"]), call.get("dim"))
 
 
 @converts("aten.all.dim", "aten.all.dims", "aten.all.default")
 def _all(imp: Importer, call: Call) -> Tensor:
-    x = call["self"]
-    if imp.dtype(x) != np.bool_:
-        x = imp.emit(logic_ops.LogicalNotOp, imp.emit(logic_ops.EqualOp, x, np.zeros((), imp.dtype(x))))
-    y = _reduce(imp, call, math_ops.ReduceMinOp, imp.cast(x, np.int32), call.get("dim"))
-    return imp.cast(y, np.bool_)
+    x = imp.cast(_truth(imp, call["self"]), np.int32)
+    return imp.cast(_reduce(imp, call, math_ops.ReduceMinOp, x, call.get("dim")), np.bool_)
 
 
 def _arg(imp: Importer, call: Call, cls: type[nn.NNOp]) -> Tensor:
