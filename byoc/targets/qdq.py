@@ -298,7 +298,9 @@ def _dq_input(v: SSAValue, per_axis: bool) -> tuple[nn.DequantizeOp, np.ndarray[
     return d, s, z
 
 
-def _q_output(root: Operation) -> str | None:
+def _q_output(root: Operation) -> nn.QuantizeOp | str:
+    """`root` as the quantize that closes a fused block (per tensor, to i8/ui8, with a
+    positive finite scale), or why it cannot."""
     if not isinstance(root, nn.QuantizeOp):
         return "the root is not nn.quantize"
     ys, yz = _const(root.scale), _const(root.zero_point)
@@ -307,20 +309,19 @@ def _q_output(root: Operation) -> str | None:
     assert ys is not None
     if not (np.float32(ys.reshape(())) > 0 and np.isfinite(ys).all()):
         return "the output scale is not positive and finite"
-    return None
+    return root
 
 
 def _quantized_op(root: Operation, names: tuple[str, ...], what: str) -> tuple[nn.QuantizeOp, Operation] | str:
     """`root`, a quantize that can end a fused block, and the op of `names` it quantizes (used
     only there); or why not."""
-    why = _q_output(root)
-    if why is not None:
-        return why
-    assert isinstance(root, nn.QuantizeOp)
-    v = root.x
+    q = _q_output(root)
+    if isinstance(q, str):
+        return q
+    v = q.x
     if not (isinstance(v, OpResult) and v.op.name in names and _single_use(v.op)):
         return f"no {what} under the quantize"
-    return root, v.op
+    return q, v.op
 
 
 def _quantized_pool(
@@ -382,13 +383,12 @@ def lut_table(dq: nn.DequantizeOp, chain: list[tuple[Operation, list[Any]]], roo
 
 def qlut_block(root: Operation) -> QLut | str:
     """The `qlut` block a quantize closes, or why there is none."""
-    why = _q_output(root)
-    if why is not None:
-        return why
-    assert isinstance(root, nn.QuantizeOp)
-    ops: list[Operation] = [root]
+    q = _q_output(root)
+    if isinstance(q, str):
+        return q
+    ops: list[Operation] = [q]
     chain: list[tuple[Operation, list[Any]]] = []
-    v = root.x
+    v = q.x
     out_shape = _shape(v)
     rank = len(out_shape)
     while isinstance(v, OpResult) and v.op.name in UNARY_OPS | BINARY_CONST_OPS | {"nn.batch_norm"}:
@@ -431,8 +431,8 @@ def qlut_block(root: Operation) -> QLut | str:
     ops.append(dq)
     chain.reverse()
     with np.errstate(all="ignore"):
-        table = lut_table(dq, chain, root)
-    return QLut(x=dq.x, table=table, y_dtype=_dtype(root.result), ops=tuple(ops))
+        table = lut_table(dq, chain, q)
+    return QLut(x=dq.x, table=table, y_dtype=_dtype(q.result), ops=tuple(ops))
 
 
 @dataclass(frozen=True)
@@ -454,12 +454,11 @@ class QAdd:
 
 
 def qadd_block(root: Operation) -> QAdd | str:
-    why = _q_output(root)
-    if why is not None:
-        return why
-    assert isinstance(root, nn.QuantizeOp)
-    ops: list[Operation] = [root]
-    v = root.x
+    q = _q_output(root)
+    if isinstance(q, str):
+        return q
+    ops: list[Operation] = [q]
+    v = q.x
     relu = False
     if isinstance(v, OpResult) and isinstance(v.op, nn.ReluOp) and _single_use(v.op):
         relu = True
@@ -482,14 +481,14 @@ def qadd_block(root: Operation) -> QAdd | str:
     if ins[0][0] is ins[1][0]:
         return "the same dequantize twice"
     (da, sa, za), (db, sb, zb) = ins
-    ys, yz = _const(root.scale), _const(root.zero_point)
+    ys, yz = _const(q.scale), _const(q.zero_point)
     assert ys is not None and yz is not None
     return QAdd(
         a=da.x, b=db.x,
         a_scale=float(np.float32(sa.reshape(()))), a_zero_point=int(za.reshape(())),
         b_scale=float(np.float32(sb.reshape(()))), b_zero_point=int(zb.reshape(())),
         y_scale=float(np.float32(ys.reshape(()))), y_zero_point=int(yz.reshape(())),
-        y_dtype=_dtype(root.result), multiply=op.name == "nn.multiply", relu=relu, ops=tuple(ops),
+        y_dtype=_dtype(q.result), multiply=op.name == "nn.multiply", relu=relu, ops=tuple(ops),
     )
 
 
