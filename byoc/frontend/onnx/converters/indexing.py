@@ -135,19 +135,6 @@ def _unique(imp: Importer, node: Node) -> list[Value]:
     return [y, *(np.asarray(v, dtype=np.int64) for v in (first, inverse, counts))]
 
 
-@converts("EyeLike")
-def _eye_like(imp: Importer, node: Node) -> list[Value]:
-    from onnx import helper
-
-    x = node.required(0)
-    shape = imp.shape(x)
-    if len(shape) != 2:
-        raise OnnxImportError(f"EyeLike needs a rank-2 input, got rank {len(shape)}")
-    dtype = node.attr("dtype")
-    dt = imp.dtype(x) if dtype is None else np.dtype(helper.tensor_dtype_to_np_dtype(int(dtype)))
-    return [np.eye(shape[0], shape[1], int(node.attr("k", 0)), dtype=dt)]
-
-
 @converts("CenterCropPad")
 def _center_crop_pad(imp: Importer, node: Node) -> list[Value]:
     x = node.required(0)
@@ -367,22 +354,6 @@ def _lp_norm(imp: Importer, node: Node) -> list[Value]:
     # smallest normal float gives the same zeros (norms below it are the one difference)
     tiny = imp.scalar_like(float(np.finfo(imp.dtype(x)).tiny), x)
     return [imp.emit(nn.DivideOp, x, imp.emit(nn.MaximumOp, norm, tiny))]
-
-
-@converts("LogSoftmax", "Hardmax")
-def _log_softmax(imp: Importer, node: Node) -> list[Value]:
-    cls = nni.LogSoftmaxOp if node.op_type == "LogSoftmax" else nni.HardmaxOp
-    x = node.required(0)
-    shape = imp.shape(x)
-    rank = len(shape)
-    if node.version >= 13:
-        return [imp.emit(cls, x, axis=int(node.attr("axis", -1)))]
-    # before opset 13 the input is coerced to 2-D at `axis`, the op runs over the trailing block
-    (axis,) = normalize_axes([int(node.attr("axis", 1))], max(rank, 1))
-    if axis == rank - 1:
-        return [imp.emit(cls, x, axis=-1)]
-    flat = imp.reshape(x, (math.prod(shape[:axis]), math.prod(shape[axis:])))
-    return [imp.reshape(imp.emit(cls, flat, axis=1), shape)]
 
 
 # ---- Resize: nn.resize2d where it applies, nn.resize for the rest --------------------
