@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from xdsl.ir import SSAValue
@@ -44,14 +45,12 @@ def _leaky_relu(imp: Importer, node: Node) -> list[Value]:
 
 @converts("HardSigmoid")
 def _hard_sigmoid(imp: Importer, node: Node) -> list[Value]:
-    return [
-        imp.emit(
-            nn.HardSigmoidOp,
-            node.required(0),
-            alpha=float(node.attr("alpha", 0.2)),
-            beta=float(node.attr("beta", 0.5)),
-        )
-    ]
+    return imp.emit_all(
+        nn.HardSigmoidOp,
+        node.required(0),
+        alpha=float(node.attr("alpha", 0.2)),
+        beta=float(node.attr("beta", 0.5)),
+    )
 
 
 @converts("PRelu")
@@ -163,11 +162,12 @@ def _dropout(imp: Importer, node: Node) -> list[Value | None]:
     return [x, np.ones(imp.shape(x), dtype=np.bool_)]  # the mask: all true at inference
 
 
-@converts("Cast")
-def _cast(imp: Importer, node: Node) -> list[Value]:
+def to_dtype(node: Node, unsupported: str) -> np.dtype[Any]:
+    """The numpy dtype of the node's `to` attribute (a `TensorProto.DataType`); one that is
+    no nn element type's is an UnsupportedOnnxError: `<op> to <type> is not supported`
+    followed by `unsupported`."""
     from onnx import TensorProto, helper
 
-    x = node.required(0)
     to = int(node.required_attr("to"))
     try:
         target = np.dtype(helper.tensor_dtype_to_np_dtype(to))
@@ -175,10 +175,15 @@ def _cast(imp: Importer, node: Node) -> list[Value]:
         target = None
     if target is None or target not in NN_DTYPES:
         raise UnsupportedOnnxError(
-            f"Cast to {TensorProto.DataType.Name(to)} is not supported; nn.cast targets "
-            "the nn element types (f32, f64, f16, i8..i64, ui8..ui64, bool)"
+            f"{node.op_type} to {TensorProto.DataType.Name(to)} is not supported{unsupported}"
         )
-    return [cast_to(imp, x, target)]
+    return target
+
+
+@converts("Cast")
+def _cast(imp: Importer, node: Node) -> list[Value]:
+    why = "; nn.cast targets the nn element types (f32, f64, f16, i8..i64, ui8..ui64, bool)"
+    return [cast_to(imp, node.required(0), to_dtype(node, why))]
 
 
 def cast_to(imp: Importer, x: Value, target: np.dtype) -> Value:  # type: ignore[type-arg]

@@ -44,29 +44,25 @@ def _gather_nd(imp: Importer, node: Node) -> list[Value]:
 
 @converts("ScatterElements", "Scatter")
 def _scatter_elements(imp: Importer, node: Node) -> list[Value]:
-    return [
-        imp.emit(
-            nni.ScatterElementsOp,
-            node.required(0),
-            node.required(1),
-            node.required(2),
-            axis=int(node.attr("axis", 0)),
-            reduction=string(node.attr("reduction", "none")),
-        )
-    ]
+    return imp.emit_all(
+        nni.ScatterElementsOp,
+        node.required(0),
+        node.required(1),
+        node.required(2),
+        axis=int(node.attr("axis", 0)),
+        reduction=string(node.attr("reduction", "none")),
+    )
 
 
 @converts("ScatterND")
 def _scatter_nd(imp: Importer, node: Node) -> list[Value]:
-    return [
-        imp.emit(
-            nni.ScatterNDOp,
-            node.required(0),
-            node.required(1),
-            node.required(2),
-            reduction=string(node.attr("reduction", "none")),
-        )
-    ]
+    return imp.emit_all(
+        nni.ScatterNDOp,
+        node.required(0),
+        node.required(1),
+        node.required(2),
+        reduction=string(node.attr("reduction", "none")),
+    )
 
 
 # ---- triangles, one-hot, selections ------------------------------------------------
@@ -75,32 +71,35 @@ def _scatter_nd(imp: Importer, node: Node) -> list[Value]:
 @converts("Trilu")
 def _trilu(imp: Importer, node: Node) -> list[Value]:
     k = imp.static(node, 1, "k")
-    return [
-        imp.emit(
-            nni.TriluOp,
-            node.required(0),
-            k=0 if k is None else int(np.asarray(k).reshape(-1)[0]),
-            upper=bool(node.attr("upper", 1)),
-        )
-    ]
+    return imp.emit_all(
+        nni.TriluOp,
+        node.required(0),
+        k=0 if k is None else int(np.asarray(k).reshape(-1)[0]),
+        upper=bool(node.attr("upper", 1)),
+    )
+
+
+def _one_static_value(imp: Importer, node: Node, i: int, what: str, name: str) -> Any:
+    """The value of input #i (`what` to `Importer.static`), known at import and holding one
+    value; more or fewer is an error naming the input as `name`."""
+    value = imp.static(node, i, what)
+    assert value is not None
+    flat = np.asarray(value).reshape(-1)
+    if flat.size != 1:
+        raise OnnxImportError(f"{node.op_type}'s {name} must hold one value, got {flat.size}")
+    return flat[0]
 
 
 @converts("OneHot")
 def _one_hot(imp: Importer, node: Node) -> list[Value]:
-    depth = imp.static(node, 1, "depth")
-    assert depth is not None
-    d = np.asarray(depth).reshape(-1)
-    if d.size != 1:
-        raise OnnxImportError(f"OneHot's depth must hold one value, got {d.size}")
-    return [
-        imp.emit(
-            nni.OneHotOp,
-            node.required(0),
-            node.required(2),
-            depth=int(d[0]),
-            axis=int(node.attr("axis", -1)),
-        )
-    ]
+    depth = _one_static_value(imp, node, 1, "depth", "depth")
+    return imp.emit_all(
+        nni.OneHotOp,
+        node.required(0),
+        node.required(2),
+        depth=int(depth),
+        axis=int(node.attr("axis", -1)),
+    )
 
 
 @converts("NonZero")
@@ -184,15 +183,13 @@ def _compress(imp: Importer, node: Node) -> list[Value]:
 
 @converts("ReverseSequence")
 def _reverse_sequence(imp: Importer, node: Node) -> list[Value]:
-    return [
-        imp.emit(
-            nni.ReverseSequenceOp,
-            node.required(0),
-            node.required(1),
-            batch_axis=int(node.attr("batch_axis", 1)),
-            time_axis=int(node.attr("time_axis", 0)),
-        )
-    ]
+    return imp.emit_all(
+        nni.ReverseSequenceOp,
+        node.required(0),
+        node.required(1),
+        batch_axis=int(node.attr("batch_axis", 1)),
+        time_axis=int(node.attr("time_axis", 0)),
+    )
 
 
 @converts("DepthToSpace", "SpaceToDepth")
@@ -264,15 +261,13 @@ def _layer_norm(imp: Importer, node: Node) -> list[Value | None]:
 def _rms_norm(imp: Importer, node: Node) -> list[Value]:
     x = node.required(0)
     _check_stash(imp, node, x)
-    return [
-        imp.emit(
-            nni.RMSNormOp,
-            x,
-            node.required(1),
-            axis=int(node.attr("axis", -1)),
-            epsilon=float(node.attr("epsilon", 1e-5)),
-        )
-    ]
+    return imp.emit_all(
+        nni.RMSNormOp,
+        x,
+        node.required(1),
+        axis=int(node.attr("axis", -1)),
+        epsilon=float(node.attr("epsilon", 1e-5)),
+    )
 
 
 def _per_channel(imp: Importer, v: Value, rank: int) -> Value:
@@ -449,12 +444,9 @@ def _resize_nd(imp: Importer, node: Node) -> Value:
 
 @converts("If")
 def _if(imp: Importer, node: Node) -> list[Value]:
-    cond = imp.static(node, 0, "condition (only an If whose condition is known at import is inlined)")
-    assert cond is not None
-    c = np.asarray(cond).reshape(-1)
-    if c.size != 1:
-        raise OnnxImportError(f"If's condition must hold one value, got {c.size}")
-    branch = node.required_attr("then_branch" if bool(c[0]) else "else_branch")
+    what = "condition (only an If whose condition is known at import is inlined)"
+    cond = _one_static_value(imp, node, 0, what, "condition")
+    branch = node.required_attr("then_branch" if bool(cond) else "else_branch")
     env: dict[str, Value] = imp.env  # type: ignore[attr-defined]
     used: set[str] = imp._used  # type: ignore[attr-defined]
     from onnx import numpy_helper
@@ -546,33 +538,29 @@ def _softmax_cross_entropy(imp: Importer, node: Node) -> list[Value]:
 def _grid_sample(imp: Importer, node: Node) -> list[Value]:
     mode = string(node.attr("mode", "bilinear" if node.version < 20 else "linear"))
     mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
-    return [
-        imp.emit(
-            nni.GridSampleOp,
-            node.required(0),
-            node.required(1),
-            mode=mode,
-            padding_mode=string(node.attr("padding_mode", "zeros")),
-            align_corners=bool(node.attr("align_corners", 0)),
-        )
-    ]
+    return imp.emit_all(
+        nni.GridSampleOp,
+        node.required(0),
+        node.required(1),
+        mode=mode,
+        padding_mode=string(node.attr("padding_mode", "zeros")),
+        align_corners=bool(node.attr("align_corners", 0)),
+    )
 
 
 @converts("Col2Im")
 def _col2im(imp: Importer, node: Node) -> list[Value]:
     image = ints(imp.static(node, 1, "image_shape"))
     block = ints(imp.static(node, 2, "block_shape"))
-    return [
-        imp.emit(
-            nni.Col2ImOp,
-            node.required(0),
-            image_shape=tuple(image),
-            block_shape=tuple(block),
-            dilations=tuple(int(v) for v in node.attr("dilations", [])),
-            pads=tuple(int(v) for v in node.attr("pads", [])),
-            strides=tuple(int(v) for v in node.attr("strides", [])),
-        )
-    ]
+    return imp.emit_all(
+        nni.Col2ImOp,
+        node.required(0),
+        image_shape=tuple(image),
+        block_shape=tuple(block),
+        dilations=tuple(int(v) for v in node.attr("dilations", [])),
+        pads=tuple(int(v) for v in node.attr("pads", [])),
+        strides=tuple(int(v) for v in node.attr("strides", [])),
+    )
 
 
 @converts("AffineGrid")
