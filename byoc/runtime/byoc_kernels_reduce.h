@@ -62,15 +62,7 @@ static inline void byoc_softmax_f32(const float* restrict x, float* restrict y, 
     int64_t kidx[BYOC_MAX_RANK] = {0}, ridx[BYOC_MAX_RANK] = {0};                             \
     const int64_t inner = nr > 0 ? rext[nr - 1] : 1;                                          \
     const int64_t istep = nr > 0 ? rstr[nr - 1] : 0;                                          \
-    int64_t base = 0;                                                                         \
-    {                                                                                         \
-      int64_t q = t0;                                                                         \
-      for (int32_t d = nk - 1; d >= 0; --d) {                                                 \
-        kidx[d] = q % kext[d];                                                                \
-        q /= kext[d];                                                                         \
-        base += kidx[d] * kstr[d];                                                            \
-      }                                                                                       \
-    }                                                                                         \
+    int64_t base = byoc_index_at_(t0, kidx, kext, kstr, nk - 1);                              \
     for (int64_t t = t0; t < t1; ++t) {                                                       \
       ACC acc = INIT;                                                                         \
       int64_t off = base;                                                                     \
@@ -79,20 +71,10 @@ static inline void byoc_softmax_f32(const float* restrict x, float* restrict y, 
           const T v = x[off + i * istep];                                                     \
           STEP;                                                                               \
         }                                                                                     \
-        for (int32_t d = nr - 2; d >= 0; --d) {                                               \
-          off += rstr[d];                                                                     \
-          if (++ridx[d] < rext[d]) break;                                                     \
-          off -= rstr[d] * rext[d];                                                           \
-          ridx[d] = 0;                                                                        \
-        }                                                                                     \
+        byoc_index_step_(ridx, rext, rstr, nr - 2, &off);                                     \
       }                                                                                       \
       y[t] = FINISH;                                                                          \
-      for (int32_t d = nk - 1; d >= 0; --d) {                                                 \
-        base += kstr[d];                                                                      \
-        if (++kidx[d] < kext[d]) break;                                                       \
-        base -= kstr[d] * kext[d];                                                            \
-        kidx[d] = 0;                                                                          \
-      }                                                                                       \
+      byoc_index_step_(kidx, kext, kstr, nk - 1, &base);                                      \
     }                                                                                         \
   }                                                                                           \
   static inline void NAME(const T* restrict x, T* restrict y, int32_t nk, const int64_t* kext, \
