@@ -30,7 +30,7 @@ from abc import abstractmethod
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import IO, Any, Protocol
+from typing import IO, Any, Protocol, Self
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, TensorType
@@ -219,6 +219,13 @@ class ParsedSource:
     op_offsets: dict[Operation, int]
     textual: bool = True
     """False for inputs with no text to point into (an ONNX model)."""
+
+    @classmethod
+    def of_module(cls, module: ModuleOp, name: str, *, textual: bool) -> Self:
+        """`module`, read from `name` by a frontend that records no op positions: a
+        diagnostic goes to the op's FileLineColLoc, else to the input's first line when it
+        is `textual`, else to the file alone."""
+        return cls(module, SourceBuffer(name, ""), {}, textual)
 
     def locate(self, op: Operation | None) -> tuple[int, int] | None:
         """(line, col) of `op`: where it was parsed, its FileLineColLoc, or its parent's."""

@@ -8,8 +8,10 @@ differ; a plain `Printer` (and `str(op)`) prints everything in full.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import IO, Any
 
+from xdsl.ir import SSAValue
 from xdsl.printer import Printer
 
 
@@ -37,3 +39,12 @@ def elides_constant(printer: Printer, num_elements: int) -> bool:
         return False
     limit = printer.elide_constants_larger_than
     return limit is not None and num_elements > limit
+
+
+def print_named_operands(printer: Printer, name: str, operands: Sequence[SSAValue]) -> None:
+    """` "<name>"(%a, %b)`: how byoc.composite, graph.node and graph.composite begin."""
+    printer.print_string(" ")
+    printer.print_string_literal(name)
+    printer.print_string("(")
+    printer.print_list(operands, printer.print_operand)
+    printer.print_string(")")

@@ -306,44 +306,52 @@ def _nchw(x: Shape | None) -> list[Shape]:
     return [(1, 3, 7, 7), (2, 4, 5, 6), (1, 1, 1, 1)]
 
 
-def conv2d(dtype: str, x: Shape | None) -> list[Candidate]:
+ConvRow = tuple[int, int, tuple[int, int], tuple[int, int, int, int], tuple[int, int], int]
+"""(C_out, kernel size, strides, padding, dilation or output_padding, groups)."""
+
+
+def _conv_cases(
+    dtype: str, x: Shape | None, rows: Callable[[int], Sequence[ConvRow]], fifth: str, transposed: bool
+) -> list[Candidate]:
+    """A case per NCHW input and row of `rows(C_in)` whose channels the groups divide; the
+    row's fifth value is the attribute `fifth`. The weight is (C_out, C_in / groups, k, k), or
+    transposed (C_in, C_out / groups, k, k)."""
     out: list[Candidate] = []
     for s in _nchw(x):
         c = s[1]
-        for o, k, strides, padding, dilation, groups in (
+        for o, k, strides, padding, extra, groups in rows(c):
+            if c % groups or o % groups:
+                continue
+            w = (c, o // groups, k, k) if transposed else (o, c // groups, k, k)
+            attrs = (("strides", strides), ("padding", padding), (fifth, extra), ("groups", groups))
+            label = f"{s} w={w} " + " ".join(f"{name}={value}" for name, value in attrs)
+            out.append(((_x(s, dtype), _const(w, dtype)), attrs, label))
+    return out
+
+
+def conv2d(dtype: str, x: Shape | None) -> list[Candidate]:
+    def rows(c: int) -> list[ConvRow]:
+        return [
             (4, 3, (1, 1), (0, 0, 0, 0), (1, 1), 1),
             (5, 3, (2, 2), (1, 1, 1, 1), (1, 1), 1),
             (2, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1),
             (c, 3, (1, 1), (1, 1, 1, 1), (1, 1), c),
             (4, 3, (1, 1), (2, 2, 2, 2), (2, 2), 1),
-        ):
-            if c % groups or o % groups:
-                continue
-            w = (o, c // groups, k, k)
-            attrs = (("strides", strides), ("padding", padding), ("dilation", dilation), ("groups", groups))
-            label = f"{s} w={w} strides={strides} padding={padding} dilation={dilation} groups={groups}"
-            out.append(((_x(s, dtype), _const(w, dtype)), attrs, label))
-    return out
+        ]
+
+    return _conv_cases(dtype, x, rows, "dilation", transposed=False)
 
 
 def conv2d_transpose(dtype: str, x: Shape | None) -> list[Candidate]:
-    """Weights are (C_in, C_out / groups, kh, kw)."""
-    out: list[Candidate] = []
-    for s in _nchw(x):
-        c = s[1]
-        for o, k, strides, padding, out_pad, groups in (
+    def rows(c: int) -> list[ConvRow]:
+        return [
             (4, 3, (1, 1), (0, 0, 0, 0), (0, 0), 1),
             (3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 1),
             (2, 2, (2, 2), (0, 0, 0, 0), (0, 0), 1),
             (c, 3, (1, 1), (1, 1, 1, 1), (0, 0), c),
-        ):
-            if c % groups or o % groups:
-                continue
-            w = (c, o // groups, k, k)
-            attrs = (("strides", strides), ("padding", padding), ("output_padding", out_pad), ("groups", groups))
-            label = f"{s} w={w} strides={strides} padding={padding} output_padding={out_pad} groups={groups}"
-            out.append(((_x(s, dtype), _const(w, dtype)), attrs, label))
-    return out
+        ]
+
+    return _conv_cases(dtype, x, rows, "output_padding", transposed=True)
 
 
 def dense(dtype: str, x: Shape | None) -> list[Candidate]:

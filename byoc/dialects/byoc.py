@@ -39,6 +39,8 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, SingleBlockImplicitTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from byoc.printer import print_named_operands
+
 TARGET_ATTR = "byoc.target"
 """Discardable attribute set by annotate-target on supported ops and composites."""
 COMPILER_ATTR = "byoc.compiler"
@@ -168,11 +170,7 @@ class CompositeOp(IRDLOperation):
             )
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_string_literal(self.composite.data)
-        printer.print_string("(")
-        printer.print_list(self.args, printer.print_operand)
-        printer.print_string(")")
+        print_named_operands(printer, self.composite.data, self.args)
         if self.attributes:
             printer.print_string(" ")
             printer.print_attr_dict(self.attributes)

@@ -78,6 +78,7 @@ from xdsl.utils.exceptions import VerifyException
 from byoc.dialects.dense import format_dense, parse_dense
 from byoc.dialects.nn import numpy_dtype, shape_of
 from byoc.dialects.nn.types import array_of, dense_of, dense_value
+from byoc.printer import print_named_operands
 
 MAX_RANK = 8
 """The runtime's limit on tensor rank."""
@@ -149,6 +150,27 @@ def _parse_operands(parser: Parser) -> tuple[list[UnresolvedOperand], int]:
         parser.Delimiter.PAREN, parser.parse_unresolved_operand
     )
     return unresolved, pos
+
+
+def _print_signature(printer: Printer, op: NodeOp | CompositeOp) -> None:
+    """` attributes {...} : (types) -> types`, after a node's or composite's operands."""
+    printer.print_op_attributes(op.attributes, print_keyword=True)
+    printer.print_string(" : ")
+    _print_types(printer, [v.type for v in op.inputs], [r.type for r in op.outputs])
+
+
+def _parse_signature(
+    parser: Parser, unresolved: Sequence[UnresolvedOperand], pos: int
+) -> tuple[list[SSAValue], list[Attribute], dict[str, Attribute]]:
+    """What `_print_signature` prints: the operands resolved to their types (parsed at
+    `pos`), the result types and the extra attributes."""
+    extra = parser.parse_optional_attr_dict_with_keyword()
+    parser.parse_punctuation(":")
+    ins, outs = _parse_types(parser)
+    if len(ins) != len(unresolved):
+        parser.raise_error(f"{len(unresolved)} inputs but {len(ins)} input types", pos, parser.pos)
+    operands = parser.resolve_operands(unresolved, ins, pos)
+    return operands, outs, dict(extra.data) if extra is not None else {}
 
 
 # --------------------------------------------------------------------------
@@ -410,31 +432,22 @@ class NodeOp(IRDLOperation):
             check_tensor_type(v.type, f"graph.node '{self.op.data}' value #{i}")
 
     def print(self, printer: Printer) -> None:
+        print_named_operands(printer, self.op.data, self.inputs)
         printer.print_string(" ")
-        printer.print_string_literal(self.op.data)
-        printer.print_string("(")
-        printer.print_list(self.inputs, printer.print_operand)
-        printer.print_string(") ")
         printer.print_attr_dict(self.attrs.data)
-        printer.print_op_attributes(self.attributes, print_keyword=True)
-        printer.print_string(" : ")
-        _print_types(printer, [v.type for v in self.inputs], [r.type for r in self.outputs])
+        _print_signature(printer, self)
 
     @classmethod
     def parse(cls, parser: Parser) -> NodeOp:
         op = parser.parse_str_literal(" (the node's op name)")
         unresolved, pos = _parse_operands(parser)
         attrs = parser.parse_optional_attr_dict()
-        extra = parser.parse_optional_attr_dict_with_keyword()
-        parser.parse_punctuation(":")
-        ins, outs = _parse_types(parser)
-        if len(ins) != len(unresolved):
-            parser.raise_error(f"{len(unresolved)} inputs but {len(ins)} input types", pos, parser.pos)
+        operands, outs, extra = _parse_signature(parser, unresolved, pos)
         return cls.create(
-            operands=parser.resolve_operands(unresolved, ins, pos),
+            operands=operands,
             result_types=outs,
             properties={"op": StringAttr(op), "attrs": DictionaryAttr(attrs)},
-            attributes=dict(extra.data) if extra is not None else {},
+            attributes=extra,
         )
 
 
@@ -489,14 +502,8 @@ class CompositeOp(IRDLOperation):
             check_tensor_type(v.type, f"graph.composite '{name}' value #{i}")
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_string_literal(self.composite.data)
-        printer.print_string("(")
-        printer.print_list(self.inputs, printer.print_operand)
-        printer.print_string(")")
-        printer.print_op_attributes(self.attributes, print_keyword=True)
-        printer.print_string(" : ")
-        _print_types(printer, [v.type for v in self.inputs], [r.type for r in self.outputs])
+        print_named_operands(printer, self.composite.data, self.inputs)
+        _print_signature(printer, self)
         printer.print_string(" ")
         printer.print_region(self.body, print_entry_block_args=True)
 
@@ -504,19 +511,14 @@ class CompositeOp(IRDLOperation):
     def parse(cls, parser: Parser) -> CompositeOp:
         name = parser.parse_str_literal(" (the composite's name)")
         unresolved, pos = _parse_operands(parser)
-        extra = parser.parse_optional_attr_dict_with_keyword()
-        parser.parse_punctuation(":")
-        ins, outs = _parse_types(parser)
-        if len(ins) != len(unresolved):
-            parser.raise_error(f"{len(unresolved)} inputs but {len(ins)} input types", pos, parser.pos)
-        operands = parser.resolve_operands(unresolved, ins, pos)
+        operands, outs, extra = _parse_signature(parser, unresolved, pos)
         body = parser.parse_region()
         return cls.create(
             operands=operands,
             result_types=outs,
             properties={"composite": StringAttr(name)},
             regions=[body],
-            attributes=dict(extra.data) if extra is not None else {},
+            attributes=extra,
         )
 
 

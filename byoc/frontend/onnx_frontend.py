@@ -14,7 +14,6 @@ from byoc.diagnostics import (
     Diagnostic,
     LocatingFrontend,
     ParsedSource,
-    SourceBuffer,
     SourceError,
     describe_exception,
 )
@@ -98,4 +97,4 @@ class ONNXFrontend(LocatingFrontend):
             raise fail(f"cannot import the ONNX model: {e}") from None
         except Exception as e:
             raise fail(f"cannot import the ONNX model: {describe_exception(e)}") from None
-        return ParsedSource(module, SourceBuffer(name, ""), {}, textual=False)
+        return ParsedSource.of_module(module, name, textual=False)

@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from byoc.dialects.nn.types import element_type_named, numpy_dtype
 from byoc.interpreters.registry import KERNELS as KERNELS  # re-exported: the filled table
 from byoc.interpreters.registry import Array, kernel
+from byoc.interpreters.windows import pad_nchw, windows
 
 
 def _same(x: Array, like: Array) -> Array:
@@ -136,21 +136,6 @@ def cast(x: Array, *, dtype: str) -> Array:
 
 
 # ---- nn ------------------------------------------------------------------------
-def _pad_nchw(x: Array, padding: Sequence[int], value: float) -> Array:
-    pt, pl, pb, pr = padding
-    if not any(padding):
-        return x
-    return np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=value)
-
-
-def _windows(x: Array, kh: int, kw: int, strides: Sequence[int], dilation: Sequence[int]) -> Array:
-    """(N, C, OH, OW, KH, KW) view of the (already padded) input."""
-    dh, dw = dilation
-    sh, sw = strides
-    win = sliding_window_view(x, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(2, 3))
-    return win[:, :, ::sh, ::sw, ::dh, ::dw]
-
-
 def _to_nchw(x: Array, layout: str) -> Array:
     return x if layout == "NCHW" else x.transpose(0, 3, 1, 2)
 
@@ -187,7 +172,7 @@ def _conv2d_nchw(
 ) -> Array:
     n, c, _, _ = x.shape
     o, i, kh, kw = w.shape
-    win = _windows(_pad_nchw(x, padding, 0.0), kh, kw, strides, dilation)
+    win = windows(pad_nchw(x, padding, 0.0), kh, kw, strides, dilation)
     if groups == 1:
         out = np.einsum("nchwij,ocij->nohw", win, w, optimize=True)
     else:
@@ -322,8 +307,8 @@ def max_pool2d(
     x = _to_nchw(x, data_layout)
     pads, (oh, ow) = _pool_pads(x, pool_size, strides, padding, dilation, ceil_mode)
     lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-    xp = _pad_nchw(x, pads, lowest)
-    win = _windows(xp, pool_size[0], pool_size[1], strides, dilation)[:, :, :oh, :ow]
+    xp = pad_nchw(x, pads, lowest)
+    win = windows(xp, pool_size[0], pool_size[1], strides, dilation)[:, :, :oh, :ow]
     return _from_nchw(np.ascontiguousarray(win.max(axis=(4, 5))), data_layout)
 
 
@@ -341,19 +326,19 @@ def avg_pool2d(
 ) -> Array:
     x = _to_nchw(x, data_layout)
     pads, (oh, ow) = _pool_pads(x, pool_size, strides, padding, dilation, ceil_mode)
-    xp = _pad_nchw(x, pads, 0.0)
-    win = _windows(xp, pool_size[0], pool_size[1], strides, dilation)[:, :, :oh, :ow]
+    xp = pad_nchw(x, pads, 0.0)
+    win = windows(xp, pool_size[0], pool_size[1], strides, dilation)[:, :, :oh, :ow]
     total = win.sum(axis=(4, 5), dtype=np.float64)
     # Count the window elements that are real input (or, with count_include_pad,
     # inside the user's padding but not the extra ceil_mode rows).
     ones = np.zeros((1, 1, *x.shape[2:]), dtype=np.float64) + 1
     if count_include_pad:
-        ones = _pad_nchw(ones, padding, 1.0)
+        ones = pad_nchw(ones, padding, 1.0)
         extra = (0, 0, pads[2] - padding[2], pads[3] - padding[3])
-        ones = _pad_nchw(ones, extra, 0.0)
+        ones = pad_nchw(ones, extra, 0.0)
     else:
-        ones = _pad_nchw(ones, pads, 0.0)
-    counts = _windows(ones, pool_size[0], pool_size[1], strides, dilation)[:, :, :oh, :ow].sum(axis=(4, 5))
+        ones = pad_nchw(ones, pads, 0.0)
+    counts = windows(ones, pool_size[0], pool_size[1], strides, dilation)[:, :, :oh, :ow].sum(axis=(4, 5))
     return _from_nchw(
         np.ascontiguousarray((total / np.maximum(counts, 1)).astype(x.dtype)), data_layout
     )

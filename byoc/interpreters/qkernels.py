@@ -19,23 +19,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from byoc.interpreters.registry import Array, kernel
-
-
-def _pad_nchw(x: Array, padding: Sequence[int], value: float) -> Array:
-    pt, pl, pb, pr = padding
-    if not any(padding):
-        return x
-    return np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=value)
-
-
-def _windows(x: Array, kh: int, kw: int, strides: Sequence[int], dilation: Sequence[int]) -> Array:
-    """(N, C, OH, OW, KH, KW) view of the (already padded) input."""
-    (dh, dw), (sh, sw) = dilation, strides
-    win = sliding_window_view(x, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(2, 3))
-    return win[:, :, ::sh, ::sw, ::dh, ::dw]
+from byoc.interpreters.windows import pad_nchw, windows
 
 
 def expand_param(p: Array, shape: Sequence[int], axis: int, block_size: int = 0) -> Array:
@@ -125,9 +111,9 @@ def qconv2d(
     groups: int,
 ) -> Array:
     o, i, kh, kw = w.shape
-    xc = _pad_nchw(_centered(x, x_zero_point), padding, 0.0)  # padding holds x_zp: 0 once centred
+    xc = pad_nchw(_centered(x, x_zero_point), padding, 0.0)  # padding holds x_zp: 0 once centred
     wc = _centered(w, w_zero_point, (-1, 1, 1, 1))
-    win = _windows(xc, kh, kw, strides, dilation)
+    win = windows(xc, kh, kw, strides, dilation)
     og = o // groups
     parts = [
         np.einsum(

@@ -4,8 +4,9 @@ Expects functions outlined by `partition`:
 
     func.func private @examplejson_main_0(%a: tensor<10x10xf32>, %b: tensor<10x10xf32>)
         -> tensor<10x10xf32> attributes {byoc.compiler = "examplejson"} {
-      %0 = nn.add %a, %b : tensor<10x10xf32>
-      func.return %0 : tensor<10x10xf32>
+      %0 = nn.multiply %a, %b : tensor<10x10xf32>
+      %1 = nn.relu %0 : tensor<10x10xf32>
+      func.return %1 : tensor<10x10xf32>
     }
 
 whose bodies hold nn ops, `byoc.composite` (its body is inlined: the
@@ -21,8 +22,9 @@ end of the module if there is none):
       examplejson.subgraph @examplejson_main_0 {
         %0 = examplejson.input : tensor<10x10xf32>
         %1 = examplejson.input : tensor<10x10xf32>
-        %2 = examplejson.node add %0, %1 : tensor<10x10xf32>
-        examplejson.output %2 : tensor<10x10xf32>
+        %2 = examplejson.node mul %0, %1 : tensor<10x10xf32>
+        %3 = examplejson.node relu %2 : tensor<10x10xf32>
+        examplejson.output %3 : tensor<10x10xf32>
       }
     }
 

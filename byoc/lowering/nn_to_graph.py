@@ -131,6 +131,33 @@ def lower_function(func: FuncOp, constants: _Constants) -> gd.GraphOp:
         except VerifyException as e:
             raise PassError(op, f"{PASS}: @{name}: {e}") from None
 
+    def composite_body(op: CompositeOp) -> Block:
+        inner = op.body.block
+        block = Block(arg_types=[a.type for a in inner.args])
+        for arg, new in zip(inner.args, block.args, strict=True):
+            values[arg] = new
+        body: list[Operation] = []
+        returned: Sequence[SSAValue] = ()
+        for o in inner.ops:
+            if isinstance(o, YieldOp):
+                returned = o.values
+            elif isinstance(o, nn.ConstantOp | nn.NNOp):
+                lower_op(o, body)
+            else:
+                raise PassError(o, f"{PASS}: '{o.name}' cannot be in a composite of @{name}")
+        mapped = [lookup(v, op) for v in returned]
+        if len(set(mapped)) != len(mapped) or any(
+            not isinstance(v.owner, gd.NodeOp) for v in mapped
+        ):
+            raise PassError(
+                op,
+                f"{PASS}: composite '{op.composite.data}' returns an argument, a constant "
+                "or one value twice; the graph format wants each result computed inside",
+            )
+        body.append(gd.YieldOp(mapped))
+        block.add_ops(body)
+        return block
+
     def lower_op(op: Operation, into: list[Operation]) -> None:
         for r in op.results:
             check_type(r.type, op)
@@ -139,55 +166,24 @@ def lower_function(func: FuncOp, constants: _Constants) -> gd.GraphOp:
             into.append(ref)
             values[op.result] = ref.result
             return
+        new: gd.NodeOp | gd.CompositeOp
         if isinstance(op, nn.NNOp):
-            node = gd.NodeOp(
-                op.name,
-                [lookup(v, op) for v in op.operands],
-                [r.type for r in op.results],
-                _node_attrs(op),
+            new = gd.NodeOp(
+                op.name, [lookup(v, op) for v in op.operands], op.result_types, _node_attrs(op)
             )
-            into.append(node)
-            values.update(zip(op.results, node.outputs, strict=True))
-            return
-        if isinstance(op, CompositeOp):
-            inner = op.body.block
-            block = Block(arg_types=[a.type for a in inner.args])
-            for arg, new in zip(inner.args, block.args, strict=True):
-                values[arg] = new
-            body: list[Operation] = []
-            returned: Sequence[SSAValue] = ()
-            for o in inner.ops:
-                if isinstance(o, YieldOp):
-                    returned = o.values
-                elif isinstance(o, nn.ConstantOp | nn.NNOp):
-                    lower_op(o, body)
-                else:
-                    raise PassError(o, f"{PASS}: '{o.name}' cannot be in a composite of @{name}")
-            mapped = [lookup(v, op) for v in returned]
-            if len(set(mapped)) != len(mapped) or any(
-                not isinstance(v.owner, gd.NodeOp) for v in mapped
-            ):
-                raise PassError(
-                    op,
-                    f"{PASS}: composite '{op.composite.data}' returns an argument, a constant "
-                    "or one value twice; the graph format wants each result computed inside",
-                )
-            body.append(gd.YieldOp(mapped))
-            block.add_ops(body)
-            comp = gd.CompositeOp(
-                op.composite.data,
-                [lookup(v, op) for v in op.operands],
-                [r.type for r in op.results],
-                Region(block),
+        elif isinstance(op, CompositeOp):
+            body = Region(composite_body(op))
+            new = gd.CompositeOp(
+                op.composite.data, [lookup(v, op) for v in op.operands], op.result_types, body
             )
-            into.append(comp)
-            values.update(zip(op.results, comp.outputs, strict=True))
-            return
-        raise PassError(
-            op,
-            f"{PASS}: '{op.name}' in @{name} has no graph form; the graph runtime runs nn ops "
-            "and composites of them",
-        )
+        else:
+            raise PassError(
+                op,
+                f"{PASS}: '{op.name}' in @{name} has no graph form; the graph runtime runs nn ops "
+                "and composites of them",
+            )
+        into.append(new)
+        values.update(zip(op.results, new.outputs, strict=True))
 
     ops: list[Operation] = []
     block = func.body.block

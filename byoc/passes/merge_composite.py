@@ -171,6 +171,8 @@ def _escaping_values(match: Match, inside: set[int], block: Block) -> list[SSAVa
 
 
 def _outside_users(value: SSAValue, inside: set[int], block: Block) -> list[Operation]:
+    """The ops of `block` outside the match (ids in `inside`) that use `value`, directly or
+    through an op nested in them."""
     users: list[Operation] = []
     for use in value.uses:
         user = block.find_ancestor_op_in_block(use.operation)
@@ -206,10 +208,7 @@ def _no_cycle(
         if position.get(id(o), len(position)) >= limit:
             continue
         for result in o.results:
-            for use in result.uses:
-                user = block.find_ancestor_op_in_block(use.operation)
-                if user is not None and id(user) not in inside:
-                    stack.append(user)
+            stack += _outside_users(result, inside, block)
     return True
 
 

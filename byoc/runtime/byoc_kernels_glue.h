@@ -15,6 +15,33 @@
 /* NaN-propagating maximum (numpy.maximum). */
 static inline float byoc_maxf_(float a, float b) { return (a >= b || a != a) ? a : b; }
 
+/* ---- strided walks --------------------------------------------------------- */
+
+/* The multi-index over dims [0, last] (extents ext) of row-major position q, into idx; the
+ * result is its offset, the sum of idx[d] * str[d]. */
+static inline int64_t byoc_index_at_(int64_t q, int64_t* idx, const int64_t* ext,
+                                     const int64_t* str, int32_t last) {
+  int64_t off = 0;
+  for (int32_t d = last; d >= 0; --d) {
+    idx[d] = q % ext[d];
+    q /= ext[d];
+    off += idx[d] * str[d];
+  }
+  return off;
+}
+
+/* One row-major step of the multi-index idx over dims [0, last], *off (its offset under
+ * the strides str) moved along. */
+static inline void byoc_index_step_(int64_t* idx, const int64_t* ext, const int64_t* str,
+                                    int32_t last, int64_t* off) {
+  for (int32_t d = last; d >= 0; --d) {
+    *off += str[d];
+    if (++idx[d] < ext[d]) return;
+    *off -= str[d] * ext[d];
+    idx[d] = 0;
+  }
+}
+
 /* ---- copies ---------------------------------------------------------------- */
 
 /* Bytes a thread copies at least: below 2 x this a copy stays on the calling thread. */

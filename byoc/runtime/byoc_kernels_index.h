@@ -230,29 +230,13 @@ static inline void byoc_rms_norm_f32(const float* restrict x, const float* restr
 
 /* ---- log-softmax ---------------------------------------------------------------- */
 
-/* Rows r = (o, i) in [r0, r1) of byoc_log_softmax_f32. */
-static inline void byoc_log_softmax_rows_(const float* restrict x, float* restrict y, int64_t n,
-                                          int64_t inner, int64_t r0, int64_t r1) {
-  for (int64_t r = r0; r < r1; ++r) {
-    const int64_t o = r / inner, i = r % inner;
-    const float* xs = x + o * n * inner + i;
-    float* ys = y + o * n * inner + i;
-    float m = -INFINITY;
-    for (int64_t k = 0; k < n; ++k) m = m == m ? byoc_maxf_(m, xs[k * inner]) : m;
-    double sum = 0.0;
-    for (int64_t k = 0; k < n; ++k) sum += (double)expf(xs[k * inner] - m);
-    const float lse = logf((float)sum);
-    for (int64_t k = 0; k < n; ++k) ys[k * inner] = (xs[k * inner] - m) - lse;
-  }
-}
-
 /* (x - max) - log(sum(exp(x - max))) over the middle dim of an (outer, n, inner) view
  * (the reference's log_softmax; the exponentials summed in double). */
 static inline void byoc_log_softmax_f32(const float* restrict x, float* restrict y, int64_t outer,
                                         int64_t n, int64_t inner) {
   const int64_t rows = outer * inner;
   const int32_t nt = byoc_threads_for(rows * n * 8, BYOC_PAR_GRAIN);
-  BYOC_SPLIT_(nt, t, byoc_log_softmax_rows_(x, y, n, inner, rows * t / nt, rows * (t + 1) / nt));
+  BYOC_SPLIT_(nt, t, byoc_softmax_rows_(x, y, n, inner, rows * t / nt, rows * (t + 1) / nt, 1));
 }
 
 #endif /* BYOC_KERNELS_INDEX_H_ */

@@ -24,23 +24,13 @@
     int64_t idx[BYOC_MAX_RANK] = {0};                                                         \
     const int64_t inner = nd > 0 ? oshape[nd - 1] : 1;                                        \
     const int64_t step = nd > 0 ? istr[nd - 1] : 0;                                           \
-    int64_t off = 0;                                                                          \
-    for (int64_t d = nd - 2, r = r0; d >= 0; --d) { /* the index of row r0 */                 \
-      idx[d] = r % oshape[d];                                                                 \
-      r /= oshape[d];                                                                         \
-      off += idx[d] * istr[d];                                                                \
-    }                                                                                         \
+    int64_t off = byoc_index_at_(r0, idx, oshape, istr, nd - 2); /* row r0's index */         \
     for (int64_t t = r0 * inner; t < r1 * inner; t += inner) {                                \
       if (step == 1) /* a run of whole rows (e.g. a channel shuffle): one copy */             \
         memcpy(y + t, x + off, (size_t)inner * sizeof(T));                                    \
       else                                                                                    \
         for (int64_t i = 0; i < inner; ++i) y[t + i] = x[off + i * step];                     \
-      for (int32_t d = nd - 2; d >= 0; --d) {                                                 \
-        off += istr[d];                                                                       \
-        if (++idx[d] < oshape[d]) break;                                                      \
-        off -= istr[d] * oshape[d];                                                           \
-        idx[d] = 0;                                                                           \
-      }                                                                                       \
+      byoc_index_step_(idx, oshape, istr, nd - 2, &off);                                      \
     }                                                                                         \
   }                                                                                           \
   static inline void NAME(const T* restrict x, T* restrict y, int32_t nd, const int64_t* oshape, \

@@ -11,9 +11,10 @@
 
 /* ---- softmax --------------------------------------------------------------- */
 
-/* Softmax over the middle dim of an (outer, n, inner) view, rows r = (o, i) in [r0, r1). */
+/* Softmax (or, with `log_`, log-softmax) over the middle dim of an (outer, n, inner) view,
+ * rows r = (o, i) in [r0, r1); the exponentials are summed in double. */
 static inline void byoc_softmax_rows_(const float* restrict x, float* restrict y, int64_t n,
-                                      int64_t inner, int64_t r0, int64_t r1) {
+                                      int64_t inner, int64_t r0, int64_t r1, int log_) {
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t o = r / inner, i = r % inner;
     const float* xs = x + o * n * inner + i;
@@ -21,6 +22,12 @@ static inline void byoc_softmax_rows_(const float* restrict x, float* restrict y
     float m = -INFINITY;
     for (int64_t k = 0; k < n; ++k) m = m == m ? byoc_maxf_(m, xs[k * inner]) : m;
     double sum = 0.0;
+    if (log_) {
+      for (int64_t k = 0; k < n; ++k) sum += (double)expf(xs[k * inner] - m);
+      const float lse = logf((float)sum);
+      for (int64_t k = 0; k < n; ++k) ys[k * inner] = (xs[k * inner] - m) - lse;
+      continue;
+    }
     for (int64_t k = 0; k < n; ++k) {
       const float e = expf(xs[k * inner] - m);
       ys[k * inner] = e;
@@ -36,7 +43,7 @@ static inline void byoc_softmax_f32(const float* restrict x, float* restrict y, 
                                     int64_t n, int64_t inner) {
   const int64_t rows = outer * inner;
   const int32_t nt = byoc_threads_for(rows * n * 8, BYOC_PAR_GRAIN);
-  BYOC_SPLIT_(nt, t, byoc_softmax_rows_(x, y, n, inner, rows * t / nt, rows * (t + 1) / nt));
+  BYOC_SPLIT_(nt, t, byoc_softmax_rows_(x, y, n, inner, rows * t / nt, rows * (t + 1) / nt, 0));
 }
 
 /* ---- reductions ------------------------------------------------------------ */
@@ -55,15 +62,7 @@ static inline void byoc_softmax_f32(const float* restrict x, float* restrict y, 
     int64_t kidx[BYOC_MAX_RANK] = {0}, ridx[BYOC_MAX_RANK] = {0};                             \
     const int64_t inner = nr > 0 ? rext[nr - 1] : 1;                                          \
     const int64_t istep = nr > 0 ? rstr[nr - 1] : 0;                                          \
-    int64_t base = 0;                                                                         \
-    {                                                                                         \
-      int64_t q = t0;                                                                         \
-      for (int32_t d = nk - 1; d >= 0; --d) {                                                 \
-        kidx[d] = q % kext[d];                                                                \
-        q /= kext[d];                                                                         \
-        base += kidx[d] * kstr[d];                                                            \
-      }                                                                                       \
-    }                                                                                         \
+    int64_t base = byoc_index_at_(t0, kidx, kext, kstr, nk - 1);                              \
     for (int64_t t = t0; t < t1; ++t) {                                                       \
       ACC acc = INIT;                                                                         \
       int64_t off = base;                                                                     \
@@ -72,20 +71,10 @@ static inline void byoc_softmax_f32(const float* restrict x, float* restrict y, 
           const T v = x[off + i * istep];                                                     \
           STEP;                                                                               \
         }                                                                                     \
-        for (int32_t d = nr - 2; d >= 0; --d) {                                               \
-          off += rstr[d];                                                                     \
-          if (++ridx[d] < rext[d]) break;                                                     \
-          off -= rstr[d] * rext[d];                                                           \
-          ridx[d] = 0;                                                                        \
-        }                                                                                     \
+        byoc_index_step_(ridx, rext, rstr, nr - 2, &off);                                     \
       }                                                                                       \
       y[t] = FINISH;                                                                          \
-      for (int32_t d = nk - 1; d >= 0; --d) {                                                 \
-        base += kstr[d];                                                                      \
-        if (++kidx[d] < kext[d]) break;                                                       \
-        base -= kstr[d] * kext[d];                                                            \
-        kidx[d] = 0;                                                                          \
-      }                                                                                       \
+      byoc_index_step_(kidx, kext, kstr, nk - 1, &base);                                      \
     }                                                                                         \
   }                                                                                           \
   static inline void NAME(const T* restrict x, T* restrict y, int32_t nk, const int64_t* kext, \

@@ -118,10 +118,7 @@ static inline int32_t byoc_qadd1_(int32_t a, int32_t b, float sa, float sb, floa
       const __m256 fb = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(BYOC_Q_WIDEN_##BT(b + i), vzb)), vsb); \
       __m256 v = mul ? _mm256_mul_ps(fa, fb) : _mm256_add_ps(fa, fb);                          \
       if (relu) v = _mm256_max_ps(v, zero);                                                    \
-      v = _mm256_div_ps(v, vsy);                                                               \
-      v = _mm256_andnot_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q), v);                              \
-      v = _mm256_min_ps(_mm256_max_ps(v, vlo), vhi);                                           \
-      const __m256i r = _mm256_add_epi32(_mm256_cvtps_epi32(v), vzy);                          \
+      const __m256i r = byoc_q_saturate256_(_mm256_div_ps(v, vsy), vlo, vhi, vzy);             \
       const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)); \
       _mm_storel_epi64((__m128i*)(y + i), BYOC_Q_PACK_##YT(w, w));                             \
     }                                                                                          \
@@ -130,7 +127,6 @@ static inline int32_t byoc_qadd1_(int32_t a, int32_t b, float sa, float sb, floa
 /* The same lanes on 512-bit vectors (AVX-512 F/BW, the VNNI level's CPUs): the same f32
  * operations one by one (explicit mul / add / div, no FMA), the same rounding (cvtps in the
  * default mode), saturated to bytes by vpmov[u]sdb after the clamp: identical bytes. */
-#define BYOC_Q_512 __attribute__((target("avx2,avx512f,avx512bw,avx512vl")))
 #define BYOC_Q_WIDEN512_uint8_t(p) _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(p)))
 #define BYOC_Q_WIDEN512_int8_t(p) _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i*)(p)))
 #define BYOC_QADD_AVX512(NAME, AT, BT, YT)                                                      \
@@ -146,10 +142,7 @@ static inline int32_t byoc_qadd1_(int32_t a, int32_t b, float sa, float sb, floa
       const __m512 fb = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(BYOC_Q_WIDEN512_##BT(b + i), vzb)), vsb); \
       __m512 v = mul ? _mm512_mul_ps(fa, fb) : _mm512_add_ps(fa, fb);                          \
       if (relu) v = _mm512_max_ps(v, zero);                                                    \
-      v = _mm512_div_ps(v, vsy);                                                               \
-      v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);                        \
-      v = _mm512_min_ps(_mm512_max_ps(v, vlo), vhi);                                           \
-      const __m512i r = _mm512_add_epi32(_mm512_cvtps_epi32(v), vzy);                          \
+      const __m512i r = byoc_q_saturate512_(_mm512_div_ps(v, vsy), vlo, vhi, vzy);             \
       _mm_storeu_si128((__m128i*)(y + i), BYOC_Q_NARROW512_##YT(r));                           \
     }                                                                                          \
     return i;                                                                                  \

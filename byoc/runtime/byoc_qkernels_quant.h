@@ -18,6 +18,22 @@ static inline float byoc_q_quantize1_(float x, float scale, float qlo, float qhi
 }
 
 #ifdef BYOC_Q_AVX2
+#define BYOC_Q_512 __attribute__((target("avx2,avx512f,avx512bw,avx512vl")))
+
+/* Lanes of f32 already divided by the output scale, as the output's integers before they are
+ * narrowed: NaN -> 0, clamped to [vlo, vhi], rounded (cvtps in the default mode: to nearest
+ * even, as byoc_q_round_), plus the zero point vz. */
+static BYOC_Q_AVX2 inline __m256i byoc_q_saturate256_(__m256 v, __m256 vlo, __m256 vhi, __m256i vz) {
+  v = _mm256_andnot_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q), v);
+  v = _mm256_min_ps(_mm256_max_ps(v, vlo), vhi);
+  return _mm256_add_epi32(_mm256_cvtps_epi32(v), vz);
+}
+static BYOC_Q_512 inline __m512i byoc_q_saturate512_(__m512 v, __m512 vlo, __m512 vhi, __m512i vz) {
+  v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);
+  v = _mm512_min_ps(_mm512_max_ps(v, vlo), vhi);
+  return _mm512_add_epi32(_mm512_cvtps_epi32(v), vz);
+}
+
 /* The AVX2 part of a quantize row: the elements it did (a multiple of 8); NaN -> 0 first, as the
  * scalar code does. _mm256_div_ps divides exactly as the scalar division does. */
 #define BYOC_QUANTIZE_AVX2_FN(NAME, YT, PACK)                                                   \
@@ -27,10 +43,8 @@ static inline float byoc_q_quantize1_(float x, float scale, float qlo, float qhi
     const __m256i vz = _mm256_set1_epi32(z);                                                   \
     int64_t i = 0;                                                                             \
     for (; i + 8 <= len; i += 8) {                                                             \
-      __m256 v = _mm256_div_ps(_mm256_loadu_ps(x + i), vs);                                    \
-      v = _mm256_andnot_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q), v);                              \
-      v = _mm256_min_ps(_mm256_max_ps(v, vlo), vhi);                                           \
-      __m256i r = _mm256_add_epi32(_mm256_cvtps_epi32(v), vz);                                 \
+      const __m256 v = _mm256_div_ps(_mm256_loadu_ps(x + i), vs);                              \
+      const __m256i r = byoc_q_saturate256_(v, vlo, vhi, vz);                                  \
       __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));  \
       _mm_storel_epi64((__m128i*)(y + i), PACK(w, w));                                         \
     }                                                                                          \
@@ -39,16 +53,14 @@ static inline float byoc_q_quantize1_(float x, float scale, float qlo, float qhi
 /* 16 lanes on 512-bit vectors (the VNNI level's CPUs): the same division, NaN -> 0, clamp and
  * rounding; vpmov[u]sdb narrows the clamped integers: identical bytes. */
 #define BYOC_QUANTIZE_AVX512_FN(NAME, YT)                                                       \
-  static __attribute__((target("avx2,avx512f,avx512bw,avx512vl"))) int64_t NAME##_avx512_(     \
-      const float* x, float scale, int32_t z, YT* y, int64_t len, float qlo, float qhi) {     \
+  static BYOC_Q_512 int64_t NAME##_avx512_(const float* x, float scale, int32_t z, YT* y,      \
+                                           int64_t len, float qlo, float qhi) {                \
     const __m512 vs = _mm512_set1_ps(scale), vlo = _mm512_set1_ps(qlo), vhi = _mm512_set1_ps(qhi); \
     const __m512i vz = _mm512_set1_epi32(z);                                                   \
     int64_t i = 0;                                                                             \
     for (; i + 16 <= len; i += 16) {                                                           \
-      __m512 v = _mm512_div_ps(_mm512_loadu_ps(x + i), vs);                                    \
-      v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);                        \
-      v = _mm512_min_ps(_mm512_max_ps(v, vlo), vhi);                                           \
-      const __m512i r = _mm512_add_epi32(_mm512_cvtps_epi32(v), vz);                           \
+      const __m512 v = _mm512_div_ps(_mm512_loadu_ps(x + i), vs);                              \
+      const __m512i r = byoc_q_saturate512_(v, vlo, vhi, vz);                                  \
       _mm_storeu_si128((__m128i*)(y + i), BYOC_Q_NARROW512_##YT(r));                           \
     }                                                                                          \
     return i;                                                                                  \

@@ -59,24 +59,14 @@ import cffi
 import numpy as np
 
 from byoc.runtime.cpu import native_load
-from byoc.runtime.dlpack import dl_dtype
+from byoc.runtime.dlpack import dl_dtype, tensor_cdef
 from byoc.runtime.interface import CEntry, RuntimeComponent
 from byoc.runtime.tensor import TensorSpec, checked_dtype, checked_shape
 from byoc.runtime.toolchain import DEFAULT_FLAGS, cache_library, compile_source, private_copy
 
-_CDEF = """
-typedef struct { int32_t device_type; int32_t device_id; } DLDevice;
-typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } DLDataType;
-typedef struct {
-  void* data;
-  DLDevice device;
-  int32_t ndim;
-  DLDataType dtype;
-  int64_t* shape;
-  int64_t* strides;
-  uint64_t byte_offset;
-} DLTensor;
-"""
+_CDEF = tensor_cdef()
+"""The DLPack structs every library's entry points take (graph_module declares its own
+library with them too)."""
 _LIBRARY_CDEF = """
 const char* byoc_last_error(void);
 int32_t byoc_init(const void* const* consts, int32_t n);

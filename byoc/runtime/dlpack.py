@@ -6,6 +6,8 @@ graph runtime all describe an element type this way (dlpack.h, `DLDataTypeCode`)
 
 from __future__ import annotations
 
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,6 +25,16 @@ CODE_NAMES: dict[int, str] = {
 """Type code -> its name in dlpack.h, for generated C."""
 
 _CODE_OF_KIND: dict[str, int] = {"i": DL_INT, "u": DL_UINT, "f": DL_FLOAT, "c": DL_COMPLEX, "b": DL_BOOL}
+
+
+@cache
+def tensor_cdef() -> str:
+    """The cffi declarations of `DLDevice`, `DLDataType` and `DLTensor` (with their enums),
+    read from dlpack.h: the structs Python fills are the ones the generated C is compiled
+    against."""
+    text = Path(__file__).with_name("dlpack.h").read_text()
+    end = "} DLTensor;"
+    return text[text.index("typedef enum {") : text.index(end) + len(end)]
 
 
 def dl_dtype(dtype: np.dtype[Any]) -> tuple[int, int] | None:
@@ -47,4 +59,4 @@ def numpy_dtype(code: int, bits: int) -> np.dtype[Any]:
         raise ValueError(f"no numpy dtype for DLPack type code {code} with {bits} bits") from None
 
 
-__all__ = ["CODE_NAMES", "DL_BOOL", "DL_COMPLEX", "DL_FLOAT", "DL_INT", "DL_UINT", "dl_dtype", "numpy_dtype"]
+__all__ = ["CODE_NAMES", "DL_BOOL", "DL_COMPLEX", "DL_FLOAT", "DL_INT", "DL_UINT", "dl_dtype", "numpy_dtype", "tensor_cdef"]

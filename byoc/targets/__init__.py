@@ -17,54 +17,20 @@ from collections.abc import Callable
 
 from byoc.targets import plugins
 from byoc.targets.base import Target, TargetFamily
-
-
-def _ccompiler() -> Target:
-    from byoc.targets.ccompiler import CCOMPILER
-
-    return CCOMPILER
-
-
-def _examplejson() -> Target:
-    from byoc.targets.examplejson import EXAMPLEJSON
-
-    return EXAMPLEJSON
-
-
-def _cblas() -> Target:
-    from byoc.targets.cblas import CBLAS
-
-    return CBLAS
-
-
-def _graphref() -> Target:
-    from byoc.targets.graphref import GRAPHREF
-
-    return GRAPHREF
-
-
-def _dnnl() -> Target:
-    from byoc.targets.dnnl.target import DNNL
-
-    return DNNL
-
-
-def _test_family() -> TargetFamily:
-    from byoc.targets.test import TEST_FAMILY
-
-    return TEST_FAMILY
-
+from byoc.utils.lazy import LazyValue
 
 BUILTIN_TARGETS: dict[str, Callable[[], Target]] = {
-    "ccompiler": _ccompiler,
-    "examplejson": _examplejson,
-    "cblas": _cblas,
-    "graphref": _graphref,
-    "dnnl": _dnnl,
+    "ccompiler": LazyValue[Target]("byoc.targets.ccompiler", "CCOMPILER"),
+    "examplejson": LazyValue[Target]("byoc.targets.examplejson", "EXAMPLEJSON"),
+    "cblas": LazyValue[Target]("byoc.targets.cblas", "CBLAS"),
+    "graphref": LazyValue[Target]("byoc.targets.graphref", "GRAPHREF"),
+    "dnnl": LazyValue[Target]("byoc.targets.dnnl.target", "DNNL"),
 }
 """name -> factory of an in-tree target; adding one is a module and a line here."""
 
-BUILTIN_FAMILIES: dict[str, Callable[[], TargetFamily]] = {"test": _test_family}
+BUILTIN_FAMILIES: dict[str, Callable[[], TargetFamily]] = {
+    "test": LazyValue[TargetFamily]("byoc.targets.test", "TEST_FAMILY"),
+}
 """prefix -> factory of an in-tree family of targets."""
 
 _targets: dict[str, Target] = {}

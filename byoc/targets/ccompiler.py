@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.dialects.builtin import StringAttr, TensorType
 from xdsl.ir import Attribute, Operation
@@ -25,7 +26,7 @@ from xdsl.ir import Attribute, Operation
 from byoc.dialects.nn.layers import layout_of
 from byoc.dialects.nn.types import DTYPE_NAMES
 from byoc.targets.base import Target
-from byoc.targets.predicates import Predicate
+from byoc.targets.predicates import Predicate, value_reason
 from byoc.targets.qdq import pattern_table as qdq_pattern_table
 
 NAME = "ccompiler"
@@ -281,24 +282,23 @@ def unsupported_reason(op: Operation) -> str | None:
     for key, value in layout_of(op).items():
         if value not in CCOMPILER_LAYOUTS:
             return f"'{op.name}' with {key} {value} is not supported by the C codegen (NCHW/OIHW only)"
-    for kind, values in (("operand", op.operands), ("result", op.results)):
-        for i, v in enumerate(values):
-            t = v.type
-            if not isinstance(t, TensorType):
-                return f"{kind} #{i} of '{op.name}' is not a ranked tensor"
-            if dtype_name(t.element_type) not in allowed:
-                return (
-                    f"'{op.name}' on {t.element_type} is not supported by the C codegen "
-                    f"(supported: {', '.join(allowed)})"
-                )
-            shape = t.get_shape()
-            if _absent_operand(op, kind, i, shape):
-                continue
-            if any(d <= 0 for d in shape):
-                return f"{kind} #{i} of '{op.name}' has a dynamic or zero-size shape {t}"
-            if len(shape) > MAX_RANK:
-                return f"{kind} #{i} of '{op.name}' has rank {len(shape)} (at most {MAX_RANK})"
-    return _op_reason(op)
+
+    def tensor_reason(kind: str, i: int, t: TensorType[Any]) -> str | None:
+        if dtype_name(t.element_type) not in allowed:
+            return (
+                f"'{op.name}' on {t.element_type} is not supported by the C codegen "
+                f"(supported: {', '.join(allowed)})"
+            )
+        shape = t.get_shape()
+        if _absent_operand(op, kind, i, shape):
+            return None
+        if any(d <= 0 for d in shape):
+            return f"{kind} #{i} of '{op.name}' has a dynamic or zero-size shape {t}"
+        if len(shape) > MAX_RANK:
+            return f"{kind} #{i} of '{op.name}' has rank {len(shape)} (at most {MAX_RANK})"
+        return None
+
+    return value_reason(op, tensor_reason) or _op_reason(op)
 
 
 def _absent_operand(op: Operation, kind: str, index: int, shape: tuple[int, ...]) -> bool:

@@ -73,6 +73,23 @@ def dtypes(*element_types: Attribute) -> Predicate:
     )
 
 
+def value_reason(
+    op: Operation, check: Callable[[str, int, TensorType[Any]], str | None]
+) -> str | None:
+    """Why a target cannot take `op` because of one of its values, or None: the first
+    operand, then result, that is not a ranked tensor, or that `check(kind, index, type)`
+    rejects (kind is "operand" or "result", the words its reason names the value with)."""
+    for kind, values in (("operand", op.operands), ("result", op.results)):
+        for i, v in enumerate(values):
+            t = v.type
+            if not isinstance(t, TensorType):
+                return f"{kind} #{i} of '{op.name}' is not a ranked tensor"
+            why = check(kind, i, t)
+            if why is not None:
+                return why
+    return None
+
+
 def max_rank(rank: int) -> Predicate:
     """No operand or result has more than `rank` dimensions."""
 
@@ -130,4 +147,5 @@ __all__ = [
     "dtypes",
     "max_rank",
     "register_support",
+    "value_reason",
 ]

@@ -298,7 +298,9 @@ def _dq_input(v: SSAValue, per_axis: bool) -> tuple[nn.DequantizeOp, np.ndarray[
     return d, s, z
 
 
-def _q_output(root: Operation) -> str | None:
+def _q_output(root: Operation) -> nn.QuantizeOp | str:
+    """`root` as the quantize that closes a fused block (per tensor, to i8/ui8, with a
+    positive finite scale), or why it cannot."""
     if not isinstance(root, nn.QuantizeOp):
         return "the root is not nn.quantize"
     ys, yz = _const(root.scale), _const(root.zero_point)
@@ -307,7 +309,35 @@ def _q_output(root: Operation) -> str | None:
     assert ys is not None
     if not (np.float32(ys.reshape(())) > 0 and np.isfinite(ys).all()):
         return "the output scale is not positive and finite"
-    return None
+    return root
+
+
+def _quantized_op(root: Operation, names: tuple[str, ...], what: str) -> tuple[nn.QuantizeOp, Operation] | str:
+    """`root`, a quantize that can end a fused block, and the op of `names` it quantizes (used
+    only there); or why not."""
+    q = _q_output(root)
+    if isinstance(q, str):
+        return q
+    v = q.x
+    if not (isinstance(v, OpResult) and v.op.name in names and _single_use(v.op)):
+        return f"no {what} under the quantize"
+    return q, v.op
+
+
+def _quantized_pool(
+    root: Operation, names: tuple[str, ...], what: str
+) -> tuple[nn.QuantizeOp, Operation, nn.DequantizeOp] | str:
+    """`_quantized_op` for an NCHW pool of a per-tensor dequantize, and that dequantize."""
+    got = _quantized_op(root, names, what)
+    if isinstance(got, str):
+        return got
+    q, pool = got
+    if pool.attr_values().get("data_layout", "NCHW") != "NCHW":
+        return f"{what} in another layout than NCHW"
+    dq = _dq_input(pool.operands[0], per_axis=False)
+    if isinstance(dq, str):
+        return dq
+    return q, pool, dq[0]
 
 
 def _probe(dtype: str) -> np.ndarray[Any, Any]:
@@ -353,13 +383,12 @@ def lut_table(dq: nn.DequantizeOp, chain: list[tuple[Operation, list[Any]]], roo
 
 def qlut_block(root: Operation) -> QLut | str:
     """The `qlut` block a quantize closes, or why there is none."""
-    why = _q_output(root)
-    if why is not None:
-        return why
-    assert isinstance(root, nn.QuantizeOp)
-    ops: list[Operation] = [root]
+    q = _q_output(root)
+    if isinstance(q, str):
+        return q
+    ops: list[Operation] = [q]
     chain: list[tuple[Operation, list[Any]]] = []
-    v = root.x
+    v = q.x
     out_shape = _shape(v)
     rank = len(out_shape)
     while isinstance(v, OpResult) and v.op.name in UNARY_OPS | BINARY_CONST_OPS | {"nn.batch_norm"}:
@@ -402,8 +431,8 @@ def qlut_block(root: Operation) -> QLut | str:
     ops.append(dq)
     chain.reverse()
     with np.errstate(all="ignore"):
-        table = lut_table(dq, chain, root)
-    return QLut(x=dq.x, table=table, y_dtype=_dtype(root.result), ops=tuple(ops))
+        table = lut_table(dq, chain, q)
+    return QLut(x=dq.x, table=table, y_dtype=_dtype(q.result), ops=tuple(ops))
 
 
 @dataclass(frozen=True)
@@ -425,12 +454,11 @@ class QAdd:
 
 
 def qadd_block(root: Operation) -> QAdd | str:
-    why = _q_output(root)
-    if why is not None:
-        return why
-    assert isinstance(root, nn.QuantizeOp)
-    ops: list[Operation] = [root]
-    v = root.x
+    q = _q_output(root)
+    if isinstance(q, str):
+        return q
+    ops: list[Operation] = [q]
+    v = q.x
     relu = False
     if isinstance(v, OpResult) and isinstance(v.op, nn.ReluOp) and _single_use(v.op):
         relu = True
@@ -453,14 +481,14 @@ def qadd_block(root: Operation) -> QAdd | str:
     if ins[0][0] is ins[1][0]:
         return "the same dequantize twice"
     (da, sa, za), (db, sb, zb) = ins
-    ys, yz = _const(root.scale), _const(root.zero_point)
+    ys, yz = _const(q.scale), _const(q.zero_point)
     assert ys is not None and yz is not None
     return QAdd(
         a=da.x, b=db.x,
         a_scale=float(np.float32(sa.reshape(()))), a_zero_point=int(za.reshape(())),
         b_scale=float(np.float32(sb.reshape(()))), b_zero_point=int(zb.reshape(())),
         y_scale=float(np.float32(ys.reshape(()))), y_zero_point=int(yz.reshape(())),
-        y_dtype=_dtype(root.result), multiply=op.name == "nn.multiply", relu=relu, ops=tuple(ops),
+        y_dtype=_dtype(q.result), multiply=op.name == "nn.multiply", relu=relu, ops=tuple(ops),
     )
 
 
@@ -489,20 +517,10 @@ class QPool:
 
 
 def qmaxpool_block(root: Operation) -> QPool | str:
-    why = _q_output(root)
-    if why is not None:
-        return why
-    assert isinstance(root, nn.QuantizeOp)
-    v = root.x
-    if not (isinstance(v, OpResult) and v.op.name in ("nn.max_pool2d", "nn.global_max_pool2d") and _single_use(v.op)):
-        return "no max pooling under the quantize"
-    pool = v.op
-    if pool.attr_values().get("data_layout", "NCHW") != "NCHW":
-        return "max pooling in another layout than NCHW"
-    got = _dq_input(pool.operands[0], per_axis=False)
+    got = _quantized_pool(root, ("nn.max_pool2d", "nn.global_max_pool2d"), "max pooling")
     if isinstance(got, str):
         return got
-    dq = got[0]
+    root, pool, dq = got
     return QPool(x=dq.x, pool=pool, table=_requant_table(dq, root), y_dtype=_dtype(root.result),
                  ops=(root, pool, dq))
 
@@ -519,14 +537,10 @@ class QConcat:
 
 
 def qconcat_block(root: Operation) -> QConcat | str:
-    why = _q_output(root)
-    if why is not None:
-        return why
-    assert isinstance(root, nn.QuantizeOp)
-    v = root.x
-    if not (isinstance(v, OpResult) and v.op.name == "nn.concatenate" and _single_use(v.op)):
-        return "no concatenation under the quantize"
-    cat = v.op
+    quantized = _quantized_op(root, ("nn.concatenate",), "concatenation")
+    if isinstance(quantized, str):
+        return quantized
+    root, cat = quantized
     ops: list[Operation] = [root, cat]
     inputs, tables = [], []
     for o in cat.operands:
@@ -636,6 +650,7 @@ def linear_split(table: np.ndarray[Any, Any], unsigned: bool) -> tuple[int, int,
 def _pool_counts(pool: Operation, shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
     """The reference's count per output position (kernels.avg_pool2d, max(counts, 1))."""
     from byoc.interpreters import kernels as k
+    from byoc.interpreters.windows import pad_nchw, windows
 
     n, c, h, w = shape
     if pool.name == "nn.global_avg_pool2d":
@@ -645,29 +660,19 @@ def _pool_counts(pool: Operation, shape: tuple[int, ...]) -> np.ndarray[Any, Any
     pads, (oh, ow) = k._pool_pads(probe, a["pool_size"], a["strides"], a["padding"], a["dilation"], a["ceil_mode"])  # pyright: ignore[reportPrivateUsage]
     ones = probe + 1
     if a["count_include_pad"]:
-        ones = k._pad_nchw(ones, a["padding"], 1.0)  # pyright: ignore[reportPrivateUsage]
-        ones = k._pad_nchw(ones, (0, 0, pads[2] - a["padding"][2], pads[3] - a["padding"][3]), 0.0)  # pyright: ignore[reportPrivateUsage]
+        ones = pad_nchw(ones, a["padding"], 1.0)
+        ones = pad_nchw(ones, (0, 0, pads[2] - a["padding"][2], pads[3] - a["padding"][3]), 0.0)
     else:
-        ones = k._pad_nchw(ones, pads, 0.0)  # pyright: ignore[reportPrivateUsage]
-    win = k._windows(ones, a["pool_size"][0], a["pool_size"][1], a["strides"], a["dilation"])[:, :, :oh, :ow]  # pyright: ignore[reportPrivateUsage]
+        ones = pad_nchw(ones, pads, 0.0)
+    win = windows(ones, a["pool_size"][0], a["pool_size"][1], a["strides"], a["dilation"])[:, :, :oh, :ow]
     return np.maximum(win.sum(axis=(4, 5)), 1).reshape(oh, ow).astype(np.int64)
 
 
 def qavgpool_block(root: Operation) -> QAvgPool | str:
-    why = _q_output(root)
-    if why is not None:
-        return why
-    assert isinstance(root, nn.QuantizeOp)
-    v = root.x
-    if not (isinstance(v, OpResult) and v.op.name in ("nn.avg_pool2d", "nn.global_avg_pool2d") and _single_use(v.op)):
-        return "no average pooling under the quantize"
-    pool = v.op
-    if pool.attr_values().get("data_layout", "NCHW") != "NCHW":
-        return "average pooling in another layout than NCHW"
-    got = _dq_input(pool.operands[0], per_axis=False)
+    got = _quantized_pool(root, ("nn.avg_pool2d", "nn.global_avg_pool2d"), "average pooling")
     if isinstance(got, str):
         return got
-    dq = got[0]
+    root, pool, dq = got
     shape = _shape(dq.x)
     if len(shape) != 4:
         return "average pooling of another rank than 4"
@@ -707,19 +712,16 @@ class QReshape:
 
 
 def qreshape_block(root: Operation) -> QReshape | str:
-    why = _q_output(root)
-    if why is not None:
-        return why
-    assert isinstance(root, nn.QuantizeOp)
-    v = root.x
-    if not (isinstance(v, OpResult) and v.op.name in ("nn.reshape", "nn.flatten") and _single_use(v.op)):
-        return "no reshape under the quantize"
-    got = _dq_input(v.op.operands[0], per_axis=False)
+    quantized = _quantized_op(root, ("nn.reshape", "nn.flatten"), "reshape")
+    if isinstance(quantized, str):
+        return quantized
+    root, reshape = quantized
+    got = _dq_input(reshape.operands[0], per_axis=False)
     if isinstance(got, str):
         return got
     dq = got[0]
-    return QReshape(x=dq.x, shape=_shape(v), table=_requant_table(dq, root), y_dtype=_dtype(root.result),
-                    ops=(root, v.op, dq))
+    return QReshape(x=dq.x, shape=_shape(reshape.results[0]), table=_requant_table(dq, root),
+                    y_dtype=_dtype(root.result), ops=(root, reshape, dq))
 
 
 FUSED_BLOCKS = {

@@ -469,7 +469,6 @@ class ByocOptMain(xDSLOptMain):
             Diagnostic,
             LocatingFrontend,
             ParsedSource,
-            SourceBuffer,
             SourceError,
             describe_exception,
             parse_error_diagnostic,
@@ -485,7 +484,7 @@ class ByocOptMain(xDSLOptMain):
                     )
                 else:
                     module = frontend.parse(self.ctx, BytesIO(chunk.data), chunk.name)
-                    chunk.parsed = ParsedSource(module, SourceBuffer(chunk.name, ""), {})
+                    chunk.parsed = ParsedSource.of_module(module, chunk.name, textual=True)
         except SourceError as e:
             chunk.diagnostics += e.diagnostics
         except ParseError as e:

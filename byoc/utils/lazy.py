@@ -1,5 +1,6 @@
-"""Lazy registries: a name maps to a class that is imported only when first asked for,
-so `byoc-opt` starts without loading every pass, frontend and emitter."""
+"""Lazy registries: a name maps to a class (or a dialect, a target, a hook) that is
+imported only when first asked for, so `byoc-opt` starts without loading every pass,
+frontend, emitter, dialect and target."""
 
 from __future__ import annotations
 
@@ -25,4 +26,16 @@ class LazyClass(Generic[T]):
         return cls
 
 
-__all__ = ["LazyClass"]
+@dataclass(frozen=True)
+class LazyValue(Generic[T]):
+    """Called, imports `module` and returns its attribute `name`: a registry entry whose
+    value is an object (a `Dialect`, a `Target`, a function) rather than a class."""
+
+    module: str
+    name: str
+
+    def __call__(self) -> T:
+        return getattr(import_module(self.module), self.name)
+
+
+__all__ = ["LazyClass", "LazyValue"]

@@ -36,6 +36,7 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from byoc.dialects.c.format import parse_attrs_and_type, print_attrs_and_type
 from byoc.dialects.c.types import DLTENSOR_PTR, PtrType, i64_attr, int_prop
 from byoc.dialects.c.unit import CanFail, FuncOp, lookup_global
 
@@ -123,9 +124,7 @@ class CheckTensorOp(IRDLOperation):
         printer.print_operand(self.tensor)
         printer.print_string(f", {self.role.data} {int_prop(self, 'position')} ")
         printer.print_string_literal(self.arg_name.data)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.expected)
+        print_attrs_and_type(printer, self, self.expected)
 
     @classmethod
     def parse(cls, parser: Parser) -> CheckTensorOp:
@@ -134,12 +133,7 @@ class CheckTensorOp(IRDLOperation):
         role = parser.parse_keyword_in(ARG_ROLES)
         position = parser.parse_integer(allow_boolean=False, allow_negative=False)
         name = parser.parse_str_literal("argument name")
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        pos = parser.pos
-        expected = parser.parse_type()
-        if not isinstance(expected, TensorType):
-            parser.raise_error(f"expected a tensor type, got {expected}", pos, parser.pos)
+        attrs, expected = parse_attrs_and_type(parser, TensorType, "expected a tensor type")
         op = CheckTensorOp(parser.resolve_operand(t, DLTENSOR_PTR), role, position, name, expected)
         op.attributes.update(attrs)
         return op
@@ -225,19 +219,12 @@ class TensorDataOp(IRDLOperation):
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_operand(self.tensor)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
+        print_attrs_and_type(printer, self, self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> TensorDataOp:
         t = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        pos = parser.pos
-        type_ = parser.parse_type()
-        if not isinstance(type_, PtrType):
-            parser.raise_error(f"expected a !c.ptr type, got {type_}", pos, parser.pos)
+        attrs, type_ = parse_attrs_and_type(parser, PtrType, "expected a !c.ptr type")
         op = TensorDataOp(parser.resolve_operand(t, DLTENSOR_PTR), type_)
         op.attributes.update(attrs)
         return op

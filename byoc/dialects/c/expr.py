@@ -34,7 +34,7 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from byoc.dialects.c.format import print_scalar
+from byoc.dialects.c.format import parse_attrs_and_type, print_attrs_and_type, print_scalar
 from byoc.dialects.c.types import OpaqueType, PtrType
 
 
@@ -66,17 +66,13 @@ class ConstantOp(IRDLOperation):
         printer.print_string(" ")
         assert isinstance(self.value, IntegerAttr | FloatAttr)
         print_scalar(printer, self.value)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
+        print_attrs_and_type(printer, self, self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> ConstantOp:
         pos = parser.pos
         number = parser.parse_number(allow_boolean=True)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        type_ = parser.parse_type()
+        attrs, type_ = parse_attrs_and_type(parser, Attribute, "")
         if isinstance(type_, IntegerType | IndexType):
             if not isinstance(number, int):
                 parser.raise_error(f"{type_} literal must be an integer", pos, parser.pos)
@@ -239,9 +235,7 @@ class CmpOp(IRDLOperation):
         printer.print_operand(self.lhs)
         printer.print_string(", ")
         printer.print_operand(self.rhs)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.lhs.type)
+        print_attrs_and_type(printer, self, self.lhs.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> CmpOp:
@@ -250,9 +244,7 @@ class CmpOp(IRDLOperation):
         lhs = parser.parse_unresolved_operand()
         parser.parse_punctuation(",")
         rhs = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        type_ = parser.parse_type()
+        attrs, type_ = parse_attrs_and_type(parser, Attribute, "")
         op = CmpOp(pred, parser.resolve_operand(lhs, type_), parser.resolve_operand(rhs, type_))
         op.attributes.update(attrs)
         return op

@@ -1,9 +1,10 @@
-"""The text of literals, shared by `c.constant` and `c.global`."""
+"""The text of literals, shared by `c.constant` and `c.global`, and the `{attrs} : type` end
+that the hand-parsed ops share."""
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -13,12 +14,37 @@ from xdsl.dialects.builtin import (
     TensorType,
     f32,
 )
+from xdsl.ir import Attribute, Operation
+from xdsl.parser import Parser
 from xdsl.printer import Printer
 
 from byoc.dialects.c.types import float32_repr, global_array
 from byoc.dialects.dense import encode_hex
 from byoc.dialects.nn.format import HEX_CONSTANTS_LARGER_THAN
 from byoc.printer import elides_constant
+
+AttributeT = TypeVar("AttributeT", bound=Attribute)
+
+
+def print_attrs_and_type(printer: Printer, op: Operation, type_: Attribute) -> None:
+    """` {attrs} : <type>`, the end of a hand-printed op (`parse_attrs_and_type` reads it)."""
+    printer.print_op_attributes(op.attributes)
+    printer.print_string(" : ")
+    printer.print_attribute(type_)
+
+
+def parse_attrs_and_type(
+    parser: Parser, kind: type[AttributeT], what: str
+) -> tuple[dict[str, Attribute], AttributeT]:
+    """`{attrs} : <type>`, the end of an op whose type must be a `kind`; another type is an
+    error at it: `<what>, got <type>`."""
+    attrs = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    pos = parser.pos
+    t = parser.parse_type()
+    if not isinstance(t, kind):
+        parser.raise_error(f"{what}, got {t}", pos, parser.pos)
+    return attrs, t
 
 
 def print_scalar(printer: Printer, value: IntegerAttr[Any] | FloatAttr[Any]) -> None:

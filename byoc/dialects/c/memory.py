@@ -32,6 +32,7 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from byoc.dialects.c.format import parse_attrs_and_type, print_attrs_and_type
 from byoc.dialects.c.types import PtrType, i64_attr, index, int_prop
 from byoc.dialects.c.unit import CanFail, FuncOp, lookup_global
 
@@ -49,9 +50,7 @@ def _print_element(printer: Printer, op: LoadOp | StoreOp) -> None:
     printer.print_string("[")
     printer.print_operand(op.index)
     printer.print_string("]")
-    printer.print_op_attributes(op.attributes)
-    printer.print_string(" : ")
-    printer.print_attribute(op.ptr.type)
+    print_attrs_and_type(printer, op, op.ptr.type)
 
 
 def _parse_element(
@@ -62,13 +61,9 @@ def _parse_element(
     parser.parse_punctuation("[")
     i = parser.parse_unresolved_operand()
     parser.parse_punctuation("]")
-    attrs = parser.parse_optional_attr_dict()
-    parser.parse_punctuation(":")
-    pos = parser.pos
-    t = parser.parse_type()
-    if not isinstance(t, PtrType):
-        parser.raise_error(f"{op_name} needs a !c.ptr type, got {t}", pos, parser.pos)
+    attrs, t = parse_attrs_and_type(parser, PtrType, f"{op_name} needs a !c.ptr type")
     return p, i, attrs, t
+
 
 @irdl_op_definition
 class LoadOp(IRDLOperation):
@@ -234,9 +229,7 @@ class WorkspaceOp(IRDLOperation):
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" {int_prop(self, 'size')}")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
+        print_attrs_and_type(printer, self, self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> WorkspaceOp:
@@ -291,9 +284,7 @@ class BufferOp(IRDLOperation):
         printer.print_string(" ")
         printer.print_operand(self.workspace)
         printer.print_string(f"[{int_prop(self, 'offset')}, {int_prop(self, 'size')}]")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
+        print_attrs_and_type(printer, self, self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> BufferOp:
@@ -303,12 +294,7 @@ class BufferOp(IRDLOperation):
         parser.parse_punctuation(",")
         size = parser.parse_integer(allow_boolean=False)
         parser.parse_punctuation("]")
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        pos = parser.pos
-        t = parser.parse_type()
-        if not isinstance(t, PtrType):
-            parser.raise_error(f"c.buffer has a !c.ptr type, got {t}", pos, parser.pos)
+        attrs, t = parse_attrs_and_type(parser, PtrType, "c.buffer has a !c.ptr type")
         op = BufferOp(parser.resolve_operand(ws, PtrType(IntegerType(8))), off, size, t)
         op.attributes.update(attrs)
         return op

@@ -122,6 +122,11 @@ class Importer(Protocol):
         """Input #i as a numpy array (None when absent); it must be known at import time."""
         ...
 
+    def required_static(self, node: Node, i: int, what: str, needs: str) -> Array:
+        """`static`, for an input the op cannot do without: absent, the node is malformed
+        (`<op type> needs <needs>`)."""
+        ...
+
     def shape(self, v: Value, /) -> tuple[int, ...]: ...
 
     def dtype(self, v: Value, /) -> np.dtype[Any]: ...
@@ -151,9 +156,13 @@ CONVERTERS: dict[str, Converter] = {}
 
 
 def converts(*op_types: str) -> Callable[[Converter], Converter]:
+    """Register the decorated function as the converter of `op_types`; one op type has one
+    converter (a second registration is an error, not a silent override)."""
+
     def register(fn: Converter) -> Converter:
         for op_type in op_types:
-            CONVERTERS[op_type] = fn
+            if CONVERTERS.setdefault(op_type, fn) is not fn:
+                raise ValueError(f"ONNX op type '{op_type}' already has a converter")
         return fn
 
     return register

@@ -352,6 +352,12 @@ class Importer:
             )
         return v
 
+    def required_static(self, node: Node, i: int, what: str, needs: str) -> Array:
+        value = self.static(node, i, what)
+        if value is None:
+            raise OnnxImportError(f"{node.op_type} needs {needs}")
+        return value
+
     @staticmethod
     def shape(v: Value) -> tuple[int, ...]:
         """The shape of a value; a `?` dim is a `DynamicDim`, which a converter may pass

@@ -25,7 +25,6 @@ from byoc.diagnostics import (
     Diagnostic,
     LocatingFrontend,
     ParsedSource,
-    SourceBuffer,
     SourceError,
     describe_exception,
 )
@@ -123,7 +122,7 @@ def load_pt2(
         raise SourceError(diagnostics) from None
     except Exception as e:
         raise fail(f"cannot import the exported program: {describe_exception(e)}") from None
-    return Pt2Source(module, SourceBuffer(name, ""), {}, textual=False)
+    return Pt2Source.of_module(module, name, textual=False)
 
 
 @dataclass(frozen=True)

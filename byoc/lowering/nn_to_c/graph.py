@@ -431,13 +431,8 @@ class GraphBuilder:
         t = out.dtype
         args: list[Attribute]
         if name == "nn.conv2d":
-            n, cin, h, w = ins[0].shape
-            o, _, kh, kw = ins[1].shape
-            _, _, oh, ow = out.shape
-            sh, sw = a["strides"]
-            pt, pl, _, _ = a["padding"]
-            dh, dw = a["dilation"]
-            ints = [n, cin, h, w, o, kh, kw, oh, ow, sh, sw, pt, pl, dh, dw, a["groups"]]
+            ints = _conv_ints(ins, out, a)
+            _, cin, _, _, _, kh, kw, oh, ow, sh, sw, _, _, dh, dw, _ = ints
             padded_w = (-(-ow // 8) * 8 - 1) * sw + (kw - 1) * dw + 1
             scratch = cin * ((oh - 1) * sh + (kh - 1) * dh + 1) * padded_w  # BYOC_CONV2D_SCRATCH
             node = Computation("kernel", name, ins, out, callee="byoc_conv2d_f32", args=[i64_attr(v) for v in ints],
@@ -445,13 +440,9 @@ class GraphBuilder:
             self._node(node)
             return
         elif name == "nn.conv2d_transpose":
-            n, cin, h, w = ins[0].shape
+            ints = _conv_ints(ins, out, a)
+            _, _, h, w = ins[0].shape
             _, og, kh, kw = ins[1].shape
-            _, o, oh, ow = out.shape
-            sh, sw = a["strides"]
-            pt, pl, _, _ = a["padding"]
-            dh, dw = a["dilation"]
-            ints = [n, cin, h, w, o, kh, kw, oh, ow, sh, sw, pt, pl, dh, dw, a["groups"]]
             node = Computation("kernel", name, ins, out, callee="byoc_conv2d_transpose_f32",
                                args=[i64_attr(v) for v in ints], scratch=og * kh * kw * h * w, source=op)
             self._node(node)
@@ -726,6 +717,16 @@ REDUCE_VIA_SUM: dict[str, tuple[str | None, str | None]] = {
     "nn.reduce_log_sum": (None, "reduce.log"),
 }
 """The f32 reductions lowered as (elementwise step before, after) the sum kernel."""
+
+
+def _conv_ints(ins: list[Tensor], out: Tensor, a: dict[str, Any]) -> list[int]:
+    """The geometry arguments of byoc_conv2d_f32 and byoc_conv2d_transpose_f32: N, C_in, H,
+    W, C_out, KH, KW, OH, OW, the strides, the top and left padding, the dilation, groups."""
+    n, cin, h, w = ins[0].shape
+    _, _, kh, kw = ins[1].shape
+    _, o, oh, ow = out.shape
+    pt, pl, _, _ = a["padding"]
+    return [n, cin, h, w, o, kh, kw, oh, ow, *a["strides"], pt, pl, *a["dilation"], a["groups"]]
 
 
 def _resize_table(in_size: int, out_size: int, scale: float, a: dict[str, Any]) -> list[Attribute]:

@@ -66,25 +66,15 @@ from byoc.lowering.nn_to_c.emission import INIT_FUNCTION, CBuilder, PartitionLow
 from byoc.lowering.nn_to_c.graph import CompositeLowering
 from byoc.runtime.c_module import c_entry_symbol
 from byoc.targets import Target, UnknownTargetError, get_target
+from byoc.utils.lazy import LazyValue
 
 index = IndexType()
 
 
-def _cblas() -> CompositeLowering:
-    from byoc.lowering.nn_to_c.cblas import lower_composite
-
-    return lower_composite
-
-
-def _qnn() -> CompositeLowering:
-    from byoc.lowering.nn_to_c.quant import lower_composite
-
-    return lower_composite
-
-
 COMPOSITE_LOWERINGS: dict[str, Callable[[], CompositeLowering]] = {
-    "cblas": _cblas,
-    "qnn": _qnn,  # ccompiler's QDQ composites (byoc_qkernels.h)
+    "cblas": LazyValue[CompositeLowering]("byoc.lowering.nn_to_c.cblas", "lower_composite"),
+    # ccompiler's QDQ composites (byoc_qkernels.h)
+    "qnn": LazyValue[CompositeLowering]("byoc.lowering.nn_to_c.quant", "lower_composite"),
 }
 """Target.composite_lowering name -> lazy hook turning a composite into graph nodes."""
 

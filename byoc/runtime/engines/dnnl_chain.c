@@ -28,6 +28,16 @@ typedef struct chain {
   int result;              /* entry holding the chain's result */
 } chain;
 
+/* Append a post-op of `kind` for node nid; it starts after the chain's nodes so far. */
+static postop *add_postop(chain *c, int kind, dnnl_alg_kind_t alg, int nid) {
+  postop *po = &c->po[c->npo++];
+  po->first = c->nnodes;
+  po->kind = kind;
+  po->alg = alg;
+  po->node = nid;
+  return po;
+}
+
 static int sole_consumer(planner *p, int e) {
   if (p->uses[e] != 1 || p->is_output[e]) return -1;
   return p->consumer[e];
@@ -134,14 +144,9 @@ static void collect_chain(planner *p, int a, int axis, int64_t channels, int aff
     int comm;
     if (n->nin == 1 && eltwise_of(p, nid, &alg, &fa, &fb)) {
       if (drops_nan_eltwise(alg, fa)) break; /* planned alone, with its NaN guard */
-      postop *po = &c->po[c->npo];
-      po->first = c->nnodes;
-      c->npo++;
-      po->kind = PO_ELTWISE;
-      po->alg = alg;
+      postop *po = add_postop(c, PO_ELTWISE, alg, nid);
       po->a = fa;
       po->b = fb;
-      po->node = nid;
     } else if (n->nin == 2 && binary_of(n, &alg, &comm)) {
       if (drops_nan_binary(alg)) break;
       int other;
@@ -154,13 +159,8 @@ static void collect_chain(planner *p, int a, int axis, int64_t channels, int aff
       if (flat2d && numel(oe) != 1 && numel(oe) != channels && numel(oe) != numel(out)) break;
       /* available before the anchor runs: a constant, an input, or computed earlier */
       if (!is_const(p, other) && p->entry_slot[other] < 0) break;
-      postop *po = &c->po[c->npo];
-      po->first = c->nnodes;
-      c->npo++;
-      po->kind = PO_BINARY;
-      po->alg = alg;
+      postop *po = add_postop(c, PO_BINARY, alg, nid);
       po->src1 = other;
-      po->node = nid;
       if (alg == dnnl_binary_add && !is_const(p, other) && same_shape(oe, out) &&
           p->uses[other] == 1 && !p->is_output[other] &&
           p->s->slots[p->entry_slot[other]].root == p->entry_slot[other] &&

@@ -28,16 +28,25 @@ static int finish_simple(planner *p, dnnl_primitive_desc_t pd, const char *what,
   return 0;
 }
 
+/* An inference eltwise primitive whose source and destination have slot x's layout; its
+ * oneDNN status in *st (pd is NULL unless it is dnnl_success). */
+static dnnl_primitive_desc_t eltwise_pd(planner *p, int x, dnnl_alg_kind_t alg, float a, float b,
+                                        dnnl_status_t *st) {
+  dnnl_primitive_attr_t attr = new_attr();
+  dnnl_primitive_desc_t pd = NULL;
+  const_dnnl_memory_desc_t md = p->s->slots[x].md;
+  *st = dnnl_eltwise_forward_primitive_desc_create(&pd, p->s->eng, dnnl_forward_inference, alg,
+                                                   md, md, a, b, attr);
+  dnnl_primitive_attr_destroy(attr);
+  return pd;
+}
+
 static int plan_eltwise(planner *p, int nid, dnnl_alg_kind_t alg, float a, float b) {
   const dn_node *n = &p->g->nodes[nid];
   int x = slot_for_simple(p, n->in[0]);
   if (x < 0) return -1;
-  dnnl_primitive_attr_t attr = new_attr();
-  dnnl_primitive_desc_t pd = NULL;
-  const_dnnl_memory_desc_t md = p->s->slots[x].md;
-  dnnl_status_t st = dnnl_eltwise_forward_primitive_desc_create(
-      &pd, p->s->eng, dnnl_forward_inference, alg, md, md, a, b, attr);
-  dnnl_primitive_attr_destroy(attr);
+  dnnl_status_t st;
+  dnnl_primitive_desc_t pd = eltwise_pd(p, x, alg, a, b, &st);
   if (st != dnnl_success) return fail(p, "oneDNN: no eltwise for %s (status %d)", n->op, (int)st);
   int args[1] = {DNNL_ARG_SRC};
   if (finish_simple(p, pd, n->op + 3, 1, args, &x, n->out[0]) < 0) return -1;
@@ -462,12 +471,8 @@ static int plan_node(planner *p, int nid) {
     if (y >= 0 && gelu_nodes[0] == nid) {
       int x = value_slot(p, n->in[0]);
       if (x < 0) return -1;
-      dnnl_primitive_attr_t attr = new_attr();
-      dnnl_primitive_desc_t pd = NULL;
-      const_dnnl_memory_desc_t md = p->s->slots[x].md;
-      dnnl_status_t st = dnnl_eltwise_forward_primitive_desc_create(
-          &pd, p->s->eng, dnnl_forward_inference, dnnl_eltwise_gelu_erf, md, md, 0.f, 0.f, attr);
-      dnnl_primitive_attr_destroy(attr);
+      dnnl_status_t st;
+      dnnl_primitive_desc_t pd = eltwise_pd(p, x, dnnl_eltwise_gelu_erf, 0.f, 0.f, &st);
       if (st != dnnl_success) return fail(p, "oneDNN: no gelu eltwise (status %d)", (int)st);
       for (int k = 0; k < 5; k++) p->done[gelu_nodes[k]] = 1;
       int args[1] = {DNNL_ARG_SRC};

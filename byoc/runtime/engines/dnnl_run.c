@@ -85,6 +85,16 @@ static int plan_outputs(planner *p) {
   return 0;
 }
 
+/* The planner's own tables (the plan itself lives in the dn_state). */
+static void planner_free(planner *p) {
+  free(p->entry_slot);
+  free(p->uses);
+  free(p->consumer);
+  free(p->is_output);
+  free(p->done);
+  free(p->produced_at);
+}
+
 static dn_state *dn_init(const dn_graph *g, int num_threads, char *err, size_t errlen) {
   dn_state *s = calloc(1, sizeof(dn_state));
   if (!s) {
@@ -172,20 +182,10 @@ static dn_state *dn_init(const dn_graph *g, int num_threads, char *err, size_t e
     p->done[i] = 1;
   }
   if (plan_outputs(p) < 0) goto bad;
-  free(p->entry_slot);
-  free(p->uses);
-  free(p->consumer);
-  free(p->is_output);
-  free(p->done);
-  free(p->produced_at);
+  planner_free(p);
   return s;
 bad:
-  free(p->entry_slot);
-  free(p->uses);
-  free(p->consumer);
-  free(p->is_output);
-  free(p->done);
-  free(p->produced_at);
+  planner_free(p);
   dn_destroy(s);
   return NULL;
 }

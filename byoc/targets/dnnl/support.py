@@ -9,12 +9,13 @@ target (ccompiler) or the host, never a wrong answer.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from xdsl.dialects.builtin import TensorType, f32
 from xdsl.ir import Operation, OpResult, SSAValue
 
 from byoc.dialects import nn
-from byoc.targets.predicates import Predicate
+from byoc.targets.predicates import Predicate, value_reason
 
 MAX_RANK = 7
 """Ranks the engine takes (oneDNN's DNNL_MAX_NDIMS is 12; grouped weights add one)."""
@@ -82,18 +83,20 @@ def unsupported_reason(op: Operation) -> str | None:
     """Why the dnnl engine does not take `op`, or None if it does."""
     if op.name not in SUPPORTED_OPS:
         return f"'{op.name}' has no oneDNN primitive in the dnnl engine"
-    for kind, values in (("operand", op.operands), ("result", op.results)):
-        for i, v in enumerate(values):
-            t = v.type
-            if not isinstance(t, TensorType):
-                return f"{kind} #{i} of '{op.name}' is not a ranked tensor"
-            if t.element_type != f32:
-                return f"'{op.name}' on {t.element_type} (the dnnl engine computes in f32)"
-            shape = t.get_shape()
-            if any(d <= 0 for d in shape):
-                return f"{kind} #{i} of '{op.name}' has a dynamic or empty shape {list(shape)}"
-            if len(shape) > MAX_RANK:
-                return f"{kind} #{i} of '{op.name}' has rank {len(shape)} (at most {MAX_RANK})"
+
+    def tensor_reason(kind: str, i: int, t: TensorType[Any]) -> str | None:
+        if t.element_type != f32:
+            return f"'{op.name}' on {t.element_type} (the dnnl engine computes in f32)"
+        shape = t.get_shape()
+        if any(d <= 0 for d in shape):
+            return f"{kind} #{i} of '{op.name}' has a dynamic or empty shape {list(shape)}"
+        if len(shape) > MAX_RANK:
+            return f"{kind} #{i} of '{op.name}' has rank {len(shape)} (at most {MAX_RANK})"
+        return None
+
+    why = value_reason(op, tensor_reason)
+    if why is not None:
+        return why
     attrs = op.attr_values() if isinstance(op, nn.NNOp) else {}
     name = op.name
     out = _shape(op.results[0])

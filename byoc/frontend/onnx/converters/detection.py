@@ -48,20 +48,18 @@ def _non_max_suppression(imp: Importer, node: Node) -> list[Value]:
 def _roi_align(imp: Importer, node: Node) -> list[Value]:
     # opset 10 had no coordinate_transformation_mode: its behaviour is output_half_pixel
     mode = string(node.attr("coordinate_transformation_mode", "half_pixel" if node.version >= 16 else "output_half_pixel"))
-    return [
-        imp.emit(
-            nnd.RoiAlignOp,
-            node.required(0),
-            node.required(1),
-            node.required(2),
-            mode=string(node.attr("mode", "avg")),
-            output_height=int(node.attr("output_height", 1)),
-            output_width=int(node.attr("output_width", 1)),
-            sampling_ratio=int(node.attr("sampling_ratio", 0)),
-            spatial_scale=float(node.attr("spatial_scale", 1.0)),
-            coordinate_transformation_mode=mode,
-        )
-    ]
+    return imp.emit_all(
+        nnd.RoiAlignOp,
+        node.required(0),
+        node.required(1),
+        node.required(2),
+        mode=string(node.attr("mode", "avg")),
+        output_height=int(node.attr("output_height", 1)),
+        output_width=int(node.attr("output_width", 1)),
+        sampling_ratio=int(node.attr("sampling_ratio", 0)),
+        spatial_scale=float(node.attr("spatial_scale", 1.0)),
+        coordinate_transformation_mode=mode,
+    )
 
 
 @converts("RotaryEmbedding")
@@ -69,18 +67,16 @@ def _rotary_embedding(imp: Importer, node: Node) -> list[Value]:
     pos = node.input(3)
     if pos is None:  # left out: the caches are (batch, sequence, dim/2) already
         pos = np.zeros((0,), np.int64)
-    return [
-        imp.emit(
-            nnd.RotaryEmbeddingOp,
-            node.required(0),
-            node.required(1),
-            node.required(2),
-            pos,
-            interleaved=bool(node.attr("interleaved", 0)),
-            num_heads=int(node.attr("num_heads", 0)),
-            rotary_embedding_dim=int(node.attr("rotary_embedding_dim", 0)),
-        )
-    ]
+    return imp.emit_all(
+        nnd.RotaryEmbeddingOp,
+        node.required(0),
+        node.required(1),
+        node.required(2),
+        pos,
+        interleaved=bool(node.attr("interleaved", 0)),
+        num_heads=int(node.attr("num_heads", 0)),
+        rotary_embedding_dim=int(node.attr("rotary_embedding_dim", 0)),
+    )
 
 
 @converts("DeformConv")
@@ -100,36 +96,32 @@ def _deform_conv(imp: Importer, node: Node) -> list[Value]:
     pads = [int(p) for p in node.attr("pads", [0, 0, 0, 0])]
     empty = np.zeros((0,), imp.dtype(x))
     bias, mask = node.input(3), node.input(4)
-    return [
-        imp.emit(
-            nnd.DeformConv2DOp,
-            x,
-            w,
-            node.required(2),
-            empty if bias is None else bias,
-            empty if mask is None else mask,
-            strides=tuple(int(v) for v in node.attr("strides", [1, 1])),
-            padding=tuple(pads),
-            dilation=tuple(int(v) for v in node.attr("dilations", [1, 1])),
-            groups=int(node.attr("group", 1)),
-            offset_group=int(node.attr("offset_group", 1)),
-        )
-    ]
+    return imp.emit_all(
+        nnd.DeformConv2DOp,
+        x,
+        w,
+        node.required(2),
+        empty if bias is None else bias,
+        empty if mask is None else mask,
+        strides=tuple(int(v) for v in node.attr("strides", [1, 1])),
+        padding=tuple(pads),
+        dilation=tuple(int(v) for v in node.attr("dilations", [1, 1])),
+        groups=int(node.attr("group", 1)),
+        offset_group=int(node.attr("offset_group", 1)),
+    )
 
 
 @converts("TensorScatter")
 def _tensor_scatter(imp: Importer, node: Node) -> list[Value]:
     idx = node.input(2)
-    return [
-        imp.emit(
-            nnd.TensorScatterOp,
-            node.required(0),
-            node.required(1),
-            np.zeros((0,), np.int64) if idx is None else idx,
-            mode=string(node.attr("mode", "linear")),
-            axis=int(node.attr("axis", -2)),
-        )
-    ]
+    return imp.emit_all(
+        nnd.TensorScatterOp,
+        node.required(0),
+        node.required(1),
+        np.zeros((0,), np.int64) if idx is None else idx,
+        mode=string(node.attr("mode", "linear")),
+        axis=int(node.attr("axis", -2)),
+    )
 
 
 @converts("CausalConvWithState")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from xdsl.ir import SSAValue
@@ -45,14 +46,12 @@ def _leaky_relu(imp: Importer, node: Node) -> list[Value]:
 
 @converts("HardSigmoid")
 def _hard_sigmoid(imp: Importer, node: Node) -> list[Value]:
-    return [
-        imp.emit(
-            nn.HardSigmoidOp,
-            node.required(0),
-            alpha=float(node.attr("alpha", 0.2)),
-            beta=float(node.attr("beta", 0.5)),
-        )
-    ]
+    return imp.emit_all(
+        nn.HardSigmoidOp,
+        node.required(0),
+        alpha=float(node.attr("alpha", 0.2)),
+        beta=float(node.attr("beta", 0.5)),
+    )
 
 
 @converts("PRelu")
@@ -73,13 +72,18 @@ def _check_legacy_broadcast(node: Node) -> None:
         raise UnsupportedOnnxError("legacy broadcasting with an explicit 'axis' is not supported")
 
 
-@converts(*_BINARY)
-def _binary(imp: Importer, node: Node) -> list[Value]:
-    _check_legacy_broadcast(node)
+def same_type_binary(imp: Importer, node: Node, cls: type[nn.NNOp]) -> list[Value]:
+    """`cls` on inputs #0 and #1, which must have one element type (the schema's `T`)."""
     a, b = node.required(0), node.required(1)
     if imp.dtype(a) != imp.dtype(b):
         raise OnnxImportError(f"operand element types differ: {imp.dtype(a)} and {imp.dtype(b)}")
-    return [imp.emit(_BINARY[node.op_type], a, b)]
+    return [imp.emit(cls, a, b)]
+
+
+@converts(*_BINARY)
+def _binary(imp: Importer, node: Node) -> list[Value]:
+    _check_legacy_broadcast(node)
+    return same_type_binary(imp, node, _BINARY[node.op_type])
 
 
 @converts("Pow")
@@ -159,9 +163,10 @@ def _dropout(imp: Importer, node: Node) -> list[Value | None]:
     return [x, np.ones(imp.shape(x), dtype=np.bool_)]  # the mask: all true at inference
 
 
-@converts("Cast")
-def _cast(imp: Importer, node: Node) -> list[Value]:
-    x = node.required(0)
+def to_dtype(node: Node, unsupported: str) -> np.dtype[Any]:
+    """The numpy dtype of the node's `to` attribute (a `TensorProto.DataType`); one that is
+    no nn element type's is an UnsupportedOnnxError: `<op> to <type> is not supported`
+    followed by `unsupported`."""
     to = int(node.required_attr("to"))
     try:
         target = proto.np_dtype(to)
@@ -169,10 +174,15 @@ def _cast(imp: Importer, node: Node) -> list[Value]:
         target = None
     if target is None or target not in NN_DTYPES:
         raise UnsupportedOnnxError(
-            f"Cast to {proto.dtype_name(to)} is not supported; nn.cast targets "
-            "the nn element types (f32, f64, f16, i8..i64, ui8..ui64, bool)"
+            f"{node.op_type} to {proto.dtype_name(to)} is not supported{unsupported}"
         )
-    return [cast_to(imp, x, target)]
+    return target
+
+
+@converts("Cast")
+def _cast(imp: Importer, node: Node) -> list[Value]:
+    why = "; nn.cast targets the nn element types (f32, f64, f16, i8..i64, ui8..ui64, bool)"
+    return [cast_to(imp, node.required(0), to_dtype(node, why))]
 
 
 def cast_to(imp: Importer, x: Value, target: np.dtype) -> Value:  # type: ignore[type-arg]

@@ -45,29 +45,25 @@ def _gather_nd(imp: Importer, node: Node) -> list[Value]:
 
 @converts("ScatterElements", "Scatter")
 def _scatter_elements(imp: Importer, node: Node) -> list[Value]:
-    return [
-        imp.emit(
-            nni.ScatterElementsOp,
-            node.required(0),
-            node.required(1),
-            node.required(2),
-            axis=int(node.attr("axis", 0)),
-            reduction=string(node.attr("reduction", "none")),
-        )
-    ]
+    return imp.emit_all(
+        nni.ScatterElementsOp,
+        node.required(0),
+        node.required(1),
+        node.required(2),
+        axis=int(node.attr("axis", 0)),
+        reduction=string(node.attr("reduction", "none")),
+    )
 
 
 @converts("ScatterND")
 def _scatter_nd(imp: Importer, node: Node) -> list[Value]:
-    return [
-        imp.emit(
-            nni.ScatterNDOp,
-            node.required(0),
-            node.required(1),
-            node.required(2),
-            reduction=string(node.attr("reduction", "none")),
-        )
-    ]
+    return imp.emit_all(
+        nni.ScatterNDOp,
+        node.required(0),
+        node.required(1),
+        node.required(2),
+        reduction=string(node.attr("reduction", "none")),
+    )
 
 
 # ---- triangles, one-hot, selections ------------------------------------------------
@@ -76,32 +72,35 @@ def _scatter_nd(imp: Importer, node: Node) -> list[Value]:
 @converts("Trilu")
 def _trilu(imp: Importer, node: Node) -> list[Value]:
     k = imp.static(node, 1, "k")
-    return [
-        imp.emit(
-            nni.TriluOp,
-            node.required(0),
-            k=0 if k is None else int(np.asarray(k).reshape(-1)[0]),
-            upper=bool(node.attr("upper", 1)),
-        )
-    ]
+    return imp.emit_all(
+        nni.TriluOp,
+        node.required(0),
+        k=0 if k is None else int(np.asarray(k).reshape(-1)[0]),
+        upper=bool(node.attr("upper", 1)),
+    )
+
+
+def _one_static_value(imp: Importer, node: Node, i: int, what: str, name: str) -> Any:
+    """The value of input #i (`what` to `Importer.static`), known at import and holding one
+    value; more or fewer is an error naming the input as `name`."""
+    value = imp.static(node, i, what)
+    assert value is not None
+    flat = np.asarray(value).reshape(-1)
+    if flat.size != 1:
+        raise OnnxImportError(f"{node.op_type}'s {name} must hold one value, got {flat.size}")
+    return flat[0]
 
 
 @converts("OneHot")
 def _one_hot(imp: Importer, node: Node) -> list[Value]:
-    depth = imp.static(node, 1, "depth")
-    assert depth is not None
-    d = np.asarray(depth).reshape(-1)
-    if d.size != 1:
-        raise OnnxImportError(f"OneHot's depth must hold one value, got {d.size}")
-    return [
-        imp.emit(
-            nni.OneHotOp,
-            node.required(0),
-            node.required(2),
-            depth=int(d[0]),
-            axis=int(node.attr("axis", -1)),
-        )
-    ]
+    depth = _one_static_value(imp, node, 1, "depth", "depth")
+    return imp.emit_all(
+        nni.OneHotOp,
+        node.required(0),
+        node.required(2),
+        depth=int(depth),
+        axis=int(node.attr("axis", -1)),
+    )
 
 
 @converts("NonZero")
@@ -134,17 +133,6 @@ def _unique(imp: Importer, node: Node) -> list[Value]:
         first, counts = first[order], counts[order]
         inverse = np.argsort(order)[inverse]
     return [y, *(np.asarray(v, dtype=np.int64) for v in (first, inverse, counts))]
-
-
-@converts("EyeLike")
-def _eye_like(imp: Importer, node: Node) -> list[Value]:
-    x = node.required(0)
-    shape = imp.shape(x)
-    if len(shape) != 2:
-        raise OnnxImportError(f"EyeLike needs a rank-2 input, got rank {len(shape)}")
-    dtype = node.attr("dtype")
-    dt = imp.dtype(x) if dtype is None else proto.np_dtype(int(dtype))
-    return [np.eye(shape[0], shape[1], int(node.attr("k", 0)), dtype=dt)]
 
 
 @converts("CenterCropPad")
@@ -196,15 +184,13 @@ def _compress(imp: Importer, node: Node) -> list[Value]:
 
 @converts("ReverseSequence")
 def _reverse_sequence(imp: Importer, node: Node) -> list[Value]:
-    return [
-        imp.emit(
-            nni.ReverseSequenceOp,
-            node.required(0),
-            node.required(1),
-            batch_axis=int(node.attr("batch_axis", 1)),
-            time_axis=int(node.attr("time_axis", 0)),
-        )
-    ]
+    return imp.emit_all(
+        nni.ReverseSequenceOp,
+        node.required(0),
+        node.required(1),
+        batch_axis=int(node.attr("batch_axis", 1)),
+        time_axis=int(node.attr("time_axis", 0)),
+    )
 
 
 @converts("DepthToSpace", "SpaceToDepth")
@@ -276,15 +262,13 @@ def _layer_norm(imp: Importer, node: Node) -> list[Value | None]:
 def _rms_norm(imp: Importer, node: Node) -> list[Value]:
     x = node.required(0)
     _check_stash(imp, node, x)
-    return [
-        imp.emit(
-            nni.RMSNormOp,
-            x,
-            node.required(1),
-            axis=int(node.attr("axis", -1)),
-            epsilon=float(node.attr("epsilon", 1e-5)),
-        )
-    ]
+    return imp.emit_all(
+        nni.RMSNormOp,
+        x,
+        node.required(1),
+        axis=int(node.attr("axis", -1)),
+        epsilon=float(node.attr("epsilon", 1e-5)),
+    )
 
 
 def _per_channel(imp: Importer, v: Value, rank: int) -> Value:
@@ -366,22 +350,6 @@ def _lp_norm(imp: Importer, node: Node) -> list[Value]:
     # smallest normal float gives the same zeros (norms below it are the one difference)
     tiny = imp.scalar_like(float(np.finfo(imp.dtype(x)).tiny), x)
     return [imp.emit(nn.DivideOp, x, imp.emit(nn.MaximumOp, norm, tiny))]
-
-
-@converts("LogSoftmax", "Hardmax")
-def _log_softmax(imp: Importer, node: Node) -> list[Value]:
-    cls = nni.LogSoftmaxOp if node.op_type == "LogSoftmax" else nni.HardmaxOp
-    x = node.required(0)
-    shape = imp.shape(x)
-    rank = len(shape)
-    if node.version >= 13:
-        return [imp.emit(cls, x, axis=int(node.attr("axis", -1)))]
-    # before opset 13 the input is coerced to 2-D at `axis`, the op runs over the trailing block
-    (axis,) = normalize_axes([int(node.attr("axis", 1))], max(rank, 1))
-    if axis == rank - 1:
-        return [imp.emit(cls, x, axis=-1)]
-    flat = imp.reshape(x, (math.prod(shape[:axis]), math.prod(shape[axis:])))
-    return [imp.reshape(imp.emit(cls, flat, axis=1), shape)]
 
 
 # ---- Resize: nn.resize2d where it applies, nn.resize for the rest --------------------
@@ -477,12 +445,9 @@ def _resize_nd(imp: Importer, node: Node) -> Value:
 
 @converts("If")
 def _if(imp: Importer, node: Node) -> list[Value]:
-    cond = imp.static(node, 0, "condition (only an If whose condition is known at import is inlined)")
-    assert cond is not None
-    c = np.asarray(cond).reshape(-1)
-    if c.size != 1:
-        raise OnnxImportError(f"If's condition must hold one value, got {c.size}")
-    branch = node.required_attr("then_branch" if bool(c[0]) else "else_branch")
+    what = "condition (only an If whose condition is known at import is inlined)"
+    cond = _one_static_value(imp, node, 0, what, "condition")
+    branch = node.required_attr("then_branch" if bool(cond) else "else_branch")
     env: dict[str, Value] = imp.env  # type: ignore[attr-defined]
     used: set[str] = imp._used  # type: ignore[attr-defined]
     for init in branch.initializer:
@@ -572,33 +537,29 @@ def _softmax_cross_entropy(imp: Importer, node: Node) -> list[Value]:
 def _grid_sample(imp: Importer, node: Node) -> list[Value]:
     mode = string(node.attr("mode", "bilinear" if node.version < 20 else "linear"))
     mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
-    return [
-        imp.emit(
-            nni.GridSampleOp,
-            node.required(0),
-            node.required(1),
-            mode=mode,
-            padding_mode=string(node.attr("padding_mode", "zeros")),
-            align_corners=bool(node.attr("align_corners", 0)),
-        )
-    ]
+    return imp.emit_all(
+        nni.GridSampleOp,
+        node.required(0),
+        node.required(1),
+        mode=mode,
+        padding_mode=string(node.attr("padding_mode", "zeros")),
+        align_corners=bool(node.attr("align_corners", 0)),
+    )
 
 
 @converts("Col2Im")
 def _col2im(imp: Importer, node: Node) -> list[Value]:
     image = ints(imp.static(node, 1, "image_shape"))
     block = ints(imp.static(node, 2, "block_shape"))
-    return [
-        imp.emit(
-            nni.Col2ImOp,
-            node.required(0),
-            image_shape=tuple(image),
-            block_shape=tuple(block),
-            dilations=tuple(int(v) for v in node.attr("dilations", [])),
-            pads=tuple(int(v) for v in node.attr("pads", [])),
-            strides=tuple(int(v) for v in node.attr("strides", [])),
-        )
-    ]
+    return imp.emit_all(
+        nni.Col2ImOp,
+        node.required(0),
+        image_shape=tuple(image),
+        block_shape=tuple(block),
+        dilations=tuple(int(v) for v in node.attr("dilations", [])),
+        pads=tuple(int(v) for v in node.attr("pads", [])),
+        strides=tuple(int(v) for v in node.attr("strides", [])),
+    )
 
 
 @converts("AffineGrid")

@@ -27,10 +27,7 @@ def _reshape(imp: Importer, node: Node) -> list[Value]:
     if node.version < 5:
         target = list(node.required_attr("shape"))
     else:
-        static = imp.static(node, 1, "shape")
-        if static is None:
-            raise OnnxImportError("Reshape needs a shape")
-        target = ints(static)
+        target = ints(imp.required_static(node, 1, "shape", "a shape"))
     src = imp.shape(x)
     allowzero = bool(node.attr("allowzero", 0))
     out = [src[i] if d == 0 and not allowzero else d for i, d in enumerate(target)]
@@ -315,15 +312,13 @@ def resize_2d(imp: Importer, node: Node) -> list[Value]:
         raise UnsupportedOnnxError("Resize of the batch or channel dimension is not supported")
     if out == list(shape) and scale_h in (0.0, 1.0) and scale_w in (0.0, 1.0):
         return [x]
-    return [
-        imp.emit(
-            nn.Resize2DOp,
-            x,
-            size=(out[2], out[3]),
-            method="nearest_neighbor" if mode == "nearest" else "linear",
-            coordinate_transformation_mode=coord,
-            rounding_method=rounding,
-            scale_h=float(scale_h),
-            scale_w=float(scale_w),
-        )
-    ]
+    return imp.emit_all(
+        nn.Resize2DOp,
+        x,
+        size=(out[2], out[3]),
+        method="nearest_neighbor" if mode == "nearest" else "linear",
+        coordinate_transformation_mode=coord,
+        rounding_method=rounding,
+        scale_h=float(scale_h),
+        scale_w=float(scale_w),
+    )

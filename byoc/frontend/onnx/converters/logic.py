@@ -5,6 +5,7 @@ from __future__ import annotations
 from byoc.dialects import nn
 from byoc.dialects.nn import logic_ops as lg
 from byoc.frontend.onnx.base import Importer, Node, Value, converts
+from byoc.frontend.onnx.converters.elementwise import same_type_binary
 from byoc.frontend.onnx.errors import OnnxImportError
 
 _BINARY: dict[str, type[nn.NNOp]] = {
@@ -21,10 +22,7 @@ _BINARY: dict[str, type[nn.NNOp]] = {
 
 @converts(*_BINARY)
 def _binary(imp: Importer, node: Node) -> list[Value]:
-    a, b = node.required(0), node.required(1)
-    if imp.dtype(a) != imp.dtype(b):
-        raise OnnxImportError(f"operand element types differ: {imp.dtype(a)} and {imp.dtype(b)}")
-    return [imp.emit(_BINARY[node.op_type], a, b)]
+    return same_type_binary(imp, node, _BINARY[node.op_type])
 
 
 @converts("Not")

@@ -15,7 +15,7 @@ from byoc.dialects.nn import logic_ops as lg
 from byoc.dialects.nn import math_ops as m
 from byoc.frontend.onnx import proto
 from byoc.frontend.onnx.base import Importer, Node, Value, converts, ints, normalize_axes, string
-from byoc.frontend.onnx.converters.elementwise import cast_to
+from byoc.frontend.onnx.converters.elementwise import cast_to, to_dtype
 from byoc.frontend.onnx.converters.layout import _axes_input
 from byoc.frontend.onnx.errors import OnnxImportError, UnsupportedOnnxError
 
@@ -62,14 +62,12 @@ def _gelu(imp: Importer, node: Node) -> list[Value]:
 
 @converts("IsInf")
 def _is_inf(imp: Importer, node: Node) -> list[Value]:
-    return [
-        imp.emit(
-            m.IsInfOp,
-            node.required(0),
-            detect_positive=bool(node.attr("detect_positive", 1)),
-            detect_negative=bool(node.attr("detect_negative", 1)),
-        )
-    ]
+    return imp.emit_all(
+        m.IsInfOp,
+        node.required(0),
+        detect_positive=bool(node.attr("detect_positive", 1)),
+        detect_negative=bool(node.attr("detect_negative", 1)),
+    )
 
 
 def _same_dtype(imp: Importer, node: Node) -> tuple[Value, Value]:
@@ -134,15 +132,13 @@ def _reduce(imp: Importer, node: Node) -> list[Value]:
 @converts("ArgMax", "ArgMin")
 def _arg(imp: Importer, node: Node) -> list[Value]:
     cls = m.ArgMaxOp if node.op_type == "ArgMax" else m.ArgMinOp
-    return [
-        imp.emit(
-            cls,
-            node.required(0),
-            axis=int(node.attr("axis", 0)),
-            keepdims=bool(node.attr("keepdims", 1)),
-            select_last_index=bool(node.attr("select_last_index", 0)),
-        )
-    ]
+    return imp.emit_all(
+        cls,
+        node.required(0),
+        axis=int(node.attr("axis", 0)),
+        keepdims=bool(node.attr("keepdims", 1)),
+        select_last_index=bool(node.attr("select_last_index", 0)),
+    )
 
 
 @converts("CumSum", "CumProd")
@@ -150,15 +146,13 @@ def _scan(imp: Importer, node: Node) -> list[Value]:
     axis = imp.static(node, 1, "axis")
     if axis is None:
         raise OnnxImportError(f"{node.op_type} needs an axis")
-    return [
-        imp.emit(
-            m.CumSumOp if node.op_type == "CumSum" else m.CumProdOp,
-            node.required(0),
-            axis=int(np.asarray(axis).reshape(-1)[0]),
-            exclusive=bool(node.attr("exclusive", 0)),
-            reverse=bool(node.attr("reverse", 0)),
-        )
-    ]
+    return imp.emit_all(
+        m.CumSumOp if node.op_type == "CumSum" else m.CumProdOp,
+        node.required(0),
+        axis=int(np.asarray(axis).reshape(-1)[0]),
+        exclusive=bool(node.attr("exclusive", 0)),
+        reverse=bool(node.attr("reverse", 0)),
+    )
 
 
 def _coerced_2d(imp: Importer, node: Node, x: Value, default_axis: int) -> tuple[Value, int]:
@@ -200,10 +194,7 @@ def _topk(imp: Importer, node: Node) -> list[Value]:
     if node.version < 10:
         k = int(node.required_attr("k"))
     else:
-        kv = imp.static(node, 1, "k")
-        if kv is None:
-            raise OnnxImportError("TopK needs k")
-        k = int(np.asarray(kv).reshape(-1)[0])
+        k = int(np.asarray(imp.required_static(node, 1, "k", "k")).reshape(-1)[0])
     return imp.emit_all(
         m.TopKOp,
         node.required(0),
@@ -223,10 +214,7 @@ def _einsum(imp: Importer, node: Node) -> list[Value]:
 @converts("Tile")
 def _tile(imp: Importer, node: Node) -> list[Value]:
     x = node.required(0)
-    reps = imp.static(node, 1, "repeats")
-    if reps is None:
-        raise OnnxImportError("Tile needs repeats")
-    reps_list = ints(reps)
+    reps_list = ints(imp.required_static(node, 1, "repeats", "repeats"))
     if all(r == 1 for r in reps_list) and len(reps_list) == len(imp.shape(x)):
         return [x]
     return [imp.emit(m.TileOp, x, reps=tuple(reps_list))]
@@ -235,10 +223,7 @@ def _tile(imp: Importer, node: Node) -> list[Value]:
 @converts("Expand")
 def _expand(imp: Importer, node: Node) -> list[Value]:
     x = node.required(0)
-    shape = imp.static(node, 1, "shape")
-    if shape is None:
-        raise OnnxImportError("Expand needs a shape")
-    target = tuple(ints(shape))
+    target = tuple(ints(imp.required_static(node, 1, "shape", "a shape")))
     if any(d < 0 for d in target):
         raise OnnxImportError(f"Expand shape {list(target)} has a negative dim")
     try:
@@ -274,17 +259,10 @@ def _eye_like(imp: Importer, node: Node) -> list[Value]:
 @converts("BitCast")
 def _bitcast(imp: Importer, node: Node) -> list[Value]:
     x = node.required(0)
-    to = int(node.required_attr("to"))
-    try:
-        target = proto.np_dtype(to)
-        name = nn.DTYPE_NAMES[nn.element_type_of(target)]
-    except (ValueError, TypeError, KeyError):
-        raise UnsupportedOnnxError(
-            f"BitCast to {proto.dtype_name(to)} is not supported (no nn element type)"
-        ) from None
+    target = to_dtype(node, " (no nn element type)")
     if target == imp.dtype(x):
         return [x]
-    return [imp.emit(m.BitcastOp, x, dtype=name)]
+    return [imp.emit(m.BitcastOp, x, dtype=nn.DTYPE_NAMES[nn.element_type_of(target)])]
 
 
 @converts("Det")

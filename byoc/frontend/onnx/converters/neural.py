@@ -217,17 +217,15 @@ def _batch_norm(imp: Importer, node: Node) -> list[Value | None]:
 
 @converts("LRN")
 def _lrn(imp: Importer, node: Node) -> list[Value]:
-    return [
-        imp.emit(
-            nn.LRNOp,
-            node.required(0),
-            size=int(node.required_attr("size")),
-            axis=1,
-            alpha=float(node.attr("alpha", 1e-4)),
-            beta=float(node.attr("beta", 0.75)),
-            bias=float(node.attr("bias", 1.0)),
-        )
-    ]
+    return imp.emit_all(
+        nn.LRNOp,
+        node.required(0),
+        size=int(node.required_attr("size")),
+        axis=1,
+        alpha=float(node.attr("alpha", 1e-4)),
+        beta=float(node.attr("beta", 0.75)),
+        bias=float(node.attr("bias", 1.0)),
+    )
 
 
 @converts("Gemm")

@@ -142,22 +142,25 @@ def _per_tensor(imp: Importer, node: Node, v: Value, what: str) -> None:
         raise UnsupportedOnnxError(f"{node.op_type} with a per-axis {what} is not supported")
 
 
+def _integer_operands(imp: Importer, node: Node, a_name: str, b_name: str) -> tuple[Value, ...]:
+    """ConvInteger's and MatMulInteger's operands: two int8/uint8 tensors, then their zero
+    points (absent: 0), the first one per tensor."""
+    a, b = node.required(0), node.required(1)
+    _int8(imp, node, a, b)
+    az, bz = _zero_point(imp, node, 2, a, a_name), _zero_point(imp, node, 3, b, b_name)
+    _per_tensor(imp, node, az, f"{a_name} zero point")
+    return a, b, az, bz
+
+
 @converts("ConvInteger")
 def _conv_integer(imp: Importer, node: Node) -> list[Value]:
-    x, w = node.required(0), node.required(1)
-    _int8(imp, node, x, w)
-    xz, wz = _zero_point(imp, node, 2, x, "x"), _zero_point(imp, node, 3, w, "w")
-    _per_tensor(imp, node, xz, "x zero point")
+    x, w, xz, wz = _integer_operands(imp, node, "x", "w")
     return [imp.emit(nn.QConv2DOp, x, w, xz, wz, **_conv_attrs(imp, node, x, w))]
 
 
 @converts("MatMulInteger")
 def _matmul_integer(imp: Importer, node: Node) -> list[Value]:
-    a, b = node.required(0), node.required(1)
-    _int8(imp, node, a, b)
-    az, bz = _zero_point(imp, node, 2, a, "a"), _zero_point(imp, node, 3, b, "b")
-    _per_tensor(imp, node, az, "a zero point")
-    return [imp.emit(nn.QMatmulOp, a, b, az, bz)]
+    return [imp.emit(nn.QMatmulOp, *_integer_operands(imp, node, "a", "b"))]
 
 
 def _requantize(

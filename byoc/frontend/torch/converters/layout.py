@@ -294,22 +294,21 @@ def _reduce(imp: Importer, call: Call, cls: type[nn.NNOp], x: Tensor, dim: Any) 
     return imp.emit(cls, x, axes=axes, keepdims=keep)
 
 
-@converts("aten.mean.dim", "aten.mean.default")
-def _mean(imp: Importer, call: Call) -> Tensor:
+_IN_RESULT_TYPE: dict[str, type[nn.NNOp]] = {
+    "aten.mean.dim": nn.ReduceMeanOp,
+    "aten.mean.default": nn.ReduceMeanOp,
+    "aten.sum.dim_IntList": nn.ReduceSumOp,
+    "aten.sum.default": nn.ReduceSumOp,
+    "aten.prod.dim_int": math_ops.ReduceProdOp,
+    "aten.prod.default": math_ops.ReduceProdOp,
+}
+"""The reductions computed in their result's element type (`dtype=`, or the promoted one)."""
+
+
+@converts(*_IN_RESULT_TYPE)
+def _reduce_in_result_type(imp: Importer, call: Call) -> Tensor:
     x = imp.cast(call["self"], call.out_dtype)
-    return _reduce(imp, call, nn.ReduceMeanOp, x, call.get("dim"))
-
-
-@converts("aten.sum.dim_IntList", "aten.sum.default")
-def _sum(imp: Importer, call: Call) -> Tensor:
-    x = imp.cast(call["self"], call.out_dtype)
-    return _reduce(imp, call, nn.ReduceSumOp, x, call.get("dim"))
-
-
-@converts("aten.prod.dim_int", "aten.prod.default")
-def _prod(imp: Importer, call: Call) -> Tensor:
-    x = imp.cast(call["self"], call.out_dtype)
-    return _reduce(imp, call, math_ops.ReduceProdOp, x, call.get("dim"))
+    return _reduce(imp, call, _IN_RESULT_TYPE[call.op], x, call.get("dim"))
 
 
 @converts("aten.amax.default", "aten.max.default")
@@ -326,21 +325,22 @@ def _amin(imp: Importer, call: Call) -> Tensor:
     return _reduce(imp, call, math_ops.ReduceMinOp, x, call.get("dim"))
 
 
+def _truth(imp: Importer, x: Tensor) -> Tensor:
+    """`x != 0` as a bool tensor (`x` itself when it is one)."""
+    if imp.dtype(x) == np.bool_:
+        return x
+    return imp.emit(logic_ops.LogicalNotOp, imp.emit(logic_ops.EqualOp, x, np.zeros((), imp.dtype(x))))
+
+
 @converts("aten.any.dim", "aten.any.dims", "aten.any.default")
 def _any(imp: Importer, call: Call) -> Tensor:
-    x = call["self"]
-    if imp.dtype(x) != np.bool_:
-        x = imp.emit(logic_ops.LogicalNotOp, imp.emit(logic_ops.EqualOp, x, np.zeros((), imp.dtype(x))))
-    return _reduce(imp, call, nn.ReduceMaxOp, x, call.get("dim"))
+    return _reduce(imp, call, nn.ReduceMaxOp, _truth(imp, call["self"]), call.get("dim"))
 
 
 @converts("aten.all.dim", "aten.all.dims", "aten.all.default")
 def _all(imp: Importer, call: Call) -> Tensor:
-    x = call["self"]
-    if imp.dtype(x) != np.bool_:
-        x = imp.emit(logic_ops.LogicalNotOp, imp.emit(logic_ops.EqualOp, x, np.zeros((), imp.dtype(x))))
-    y = _reduce(imp, call, math_ops.ReduceMinOp, imp.cast(x, np.int32), call.get("dim"))
-    return imp.cast(y, np.bool_)
+    x = imp.cast(_truth(imp, call["self"]), np.int32)
+    return imp.cast(_reduce(imp, call, math_ops.ReduceMinOp, x, call.get("dim")), np.bool_)
 
 
 def _arg(imp: Importer, call: Call, cls: type[nn.NNOp]) -> Tensor:

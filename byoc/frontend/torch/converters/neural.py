@@ -4,7 +4,7 @@ embedding, attention, padding and resizing."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -326,44 +326,54 @@ def _adaptive_matrix(size: int, out: int, dtype: Any) -> np.ndarray[Any, Any]:
     return m
 
 
-@converts("aten._adaptive_avg_pool2d.default", "aten.adaptive_avg_pool2d.default", "aten.adaptive_avg_pool1d.default")
-def _adaptive_avg_pool(imp: Importer, call: Call) -> Tensor:
+def _adaptive_pool(
+    imp: Importer,
+    call: Call,
+    what: str,
+    ops: tuple[type[nn.NNOp], type[nn.NNOp]],
+    overlapping: Callable[[Tensor, int, int, list[int]], Tensor],
+) -> Tensor:
+    """An adaptive pool (a 1-D one through a 2-D view): `ops`' global pool when the output
+    is 1x1, its windowed pool when the windows tile the input, else `overlapping(x, h, w,
+    out)` on the 2-D view."""
     x = call["self"]
-    n = _spatial(imp, x, "an adaptive average pool")
+    n = _spatial(imp, x, what)
     out = _pair(call["output_size"], n, 1)
     x2 = x if n == 2 else _to_2d(imp, x)
     out2 = out if n == 2 else [1, *out]
     h, w = (static(v, "pooled size") for v in imp.shape(x2)[2:])
+    global_pool, pool = ops
     if out2 == [1, 1]:
-        y = imp.emit(nn.GlobalAvgPool2DOp, x2)
+        y = imp.emit(global_pool, x2)
     elif h % out2[0] == 0 and w % out2[1] == 0:
         k = [h // out2[0], w // out2[1]]
-        y = imp.emit(nn.AvgPool2DOp, x2, pool_size=k, strides=k)
-    else:  # overlapping windows: averaging is linear, two matrix products
+        y = imp.emit(pool, x2, pool_size=k, strides=k)
+    else:
+        y = overlapping(x2, h, w, out2)
+    return y if n == 2 else _from_2d(imp, y)
+
+
+@converts("aten._adaptive_avg_pool2d.default", "aten.adaptive_avg_pool2d.default", "aten.adaptive_avg_pool1d.default")
+def _adaptive_avg_pool(imp: Importer, call: Call) -> Tensor:
+    def two_products(x2: Tensor, h: int, w: int, out2: list[int]) -> Tensor:
+        # overlapping windows: averaging is linear, two matrix products
         dt = imp.dtype(x2)
         y = imp.emit(nn.MatmulOp, x2, np.ascontiguousarray(_adaptive_matrix(w, out2[1], dt).T))
-        y = imp.emit(nn.MatmulOp, _adaptive_matrix(h, out2[0], dt), y)
-    return y if n == 2 else _from_2d(imp, y)
+        return imp.emit(nn.MatmulOp, _adaptive_matrix(h, out2[0], dt), y)
+
+    ops = (nn.GlobalAvgPool2DOp, nn.AvgPool2DOp)
+    return _adaptive_pool(imp, call, "an adaptive average pool", ops, two_products)
 
 
 @converts("aten.adaptive_max_pool2d.default", "aten.adaptive_max_pool1d.default")
 def _adaptive_max_pool(imp: Importer, call: Call) -> tuple[Any, ...]:
-    x = call["self"]
-    n = _spatial(imp, x, "an adaptive max pool")
-    out = _pair(call["output_size"], n, 1)
-    x2 = x if n == 2 else _to_2d(imp, x)
-    out2 = out if n == 2 else [1, *out]
-    h, w = (static(v, "pooled size") for v in imp.shape(x2)[2:])
-    if out2 == [1, 1]:
-        y = imp.emit(nn.GlobalMaxPool2DOp, x2)
-    elif h % out2[0] == 0 and w % out2[1] == 0:
-        k = [h // out2[0], w // out2[1]]
-        y = imp.emit(nn.MaxPool2DOp, x2, pool_size=k, strides=k)
-    else:
+    def refuse(x2: Tensor, h: int, w: int, out2: list[int]) -> Tensor:
         raise UnsupportedTorchError(
             f"an adaptive max pool from {h}x{w} to {out2[0]}x{out2[1]} (overlapping windows) is not supported"
         )
-    y = y if n == 2 else _from_2d(imp, y)
+
+    ops = (nn.GlobalMaxPool2DOp, nn.MaxPool2DOp)
+    y = _adaptive_pool(imp, call, "an adaptive max pool", ops, refuse)
     return (y, unsupported_result("the indices of an adaptive max pool"))
 
 
