@@ -185,8 +185,8 @@ def misplaced_host_ops(module: ModuleOp, targets: Sequence[str]) -> list[str]:
 
 NODE_CASE_CACHE: Path | None = None
 """A directory where `load_node_cases` keeps the built cases, pickled under a name holding
-the onnx and Python versions; None builds them in every process. Building takes about 7 s
-of CPU, reading the pickle about 0.05 s."""
+the onnx and Python versions; None builds them in every process. Reading them back is much
+cheaper than building them (docs/testing.md, "Keeping the default run short")."""
 
 
 def _node_case_file(directory: Path) -> Path:
