@@ -1,12 +1,15 @@
 """ONNX backend node tests through the importer: on the numpy reference, and through
 `byoc.build` (the real flow: partitioning, the C library, the ExampleJSON runtime, the host).
 
-The cases are built once per session (`load_node_cases`, 10-25 s). On the reference they run
-one by one (`run_cases`). Through build they run in batches (`run_cases_batched`): the cases
-of a batch become one model, so one C library is compiled per 100 cases instead of one per
-case (about 20 s with an empty library cache instead of about 130 s); a case that fails in a
-batch is run again alone, and that run is its result. Each test below then checks one op's
-share of the results. The slow test runs every case through its own `byoc.build`, as
+The cases are built once (`load_node_cases`, 10-25 s; tests/frontend/conftest.py keeps them in
+pytest's cache for later processes). On the reference they run one by one (`run_cases`, once
+per process for all the files that check node tests). Through build they run in batches
+(`node_results_through_build`, over `run_cases_batched`): the cases of a batch become one
+model, so one C library is compiled per 100 cases instead of one per case (about 20 s with an
+empty library cache instead of about 130 s); a case that fails in a batch is run again alone,
+and that run is its result. Each test below then checks one op's share of the results. The
+files that check node tests share an xdist group, so `make test` (`--dist loadgroup`) runs
+them in one worker, which computes these results once. The slow test runs every case through its own `byoc.build`, as
 `python benchmarks/conformance.py` does when it writes docs/conformance.md.
 """
 
@@ -29,6 +32,7 @@ from support.onnx_harness import (
     load_node_cases,
     merge_mains,
     misplaced_host_ops,
+    node_results_through_build,
     render_markdown,
     run_case,
     run_cases,
@@ -38,6 +42,10 @@ from support.onnx_harness import (
 
 import byoc
 from byoc.frontend.onnx import SUPPORTED_OPS, UnsupportedOnnxError
+
+# one pytest-xdist worker runs every file of this group (`--dist loadgroup`), so the node
+# tests' results below are computed once in the run, not once per worker
+pytestmark = pytest.mark.xdist_group("onnx-node-tests")
 
 # The ops issue 7 lists: each must pass at least one node test case.
 REQUIRED_OPS = """
@@ -62,13 +70,15 @@ def results(covered: list[Any]) -> list[CaseResult]:
 @pytest.fixture(scope="session")
 def built(covered: list[Any]) -> list[CaseResult]:
     """Through byoc.build for ccompiler then examplejson (what C rejects goes to ExampleJSON)."""
-    return run_cases_batched(covered, DEFAULT_TARGETS, batch_size=100)
+    by_name = node_results_through_build(DEFAULT_TARGETS)
+    return [by_name[c.name] for c in covered]
 
 
 @pytest.fixture(scope="session")
 def built_examplejson(covered: list[Any]) -> list[CaseResult]:
     """Through byoc.build for examplejson alone: every op with a line runs in its runtime."""
-    return run_cases_batched(covered, ("examplejson",), batch_size=100)
+    by_name = node_results_through_build(("examplejson",))
+    return [by_name[c.name] for c in covered]
 
 
 def test_required_ops_are_supported() -> None:

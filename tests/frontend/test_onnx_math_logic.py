@@ -3,7 +3,9 @@ ops, Expand, Tile, Einsum, CastLike, the element types beyond f32/i32/i64): thei
 on the reference and through `byoc.build`, the f32 ones in generated C, and hand-made models
 against onnxruntime.
 
-The node tests are built once per session (`load_node_cases` is cached per process)."""
+The node tests are built once per session (`load_node_cases` is cached per process); their
+results, on the reference and through build, are shared with test_onnx_conformance.py (the same
+xdist group, so one worker computes them once)."""
 
 from __future__ import annotations
 
@@ -17,9 +19,9 @@ from support.onnx_harness import (
     DEFAULT_TARGETS,
     CaseResult,
     load_node_cases,
+    node_results_through_build,
     onnxruntime_execute,
     run_cases,
-    run_cases_batched,
     select_cases,
 )
 
@@ -33,6 +35,10 @@ from byoc.frontend.onnx import (
 )
 from byoc.interpreters import run_reference
 from byoc.targets.ccompiler import MATH_POINTWISE_OPS
+
+# one pytest-xdist worker runs every file of this group (`--dist loadgroup`), so the node
+# tests' results below are computed once in the run, not once per worker
+pytestmark = pytest.mark.xdist_group("onnx-node-tests")
 
 Array = np.ndarray[Any, Any]
 
@@ -58,7 +64,8 @@ def part_a_reference(part_a_cases: list[Any]) -> list[CaseResult]:
 
 @pytest.fixture(scope="session")
 def part_a_built(part_a_cases: list[Any]) -> list[CaseResult]:
-    return run_cases_batched(part_a_cases, DEFAULT_TARGETS, batch_size=100)
+    by_name = node_results_through_build(DEFAULT_TARGETS)
+    return [by_name[c.name] for c in part_a_cases]
 
 
 def test_part_a_ops_are_supported() -> None:

@@ -9,7 +9,11 @@ Two sources, both shipped inside the installed `onnx` package:
   `run_case(case, execute)` imports a case, runs it with `execute(module,
   inputs) -> outputs` and compares with the stored outputs the way ONNX's
   backend runner does (same shape, same dtype, `assert_allclose` with the
-  case's rtol/atol: 1e-3 / 1e-7).
+  case's rtol/atol: 1e-3 / 1e-7). With `NODE_CASE_CACHE` set (the test
+  suite sets it), the built cases are also pickled there, so the next process
+  (another pytest-xdist worker, the next run) reads them in a fraction of a
+  second; a case's numpy-reference result is kept per process, so the test
+  files that check different ops' shares of it run each case once.
 - **Light models** (`onnx/backend/test/data/light/light_*.onnx`): real
   architectures whose weights are all 0.02 (`ConstantOfShape` nodes), so the
   stored output is input-independent. `randomize_weights(model, seed)` replaces
@@ -40,11 +44,15 @@ import functools
 import glob
 import math
 import os
+import pickle
 import re
+import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -175,14 +183,60 @@ def misplaced_host_ops(module: ModuleOp, targets: Sequence[str]) -> list[str]:
 # --------------------------------------------------------------------------
 
 
-@functools.cache
-def load_node_cases() -> tuple[Any, ...]:
-    """Every ONNX backend node test case (onnx's TestCase objects), built once per process."""
+NODE_CASE_CACHE: Path | None = None
+"""A directory where `load_node_cases` keeps the built cases, pickled under a name holding
+the onnx and Python versions; None builds them in every process. Reading them back is much
+cheaper than building them (docs/testing.md, "Keeping the default run short")."""
+
+
+def _node_case_file(directory: Path) -> Path:
+    import onnx
+
+    python = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    return directory / f"onnx-{onnx.__version__}-py{python}-node-cases.pickle"
+
+
+def _build_node_cases() -> tuple[Any, ...]:
     from onnx.backend.test.loader import load_model_tests
 
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         return tuple(load_model_tests(kind="node"))
+
+
+@functools.cache
+def load_node_cases() -> tuple[Any, ...]:
+    """Every ONNX backend node test case (onnx's TestCase objects), built once per process,
+    or read from `NODE_CASE_CACHE` when an earlier process left them there."""
+    cases = _read_or_build_node_cases()
+    _NODE_CASE_IDS.update(id(c) for c in cases)
+    return cases
+
+
+_NODE_CASE_IDS: set[int] = set()
+"""The ids of the cases `load_node_cases()` returned (it keeps them alive, so an id is never
+reused)."""
+
+
+def _read_or_build_node_cases() -> tuple[Any, ...]:
+    if NODE_CASE_CACHE is None:
+        return _build_node_cases()
+    path = _node_case_file(NODE_CASE_CACHE)
+    try:
+        with path.open("rb") as f:
+            cases = pickle.load(f)
+        if isinstance(cases, tuple):
+            return cases
+    except Exception:  # absent, or cut short by a killed run: build it again
+        pass
+    cases = _build_node_cases()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # written aside and renamed: a reader sees the whole file or none
+    fd, scratch = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    with os.fdopen(fd, "wb") as f:
+        pickle.dump(cases, f, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(scratch, path)
+    return cases
 
 
 def op_types(case: Any) -> tuple[str, ...]:
@@ -316,8 +370,25 @@ def _failure(e: BaseException) -> str:
     return f"{type(e).__name__}: {message[:300]}"
 
 
+_REFERENCE_RESULTS: dict[int, CaseResult] = {}
+"""`run_case(case)` on the numpy reference, by `id(case)`, for the cases of `load_node_cases()`."""
+
+
 def run_cases(cases: Iterable[Any], execute: Execute = reference_execute) -> list[CaseResult]:
-    return [run_case(c, execute) for c in cases]
+    """`run_case` for each case; on the numpy reference, a node test case runs once per process
+    (its result depends on the case alone), so the files that each check a part of the node
+    tests share the runs."""
+    if execute is not reference_execute:
+        return [run_case(c, execute) for c in cases]
+    results: list[CaseResult] = []
+    for case in cases:
+        if id(case) not in _NODE_CASE_IDS:
+            results.append(run_case(case))
+            continue
+        if id(case) not in _REFERENCE_RESULTS:
+            _REFERENCE_RESULTS[id(case)] = run_case(case)
+        results.append(_REFERENCE_RESULTS[id(case)])
+    return results
 
 
 def merge_mains(modules: Sequence[ModuleOp]) -> tuple[ModuleOp, list[tuple[int, int]]]:
@@ -405,6 +476,16 @@ def run_cases_batched(
                 expected_placement(module, targets),
             )
     return [results[c.name] for c in cases]
+
+
+@functools.cache
+def node_results_through_build(targets: tuple[str, ...]) -> dict[str, CaseResult]:
+    """`run_cases_batched` over every covered node test case for `targets` (batches of 100),
+    once per process, by case name. A case's result there is its result alone (a case that
+    fails in its batch is run again alone), so a test of some ops' cases takes them from here
+    instead of building its own batches."""
+    covered = select_cases(load_node_cases())
+    return {r.name: r for r in run_cases_batched(covered, targets, batch_size=100)}
 
 
 # --------------------------------------------------------------------------
@@ -840,6 +921,7 @@ __all__ = [
     "merge_mains",
     "misplaced_host_ops",
     "placement_of",
+    "node_results_through_build",
     "run_cases_batched",
     "light_model_output",
     "light_models",

@@ -253,6 +253,11 @@ func.func @main(%x: tensor<3x5xf32>, %y: tensor<3x5xf32>) -> tensor<3x5xf32> {
 """
 
 
+VENDOR_GROUP = pytest.mark.xdist_group("vendor-package")
+"""The tests of the installed package run in one pytest-xdist worker (`--dist loadgroup`), so
+`vendor_site` installs it once in the run, not once per worker."""
+
+
 @pytest.fixture(scope="module")
 def vendor_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """examples/vendor_plugin installed with pip into a directory (put on PYTHONPATH)."""
@@ -267,6 +272,7 @@ def vendor_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return site
 
 
+@VENDOR_GROUP
 def test_the_vendor_package_is_used_by_name_and_its_artifact_loads_elsewhere(
     vendor_site: Path, tmp_path: Path
 ) -> None:
@@ -303,6 +309,7 @@ def test_the_vendor_package_is_used_by_name_and_its_artifact_loads_elsewhere(
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 
 
+@VENDOR_GROUP
 def test_the_vendor_targets_pass_the_conformance_kit(vendor_site: Path, tmp_path: Path) -> None:
     env = {"BYOC_CACHE_DIR": str(tmp_path / "cache")}
     rows = {"vendoraccel": ("nn.relu", "nn.clip", "nn.add", "vendoraccel.add_relu"), "vendoraccel_c": ("nn.relu", "nn.clip")}
