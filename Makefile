@@ -29,10 +29,10 @@ demo: $(STAMP)
 	$(BIN)/byoc-run examples/small_cnn.mlir --targets ccompiler,examplejson
 
 test: $(DEV_STAMP)
-	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests -n auto --dist loadgroup
+	PYTHONDONTWRITEBYTECODE= OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests -n auto --dist loadgroup
 
 test-slow: $(DEV_STAMP)
-	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests -m slow -n auto --dist loadgroup
+	PYTHONDONTWRITEBYTECODE= OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests -m slow -n auto --dist loadgroup
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check byoc tests benchmarks
