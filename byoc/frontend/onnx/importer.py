@@ -63,9 +63,9 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
+import byoc.frontend.onnx.proto as proto_module
 from byoc.dialects import nn
 from byoc.dialects.verify import ChangeVerifier
-from byoc.frontend.onnx import proto as proto_module
 from byoc.frontend.onnx.base import (
     DYNAMIC_DIM,
     FOLD_LIMIT_BYTES,

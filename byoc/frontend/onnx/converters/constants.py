@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
+import byoc.frontend.onnx.proto as proto
 from byoc.dialects import nn
-from byoc.frontend.onnx import proto
 from byoc.frontend.onnx.base import (
     NN_DTYPES,
     Array,

@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 from xdsl.ir import SSAValue
 
+import byoc.frontend.onnx.proto as proto
 from byoc.dialects import nn
 from byoc.dialects.nn import indexing as nni
-from byoc.frontend.onnx import proto
 from byoc.frontend.onnx.base import (
     Importer,
     Node,

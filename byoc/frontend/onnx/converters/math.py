@@ -10,10 +10,10 @@ import math
 
 import numpy as np
 
+import byoc.frontend.onnx.proto as proto
 from byoc.dialects import nn
 from byoc.dialects.nn import logic_ops as lg
 from byoc.dialects.nn import math_ops as m
-from byoc.frontend.onnx import proto
 from byoc.frontend.onnx.base import Importer, Node, Value, converts, ints, normalize_axes, string
 from byoc.frontend.onnx.converters.elementwise import cast_to, to_dtype
 from byoc.frontend.onnx.converters.layout import _axes_input
