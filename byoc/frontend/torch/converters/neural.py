@@ -8,10 +8,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import sympy
 from xdsl.ir import SSAValue
 
 from byoc.dialects import nn
 from byoc.dialects.nn import indexing, logic_ops, math_ops
+from byoc.frontend.torch import views
 from byoc.frontend.torch.base import (
     Array,
     Call,
@@ -112,12 +114,15 @@ def _shared_matrix(a_shape: tuple[int, ...], b: Array) -> Array | None:
 
 
 def _linear_on_source(imp: Importer, a: Tensor, b: Tensor, bias: Tensor | None) -> Tensor | None:
-    """A product of values with a merged `?` leading dim (`unflattened`: a linear layer on
-    2-D rows, a `bmm` of 3-D batches): run on the N-D values they flatten, so the view back
-    to N-D needs no `?` arithmetic. None when `a` has no such source."""
-    source = imp.unflattened.get(a) if isinstance(a, SSAValue) else None
-    if source is None:
+    """A product whose rows merge a dynamic size with other dims (`unflattened`: a linear
+    layer on 2-D rows, a `bmm` of 3-D batches): run on the values with those dims apart, so
+    the view back needs no `?` arithmetic. None when `a` has no such value."""
+    if not isinstance(a, SSAValue):
         return None
+    found = views.rows_source(imp, a)
+    if found is None:
+        return None
+    source, shape = found
     if not isinstance(b, SSAValue) and np.ndim(b) == 2:
         y = imp.emit(nn.DenseOp, source, np.ascontiguousarray(np.asarray(b).T))
     else:
@@ -127,10 +132,18 @@ def _linear_on_source(imp: Importer, a: Tensor, b: Tensor, bias: Tensor | None) 
         y = imp.emit(nn.MatmulOp, source, other)
     if bias is not None:
         y = imp.emit(nn.AddOp, y, bias)
-    kept = imp.rank(a) - 1
-    flat = imp.reshape(y, (-1, *imp.shape(y)[imp.rank(y) - kept :]))
-    assert isinstance(flat, SSAValue) and isinstance(y, SSAValue)
-    imp.unflattened[flat] = y
+    assert isinstance(y, SSAValue)
+    n = imp.shape(y)[-1]
+    src_shape = views.sym_shape(imp, source)
+    if n == nn.DYNAMIC or src_shape is None:
+        return None
+    views.record(imp, y, (*src_shape[:-1], sympy.Integer(n)))
+    flat_shape = (*shape[:-1], sympy.Integer(n))
+    flat = imp.reshape(y, views.as_dims(flat_shape))
+    assert isinstance(flat, SSAValue)
+    views.record(imp, flat, flat_shape)
+    if flat is not y:
+        imp.unflattened[flat] = y
     return flat
 
 
