@@ -13,15 +13,18 @@ taking turns, `--alternations` times; in a process every thread count is timed r
 round, so its 1- and 2-thread figures come from the same minutes (inductor, whose compiled
 code is specialised to the thread count, takes one count after the other). A figure is the median
 of `--runs` timed calls after warm-up; each kept figure is the best over the processes.
-Prints milliseconds and byoc's ratio to each engine (below 1: byoc is faster); writes the
-latest results with the command, the machine and the date to
-`benchmarks/results/torch_models.json`.
+Prints milliseconds, byoc's ratio to each engine (below 1: byoc is faster) and the
+geometric means against the goals (byoc no slower than eager, within 1.2x of inductor);
+writes the latest results with the command, the machine and the date to
+`benchmarks/results/torch_models.json`, and the printed figures to
+`benchmarks/results/torch_models.md` (`_results.py`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import statistics
@@ -157,6 +160,38 @@ def report(results: dict[str, dict[str, dict[str, float]]], names: list[str], co
                     f"{row['byoc'] / row[e]:>13.2f}x" if row[e] else f"{'-':>14}" for e in others
                 )
             lines.append(text)
+    if "byoc" in engines:
+        lines += ["", *summary(results, names, counts, others)]
+    return lines
+
+
+def geomean(values: list[float]) -> float:
+    return math.exp(statistics.fmean(math.log(v) for v in values))
+
+
+GOALS = {"eager": 1.0, "inductor": 1.2}
+"""The ratio byoc / engine to stay at or below (geometric mean over the models)."""
+
+
+def summary(
+    results: dict[str, dict[str, dict[str, float]]], names: list[str], counts: list[int], others: list[str]
+) -> list[str]:
+    """Geometric mean of byoc's ratio to each engine per thread count, with the goal lines."""
+    lines = []
+    for e in others:
+        for n in counts:
+            ratios = [
+                results["byoc"][m][str(n)] / results[e][m][str(n)]
+                for m in names
+                if results.get("byoc", {}).get(m, {}).get(str(n)) and results.get(e, {}).get(m, {}).get(str(n))
+            ]
+            if not ratios:
+                continue
+            text = f"geometric mean byoc/{e} at {n} thread{'s' if n > 1 else ''}: {geomean(ratios):.2f}x over {len(ratios)} models"
+            if e in GOALS:
+                met = "met" if geomean(ratios) <= GOALS[e] else "not met"
+                text += f" (goal <= {GOALS[e]:.1f}x: {met})"
+            lines.append(text)
     return lines
 
 
@@ -229,4 +264,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from _results import run_recorded
+
+    raise SystemExit(run_recorded(__file__, lambda: main(sys.argv[1:])))

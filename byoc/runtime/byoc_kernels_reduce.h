@@ -8,7 +8,6 @@
 #include "byoc_runtime.h"
 #include "byoc_kernels_threads.h"
 #include "byoc_kernels_glue.h"
-#include "byoc_kernels_simd.h"
 
 /* ---- softmax --------------------------------------------------------------- */
 
@@ -49,6 +48,19 @@ static inline BYOC_NO_TRAP_ float byoc_softmax_exp_(float x) {
   return (((p * r) * r + r + 1.0f) * lo.f) * hi.f;
 }
 
+/* The contiguous softmax is also compiled for AVX2 and picked at load time, as the
+ * BYOC_CLONES kernels are (byoc_kernels_simd.h is not included: its intrinsics header would
+ * slow the parse of every unit that includes this one). */
+#if defined(__x86_64__) && defined(__ELF__) && defined(__has_attribute) && \
+    !defined(BYOC_BASELINE_ONLY) && !defined(__SANITIZE_ADDRESS__)
+#if __has_attribute(target_clones)
+#define BYOC_SOFTMAX_CLONES_ __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef BYOC_SOFTMAX_CLONES_
+#define BYOC_SOFTMAX_CLONES_
+#endif
+
 #ifdef _OPENMP
 #define BYOC_SIMD_MAX_(v) BYOC_PRAGMA_(omp simd reduction(max : v))
 #define BYOC_SIMD_SUM_(v) BYOC_PRAGMA_(omp simd reduction(+ : v))
@@ -76,9 +88,8 @@ static inline void byoc_softmax_row_(const float* restrict xs, float* restrict y
 /* Softmax of rows [r0, r1) of n contiguous elements: max, exp and sum, scale, each a vector
  * loop (the sum in float, lane by lane: within the bound of any order of n terms). A row
  * with a NaN or an infinite maximum takes the scalar path (its NaNs as numpy's). */
-BYOC_KERNEL BYOC_NO_TRAP_ void byoc_softmax_contiguous_rows_(const float* restrict x,
-                                                             float* restrict y, int64_t n,
-                                                             int64_t r0, int64_t r1) {
+static BYOC_SOFTMAX_CLONES_ BYOC_NO_TRAP_ BYOC_MAYBE_UNUSED void byoc_softmax_contiguous_rows_(
+    const float* restrict x, float* restrict y, int64_t n, int64_t r0, int64_t r1) {
   for (int64_t r = r0; r < r1; ++r) {
     const float* restrict xs = x + r * n;
     float* restrict ys = y + r * n;
