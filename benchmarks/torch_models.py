@@ -12,16 +12,20 @@ a process of its own (their thread pools would otherwise share the two cores), t
 taking turns, `--alternations` times; in a process every thread count is timed round by
 round, so its 1- and 2-thread figures come from the same minutes (inductor, whose compiled
 code is specialised to the thread count, takes one count after the other). A figure is the median
-of `--runs` timed calls after warm-up; each kept figure is the best over the processes.
-Prints milliseconds and byoc's ratio to each engine (below 1: byoc is faster); writes the
-latest results with the command, the machine and the date to
-`benchmarks/results/torch_models.json`.
+of `--runs` timed calls after warm-up (`--stat best`: the fastest); each kept figure is the
+best over the processes.
+Prints milliseconds, byoc's ratio to each engine (below 1: byoc is faster) and the
+geometric means against the goals (byoc no slower than eager, within 1.2x of inductor);
+writes the latest results with the command, the machine and the date to
+`benchmarks/results/torch_models.json`, and the printed figures to
+`benchmarks/results/torch_models.md` (`_results.py`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import statistics
@@ -93,8 +97,11 @@ def _prepare(engine: str, model: Any, args: tuple[Any, ...], threads: int, targe
     raise ValueError(engine)
 
 
-def child(engine: str, names: list[str], counts: list[int], runs: int, targets: list[str]) -> dict[str, dict[str, float]]:
-    """Time every model on one engine; `{model: {"<threads>": median ms}}`."""
+def child(
+    engine: str, names: list[str], counts: list[int], runs: int, targets: list[str], stat: str = "median"
+) -> dict[str, dict[str, float]]:
+    """Time every model on one engine; `{model: {"<threads>": ms}}`, the median or the best
+    of the timed calls (`stat`)."""
     import torch
 
     warnings.filterwarnings("ignore")
@@ -116,7 +123,8 @@ def child(engine: str, names: list[str], counts: list[int], runs: int, targets: 
                     t = time.perf_counter()
                     calls[n]()
                     times[n].append((time.perf_counter() - t) * 1e3)
-        out[name] = {str(n): statistics.median(v) for n, v in times.items()}
+        pick = min if stat == "best" else statistics.median
+        out[name] = {str(n): pick(v) for n, v in times.items()}
         torch._dynamo.reset()
     return out
 
@@ -157,6 +165,38 @@ def report(results: dict[str, dict[str, dict[str, float]]], names: list[str], co
                     f"{row['byoc'] / row[e]:>13.2f}x" if row[e] else f"{'-':>14}" for e in others
                 )
             lines.append(text)
+    if "byoc" in engines:
+        lines += ["", *summary(results, names, counts, others)]
+    return lines
+
+
+def geomean(values: list[float]) -> float:
+    return math.exp(statistics.fmean(math.log(v) for v in values))
+
+
+GOALS = {"eager": 1.0, "inductor": 1.2}
+"""The ratio byoc / engine to stay at or below (geometric mean over the models)."""
+
+
+def summary(
+    results: dict[str, dict[str, dict[str, float]]], names: list[str], counts: list[int], others: list[str]
+) -> list[str]:
+    """Geometric mean of byoc's ratio to each engine per thread count, with the goal lines."""
+    lines = []
+    for e in others:
+        for n in counts:
+            ratios = [
+                results["byoc"][m][str(n)] / results[e][m][str(n)]
+                for m in names
+                if results.get("byoc", {}).get(m, {}).get(str(n)) and results.get(e, {}).get(m, {}).get(str(n))
+            ]
+            if not ratios:
+                continue
+            text = f"geometric mean byoc/{e} at {n} thread{'s' if n > 1 else ''}: {geomean(ratios):.2f}x over {len(ratios)} models"
+            if e in GOALS:
+                met = "met" if geomean(ratios) <= GOALS[e] else "not met"
+                text += f" (goal <= {GOALS[e]:.1f}x: {met})"
+            lines.append(text)
     return lines
 
 
@@ -168,6 +208,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--alternations", type=int, default=2)
     parser.add_argument("--targets", default="ccompiler", help="byoc's targets (default ccompiler)")
+    parser.add_argument(
+        "--stat", choices=("median", "best"), default="median",
+        help="the figure of a process: the median of its timed calls, or the fastest (on a loaded machine the least disturbed)",
+    )  # fmt: skip
     parser.add_argument("--quick", action="store_true", help=f"--models {','.join(QUICK)} --runs 15")
     parser.add_argument("--large", action="store_true", help=f"--models {','.join(LARGE)}")
     parser.add_argument("--engine", help=argparse.SUPPRESS)
@@ -182,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     targets = [t for t in args.targets.split(",") if t]
     names = [m for m in args.models.split(",") if m] or sorted(_zoo(large=False))
     if args.engine:  # a child: one engine, every model
-        Path(args.result).write_text(json.dumps(child(args.engine, names, counts, args.runs, targets)))
+        Path(args.result).write_text(json.dumps(child(args.engine, names, counts, args.runs, targets, args.stat)))
         return 0
 
     engines = [e for e in args.engines.split(",") if e]
@@ -196,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
                 out = Path(tmp) / f"{engine}-{k}.json"
                 cmd = [sys.executable, __file__, "--engine", engine, "--result", str(out),
                        "--models", ",".join(names), "--threads", args.threads,
-                       "--runs", str(args.runs), "--targets", args.targets]  # fmt: skip
+                       "--runs", str(args.runs), "--targets", args.targets, "--stat", args.stat]  # fmt: skip
                 t0 = time.perf_counter()
                 subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
                 print(f"# {engine} (round {k + 1}): {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
@@ -216,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
                 "date": datetime.now(UTC).isoformat(timespec="seconds"),
                 "targets": targets,
                 "runs": args.runs,
+                "stat": args.stat,
                 "alternations": args.alternations,
                 "milliseconds": merged,
                 "table": lines,
@@ -229,4 +274,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from _results import run_recorded
+
+    raise SystemExit(run_recorded(__file__, lambda: main(sys.argv[1:])))

@@ -11,30 +11,137 @@
 
 /* ---- softmax --------------------------------------------------------------- */
 
-/* Softmax (or, with `log_`, log-softmax) over the middle dim of an (outer, n, inner) view,
- * rows r = (o, i) in [r0, r1); the exponentials are summed in double. */
-static inline void byoc_softmax_rows_(const float* restrict x, float* restrict y, int64_t n,
-                                      int64_t inner, int64_t r0, int64_t r1, int log_) {
+/* gcc if-converts the clamps of byoc_softmax_exp_ (so vectorises its loop) only when
+ * comparisons may not trap; the results are the same, only FP exception flags differ. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define BYOC_NO_TRAP_ __attribute__((optimize("no-trapping-math")))
+#else
+#define BYOC_NO_TRAP_
+#endif
+
+/*
+ * exp(x) for softmax's shifted logits, x in [-inf, 0]: 2^n * exp(r) with n = round(x / ln 2)
+ * and |r| <= ln 2 / 2, exp(r) by Cephes' expf polynomial (within 2 ulp of libm's expf).
+ * 2^n is applied as two factors, so results below FLT_MIN underflow gradually as expf's do
+ * and x <= -104 (exp(-inf) included) gives 0. Branch-free: a loop of it vectorises.
+ */
+static inline BYOC_NO_TRAP_ float byoc_softmax_exp_(float x) {
+  float xc = x < -104.0f ? -104.0f : x;
+  xc = xc > 88.0f ? 88.0f : xc;
+  const float t = xc * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23: rounds to an int */
+  const float n = t - 12582912.0f;
+  union {
+    float f;
+    uint32_t i;
+  } bits = {t}, lo, hi;
+  const uint32_t ni = bits.i - 0x4B400000u; /* n, two's complement */
+  const uint32_t half = (uint32_t)((int32_t)ni >> 1);
+  lo.i = (half + 127u) << 23; /* 2^(n/2) and 2^(n - n/2): both normal for n >= -252 */
+  hi.i = (ni - half + 127u) << 23;
+  const float r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  return (((p * r) * r + r + 1.0f) * lo.f) * hi.f;
+}
+
+/* The contiguous softmax is also compiled for AVX2 and picked at load time, as the
+ * BYOC_CLONES kernels are (byoc_kernels_simd.h is not included: its intrinsics header would
+ * slow the parse of every unit that includes this one). */
+#if defined(__x86_64__) && defined(__ELF__) && defined(__has_attribute) && \
+    !defined(BYOC_BASELINE_ONLY) && !defined(__SANITIZE_ADDRESS__)
+#if __has_attribute(target_clones)
+#define BYOC_SOFTMAX_CLONES_ __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef BYOC_SOFTMAX_CLONES_
+#define BYOC_SOFTMAX_CLONES_
+#endif
+
+#ifdef _OPENMP
+#define BYOC_SIMD_MAX_(v) BYOC_PRAGMA_(omp simd reduction(max : v))
+#define BYOC_SIMD_SUM_(v) BYOC_PRAGMA_(omp simd reduction(+ : v))
+#else
+#define BYOC_SIMD_MAX_(v)
+#define BYOC_SIMD_SUM_(v)
+#endif
+
+/* Softmax of one row of n elements with stride `inner`, scalar (libm's expf, the sum in
+ * double): rows with a NaN or an infinite maximum, and rows of an inner softmax axis. */
+static inline void byoc_softmax_row_(const float* restrict xs, float* restrict ys, int64_t n,
+                                     int64_t inner) {
+  float m = -INFINITY;
+  for (int64_t k = 0; k < n; ++k) m = m == m ? byoc_maxf_(m, xs[k * inner]) : m;
+  double sum = 0.0;
+  for (int64_t k = 0; k < n; ++k) {
+    const float e = expf(xs[k * inner] - m);
+    ys[k * inner] = e;
+    sum += (double)e;
+  }
+  const float s = (float)sum;
+  for (int64_t k = 0; k < n; ++k) ys[k * inner] = ys[k * inner] / s;
+}
+
+/* Softmax of rows [r0, r1) of n contiguous elements: max, exp and sum, scale, each a vector
+ * loop (the sum in float, lane by lane: within the bound of any order of n terms). A row
+ * with a NaN or an infinite maximum takes the scalar path (its NaNs as numpy's). */
+static BYOC_SOFTMAX_CLONES_ BYOC_NO_TRAP_ BYOC_MAYBE_UNUSED void byoc_softmax_contiguous_rows_(
+    const float* restrict x, float* restrict y, int64_t n, int64_t r0, int64_t r1) {
   for (int64_t r = r0; r < r1; ++r) {
-    const int64_t o = r / inner, i = r % inner;
-    const float* xs = x + o * n * inner + i;
-    float* ys = y + o * n * inner + i;
+    const float* restrict xs = x + r * n;
+    float* restrict ys = y + r * n;
     float m = -INFINITY;
-    for (int64_t k = 0; k < n; ++k) m = m == m ? byoc_maxf_(m, xs[k * inner]) : m;
-    double sum = 0.0;
-    if (log_) {
-      for (int64_t k = 0; k < n; ++k) sum += (double)expf(xs[k * inner] - m);
-      const float lse = logf((float)sum);
-      for (int64_t k = 0; k < n; ++k) ys[k * inner] = (xs[k * inner] - m) - lse;
+    BYOC_SIMD_MAX_(m)
+    for (int64_t k = 0; k < n; ++k) m = xs[k] > m ? xs[k] : m;
+    int32_t nans = 0;
+    BYOC_SIMD_SUM_(nans)
+    for (int64_t k = 0; k < n; ++k) nans += xs[k] != xs[k];
+    if (nans > 0 || m == INFINITY || m == -INFINITY) {
+      byoc_softmax_row_(xs, ys, n, 1);
       continue;
     }
+    float sum = 0.0f;
+    BYOC_SIMD_SUM_(sum)
     for (int64_t k = 0; k < n; ++k) {
-      const float e = expf(xs[k * inner] - m);
-      ys[k * inner] = e;
-      sum += (double)e;
+      const float e = byoc_softmax_exp_(xs[k] - m);
+      ys[k] = e;
+      sum += e;
     }
-    const float s = (float)sum;
-    for (int64_t k = 0; k < n; ++k) ys[k * inner] = ys[k * inner] / s;
+    const float inv = 1.0f / sum;
+    BYOC_SIMD
+    for (int64_t k = 0; k < n; ++k) ys[k] = ys[k] * inv;
+  }
+}
+
+/* Log-softmax of one row of n elements with stride `inner` (libm's expf, the sum in double). */
+static inline void byoc_log_softmax_row_(const float* restrict xs, float* restrict ys, int64_t n,
+                                         int64_t inner) {
+  float m = -INFINITY;
+  for (int64_t k = 0; k < n; ++k) m = m == m ? byoc_maxf_(m, xs[k * inner]) : m;
+  double sum = 0.0;
+  for (int64_t k = 0; k < n; ++k) sum += (double)expf(xs[k * inner] - m);
+  const float lse = logf((float)sum);
+  for (int64_t k = 0; k < n; ++k) ys[k * inner] = (xs[k * inner] - m) - lse;
+}
+
+/* Softmax (or, with `log_`, log-softmax) over the middle dim of an (outer, n, inner) view,
+ * rows r = (o, i) in [r0, r1). */
+static inline void byoc_softmax_rows_(const float* restrict x, float* restrict y, int64_t n,
+                                      int64_t inner, int64_t r0, int64_t r1, int log_) {
+  if (inner == 1 && !log_) {
+    byoc_softmax_contiguous_rows_(x, y, n, r0, r1);
+    return;
+  }
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t o = r / inner, i = r % inner;
+    const int64_t at = o * n * inner + i;
+    if (log_)
+      byoc_log_softmax_row_(x + at, y + at, n, inner);
+    else
+      byoc_softmax_row_(x + at, y + at, n, inner);
   }
 }
 

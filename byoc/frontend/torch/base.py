@@ -28,8 +28,10 @@ class SymDim:
     """A size known only at run time (a `torch.export.Dim`): it may pass into a reshape or
     a result type as a `?` dim, but a converter that needs its value fails naming it."""
 
-    def __init__(self, expr: str) -> None:
+    def __init__(self, expr: str, sym: Any = None) -> None:
         self.expr = expr
+        self.sym = sym
+        """The size as a sympy expression (from the exported program), when known."""
 
     def __repr__(self) -> str:
         return self.expr
@@ -111,7 +113,10 @@ class Importer(Protocol):
     """What converters use of the importer (`importer.Importer` is the implementation)."""
 
     unflattened: dict[SSAValue, SSAValue]
-    """A 2-D value with a `?` row count that merges dims of an N-D value -> that value."""
+    """A value whose `?` dims merge a dynamic size with other dims -> the same elements with
+    those dims apart (`views`: the value is a reshape of it)."""
+    sym_shapes: dict[SSAValue, tuple[Any, ...]]
+    """A value with `?` dims -> its shape as ints and SymDims (with their expressions)."""
 
     def emit_all(self, cls: type[nn.NNOp], *operands: Tensor, **attrs: Any) -> list[Tensor]: ...
 

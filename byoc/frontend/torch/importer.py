@@ -185,9 +185,12 @@ class Importer:
         self.env: dict[Any, Any] = {}
         self.ops: list[Operation] = []
         self.unflattened: dict[SSAValue, SSAValue] = {}
-        """A 2-D value whose `?` row count merges dims of an N-D value -> that N-D value.
-        nn types cannot say that `?` is 8 times another `?`, so a view back to N-D goes
-        from the N-D value (and a linear layer between the two views runs on it)."""
+        """A value whose `?` dims merge a dynamic size with other dims -> the same elements
+        with those dims apart. nn types cannot say that `?` is 8 times another `?`, so a
+        view that splits such a dim goes from that value, and a linear layer on the merged
+        rows runs on it (`views`)."""
+        self.sym_shapes: dict[SSAValue, tuple[Any, ...]] = {}
+        """A value with `?` dims -> its shape as ints and SymDims (from the metadata)."""
         self.symbol_at: dict[str, tuple[int, int]] = {}
         """A dynamic size's symbol -> (user input #, axis) where an input has it."""
         self._args: list[SSAValue] = []
@@ -319,7 +322,7 @@ class Importer:
                 expr = expr.subs(self.bindings)
             if getattr(expr, "is_number", False):
                 return int(expr)
-            return SymDim(str(expr))
+            return SymDim(str(expr), expr)
         return int(d)
 
     def _meta(self, node: Any) -> tuple[list[np.dtype[Any] | None], list[tuple[Any, ...] | None]]:
@@ -424,6 +427,7 @@ class Importer:
             arg.name_hint = _ssa_name(node.name)
             names.append(node.name)
             self.env[node] = arg
+            self._record_shape(arg, tuple(self.size(d) for d in node.meta["val"].shape))
 
         problems: list[Problem] = []
         output_node = None
@@ -513,6 +517,10 @@ class Importer:
                     return Problem(_op_name(source.target), str(e), location, node.name)
                 self._locate(start, location)
             self.env[node] = item
+            if isinstance(item, SSAValue):
+                _, shapes = self._meta(node)
+                if shapes and shapes[0] is not None:
+                    self._record_shape(item, shapes[0])
             return None
         if target in _SYM_OPERATORS or name == "aten.sym_size.int":
             return self._convert_size(node, name)
@@ -534,8 +542,18 @@ class Importer:
             self.env[node] = FAILED
             return Problem(name, str(e), location, node.name)
         self.env[node] = value
+        if isinstance(value, SSAValue) and shapes and shapes[0] is not None:
+            self._record_shape(value, shapes[0])
         self._locate(start, location)
         return None
+
+    def _record_shape(self, v: SSAValue, shape: tuple[Any, ...]) -> None:
+        """Keep the symbolic shape of a value with `?` dims (when it matches the type)."""
+        dims = self.shape(v)
+        if nn.DYNAMIC in dims and len(dims) == len(shape) and all(
+            is_sym(s) == (d == nn.DYNAMIC) for s, d in zip(shape, dims, strict=True)
+        ):
+            self.sym_shapes.setdefault(v, shape)
 
     def _locate(self, start: int, location: SourceLocation | None) -> None:
         """Give the ops emitted since `start` the node's source line."""

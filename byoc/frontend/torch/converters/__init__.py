@@ -6,7 +6,7 @@ value, or a numpy array when folded), or a tuple of them for ops with several re
 """
 
 from byoc.frontend.torch.base import CONVERTERS, Converter, converts
-from byoc.frontend.torch.converters import elementwise, layout, neural  # noqa: F401
+from byoc.frontend.torch.converters import elementwise, layout, neural, transformer  # noqa: F401
 
 SUPPORTED_OPS: frozenset[str] = frozenset(CONVERTERS)
 """The ATen overloads the importer converts."""

@@ -10,6 +10,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects import nn
 from byoc.dialects.nn import indexing, logic_ops, math_ops
+from byoc.frontend.torch import views
 from byoc.frontend.torch.base import (
     Call,
     Importer,
@@ -28,25 +29,17 @@ from byoc.frontend.torch.errors import UnsupportedTorchError
 @converts("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default", "aten.view_copy.default")
 def _view(imp: Importer, call: Call) -> Tensor:
     x = call["self"]
+    if isinstance(x, SSAValue) and (nn.DYNAMIC in imp.shape(x) or any(is_sym(d) for d in call.out_shape)):
+        y = views.view(imp, x, call.out_shape)
+        if y is not None:
+            return y
     source = imp.unflattened.get(x) if isinstance(x, SSAValue) else None
     try:
-        y = imp.reshape(x, call.out_shape)
+        return imp.reshape(x, call.out_shape)
     except (UnsupportedTorchError, VerifyException):
         if source is None:
             raise
-        return imp.reshape(source, call.out_shape)  # back to N-D: from the N-D value
-    if isinstance(x, SSAValue) and isinstance(y, SSAValue) and _merges_leading(imp.shape(x), imp.shape(y)):
-        imp.unflattened[y] = x
-    return y
-
-
-def _merges_leading(src: tuple[int, ...], dst: tuple[int, ...]) -> bool:
-    """Whether `dst` is `src` with its leading dims merged into one `?` dim (the rest kept)."""
-    kept = len(dst) - 1
-    return (
-        len(src) > len(dst) >= 2 and dst[0] == nn.DYNAMIC and nn.DYNAMIC not in dst[1:]
-        and tuple(src[len(src) - kept :]) == tuple(dst[1:])
-    )
+        return imp.reshape(source, call.out_shape)  # from the value with the dims apart
 
 
 @converts("aten.squeeze.dims", "aten.squeeze.dim", "aten.squeeze.default", "aten.unsqueeze.default")
@@ -61,7 +54,15 @@ def _permute(imp: Importer, call: Call) -> Tensor:
     axes = [norm_dim(d, rank) for d in int_list(call["dims"])]
     if axes == list(range(rank)):
         return x
-    return imp.emit(nn.TransposeOp, x, axes=axes)
+    return _transposed(imp, x, axes)
+
+
+def _transposed(imp: Importer, x: Tensor, axes: list[int]) -> Tensor:
+    """`x` with its dims permuted (and its factored value too, `views.permute`)."""
+    y = imp.emit(nn.TransposeOp, x, axes=axes)
+    if isinstance(x, SSAValue) and isinstance(y, SSAValue):
+        views.permute(imp, x, y, axes)
+    return y
 
 
 @converts("aten.t.default", "aten.transpose.int", "aten.numpy_T.default")
@@ -73,7 +74,7 @@ def _transpose(imp: Importer, call: Call) -> Tensor:
     a, b = (rank - 2, rank - 1) if call.op != "aten.transpose.int" else (norm_dim(call["dim0"], rank), norm_dim(call["dim1"], rank))
     axes = list(range(rank))
     axes[a], axes[b] = axes[b], axes[a]
-    return imp.emit(nn.TransposeOp, x, axes=axes)
+    return _transposed(imp, x, axes)
 
 
 @converts("aten.expand.default", "aten.expand_copy.default")

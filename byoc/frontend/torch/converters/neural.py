@@ -8,11 +8,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import sympy
 from xdsl.ir import SSAValue
 
 from byoc.dialects import nn
 from byoc.dialects.nn import indexing, logic_ops, math_ops
+from byoc.frontend.torch import views
 from byoc.frontend.torch.base import (
+    Array,
     Call,
     Deferred,
     Importer,
@@ -81,20 +84,45 @@ def _convolution(imp: Importer, call: Call) -> Tensor:
 
 
 def matmul(imp: Importer, a: Tensor, b: Tensor) -> Tensor:
-    """a @ b; a known 2-D right operand is a dense layer (its weight stored transposed,
-    as nn.Linear's is)."""
-    if not isinstance(b, SSAValue) and np.ndim(b) == 2 and imp.rank(a) >= 2:
-        return imp.emit(nn.DenseOp, a, np.ascontiguousarray(np.asarray(b).T))
+    """a @ b; a known right operand that is one matrix (2-D, or a batch of copies of one
+    matrix) is a dense layer, its weight stored transposed as nn.Linear's is."""
+    if not isinstance(b, SSAValue) and imp.rank(a) >= 2:
+        w = _shared_matrix(imp.shape(a), np.asarray(b))
+        if w is not None:
+            return imp.emit(nn.DenseOp, a, np.ascontiguousarray(w.T))
     return imp.emit(nn.MatmulOp, a, b)
 
 
-def _linear_on_source(imp: Importer, a: Tensor, b: Tensor, bias: Tensor | None) -> Tensor | None:
-    """A product of values with a merged `?` leading dim (`unflattened`: a linear layer on
-    2-D rows, a `bmm` of 3-D batches): run on the N-D values they flatten, so the view back
-    to N-D needs no `?` arithmetic. None when `a` has no such source."""
-    source = imp.unflattened.get(a) if isinstance(a, SSAValue) else None
-    if source is None:
+def _shared_matrix(a_shape: tuple[int, ...], b: Array) -> Array | None:
+    """The one matrix of a known right operand `b` of `a @ b` when every batch of `a` meets
+    the same matrix and the product keeps `a`'s batch dims: a 2-D `b`, or a batch of
+    copies (what `linear` on a 3-D input decomposes to: `bmm` against the weight expanded
+    to the batch). Then the product is one 2-D dense over all rows of `a`, instead of one
+    small product per batch. None otherwise."""
+    if b.ndim == 2:
+        return b
+    batch_a, batch_b = a_shape[:-2], b.shape[:-2]
+    if b.ndim < 2 or len(batch_b) > len(batch_a):
         return None
+    for da, db in zip(batch_a[len(batch_a) - len(batch_b) :], batch_b, strict=True):
+        if db != 1 and da != db:
+            return None  # the product would broadcast `a` along this dim
+    first = b.reshape(-1, *b.shape[-2:])[0]
+    if not np.array_equal(np.broadcast_to(first, b.shape), b):
+        return None
+    return first
+
+
+def _linear_on_source(imp: Importer, a: Tensor, b: Tensor, bias: Tensor | None) -> Tensor | None:
+    """A product whose rows merge a dynamic size with other dims (`unflattened`: a linear
+    layer on 2-D rows, a `bmm` of 3-D batches): run on the values with those dims apart, so
+    the view back needs no `?` arithmetic. None when `a` has no such value."""
+    if not isinstance(a, SSAValue):
+        return None
+    found = views.rows_source(imp, a)
+    if found is None:
+        return None
+    source, shape = found
     if not isinstance(b, SSAValue) and np.ndim(b) == 2:
         y = imp.emit(nn.DenseOp, source, np.ascontiguousarray(np.asarray(b).T))
     else:
@@ -104,10 +132,18 @@ def _linear_on_source(imp: Importer, a: Tensor, b: Tensor, bias: Tensor | None) 
         y = imp.emit(nn.MatmulOp, source, other)
     if bias is not None:
         y = imp.emit(nn.AddOp, y, bias)
-    kept = imp.rank(a) - 1
-    flat = imp.reshape(y, (-1, *imp.shape(y)[imp.rank(y) - kept :]))
-    assert isinstance(flat, SSAValue) and isinstance(y, SSAValue)
-    imp.unflattened[flat] = y
+    assert isinstance(y, SSAValue)
+    n = imp.shape(y)[-1]
+    src_shape = views.sym_shape(imp, source)
+    if n == nn.DYNAMIC or src_shape is None:
+        return None
+    views.record(imp, y, (*src_shape[:-1], sympy.Integer(n)))
+    flat_shape = (*shape[:-1], sympy.Integer(n))
+    flat = imp.reshape(y, views.as_dims(flat_shape))
+    assert isinstance(flat, SSAValue)
+    views.record(imp, flat, flat_shape)
+    if flat is not y:
+        imp.unflattened[flat] = y
     return flat
 
 
