@@ -58,12 +58,12 @@ def math_scalar_op(b: object, name: str, params: dict[str, object], args: list[S
     if name == "nn.softsign":
         return add(c.DivOp(x, plus(k(1), call("fabsf", x))))
     if name == "nn.mish":
-        return mul(x, call("tanhf", softplus(x)))
+        return mul(x, call("byoc_tanhf", softplus(x)))
     if name == "nn.gelu":
         if p["approximate"] == "tanh":
             cube = mul(k(0.044715), mul(x, mul(x, x)))
             inner = mul(k(math.sqrt(2 / math.pi)), plus(x, cube))
-            return mul(mul(k(0.5), x), plus(k(1), call("tanhf", inner)))
+            return mul(mul(k(0.5), x), plus(k(1), call("byoc_tanhf", inner)))
         return mul(mul(k(0.5), x), plus(k(1), call("erff", mul(x, k(math.sqrt(0.5))))))
     if name == "nn.elu":
         return sel(cmp("gt", x, k(0)), x, exp_minus_one(x, float(p["alpha"])))  # type: ignore[arg-type]
