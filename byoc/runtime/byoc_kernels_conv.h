@@ -690,6 +690,149 @@ static inline void byoc_conv2d_claim_(const byoc_conv_geom_* g, const float* res
 }
 
 /*
+ * 1-D convolutions with short output rows (OH == 1 or OW == 1, no padding, groups 1, e.g. a
+ * text CNN's 1xK convs over rows of 11-21 characters, a batch of 64 rows): a 16-pixel tile
+ * of byoc_conv2d_part_ would leave most of its lanes empty (17 pixels: two tiles, 15 of 32
+ * lanes used by the second). Here the vector lanes hold output channels instead: per panel of
+ * 16 output channels, the weights transposed once per call into wp (WS x 16, zeros past O),
+ * then for every image 6 pixels at a time,
+ *   y[n, o, p] = sum_k wp[k][o] * x[n, base(p) + off[k]],  k = (c, kh, kw) in order,
+ * in 12 vector registers (6 pixels x 16 channels); each output summed in order of k, a
+ * multiply and an add a step (fused on CPUs with FMA, as the 2-D tile), whatever the threads
+ * (which split the panels). The epilogue runs per image and channel on its P outputs.
+ */
+#define BYOC_CONV1D_MAX_WS 1024
+
+/* Whether a conv takes the channel-lane path (see above). */
+static inline int byoc_conv1d_lanes_(const byoc_conv_geom_* g, int direct) {
+  if (!direct || g->G != 1 || (g->OH != 1 && g->OW != 1) || g->WS > BYOC_CONV1D_MAX_WS ||
+      g->O < 8)
+    return 0;
+  const int64_t empty = (g->P + 15) / 16 * 16 - g->P;
+  return 4 * empty > g->P; /* more than a fifth of the pixel tiles' lanes empty */
+}
+
+/* acc[i * 16 + j] = sum_k x[base[i] + off[k]] * wp[k * 16 + j] for 6 pixels i, 16 channels j. */
+static inline __attribute__((always_inline)) void byoc_conv1d_tile_(
+    const float* restrict x, const int64_t* restrict off, const int64_t* base,
+    const float* restrict wp, int64_t WS, float* restrict acc) {
+  byoc_v8f_ a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0};
+  byoc_v8f_ b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0}, b4 = {0}, b5 = {0};
+  const float *p0 = x + base[0], *p1 = x + base[1], *p2 = x + base[2];
+  const float *p3 = x + base[3], *p4 = x + base[4], *p5 = x + base[5];
+  for (int64_t k = 0; k < WS; ++k, wp += 16) {
+    const int64_t o = off[k];
+    byoc_v8f_ v0, v1;
+    memcpy(&v0, wp, sizeof v0);
+    memcpy(&v1, wp + 8, sizeof v1);
+    a0 += p0[o] * v0;
+    b0 += p0[o] * v1;
+    a1 += p1[o] * v0;
+    b1 += p1[o] * v1;
+    a2 += p2[o] * v0;
+    b2 += p2[o] * v1;
+    a3 += p3[o] * v0;
+    b3 += p3[o] * v1;
+    a4 += p4[o] * v0;
+    b4 += p4[o] * v1;
+    a5 += p5[o] * v0;
+    b5 += p5[o] * v1;
+  }
+  memcpy(acc, &a0, sizeof a0), memcpy(acc + 8, &b0, sizeof b0);
+  memcpy(acc + 16, &a1, sizeof a1), memcpy(acc + 24, &b1, sizeof b1);
+  memcpy(acc + 32, &a2, sizeof a2), memcpy(acc + 40, &b2, sizeof b2);
+  memcpy(acc + 48, &a3, sizeof a3), memcpy(acc + 56, &b3, sizeof b3);
+  memcpy(acc + 64, &a4, sizeof a4), memcpy(acc + 72, &b4, sizeof b4);
+  memcpy(acc + 80, &a5, sizeof a5), memcpy(acc + 88, &b5, sizeof b5);
+}
+
+#ifdef BYOC_FMA
+/* byoc_conv1d_tile_ with fused multiply-adds (AVX2 + FMA); called, not inlined. */
+static BYOC_FMA BYOC_MAYBE_UNUSED void byoc_conv1d_tile_fma_(
+    const float* restrict x, const int64_t* restrict off, const int64_t* base,
+    const float* restrict wp, int64_t WS, float* restrict acc) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
+  __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0;
+  const float *p0 = x + base[0], *p1 = x + base[1], *p2 = x + base[2];
+  const float *p3 = x + base[3], *p4 = x + base[4], *p5 = x + base[5];
+  for (int64_t k = 0; k < WS; ++k, wp += 16) {
+    const int64_t o = off[k];
+    const __m256 v0 = _mm256_loadu_ps(wp), v1 = _mm256_loadu_ps(wp + 8);
+    __m256 s = _mm256_broadcast_ss(p0 + o);
+    a0 = _mm256_fmadd_ps(s, v0, a0);
+    b0 = _mm256_fmadd_ps(s, v1, b0);
+    s = _mm256_broadcast_ss(p1 + o);
+    a1 = _mm256_fmadd_ps(s, v0, a1);
+    b1 = _mm256_fmadd_ps(s, v1, b1);
+    s = _mm256_broadcast_ss(p2 + o);
+    a2 = _mm256_fmadd_ps(s, v0, a2);
+    b2 = _mm256_fmadd_ps(s, v1, b2);
+    s = _mm256_broadcast_ss(p3 + o);
+    a3 = _mm256_fmadd_ps(s, v0, a3);
+    b3 = _mm256_fmadd_ps(s, v1, b3);
+    s = _mm256_broadcast_ss(p4 + o);
+    a4 = _mm256_fmadd_ps(s, v0, a4);
+    b4 = _mm256_fmadd_ps(s, v1, b4);
+    s = _mm256_broadcast_ss(p5 + o);
+    a5 = _mm256_fmadd_ps(s, v0, a5);
+    b5 = _mm256_fmadd_ps(s, v1, b5);
+  }
+  _mm256_storeu_ps(acc, a0), _mm256_storeu_ps(acc + 8, b0);
+  _mm256_storeu_ps(acc + 16, a1), _mm256_storeu_ps(acc + 24, b1);
+  _mm256_storeu_ps(acc + 32, a2), _mm256_storeu_ps(acc + 40, b2);
+  _mm256_storeu_ps(acc + 48, a3), _mm256_storeu_ps(acc + 56, b3);
+  _mm256_storeu_ps(acc + 64, a4), _mm256_storeu_ps(acc + 72, b4);
+  _mm256_storeu_ps(acc + 80, a5), _mm256_storeu_ps(acc + 88, b5);
+}
+#endif
+
+/* Panels [q0, q1) of 16 output channels, every image (x: N images read in place). */
+BYOC_KERNEL void byoc_conv1d_lanes_part_(const byoc_conv_geom_* g, const float* restrict x,
+                                         const float* restrict w, float* restrict y, int64_t N,
+                                         int64_t q0, int64_t q1, const byoc_epilogue_* ep) {
+  enum { NR = 16, PR = 6 };
+  float wp[BYOC_CONV1D_MAX_WS * NR] __attribute__((aligned(64)));
+  int64_t off[BYOC_CONV1D_MAX_WS];
+  float acc[PR * NR];
+  const int64_t WS = g->WS, O = g->O, P = g->P, OW = g->OW, KH = g->KH, KW = g->KW;
+  const int64_t plane = g->HP * g->WP, image = g->C * g->H * g->W;
+#ifdef BYOC_FMA
+  const int use_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+  for (int64_t k = 0; k < WS; ++k) {
+    const int64_t c = k / (KH * KW), kh = k / KW % KH, kw = k % KW;
+    off[k] = c * plane + kh * g->DH * g->WP + kw * g->DW;
+  }
+  for (int64_t q = q0; q < q1; ++q) {
+    const int64_t o0 = q * NR, nr = O - o0 < NR ? O - o0 : NR;
+    for (int64_t k = 0; k < WS; ++k)
+      for (int64_t j = 0; j < NR; ++j) wp[k * NR + j] = j < nr ? w[(o0 + j) * WS + k] : 0.0f;
+    for (int64_t n = 0; n < N; ++n) {
+      const float* xn = x + n * image;
+      float* yn = y + n * O * P;
+      for (int64_t p0 = 0; p0 < P; p0 += PR) {
+        const int64_t np = P - p0 < PR ? P - p0 : PR;
+        int64_t base[PR];
+        for (int64_t i = 0; i < PR; ++i) {
+          const int64_t p = p0 + (i < np ? i : 0);
+          base[i] = p / OW * g->SH * g->WP + p % OW * g->SW;
+        }
+#ifdef BYOC_FMA
+        if (use_fma)
+          byoc_conv1d_tile_fma_(xn, off, base, wp, WS, acc);
+        else
+#endif
+          byoc_conv1d_tile_(xn, off, base, wp, WS, acc);
+        for (int64_t j = 0; j < nr; ++j)
+          for (int64_t i = 0; i < np; ++i) yn[(o0 + j) * P + p0 + i] = acc[i * NR + j];
+      }
+      if (ep != NULL)
+        for (int64_t j = 0; j < nr; ++j) byoc_epilogue_run_(ep, o0 + j, yn + (o0 + j) * P, P);
+    }
+  }
+}
+
+/*
  * y[n, o, oh, ow] = sum_{c in group(o), kh, kw} x[n, c, oh*SH - PT + kh*DH, ow*SW - PL + kw*DW]
  *                                                * w[o, c - group_start, kh, kw]
  * then the epilogue `ep` (NULL: none). Each image is first copied into the
@@ -712,6 +855,17 @@ static inline void byoc_conv2d_run_(const float* restrict x, const float* restri
                                     const byoc_epilogue_* ep) {
   byoc_conv_geom_ g;
   const int direct = byoc_conv2d_geom_(&g, C, H, W, O, KH, KW, OH, OW, SH, SW, PT, PL, DH, DW, G);
+  if (byoc_conv1d_lanes_(&g, direct)) { /* short 1-D rows: output channels in the lanes */
+    const int64_t panels = (O + 15) / 16;
+    const int32_t nt = byoc_threads_for(N * g.P * O * g.WS, BYOC_PAR_GRAIN);
+    if (nt <= 1) {
+      byoc_conv1d_lanes_part_(&g, x, w, y, N, 0, panels, ep);
+      return;
+    }
+    BYOC_STEAL_(nt, panels, byoc_steal_grain_(nt, panels, 1), 1, q0, q1,
+                byoc_conv1d_lanes_part_(&g, x, w, y, N, q0, q1, ep));
+    return;
+  }
   const int depthwise = g.CG == 1 && g.OG == 1;
   const int split = depthwise && SW == 2;
   float* xp = scratch;
