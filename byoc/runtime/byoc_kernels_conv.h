@@ -832,6 +832,92 @@ BYOC_KERNEL void byoc_conv1d_lanes_part_(const byoc_conv_geom_* g, const float* 
   }
 }
 
+#ifdef BYOC_FMA
+/*
+ * 1-D convolutions along a contiguous axis on AVX-512F CPUs (OH == 1 with SW == 1, or OW == 1
+ * with SH == 1 over rows one float wide; groups 1; at least 32 pixels: a byte classifier's
+ * K x 1 convs over 508 positions): the conv is a GEMM whose k-th row of the right operand is
+ * the image itself from off[k] on, so no panel is packed:
+ *   y[o, p] = sum_k w[o, k] * xs[off[k] + p],  k = (c, kh, kw) in order,
+ * 6 output channels x 32 pixels in 12 registers of 16 lanes, loads of the last pixels masked.
+ * Each output is the same chain of fused multiply-adds in order of k as in the AVX2 tile
+ * (byoc_conv2d_tile_fma_), so the results are identical to it. Threads split the 6-channel
+ * tiles.
+ */
+#define BYOC_CONV1D_WIDE_MAX_WS 8192
+#define BYOC_CONV1D_AVX512 __attribute__((target("avx512f,avx2,fma")))
+
+/* Whether a conv (its padded image xs) takes the AVX-512 contiguous-axis path above. */
+static inline int byoc_conv1d_wide_(const byoc_conv_geom_* g) {
+  if (g->G != 1 || g->P < 32 || g->WS > BYOC_CONV1D_WIDE_MAX_WS) return 0;
+  const int along_w = g->OH == 1 && g->SW == 1;
+  const int along_h = g->OW == 1 && g->SH == 1 && g->WP == 1;
+  return (along_w || along_h) && __builtin_cpu_supports("avx512f");
+}
+
+/* Output channels [o0, o1) of one image from xs (its padded channels). */
+static BYOC_CONV1D_AVX512 BYOC_MAYBE_UNUSED void byoc_conv1d_wide_part_(
+    const byoc_conv_geom_* g, const float* restrict xs, const float* restrict w,
+    float* restrict y, int64_t o0, int64_t o1, const byoc_epilogue_* ep) {
+  enum { MR = 6 };
+  int64_t off[BYOC_CONV1D_WIDE_MAX_WS];
+  const int64_t WS = g->WS, P = g->P, KH = g->KH, KW = g->KW;
+  const int64_t plane = g->HP * g->WP;
+  for (int64_t k = 0; k < WS; ++k) {
+    const int64_t c = k / (KH * KW), kh = k / KW % KH, kw = k % KW;
+    off[k] = c * plane + kh * g->DH * g->WP + kw * g->DW;
+  }
+  for (int64_t o = o0; o < o1; o += MR) {
+    const int64_t mr = o1 - o < MR ? o1 - o : MR;
+    const float* w0 = w + o * WS;
+    const float* w1 = mr > 1 ? w0 + WS : w0;
+    const float* w2 = mr > 2 ? w0 + 2 * WS : w0;
+    const float* w3 = mr > 3 ? w0 + 3 * WS : w0;
+    const float* w4 = mr > 4 ? w0 + 4 * WS : w0;
+    const float* w5 = mr > 5 ? w0 + 5 * WS : w0;
+    for (int64_t p = 0; p < P; p += 32) {
+      const int64_t np = P - p < 32 ? P - p : 32;
+      const __mmask16 m0 = np >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << np) - 1u);
+      const __mmask16 m1 = np >= 32 ? (__mmask16)0xFFFF
+                           : np <= 16 ? (__mmask16)0
+                                      : (__mmask16)((1u << (np - 16)) - 1u);
+      __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
+      __m512 h0 = a0, h1 = a0, h2 = a0, h3 = a0, h4 = a0, h5 = a0;
+      const float* xp = xs + p;
+      for (int64_t k = 0; k < WS; ++k) {
+        const float* b = xp + off[k];
+        const __m512 v0 = _mm512_maskz_loadu_ps(m0, b), v1 = _mm512_maskz_loadu_ps(m1, b + 16);
+        __m512 s = _mm512_set1_ps(w0[k]);
+        a0 = _mm512_fmadd_ps(s, v0, a0);
+        h0 = _mm512_fmadd_ps(s, v1, h0);
+        s = _mm512_set1_ps(w1[k]);
+        a1 = _mm512_fmadd_ps(s, v0, a1);
+        h1 = _mm512_fmadd_ps(s, v1, h1);
+        s = _mm512_set1_ps(w2[k]);
+        a2 = _mm512_fmadd_ps(s, v0, a2);
+        h2 = _mm512_fmadd_ps(s, v1, h2);
+        s = _mm512_set1_ps(w3[k]);
+        a3 = _mm512_fmadd_ps(s, v0, a3);
+        h3 = _mm512_fmadd_ps(s, v1, h3);
+        s = _mm512_set1_ps(w4[k]);
+        a4 = _mm512_fmadd_ps(s, v0, a4);
+        h4 = _mm512_fmadd_ps(s, v1, h4);
+        s = _mm512_set1_ps(w5[k]);
+        a5 = _mm512_fmadd_ps(s, v0, a5);
+        h5 = _mm512_fmadd_ps(s, v1, h5);
+      }
+      const __m512 lo[6] = {a0, a1, a2, a3, a4, a5}, hi[6] = {h0, h1, h2, h3, h4, h5};
+      for (int64_t i = 0; i < mr; ++i) {
+        _mm512_mask_storeu_ps(y + (o + i) * P + p, m0, lo[i]);
+        _mm512_mask_storeu_ps(y + (o + i) * P + p + 16, m1, hi[i]);
+      }
+    }
+    if (ep != NULL)
+      for (int64_t i = 0; i < mr; ++i) byoc_epilogue_run_(ep, o + i, y + (o + i) * P, P);
+  }
+}
+#endif
+
 /*
  * y[n, o, oh, ow] = sum_{c in group(o), kh, kw} x[n, c, oh*SH - PT + kh*DH, ow*SW - PL + kw*DW]
  *                                                * w[o, c - group_start, kh, kw]
@@ -886,6 +972,18 @@ static inline void byoc_conv2d_run_(const float* restrict x, const float* restri
       BYOC_SPLIT_(nt, t, byoc_conv2d_pad_(&g, xn, xp, C * t / nt, C * (t + 1) / nt, split));
     }
     const int32_t nt = byoc_threads_for(macs * G, BYOC_PAR_GRAIN);
+#ifdef BYOC_FMA
+    if (byoc_conv1d_wide_(&g)) { /* a 1-D conv along a contiguous axis, AVX-512 */
+      const int64_t tiles6 = (O + 5) / 6;
+      if (nt <= 1) {
+        byoc_conv1d_wide_part_(&g, xs, w, yn, 0, O, ep);
+        continue;
+      }
+      BYOC_STEAL_(nt, tiles6, byoc_steal_grain_(nt, tiles6, 1), 1, t0, t1,
+                  byoc_conv1d_wide_part_(&g, xs, w, yn, 6 * t0, 6 * t1 < O ? 6 * t1 : O, ep));
+      continue;
+    }
+#endif
     if (nt <= 1) { /* no OpenMP region at all (see BYOC_SPLIT_) */
       for (int64_t grp = 0; grp < G; ++grp)
         byoc_conv2d_part_(&g, xs + grp * g.CG * g.HP * g.WP, w + grp * g.OG * g.WS,
