@@ -690,6 +690,235 @@ static inline void byoc_conv2d_claim_(const byoc_conv_geom_* g, const float* res
 }
 
 /*
+ * 1-D convolutions with short output rows (OH == 1 or OW == 1, no padding, groups 1, e.g. a
+ * text CNN's 1xK convs over rows of 11-21 characters, a batch of 64 rows): a 16-pixel tile
+ * of byoc_conv2d_part_ would leave most of its lanes empty (17 pixels: two tiles, 15 of 32
+ * lanes used by the second). Here the vector lanes hold output channels instead: per panel of
+ * 16 output channels, the weights transposed once per call into wp (WS x 16, zeros past O),
+ * then for every image 6 pixels at a time,
+ *   y[n, o, p] = sum_k wp[k][o] * x[n, base(p) + off[k]],  k = (c, kh, kw) in order,
+ * in 12 vector registers (6 pixels x 16 channels); each output summed in order of k, a
+ * multiply and an add a step (fused on CPUs with FMA, as the 2-D tile), whatever the threads
+ * (which split the panels). The epilogue runs per image and channel on its P outputs.
+ */
+#define BYOC_CONV1D_MAX_WS 1024
+
+/* Whether a conv takes the channel-lane path (see above). */
+static inline int byoc_conv1d_lanes_(const byoc_conv_geom_* g, int direct) {
+  if (!direct || g->G != 1 || (g->OH != 1 && g->OW != 1) || g->WS > BYOC_CONV1D_MAX_WS ||
+      g->O < 8)
+    return 0;
+  const int64_t empty = (g->P + 15) / 16 * 16 - g->P;
+  return 4 * empty > g->P; /* more than a fifth of the pixel tiles' lanes empty */
+}
+
+/* acc[i * 16 + j] = sum_k x[base[i] + off[k]] * wp[k * 16 + j] for 6 pixels i, 16 channels j. */
+static inline __attribute__((always_inline)) void byoc_conv1d_tile_(
+    const float* restrict x, const int64_t* restrict off, const int64_t* base,
+    const float* restrict wp, int64_t WS, float* restrict acc) {
+  byoc_v8f_ a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0};
+  byoc_v8f_ b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0}, b4 = {0}, b5 = {0};
+  const float *p0 = x + base[0], *p1 = x + base[1], *p2 = x + base[2];
+  const float *p3 = x + base[3], *p4 = x + base[4], *p5 = x + base[5];
+  for (int64_t k = 0; k < WS; ++k, wp += 16) {
+    const int64_t o = off[k];
+    byoc_v8f_ v0, v1;
+    memcpy(&v0, wp, sizeof v0);
+    memcpy(&v1, wp + 8, sizeof v1);
+    a0 += p0[o] * v0;
+    b0 += p0[o] * v1;
+    a1 += p1[o] * v0;
+    b1 += p1[o] * v1;
+    a2 += p2[o] * v0;
+    b2 += p2[o] * v1;
+    a3 += p3[o] * v0;
+    b3 += p3[o] * v1;
+    a4 += p4[o] * v0;
+    b4 += p4[o] * v1;
+    a5 += p5[o] * v0;
+    b5 += p5[o] * v1;
+  }
+  memcpy(acc, &a0, sizeof a0), memcpy(acc + 8, &b0, sizeof b0);
+  memcpy(acc + 16, &a1, sizeof a1), memcpy(acc + 24, &b1, sizeof b1);
+  memcpy(acc + 32, &a2, sizeof a2), memcpy(acc + 40, &b2, sizeof b2);
+  memcpy(acc + 48, &a3, sizeof a3), memcpy(acc + 56, &b3, sizeof b3);
+  memcpy(acc + 64, &a4, sizeof a4), memcpy(acc + 72, &b4, sizeof b4);
+  memcpy(acc + 80, &a5, sizeof a5), memcpy(acc + 88, &b5, sizeof b5);
+}
+
+#ifdef BYOC_FMA
+/* byoc_conv1d_tile_ with fused multiply-adds (AVX2 + FMA); called, not inlined. */
+static BYOC_FMA BYOC_MAYBE_UNUSED void byoc_conv1d_tile_fma_(
+    const float* restrict x, const int64_t* restrict off, const int64_t* base,
+    const float* restrict wp, int64_t WS, float* restrict acc) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
+  __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0;
+  const float *p0 = x + base[0], *p1 = x + base[1], *p2 = x + base[2];
+  const float *p3 = x + base[3], *p4 = x + base[4], *p5 = x + base[5];
+  for (int64_t k = 0; k < WS; ++k, wp += 16) {
+    const int64_t o = off[k];
+    const __m256 v0 = _mm256_loadu_ps(wp), v1 = _mm256_loadu_ps(wp + 8);
+    __m256 s = _mm256_broadcast_ss(p0 + o);
+    a0 = _mm256_fmadd_ps(s, v0, a0);
+    b0 = _mm256_fmadd_ps(s, v1, b0);
+    s = _mm256_broadcast_ss(p1 + o);
+    a1 = _mm256_fmadd_ps(s, v0, a1);
+    b1 = _mm256_fmadd_ps(s, v1, b1);
+    s = _mm256_broadcast_ss(p2 + o);
+    a2 = _mm256_fmadd_ps(s, v0, a2);
+    b2 = _mm256_fmadd_ps(s, v1, b2);
+    s = _mm256_broadcast_ss(p3 + o);
+    a3 = _mm256_fmadd_ps(s, v0, a3);
+    b3 = _mm256_fmadd_ps(s, v1, b3);
+    s = _mm256_broadcast_ss(p4 + o);
+    a4 = _mm256_fmadd_ps(s, v0, a4);
+    b4 = _mm256_fmadd_ps(s, v1, b4);
+    s = _mm256_broadcast_ss(p5 + o);
+    a5 = _mm256_fmadd_ps(s, v0, a5);
+    b5 = _mm256_fmadd_ps(s, v1, b5);
+  }
+  _mm256_storeu_ps(acc, a0), _mm256_storeu_ps(acc + 8, b0);
+  _mm256_storeu_ps(acc + 16, a1), _mm256_storeu_ps(acc + 24, b1);
+  _mm256_storeu_ps(acc + 32, a2), _mm256_storeu_ps(acc + 40, b2);
+  _mm256_storeu_ps(acc + 48, a3), _mm256_storeu_ps(acc + 56, b3);
+  _mm256_storeu_ps(acc + 64, a4), _mm256_storeu_ps(acc + 72, b4);
+  _mm256_storeu_ps(acc + 80, a5), _mm256_storeu_ps(acc + 88, b5);
+}
+#endif
+
+/* Panels [q0, q1) of 16 output channels, every image (x: N images read in place). */
+BYOC_KERNEL void byoc_conv1d_lanes_part_(const byoc_conv_geom_* g, const float* restrict x,
+                                         const float* restrict w, float* restrict y, int64_t N,
+                                         int64_t q0, int64_t q1, const byoc_epilogue_* ep) {
+  enum { NR = 16, PR = 6 };
+  float wp[BYOC_CONV1D_MAX_WS * NR] __attribute__((aligned(64)));
+  int64_t off[BYOC_CONV1D_MAX_WS];
+  float acc[PR * NR];
+  const int64_t WS = g->WS, O = g->O, P = g->P, OW = g->OW, KH = g->KH, KW = g->KW;
+  const int64_t plane = g->HP * g->WP, image = g->C * g->H * g->W;
+#ifdef BYOC_FMA
+  const int use_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+  for (int64_t k = 0; k < WS; ++k) {
+    const int64_t c = k / (KH * KW), kh = k / KW % KH, kw = k % KW;
+    off[k] = c * plane + kh * g->DH * g->WP + kw * g->DW;
+  }
+  for (int64_t q = q0; q < q1; ++q) {
+    const int64_t o0 = q * NR, nr = O - o0 < NR ? O - o0 : NR;
+    for (int64_t k = 0; k < WS; ++k)
+      for (int64_t j = 0; j < NR; ++j) wp[k * NR + j] = j < nr ? w[(o0 + j) * WS + k] : 0.0f;
+    for (int64_t n = 0; n < N; ++n) {
+      const float* xn = x + n * image;
+      float* yn = y + n * O * P;
+      for (int64_t p0 = 0; p0 < P; p0 += PR) {
+        const int64_t np = P - p0 < PR ? P - p0 : PR;
+        int64_t base[PR];
+        for (int64_t i = 0; i < PR; ++i) {
+          const int64_t p = p0 + (i < np ? i : 0);
+          base[i] = p / OW * g->SH * g->WP + p % OW * g->SW;
+        }
+#ifdef BYOC_FMA
+        if (use_fma)
+          byoc_conv1d_tile_fma_(xn, off, base, wp, WS, acc);
+        else
+#endif
+          byoc_conv1d_tile_(xn, off, base, wp, WS, acc);
+        for (int64_t j = 0; j < nr; ++j)
+          for (int64_t i = 0; i < np; ++i) yn[(o0 + j) * P + p0 + i] = acc[i * NR + j];
+      }
+      if (ep != NULL)
+        for (int64_t j = 0; j < nr; ++j) byoc_epilogue_run_(ep, o0 + j, yn + (o0 + j) * P, P);
+    }
+  }
+}
+
+#ifdef BYOC_FMA
+/*
+ * 1-D convolutions along a contiguous axis on AVX-512F CPUs (OH == 1 with SW == 1, or OW == 1
+ * with SH == 1 over rows one float wide; groups 1; at least 32 pixels: a byte classifier's
+ * K x 1 convs over 508 positions): the conv is a GEMM whose k-th row of the right operand is
+ * the image itself from off[k] on, so no panel is packed:
+ *   y[o, p] = sum_k w[o, k] * xs[off[k] + p],  k = (c, kh, kw) in order,
+ * 6 output channels x 32 pixels in 12 registers of 16 lanes, loads of the last pixels masked.
+ * Each output is the same chain of fused multiply-adds in order of k as in the AVX2 tile
+ * (byoc_conv2d_tile_fma_), so the results are identical to it. Threads split the 6-channel
+ * tiles.
+ */
+#define BYOC_CONV1D_WIDE_MAX_WS 8192
+#define BYOC_CONV1D_AVX512 __attribute__((target("avx512f,avx2,fma")))
+
+/* Whether a conv (its padded image xs) takes the AVX-512 contiguous-axis path above. */
+static inline int byoc_conv1d_wide_(const byoc_conv_geom_* g) {
+  if (g->G != 1 || g->P < 32 || g->WS > BYOC_CONV1D_WIDE_MAX_WS) return 0;
+  const int along_w = g->OH == 1 && g->SW == 1;
+  const int along_h = g->OW == 1 && g->SH == 1 && g->WP == 1;
+  return (along_w || along_h) && __builtin_cpu_supports("avx512f");
+}
+
+/* Output channels [o0, o1) of one image from xs (its padded channels). */
+static BYOC_CONV1D_AVX512 BYOC_MAYBE_UNUSED void byoc_conv1d_wide_part_(
+    const byoc_conv_geom_* g, const float* restrict xs, const float* restrict w,
+    float* restrict y, int64_t o0, int64_t o1, const byoc_epilogue_* ep) {
+  enum { MR = 6 };
+  int64_t off[BYOC_CONV1D_WIDE_MAX_WS];
+  const int64_t WS = g->WS, P = g->P, KH = g->KH, KW = g->KW;
+  const int64_t plane = g->HP * g->WP;
+  for (int64_t k = 0; k < WS; ++k) {
+    const int64_t c = k / (KH * KW), kh = k / KW % KH, kw = k % KW;
+    off[k] = c * plane + kh * g->DH * g->WP + kw * g->DW;
+  }
+  for (int64_t o = o0; o < o1; o += MR) {
+    const int64_t mr = o1 - o < MR ? o1 - o : MR;
+    const float* w0 = w + o * WS;
+    const float* w1 = mr > 1 ? w0 + WS : w0;
+    const float* w2 = mr > 2 ? w0 + 2 * WS : w0;
+    const float* w3 = mr > 3 ? w0 + 3 * WS : w0;
+    const float* w4 = mr > 4 ? w0 + 4 * WS : w0;
+    const float* w5 = mr > 5 ? w0 + 5 * WS : w0;
+    for (int64_t p = 0; p < P; p += 32) {
+      const int64_t np = P - p < 32 ? P - p : 32;
+      const __mmask16 m0 = np >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << np) - 1u);
+      const __mmask16 m1 = np >= 32 ? (__mmask16)0xFFFF
+                           : np <= 16 ? (__mmask16)0
+                                      : (__mmask16)((1u << (np - 16)) - 1u);
+      __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
+      __m512 h0 = a0, h1 = a0, h2 = a0, h3 = a0, h4 = a0, h5 = a0;
+      const float* xp = xs + p;
+      for (int64_t k = 0; k < WS; ++k) {
+        const float* b = xp + off[k];
+        const __m512 v0 = _mm512_maskz_loadu_ps(m0, b), v1 = _mm512_maskz_loadu_ps(m1, b + 16);
+        __m512 s = _mm512_set1_ps(w0[k]);
+        a0 = _mm512_fmadd_ps(s, v0, a0);
+        h0 = _mm512_fmadd_ps(s, v1, h0);
+        s = _mm512_set1_ps(w1[k]);
+        a1 = _mm512_fmadd_ps(s, v0, a1);
+        h1 = _mm512_fmadd_ps(s, v1, h1);
+        s = _mm512_set1_ps(w2[k]);
+        a2 = _mm512_fmadd_ps(s, v0, a2);
+        h2 = _mm512_fmadd_ps(s, v1, h2);
+        s = _mm512_set1_ps(w3[k]);
+        a3 = _mm512_fmadd_ps(s, v0, a3);
+        h3 = _mm512_fmadd_ps(s, v1, h3);
+        s = _mm512_set1_ps(w4[k]);
+        a4 = _mm512_fmadd_ps(s, v0, a4);
+        h4 = _mm512_fmadd_ps(s, v1, h4);
+        s = _mm512_set1_ps(w5[k]);
+        a5 = _mm512_fmadd_ps(s, v0, a5);
+        h5 = _mm512_fmadd_ps(s, v1, h5);
+      }
+      const __m512 lo[6] = {a0, a1, a2, a3, a4, a5}, hi[6] = {h0, h1, h2, h3, h4, h5};
+      for (int64_t i = 0; i < mr; ++i) {
+        _mm512_mask_storeu_ps(y + (o + i) * P + p, m0, lo[i]);
+        _mm512_mask_storeu_ps(y + (o + i) * P + p + 16, m1, hi[i]);
+      }
+    }
+    if (ep != NULL)
+      for (int64_t i = 0; i < mr; ++i) byoc_epilogue_run_(ep, o + i, y + (o + i) * P, P);
+  }
+}
+#endif
+
+/*
  * y[n, o, oh, ow] = sum_{c in group(o), kh, kw} x[n, c, oh*SH - PT + kh*DH, ow*SW - PL + kw*DW]
  *                                                * w[o, c - group_start, kh, kw]
  * then the epilogue `ep` (NULL: none). Each image is first copied into the
@@ -712,6 +941,17 @@ static inline void byoc_conv2d_run_(const float* restrict x, const float* restri
                                     const byoc_epilogue_* ep) {
   byoc_conv_geom_ g;
   const int direct = byoc_conv2d_geom_(&g, C, H, W, O, KH, KW, OH, OW, SH, SW, PT, PL, DH, DW, G);
+  if (byoc_conv1d_lanes_(&g, direct)) { /* short 1-D rows: output channels in the lanes */
+    const int64_t panels = (O + 15) / 16;
+    const int32_t nt = byoc_threads_for(N * g.P * O * g.WS, BYOC_PAR_GRAIN);
+    if (nt <= 1) {
+      byoc_conv1d_lanes_part_(&g, x, w, y, N, 0, panels, ep);
+      return;
+    }
+    BYOC_STEAL_(nt, panels, byoc_steal_grain_(nt, panels, 1), 1, q0, q1,
+                byoc_conv1d_lanes_part_(&g, x, w, y, N, q0, q1, ep));
+    return;
+  }
   const int depthwise = g.CG == 1 && g.OG == 1;
   const int split = depthwise && SW == 2;
   float* xp = scratch;
@@ -732,6 +972,18 @@ static inline void byoc_conv2d_run_(const float* restrict x, const float* restri
       BYOC_SPLIT_(nt, t, byoc_conv2d_pad_(&g, xn, xp, C * t / nt, C * (t + 1) / nt, split));
     }
     const int32_t nt = byoc_threads_for(macs * G, BYOC_PAR_GRAIN);
+#ifdef BYOC_FMA
+    if (byoc_conv1d_wide_(&g)) { /* a 1-D conv along a contiguous axis, AVX-512 */
+      const int64_t tiles6 = (O + 5) / 6;
+      if (nt <= 1) {
+        byoc_conv1d_wide_part_(&g, xs, w, yn, 0, O, ep);
+        continue;
+      }
+      BYOC_STEAL_(nt, tiles6, byoc_steal_grain_(nt, tiles6, 1), 1, t0, t1,
+                  byoc_conv1d_wide_part_(&g, xs, w, yn, 6 * t0, 6 * t1 < O ? 6 * t1 : O, ep));
+      continue;
+    }
+#endif
     if (nt <= 1) { /* no OpenMP region at all (see BYOC_SPLIT_) */
       for (int64_t grp = 0; grp < G; ++grp)
         byoc_conv2d_part_(&g, xs + grp * g.CG * g.HP * g.WP, w + grp * g.OG * g.WS,

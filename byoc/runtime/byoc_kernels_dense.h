@@ -89,6 +89,282 @@ BYOC_KERNEL void byoc_dense_part_(const float* restrict x, const float* restrict
   }
 }
 
+
+/* ---- the GEMM register tile ------------------------------------------------- */
+
+/* Rows and columns of the GEMM register tile, and the depth of one packed panel. */
+enum { BYOC_GEMM_MR = 6, BYOC_GEMM_NR = 16, BYOC_GEMM_KC = 512 };
+
+/* Dense takes the tile (byoc_gemm_rows_) from this many rows on; fewer rows go through the
+ * dot products of byoc_dense_part_ (packing the weights costs about what one row computes). */
+#define BYOC_DENSE_TILE_ROWS 3
+
+/* The nr (<= 16) floats at p into two vectors (zeros past nr), and back. */
+static inline __attribute__((always_inline)) void byoc_gemm_load16_(const float* p, int64_t nr,
+                                                                    byoc_v8f_* lo, byoc_v8f_* hi) {
+  float tmp[16] = {0};
+  if (nr == 16) {
+    memcpy(lo, p, sizeof *lo);
+    memcpy(hi, p + 8, sizeof *hi);
+    return;
+  }
+  memcpy(tmp, p, (size_t)nr * sizeof(float));
+  memcpy(lo, tmp, sizeof *lo);
+  memcpy(hi, tmp + 8, sizeof *hi);
+}
+
+static inline __attribute__((always_inline)) void byoc_gemm_store16_(float* p, int64_t nr,
+                                                                     const byoc_v8f_* lo,
+                                                                     const byoc_v8f_* hi) {
+  if (nr == 16) {
+    memcpy(p, lo, sizeof *lo);
+    memcpy(p + 8, hi, sizeof *hi);
+    return;
+  }
+  float tmp[16];
+  memcpy(tmp, lo, sizeof *lo);
+  memcpy(tmp + 8, hi, sizeof *hi);
+  memcpy(p, tmp, (size_t)nr * sizeof(float));
+}
+
+/*
+ * The tile: c[i * ldc + j] = (first ? 0 : c[i * ldc + j]) + sum_k a[i * lda + k] * b[k * ldb + j]
+ * for i < mr (<= 6) and j < nr (<= 16; b always holds 16 readable floats a row), summed in
+ * order of k, a multiply and an add a step, in 12 vector registers (6 rows x 2 vectors).
+ * Rows past mr read row 0 and are not stored.
+ */
+static inline __attribute__((always_inline)) void byoc_gemm_tile_(
+    const float* restrict a, int64_t lda, const float* restrict b, int64_t ldb, int64_t kc,
+    float* restrict c, int64_t ldc, int64_t mr, int64_t nr, int first) {
+  byoc_v8f_ a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0};
+  byoc_v8f_ b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0}, b4 = {0}, b5 = {0};
+  if (!first) {
+    byoc_gemm_load16_(c, nr, &a0, &b0);
+    if (mr > 1) byoc_gemm_load16_(c + ldc, nr, &a1, &b1);
+    if (mr > 2) byoc_gemm_load16_(c + 2 * ldc, nr, &a2, &b2);
+    if (mr > 3) byoc_gemm_load16_(c + 3 * ldc, nr, &a3, &b3);
+    if (mr > 4) byoc_gemm_load16_(c + 4 * ldc, nr, &a4, &b4);
+    if (mr > 5) byoc_gemm_load16_(c + 5 * ldc, nr, &a5, &b5);
+  }
+  const float* x0 = a;
+  const float* x1 = mr > 1 ? a + lda : a;
+  const float* x2 = mr > 2 ? a + 2 * lda : a;
+  const float* x3 = mr > 3 ? a + 3 * lda : a;
+  const float* x4 = mr > 4 ? a + 4 * lda : a;
+  const float* x5 = mr > 5 ? a + 5 * lda : a;
+  for (int64_t k = 0; k < kc; ++k, b += ldb) {
+    byoc_v8f_ v0, v1;
+    memcpy(&v0, b, sizeof v0);
+    memcpy(&v1, b + 8, sizeof v1);
+    a0 += x0[k] * v0;
+    b0 += x0[k] * v1;
+    a1 += x1[k] * v0;
+    b1 += x1[k] * v1;
+    a2 += x2[k] * v0;
+    b2 += x2[k] * v1;
+    a3 += x3[k] * v0;
+    b3 += x3[k] * v1;
+    a4 += x4[k] * v0;
+    b4 += x4[k] * v1;
+    a5 += x5[k] * v0;
+    b5 += x5[k] * v1;
+  }
+  byoc_gemm_store16_(c, nr, &a0, &b0);
+  if (mr > 1) byoc_gemm_store16_(c + ldc, nr, &a1, &b1);
+  if (mr > 2) byoc_gemm_store16_(c + 2 * ldc, nr, &a2, &b2);
+  if (mr > 3) byoc_gemm_store16_(c + 3 * ldc, nr, &a3, &b3);
+  if (mr > 4) byoc_gemm_store16_(c + 4 * ldc, nr, &a4, &b4);
+  if (mr > 5) byoc_gemm_store16_(c + 5 * ldc, nr, &a5, &b5);
+}
+
+#ifdef BYOC_FMA
+/* byoc_gemm_tile_ with fused multiply-adds (AVX2 + FMA): the same products in the same
+ * order, one rounding a step fewer; called, not inlined. */
+static BYOC_FMA BYOC_MAYBE_UNUSED void byoc_gemm_tile_fma_(
+    const float* restrict a, int64_t lda, const float* restrict b, int64_t ldb, int64_t kc,
+    float* restrict c, int64_t ldc, int64_t mr, int64_t nr, int first) {
+  __m256 lo[6], hi[6];
+  float tmp[16];
+  for (int i = 0; i < 6; ++i) {
+    if (first || i >= mr) {
+      lo[i] = _mm256_setzero_ps();
+      hi[i] = _mm256_setzero_ps();
+    } else if (nr == 16) {
+      lo[i] = _mm256_loadu_ps(c + i * ldc);
+      hi[i] = _mm256_loadu_ps(c + i * ldc + 8);
+    } else {
+      memset(tmp, 0, sizeof tmp);
+      memcpy(tmp, c + i * ldc, (size_t)nr * sizeof(float));
+      lo[i] = _mm256_loadu_ps(tmp);
+      hi[i] = _mm256_loadu_ps(tmp + 8);
+    }
+  }
+  __m256 a0 = lo[0], a1 = lo[1], a2 = lo[2], a3 = lo[3], a4 = lo[4], a5 = lo[5];
+  __m256 b0 = hi[0], b1 = hi[1], b2 = hi[2], b3 = hi[3], b4 = hi[4], b5 = hi[5];
+  const float* x0 = a;
+  const float* x1 = mr > 1 ? a + lda : a;
+  const float* x2 = mr > 2 ? a + 2 * lda : a;
+  const float* x3 = mr > 3 ? a + 3 * lda : a;
+  const float* x4 = mr > 4 ? a + 4 * lda : a;
+  const float* x5 = mr > 5 ? a + 5 * lda : a;
+  for (int64_t k = 0; k < kc; ++k, b += ldb) {
+    const __m256 v0 = _mm256_loadu_ps(b), v1 = _mm256_loadu_ps(b + 8);
+    __m256 s = _mm256_broadcast_ss(x0 + k);
+    a0 = _mm256_fmadd_ps(s, v0, a0);
+    b0 = _mm256_fmadd_ps(s, v1, b0);
+    s = _mm256_broadcast_ss(x1 + k);
+    a1 = _mm256_fmadd_ps(s, v0, a1);
+    b1 = _mm256_fmadd_ps(s, v1, b1);
+    s = _mm256_broadcast_ss(x2 + k);
+    a2 = _mm256_fmadd_ps(s, v0, a2);
+    b2 = _mm256_fmadd_ps(s, v1, b2);
+    s = _mm256_broadcast_ss(x3 + k);
+    a3 = _mm256_fmadd_ps(s, v0, a3);
+    b3 = _mm256_fmadd_ps(s, v1, b3);
+    s = _mm256_broadcast_ss(x4 + k);
+    a4 = _mm256_fmadd_ps(s, v0, a4);
+    b4 = _mm256_fmadd_ps(s, v1, b4);
+    s = _mm256_broadcast_ss(x5 + k);
+    a5 = _mm256_fmadd_ps(s, v0, a5);
+    b5 = _mm256_fmadd_ps(s, v1, b5);
+  }
+  lo[0] = a0, lo[1] = a1, lo[2] = a2, lo[3] = a3, lo[4] = a4, lo[5] = a5;
+  hi[0] = b0, hi[1] = b1, hi[2] = b2, hi[3] = b3, hi[4] = b4, hi[5] = b5;
+  for (int i = 0; i < mr; ++i) {
+    if (nr == 16) {
+      _mm256_storeu_ps(c + i * ldc, lo[i]);
+      _mm256_storeu_ps(c + i * ldc + 8, hi[i]);
+      continue;
+    }
+    _mm256_storeu_ps(tmp, lo[i]);
+    _mm256_storeu_ps(tmp + 8, hi[i]);
+    memcpy(c + i * ldc, tmp, (size_t)nr * sizeof(float));
+  }
+}
+#define BYOC_GEMM_TILE_(fma, a, lda, b, ldb, kc, c, ldc, mr, nr, first)       \
+  do {                                                                        \
+    if (fma)                                                                  \
+      byoc_gemm_tile_fma_(a, lda, b, ldb, kc, c, ldc, mr, nr, first);         \
+    else                                                                      \
+      byoc_gemm_tile_(a, lda, b, ldb, kc, c, ldc, mr, nr, first);             \
+  } while (0)
+
+/*
+ * Two panels at once with AVX-512: c (mr <= 6 rows x nr <= 32 columns) from panel b0 (columns
+ * 0-15) and b1 (16-31), in 12 registers of 16 lanes. Each output is the same chain of fused
+ * multiply-adds in order of k as in byoc_gemm_tile_fma_, so the results are identical to it.
+ */
+#define BYOC_GEMM_AVX512 __attribute__((target("avx512f,avx2,fma")))
+static BYOC_GEMM_AVX512 BYOC_MAYBE_UNUSED void byoc_gemm_tile2_avx512_(
+    const float* restrict a, int64_t lda, const float* restrict b0, const float* restrict b1,
+    int64_t ldb, int64_t kc, float* restrict c, int64_t ldc, int64_t mr, int64_t nr, int first) {
+  const __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1u);
+  const __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1u);
+  __m512 lo[6], hi[6];
+  for (int i = 0; i < 6; ++i) {
+    if (first || i >= mr) {
+      lo[i] = _mm512_setzero_ps();
+      hi[i] = _mm512_setzero_ps();
+    } else {
+      lo[i] = _mm512_maskz_loadu_ps(m0, c + i * ldc);
+      hi[i] = _mm512_maskz_loadu_ps(m1, c + i * ldc + 16);
+    }
+  }
+  __m512 a0 = lo[0], a1 = lo[1], a2 = lo[2], a3 = lo[3], a4 = lo[4], a5 = lo[5];
+  __m512 h0 = hi[0], h1 = hi[1], h2 = hi[2], h3 = hi[3], h4 = hi[4], h5 = hi[5];
+  const float* x0 = a;
+  const float* x1 = mr > 1 ? a + lda : a;
+  const float* x2 = mr > 2 ? a + 2 * lda : a;
+  const float* x3 = mr > 3 ? a + 3 * lda : a;
+  const float* x4 = mr > 4 ? a + 4 * lda : a;
+  const float* x5 = mr > 5 ? a + 5 * lda : a;
+  for (int64_t k = 0; k < kc; ++k, b0 += ldb, b1 += ldb) {
+    const __m512 v0 = _mm512_loadu_ps(b0), v1 = _mm512_loadu_ps(b1);
+    __m512 s = _mm512_set1_ps(x0[k]);
+    a0 = _mm512_fmadd_ps(s, v0, a0);
+    h0 = _mm512_fmadd_ps(s, v1, h0);
+    s = _mm512_set1_ps(x1[k]);
+    a1 = _mm512_fmadd_ps(s, v0, a1);
+    h1 = _mm512_fmadd_ps(s, v1, h1);
+    s = _mm512_set1_ps(x2[k]);
+    a2 = _mm512_fmadd_ps(s, v0, a2);
+    h2 = _mm512_fmadd_ps(s, v1, h2);
+    s = _mm512_set1_ps(x3[k]);
+    a3 = _mm512_fmadd_ps(s, v0, a3);
+    h3 = _mm512_fmadd_ps(s, v1, h3);
+    s = _mm512_set1_ps(x4[k]);
+    a4 = _mm512_fmadd_ps(s, v0, a4);
+    h4 = _mm512_fmadd_ps(s, v1, h4);
+    s = _mm512_set1_ps(x5[k]);
+    a5 = _mm512_fmadd_ps(s, v0, a5);
+    h5 = _mm512_fmadd_ps(s, v1, h5);
+  }
+  lo[0] = a0, lo[1] = a1, lo[2] = a2, lo[3] = a3, lo[4] = a4, lo[5] = a5;
+  hi[0] = h0, hi[1] = h1, hi[2] = h2, hi[3] = h3, hi[4] = h4, hi[5] = h5;
+  for (int i = 0; i < mr; ++i) {
+    _mm512_mask_storeu_ps(c + i * ldc, m0, lo[i]);
+    _mm512_mask_storeu_ps(c + i * ldc + 16, m1, hi[i]);
+  }
+}
+/* Which tile: 2 (AVX-512F: two panels at once), 1 (AVX2 + FMA), 0 (the baseline's). */
+#define BYOC_GEMM_LEVEL_()                                                             \
+  (__builtin_cpu_supports("avx512f") ? 2                                               \
+   : (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) ? 1 : 0)
+#else
+#define BYOC_GEMM_TILE_(fma, a, lda, b, ldb, kc, c, ldc, mr, nr, first) \
+  byoc_gemm_tile_(a, lda, b, ldb, kc, c, ldc, mr, nr, first)
+#define BYOC_GEMM_LEVEL_() 0
+#endif
+
+/*
+ * Rows [m0, m1) x columns [n0, n1) of y (row stride ldy) = x (row stride K) . w^T (w: N x K,
+ * rows K apart), through the tile: per block of BYOC_GEMM_KC of k and panel of 16 columns,
+ * the panel of w transposed into `bp` (kc x 16, zeros past the last column), then every
+ * 6-row tile of the rows against it. Each output is summed in order of k by the tile, so
+ * it does not depend on the range (nor on the threads that split the ranges).
+ */
+BYOC_KERNEL void byoc_gemm_rows_(const float* restrict x, const float* restrict w,
+                                 float* restrict y, int64_t ldy, int64_t K, int64_t m0,
+                                 int64_t m1, int64_t n0, int64_t n1, const byoc_epilogue_* ep) {
+  enum { MR = BYOC_GEMM_MR, NR = BYOC_GEMM_NR, KC = BYOC_GEMM_KC };
+  float bp[2 * KC * NR] __attribute__((aligned(64)));
+  const int level = BYOC_GEMM_LEVEL_();
+  const int fma = level >= 1;
+  (void)fma;
+  if (m1 <= m0 || n1 <= n0) return;
+  for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += KC) {
+    const int64_t kc = K - k0 < KC ? K - k0 : KC;
+    /* AVX-512: two panels a step (the second one in bp + KC * NR), then a last single one */
+    const int64_t step = level == 2 ? 2 * NR : NR;
+    for (int64_t n = n0; n < n1; n += step) {
+      const int64_t width = n1 - n < step ? n1 - n : step;
+      for (int64_t j = 0; j < width; ++j) { /* column j: row n + j of w */
+        const float* wr = w + (n + j) * K + k0;
+        float* dst = bp + (j / NR) * KC * NR + j % NR;
+        for (int64_t k = 0; k < kc; ++k) dst[k * NR] = wr[k];
+      }
+      for (int64_t j = width; j < (width > NR ? 2 * NR : NR); ++j) {
+        float* dst = bp + (j / NR) * KC * NR + j % NR;
+        for (int64_t k = 0; k < kc; ++k) dst[k * NR] = 0.0f;
+      }
+      for (int64_t m = m0; m < m1; m += MR) {
+        const int64_t mr = m1 - m < MR ? m1 - m : MR;
+#ifdef BYOC_FMA
+        if (width > NR) {
+          byoc_gemm_tile2_avx512_(x + m * K + k0, K, bp, bp + KC * NR, NR, kc, y + m * ldy + n,
+                                  ldy, mr, width, k0 == 0);
+          continue;
+        }
+#endif
+        BYOC_GEMM_TILE_(fma, x + m * K + k0, K, bp, NR, kc, y + m * ldy + n, ldy, mr, width, k0 == 0);
+      }
+    }
+    if (K == 0) break;
+  }
+  if (ep != NULL)
+    for (int64_t m = m0; m < m1; ++m) byoc_epilogue_row_(ep, n0, y + m * ldy + n0, n1 - n0);
+}
+
 /* Columns [4 * q0, 4 * q1) of every row (the last quad may be short). */
 static inline void byoc_dense_quads_(const float* restrict x, const float* restrict w,
                                      float* restrict y, int64_t M, int64_t N, int64_t K,
@@ -98,14 +374,34 @@ static inline void byoc_dense_quads_(const float* restrict x, const float* restr
 }
 
 /*
- * Threads split the rows when there are enough of them, else the columns
- * (in multiples of 4, so every column is summed by the same code as with one
- * thread: identical results at any thread count); shares with stealing (BYOC_STEAL_).
+ * From BYOC_DENSE_TILE_ROWS rows on, the GEMM tile (byoc_gemm_rows_); threads split the
+ * 6-row tiles when there are enough of them, else the 16-column panels. Fewer rows: the
+ * dot products of byoc_dense_part_, threads splitting the rows when there are enough of
+ * them, else the columns in multiples of 4. Either way every output is summed by the same
+ * code whatever the split: identical results at any thread count.
  */
 static inline void byoc_dense_run_(const float* restrict x, const float* restrict w,
                                    float* restrict y, int64_t M, int64_t N, int64_t K,
                                    const byoc_epilogue_* ep) {
   const int32_t nt = byoc_threads_for(M * N * K, BYOC_PAR_GRAIN);
+  if (M >= BYOC_DENSE_TILE_ROWS) {
+    if (nt <= 1) {
+      byoc_gemm_rows_(x, w, y, N, K, 0, M, 0, N, ep);
+      return;
+    }
+    const int64_t tiles = (M + BYOC_GEMM_MR - 1) / BYOC_GEMM_MR;
+    if (tiles >= 2 * (int64_t)nt) {
+      BYOC_STEAL_(nt, tiles, byoc_steal_grain_(nt, tiles, 1), 1, t0, t1,
+                  byoc_gemm_rows_(x, w, y, N, K, t0 * BYOC_GEMM_MR,
+                                  t1 * BYOC_GEMM_MR < M ? t1 * BYOC_GEMM_MR : M, 0, N, ep));
+      return;
+    }
+    const int64_t panels = (N + BYOC_GEMM_NR - 1) / BYOC_GEMM_NR;
+    BYOC_STEAL_(nt, panels, byoc_steal_grain_(nt, panels, 1), 1, p0, p1,
+                byoc_gemm_rows_(x, w, y, N, K, 0, M, p0 * BYOC_GEMM_NR,
+                                p1 * BYOC_GEMM_NR < N ? p1 * BYOC_GEMM_NR : N, ep));
+    return;
+  }
   if (nt <= 1) {
     byoc_dense_part_(x, w, y, N, K, 0, M, 0, N, ep);
     return;
@@ -135,44 +431,100 @@ static inline BYOC_MAYBE_UNUSED void byoc_dense_ep_f32(
   byoc_dense_run_(x, w, y, M, N, K, &ep);
 }
 
-/* One matrix product y (M x N) = a (M x K) . b (K x N). */
-static inline void byoc_matmul2d_f32_(const float* restrict a, const float* restrict b,
-                                      float* restrict y, int64_t M, int64_t K, int64_t N) {
-  for (int64_t m = 0; m < M; ++m) {
-    float* yr = y + m * N;
-    for (int64_t n = 0; n < N; ++n) yr[n] = 0.0f;
-    for (int64_t k = 0; k < K; ++k) {
-      const float av = a[m * K + k];
-      const float* br = b + k * N;
-      for (int64_t n = 0; n < N; ++n) yr[n] += av * br[n];
+/*
+ * Panels [p0, p1) of 16 columns of one matrix product y (M x N) = a (M x K) . b (K x N),
+ * every row: the tile reads b in place (rows N apart); a last panel narrower than 16 is
+ * first copied into `edge` (K x 16, zeros past the last column), so the tile never reads
+ * past b. Each output is summed in order of k by the tile.
+ */
+static inline void byoc_matmul_panels_(const float* restrict a, const float* restrict b,
+                                       float* restrict y, int64_t M, int64_t K, int64_t N,
+                                       int64_t p0, int64_t p1, int fma) { /* fma: the level */
+  enum { MR = BYOC_GEMM_MR, NR = BYOC_GEMM_NR, KC = BYOC_GEMM_KC };
+  (void)fma;
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t n = p * NR, nr = N - n < NR ? N - n : NR;
+#ifdef BYOC_FMA
+    if (fma == 2 && p + 1 < p1 && N - n >= 2 * NR) { /* two whole panels at once */
+      for (int64_t m = 0; m < M; m += MR) {
+        const int64_t mr = M - m < MR ? M - m : MR;
+        byoc_gemm_tile2_avx512_(a + m * K, K, b + n, b + n + NR, N, K, y + m * N + n, N, mr,
+                                2 * NR, 1);
+      }
+      ++p;
+      continue;
     }
+#endif
+    if (nr == NR) {
+      for (int64_t m = 0; m < M; m += MR) {
+        const int64_t mr = M - m < MR ? M - m : MR;
+        BYOC_GEMM_TILE_(fma, a + m * K, K, b + n, N, K, y + m * N + n, N, mr, nr, 1);
+      }
+      continue;
+    }
+    float edge[KC * NR] __attribute__((aligned(64)));
+    for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += KC) {
+      const int64_t kc = K - k0 < KC ? K - k0 : KC;
+      for (int64_t k = 0; k < kc; ++k) {
+        for (int64_t j = 0; j < nr; ++j) edge[k * NR + j] = b[(k0 + k) * N + n + j];
+        for (int64_t j = nr; j < NR; ++j) edge[k * NR + j] = 0.0f;
+      }
+      for (int64_t m = 0; m < M; m += MR) {
+        const int64_t mr = M - m < MR ? M - m : MR;
+        BYOC_GEMM_TILE_(fma, a + m * K + k0, K, edge, NR, kc, y + m * N + n, N, mr, nr, k0 == 0);
+      }
+      if (K == 0) break;
+    }
+  }
+}
+
+/* Entries [e0, e1) of the batch (see byoc_matmul_f32), panels [p0, p1) of each. */
+BYOC_KERNEL void byoc_matmul_part_(const float* restrict a, const float* restrict b,
+                                   float* restrict y, int64_t M, int64_t K, int64_t N, int32_t nb,
+                                   const int64_t* bshape, const int64_t* astr,
+                                   const int64_t* bstr, int64_t e0, int64_t e1, int64_t p0,
+                                   int64_t p1) {
+  const int level = BYOC_GEMM_LEVEL_();
+  for (int64_t e = e0; e < e1; ++e) {
+    int64_t ao = 0, bo = 0, rest = e;
+    for (int32_t d = nb - 1; d >= 0; --d) {
+      const int64_t i = rest % bshape[d];
+      rest /= bshape[d];
+      ao += i * astr[d];
+      bo += i * bstr[d];
+    }
+    byoc_matmul_panels_(a + ao, b + bo, y + e * M * N, M, K, N, p0, p1, level);
   }
 }
 
 /*
  * Batched matmul with numpy broadcasting of the batch dimensions: the output
  * batch has `nb` dims `bshape`; `astr`/`bstr` give, per batch dim, how many
- * elements to step in a and b (0 where that operand broadcasts).
+ * elements to step in a and b (0 where that operand broadcasts). Threads split
+ * the batch entries when there are enough of them, else the 16-column panels of
+ * each; every output is summed by the tile whatever the split.
  */
-BYOC_KERNEL void byoc_matmul_f32(const float* restrict a, const float* restrict b,
-                                   float* restrict y, int64_t M, int64_t K, int64_t N, int32_t nb,
-                                   const int64_t* bshape, const int64_t* astr,
-                                   const int64_t* bstr) {
-  int64_t idx[BYOC_MAX_RANK] = {0};
+static inline BYOC_MAYBE_UNUSED void byoc_matmul_f32(const float* restrict a,
+                                                     const float* restrict b, float* restrict y,
+                                                     int64_t M, int64_t K, int64_t N, int32_t nb,
+                                                     const int64_t* bshape, const int64_t* astr,
+                                                     const int64_t* bstr) {
   int64_t total = 1;
   for (int32_t d = 0; d < nb; ++d) total *= bshape[d];
-  int64_t ao = 0, bo = 0;
-  for (int64_t t = 0; t < total; ++t) {
-    byoc_matmul2d_f32_(a + ao, b + bo, y + t * M * N, M, K, N);
-    for (int32_t d = nb - 1; d >= 0; --d) {
-      ao += astr[d];
-      bo += bstr[d];
-      if (++idx[d] < bshape[d]) break;
-      ao -= astr[d] * bshape[d];
-      bo -= bstr[d] * bshape[d];
-      idx[d] = 0;
-    }
+  const int64_t panels = (N + BYOC_GEMM_NR - 1) / BYOC_GEMM_NR;
+  const int32_t nt = byoc_threads_for(total * M * N * K, BYOC_PAR_GRAIN);
+  if (nt <= 1) {
+    byoc_matmul_part_(a, b, y, M, K, N, nb, bshape, astr, bstr, 0, total, 0, panels);
+    return;
   }
+  if (total >= 2 * (int64_t)nt) {
+    BYOC_STEAL_(nt, total, byoc_steal_grain_(nt, total, 1), 1, e0, e1,
+                byoc_matmul_part_(a, b, y, M, K, N, nb, bshape, astr, bstr, e0, e1, 0, panels));
+    return;
+  }
+  for (int64_t e = 0; e < total; ++e)
+    BYOC_STEAL_(nt, panels, byoc_steal_grain_(nt, panels, 1), 1, p0, p1,
+                byoc_matmul_part_(a, b, y, M, K, N, nb, bshape, astr, bstr, e, e + 1, p0, p1));
 }
 
 #endif /* BYOC_KERNELS_DENSE_H_ */

@@ -9,6 +9,7 @@
 
 #include "byoc_runtime.h"
 #include "byoc_kernels_threads.h"
+#include "byoc_math.h"
 
 #define BYOC_MAX_RANK 16
 
@@ -192,7 +193,7 @@ static inline void byoc_act_run_(int32_t act, float a, float b, float* restrict 
       });
       break;
     case BYOC_ACT_TANH:
-      for (int64_t i = 0; i < n; ++i) v[i] = tanhf(v[i]);
+      for (int64_t i = 0; i < n; ++i) v[i] = byoc_tanhf(v[i]); /* as the fused loops' tanh */
       break;
     default:
       break;

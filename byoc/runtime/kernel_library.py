@@ -33,8 +33,9 @@ from pathlib import Path
 KERNEL_HEADERS = ("byoc_kernels.h", "byoc_qkernels.h")
 """The umbrella headers whose kernels the library holds; a model's C including only these
 (and byoc_runtime.h) can be split."""
-RUNTIME_HEADERS_OF_GLUE = ("byoc_runtime.h", "dlpack.h")
-"""What a glue unit still includes: the runtime's inline helpers, macros and declarations."""
+RUNTIME_HEADERS_OF_GLUE = ("byoc_runtime.h", "dlpack.h", "byoc_math.h")
+"""What a glue unit still includes: the runtime's inline helpers, macros and declarations,
+and the inline scalar functions of fused loops (byoc_math.h)."""
 INLINE_HEADERS = ("byoc_kernels_layout.h", "byoc_kernels_reduce.h")
 """Kernel families a glue unit still compiles itself, specialised by each call site's sizes:
 transposes, pads, copies, reductions and softmax (with the headers they include). They are

@@ -221,6 +221,8 @@ class LowerToCPass(ModulePass):
                 _add_include(unit, "byoc_qkernels.h")
             if _calls_qpool(new_ops):  # the int8 average pooling (byoc_qpool.h)
                 _add_include(unit, "byoc_qpool.h")
+            if _calls_math(new_ops):  # the inline f32 functions (byoc_math.h)
+                _add_include(unit, "byoc_math.h")
             for new in new_ops:
                 assert isinstance(new, c.FuncOp | c.GlobalOp)
                 name = new.sym_name.data
@@ -240,6 +242,13 @@ def _calls_qkernels(ops: list[Operation]) -> bool:
         and o.callee.data.startswith(("byoc_q", "byoc_quantize_", "byoc_dequantize_"))
         for op in ops
         for o in op.walk()
+    )
+
+
+def _calls_math(ops: list[Operation]) -> bool:
+    """Whether any of `ops` calls a function of byoc_math.h (`byoc_tanhf`)."""
+    return any(
+        isinstance(o, c.CallOpaqueOp) and o.callee.data == "byoc_tanhf" for op in ops for o in op.walk()
     )
 
 

@@ -58,7 +58,7 @@ def math_scalar_op(b: object, name: str, params: dict[str, object], args: list[S
     if name == "nn.softsign":
         return add(c.DivOp(x, plus(k(1), call("fabsf", x))))
     if name == "nn.mish":
-        return mul(x, call("tanhf", softplus(x)))
+        return mul(x, call("byoc_tanhf", softplus(x)))
     if name == "nn.gelu":
         if p["approximate"] == "tanh":
             # 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)): one expf, several times faster than

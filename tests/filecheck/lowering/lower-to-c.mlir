@@ -118,7 +118,7 @@ func.func private @ccompiler_diamond(%x: tensor<4x8xf32>) -> tensor<4x8xf32> att
 // CHECK-LABEL: c.func static noalias @byoc_p_ccompiler_multi_0(
 // FUSED-SAME:    %out0: !c.ptr<f32>, %out1: !c.ptr<f32>) {
 // FUSED:         %[[S:.*]] = c.add
-// FUSED-NEXT:    %[[T:.*]] = c.call_opaque "tanhf"(%[[S]])
+// FUSED-NEXT:    %[[T:.*]] = c.call_opaque "byoc_tanhf"(%[[S]])
 // FUSED-NEXT:    c.store %[[S]], %out0[%{{.*}}]
 // FUSED-NEXT:    c.store %[[T]], %out1[%{{.*}}]
 // CHECK:       c.func static @byoc_p_ccompiler_multi_(%in0: !c.ptr<f32, const>, %in1: !c.ptr<f32, const>, %out0: !c.ptr<f32>, %out1: !c.ptr<f32>) {

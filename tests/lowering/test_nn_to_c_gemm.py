@@ -1,0 +1,120 @@
+"""The GEMM-shaped kernels of the C target against the numpy reference, within the f32
+bounds of tests/support/bounds.py, at both CPU dispatch levels, and bit for bit equal at 1
+and 2 threads: dense and matmul through their register tile (row and column edges, depths
+past one packed panel, a broadcast batch), and conv2d's two 1-D paths (short output rows
+with channels in the lanes; a contiguous axis as a GEMM over the image, on AVX-512F CPUs),
+with and without padding. No test asserts on wall time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from support.bounds import assert_graph_outputs
+
+import byoc
+from byoc.interpreters import run_reference
+
+Array = np.ndarray[Any, Any]
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    path = tmp_path_factory.mktemp("byoc_cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BYOC_CACHE_DIR", str(path))
+        yield path
+
+
+def check(text: str, inputs: list[Array], dispatch: str) -> None:
+    """Build `text` at 1 and 2 threads under `dispatch`; both within the bounds of the
+    reference and equal to each other."""
+    module = byoc.parse_module(text)
+    expected = list(run_reference(module, *inputs))
+    results = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BYOC_CPU_DISPATCH", dispatch)
+        for threads in (1, 2):
+            exe = byoc.build(byoc.parse_module(text), targets=["ccompiler"], num_threads=threads)
+            out = exe.run(*inputs)
+            actual = list(out) if isinstance(out, list | tuple) else [out]
+            assert_graph_outputs(module, inputs, actual, expected, what=f"{threads} thread(s)")
+            results.append(actual)
+    for one, two in zip(*results, strict=True):
+        assert np.array_equal(one, two, equal_nan=True), "2 threads differ from 1"
+
+
+def rand(rng: np.random.Generator, *shape: int) -> Array:
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+DENSE = [(1, 5, 7), (2, 33, 40), (3, 16, 16), (5, 33, 600), (13, 45, 1030), (20, 31, 9), (64, 130, 192), (6, 16, 1), (7, 50, 3)]
+
+
+@pytest.mark.parametrize("dispatch", ["auto", "baseline"])
+@pytest.mark.parametrize(("m", "n", "k"), DENSE)
+def test_dense(cache: Path, dispatch: str, m: int, n: int, k: int) -> None:
+    text = f"""func.func @main(%x: tensor<{m}x{k}xf32>, %w: tensor<{n}x{k}xf32>) -> tensor<{m}x{n}xf32> {{
+  %0 = nn.dense %x, %w : (tensor<{m}x{k}xf32>, tensor<{n}x{k}xf32>) -> tensor<{m}x{n}xf32>
+  func.return %0 : tensor<{m}x{n}xf32>
+}}"""
+    rng = np.random.default_rng(m * 1000 + n)
+    check(text, [rand(rng, m, k), rand(rng, n, k)], dispatch)
+
+
+MATMUL = [(1, 1, 5, 7, 0), (3, 2, 17, 33, 3), (8, 32, 16, 32, 8), (2, 64, 64, 32, 0), (4, 5, 35, 600, 1), (6, 13, 20, 3, 6), (1, 40, 96, 64, 0)]
+
+
+@pytest.mark.parametrize("dispatch", ["auto", "baseline"])
+@pytest.mark.parametrize(("batch", "m", "n", "k", "b_batch"), MATMUL)
+def test_matmul(cache: Path, dispatch: str, batch: int, m: int, n: int, k: int, b_batch: int) -> None:
+    b_shape = f"{b_batch}x{k}x{n}" if b_batch else f"{k}x{n}"
+    a_t, b_t, y_t = f"tensor<{batch}x{m}x{k}xf32>", f"tensor<{b_shape}xf32>", f"tensor<{batch}x{m}x{n}xf32>"
+    text = f"""func.func @main(%a: {a_t}, %b: {b_t}) -> {y_t} {{
+  %0 = nn.matmul %a, %b : ({a_t}, {b_t}) -> {y_t}
+  func.return %0 : {y_t}
+}}"""
+    rng = np.random.default_rng(batch * 100 + m)
+    b = rand(rng, b_batch, k, n) if b_batch else rand(rng, k, n)
+    check(text, [rand(rng, batch, m, k), b], dispatch)
+
+
+# (N, C, H, W, O, KH, KW, SH, SW, DH, DW, pad along W): short 1-D rows (channels in the lanes),
+# contiguous 1-D axes (the GEMM over the image on AVX-512F), and shapes near the choice
+CONV1D = [
+    (64, 32, 1, 21, 40, 1, 5, 1, 1, 1, 1, 0),
+    (3, 7, 1, 13, 17, 1, 3, 1, 2, 1, 1, 0),
+    (4, 6, 11, 1, 33, 3, 1, 1, 1, 1, 1, 0),
+    (1, 64, 200, 1, 70, 5, 1, 1, 1, 1, 1, 0),
+    (2, 9, 70, 1, 13, 3, 1, 1, 1, 2, 1, 0),
+    (1, 7, 1, 100, 20, 1, 3, 1, 1, 1, 1, 0),
+    (3, 5, 1, 47, 11, 1, 2, 1, 1, 1, 3, 0),
+    (1, 48, 1, 128, 50, 1, 9, 1, 1, 1, 2, 8),
+    (2, 5, 1, 40, 13, 1, 3, 1, 1, 1, 1, 1),
+    (16, 6, 1, 21, 20, 1, 5, 1, 1, 1, 1, 2),
+]
+
+
+@pytest.mark.parametrize("dispatch", ["auto", "baseline"])
+@pytest.mark.parametrize("shape", CONV1D)
+def test_conv1d_bias_relu(cache: Path, dispatch: str, shape: tuple[int, ...]) -> None:
+    n, c, h, w, o, kh, kw, sh, sw, dh, dw, pw = shape
+    oh = (h - (kh - 1) * dh - 1) // sh + 1
+    ow = (w + 2 * pw - (kw - 1) * dw - 1) // sw + 1
+    x_t, w_t, y_t = f"tensor<{n}x{c}x{h}x{w}xf32>", f"tensor<{o}x{c}x{kh}x{kw}xf32>", f"tensor<{n}x{o}x{oh}x{ow}xf32>"
+    attrs = (
+        f"strides = array<i64: {sh}, {sw}>, padding = array<i64: 0, {pw}, 0, {pw}>, "
+        f"dilation = array<i64: {dh}, {dw}>, groups = 1 : i64"
+    )
+    text = f"""func.func @main(%x: {x_t}, %w: {w_t}, %b: tensor<{o}xf32>) -> {y_t} {{
+  %0 = nn.conv2d %x, %w {{{attrs}}} : ({x_t}, {w_t}) -> {y_t}
+  %1 = nn.bias_add %0, %b {{axis = 1 : i64}} : ({y_t}, tensor<{o}xf32>) -> {y_t}
+  %2 = nn.relu %1 : {y_t}
+  func.return %2 : {y_t}
+}}"""
+    rng = np.random.default_rng(sum(shape))
+    check(text, [rand(rng, n, c, h, w), rand(rng, o, c, kh, kw), rand(rng, o)], dispatch)
