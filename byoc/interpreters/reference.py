@@ -15,12 +15,12 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.interpreter import Interpreter
-from xdsl.interpreters.func import FuncFunctions
 from xdsl.traits import SymbolTable
 
 from byoc.dialects import nn
 from byoc.dialects.nn.types import DYNAMIC, shape_text
 from byoc.interpreters.byoc import ByocFunctions
+from byoc.interpreters.func import FuncFunctions
 from byoc.interpreters.nn import NnFunctions
 
 

@@ -54,7 +54,9 @@ from byoc.runtime.toolchain import (
     DEFAULT_FLAGS,
     INCLUDE_DIR,
     CompileError,
+    cache_dir,
     compile_source,
+    kernel_cache_dir,
     private_copy,
 )
 
@@ -146,7 +148,10 @@ _RUNNER_LOCK = threading.Lock()
 def runner_library(shipped: bytes | None = None) -> Runner:
     """The plan runner, loaded on first use and kept for the life of the process: `shipped`
     (a runner an artifact carries) if given and usable here, else compiled (or found in the
-    cache). Raises the toolchain's CompileError or an OSError when neither works."""
+    cache). The runner is the same for every model, so it is cached beside the kernel
+    library (`kernel_cache_dir`: built once per machine, not once per model's library
+    cache), checked against its content hash like every cached library. Raises the
+    toolchain's CompileError or an OSError when neither works."""
     if _RUNNER:
         return _RUNNER[0]
     with _RUNNER_LOCK:
@@ -154,7 +159,8 @@ def runner_library(shipped: bytes | None = None) -> Runner:
             runner = _open(shipped) if shipped is not None else None
             if runner is None:
                 flags = tuple(f for f in DEFAULT_FLAGS if f != "-fopenmp")
-                runner = _open(compile_source(RUNNER_SOURCE.read_text(), flags).library)
+                directory = kernel_cache_dir(cache_dir())
+                runner = _open(compile_source(RUNNER_SOURCE.read_text(), flags, directory=directory).library)
             if runner is None:
                 raise OSError("the plan runner built from byoc_plan_runner.c reports another ABI")
             _RUNNER.append(runner)

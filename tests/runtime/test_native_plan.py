@@ -227,6 +227,27 @@ def test_an_unusable_shipped_runner_is_not_loaded() -> None:
     runner.ffi.dlclose(runner.lib)
 
 
+def test_the_runner_is_built_once_in_the_kernel_cache(tmp_path: Path) -> None:
+    """The runner is model-independent: built into the kernel cache, then found there by a
+    process with another (empty) library cache, without running the compiler."""
+    build = "from byoc.runtime.native_plan import runner_library; runner_library()"
+    no_compiler = (
+        "import byoc.runtime.toolchain as t\n"
+        "def refuse(command, src): raise AssertionError('compiled ' + str(src))\n"
+        "t._run_compiler = refuse\n"
+    )
+    kernels = tmp_path / "kernels"
+    for n, code in enumerate([build, no_compiler + build]):
+        env = {**os.environ, "BYOC_CACHE_DIR": str(tmp_path / f"cache{n}"),
+               "BYOC_KERNEL_CACHE_DIR": str(kernels)}  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=False, env=env
+        )
+        assert done.returncode == 0, done.stderr
+        assert not list((tmp_path / f"cache{n}").glob("*.so"))
+    assert len(list(kernels.glob("byoc_lib_*.so"))) == 1
+
+
 def test_exported_plan_runs_natively_in_a_fresh_process(mixed: Executable, tmp_path: Path) -> None:
     path = tmp_path / "mixed.byoc"
     mixed.export_library(str(path))
