@@ -8,9 +8,9 @@ import numpy as np
 from xdsl.ir import SSAValue
 from xdsl.utils.exceptions import VerifyException
 
+import byoc.frontend.torch.views as views
 from byoc.dialects import nn
 from byoc.dialects.nn import indexing, logic_ops, math_ops
-from byoc.frontend.torch import views
 from byoc.frontend.torch.base import (
     Call,
     Importer,

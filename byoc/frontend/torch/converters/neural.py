@@ -11,9 +11,9 @@ import numpy as np
 import sympy
 from xdsl.ir import SSAValue
 
+import byoc.frontend.torch.views as views
 from byoc.dialects import nn
 from byoc.dialects.nn import indexing, logic_ops, math_ops
-from byoc.frontend.torch import views
 from byoc.frontend.torch.base import (
     Array,
     Call,
