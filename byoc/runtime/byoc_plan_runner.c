@@ -33,14 +33,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dlpack.h"
+#include "byoc_plan_runner.h"
 
 #define BYOC_PLAN_EXPORT __attribute__((visibility("default")))
 
 typedef int32_t (*byoc_plan_entry_fn)(DLTensor** args, int32_t num_args);
 typedef int32_t (*byoc_plan_graph_fn)(void* module, int32_t graph, DLTensor** args,
                                       int32_t num_args);
-typedef int32_t (*byoc_plan_host_fn)(void* ctx, int32_t step, DLTensor** args);
 
 enum { BYOC_STEP_ENTRY = 0, BYOC_STEP_GRAPH = 1, BYOC_STEP_HOST = 2 };
 enum {
@@ -51,32 +50,6 @@ enum {
   BYOC_SLOT_PYTHON = 4
 };
 
-/* What Python fills in (the layout is declared the same way in native_plan.py). */
-typedef struct {
-  int32_t kind;
-  int32_t index;    /* input or output number (INPUT, OUTPUT) */
-  uint64_t offset;  /* into the arena (ARENA) */
-  uint64_t nbytes;
-  void* data;       /* CONSTANT */
-  DLDataType dtype;
-  int32_t ndim;
-  int64_t* shape;
-} byoc_plan_slot;
-
-typedef struct {
-  int32_t kind;
-  int32_t graph;
-  void* fn;
-  void* module;
-  int32_t num_args;
-  int32_t first_arg; /* into arg_slots */
-} byoc_plan_step;
-
-typedef struct {
-  int32_t slot;      /* the slot output `index` reads */
-  int32_t index;
-} byoc_plan_copy;
-
 typedef struct byoc_plan_ws_ byoc_plan_ws_;
 struct byoc_plan_ws_ {
   byoc_plan_ws_* next;     /* in the free list */
@@ -86,22 +59,7 @@ struct byoc_plan_ws_ {
   uint8_t* arena;
 };
 
-/* The plan as Python describes it; byoc_plan_new copies it (shapes included). */
-typedef struct {
-  int32_t num_slots;
-  int32_t num_steps;
-  int32_t num_args;
-  int32_t num_copies;
-  const byoc_plan_slot* slots;
-  const byoc_plan_step* steps;
-  const int32_t* arg_slots;
-  const byoc_plan_copy* copies;
-  uint64_t arena_size;
-  void* host_ctx;
-  byoc_plan_host_fn host;
-} byoc_plan_data;
-
-typedef struct {
+struct byoc_plan {
   byoc_plan_data d; /* its arrays point into this allocation */
   pthread_mutex_t lock;
   byoc_plan_ws_* free_list;
@@ -110,7 +68,7 @@ typedef struct {
   int32_t num_input_slots;
   int32_t* output_slots; /* the slots that are an output's storage */
   int32_t num_output_slots;
-} byoc_plan;
+};
 
 static _Thread_local int32_t byoc_plan_code_;
 

@@ -2,6 +2,7 @@
 
 The C libraries (`DLTensor` arguments, `byoc_check_tensor`), the graph format and the
 graph runtime all describe an element type this way (dlpack.h, `DLDataTypeCode`).
+`tensor_cdef` and `header_cdef` give cffi the C declarations of the shipped headers.
 """
 
 from __future__ import annotations
@@ -37,6 +38,18 @@ def tensor_cdef() -> str:
     return text[text.index("typedef enum {") : text.index(end) + len(end)]
 
 
+@cache
+def header_cdef(header: str, section: str) -> str:
+    """The cffi declarations that the runtime header `header` (a file beside this module)
+    marks with `/* BEGIN <section> */` and `/* END <section> */`: Python declares the C
+    structs and functions from the text the C side is compiled with, so there is one
+    copy of each layout. The marked text holds no preprocessor lines (cffi does not take
+    them); its comments cffi ignores."""
+    text = Path(__file__).with_name(header).read_text()
+    begin, end = f"/* BEGIN {section} */", f"/* END {section} */"
+    return text[text.index(begin) + len(begin) : text.index(end)]
+
+
 def dl_dtype(dtype: np.dtype[Any]) -> tuple[int, int] | None:
     """(type code, bits) of a numpy dtype, or None if DLPack has no equivalent (objects,
     strings, a non-native byte order). A bool is 8 bits, as numpy stores it."""
@@ -59,4 +72,4 @@ def numpy_dtype(code: int, bits: int) -> np.dtype[Any]:
         raise ValueError(f"no numpy dtype for DLPack type code {code} with {bits} bits") from None
 
 
-__all__ = ["CODE_NAMES", "DL_BOOL", "DL_COMPLEX", "DL_FLOAT", "DL_INT", "DL_UINT", "dl_dtype", "numpy_dtype", "tensor_cdef"]
+__all__ = ["CODE_NAMES", "DL_BOOL", "DL_COMPLEX", "DL_FLOAT", "DL_INT", "DL_UINT", "dl_dtype", "header_cdef", "numpy_dtype", "tensor_cdef"]

@@ -46,7 +46,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects import nn
 from byoc.runtime.c_module import CFunctionError, check_shared_object
-from byoc.runtime.dlpack import dl_dtype
+from byoc.runtime.dlpack import dl_dtype, header_cdef, tensor_cdef
 from byoc.runtime.host import BoundPlan, HostPlan
 from byoc.runtime.interface import CEntry, RuntimeComponent
 from byoc.runtime.tensor import TensorSpec
@@ -64,58 +64,8 @@ Array = np.ndarray[Any, Any]
 
 RUNNER_SOURCE = INCLUDE_DIR / "byoc_plan_runner.c"
 
-_CDEF = """
-typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } DLDataType;
-typedef struct { int32_t device_type; int32_t device_id; } DLDevice;
-typedef struct {
-  void* data;
-  DLDevice device;
-  int32_t ndim;
-  DLDataType dtype;
-  int64_t* shape;
-  int64_t* strides;
-  uint64_t byte_offset;
-} DLTensor;
-typedef struct {
-  int32_t kind;
-  int32_t index;
-  uint64_t offset;
-  uint64_t nbytes;
-  void* data;
-  DLDataType dtype;
-  int32_t ndim;
-  int64_t* shape;
-} byoc_plan_slot;
-typedef struct {
-  int32_t kind;
-  int32_t graph;
-  void* fn;
-  void* module;
-  int32_t num_args;
-  int32_t first_arg;
-} byoc_plan_step;
-typedef struct { int32_t slot; int32_t index; } byoc_plan_copy;
-typedef int32_t (*byoc_plan_host_fn)(void* ctx, int32_t step, DLTensor** args);
-typedef struct {
-  int32_t num_slots;
-  int32_t num_steps;
-  int32_t num_args;
-  int32_t num_copies;
-  const byoc_plan_slot* slots;
-  const byoc_plan_step* steps;
-  const int32_t* arg_slots;
-  const byoc_plan_copy* copies;
-  uint64_t arena_size;
-  void* host_ctx;
-  byoc_plan_host_fn host;
-} byoc_plan_data;
-typedef struct byoc_plan byoc_plan;
-byoc_plan* byoc_plan_new(const byoc_plan_data* d);
-void byoc_plan_free(byoc_plan* p);
-int32_t byoc_plan_run(byoc_plan* p, void* const* inputs, void* const* outputs);
-int32_t byoc_plan_last_code(void);
-uint32_t byoc_plan_abi(void);
-"""
+_CDEF = tensor_cdef() + header_cdef("byoc_plan_runner.h", "byoc_plan cdef")
+"""The runner's plan data and functions, as byoc_plan_runner.c is compiled with them."""
 
 STEP_ENTRY, STEP_GRAPH, STEP_HOST = 0, 1, 2
 SLOT_INPUT, SLOT_CONSTANT, SLOT_OUTPUT, SLOT_ARENA, SLOT_PYTHON = 0, 1, 2, 3, 4
