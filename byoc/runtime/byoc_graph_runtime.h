@@ -33,6 +33,8 @@ extern "C" {
 
 #define BYOC_GRAPH_FORMAT_VERSION 1
 
+/* graph_module.py hands cffi the declarations between BEGIN and END (no preprocessor lines). */
+/* BEGIN byoc_graph cdef */
 typedef struct byoc_graph_module byoc_graph_module;
 
 /* Parse and check `blob`, bind its constants, and let the engine plan every graph
@@ -70,6 +72,7 @@ int32_t byoc_graph_module_num_threads(const byoc_graph_module* m);
 /* The engine compiled into this library ("reference", "dnnl", ...). */
 const char* byoc_graph_engine_name(void);
 uint32_t byoc_graph_format_version(void);
+/* END byoc_graph cdef */
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -64,6 +64,7 @@ from byoc.runtime.c_module import (
     pin_openmp_runtime,
 )
 from byoc.runtime.cpu import native_load
+from byoc.runtime.dlpack import header_cdef
 from byoc.runtime.dlpack import numpy_dtype as dl_numpy_dtype
 from byoc.runtime.graph_check import check_blob
 from byoc.runtime.graph_format import VERSION, check_header
@@ -84,24 +85,12 @@ ENGINES_DIR = INCLUDE_DIR / "engines"
 BASE_SOURCE = INCLUDE_DIR / "byoc_graph_runtime.c"
 
 _GRAPH_CDEF = """
-typedef struct byoc_graph_module byoc_graph_module;
 const char* byoc_last_error(void);
 int32_t byoc_retain(void);
 int32_t byoc_release(void);
-byoc_graph_module* byoc_graph_module_load(const uint8_t* blob, uint64_t size, int32_t num_threads);
-void byoc_graph_module_free(byoc_graph_module* m);
-int32_t byoc_graph_module_num_graphs(const byoc_graph_module* m);
-const char* byoc_graph_module_graph_name(const byoc_graph_module* m, int32_t g);
-int32_t byoc_graph_module_num_args(const byoc_graph_module* m, int32_t g, int32_t* num_inputs,
-                                   int32_t* num_outputs);
-int32_t byoc_graph_module_arg(const byoc_graph_module* m, int32_t g, int32_t a, uint8_t* code,
-                              uint8_t* bits, int32_t* ndim, int64_t* shape, const char** name);
-int32_t byoc_graph_run(byoc_graph_module* m, int32_t g, DLTensor** args, int32_t num_args);
-int32_t byoc_graph_module_set_num_threads(byoc_graph_module* m, int32_t num_threads);
-int32_t byoc_graph_module_num_threads(const byoc_graph_module* m);
-const char* byoc_graph_engine_name(void);
-uint32_t byoc_graph_format_version(void);
-"""
+""" + header_cdef("byoc_graph_runtime.h", "byoc_graph cdef")
+"""What a graph library exports: byoc_runtime.h's error and lifetime functions, and the
+module functions as byoc_graph_runtime.h declares them."""
 
 NUM_THREADS_ENV = "BYOC_NUM_THREADS"
 
