@@ -35,15 +35,7 @@ def sym_shape(imp: Importer, v: Tensor) -> tuple[Expr, ...] | None:
         if nn.DYNAMIC in dims:
             return None
         return tuple(sympy.Integer(d) for d in dims)
-    out: list[Expr] = []
-    for d in shape:
-        if is_sym(d):
-            if d.sym is None:
-                return None
-            out.append(d.sym)
-        else:
-            out.append(sympy.Integer(int(d)))
-    return tuple(out)
+    return sym_shape_of_dims(shape)
 
 
 def as_dims(shape: Sequence[Expr]) -> tuple[int | SymDim, ...]:
