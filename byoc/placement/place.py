@@ -422,68 +422,77 @@ def place(
         placement._unit_of = _apply(module, units, chosen[0].targets)
         return placement
     try:
-        placement = _measured(
-            module, pristine, units, targets, support, timer, rounds, check_end_to_end,
-            progress, started,
-        )  # fmt: skip
+        problem = _Problem(
+            module, pristine, units, targets, support, timer, rounds, check_end_to_end, progress
+        )
+        placement = _measured(problem, started)
     finally:
         timer.close()
     placement.measurements = timer.measurements
     return placement
 
 
-def _measured(
-    module: ModuleOp,
-    pristine: ModuleOp,
-    units: list[Unit],
-    targets: tuple[str, ...],
-    support: TargetSupport,
-    timer: _Timer,
-    rounds: int,
-    check_end_to_end: bool,
-    progress: Callable[[str], None] | None,
-    started: float,
-) -> Placement:
-    decision_key = timer.cache.key(
-        _module_digest(units, timer),
-        f"placement:{','.join(targets)}:{int(check_end_to_end)}",
-        timer.threads,
+@dataclass(frozen=True)
+class _Problem:
+    """What the measured search works on: the module (its composites made by
+    merge-composite with `targets`), a clone from before that pass, its units, the
+    targets with their support, the timer, and the search's settings (`place`'s)."""
+
+    module: ModuleOp
+    pristine: ModuleOp
+    units: list[Unit]
+    targets: tuple[str, ...]
+    support: TargetSupport
+    timer: _Timer
+    rounds: int
+    check_end_to_end: bool
+    progress: Callable[[str], None] | None
+
+
+def _measured(problem: _Problem, started: float) -> Placement:
+    decision_key = problem.timer.cache.key(
+        _module_digest(problem.units, problem.timer),
+        f"placement:{','.join(problem.targets)}:{int(problem.check_end_to_end)}",
+        problem.timer.threads,
     )
-    decided = timer.cache.entries.get(decision_key)
-    if decided is not None and _valid_decision(decided, units):
+    decided = problem.timer.cache.entries.get(decision_key)
+    if decided is not None and _valid_decision(decided, problem.units):
         chosen = tuple(decided["assignment"])
         configuration = decided["configuration"]
         end_to_end = dict(decided["end_to_end"])
     else:
-        chosen, configuration, end_to_end = _decide(
-            module, pristine, units, targets, support, timer, rounds, check_end_to_end, progress
-        )
-        timer.cache.put(
+        chosen, configuration, end_to_end = _decide(problem)
+        problem.timer.cache.put(
             decision_key,
             0.0,
             assignment=list(chosen),
             configuration=configuration,
             end_to_end=end_to_end,
         )
-        timer.cache.save()
+        problem.timer.cache.save()
+    timer = problem.timer
     unit_seconds = [
         {
             t: s
             for t in u.candidates
             if (s := timer.cache.get(timer.key(Candidate(t, u.index, u.index + 1)))) is not None
         }
-        for u in units
+        for u in problem.units
     ]
-    placement = Placement("measure", units, chosen, configuration, unit_seconds, end_to_end)
+    placement = Placement("measure", problem.units, chosen, configuration, unit_seconds, end_to_end)
     placement.search_seconds = time.perf_counter() - started
     if configuration == MEASURED:
-        placement._unit_of = _apply(module, units, chosen)
+        placement._unit_of = _apply(problem.module, problem.units, chosen)
     else:
         order = tuple(configuration.split(","))
-        if order == targets:  # merge-composite ran with this order already
-            placement.targets, placement._unit_of = _annotate_in_place(module, units, order)
+        if order == problem.targets:  # merge-composite ran with this order already
+            placement.targets, placement._unit_of = _annotate_in_place(
+                problem.module, problem.units, order
+            )
         else:
-            placement.targets, placement._unit_of = _apply_order(module, pristine, units, order)
+            placement.targets, placement._unit_of = _apply_order(
+                problem.module, problem.pristine, problem.units, order
+            )
     return placement
 
 
@@ -519,52 +528,46 @@ def _valid_decision(entry: Mapping[str, Any], units: Sequence[Unit]) -> bool:
     )
 
 
-def _decide(
-    module: ModuleOp,
-    pristine: ModuleOp,
-    units: list[Unit],
-    targets: tuple[str, ...],
-    support: TargetSupport,
-    timer: _Timer,
-    rounds: int,
-    check_end_to_end: bool,
-    progress: Callable[[str], None] | None,
-) -> tuple[tuple[str, ...], str, dict[str, float]]:
+def _decide(problem: _Problem) -> tuple[tuple[str, ...], str, dict[str, float]]:
     """Steps 2-4 of the module doc: the searched assignment, the winning configuration and
     the end-to-end seconds of each configuration checked."""
-    if progress is not None:
-        progress(f"placement: timing {len(units)} units on {', '.join(targets)} and the host")
-    runs = {t: [r for r in maximal_runs(units, t) if r[1] - r[0] >= 2] for t in targets}
-    wanted = [Candidate(t, u.index, u.index + 1) for u in units for t in u.candidates]
-    wanted += [Candidate(t, a, b) for t in targets for a, b in runs[t]]
-    probe_units, probes = _probe_candidates(targets, support)
+    if problem.progress is not None:
+        targets = ", ".join(problem.targets)
+        problem.progress(f"placement: timing {len(problem.units)} units on {targets} and the host")
+    runs = {
+        t: [r for r in maximal_runs(problem.units, t) if r[1] - r[0] >= 2] for t in problem.targets
+    }
+    wanted = [Candidate(t, u.index, u.index + 1) for u in problem.units for t in u.candidates]
+    wanted += [Candidate(t, a, b) for t in problem.targets for a, b in runs[t]]
+    probe_units, probes = _probe_candidates(problem.targets, problem.support)
     probe_timer = _Timer(
         probe_units,
-        timer.cache,
-        timer.threads,
-        timer.build,
-        timer.executor,
+        problem.timer.cache,
+        problem.timer.threads,
+        problem.timer.build,
+        problem.timer.executor,
         lambda: _probe_reference(probe_units),
-        timer.repeats,
+        problem.timer.repeats,
         kind="call",
     )
-    probe_timer.executor = timer.executor or timer.pool()
+    probe_timer.executor = problem.timer.executor or problem.timer.pool()
     probe_times = probe_timer.times(probes.values())
-    timer.measurements += probe_timer.measurements
-    measured = timer.times(wanted)
+    problem.timer.measurements += probe_timer.measurements
+    measured = problem.timer.times(wanted)
     call = {t: probe_times.get(c, 0.0) for t, c in probes.items()}
     exact = {(c.target, c.start, c.stop): s for c, s in measured.items()}
-    model = RegionModel(units, call, exact, runs)
+    model = RegionModel(problem.units, call, exact, runs)
+    units = problem.units
     table = CostTable([u.candidates for u in units], model, call, {}, BytesIn(units))
     best = search(table)
     estimated = [Candidate(t, i, j) for i, j, t in best.segments if t != HOST and (t, i, j) not in exact]
     if estimated:
-        for c, s in timer.times(estimated).items():
+        for c, s in problem.timer.times(estimated).items():
             exact[(c.target, c.start, c.stop)] = s
         best = search(table)
-    if not check_end_to_end:
+    if not problem.check_end_to_end:
         return best.targets, MEASURED, {}
-    end_to_end = _end_to_end(module, pristine, units, best, targets, timer, rounds, progress)
+    end_to_end = _end_to_end(problem, best)
     if not end_to_end:  # nothing ran end to end (warned): the search's answer stands
         return best.targets, MEASURED, {}
     configuration = min(end_to_end, key=lambda k: (end_to_end[k], k != MEASURED))
@@ -596,17 +599,11 @@ def _module_digest(units: Sequence[Unit], timer: _Timer) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
-def _end_to_end(
-    module: ModuleOp,
-    pristine: ModuleOp,
-    units: list[Unit],
-    best: Assignment,
-    targets: tuple[str, ...],
-    timer: _Timer,
-    rounds: int,
-    progress: Callable[[str], None] | None,
-) -> dict[str, float]:
+def _end_to_end(problem: _Problem, best: Assignment) -> dict[str, float]:
     """Seconds of one run of each configuration, built whole (module doc, step 4)."""
+    module, pristine, units = problem.module, problem.pristine, problem.units
+    targets, timer = problem.targets, problem.timer
+    rounds, progress = problem.rounds, problem.progress
     digest = _module_digest(units, timer)
     configs: dict[str, tuple[str, tuple[str, ...]]] = {}
     measured = module.clone()
