@@ -99,34 +99,6 @@ enum { BYOC_GEMM_MR = 6, BYOC_GEMM_NR = 16, BYOC_GEMM_KC = 512 };
  * dot products of byoc_dense_part_ (packing the weights costs about what one row computes). */
 #define BYOC_DENSE_TILE_ROWS 3
 
-/* The nr (<= 16) floats at p into two vectors (zeros past nr), and back. */
-static inline __attribute__((always_inline)) void byoc_gemm_load16_(const float* p, int64_t nr,
-                                                                    byoc_v8f_* lo, byoc_v8f_* hi) {
-  float tmp[16] = {0};
-  if (nr == 16) {
-    memcpy(lo, p, sizeof *lo);
-    memcpy(hi, p + 8, sizeof *hi);
-    return;
-  }
-  memcpy(tmp, p, (size_t)nr * sizeof(float));
-  memcpy(lo, tmp, sizeof *lo);
-  memcpy(hi, tmp + 8, sizeof *hi);
-}
-
-static inline __attribute__((always_inline)) void byoc_gemm_store16_(float* p, int64_t nr,
-                                                                     const byoc_v8f_* lo,
-                                                                     const byoc_v8f_* hi) {
-  if (nr == 16) {
-    memcpy(p, lo, sizeof *lo);
-    memcpy(p + 8, hi, sizeof *hi);
-    return;
-  }
-  float tmp[16];
-  memcpy(tmp, lo, sizeof *lo);
-  memcpy(tmp + 8, hi, sizeof *hi);
-  memcpy(p, tmp, (size_t)nr * sizeof(float));
-}
-
 /*
  * The tile: c[i * ldc + j] = (first ? 0 : c[i * ldc + j]) + sum_k a[i * lda + k] * b[k * ldb + j]
  * for i < mr (<= 6) and j < nr (<= 16; b always holds 16 readable floats a row), summed in
@@ -139,12 +111,12 @@ static inline __attribute__((always_inline)) void byoc_gemm_tile_(
   byoc_v8f_ a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0};
   byoc_v8f_ b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0}, b4 = {0}, b5 = {0};
   if (!first) {
-    byoc_gemm_load16_(c, nr, &a0, &b0);
-    if (mr > 1) byoc_gemm_load16_(c + ldc, nr, &a1, &b1);
-    if (mr > 2) byoc_gemm_load16_(c + 2 * ldc, nr, &a2, &b2);
-    if (mr > 3) byoc_gemm_load16_(c + 3 * ldc, nr, &a3, &b3);
-    if (mr > 4) byoc_gemm_load16_(c + 4 * ldc, nr, &a4, &b4);
-    if (mr > 5) byoc_gemm_load16_(c + 5 * ldc, nr, &a5, &b5);
+    byoc_load16_(c, nr, &a0, &b0);
+    if (mr > 1) byoc_load16_(c + ldc, nr, &a1, &b1);
+    if (mr > 2) byoc_load16_(c + 2 * ldc, nr, &a2, &b2);
+    if (mr > 3) byoc_load16_(c + 3 * ldc, nr, &a3, &b3);
+    if (mr > 4) byoc_load16_(c + 4 * ldc, nr, &a4, &b4);
+    if (mr > 5) byoc_load16_(c + 5 * ldc, nr, &a5, &b5);
   }
   const float* x0 = a;
   const float* x1 = mr > 1 ? a + lda : a;
@@ -169,12 +141,12 @@ static inline __attribute__((always_inline)) void byoc_gemm_tile_(
     a5 += x5[k] * v0;
     b5 += x5[k] * v1;
   }
-  byoc_gemm_store16_(c, nr, &a0, &b0);
-  if (mr > 1) byoc_gemm_store16_(c + ldc, nr, &a1, &b1);
-  if (mr > 2) byoc_gemm_store16_(c + 2 * ldc, nr, &a2, &b2);
-  if (mr > 3) byoc_gemm_store16_(c + 3 * ldc, nr, &a3, &b3);
-  if (mr > 4) byoc_gemm_store16_(c + 4 * ldc, nr, &a4, &b4);
-  if (mr > 5) byoc_gemm_store16_(c + 5 * ldc, nr, &a5, &b5);
+  byoc_store16_(c, nr, &a0, &b0);
+  if (mr > 1) byoc_store16_(c + ldc, nr, &a1, &b1);
+  if (mr > 2) byoc_store16_(c + 2 * ldc, nr, &a2, &b2);
+  if (mr > 3) byoc_store16_(c + 3 * ldc, nr, &a3, &b3);
+  if (mr > 4) byoc_store16_(c + 4 * ldc, nr, &a4, &b4);
+  if (mr > 5) byoc_store16_(c + 5 * ldc, nr, &a5, &b5);
 }
 
 #ifdef BYOC_FMA

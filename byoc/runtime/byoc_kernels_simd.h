@@ -45,4 +45,34 @@ typedef double byoc_v4d_ __attribute__((vector_size(32)));
 typedef float byoc_v4f_ __attribute__((vector_size(16)));
 typedef int32_t byoc_v4i_ __attribute__((vector_size(16)));
 
+
+/* 16 floats at y, of which np are valid, into two vectors (zeros past np), and back. */
+static inline __attribute__((always_inline)) void byoc_load16_(const float* y, int64_t np,
+                                                               byoc_v8f_* lo, byoc_v8f_* hi) {
+  if (np == 16) { /* a whole tile: no staging copy (a memcpy of run-time length is a call) */
+    memcpy(lo, y, sizeof *lo);
+    memcpy(hi, y + 8, sizeof *hi);
+    return;
+  }
+  float tmp[16] = {0};
+  memcpy(tmp, y, (size_t)np * sizeof(float));
+  memcpy(lo, tmp, sizeof *lo);
+  memcpy(hi, tmp + 8, sizeof *hi);
+}
+
+/* The np valid of 16 floats in two vectors to y. */
+static inline __attribute__((always_inline)) void byoc_store16_(float* y, int64_t np,
+                                                                const byoc_v8f_* lo,
+                                                                const byoc_v8f_* hi) {
+  if (np == 16) {
+    memcpy(y, lo, sizeof *lo);
+    memcpy(y + 8, hi, sizeof *hi);
+    return;
+  }
+  float tmp[16];
+  memcpy(tmp, lo, sizeof *lo);
+  memcpy(tmp + 8, hi, sizeof *hi);
+  memcpy(y, tmp, (size_t)np * sizeof(float));
+}
+
 #endif /* BYOC_KERNELS_SIMD_H_ */
