@@ -1,27 +1,8 @@
-"""How far apart two float32 evaluations of the same computation may be.
+"""The tests' assertions on how far apart two float32 evaluations of the same computation may be.
 
-Executors (numpy, generated C with or without FMA and AVX2, OpenBLAS, onnxruntime)
-sum in different orders, so their results differ by rounding. Tests compare them
-against a bound derived from the computation, never against constants tuned on one
-machine. The bound, stated once:
-
-    A sum or dot product of k terms, evaluated in float32 in any order, with or
-    without fused multiply-adds, is within gamma(k) * sum(|terms|) of the exact
-    value (Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed.,
-    eq. 3.5), where gamma(k) = k*u / (1 - k*u) and u = 2**-24. Two such
-    evaluations are therefore within 2 * gamma(k) * sum(|terms|) of each other.
-
-`sum(|terms|)` is the magnitude: the same computation run on the absolute values
-of its inputs and weights (`magnitude`). For a graph of several reductions, k is
-the total reduction length along its longest path (`reduction_length`): to first
-order, the errors each layer makes add up along the path, each scaled by the
-magnitude that reaches the output. Results of elementwise functions (exp, tanh,
-erf, division, ...) may differ by a few units in the last place between libm,
-numpy's SIMD loops and onnxruntime's approximations: `ULPS` of them are allowed
-on top, relative to the expected value.
-
-The bound itself (gamma, the magnitude run, `graph_bounds`) lives in byoc/conformance/bounds.py,
-where `byoc-check-target` uses it too; this module adds the assertions and the bounds only tests
+The bound (gamma(k) * magnitude plus `ULPS` units in the last place; its derivation, the
+magnitude run, `graph_bounds`) is stated once, in byoc/conformance/bounds.py, where
+`byoc-check-target` uses it too; this module adds the assertions and the bounds only tests
 need.
 """
 
