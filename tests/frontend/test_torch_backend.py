@@ -192,6 +192,9 @@ def test_entry_point_finds_the_backend_by_name(tmp_path: Path, monkeypatch: pyte
         "[torch_dynamo_backends]\n" + "".join(f"{k} = {v}\n" for k, v in declared.items())
     )
     monkeypatch.syspath_prepend(str(tmp_path))
+    # torch's own backends register themselves when their modules are first imported: that
+    # must happen into the real registry, not into the copies the test swaps in and drops.
+    registry._lazy_import()
     monkeypatch.setattr(registry, "_BACKENDS", {k: v for k, v in registry._BACKENDS.items() if k != "byoc"})
     monkeypatch.setattr(registry, "_COMPILER_FNS", {k: v for k, v in registry._COMPILER_FNS.items() if k != "byoc"})
     registry._lazy_import.cache_clear()
