@@ -1,0 +1,676 @@
+"""The first tier: C partitions run at once, with no compiler run for the model.
+
+    program = compile_program(unit, "ccompiler_main_0")    # a Program, or a str: why not
+    module = FirstTierModule(programs, signatures)          # a RuntimeComponent of kind "c"
+
+`byoc_first_tier.c` is generic C compiled once per machine against the kernel library
+(with one trampoline per kernel, generated here from the library's kernel list), cached
+beside the kernel library and loaded as a private copy per module (its thread setting is
+the module's own, as a model library's is). A partition is a `Program`: the partition's
+`c` dialect (after lower-to-c) read once into words that `byoc_ft_run` interprets — the
+same kernel calls with the same arguments as the generated C, the workspace offsets, and
+each fused elementwise loop as a list of operations run over blocks of its innermost
+loop (docs/c-codegen.md, "The first tier").
+
+What a program cannot hold — a `c.verbatim` that is not a comment or the thread split of
+a fused loop, run-time checks inside a partition (`c.check_bound`: a gather's index
+check), a call of a C function that is not a library kernel or a scalar math function,
+an element type outside f32, f64 and the integers up to 64 bits — makes
+`compile_program` return why, and that partition waits for the compiled library.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import cffi
+import numpy as np
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    StringAttr,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from byoc.dialects import c
+from byoc.runtime import kernel_library as kl
+from byoc.runtime.cpu import native_load
+from byoc.runtime.c_module import (
+    _CDEF,
+    _LIBRARY_CDEF,
+    CSignature,
+    PackedLibrary,
+    check_shared_object,
+    pin_openmp_runtime,
+)
+from byoc.runtime.interface import CEntry
+from byoc.runtime.toolchain import (
+    DEFAULT_FLAGS,
+    INCLUDE_DIR,
+    cache_dir,
+    compile_source,
+    kernel_cache_dir,
+    kernel_library,
+    private_copy,
+)
+
+Array = np.ndarray[Any, Any]
+
+SOURCE = INCLUDE_DIR / "byoc_first_tier.c"
+
+# The instruction set of byoc_first_tier.c, in its enum's order.
+_OPS = """END BUF CPTR PADD KERNEL LOOP FOR FILL BCAST MOV
+ADD_I SUB_I MUL_I DIV_I REM_I NEG_I ADD_F SUB_F MUL_F DIV_F NEG_F ROUND_F32
+WRAP_I32 WRAP_I16 WRAP_I8 WRAP_U8 WRAP_U16 WRAP_U32 WRAP_BOOL
+EQ_I NE_I LT_I LE_I GT_I GE_I EQ_F NE_F LT_F LE_F GT_F GE_F
+SELECT AND OR I2F F2I
+LD_F32 LD_F64 LD_I64 LD_I32 LD_I16 LD_I8 LD_U8 LD_U16 LD_U32 LD_BOOL
+ST_F32 ST_F64 ST_I64 ST_I32 ST_I16 ST_I8 ST_U8 ST_U16 ST_U32 ST_BOOL
+EXPF LOGF SQRTF TANHF ERFF FABSF BYOC_TANHF EXP LOG SQRT TANH ERF FABS
+POWF FMINF FMAXF POW""".split()
+OP = {name: i for i, name in enumerate(_OPS)}
+ABI = 1000 + len(_OPS)
+"""`byoc_ft_abi()` of a library whose program layout and instruction set this module writes."""
+
+_CDEF_FT = (
+    kl_text := SOURCE.read_text()
+)[kl_text.index("/* BEGIN byoc_first_tier cdef */") : kl_text.index("/* END byoc_first_tier cdef */")] + (
+    "int32_t byoc_ft_run(void* program, int32_t unused, DLTensor** args, int32_t num_args);\n"
+    "uint32_t byoc_ft_abi(void);\n"
+)
+
+# Element types a register holds: name -> (float?, wrap op after an integer result, load/store suffix)
+_TYPES: dict[str, tuple[bool, str | None, str]] = {
+    "f32": (True, None, "F32"),
+    "f64": (True, None, "F64"),
+    "index": (False, None, "I64"),
+    "i64": (False, None, "I64"),
+    "i32": (False, "WRAP_I32", "I32"),
+    "i16": (False, "WRAP_I16", "I16"),
+    "i8": (False, "WRAP_I8", "I8"),
+    "ui8": (False, "WRAP_U8", "U8"),
+    "ui16": (False, "WRAP_U16", "U16"),
+    "ui32": (False, "WRAP_U32", "U32"),
+    "i1": (False, "WRAP_BOOL", "BOOL"),
+}
+_MATH1 = {
+    "expf": "EXPF", "logf": "LOGF", "sqrtf": "SQRTF", "tanhf": "TANHF", "erff": "ERFF",
+    "fabsf": "FABSF", "byoc_tanhf": "BYOC_TANHF", "exp": "EXP", "log": "LOG", "sqrt": "SQRT",
+    "tanh": "TANH", "erf": "ERF", "fabs": "FABS",
+}  # fmt: skip
+_MATH2 = {"powf": "POWF", "fminf": "FMINF", "fmaxf": "FMAXF", "pow": "POW"}
+_CMP = {"eq": "EQ", "ne": "NE", "lt": "LT", "le": "LE", "gt": "GT", "ge": "GE"}
+_SPLIT = re.compile(
+    r"^const int32_t byoc_nt = byoc_threads_for\((\d+), BYOC_PAR_GRAIN\);\nif \(byoc_nt > 1\) \{$"
+)
+_SKIPPED_VERBATIM = re.compile(r"^(/\*.*\*/|BYOC_PARALLEL_FOR_SIMD\(byoc_nt\)|BYOC_SIMD)$", re.DOTALL)
+
+
+class Unsupported(Exception):
+    """What a program cannot hold (the partition waits for the compiled library)."""
+
+
+def _type_name(t: Attribute) -> str:
+    if isinstance(t, IndexType):
+        return "index"
+    return str(t)
+
+
+def _reg_type(t: Attribute) -> tuple[bool, str | None, str]:
+    name = _type_name(t)
+    if name not in _TYPES:
+        raise Unsupported(f"element type {name}")
+    return _TYPES[name]
+
+
+# ---------------------------------------------------------------------------
+# The library
+# ---------------------------------------------------------------------------
+
+
+def _param_type(param: str) -> str:
+    """`const float *x` -> `const float *` (the declaration without its name)."""
+    m = re.match(r"^(.*?)([A-Za-z_]\w*)\s*$", param.strip())
+    if m is None:
+        raise ValueError(f"cannot read the parameter {param!r}")
+    return m.group(1).strip()
+
+
+def trampolines(entries: Sequence[kl.KernelEntry]) -> str:
+    """One trampoline per kernel, `int64_t t(void* const* p, const int64_t* i, const double* f)`,
+    and their table: the kernel's pointers, integers and floats in order."""
+    out: list[str] = []
+    for k, e in enumerate(entries):
+        args: list[str] = []
+        np_ = ni = nf = 0
+        params = [] if e.params.strip() == "void" else e.params.split(",")
+        for p in params:
+            t = _param_type(p)
+            if "*" in t:
+                args.append(f"({t})p[{np_}]")
+                np_ += 1
+            elif t in ("float", "double"):
+                args.append(f"({t})f[{nf}]")
+                nf += 1
+            else:
+                args.append(f"({t})i[{ni}]")
+                ni += 1
+        call = f"{e.name}({', '.join(args)})"
+        body = f"{call}; return 0;" if e.result.strip() == "void" else f"return (int64_t){call};"
+        out.append(
+            f"static int64_t byoc_ft_t{k}_(void* const* p, const int64_t* i, const double* f) {{\n"
+            f"  (void)p; (void)i; (void)f;\n  {body}\n}}"
+        )
+    table = ", ".join(f"byoc_ft_t{k}_" for k in range(len(entries))) or "0"
+    out.append(f"const byoc_ft_tramp_fn byoc_ft_trampolines_[] = {{{table}}};")
+    out.append(f"const int32_t byoc_ft_num_trampolines_ = {len(entries)};")
+    return "\n".join(out) + "\n"
+
+
+@dataclass(frozen=True)
+class Library:
+    """The first tier's shared library (its bytes, loaded per module) and its kernels."""
+
+    library: bytes
+    kernels: dict[str, int]
+    """Kernel name (`byoc_conv2d_f32`) -> its trampoline."""
+    signatures: dict[str, kl.KernelEntry]
+
+
+_LIBRARY: list[Library] = []
+_LIBRARY_LOCK = threading.Lock()
+
+
+def first_tier_library() -> Library:
+    """The first tier's library: found in the kernel cache or built there (once per machine:
+    it depends on the kernel library, not on a model), kept for the life of the process."""
+    if _LIBRARY:
+        return _LIBRARY[0]
+    with _LIBRARY_LOCK:
+        if not _LIBRARY:
+            entries = sorted(kernel_library().entries, key=lambda e: e.name)
+            source = SOURCE.read_text() + "\n" + trampolines(entries)
+            directory = kernel_cache_dir(cache_dir())
+            built = compile_source(source, DEFAULT_FLAGS, directory=directory)
+            kernels = {e.name: k for k, e in enumerate(entries)}
+            _LIBRARY.append(Library(built.library, kernels, {e.name: e for e in entries}))
+    return _LIBRARY[0]
+
+
+# ---------------------------------------------------------------------------
+# Programs
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Program:
+    """One partition as words for `byoc_ft_run` (module doc)."""
+
+    num_args: int
+    code: list[int] = field(default_factory=list[int])
+    ws_size: int = 0
+    num_ptrs: int = 0
+    num_regs: int = 0
+    flits: list[float] = field(default_factory=list[float])
+    ilits: list[int] = field(default_factory=list[int])
+    consts: list[Array] = field(default_factory=list[Array])
+
+
+_WS = object()
+"""The workspace pointer of the wrapper (a `c.buffer` takes a range of it)."""
+
+
+class _Compiler:
+    def __init__(self, unit: c.ModuleOp, library: Library):
+        self.funcs = {f.sym_name.data: f for f in unit.ops if isinstance(f, c.FuncOp)}
+        self.globals = {g.sym_name.data: g for g in unit.ops if isinstance(g, c.GlobalOp)}
+        self.library = library
+        self.const_index: dict[str, int] = {}
+
+    def program(self, entry: c.FuncOp) -> Program:
+        calls = [op for op in entry.body.block.ops if isinstance(op, c.CallOp)]
+        names = [op.callee.root_reference.data for op in calls]
+        wrapper = next((self.funcs[n] for n in names if n.endswith("_wrapper") and n in self.funcs), None)
+        if wrapper is None:
+            raise Unsupported("a packed entry without its typed wrapper")
+        args = wrapper.body.block.args
+        prog = Program(num_args=len(args))
+        prog.num_ptrs = len(args)
+        ptrs: dict[SSAValue, Any] = {}
+        for op in wrapper.body.block.ops:
+            if isinstance(op, c.TensorDataOp):
+                ptrs[op.result] = list(args).index(op.tensor)  # type: ignore[arg-type]
+            elif isinstance(op, c.WorkspaceOp):
+                prog.ws_size = op.size.value.data
+                ptrs[op.result] = _WS
+            elif isinstance(op, c.CallOp):
+                if op.res:
+                    raise Unsupported("a call with a result in the wrapper")
+                self.inline(prog, op, ptrs)
+            elif isinstance(op, c.CheckTensorOp | c.CheckDisjointOp | c.ConstantOp | c.ReturnOp):
+                continue
+            else:
+                raise Unsupported(f"'{op.name}' in a partition's wrapper")
+        prog.code.append(OP["END"])
+        return prog
+
+    def new_ptr(self, prog: Program) -> int:
+        prog.num_ptrs += 1
+        return prog.num_ptrs - 1
+
+    def inline(self, prog: Program, call: c.CallOp, ptrs: dict[SSAValue, Any]) -> None:
+        callee = self.funcs.get(call.callee.root_reference.data)
+        if callee is None:
+            raise Unsupported(f"a call of @{call.callee.root_reference.data}")
+        local: dict[SSAValue, Any] = {}
+        for arg, value in zip(callee.body.block.args, call.args, strict=True):
+            if value not in ptrs:
+                raise Unsupported("a call passing a value that is not a pointer")
+            local[arg] = ptrs[value]
+        ints: dict[SSAValue, int] = {}
+        split: str = ""  # "" | "then" | "else"
+        work = 0
+        for op in callee.body.block.ops:
+            if isinstance(op, c.VerbatimOp):
+                text = op.value.data
+                m = _SPLIT.match(text)
+                if m is not None and not split:
+                    split, work = "then", int(m.group(1))
+                elif text == "} else {" and split == "then":
+                    split = "else"
+                elif text == "}" and split == "else":
+                    split = ""
+                elif not _SKIPPED_VERBATIM.match(text):
+                    raise Unsupported(f"C text in a partition ({text[:40]!r})")
+            elif isinstance(op, c.ForOp):
+                if split == "else":
+                    continue  # the one-thread copy of the loop just emitted
+                self.loop(prog, op, local, parallel=split == "then", work=work)
+            elif isinstance(op, c.BufferOp):
+                if local.get(op.workspace) is not _WS:
+                    raise Unsupported("a buffer of something other than the workspace")
+                reg = self.new_ptr(prog)
+                prog.code += [OP["BUF"], reg, op.offset.value.data]
+                local[op.result] = reg
+            elif isinstance(op, c.CastOp):
+                if op.operand not in local:
+                    raise Unsupported("a cast of a value outside a loop that is not a pointer")
+                local[op.result] = local[op.operand]
+            elif isinstance(op, c.GetGlobalOp):
+                name = op.global_name.root_reference.data
+                if name not in self.const_index:
+                    self.const_index[name] = len(prog.consts)
+                    prog.consts.append(np.ascontiguousarray(self.globals[name].array()))
+                reg = self.new_ptr(prog)
+                prog.code += [OP["CPTR"], reg, self.const_index[name]]
+                local[op.result] = reg
+            elif isinstance(op, c.ConstantOp):
+                if isinstance(op.value, IntegerAttr):
+                    ints[op.result] = int(op.value.value.data)
+            elif isinstance(op, c.PtrOffsetOp):
+                if op.offset not in ints or local.get(op.ptr) in (None, _WS):
+                    raise Unsupported("a pointer offset not known before the run")
+                t = op.result.type
+                assert isinstance(t, c.PtrType)
+                size = np.dtype(_np_dtype(t.pointee)).itemsize
+                reg = self.new_ptr(prog)
+                prog.code += [OP["PADD"], reg, local[op.ptr], ints[op.offset] * size]
+                local[op.result] = reg
+            elif isinstance(op, c.CallOp):
+                if op.res:
+                    raise Unsupported("a call with a result")
+                self.inline(prog, op, local)
+            elif isinstance(op, c.CallOpaqueOp):
+                self.kernel(prog, op, local)
+            elif isinstance(op, c.ReturnOp):
+                break
+            else:
+                raise Unsupported(f"'{op.name}' in a partition step")
+
+    def kernel(self, prog: Program, op: c.CallOpaqueOp, local: dict[SSAValue, Any]) -> None:
+        name = op.callee.data
+        k = self.library.kernels.get(name)
+        if k is None or op.res:
+            raise Unsupported(f"a call of '{name}', not a kernel of the library")
+        entry = self.library.signatures[name]
+        params = [] if entry.params.strip() == "void" else [_param_type(p) for p in entry.params.split(",")]
+        items = op.args.data if op.args is not None else [IntegerAttr(i, IndexType()) for i in range(len(op.call_args))]
+        if len(items) != len(params):
+            raise Unsupported(f"'{name}' called with {len(items)} arguments, the library's has {len(params)}")
+        p: list[int] = []
+        i: list[int] = []
+        f: list[int] = []
+        for item, t in zip(items, params, strict=True):
+            if "*" in t:
+                if isinstance(item, IntegerAttr) and isinstance(item.type, IndexType):
+                    value = op.call_args[item.value.data]
+                    if local.get(value) in (None, _WS):
+                        raise Unsupported(f"'{name}' takes a pointer not known before the run")
+                    p.append(local[value])
+                elif isinstance(item, DenseArrayBase):
+                    p.append(-1 - len(prog.ilits))
+                    prog.ilits.extend(int(v) for v in item.get_values())
+                else:
+                    raise Unsupported(f"'{name}' takes {item} for a pointer")
+            elif isinstance(item, IntegerAttr) and not isinstance(item.type, IndexType):
+                (f if t in ("float", "double") else i).append(int(item.value.data))
+                if t in ("float", "double"):
+                    f[-1] = len(prog.flits)
+                    prog.flits.append(float(item.value.data))
+            elif isinstance(item, FloatAttr):
+                if t not in ("float", "double"):
+                    raise Unsupported(f"'{name}' takes a float for {t}")
+                f.append(len(prog.flits))
+                prog.flits.append(float(item.value.data))
+            elif isinstance(item, StringAttr):
+                raise Unsupported(f"'{name}' takes a string")
+            else:
+                raise Unsupported(f"'{name}' takes a run-time scalar")
+        if len(p) > 64 or len(f) > 64:
+            raise Unsupported(f"'{name}' takes more than 64 pointers or floats")
+        prog.code += [OP["KERNEL"], k, len(p), *p, len(i), *i, len(f), *f]
+
+    # ---- loops -----------------------------------------------------------------------
+    def loop(self, prog: Program, op: c.ForOp, ptrs: dict[SSAValue, Any], *, parallel: bool, work: int) -> None:
+        lc = _LoopCompiler(ptrs)
+        body = lc.for_(op, outer=True)
+        prog.num_regs = max(prog.num_regs, lc.num_regs)
+        prog.code += [OP["LOOP"], int(parallel), work, len(body), *body]
+
+
+def _np_dtype(t: Attribute) -> str:
+    names = {"f32": "float32", "f64": "float64", "i64": "int64", "index": "int64", "i32": "int32",
+             "i16": "int16", "i8": "int8", "ui8": "uint8", "ui16": "uint16", "ui32": "uint32", "i1": "bool"}  # fmt: skip
+    name = _type_name(t)
+    if name not in names:
+        raise Unsupported(f"element type {name}")
+    return names[name]
+
+
+class _LoopCompiler:
+    """A fused loop nest as loop words: each SSA value a register, its level's vector or a
+    scalar of an outer level (broadcast into a register of the innermost loop where used)."""
+
+    def __init__(self, ptrs: Mapping[SSAValue, Any]):
+        self.ptrs = ptrs
+        self.num_regs = 0
+        self.reg: dict[SSAValue, int] = {}
+        self.level: dict[SSAValue, int] = {}
+        self.depth = 0
+        self.bcast: dict[int, int] = {}
+        self.prelude: list[int] = []
+
+    def new(self) -> int:
+        self.num_regs += 1
+        return self.num_regs - 1
+
+    def for_(self, op: c.ForOp, outer: bool = False) -> list[int]:
+        ops = list(op.body.block.ops)
+        inner = not any(isinstance(o, c.ForOp) for o in ops)
+        self.depth += 1
+        var = self.new()
+        iv = op.body.block.args[0]
+        self.reg[iv] = var
+        self.level[iv] = self.depth
+        saved_bcast, saved_prelude = self.bcast, self.prelude
+        self.bcast, self.prelude = {}, []
+        words: list[int] = []
+        for o in ops:
+            if isinstance(o, c.ForOp):
+                words += self.for_(o)
+            elif isinstance(o, c.YieldOp if hasattr(c, "YieldOp") else ()):  # type: ignore[arg-type]
+                continue
+            else:
+                words += self.op(o, inner)
+        words = self.prelude + words
+        self.bcast, self.prelude = saved_bcast, saved_prelude
+        self.depth -= 1
+        lower, upper, step = (int(a.value.data) for a in (op.lower, op.upper, op.step))
+        if step <= 0:
+            raise Unsupported("a loop with a step below 1")
+        return [OP["FOR"], var, lower, upper, step, int(inner), len(words), *words]
+
+    def use(self, v: SSAValue, inner: bool) -> int:
+        """The register of `v` as the current level reads it."""
+        if v not in self.reg:
+            raise Unsupported("a loop reading a value of outside that is not a pointer")
+        r = self.reg[v]
+        if inner and self.level[v] < self.depth:
+            if r not in self.bcast:
+                b = self.new()
+                self.bcast[r] = b
+                self.prelude += [OP["BCAST"], b, r, 0, 0]
+            return self.bcast[r]
+        return r
+
+    def define(self, v: SSAValue) -> int:
+        r = self.new()
+        self.reg[v] = r
+        self.level[v] = self.depth
+        return r
+
+    def ptr(self, v: SSAValue) -> int:
+        p = self.ptrs.get(v)
+        if not isinstance(p, int):
+            raise Unsupported("a loop reading a pointer not known before the run")
+        return p
+
+    def op(self, o: Operation, inner: bool) -> list[int]:
+        u = partial(self.use, inner=inner)
+        if isinstance(o, c.ConstantOp):
+            r = self.define(o.result)
+            v = o.value
+            if isinstance(v, FloatAttr):
+                bits = struct.unpack("<q", struct.pack("<d", float(v.value.data)))[0]
+                return [OP["FILL"], r, bits, 0, 0]
+            if isinstance(v, IntegerAttr):
+                return [OP["FILL"], r, int(v.value.data), 0, 0]
+            raise Unsupported(f"a constant {v}")
+        if isinstance(o, c.LoadOp):
+            _, _, suffix = _reg_type(o.result.type)
+            r = self.define(o.result)
+            return [OP[f"LD_{suffix}"], r, self.ptr(o.ptr), u(o.index), 0]
+        if isinstance(o, c.StoreOp):
+            _, _, suffix = _reg_type(o.value.type)
+            return [OP[f"ST_{suffix}"], 0, self.ptr(o.ptr), u(o.index), u(o.value)]
+        if isinstance(o, c.AddOp | c.SubOp | c.MulOp | c.DivOp | c.RemOp):
+            is_float, wrap, _ = _reg_type(o.result.type)
+            base = {c.AddOp: "ADD", c.SubOp: "SUB", c.MulOp: "MUL", c.DivOp: "DIV", c.RemOp: "REM"}[type(o)]
+            if is_float and base == "REM":
+                raise Unsupported("a float remainder")
+            a, b = u(o.lhs), u(o.rhs)
+            r = self.define(o.result)
+            return self.finish([OP[f"{base}_{'F' if is_float else 'I'}"], r, a, b, 0], r, o.result.type)
+        if isinstance(o, c.NegOp):
+            is_float, _, _ = _reg_type(o.result.type)
+            a = u(o.operand)
+            r = self.define(o.result)
+            return self.finish([OP["NEG_F" if is_float else "NEG_I"], r, a, 0, 0], r, o.result.type)
+        if isinstance(o, c.LogicalAndOp | c.LogicalOrOp):
+            a, b = u(o.lhs), u(o.rhs)
+            r = self.define(o.result)
+            return [OP["AND" if isinstance(o, c.LogicalAndOp) else "OR"], r, a, b, 0]
+        if isinstance(o, c.CmpOp):
+            is_float, _, _ = _reg_type(o.lhs.type)
+            if _type_name(o.lhs.type) == "i1" and o.predicate.data not in ("eq", "ne"):
+                pass
+            pred = _CMP.get(o.predicate.data)
+            if pred is None:
+                raise Unsupported(f"a comparison '{o.predicate.data}'")
+            a, b = u(o.lhs), u(o.rhs)
+            r = self.define(o.result)
+            return [OP[f"{pred}_{'F' if is_float else 'I'}"], r, a, b, 0]
+        if isinstance(o, c.SelectOp):
+            _reg_type(o.result.type)
+            cnd, a, b = u(o.condition), u(o.true_value), u(o.false_value)
+            r = self.define(o.result)
+            return [OP["SELECT"], r, cnd, a, b]
+        if isinstance(o, c.CastOp):
+            return self.cast(o, u)
+        if isinstance(o, c.CallOpaqueOp):
+            name = o.callee.data
+            if o.args is not None or len(o.res) != 1:
+                raise Unsupported(f"a call of '{name}' in a loop")
+            if name in _MATH1 and len(o.call_args) == 1:
+                a = u(o.call_args[0])
+                r = self.define(o.res[0])
+                return [OP[_MATH1[name]], r, a, 0, 0]
+            if name in _MATH2 and len(o.call_args) == 2:
+                a, b = u(o.call_args[0]), u(o.call_args[1])
+                r = self.define(o.res[0])
+                return [OP[_MATH2[name]], r, a, b, 0]
+            raise Unsupported(f"a call of '{name}' in a loop")
+        raise Unsupported(f"'{o.name}' in a loop")
+
+    def finish(self, words: list[int], r: int, t: Attribute) -> list[int]:
+        """`words`, then what makes register `r` hold a value of type `t` (module doc of the C)."""
+        is_float, wrap, _ = _reg_type(t)
+        if is_float and _type_name(t) == "f32":
+            words += [OP["ROUND_F32"], r, r, 0, 0]
+        elif wrap is not None:
+            words += [OP[wrap], r, r, 0, 0]
+        return words
+
+    def cast(self, o: c.CastOp, u: Any) -> list[int]:
+        src, dst = o.operand.type, o.result.type
+        if isinstance(src, c.PtrType) or isinstance(dst, c.PtrType):
+            raise Unsupported("a pointer cast in a loop")
+        sf, _, _ = _reg_type(src)
+        df, wrap, _ = _reg_type(dst)
+        a = u(o.operand)
+        r = self.define(o.result)
+        if sf and df:
+            return self.finish([OP["MOV"], r, a, 0, 0], r, dst)
+        if not sf and df:
+            return self.finish([OP["I2F"], r, a, 0, 0], r, dst)
+        if sf and not df:
+            if _type_name(dst) == "i1":  # C: (bool)x is x != 0
+                z = self.new()
+                return [OP["FILL"], z, 0, 0, 0, OP["NE_F"], r, a, z, 0]
+            return self.finish([OP["F2I"], r, a, 0, 0], r, dst)
+        return self.finish([OP["MOV"], r, a, 0, 0], r, dst)
+
+
+def compile_program(unit: c.ModuleOp, symbol: str, library: Library | None = None) -> Program | str:
+    """Partition `symbol` of `unit` (a `c.module` after lower-to-c) as a first-tier program,
+    or why it cannot be one."""
+    library = library or first_tier_library()
+    compiler = _Compiler(unit, library)
+    entry = next(
+        (
+            f
+            for f in compiler.funcs.values()
+            if not f.is_static
+            and isinstance(label := f.attributes.get("c.diagnostic_name"), StringAttr)
+            and label.data == symbol
+            and not f.sym_name.data.endswith("_wrapper")
+        ),
+        None,
+    )
+    if entry is None:
+        return f"no packed entry for partition '{symbol}'"
+    try:
+        return compiler.program(entry)
+    except Unsupported as e:
+        return str(e)
+
+
+# ---------------------------------------------------------------------------
+# The component
+# ---------------------------------------------------------------------------
+
+
+class FirstTierModule(PackedLibrary):
+    """C partitions run by the first tier's library (module doc): a runtime component of
+    kind "c" whose partitions are programs. It is never exported: an artifact holds the
+    compiled library (`byoc.runtime.tiered`)."""
+
+    kind = "c"
+    holds_threads = True
+
+    def __init__(self, programs: Mapping[str, Program], functions: Mapping[str, CSignature]):
+        library = first_tier_library()
+        if check_shared_object(library.library) is not None:
+            raise OSError("the first tier's library is not a loadable shared object")
+        self.functions = {sym: functions[sym] for sym in programs}
+        self.ffi = cffi.FFI()
+        self.ffi.cdef(_CDEF + _LIBRARY_CDEF + _CDEF_FT)
+        pin_openmp_runtime()
+        with native_load(), private_copy(library.library) as copy:
+            self.lib: Any = self.ffi.dlopen(str(copy))
+        if int(self.lib.byoc_ft_abi()) != ABI:
+            raise OSError("the first tier's library reports another instruction set")
+        self.lib.byoc_retain()
+        ffi = self.ffi
+        self._keep: list[Any] = []
+        self._programs: dict[str, Any] = {}
+        for sym, prog in programs.items():
+            code = np.asarray(prog.code, np.int64)
+            flits = np.asarray(prog.flits or [0.0], np.float64)
+            ilits = np.asarray(prog.ilits or [0], np.int64)
+            consts = ffi.new("void*[]", max(len(prog.consts), 1))
+            for k, arr in enumerate(prog.consts):
+                consts[k] = ffi.cast("void*", ffi.from_buffer(arr, require_writable=False))
+            p = ffi.new("byoc_ft_program*")
+            p.num_args = prog.num_args
+            p.num_ptrs = prog.num_ptrs
+            p.num_regs = prog.num_regs
+            p.code_len = len(code)
+            p.ws_size = prog.ws_size
+            p.code = ffi.cast("const int64_t*", ffi.from_buffer(code))
+            p.flits = ffi.cast("const double*", ffi.from_buffer(flits))
+            p.ilits = ffi.cast("const int64_t*", ffi.from_buffer(ilits))
+            p.consts = consts
+            self._keep += [code, flits, ilits, consts, prog.consts]
+            self._programs[sym] = p
+        self._run = self.lib.byoc_ft_run
+        self._run_address = int(ffi.cast("intptr_t", ffi.addressof(self.lib, "byoc_ft_run")))
+        try:
+            self._team_hold: Any = self.lib.byoc_team_hold
+        except AttributeError:
+            self._team_hold = None
+        super().__init__()
+
+    def _entry(self, sym: str) -> Any:
+        return partial(self._run, self._programs[sym], 0)
+
+    def c_entry(self, symbol: str) -> CEntry:
+        program = int(self.ffi.cast("intptr_t", self._programs[symbol]))
+        return CEntry(self._run_address, self.last_error, module=program, graph=0)
+
+    def export(self) -> dict[str, bytes]:
+        raise TypeError("the first tier is never exported: export the compiled library")
+
+    def set_num_threads(self, n: int) -> None:
+        self.lib.byoc_set_num_threads(int(n))
+
+    def set_call_threads(self, n: int) -> None:
+        self.lib.byoc_set_call_threads(int(n))
+
+    def hold_threads(self, on: bool) -> None:
+        if self._team_hold is not None:
+            self._team_hold(1 if on else 0)
+
+    def thread_release(self) -> None:
+        self.lib.byoc_thread_release()
+
+    def __repr__(self) -> str:
+        return f"FirstTierModule(functions={sorted(self.functions)})"
+
+
+__all__ = [
+    "FirstTierModule",
+    "Library",
+    "Program",
+    "compile_program",
+    "first_tier_library",
+    "trampolines",
+]
