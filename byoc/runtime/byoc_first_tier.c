@@ -16,7 +16,7 @@
  *
  * Program (int64 words):
  *   top level:  BUF dst offset | CPTR dst k | PADD dst src bytes |
- *               KERNEL tramp nptr ptr... nint int... nflt fidx... | LOOP par work len body... |
+ *               KERNEL tramp nptr ptr... nint int... nflt fidx... | LOOP par work regs len body... |
  *               END
  *   loop body:  FOR var lower upper step inner len body... | <op> dst a b c
  * A pointer operand of KERNEL is a pointer register, or -1 - k for the k-th int64 array
@@ -33,13 +33,13 @@
 #include "byoc_math.h"
 
 #define BYOC_FT_EXPORT __attribute__((visibility("default")))
-#define BYOC_FT_BLOCK 256
+#define BYOC_FT_BLOCK 128
+#define BYOC_FT_STACK_REGS 96 /* registers a loop keeps on the stack (96 KiB); more are allocated */
 
 /* BEGIN byoc_first_tier cdef */
 typedef struct {
   int32_t num_args;  /* DLTensor arguments: pointer registers 0 .. num_args-1 */
   int32_t num_ptrs;  /* pointer registers */
-  int32_t num_regs;  /* loop registers (the largest loop's) */
   int32_t code_len;
   uint64_t ws_size;  /* the partition's workspace (its intermediates) */
   const int64_t* code;
@@ -224,36 +224,33 @@ static void byoc_ft_body_(const byoc_ft_loop_* st, const int64_t* w, int64_t len
 /* A top-level LOOP: its one FOR split across threads as the generated C splits it (the
  * outer loop's iterations, when the generated C marked the loop for threads). */
 static int32_t byoc_ft_loop_run_(const byoc_ft_program* prog, void* const* ptrs, const int64_t* w) {
-  const int64_t par = w[1], work = w[2], len = w[3];
-  const int64_t* body = w + 4;
-  const size_t regs = (size_t)(prog->num_regs > 0 ? prog->num_regs : 1) * BYOC_FT_BLOCK;
-  if (len < 7 || body[0] != FT_FOR || 7 + body[6] != len) {  /* not one FOR: run it as is */
-    union byoc_ft_lane_* r = malloc(regs * sizeof *r);
-    if (r == NULL) return -1;
-    byoc_ft_loop_ st = {ptrs, prog->flits, r};
-    byoc_ft_body_(&st, body, len, 1);
-    free(r);
-    return 0;
-  }
-  const int64_t trips = byoc_ft_trips_(body);
-  const int32_t nt = par ? byoc_threads_for(work, BYOC_PAR_GRAIN) : 1;
+  const int64_t par = w[1], work = w[2], nregs = w[3] > 0 ? w[3] : 1, len = w[4];
+  const int64_t* body = w + 5;
+  const size_t lanes = (size_t)nregs * BYOC_FT_BLOCK;
+  const int64_t trips = len >= 7 && body[0] == FT_FOR && 7 + body[6] == len ? byoc_ft_trips_(body) : 1;
+  const int32_t nt = par && len >= 7 && body[0] == FT_FOR ? byoc_threads_for(work, BYOC_PAR_GRAIN) : 1;
   const int64_t parts = nt < trips ? nt : (trips > 0 ? trips : 1);
   int32_t failed = 0;
   BYOC_PARALLEL_FOR(nt)
   for (int64_t t = 0; t < parts; ++t) {
-    union byoc_ft_lane_* r = malloc(regs * sizeof *r);
+    union byoc_ft_lane_ stack[nregs <= BYOC_FT_STACK_REGS ? lanes : 1];
+    union byoc_ft_lane_* r = nregs <= BYOC_FT_STACK_REGS ? stack : malloc(lanes * sizeof *r);
     if (r == NULL) {
       failed = 1;
       continue;
     }
     byoc_ft_loop_ st = {ptrs, prog->flits, r};
-    int64_t first = trips * t / parts, last = trips * (t + 1) / parts;
-    if (body[5] && parts > 1) {  /* an innermost loop: blocks start at multiples of the block */
-      first = first / BYOC_FT_BLOCK * BYOC_FT_BLOCK;
-      last = t + 1 == parts ? trips : last / BYOC_FT_BLOCK * BYOC_FT_BLOCK;
+    if (parts == 1) {
+      byoc_ft_body_(&st, body, len, 1);
+    } else {
+      int64_t first = trips * t / parts, last = trips * (t + 1) / parts;
+      if (body[5]) { /* an innermost loop: blocks start at multiples of the block */
+        first = first / BYOC_FT_BLOCK * BYOC_FT_BLOCK;
+        last = t + 1 == parts ? trips : last / BYOC_FT_BLOCK * BYOC_FT_BLOCK;
+      }
+      byoc_ft_for_(&st, body, first, last);
     }
-    byoc_ft_for_(&st, body, first, last);
-    free(r);
+    if (r != stack) free(r);
   }
   return failed ? -1 : 0;
 }
@@ -305,7 +302,7 @@ BYOC_FT_EXPORT int32_t byoc_ft_run(void* program, int32_t unused, DLTensor** arg
       } break;
       case FT_LOOP:
         if (byoc_ft_loop_run_(prog, ptrs, w) != 0) rc = byoc_fail("first tier: out of memory");
-        w += 4 + w[3];
+        w += 5 + w[4];
         break;
       default:
         rc = byoc_fail("first tier: bad instruction %d", (int)w[0]);
@@ -318,4 +315,4 @@ BYOC_FT_EXPORT int32_t byoc_ft_run(void* program, int32_t unused, DLTensor** arg
 
 /* The layout of byoc_ft_program and the instruction set; first_tier.py checks it. */
 BYOC_FT_EXPORT uint32_t byoc_ft_abi(void);
-BYOC_FT_EXPORT uint32_t byoc_ft_abi(void) { return 1000u + FT_NUM_OPS; }
+BYOC_FT_EXPORT uint32_t byoc_ft_abi(void) { return 2000u + FT_NUM_OPS; }

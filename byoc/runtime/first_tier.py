@@ -13,8 +13,7 @@ each fused elementwise loop as a list of operations run over blocks of its inner
 loop (docs/c-codegen.md, "The first tier").
 
 What a program cannot hold — a `c.verbatim` that is not a comment or the thread split of
-a fused loop, run-time checks inside a partition (`c.check_bound`: a gather's index
-check), a call of a C function that is not a library kernel or a scalar math function,
+a fused loop, a call of a C function that is not a library kernel or a scalar math function,
 an element type outside f32, f64 and the integers up to 64 bits — makes
 `compile_program` return why, and that partition waits for the compiled library.
 """
@@ -77,7 +76,7 @@ ST_F32 ST_F64 ST_I64 ST_I32 ST_I16 ST_I8 ST_U8 ST_U16 ST_U32 ST_BOOL
 EXPF LOGF SQRTF TANHF ERFF FABSF BYOC_TANHF EXP LOG SQRT TANH ERF FABS
 POWF FMINF FMAXF POW""".split()
 OP = {name: i for i, name in enumerate(_OPS)}
-ABI = 1000 + len(_OPS)
+ABI = 2000 + len(_OPS)
 """`byoc_ft_abi()` of a library whose program layout and instruction set this module writes."""
 
 _CDEF_FT = (
@@ -111,7 +110,7 @@ _CMP = {"eq": "EQ", "ne": "NE", "lt": "LT", "le": "LE", "gt": "GT", "ge": "GE"}
 _SPLIT = re.compile(
     r"^const int32_t byoc_nt = byoc_threads_for\((\d+), BYOC_PAR_GRAIN\);\nif \(byoc_nt > 1\) \{$"
 )
-_SKIPPED_VERBATIM = re.compile(r"^(/\*.*\*/|BYOC_PARALLEL_FOR_SIMD\(byoc_nt\)|BYOC_SIMD)$", re.DOTALL)
+_SKIPPED_VERBATIM = re.compile(r"^(/\*.*\*/|BYOC_PARALLEL_FOR(_SIMD)?\(byoc_nt\)|BYOC_SIMD)$", re.DOTALL)
 
 
 class Unsupported(Exception):
@@ -218,7 +217,6 @@ class Program:
     code: list[int] = field(default_factory=list[int])
     ws_size: int = 0
     num_ptrs: int = 0
-    num_regs: int = 0
     flits: list[float] = field(default_factory=list[float])
     ilits: list[int] = field(default_factory=list[int])
     consts: list[Array] = field(default_factory=list[Array])
@@ -255,7 +253,7 @@ class _Compiler:
                 if op.res:
                     raise Unsupported("a call with a result in the wrapper")
                 self.inline(prog, op, ptrs)
-            elif isinstance(op, c.CheckTensorOp | c.CheckDisjointOp | c.ConstantOp | c.ReturnOp):
+            elif isinstance(op, c.CheckTensorOp | c.CheckDisjointOp | c.CheckBoundOp | c.ConstantOp | c.ReturnOp):
                 continue
             else:
                 raise Unsupported(f"'{op.name}' in a partition's wrapper")
@@ -382,8 +380,7 @@ class _Compiler:
     def loop(self, prog: Program, op: c.ForOp, ptrs: dict[SSAValue, Any], *, parallel: bool, work: int) -> None:
         lc = _LoopCompiler(ptrs)
         body = lc.for_(op, outer=True)
-        prog.num_regs = max(prog.num_regs, lc.num_regs)
-        prog.code += [OP["LOOP"], int(parallel), work, len(body), *body]
+        prog.code += [OP["LOOP"], int(parallel), work, lc.num_regs, len(body), *body]
 
 
 def _np_dtype(t: Attribute) -> str:
@@ -426,7 +423,7 @@ class _LoopCompiler:
         for o in ops:
             if isinstance(o, c.ForOp):
                 words += self.for_(o)
-            elif isinstance(o, c.YieldOp if hasattr(c, "YieldOp") else ()):  # type: ignore[arg-type]
+            elif isinstance(o, c.VerbatimOp) and _SKIPPED_VERBATIM.match(o.value.data):
                 continue
             else:
                 words += self.op(o, inner)
@@ -622,7 +619,6 @@ class FirstTierModule(PackedLibrary):
             p = ffi.new("byoc_ft_program*")
             p.num_args = prog.num_args
             p.num_ptrs = prog.num_ptrs
-            p.num_regs = prog.num_regs
             p.code_len = len(code)
             p.ws_size = prog.ws_size
             p.code = ffi.cast("const int64_t*", ffi.from_buffer(code))
