@@ -74,9 +74,12 @@ SELECT AND OR I2F F2I
 LD_F32 LD_F64 LD_I64 LD_I32 LD_I16 LD_I8 LD_U8 LD_U16 LD_U32 LD_BOOL
 ST_F32 ST_F64 ST_I64 ST_I32 ST_I16 ST_I8 ST_U8 ST_U16 ST_U32 ST_BOOL
 EXPF LOGF SQRTF TANHF ERFF FABSF BYOC_TANHF EXP LOG SQRT TANH ERF FABS
-POWF FMINF FMAXF POW""".split()
+POWF FMINF FMAXF POW
+LDC_F32 LDC_F64 LDC_I64 LDC_I32 LDC_I16 LDC_I8 LDC_U8 LDC_U16 LDC_U32 LDC_BOOL
+STC_F32 STC_F64 STC_I64 STC_I32 STC_I16 STC_I8 STC_U8 STC_U16 STC_U32 STC_BOOL
+LD1_F32 LD1_F64 LD1_I64 LD1_I32 LD1_I16 LD1_I8 LD1_U8 LD1_U16 LD1_U32 LD1_BOOL""".split()
 OP = {name: i for i, name in enumerate(_OPS)}
-ABI = 2000 + len(_OPS)
+ABI = 3000 + len(_OPS)
 """`byoc_ft_abi()` of a library whose program layout and instruction set this module writes."""
 
 _CDEF_FT = (
@@ -404,6 +407,11 @@ class _LoopCompiler:
         self.depth = 0
         self.bcast: dict[int, int] = {}
         self.prelude: list[int] = []
+        self.inner_iv: SSAValue | None = None
+        self.uniform: set[SSAValue] = set()
+        """Values of the innermost loop equal in every lane (constants, and what only they make)."""
+        self.unit: set[SSAValue] = set()
+        """Values of the innermost loop that are its variable plus a uniform value."""
 
     def new(self) -> int:
         self.num_regs += 1
@@ -417,6 +425,9 @@ class _LoopCompiler:
         iv = op.body.block.args[0]
         self.reg[iv] = var
         self.level[iv] = self.depth
+        if inner and op.step.value.data == 1:
+            self.inner_iv = iv
+            self.unit.add(iv)
         saved_bcast, saved_prelude = self.bcast, self.prelude
         self.bcast, self.prelude = {}, []
         words: list[int] = []
@@ -448,6 +459,20 @@ class _LoopCompiler:
             return self.bcast[r]
         return r
 
+    def is_uniform(self, v: SSAValue) -> bool:
+        return v in self.uniform or (v in self.level and self.level[v] < self.depth)
+
+    def access(self, index: SSAValue, inner: bool) -> str:
+        """How a load or store of the innermost loop reads its index: "C" at consecutive
+        indices from the first lane's, "1" at one index (a load), "" at any (a gather)."""
+        if not inner:
+            return ""
+        if index in self.unit:
+            return "C"
+        if self.is_uniform(index):
+            return "1"
+        return ""
+
     def define(self, v: SSAValue) -> int:
         r = self.new()
         self.reg[v] = r
@@ -469,18 +494,29 @@ class _LoopCompiler:
                 bits = struct.unpack("<q", struct.pack("<d", float(v.value.data)))[0]
                 return [OP["FILL"], r, bits, 0, 0]
             if isinstance(v, IntegerAttr):
+                self.uniform.add(o.result)
                 return [OP["FILL"], r, int(v.value.data), 0, 0]
             raise Unsupported(f"a constant {v}")
         if isinstance(o, c.LoadOp):
             _, _, suffix = _reg_type(o.result.type)
+            kind = "LD" + self.access(o.index, inner)
             r = self.define(o.result)
-            return [OP[f"LD_{suffix}"], r, self.ptr(o.ptr), u(o.index), 0]
+            if kind == "LD1":
+                self.uniform.add(o.result)
+            return [OP[f"{kind}_{suffix}"], r, self.ptr(o.ptr), u(o.index), 0]
         if isinstance(o, c.StoreOp):
             _, _, suffix = _reg_type(o.value.type)
-            return [OP[f"ST_{suffix}"], 0, self.ptr(o.ptr), u(o.index), u(o.value)]
+            kind = "STC" if self.access(o.index, inner) == "C" else "ST"
+            return [OP[f"{kind}_{suffix}"], 0, self.ptr(o.ptr), u(o.index), u(o.value)]
         if isinstance(o, c.AddOp | c.SubOp | c.MulOp | c.DivOp | c.RemOp):
             is_float, wrap, _ = _reg_type(o.result.type)
             base = {c.AddOp: "ADD", c.SubOp: "SUB", c.MulOp: "MUL", c.DivOp: "DIV", c.RemOp: "REM"}[type(o)]
+            if inner and not is_float:
+                lhs_u, rhs_u = self.is_uniform(o.lhs), self.is_uniform(o.rhs)
+                if lhs_u and rhs_u:
+                    self.uniform.add(o.result)
+                elif base == "ADD" and ((o.lhs in self.unit and rhs_u) or (o.rhs in self.unit and lhs_u)):
+                    self.unit.add(o.result)
             if is_float and base == "REM":
                 raise Unsupported("a float remainder")
             a, b = u(o.lhs), u(o.rhs)
@@ -530,11 +566,11 @@ class _LoopCompiler:
     def finish(self, words: list[int], r: int, t: Attribute) -> list[int]:
         """`words`, then what makes register `r` hold a value of type `t` (module doc of the C)."""
         is_float, wrap, _ = _reg_type(t)
-        if is_float and _type_name(t) == "f32":
-            words += [OP["ROUND_F32"], r, r, 0, 0]
-        elif wrap is not None:
-            words += [OP[wrap], r, r, 0, 0]
-        return words
+        fix = "ROUND_F32" if is_float and _type_name(t) == "f32" else wrap
+        if fix is None:
+            return words
+        words[1] = self.new()  # the raw result, then `r` (a destination is never an operand)
+        return words + [OP[fix], r, words[1], 0, 0]
 
     def cast(self, o: c.CastOp, u: Any) -> list[int]:
         src, dst = o.operand.type, o.result.type
