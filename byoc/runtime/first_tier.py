@@ -277,8 +277,9 @@ class _Compiler:
                 raise Unsupported("a call passing a value that is not a pointer")
             local[arg] = ptrs[value]
         ints: dict[SSAValue, int] = {}
-        split: str = ""  # "" | "then" | "else"
+        split: str = ""  # "" | "then" | "else": inside the thread split of a fused loop
         work = 0
+        block: _Block | None = None  # the loops and scalar code being gathered into one LOOP
         for op in callee.body.block.ops:
             if isinstance(op, c.VerbatimOp):
                 text = op.value.data
@@ -291,20 +292,35 @@ class _Compiler:
                     split = ""
                 elif not _SKIPPED_VERBATIM.match(text):
                     raise Unsupported(f"C text in a partition ({text[:40]!r})")
-            elif isinstance(op, c.ForOp):
+                continue
+            if isinstance(op, c.ConstantOp) and isinstance(op.value, IntegerAttr):
+                ints[op.result] = int(op.value.value.data)
+            if isinstance(op, c.CastOp) and op.operand in local:
+                local[op.result] = local[op.operand]  # a pointer cast: the same pointer
+                continue
+            if isinstance(op, c.ForOp) or (isinstance(op, _SCALAR_OPS) and not _is_kernel_call(op)):
                 if split == "else":
-                    continue  # the one-thread copy of the loop just emitted
-                self.loop(prog, op, local, parallel=split == "then", work=work)
-            elif isinstance(op, c.BufferOp):
+                    continue  # the one-thread copy of the loop just gathered
+                if block is None:
+                    block = _Block(_LoopCompiler(local))
+                if isinstance(op, c.ForOp):
+                    block.words += block.loops.for_(op)
+                    block.fors += 1
+                    block.parallel = split == "then"
+                    block.work = work
+                else:
+                    block.words += block.loops.op(op, inner=False)
+                    block.scalars = True
+                continue
+            if block is not None:
+                block.emit(prog)
+                block = None
+            if isinstance(op, c.BufferOp):
                 if local.get(op.workspace) is not _WS:
                     raise Unsupported("a buffer of something other than the workspace")
                 reg = self.new_ptr(prog)
                 prog.code += [OP["BUF"], reg, op.offset.value.data]
                 local[op.result] = reg
-            elif isinstance(op, c.CastOp):
-                if op.operand not in local:
-                    raise Unsupported("a cast of a value outside a loop that is not a pointer")
-                local[op.result] = local[op.operand]
             elif isinstance(op, c.GetGlobalOp):
                 name = op.global_name.root_reference.data
                 if name not in self.const_index:
@@ -313,9 +329,6 @@ class _Compiler:
                 reg = self.new_ptr(prog)
                 prog.code += [OP["CPTR"], reg, self.const_index[name]]
                 local[op.result] = reg
-            elif isinstance(op, c.ConstantOp):
-                if isinstance(op.value, IntegerAttr):
-                    ints[op.result] = int(op.value.value.data)
             elif isinstance(op, c.PtrOffsetOp):
                 if op.offset not in ints or local.get(op.ptr) in (None, _WS):
                     raise Unsupported("a pointer offset not known before the run")
@@ -335,6 +348,8 @@ class _Compiler:
                 break
             else:
                 raise Unsupported(f"'{op.name}' in a partition step")
+        if block is not None:
+            block.emit(prog)
 
     def kernel(self, prog: Program, op: c.CallOpaqueOp, local: dict[SSAValue, Any]) -> None:
         name = op.callee.data
@@ -379,11 +394,35 @@ class _Compiler:
             raise Unsupported(f"'{name}' takes more than 64 pointers or floats")
         prog.code += [OP["KERNEL"], k, len(p), *p, len(i), *i, len(f), *f]
 
-    # ---- loops -----------------------------------------------------------------------
-    def loop(self, prog: Program, op: c.ForOp, ptrs: dict[SSAValue, Any], *, parallel: bool, work: int) -> None:
-        lc = _LoopCompiler(ptrs)
-        body = lc.for_(op, outer=True)
-        prog.code += [OP["LOOP"], int(parallel), work, lc.num_regs, len(body), *body]
+
+
+_SCALAR_OPS = (
+    c.ConstantOp, c.LoadOp, c.StoreOp, c.AddOp, c.SubOp, c.MulOp, c.DivOp, c.RemOp, c.NegOp,
+    c.LogicalAndOp, c.LogicalOrOp, c.CmpOp, c.SelectOp, c.CastOp, c.CallOpaqueOp,
+)  # fmt: skip
+"""Operations a loop body holds, also met outside loops (a fused chain over one element)."""
+
+
+def _is_kernel_call(op: Operation) -> bool:
+    return isinstance(op, c.CallOpaqueOp) and (op.args is not None or not op.res)
+
+
+@dataclass
+class _Block:
+    """Fused loops and scalar code of one step, gathered into one LOOP instruction (so that
+    values flow between them); split across threads when it is one loop the generated C
+    splits."""
+
+    loops: _LoopCompiler
+    words: list[int] = field(default_factory=list[int])
+    fors: int = 0
+    scalars: bool = False
+    parallel: bool = False
+    work: int = 0
+
+    def emit(self, prog: Program) -> None:
+        par = self.parallel and self.fors == 1 and not self.scalars
+        prog.code += [OP["LOOP"], int(par), self.work, self.loops.num_regs, len(self.words), *self.words]
 
 
 def _np_dtype(t: Attribute) -> str:
@@ -417,7 +456,7 @@ class _LoopCompiler:
         self.num_regs += 1
         return self.num_regs - 1
 
-    def for_(self, op: c.ForOp, outer: bool = False) -> list[int]:
+    def for_(self, op: c.ForOp) -> list[int]:
         ops = list(op.body.block.ops)
         inner = not any(isinstance(o, c.ForOp) for o in ops)
         self.depth += 1
