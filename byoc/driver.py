@@ -25,6 +25,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,11 +62,23 @@ class TargetFallbackWarning(UserWarning):
 ComponentBuilder = Callable[[ModuleOp, Target], RuntimeComponent]
 
 
+TIERED: ContextVar[bool] = ContextVar("byoc_tiered", default=False)
+"""Whether the C components `build` makes now are tiered (`build(..., tiered=)`)."""
+
+
 def _c_library(unit: ModuleOp, target: Target) -> RuntimeComponent:
-    """The `c.module` of `unit` compiled into one shared library."""
+    """The `c.module` of `unit` compiled into one shared library; tiered (running on the
+    first tier at once, compiled in the background) when `TIERED` is set and the target
+    links no library of its own."""
     from byoc.lowering.c_build import build_c_module
 
     if target.c_build_options is None:
+        if TIERED.get():
+            from byoc.lowering.c_build import tiered_c_module
+
+            tiered = tiered_c_module(unit)
+            if tiered is not None:
+                return tiered
         return build_c_module(unit)
     flags, libs = target.c_build_options()
     return build_c_module(unit, flags=flags, libs=libs)
@@ -529,6 +542,7 @@ def build(
     placement_cache: str | Path | None = None,
     measure_executor: Executor | None = None,
     sample_inputs: Sequence[Any] | Mapping[str, Any] | None = None,
+    tiered: bool | None = None,
 ) -> Executable:
     """Build `module` (not modified) into an `Executable`.
 
@@ -546,7 +560,15 @@ def build(
     `placement` chooses which target runs each op (docs/placement.md): "priority" (the
     order of `targets`), "measure" (timed on `sample_inputs`, else seeded random inputs,
     through `measure_executor`; figures cached in `placement_cache`) or "cost-model".
+    `tiered` (default `$BYOC_TIERED`, else off): C partitions run at once on the first tier
+    (the kernel library's kernels, fused loops interpreted; no compiler run for the model)
+    while their C compiles in the background, then on the compiled library
+    (`Executable.wait_compiled()`; docs/runtime.md, "Tiered execution").
     """
+    if tiered is None:
+        from byoc.runtime.tiered import tiered_default
+
+        tiered = tiered_default()
     if num_threads is not None:
         from byoc.runtime.threads import check_num_threads
 
@@ -586,14 +608,18 @@ def build(
                 )
             )
 
-    placed = place_and_compile(
-        module,
-        list(targets or ()),
-        fallback=fallback,
-        progress=progress,
-        fresh=lambda: _own_copy(source, params),  # another try starts from the model again
-        partition=partition,
-    )
+    token = TIERED.set(tiered)
+    try:
+        placed = place_and_compile(
+            module,
+            list(targets or ()),
+            fallback=fallback,
+            progress=progress,
+            fresh=lambda: _own_copy(source, params),  # another try starts from the model again
+            partition=partition,
+        )
+    finally:
+        TIERED.reset(token)
     module = placed.module
     if chosen:
         placed.why = chosen[-1].why

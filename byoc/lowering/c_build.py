@@ -22,6 +22,7 @@ from byoc.dialects import c
 from byoc.lowering.emit.c import emit_c_source
 from byoc.lowering.nn_to_c.lower_to_c import constants_of
 from byoc.runtime.c_module import CModule, CSignature
+from byoc.runtime.interface import RuntimeComponent
 from byoc.runtime.tensor import TensorSpec
 from byoc.runtime.toolchain import DEFAULT_FLAGS
 
@@ -86,4 +87,34 @@ def build_c_module(
     )
 
 
-__all__ = ["CLibrary", "build_c_module", "c_library", "signatures_of"]
+def tiered_c_module(module: ModuleOp) -> RuntimeComponent | None:
+    """The `c.module` of a module after `lower-to-c` as a `TieredCModule`: the partitions
+    the first tier can hold run at once, the C is emitted and compiled on a background
+    thread (`build_c_module`). None when the first tier's library cannot be built here
+    (the caller compiles as before)."""
+    from byoc.runtime.first_tier import Program, compile_program, first_tier_library
+    from byoc.runtime.tiered import TieredCModule
+    from byoc.runtime.toolchain import CompileError
+
+    try:
+        library = first_tier_library()
+    except (CompileError, OSError):
+        return None
+    units = [op for op in module.walk() if isinstance(op, c.ModuleOp)]
+    functions = signatures_of(module)
+    programs: dict[str, Program] = {}
+    reasons: dict[str, str] = {}
+    for sym in functions:
+        found: Program | str = f"no c.module holds '{sym}'"
+        for unit in units:
+            found = compile_program(unit, sym, library)
+            if isinstance(found, Program):
+                break
+        if isinstance(found, Program):
+            programs[sym] = found
+        else:
+            reasons[sym] = found
+    return TieredCModule.start(programs, functions, lambda: build_c_module(module), reasons)
+
+
+__all__ = ["CLibrary", "build_c_module", "c_library", "signatures_of", "tiered_c_module"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -200,13 +201,7 @@ class Executable:
         self._partitions = list(partitions)
         self._fallbacks = tuple(fallbacks)
 
-        def function(target: str, symbol: str) -> Callable[..., Any]:
-            component = self.components.get(target)
-            if component is None:
-                raise KeyError(f"no runtime module for target '{target}' (partition @{symbol})")
-            return component.get_function(symbol)
-
-        self._bound = BoundPlan.bind(plan, self.constants, function)
+        self._bound = BoundPlan.bind(plan, self.constants, self._function)
         self._checks = [
             (name, spec.dtype, spec.shape)
             for name, spec in zip(plan.input_names, plan.input_specs, strict=True)
@@ -239,8 +234,28 @@ class Executable:
         self._native_holders: list[Callable[[bool], None]] = []
         self._pool: HostPool | None = None
         self._pool_lock = threading.Lock()
+        self._tier_lock = threading.Lock()
         self._num_threads = 1
         self.set_num_threads(resolve_num_threads(num_threads))
+        self._native_wanted = native
+        tiered = [c for c in self.components.values() if hasattr(c, "on_compiled")]
+        if tiered:
+            this = weakref.ref(self)
+
+            def tier_up() -> None:
+                exe = this()
+                if exe is not None:
+                    exe._tier_up()
+
+            for component in tiered:  # compiled before we listen: switch now
+                if not component.on_compiled(tier_up) and component.tier == "compiled":  # type: ignore[attr-defined]
+                    self._tier_up()
+
+    def _function(self, target: str, symbol: str) -> Callable[..., Any]:
+        component = self.components.get(target)
+        if component is None:
+            raise KeyError(f"no runtime module for target '{target}' (partition @{symbol})")
+        return component.get_function(symbol)
 
     # ---- threads ----------------------------------------------------------------
     @property
@@ -269,11 +284,44 @@ class Executable:
         plan unless independent branches could run at once (more than one thread and a
         branchy plan), which the Python executor's pool does. With more than one thread, a
         run holds the component's team awake, as the Python executor does."""
-        native = self.native_plan
-        if native is not None and n > 1 and self._graph.parallel:
-            native = None
-        self._native_holders = self._holders if n > 1 else []
-        self._native = native
+        with self._tier_lock:
+            native = self.native_plan
+            if native is not None and n > 1 and self._graph.parallel:
+                native = None
+            self._native_holders = self._holders if n > 1 else []
+            self._native = native
+
+    # ---- tiers --------------------------------------------------------------------
+    def _tier_up(self) -> None:
+        """A tiered component's compiled library is in use (`byoc.runtime.tiered`): bind the
+        plan and build the native plan over it, and switch to them. A run reads `_bound` or
+        `_native` once, so a run in flight finishes on the tier it started on."""
+        bound = BoundPlan.bind(self.plan, self.constants, self._function)
+        native, why = (None, self.native_reason)
+        if self._native_wanted:
+            native, why = compile_plan(self.plan, self.constants, bound, self.components)
+        with self._tier_lock:
+            self._bound = bound
+            self.native_plan, self.native_reason = native, why
+        self._choose_runner(self._num_threads)
+
+    def wait_compiled(self, timeout: float | None = None) -> bool:
+        """Block until every tiered component runs its compiled library (True), or until
+        `timeout` seconds passed (False); at once True for an Executable built untiered.
+        Raises a compile's error. Runs after it return use the compiled library only."""
+        for component in self.components.values():
+            wait = getattr(type(component), "wait_compiled", None)
+            if wait is not None and not wait(component, timeout):
+                return False
+        return True
+
+    @property
+    def tier(self) -> str:
+        """"first" while a tiered component runs its first tier, else "compiled"."""
+        for component in self.components.values():
+            if getattr(type(component), "tier", None) is not None and component.tier == "first":  # type: ignore[attr-defined]
+                return "first"
+        return "compiled"
 
     def _acquire_pool(self) -> HostPool:
         """The host pool, sized by the setting now; started here on first use."""

@@ -41,7 +41,6 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from byoc.dialects import c
 from byoc.runtime import kernel_library as kl
-from byoc.runtime.cpu import native_load
 from byoc.runtime.c_module import (
     _CDEF,
     _LIBRARY_CDEF,
@@ -50,6 +49,7 @@ from byoc.runtime.c_module import (
     check_shared_object,
     pin_openmp_runtime,
 )
+from byoc.runtime.cpu import native_load
 from byoc.runtime.interface import CEntry
 from byoc.runtime.toolchain import (
     DEFAULT_FLAGS,
