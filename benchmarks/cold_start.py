@@ -119,6 +119,56 @@ def work_byoc(name: str) -> dict[str, Any]:
     }
 
 
+def work_tiered(name: str) -> dict[str, Any]:
+    """Time to first inference as a user meets it: `byoc.build(..., tiered=True)` and the first
+    run (on the first tier), then, once the compiled library is in use, the steady run time
+    against an untiered build of the same model in this process (its library is then a
+    cache hit), alternating, min of 7 each."""
+    times: dict[str, float] = {}
+    t0 = time.perf_counter()
+    import numpy as np
+
+    import byoc
+    import byoc.driver
+    import byoc.frontend.onnx
+    import byoc.lowering.c_build
+    import byoc.runtime.first_tier
+    import byoc.runtime.tiered  # noqa: F401
+    from byoc.passes import ALL_PASSES
+
+    ALL_PASSES["lower-to-c"]()
+    times["import byoc"] = time.perf_counter() - t0  # byoc's modules, as work_byoc imports them
+    path, feeds = corpus.load(name)
+    cpu0 = _cpu()
+    t0 = time.perf_counter()
+    module = byoc.import_onnx(str(path), input_shapes=corpus.input_shapes(name), bind_inputs=corpus.bind_inputs(name))
+    times["import"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    exe = byoc.build(module, targets=["ccompiler"], tiered=True)
+    times["build"] = time.perf_counter() - t0
+    t_built = time.perf_counter()
+    first_tier = exe.tier == "first"
+    first = exe.run(**feeds)
+    times["first run"] = time.perf_counter() - t_built
+    times["cpu"] = _cpu() - cpu0
+    exe.wait_compiled()
+    times["compiled"] = time.perf_counter() - t_built
+    compiled = exe.run(**feeds)
+    err = max((float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))) if a.size else 0.0)
+              for a, b in zip(first, compiled, strict=True))  # fmt: skip
+    untiered = byoc.build(module, targets=["ccompiler"], tiered=False)
+    steady = {"tiered": math.inf, "untiered": math.inf}
+    for _ in range(7):
+        for key, e in (("tiered", exe), ("untiered", untiered)):
+            t0 = time.perf_counter()
+            e.run(**feeds)
+            steady[key] = min(steady[key], time.perf_counter() - t0)
+    component = exe.components.get("ccompiler")
+    waiting = len(getattr(component, "waiting", {}) or {})
+    return {"times": times, "steady": steady, "first_tier": first_tier, "max_diff": err,
+            "partitions": len(exe.partitions), "waiting": waiting}  # fmt: skip
+
+
 def _cpu() -> float:
     """CPU seconds of this process (all its threads, `time.process_time`: os.times counts in
     clock ticks of 10 ms, the size of a small model's whole session creation) and of its
@@ -142,21 +192,36 @@ def work_onnxruntime(name: str) -> dict[str, Any]:
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
     options.log_severity_level = 3
+    feeds = corpus.onnxruntime_feeds(name)
     t0, cpu0 = time.perf_counter(), _cpu()
-    ort.InferenceSession(str(corpus.model_path(name)), options, providers=["CPUExecutionProvider"])
-    return {"times": {"import onnxruntime": t_import, "session": time.perf_counter() - t0,
-                      "cpu": _cpu() - cpu0}}  # fmt: skip
+    session = ort.InferenceSession(str(corpus.model_path(name)), options, providers=["CPUExecutionProvider"])
+    t_session = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    session.run(None, feeds)
+    t_first = time.perf_counter() - t0
+    cpu = _cpu() - cpu0
+    steady = math.inf
+    for _ in range(7):
+        t0 = time.perf_counter()
+        session.run(None, feeds)
+        steady = min(steady, time.perf_counter() - t0)
+    return {"times": {"import onnxruntime": t_import, "session": t_session, "first run": t_first,
+                      "cpu": cpu, "steady": steady}}  # fmt: skip
 
 
 def work_kernels() -> dict[str, Any]:
+    from byoc.runtime.first_tier import first_tier_library
     from byoc.runtime.native_plan import runner_library
     from byoc.runtime.toolchain import kernel_library
 
     built = kernel_library()
     t0 = time.perf_counter()
     runner_library()
+    t1 = time.perf_counter()
+    first_tier_library()
     return {"seconds": built.seconds, "cache_hit": built.cache_hit, "kernels": len(built.entries),
-            "object_kb": len(built.object) / 1024, "runner": time.perf_counter() - t0}  # fmt: skip
+            "object_kb": len(built.object) / 1024, "runner": t1 - t0,
+            "first_tier": time.perf_counter() - t1}  # fmt: skip
 
 
 def work_warm() -> dict[str, Any]:
@@ -166,6 +231,8 @@ def work_warm() -> dict[str, Any]:
     import byoc.frontend.onnx  # noqa: F401
     import byoc.lowering.c_build  # noqa: F401
     import byoc.runtime.executable  # noqa: F401
+    import byoc.runtime.first_tier  # noqa: F401
+    import byoc.runtime.tiered  # noqa: F401
     from byoc.driver import prepare_for  # noqa: F401
     from byoc.passes import ALL_PASSES
 
@@ -196,16 +263,64 @@ def byoc_total(result: dict[str, Any]) -> float:
     return sum(result["times"][p] for p in PHASES)
 
 
+def tiered_table(names: list[str], scratch: str, kernels: str) -> int:
+    """Per model, alternating engines, each in a fresh process with an empty library cache:
+    time to first inference (byoc: import + tiered build + first run; onnxruntime: session +
+    first run), then the steady run time once compiled."""
+    header = (f"{'model':<14} {'ort s':>6} {'ort 1st':>7} | {'import':>6} {'build':>6} {'1st run':>7} | "
+              f"{'byoc s':>6} {'x ort':>6} | {'tier':>5} {'wait':>4} {'diff':>7} {'compiled':>8} | "
+              f"{'steady ms':>9} {'untiered':>8} {'x':>5} {'ort ms':>7} | {'cpu s':>5} {'ort cpu':>7} {'modules':>7}")  # fmt: skip
+    print(header)
+    rows: list[tuple[str, float, float]] = []
+    cpu_ratios: list[float] = []
+    steady_ratios: list[float] = []
+    failed = False
+    for i, name in enumerate(names):
+        ort = spawn("onnxruntime", name, {})
+        env = {"BYOC_CACHE_DIR": str(Path(scratch) / f"tcache{i}"), "BYOC_KERNEL_CACHE_DIR": kernels}
+        res = spawn("tiered", name, env)
+        if "error" in ort or "error" in res:
+            print(f"{name:<14} failed: {ort.get('error') or res.get('error')}")
+            failed = True
+            continue
+        t, o = res["times"], ort["times"]
+        total = t["import"] + t["build"] + t["first run"]
+        ort_total = o["session"] + o["first run"]
+        steady, untiered = res["steady"]["tiered"], res["steady"]["untiered"]
+        print(f"{name:<14} {o['session']:6.3f} {o['first run']:7.3f} | {t['import']:6.3f} {t['build']:6.3f} "
+              f"{t['first run']:7.3f} | {total:6.2f} {total / ort_total:6.1f} | "
+              f"{'first' if res['first_tier'] else 'cc':>5} {res['waiting']:4d} {res['max_diff']:7.1e} "
+              f"{t['compiled']:8.2f} | {steady * 1e3:9.2f} {untiered * 1e3:8.2f} {steady / untiered:5.2f} "
+              f"{o['steady'] * 1e3:7.2f} | {t['cpu']:5.2f} {o['cpu']:7.3f} {t['import byoc']:7.3f}", flush=True)  # fmt: skip
+        rows.append((name, total, ort_total))
+        cpu_ratios.append(t["cpu"] / max(o["cpu"], 1e-6))
+        steady_ratios.append(steady / untiered)
+    if rows:
+        slowest = max(rows, key=lambda r: r[1])
+        geo = math.exp(sum(math.log(t / s) for _, t, s in rows) / len(rows))
+        cpu_geo = math.exp(sum(math.log(r) for r in cpu_ratios) / len(cpu_ratios))
+        steady_geo = math.exp(sum(math.log(r) for r in steady_ratios) / len(steady_ratios))
+        print()
+        print(f"slowest byoc import + build + first run: {slowest[0]} {slowest[1]:.2f} s (goal: under 1 s)")
+        print(f"geometric mean of byoc / onnxruntime, time to first inference: {geo:.1f}x (goal: at most 3x)")
+        print(f"the same in CPU seconds (byoc's process, onnxruntime's session and first run): {cpu_geo:.1f}x")
+        print(f"steady run once compiled / untiered build's, geometric mean: {steady_geo:.2f}x (goal: 1)")
+        print(f"load average: {', '.join(f'{v:.1f}' for v in os.getloadavg())} on {os.cpu_count()} cores")
+    return 1 if failed else 0
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default=",".join(m.name for m in corpus.MODELS))
-    parser.add_argument("--whole", action="store_true", help="also build without the kernel library")
-    parser.add_argument("--worker", choices=("byoc", "onnxruntime", "kernels", "warm"), help=argparse.SUPPRESS)
+    parser.add_argument("--whole", action="store_true", help="also build without the kernel library (--untiered)")
+    parser.add_argument("--untiered", action="store_true",
+                        help="the untiered build phase by phase (import, partition, codegen, compile, load)")  # fmt: skip
+    parser.add_argument("--worker", choices=("byoc", "tiered", "onnxruntime", "kernels", "warm"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         workers = {"kernels": work_kernels, "warm": work_warm}
-        result = workers[args.worker]() if args.worker in workers else (
-            work_byoc(args.models) if args.worker == "byoc" else work_onnxruntime(args.models))  # fmt: skip
+        models = {"byoc": work_byoc, "tiered": work_tiered, "onnxruntime": work_onnxruntime}
+        result = workers[args.worker]() if args.worker in workers else models[args.worker](args.models)
         print("RESULT " + json.dumps(result), flush=True)
         return 0
     names = [n for n in args.models.split(",") if n]
@@ -224,7 +339,11 @@ def main(argv: list[str]) -> int:
               f"found in the cache: {again['seconds'] * 1000:.1f} ms")  # fmt: skip
         print(f"plan runner, built once per machine (empty kernel cache): {first['runner']:.2f} s; "
               f"found in the cache: {again['runner'] * 1000:.1f} ms")  # fmt: skip
+        print(f"first tier, built once per machine (empty kernel cache): {first['first_tier']:.2f} s; "
+              f"found in the cache: {again['first_tier'] * 1000:.1f} ms")  # fmt: skip
         print()
+        if not args.untiered:
+            return tiered_table(names, scratch, kernels)
         header = (f"{'model':<14} {'ort s':>6} | " + " ".join(f"{p:>9}" for p in PHASES)
                   + f" | {'byoc s':>6} {'x ort':>6} | {'modules':>7} | {'cpu s':>6} {'ort cpu':>7} {'cc cpu':>6} {'runner':>6} {'run s':>6} {'parts':>5} {'glue':>4}")  # fmt: skip
         if args.whole:

@@ -25,7 +25,7 @@ import struct
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 import cffi
@@ -120,6 +120,7 @@ class Unsupported(Exception):
     """What a program cannot hold (the partition waits for the compiled library)."""
 
 
+@lru_cache(maxsize=256)
 def _type_name(t: Attribute) -> str:
     if isinstance(t, IndexType):
         return "index"
@@ -138,6 +139,7 @@ def _reg_type(t: Attribute) -> tuple[bool, str | None, str]:
 # ---------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=4096)
 def _param_type(param: str) -> str:
     """`const float *x` -> `const float *` (the declaration without its name)."""
     m = re.match(r"^(.*?)([A-Za-z_]\w*)\s*$", param.strip())

@@ -64,6 +64,7 @@ class TieredCModule(RuntimeComponent):
         self._listeners: list[Callable[[], None]] = []
         self._threads = 0
         self._held = threading.local()
+        self._started = False
 
     @classmethod
     def start(
@@ -73,11 +74,19 @@ class TieredCModule(RuntimeComponent):
         compile_library: Callable[[], CModule],
         reasons: Mapping[str, str] | None = None,
     ) -> TieredCModule:
-        """The module on the first tier, with the compile started on a daemon thread."""
+        """The module on the first tier. The compile starts on a daemon thread when an owner
+        listens (`on_compiled`: the Executable, once it is built, so that its construction
+        does not share the interpreter with the C emission) or a call needs it."""
         first = FirstTierModule(programs, functions) if programs else None
-        module = cls(first, functions, compile_library, reasons)
-        threading.Thread(target=module._background, name="byoc-compile", daemon=True).start()
-        return module
+        return cls(first, functions, compile_library, reasons)
+
+    def start_compile(self) -> None:
+        """Start the background compile (once)."""
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+        threading.Thread(target=self._background, name="byoc-compile", daemon=True).start()
 
     def _background(self) -> None:
         try:
@@ -107,11 +116,13 @@ class TieredCModule(RuntimeComponent):
             if self.compiled is not None or self.error is not None:
                 return False
             self._listeners.append(notify)
-            return True
+        self.start_compile()
+        return True
 
     def wait_compiled(self, timeout: float | None = None) -> bool:
         """Block until the compile ended (True), or `timeout` seconds passed (False). Raises
         the compile's error if it failed."""
+        self.start_compile()
         if not self._done.wait(timeout):
             return False
         if self.error is not None:
@@ -138,6 +149,8 @@ class TieredCModule(RuntimeComponent):
         current = self._current(symbol)
         if current is not None:
             return current.get_function(symbol)
+
+        self.start_compile()
 
         def waiting(*arrays: Any) -> Any:
             self.wait_compiled()
