@@ -54,8 +54,10 @@ from byoc.runtime.interface import CEntry
 from byoc.runtime.toolchain import (
     DEFAULT_FLAGS,
     INCLUDE_DIR,
+    _effective_flags,
     cache_dir,
     compile_source,
+    compiler,
     kernel_cache_dir,
     kernel_library,
     private_copy,
@@ -189,24 +191,29 @@ class Library:
     signatures: dict[str, kl.KernelEntry]
 
 
-_LIBRARY: list[Library] = []
+_LIBRARIES: dict[tuple[str, ...], Library] = {}
 _LIBRARY_LOCK = threading.Lock()
 
 
 def first_tier_library() -> Library:
-    """The first tier's library: found in the kernel cache or built there (once per machine:
-    it depends on the kernel library, not on a model), kept for the life of the process."""
-    if _LIBRARY:
-        return _LIBRARY[0]
+    """The first tier's library for the flags models are built with now (the dispatch level,
+    sanitizers and `BYOC_CFLAGS` of the environment): found in the kernel cache or built
+    there (once per machine: it depends on the kernel library, not on a model), kept for
+    the life of the process."""
+    cc = compiler()
+    key = (cc, *_effective_flags(DEFAULT_FLAGS, cc))
+    found = _LIBRARIES.get(key)
+    if found is not None:
+        return found
     with _LIBRARY_LOCK:
-        if not _LIBRARY:
+        if key not in _LIBRARIES:
             entries = sorted(kernel_library().entries, key=lambda e: e.name)
             source = SOURCE.read_text() + "\n" + trampolines(entries)
             directory = kernel_cache_dir(cache_dir())
             built = compile_source(source, DEFAULT_FLAGS, directory=directory)
             kernels = {e.name: k for k, e in enumerate(entries)}
-            _LIBRARY.append(Library(built.library, kernels, {e.name: e for e in entries}))
-    return _LIBRARY[0]
+            _LIBRARIES[key] = Library(built.library, kernels, {e.name: e for e in entries})
+    return _LIBRARIES[key]
 
 
 # ---------------------------------------------------------------------------

@@ -1,0 +1,247 @@
+"""The first tier (`byoc.runtime.first_tier`) and tiered builds (`byoc.runtime.tiered`).
+
+The first tier runs the same kernels as the compiled library with the same arguments, and
+interprets the fused loops with the C semantics of each operation (an f32 result rounded to
+float, an integer wrapped to its width), so its outputs must equal the compiled library's:
+bit for bit on the models here, and within the node tests' bounds on every ONNX node test
+case the C target takes, at 1 and 2 threads. Tiered Executables switch to the compiled
+library while runs go on, wait for it where the first tier cannot run a partition, and
+export the compiled library only.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from xdsl.dialects.builtin import ModuleOp
+
+import byoc
+from byoc.dialects import c
+from byoc.lowering import c_build
+from byoc.runtime import first_tier
+from byoc.runtime.first_tier import FirstTierModule, compile_program
+from byoc.runtime.tiered import TieredCModule
+
+Array = np.ndarray[Any, Any]
+RNG = np.random.default_rng(3)
+
+MODELS = {
+    "conv_chain": """
+func.func @main(%x: tensor<1x3x9x9xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<1x4x1x1xf32>) -> tensor<1x4x7x7xf32> {
+  %0 = nn.conv2d %x, %w : (tensor<1x3x9x9xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x7x7xf32>
+  %1 = nn.add %0, %b : (tensor<1x4x7x7xf32>, tensor<1x4x1x1xf32>) -> tensor<1x4x7x7xf32>
+  %2 = nn.tanh %1 : tensor<1x4x7x7xf32>
+  %3 = nn.sigmoid %2 : tensor<1x4x7x7xf32>
+  %4 = nn.multiply %3, %1 : tensor<1x4x7x7xf32>
+  func.return %4 : tensor<1x4x7x7xf32>
+}""",
+    "broadcast_rows": """
+func.func @main(%x: tensor<37x301xf32>, %r: tensor<1x301xf32>, %c: tensor<37x1xf32>) -> tensor<37x301xf32> {
+  %0 = nn.subtract %x, %r : (tensor<37x301xf32>, tensor<1x301xf32>) -> tensor<37x301xf32>
+  %1 = nn.divide %0, %c : (tensor<37x301xf32>, tensor<37x1xf32>) -> tensor<37x301xf32>
+  %2 = nn.exp %1 : tensor<37x301xf32>
+  %3 = nn.sqrt %2 : tensor<37x301xf32>
+  %4 = nn.maximum %3, %x : tensor<37x301xf32>
+  func.return %4 : tensor<37x301xf32>
+}""",
+    "dense_softmax": """
+func.func @main(%x: tensor<5x64xf32>, %w: tensor<33x64xf32>) -> tensor<5x33xf32> {
+  %0 = nn.dense %x, %w : (tensor<5x64xf32>, tensor<33x64xf32>) -> tensor<5x33xf32>
+  %1 = nn.relu %0 : tensor<5x33xf32>
+  %2 = nn.softmax %1 {axis = 1 : i64} : tensor<5x33xf32>
+  func.return %2 : tensor<5x33xf32>
+}""",
+    "integers": """
+func.func @main(%a: tensor<4x70xi32>, %b: tensor<4x70xi32>) -> tensor<4x70xi32> {
+  %0 = nn.multiply %a, %b : tensor<4x70xi32>
+  %1 = nn.add %0, %a : tensor<4x70xi32>
+  %2 = nn.maximum %1, %b : tensor<4x70xi32>
+  func.return %2 : tensor<4x70xi32>
+}""",
+    "one_element": """
+func.func @main(%a: tensor<1xf32>, %b: tensor<1xf32>) -> tensor<1xf32> {
+  %0 = nn.multiply %a, %b : tensor<1xf32>
+  %1 = nn.abs %0 : tensor<1xf32>
+  %2 = nn.sqrt %1 : tensor<1xf32>
+  func.return %2 : tensor<1xf32>
+}""",
+    "large_parallel": """
+func.func @main(%x: tensor<8x64x160xf32>, %y: tensor<8x64x160xf32>) -> tensor<8x64x160xf32> {
+  %0 = nn.add %x, %y : tensor<8x64x160xf32>
+  %1 = nn.clip %0 {a_min = -1.0 : f64, a_max = 1.5 : f64} : tensor<8x64x160xf32>
+  %2 = nn.multiply %1, %x : tensor<8x64x160xf32>
+  func.return %2 : tensor<8x64x160xf32>
+}""",
+}
+
+
+def inputs_for(exe: Any) -> list[Array]:
+    out: list[Array] = []
+    for spec in exe.plan.input_specs:
+        if np.dtype(spec.dtype).kind == "f":
+            out.append(RNG.standard_normal(spec.shape).astype(spec.dtype))
+        else:
+            out.append(RNG.integers(-50, 50, spec.shape).astype(spec.dtype))
+    return out
+
+
+@pytest.fixture
+def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    """Tiered builds made while this is set stay on the first tier until the event is set:
+    their background compile waits for it (it is set at the end of the test)."""
+    gate = threading.Event()
+    real = c_build.build_c_module
+
+    def gated(*args: Any, **kwargs: Any) -> Any:
+        gate.wait()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(c_build, "build_c_module", gated)
+    yield gate
+    gate.set()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_first_tier_equals_the_compiled_library(name: str, threads: int, held: threading.Event) -> None:
+    module = byoc.parse_module(MODELS[name])
+    exe = byoc.build(module, targets=["ccompiler"], tiered=True, num_threads=threads)
+    component = exe.components["ccompiler"]
+    assert isinstance(component, TieredCModule)
+    assert component.waiting == {}
+    assert exe.tier == "first"
+    args = inputs_for(exe)
+    first = exe.run(*args)
+    assert exe.tier == "first"
+    held.set()
+    assert exe.wait_compiled(timeout=600)
+    assert exe.tier == "compiled"
+    compiled = exe.run(*args)
+    untiered = byoc.build(module, targets=["ccompiler"], num_threads=threads).run(*args)
+    for a, b, u in zip(first, compiled, untiered, strict=True):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(b, u)
+
+
+def test_a_partition_the_first_tier_cannot_hold_waits(
+    held: threading.Event, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(first_tier, "compile_program", lambda *a, **k: "held back by the test")
+    exe = byoc.build(byoc.parse_module(MODELS["conv_chain"]), targets=["ccompiler"], tiered=True)
+    component = exe.components["ccompiler"]
+    assert isinstance(component, TieredCModule)
+    assert list(component.waiting.values()) == ["held back by the test"]
+    args = inputs_for(exe)
+    result: list[list[Array]] = []
+    runner = threading.Thread(target=lambda: result.append(exe.run(*args)))
+    runner.start()
+    runner.join(0.5)
+    assert runner.is_alive() and not result  # the run waits for the compiled library
+    held.set()
+    runner.join(600)
+    expected = byoc.build(byoc.parse_module(MODELS["conv_chain"]), targets=["ccompiler"]).run(*args)
+    np.testing.assert_array_equal(result[0][0], expected[0])
+    assert exe.tier == "compiled"
+
+
+def test_runs_go_on_while_the_tier_changes(held: threading.Event) -> None:
+    exe = byoc.build(byoc.parse_module(MODELS["large_parallel"]), targets=["ccompiler"], tiered=True)
+    args = inputs_for(exe)
+    expected = exe.run(*args)[0]
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    counts = [0] * 3
+
+    def loop(k: int) -> None:
+        try:
+            while not stop.is_set():
+                np.testing.assert_array_equal(exe.run(*args)[0], expected)
+                counts[k] += 1
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    workers = [threading.Thread(target=loop, args=(k,)) for k in range(3)]
+    for w in workers:
+        w.start()
+    held.set()
+    assert exe.wait_compiled(timeout=600)
+    after = sum(counts)
+    while sum(counts) < after + 6 and not errors:
+        threading.Event().wait(0.01)
+    stop.set()
+    for w in workers:
+        w.join()
+    assert not errors, errors[0]
+    assert exe.tier == "compiled"
+
+
+def test_export_holds_the_compiled_library(held: threading.Event, tmp_path: Path) -> None:
+    exe = byoc.build(byoc.parse_module(MODELS["dense_softmax"]), targets=["ccompiler"], tiered=True)
+    args = inputs_for(exe)
+    first = exe.run(*args)
+    held.set()
+    path = tmp_path / "m.byoc"
+    exe.export_library(str(path))  # waits for the compiled library
+    loaded = byoc.load_module(str(path))
+    assert type(loaded.components["ccompiler"]).__name__ == "CModule"
+    np.testing.assert_array_equal(loaded.run(*args)[0], first[0])
+    component = exe.components["ccompiler"]
+    assert isinstance(component, TieredCModule) and component.first is not None
+    with pytest.raises(TypeError, match="never exported"):
+        component.first.export()
+
+
+def test_untiered_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("BYOC_TIERED", raising=False)
+    exe = byoc.build(byoc.parse_module(MODELS["one_element"]), targets=["ccompiler"])
+    assert type(exe.components["ccompiler"]).__name__ == "CModule"
+    assert exe.tier == "compiled" and exe.wait_compiled()
+    monkeypatch.setenv("BYOC_TIERED", "1")
+    exe = byoc.build(byoc.parse_module(MODELS["one_element"]), targets=["ccompiler"])
+    assert isinstance(exe.components["ccompiler"], TieredCModule)
+    assert exe.wait_compiled(timeout=600)
+
+
+def _unit(name: str) -> tuple[ModuleOp, c.ModuleOp]:
+    from byoc.context import make_context
+    from byoc.driver import prepare_for
+    from byoc.passes import ALL_PASSES
+    from byoc.passes.byoc_pipeline import partition_for
+
+    module = byoc.parse_module(MODELS[name])
+    prepare_for(module, ["ccompiler"])
+    partition_for(module, ["ccompiler"])
+    funcs = [f.clone() for f in module.ops if f.attributes.get("byoc.compiler") is not None]
+    unit = ModuleOp(funcs)
+    ALL_PASSES["lower-to-c"]()().apply(make_context(), unit)
+    return unit, next(op for op in unit.walk() if isinstance(op, c.ModuleOp))
+
+
+def test_c_text_it_does_not_know_is_refused() -> None:
+    unit, cu = _unit("conv_chain")
+    (symbol,) = c_build.signatures_of(unit)
+    assert not isinstance(compile_program(cu, symbol), str)
+    step = next(f for f in cu.ops if isinstance(f, c.FuncOp) and f.sym_name.data.endswith("_1"))
+    step.body.block.insert_op_before(c.VerbatimOp("byoc_something_else();"), step.body.block.first_op)  # type: ignore[arg-type]
+    why = compile_program(cu, symbol)
+    assert isinstance(why, str) and "C text" in why
+    assert compile_program(cu, "no_such_partition") == "no packed entry for partition 'no_such_partition'"
+
+
+def test_the_module_runs_partitions_through_python_and_c() -> None:
+    unit, cu = _unit("broadcast_rows")
+    functions = c_build.signatures_of(unit)
+    programs = {s: p for s in functions if not isinstance(p := compile_program(cu, s), str)}
+    module = FirstTierModule(programs, functions)
+    (symbol,) = functions
+    entry = module.c_entry(symbol)
+    assert entry.module != 0 and entry.fn != 0  # called by the plan runner as a graph entry
+    sig = functions[symbol]
+    args = [RNG.standard_normal(s.shape).astype(s.dtype) for s in sig.inputs]
+    expected = c_build.build_c_module(unit).get_function(symbol)(*args)
+    np.testing.assert_array_equal(module.get_function(symbol)(*args), expected)
