@@ -245,3 +245,72 @@ def test_the_module_runs_partitions_through_python_and_c() -> None:
     args = [RNG.standard_normal(s.shape).astype(s.dtype) for s in sig.inputs]
     expected = c_build.build_c_module(unit).get_function(symbol)(*args)
     np.testing.assert_array_equal(module.get_function(symbol)(*args), expected)
+
+
+@pytest.mark.xdist_group("onnx-node-tests")
+@pytest.mark.parametrize("threads", [1, 2])
+def test_onnx_node_test_ops_agree_on_both_tiers(threads: int, held: threading.Event) -> None:
+    """Every ONNX node test case the importer takes, in batches of 100 cases per model: the
+    first tier's outputs against the compiled library's, within the node tests' bounds
+    (ONNX's rtol and atol); a batch that does not build fails the same way untiered."""
+    from support.onnx_harness import (
+        _graph_inputs,
+        as_array,
+        compare_outputs,
+        import_case,
+        load_node_cases,
+        merge_mains,
+        select_cases,
+    )
+
+    ready = []
+    for case in select_cases(load_node_cases()):
+        try:
+            module, bound = import_case(case)
+        except Exception:  # noqa: BLE001 - skipped or failing on import: not this test's concern
+            continue
+        ready.append((case, module, bound))
+    assert len(ready) > 300
+    runs = []
+    waiting: set[str] = set()
+    for lo in range(0, len(ready), 100):
+        batch = ready[lo : lo + 100]
+        merged, spans = merge_mains([m for _, m, _ in batch])
+        inputs: list[Array] = []
+        for case, _, bound in batch:
+            names = _graph_inputs(case.model)
+            values = case.data_sets[0][0]
+            inputs += [as_array(v) for n, v in zip(names, values, strict=False) if n not in bound]
+        try:
+            exe = byoc.build(merged, targets=["ccompiler"], tiered=True, num_threads=threads)
+        except Exception:  # noqa: BLE001 - must fail untiered too (checked after the gate opens)
+            runs.append((batch, spans, merged, inputs, None, None))
+            continue
+        assert exe.tier == "first"
+        component = exe.components.get("ccompiler")
+        if isinstance(component, TieredCModule) and component.waiting:
+            waiting.update(component.waiting.values())  # such a run would wait for the gate
+            continue
+        with np.errstate(all="ignore"):
+            first = exe.run(*inputs)
+        runs.append((batch, spans, merged, inputs, exe, first))
+    held.set()
+    compared = identical = 0
+    for batch, spans, merged, inputs, exe, first in runs:
+        if exe is None:
+            with pytest.raises(Exception):  # noqa: B017, PT011 - whatever the untiered build raises
+                with np.errstate(all="ignore"):
+                    byoc.build(merged, targets=["ccompiler"], num_threads=threads).run(*inputs)
+            continue
+        assert exe.wait_compiled(timeout=1200)
+        with np.errstate(all="ignore"):
+            compiled = exe.run(*inputs)
+        for (case, _, _), (start, stop) in zip(batch, spans, strict=True):
+            compare_outputs(compiled[start:stop], first[start:stop], case.rtol, case.atol)
+            compared += 1
+            identical += all(
+                np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+                for a, b in zip(first[start:stop], compiled[start:stop], strict=True)
+            )
+    assert compared > 300, waiting
+    assert identical > 0.95 * compared
