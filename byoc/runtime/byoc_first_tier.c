@@ -67,9 +67,7 @@ enum {
   FT_LD_U32, FT_LD_BOOL,
   FT_ST_F32, FT_ST_F64, FT_ST_I64, FT_ST_I32, FT_ST_I16, FT_ST_I8, FT_ST_U8, FT_ST_U16,
   FT_ST_U32, FT_ST_BOOL,
-  FT_EXPF, FT_LOGF, FT_SQRTF, FT_TANHF, FT_ERFF, FT_FABSF, FT_BYOC_TANHF,
-  FT_EXP, FT_LOG, FT_SQRT, FT_TANH, FT_ERF, FT_FABS,
-  FT_POWF, FT_FMINF, FT_FMAXF, FT_POW,
+  FT_CALL1F, FT_CALL1D, FT_CALL2F, FT_CALL2D, /* dst a b fn: the scalar functions below */
   /* loads and stores at consecutive indices (b[0], b[0] + 1, ...), and loads of one index */
   FT_LDC_F32, FT_LDC_F64, FT_LDC_I64, FT_LDC_I32, FT_LDC_I16, FT_LDC_I8, FT_LDC_U8, FT_LDC_U16,
   FT_LDC_U32, FT_LDC_BOOL,
@@ -89,6 +87,15 @@ typedef struct {
     double f;
   } * regs;
 } byoc_ft_loop_;
+
+/* The scalar functions a fused loop calls, in first_tier.py's order (`MATH_*`). */
+static float byoc_ft_tanhf_(float x) { return byoc_tanhf(x); }
+static float (*const byoc_ft_fn1f_[])(float) = {
+    expf, logf, sqrtf, tanhf, erff, fabsf, byoc_ft_tanhf_, sinf, cosf, tanf, asinf, acosf,
+    atanf, sinhf, coshf, asinhf, acoshf, atanhf, floorf, ceilf, rintf, expm1f, log1pf};
+static double (*const byoc_ft_fn1d_[])(double) = {exp, log, sqrt, tanh, erf, fabs};
+static float (*const byoc_ft_fn2f_[])(float, float) = {powf, fminf, fmaxf, fmodf};
+static double (*const byoc_ft_fn2d_[])(double, double) = {pow, fmod};
 
 #define R_(k) (st->regs + (size_t)(k) * BYOC_FT_BLOCK)
 #define LOOPI_(expr) \
@@ -209,23 +216,10 @@ __attribute__((optimize("O3"))) static void byoc_ft_op_(const byoc_ft_loop_* st,
 #undef LDC_
 #undef STC_
 #undef LD1_
-    case FT_EXPF: LOOPF_((double)expf((float)a[j].f)); break;
-    case FT_LOGF: LOOPF_((double)logf((float)a[j].f)); break;
-    case FT_SQRTF: LOOPF_((double)sqrtf((float)a[j].f)); break;
-    case FT_TANHF: LOOPF_((double)tanhf((float)a[j].f)); break;
-    case FT_ERFF: LOOPF_((double)erff((float)a[j].f)); break;
-    case FT_FABSF: LOOPF_((double)fabsf((float)a[j].f)); break;
-    case FT_BYOC_TANHF: LOOPF_((double)byoc_tanhf((float)a[j].f)); break;
-    case FT_EXP: LOOPF_(exp(a[j].f)); break;
-    case FT_LOG: LOOPF_(log(a[j].f)); break;
-    case FT_SQRT: LOOPF_(sqrt(a[j].f)); break;
-    case FT_TANH: LOOPF_(tanh(a[j].f)); break;
-    case FT_ERF: LOOPF_(erf(a[j].f)); break;
-    case FT_FABS: LOOPF_(fabs(a[j].f)); break;
-    case FT_POWF: LOOPF_((double)powf((float)a[j].f, (float)b[j].f)); break;
-    case FT_FMINF: LOOPF_((double)fminf((float)a[j].f, (float)b[j].f)); break;
-    case FT_FMAXF: LOOPF_((double)fmaxf((float)a[j].f, (float)b[j].f)); break;
-    case FT_POW: LOOPF_(pow(a[j].f, b[j].f)); break;
+    case FT_CALL1F: { float (*fn)(float) = byoc_ft_fn1f_[w[4]]; LOOPF_((double)fn((float)a[j].f)); } break;
+    case FT_CALL1D: { double (*fn)(double) = byoc_ft_fn1d_[w[4]]; LOOPF_(fn(a[j].f)); } break;
+    case FT_CALL2F: { float (*fn)(float, float) = byoc_ft_fn2f_[w[4]]; LOOPF_((double)fn((float)a[j].f, (float)b[j].f)); } break;
+    case FT_CALL2D: { double (*fn)(double, double) = byoc_ft_fn2d_[w[4]]; LOOPF_(fn(a[j].f, b[j].f)); } break;
     default: break;
   }
 }
@@ -364,4 +358,4 @@ BYOC_FT_EXPORT int32_t byoc_ft_run(void* program, int32_t unused, DLTensor** arg
 
 /* The layout of byoc_ft_program and the instruction set; first_tier.py checks it. */
 BYOC_FT_EXPORT uint32_t byoc_ft_abi(void);
-BYOC_FT_EXPORT uint32_t byoc_ft_abi(void) { return 3000u + FT_NUM_OPS; }
+BYOC_FT_EXPORT uint32_t byoc_ft_abi(void) { return 4000u + FT_NUM_OPS; }

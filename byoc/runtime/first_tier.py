@@ -75,13 +75,12 @@ EQ_I NE_I LT_I LE_I GT_I GE_I EQ_F NE_F LT_F LE_F GT_F GE_F
 SELECT AND OR I2F F2I
 LD_F32 LD_F64 LD_I64 LD_I32 LD_I16 LD_I8 LD_U8 LD_U16 LD_U32 LD_BOOL
 ST_F32 ST_F64 ST_I64 ST_I32 ST_I16 ST_I8 ST_U8 ST_U16 ST_U32 ST_BOOL
-EXPF LOGF SQRTF TANHF ERFF FABSF BYOC_TANHF EXP LOG SQRT TANH ERF FABS
-POWF FMINF FMAXF POW
+CALL1F CALL1D CALL2F CALL2D
 LDC_F32 LDC_F64 LDC_I64 LDC_I32 LDC_I16 LDC_I8 LDC_U8 LDC_U16 LDC_U32 LDC_BOOL
 STC_F32 STC_F64 STC_I64 STC_I32 STC_I16 STC_I8 STC_U8 STC_U16 STC_U32 STC_BOOL
 LD1_F32 LD1_F64 LD1_I64 LD1_I32 LD1_I16 LD1_I8 LD1_U8 LD1_U16 LD1_U32 LD1_BOOL""".split()
 OP = {name: i for i, name in enumerate(_OPS)}
-ABI = 3000 + len(_OPS)
+ABI = 4000 + len(_OPS)
 """`byoc_ft_abi()` of a library whose program layout and instruction set this module writes."""
 
 _CDEF_FT = (
@@ -105,12 +104,20 @@ _TYPES: dict[str, tuple[bool, str | None, str]] = {
     "ui32": (False, "WRAP_U32", "U32"),
     "i1": (False, "WRAP_BOOL", "BOOL"),
 }
-_MATH1 = {
-    "expf": "EXPF", "logf": "LOGF", "sqrtf": "SQRTF", "tanhf": "TANHF", "erff": "ERFF",
-    "fabsf": "FABSF", "byoc_tanhf": "BYOC_TANHF", "exp": "EXP", "log": "LOG", "sqrt": "SQRT",
-    "tanh": "TANH", "erf": "ERF", "fabs": "FABS",
-}  # fmt: skip
-_MATH2 = {"powf": "POWF", "fminf": "FMINF", "fmaxf": "FMAXF", "pow": "POW"}
+MATH_1F = (
+    "expf logf sqrtf tanhf erff fabsf byoc_tanhf sinf cosf tanf asinf acosf atanf sinhf coshf "
+    "asinhf acoshf atanhf floorf ceilf rintf expm1f log1pf"
+).split()
+MATH_1D = "exp log sqrt tanh erf fabs".split()
+MATH_2F = "powf fminf fmaxf fmodf".split()
+MATH_2D = "pow fmod".split()
+"""The scalar functions a fused loop may call (byoc_first_tier.c's tables, in order)."""
+_MATH = {
+    **{(n, 1): ("CALL1F", i) for i, n in enumerate(MATH_1F)},
+    **{(n, 1): ("CALL1D", i) for i, n in enumerate(MATH_1D)},
+    **{(n, 2): ("CALL2F", i) for i, n in enumerate(MATH_2F)},
+    **{(n, 2): ("CALL2D", i) for i, n in enumerate(MATH_2D)},
+}
 _CMP = {"eq": "EQ", "ne": "NE", "lt": "LT", "le": "LE", "gt": "GT", "ge": "GE"}
 _SPLIT = re.compile(
     r"^const int32_t byoc_nt = byoc_threads_for\((\d+), BYOC_PAR_GRAIN\);\nif \(byoc_nt > 1\) \{$"
@@ -600,14 +607,13 @@ class _LoopCompiler:
             name = o.callee.data
             if o.args is not None or len(o.res) != 1:
                 raise Unsupported(f"a call of '{name}' in a loop")
-            if name in _MATH1 and len(o.call_args) == 1:
+            found = _MATH.get((name, len(o.call_args)))
+            if found is not None:
+                kind, fn = found
                 a = u(o.call_args[0])
+                b = u(o.call_args[1]) if len(o.call_args) == 2 else 0
                 r = self.define(o.res[0])
-                return [OP[_MATH1[name]], r, a, 0, 0]
-            if name in _MATH2 and len(o.call_args) == 2:
-                a, b = u(o.call_args[0]), u(o.call_args[1])
-                r = self.define(o.res[0])
-                return [OP[_MATH2[name]], r, a, b, 0]
+                return [OP[kind], r, a, b, fn]
             raise Unsupported(f"a call of '{name}' in a loop")
         raise Unsupported(f"'{o.name}' in a loop")
 
