@@ -214,9 +214,9 @@ class TieredCModule(RuntimeComponent):
 
 def tiered_default() -> bool:
     """Whether `byoc.build` tiers C partitions when not told (`BYOC_TIERED`, default off)."""
-    import os
+    from byoc.utils import env
 
-    return os.environ.get(TIERED_ENV, "0").strip().lower() in ("1", "true", "yes", "on")
+    return bool(env.value(TIERED_ENV))
 
 
 __all__ = ["TIERED_ENV", "TieredCModule", "tiered_default"]

@@ -114,6 +114,7 @@ VARIABLES: dict[str, EnvVar] = {
             True,
         ),
         EnvVar("BYOC_DNNL_VERBOSE", "0 or 1", _flag, False, True),
+        EnvVar("BYOC_TIERED", "0 or 1 (build C partitions tiered)", _flag, False),
     )
 }
 """Name -> variable: every `BYOC_*` variable byoc reads."""

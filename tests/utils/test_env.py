@@ -22,6 +22,7 @@ BAD = {
     "BYOC_CFLAGS": ['-DX="unclosed'],
     "BYOC_CBLAS_THREADS": ["0", "many", "99999999999999999999"],
     "BYOC_DNNL_VERBOSE": ["verbose", "2"],
+    "BYOC_TIERED": ["on", "2"],
 }
 GOOD = {
     "BYOC_NUM_THREADS": (" 3 ", 3),
@@ -33,6 +34,7 @@ GOOD = {
     "BYOC_CFLAGS": ("-DA=1 '-DB=2 3'", ("-DA=1", "-DB=2 3")),
     "BYOC_CBLAS_THREADS": ("4", 4),
     "BYOC_DNNL_VERBOSE": ("0", False),
+    "BYOC_TIERED": ("1", True),
 }
 
 
