@@ -16,7 +16,8 @@
  *
  * Program (int64 words):
  *   top level:  BUF dst offset | CPTR dst k | PADD dst src bytes |
- *               KERNEL tramp nptr ptr... nint int... nflt fidx... | LOOP par work regs len body... |
+ *               KERNEL tramp nptr ptr... nint int... nflt fidx... |
+ *               LOOP par work regs nconst (reg bits)... len body... |
  *               END
  *   loop body:  FOR var lower upper step inner len body... | <op> dst a b c
  * A pointer operand of KERNEL is a pointer register, or -1 - k for the k-th int64 array
@@ -103,9 +104,21 @@ static double (*const byoc_ft_fn2d_[])(double, double) = {pow, fmod};
 #define LOOPF_(expr) \
   for (int64_t j = 0; j < n; ++j) d[j].f = (expr)
 
+/* The lanes' loops are also compiled for AVX2 and picked at load time, as the kernels'
+ * BYOC_CLONES are (byoc_kernels_simd.h): the same operations in the same order, so the same
+ * results; BYOC_CPU_DISPATCH=baseline keeps the baseline version. */
+#if defined(__x86_64__) && defined(__ELF__) && defined(__has_attribute) && !defined(BYOC_BASELINE_ONLY)
+#if __has_attribute(target_clones) && !defined(__SANITIZE_ADDRESS__)
+#define BYOC_FT_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef BYOC_FT_CLONES
+#define BYOC_FT_CLONES
+#endif
+
 /* One operation over `n` lanes. A destination is never an operand (each SSA value has a
  * register of its own), hence `restrict`; O3 vectorises the lanes' loops. */
-__attribute__((optimize("O3"))) static void byoc_ft_op_(const byoc_ft_loop_* st, const int64_t* w,
+BYOC_FT_CLONES __attribute__((optimize("O3"))) static void byoc_ft_op_(const byoc_ft_loop_* st, const int64_t* w,
                                                          int64_t n) {
   union byoc_ft_lane_* restrict d = R_(w[1]);
   const union byoc_ft_lane_* restrict a = R_(w[2]);
@@ -146,7 +159,12 @@ __attribute__((optimize("O3"))) static void byoc_ft_op_(const byoc_ft_loop_* st,
     case FT_LE_F: LOOPI_(a[j].f <= b[j].f); break;
     case FT_GT_F: LOOPI_(a[j].f > b[j].f); break;
     case FT_GE_F: LOOPI_(a[j].f >= b[j].f); break;
-    case FT_SELECT: LOOPI_(a[j].i ? b[j].i : c[j].i); break;
+    case FT_SELECT: /* branchless (a clamp's select is taken at random): vectorises */
+      for (int64_t j = 0; j < n; ++j) {
+        uint64_t m = 0 - (uint64_t)(a[j].i != 0);
+        d[j].i = (int64_t)(((uint64_t)b[j].i & m) | ((uint64_t)c[j].i & ~m));
+      }
+      break;
     case FT_AND: LOOPI_(a[j].i && b[j].i); break;
     case FT_OR: LOOPI_(a[j].i || b[j].i); break;
     case FT_I2F: LOOPF_((double)a[j].i); break;
@@ -267,8 +285,10 @@ static void byoc_ft_body_(const byoc_ft_loop_* st, const int64_t* w, int64_t len
 /* A top-level LOOP: its one FOR split across threads as the generated C splits it (the
  * outer loop's iterations, when the generated C marked the loop for threads). */
 static int32_t byoc_ft_loop_run_(const byoc_ft_program* prog, void* const* ptrs, const int64_t* w) {
-  const int64_t par = w[1], work = w[2], nregs = w[3] > 0 ? w[3] : 1, len = w[4];
-  const int64_t* body = w + 5;
+  const int64_t par = w[1], work = w[2], nregs = w[3] > 0 ? w[3] : 1, nconst = w[4];
+  const int64_t* consts = w + 5;
+  const int64_t len = w[5 + 2 * nconst];
+  const int64_t* body = w + 6 + 2 * nconst;
   const size_t lanes = (size_t)nregs * BYOC_FT_BLOCK;
   const int64_t trips = len >= 7 && body[0] == FT_FOR && 7 + body[6] == len ? byoc_ft_trips_(body) : 1;
   const int32_t nt = par && len >= 7 && body[0] == FT_FOR ? byoc_threads_for(work, BYOC_PAR_GRAIN) : 1;
@@ -281,6 +301,10 @@ static int32_t byoc_ft_loop_run_(const byoc_ft_program* prog, void* const* ptrs,
     if (r == NULL) {
       failed = 1;
       continue;
+    }
+    for (int64_t k = 0; k < nconst; ++k) { /* the loop's constants: every lane, once */
+      union byoc_ft_lane_* c = r + (size_t)consts[2 * k] * BYOC_FT_BLOCK;
+      for (int64_t j = 0; j < BYOC_FT_BLOCK; ++j) c[j].i = consts[2 * k + 1];
     }
     byoc_ft_loop_ st = {ptrs, prog->flits, r};
     if (parts == 1) {
@@ -345,7 +369,7 @@ BYOC_FT_EXPORT int32_t byoc_ft_run(void* program, int32_t unused, DLTensor** arg
       } break;
       case FT_LOOP:
         if (byoc_ft_loop_run_(prog, ptrs, w) != 0) rc = byoc_fail("first tier: out of memory");
-        w += 5 + w[4];
+        w += 6 + 2 * w[4] + w[5 + 2 * w[4]];
         break;
       default:
         rc = byoc_fail("first tier: bad instruction %d", (int)w[0]);
@@ -358,4 +382,4 @@ BYOC_FT_EXPORT int32_t byoc_ft_run(void* program, int32_t unused, DLTensor** arg
 
 /* The layout of byoc_ft_program and the instruction set; first_tier.py checks it. */
 BYOC_FT_EXPORT uint32_t byoc_ft_abi(void);
-BYOC_FT_EXPORT uint32_t byoc_ft_abi(void) { return 4000u + FT_NUM_OPS; }
+BYOC_FT_EXPORT uint32_t byoc_ft_abi(void) { return 5000u + FT_NUM_OPS; }

@@ -80,7 +80,7 @@ LDC_F32 LDC_F64 LDC_I64 LDC_I32 LDC_I16 LDC_I8 LDC_U8 LDC_U16 LDC_U32 LDC_BOOL
 STC_F32 STC_F64 STC_I64 STC_I32 STC_I16 STC_I8 STC_U8 STC_U16 STC_U32 STC_BOOL
 LD1_F32 LD1_F64 LD1_I64 LD1_I32 LD1_I16 LD1_I8 LD1_U8 LD1_U16 LD1_U32 LD1_BOOL""".split()
 OP = {name: i for i, name in enumerate(_OPS)}
-ABI = 4000 + len(_OPS)
+ABI = 5000 + len(_OPS)
 """`byoc_ft_abi()` of a library whose program layout and instruction set this module writes."""
 
 _CDEF_FT = (
@@ -438,7 +438,9 @@ class _Block:
 
     def emit(self, prog: Program) -> None:
         par = self.parallel and self.fors == 1 and not self.scalars
-        prog.code += [OP["LOOP"], int(par), self.work, self.loops.num_regs, len(self.words), *self.words]
+        consts = [w for reg_bits in self.loops.consts.items() for w in reg_bits]
+        prog.code += [OP["LOOP"], int(par), self.work, self.loops.num_regs, len(self.loops.consts), *consts]
+        prog.code += [len(self.words), *self.words]
 
 
 def _np_dtype(t: Attribute) -> str:
@@ -462,6 +464,8 @@ class _LoopCompiler:
         self.depth = 0
         self.bcast: dict[int, int] = {}
         self.prelude: list[int] = []
+        self.consts: dict[int, int] = {}
+        """Register -> the 64 bits of its constant: filled in every lane once per run."""
         self.inner_iv: SSAValue | None = None
         self.uniform: set[SSAValue] = set()
         """Values of the innermost loop equal in every lane (constants, and what only they make)."""
@@ -506,6 +510,8 @@ class _LoopCompiler:
         if v not in self.reg:
             raise Unsupported("a loop reading a value of outside that is not a pointer")
         r = self.reg[v]
+        if r in self.consts:
+            return r
         if inner and self.level[v] < self.depth:
             if r not in self.bcast:
                 b = self.new()
@@ -543,15 +549,22 @@ class _LoopCompiler:
     def op(self, o: Operation, inner: bool) -> list[int]:
         u = partial(self.use, inner=inner)
         if isinstance(o, c.ConstantOp):
-            r = self.define(o.result)
             v = o.value
             if isinstance(v, FloatAttr):
                 bits = struct.unpack("<q", struct.pack("<d", float(v.value.data)))[0]
-                return [OP["FILL"], r, bits, 0, 0]
-            if isinstance(v, IntegerAttr):
-                self.uniform.add(o.result)
-                return [OP["FILL"], r, int(v.value.data), 0, 0]
-            raise Unsupported(f"a constant {v}")
+            elif isinstance(v, IntegerAttr):
+                bits = int(v.value.data)
+                if not -(2**63) <= bits < 2**64:
+                    raise Unsupported(f"a constant {bits} wider than 64 bits")
+                bits = bits - 2**64 if bits >= 2**63 else bits
+            else:
+                raise Unsupported(f"a constant {v}")
+            r = self.new()
+            self.reg[o.result] = r
+            self.level[o.result] = 0  # every lane holds it from the start of the run
+            self.consts[r] = bits
+            self.uniform.add(o.result)
+            return []
         if isinstance(o, c.LoadOp):
             _, _, suffix = _reg_type(o.result.type)
             kind = "LD" + self.access(o.index, inner)
@@ -641,7 +654,8 @@ class _LoopCompiler:
         if sf and not df:
             if _type_name(dst) == "i1":  # C: (bool)x is x != 0
                 z = self.new()
-                return [OP["FILL"], z, 0, 0, 0, OP["NE_F"], r, a, z, 0]
+                self.consts[z] = 0
+                return [OP["NE_F"], r, a, z, 0]
             return self.finish([OP["F2I"], r, a, 0, 0], r, dst)
         return self.finish([OP["MOV"], r, a, 0, 0], r, dst)
 
