@@ -89,6 +89,7 @@ class TieredCModule(RuntimeComponent):
         threading.Thread(target=self._background, name="byoc-compile", daemon=True).start()
 
     def _background(self) -> None:
+        _lower_priority()
         try:
             compiled = self._compile()
         except BaseException as exc:  # noqa: BLE001 - kept, raised by wait_compiled and waiting calls
@@ -210,6 +211,23 @@ class TieredCModule(RuntimeComponent):
 
     def __repr__(self) -> str:
         return f"TieredCModule(tier={self.tier}, functions={sorted(self.functions)}, waiting={sorted(self.waiting)})"
+
+
+COMPILE_NICE = 10
+"""How much the background compile thread lowers its own priority (and so its compilers',
+which inherit it): on a machine with no spare core the first tier's runs come first."""
+
+
+def _lower_priority() -> None:
+    """Lower the calling thread's scheduling priority by COMPILE_NICE (Linux: nice is per
+    thread, and the compilers it starts inherit it); nothing where that is not possible."""
+    import os
+
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + COMPILE_NICE))
+    except (AttributeError, OSError):
+        pass
 
 
 def tiered_default() -> bool:
