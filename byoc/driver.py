@@ -530,6 +530,11 @@ def _own_copy(module: ModuleOp, params: Mapping[str, Any] | None) -> ModuleOp:
     return module
 
 
+def _measuring_build(*args: Any, **kwargs: Any) -> Executable:
+    """`build` for placement's measurements: never tiered (they time the compiled code)."""
+    return build(*args, **kwargs, tiered=False)
+
+
 def build(
     module: ModuleOp,
     params: Mapping[str, Any] | None = None,
@@ -604,7 +609,7 @@ def build(
                 place(
                     work, remaining, mode=placement, cache=placement_cache,
                     executor=measure_executor, sample_inputs=sample_inputs,
-                    num_threads=num_threads, build=build, progress=progress,
+                    num_threads=num_threads, build=_measuring_build, progress=progress,
                 )
             )
 
