@@ -595,7 +595,7 @@ def build(
             return SpecializingExecutable(
                 generic,
                 module,
-                lambda m: build(m, targets=chosen, progress=progress, fallback=fallback),
+                lambda m: build(m, targets=chosen, progress=progress, fallback=fallback, tiered=False),
             )
     # partition for the targets, then each target's component (`place_and_compile`)
     chosen: list[Placement] = []
