@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 import struct
 import threading
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
@@ -46,6 +47,7 @@ from byoc.runtime.c_module import (
     _LIBRARY_CDEF,
     CSignature,
     PackedLibrary,
+    _unload,
     check_shared_object,
     pin_openmp_runtime,
 )
@@ -708,8 +710,14 @@ class FirstTierModule(PackedLibrary):
         with native_load(), private_copy(library.library) as copy:
             self.lib: Any = self.ffi.dlopen(str(copy))
         if int(self.lib.byoc_ft_abi()) != ABI:
+            self.ffi.dlclose(self.lib)
             raise OSError("the first tier's library reports another instruction set")
         self.lib.byoc_retain()
+        # as a CModule is unloaded: its thread team stopped and joined and every thread's
+        # workspace freed (byoc_release) before the library goes; never while a call is in
+        # flight (every CFunction and native plan entry of it holds this module)
+        unload = weakref.finalize(self, _unload, self.ffi, self.lib, [])
+        unload.atexit = False  # at exit, daemon threads may still be in a call
         ffi = self.ffi
         self._keep: list[Any] = []
         self._programs: dict[str, Any] = {}

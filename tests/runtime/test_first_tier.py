@@ -314,3 +314,31 @@ def test_onnx_node_test_ops_agree_on_both_tiers(threads: int, held: threading.Ev
             )
     assert compared > 300, waiting
     assert identical > 0.95 * compared
+
+
+def test_a_freed_module_stops_its_thread_team() -> None:
+    """A first-tier library is unloaded as a C library is: its team joined before the
+    library goes (a team left asleep in unloaded code would hang the next library mapped
+    at its address)."""
+    import gc
+    import os
+
+    unit, cu = _unit("large_parallel")
+    functions = c_build.signatures_of(unit)
+    (symbol,) = functions
+    args = [RNG.standard_normal(s.shape).astype(s.dtype) for s in functions[symbol].inputs]
+
+    def threads() -> int:
+        return len(os.listdir("/proc/self/task"))
+
+    counts = []
+    for _ in range(6):
+        program = compile_program(cu, symbol)
+        assert not isinstance(program, str)
+        module = FirstTierModule({symbol: program}, functions)
+        module.set_num_threads(2)
+        module.get_function(symbol)(*args)
+        del module
+        gc.collect()
+        counts.append(threads())
+    assert counts[-1] <= counts[0], counts
