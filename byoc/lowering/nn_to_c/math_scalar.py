@@ -66,7 +66,7 @@ def math_scalar_op(b: object, name: str, params: dict[str, object], args: list[S
             cube = mul(k(0.044715), mul(x, mul(x, x)))
             inner = mul(k(-2 * math.sqrt(2 / math.pi)), plus(x, cube))
             return add(c.DivOp(x, plus(k(1), call("expf", inner))))
-        return mul(mul(k(0.5), x), plus(k(1), call("erff", mul(x, k(math.sqrt(0.5))))))
+        return call("byoc_gelu_erff", x)  # byoc_math.h: vectorises, no cancellation for x < 0
     if name == "nn.elu":
         return sel(cmp("gt", x, k(0)), x, exp_minus_one(x, float(p["alpha"])))  # type: ignore[arg-type]
     if name == "nn.selu":
