@@ -97,3 +97,23 @@ def test_gelu_erf_form_over_its_range(cache: Path, dispatch: str) -> None:
     special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e-40, 3e38, -3e38], np.float32)
     x = np.concatenate([grid, special])
     check(unary("nn.gelu", x.shape, '{approximate = "none"}'), [x], dispatch)
+
+
+# rows of 3 and 7 (the scalar tails only), 13 and 29 (tails after 4 and 8 lanes), a
+# transformer's 192, and 512 x 96 (two threads' worth)
+LAYER_NORM = [(4, 3), (5, 7), (3, 13), (6, 29), (64, 192), (512, 96)]
+
+
+@pytest.mark.parametrize("dispatch", ["auto", "baseline"])
+@pytest.mark.parametrize(("rows", "n"), LAYER_NORM)
+def test_layer_norm_last_axis(cache: Path, dispatch: str, rows: int, n: int) -> None:
+    """Rows with a large common offset too (the deviations are small against the mean)."""
+    x_t, v_t = f"tensor<2x{rows}x{n}xf32>", f"tensor<{n}xf32>"
+    text = f"""func.func @main(%x: {x_t}, %g: {v_t}, %b: {v_t}) -> {x_t} {{
+  %0 = nn.layer_norm %x, %g, %b {{epsilon = 1.000000e-05 : f64}} : ({x_t}, {v_t}, {v_t}) -> {x_t}
+  func.return %0 : {x_t}
+}}"""
+    rng = np.random.default_rng(rows * n)
+    x = rng.standard_normal((2, rows, n)).astype(np.float32)
+    x[1] += np.float32(100.0)
+    check(text, [x, rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)], dispatch)
