@@ -4,8 +4,8 @@
  * this one is Cephes' formula on libm's expf (about 4 ns), the formula of the recurrent
  * kernels' 8-lane tanh (byoc_rnn_tanh8_ in byoc_kernels_recurrent.h). Inline, so a fused
  * loop keeps its values in registers. Accuracy: a few ulp (within ULPS of
- * byoc/conformance/bounds.py). byoc_gelu_erff: the erf-form GELU, branch-free so its
- * loops vectorise (libm's erff is a call per element).
+ * byoc/conformance/bounds.py). byoc_expf and byoc_gelu_erff (the erf-form GELU) are
+ * branch-free, so their loops vectorise (libm's expf and erff are a call per element).
  */
 #ifndef BYOC_MATH_H_
 #define BYOC_MATH_H_
@@ -37,17 +37,19 @@ static inline __attribute__((always_inline)) float byoc_tanhf(float x) {
   return copysignf(r, x);
 }
 
-/* exp(x) for x <= 0 (larger x are taken as 0): Cephes' expf polynomial on r = x - n ln 2,
- * scaled by 2^n in two factors (gradual underflow; x <= -104 gives 0), within 2 ulp of
- * libm's expf. The clamp is a bit mask, so a loop of it vectorises. */
-static inline __attribute__((always_inline)) float byoc_exp_nonpositive_(float x) {
-  const uint32_t low = 0u - (uint32_t)(x < -104.0f), high = 0u - (uint32_t)(x > 0.0f);
-  uint32_t xb;
-  const float lim = -104.0f;
-  uint32_t lb, zb = 0u;
+/* exp(x): Cephes' expf polynomial on r = x - n ln 2, scaled by 2^n in two factors (so
+ * results below FLT_MIN underflow gradually, as libm's do), within 2 ulp of libm's expf.
+ * x is clamped to [-104, 89]: exp(-104 and below) is 0, and from 88.73 on (89 included)
+ * the scaling overflows to infinity, as libm's does; NaN gives NaN. The clamps are bit
+ * masks, so a loop of it vectorises where expf is a call per element. */
+static inline __attribute__((always_inline)) float byoc_expf(float x) {
+  const float lo_lim = -104.0f, hi_lim = 89.0f;
+  const uint32_t low = 0u - (uint32_t)(x < lo_lim), high = 0u - (uint32_t)(x > hi_lim);
+  uint32_t xb, lb, hb;
   memcpy(&xb, &x, sizeof xb);
-  memcpy(&lb, &lim, sizeof lb);
-  xb = (xb & ~low & ~high) | (lb & low) | (zb & high);
+  memcpy(&lb, &lo_lim, sizeof lb);
+  memcpy(&hb, &hi_lim, sizeof hb);
+  xb = (xb & ~low & ~high) | (lb & low) | (hb & high);
   float xc;
   memcpy(&xc, &xb, sizeof xc);
   const float t = xc * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23: rounds to an int */
@@ -91,7 +93,7 @@ static inline __attribute__((always_inline)) float byoc_gelu_erff(float x) {
   p = p * t + 0.09678418f;
   p = p * t + 0.37409196f;
   p = p * t + 1.00002368f;
-  const float tail = 0.5f * (t * byoc_exp_nonpositive_(t * p - 1.26551223f - z * z));
+  const float tail = 0.5f * (t * byoc_expf(t * p - 1.26551223f - z * z));
   const float body = 1.0f - tail;
   uint32_t tb, bb;
   memcpy(&tb, &tail, sizeof tb);

@@ -2,8 +2,9 @@
 bounds of tests/support/bounds.py, at both CPU dispatch levels, and bit for bit equal at 1
 and 2 threads: the contiguous softmax at every vector width (rows shorter than a vector,
 rows with a tail, attention-sized rows; rows with NaN, an infinite maximum, -inf entries
-and underflowing exponentials), and the erf-form GELU (byoc_gelu_erff) over its whole
-range, the tail of negative inputs and the special values included. No test asserts on
+and underflowing exponentials), both forms of GELU (byoc_gelu_erff, byoc_expf) over their
+whole range, the tail of negative inputs and the special values included, and layer norm
+at every row tail. No test asserts on
 wall time.
 """
 
@@ -89,14 +90,16 @@ def test_softmax_special_rows(cache: Path, dispatch: str, n: int) -> None:
 
 
 @pytest.mark.parametrize("dispatch", ["auto", "baseline"])
-def test_gelu_erf_form_over_its_range(cache: Path, dispatch: str) -> None:
-    """Every region of byoc_gelu_erff: around 0, the body, the negative tail down to
-    where the result underflows, large magnitudes, infinities, NaN, signed zeros and
-    subnormals; 2^17 + 9 values (a tail after every vector width, two threads' worth)."""
+@pytest.mark.parametrize("form", ["none", "tanh"])
+def test_gelu_over_its_range(cache: Path, dispatch: str, form: str) -> None:
+    """Every region of byoc_gelu_erff (erf form) and of x / (1 + byoc_expf(-2u)) (tanh
+    form): around 0, the body, the negative tail down to where the result underflows, the
+    clamps of byoc_expf, large magnitudes, infinities, NaN, signed zeros and subnormals;
+    2^17 + 11 values (a tail after every vector width, two threads' worth)."""
     grid = np.linspace(-14, 14, 1 << 17, dtype=np.float32)
-    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e-40, 3e38, -3e38], np.float32)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e-40, 3e38, -3e38, -60.0, -200.0], np.float32)
     x = np.concatenate([grid, special])
-    check(unary("nn.gelu", x.shape, '{approximate = "none"}'), [x], dispatch)
+    check(unary("nn.gelu", x.shape, f'{{approximate = "{form}"}}'), [x], dispatch)
 
 
 # rows of 3 and 7 (the scalar tails only), 13 and 29 (tails after 4 and 8 lanes), a

@@ -246,13 +246,13 @@ def _calls_qkernels(ops: list[Operation]) -> bool:
 
 
 def _calls_math(ops: list[Operation]) -> bool:
-    """Whether any of `ops` calls a function of byoc_math.h (`byoc_tanhf`, `byoc_gelu_erff`)."""
+    """Whether any of `ops` calls a function of byoc_math.h (MATH_FUNCTIONS)."""
     return any(
         isinstance(o, c.CallOpaqueOp) and o.callee.data in MATH_FUNCTIONS for op in ops for o in op.walk()
     )
 
 
-MATH_FUNCTIONS = frozenset({"byoc_tanhf", "byoc_gelu_erff"})
+MATH_FUNCTIONS = frozenset({"byoc_tanhf", "byoc_expf", "byoc_gelu_erff"})
 """The functions of byoc_math.h the fused loops call."""
 
 
