@@ -379,8 +379,8 @@ static inline void byoc_dense_items_(const float* restrict x, const float* restr
  * 16 or, with AVX-512, 32 columns the tile packs at once): each group's panels of w are
  * packed once, by the thread that computes them. Only when there are fewer than two groups
  * a thread are the rows cut too, into as few blocks as give two items a thread (each block
- * packs its group's panels again: a split over row tiles alone packs all of w once per
- * claim, which made a 64 x 192 x 768 dense 3x slower on 2 threads than on 1).
+ * packs its group's panels again; a split over row tiles alone would pack all of w once per
+ * claim: docs/threads.md measures it).
  * Fewer rows: the dot products of byoc_dense_part_, threads splitting the rows when there
  * are enough of them, else the columns in multiples of 4. Either way every output is
  * summed by the same code whatever the split: identical results at any thread count.
