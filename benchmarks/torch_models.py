@@ -1,8 +1,9 @@
 """byoc against eager PyTorch, onnxruntime and torch.compile's default backend (inductor) on
 the PyTorch model zoo of the tests, at 1 and 2 threads.
 
+    python benchmarks/torch_models.py                             # the zoo and the bigger variants
     python benchmarks/torch_models.py --quick                     # 4 models, 2 alternations
-    python benchmarks/torch_models.py --large --alternations 1    # the bigger variants
+    python benchmarks/torch_models.py --large --alternations 1    # the bigger variants only
     python benchmarks/torch_models.py --models resnet,gpt --runs 30 --targets dnnl,ccompiler
 
 Engines: `byoc` (`byoc.from_torch` + `byoc.build` for `--targets`, default ccompiler),
@@ -44,7 +45,8 @@ RESULTS = HERE / "results" / "torch_models.json"
 ENGINES = ("byoc", "eager", "ort", "inductor")
 QUICK = ("resnet", "mobilenet_v3", "vit", "bert")
 LARGE = ("resnet_wide", "mobilenet_v3_large_input", "vit_deep", "gpt_deep")
-"""`--large`: the bigger variants of the zoo (the default models are test-sized: microseconds)."""
+"""The bigger variants of the zoo (the zoo's own models are test-sized: microseconds). A
+default run times both: realistic sizes are what a user sees; `--large` times these alone."""
 
 
 def _zoo(large: bool = True) -> dict[str, Any]:
@@ -202,7 +204,7 @@ def summary(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", default="", help="comma-separated zoo names (default: all)")
+    parser.add_argument("--models", default="", help="comma-separated zoo names (default: the zoo and LARGE)")
     parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--runs", type=int, default=30)
@@ -224,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         args.runs = 15 if args.runs == parser.get_default("runs") else args.runs
     counts = sorted({int(t) for t in args.threads.split(",") if t})
     targets = [t for t in args.targets.split(",") if t]
-    names = [m for m in args.models.split(",") if m] or sorted(_zoo(large=False))
+    names = [m for m in args.models.split(",") if m] or [*sorted(_zoo(large=False)), *LARGE]
     if args.engine:  # a child: one engine, every model
         Path(args.result).write_text(json.dumps(child(args.engine, names, counts, args.runs, targets, args.stat)))
         return 0

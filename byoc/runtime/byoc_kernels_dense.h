@@ -346,34 +346,65 @@ static inline void byoc_dense_quads_(const float* restrict x, const float* restr
 }
 
 /*
- * From BYOC_DENSE_TILE_ROWS rows on, the GEMM tile (byoc_gemm_rows_); threads split the
- * 6-row tiles when there are enough of them, else the 16-column panels. Fewer rows: the
- * dot products of byoc_dense_part_, threads splitting the rows when there are enough of
- * them, else the columns in multiples of 4. Either way every output is summed by the same
- * code whatever the split: identical results at any thread count.
+ * Multiply-adds a thread must have before the GEMM tile (dense and matmul) is split: the
+ * tile runs 30-65 G multiply-adds a second on one core (AVX2 to AVX-512), so a share of 2^19
+ * is 8-16 us, several times what a region costs (starting it on an awake worker, and each
+ * share packing its own panels of w). BYOC_PAR_GRAIN, sized for scalar loops, would split
+ * a 32 x 128 x 128 product (10 us on one thread) into two shares of 1-2 us each.
+ */
+#ifndef BYOC_GEMM_GRAIN
+#define BYOC_GEMM_GRAIN 524288
+#endif
+
+/* Items [i0, i1) of the split of byoc_dense_run_: item i is the column group i / rb (`step`
+ * columns, the width byoc_gemm_rows_ packs at once) and the row block i % rb (of `tiles`
+ * 6-row tiles, rb blocks). */
+static inline void byoc_dense_items_(const float* restrict x, const float* restrict w,
+                                     float* restrict y, int64_t M, int64_t N, int64_t K,
+                                     int64_t step, int64_t rb, int64_t i0, int64_t i1,
+                                     const byoc_epilogue_* ep) {
+  const int64_t tiles = (M + BYOC_GEMM_MR - 1) / BYOC_GEMM_MR;
+  for (int64_t i = i0; i < i1; ++i) {
+    const int64_t g = i / rb, r = i % rb;
+    const int64_t n0 = g * step, n1 = n0 + step < N ? n0 + step : N;
+    const int64_t m0 = tiles * r / rb * BYOC_GEMM_MR;
+    const int64_t m1e = tiles * (r + 1) / rb * BYOC_GEMM_MR, m1 = m1e < M ? m1e : M;
+    byoc_gemm_rows_(x, w, y, N, K, m0, m1, n0, n1, ep);
+  }
+}
+
+/*
+ * From BYOC_DENSE_TILE_ROWS rows on, the GEMM tile (byoc_gemm_rows_), on more than one
+ * thread from BYOC_GEMM_GRAIN multiply-adds a thread. The split is over column groups (the
+ * 16 or, with AVX-512, 32 columns the tile packs at once): each group's panels of w are
+ * packed once, by the thread that computes them. Only when there are fewer than two groups
+ * a thread are the rows cut too, into as few blocks as give two items a thread (each block
+ * packs its group's panels again; a split over row tiles alone would pack all of w once per
+ * claim: docs/threads.md measures it).
+ * Fewer rows: the dot products of byoc_dense_part_, threads splitting the rows when there
+ * are enough of them, else the columns in multiples of 4. Either way every output is
+ * summed by the same code whatever the split: identical results at any thread count.
  */
 static inline void byoc_dense_run_(const float* restrict x, const float* restrict w,
                                    float* restrict y, int64_t M, int64_t N, int64_t K,
                                    const byoc_epilogue_* ep) {
-  const int32_t nt = byoc_threads_for(M * N * K, BYOC_PAR_GRAIN);
   if (M >= BYOC_DENSE_TILE_ROWS) {
+    const int32_t nt = byoc_threads_for(M * N * K, BYOC_GEMM_GRAIN);
     if (nt <= 1) {
       byoc_gemm_rows_(x, w, y, N, K, 0, M, 0, N, ep);
       return;
     }
+    const int64_t step = BYOC_GEMM_LEVEL_() == 2 ? 2 * BYOC_GEMM_NR : BYOC_GEMM_NR;
+    const int64_t groups = (N + step - 1) / step;
     const int64_t tiles = (M + BYOC_GEMM_MR - 1) / BYOC_GEMM_MR;
-    if (tiles >= 2 * (int64_t)nt) {
-      BYOC_STEAL_(nt, tiles, byoc_steal_grain_(nt, tiles, 1), 1, t0, t1,
-                  byoc_gemm_rows_(x, w, y, N, K, t0 * BYOC_GEMM_MR,
-                                  t1 * BYOC_GEMM_MR < M ? t1 * BYOC_GEMM_MR : M, 0, N, ep));
-      return;
-    }
-    const int64_t panels = (N + BYOC_GEMM_NR - 1) / BYOC_GEMM_NR;
-    BYOC_STEAL_(nt, panels, byoc_steal_grain_(nt, panels, 1), 1, p0, p1,
-                byoc_gemm_rows_(x, w, y, N, K, 0, M, p0 * BYOC_GEMM_NR,
-                                p1 * BYOC_GEMM_NR < N ? p1 * BYOC_GEMM_NR : N, ep));
+    int64_t rb = (2 * (int64_t)nt + groups - 1) / groups;
+    if (rb > tiles) rb = tiles;
+    const int64_t items = groups * rb;
+    BYOC_STEAL_(nt, items, byoc_steal_grain_(nt, items, 1), 1, i0, i1,
+                byoc_dense_items_(x, w, y, M, N, K, step, rb, i0, i1, ep));
     return;
   }
+  const int32_t nt = byoc_threads_for(M * N * K, BYOC_PAR_GRAIN);
   if (nt <= 1) {
     byoc_dense_part_(x, w, y, N, K, 0, M, 0, N, ep);
     return;
@@ -472,9 +503,10 @@ BYOC_KERNEL void byoc_matmul_part_(const float* restrict a, const float* restric
 /*
  * Batched matmul with numpy broadcasting of the batch dimensions: the output
  * batch has `nb` dims `bshape`; `astr`/`bstr` give, per batch dim, how many
- * elements to step in a and b (0 where that operand broadcasts). Threads split
- * the batch entries when there are enough of them, else the 16-column panels of
- * each; every output is summed by the tile whatever the split.
+ * elements to step in a and b (0 where that operand broadcasts). From
+ * BYOC_GEMM_GRAIN multiply-adds a thread, threads split the batch entries when there are
+ * enough of them, else the 16-column panels of each; every output is summed by the tile
+ * whatever the split.
  */
 static inline BYOC_MAYBE_UNUSED void byoc_matmul_f32(const float* restrict a,
                                                      const float* restrict b, float* restrict y,
@@ -484,7 +516,7 @@ static inline BYOC_MAYBE_UNUSED void byoc_matmul_f32(const float* restrict a,
   int64_t total = 1;
   for (int32_t d = 0; d < nb; ++d) total *= bshape[d];
   const int64_t panels = (N + BYOC_GEMM_NR - 1) / BYOC_GEMM_NR;
-  const int32_t nt = byoc_threads_for(total * M * N * K, BYOC_PAR_GRAIN);
+  const int32_t nt = byoc_threads_for(total * M * N * K, BYOC_GEMM_GRAIN);
   if (nt <= 1) {
     byoc_matmul_part_(a, b, y, M, K, N, nb, bshape, astr, bstr, 0, total, 0, panels);
     return;

@@ -48,25 +48,16 @@ static inline BYOC_NO_TRAP_ float byoc_softmax_exp_(float x) {
   return (((p * r) * r + r + 1.0f) * lo.f) * hi.f;
 }
 
-/* The contiguous softmax is also compiled for AVX2 and picked at load time, as the
- * BYOC_CLONES kernels are (byoc_kernels_simd.h is not included: its intrinsics header would
- * slow the parse of every unit that includes this one). */
+/* The contiguous softmax is also compiled for AVX2 (8 lanes) and AVX-512F (16 lanes) and
+ * picked at run time (byoc_kernels_simd.h is not included: its intrinsics header would slow
+ * the parse of every unit that includes this one); -DBYOC_BASELINE_ONLY keeps the 4-lane
+ * baseline. */
 #if defined(__x86_64__) && defined(__ELF__) && defined(__has_attribute) && \
     !defined(BYOC_BASELINE_ONLY) && !defined(__SANITIZE_ADDRESS__)
-#if __has_attribute(target_clones)
-#define BYOC_SOFTMAX_CLONES_ __attribute__((target_clones("avx2", "default")))
+#if __has_attribute(target)
+#define BYOC_SOFTMAX_AVX2_ __attribute__((target("avx2")))
+#define BYOC_SOFTMAX_AVX512_ __attribute__((target("avx512f,avx2")))
 #endif
-#endif
-#ifndef BYOC_SOFTMAX_CLONES_
-#define BYOC_SOFTMAX_CLONES_
-#endif
-
-#ifdef _OPENMP
-#define BYOC_SIMD_MAX_(v) BYOC_PRAGMA_(omp simd reduction(max : v))
-#define BYOC_SIMD_SUM_(v) BYOC_PRAGMA_(omp simd reduction(+ : v))
-#else
-#define BYOC_SIMD_MAX_(v)
-#define BYOC_SIMD_SUM_(v)
 #endif
 
 /* Softmax of one row of n elements with stride `inner`, scalar (libm's expf, the sum in
@@ -85,35 +76,122 @@ static inline void byoc_softmax_row_(const float* restrict xs, float* restrict y
   for (int64_t k = 0; k < n; ++k) ys[k * inner] = ys[k * inner] / s;
 }
 
-/* Softmax of rows [r0, r1) of n contiguous elements: max, exp and sum, scale, each a vector
- * loop (the sum in float, lane by lane: within the bound of any order of n terms). A row
- * with a NaN or an infinite maximum takes the scalar path (its NaNs as numpy's). */
-static BYOC_SOFTMAX_CLONES_ BYOC_NO_TRAP_ BYOC_MAYBE_UNUSED void byoc_softmax_contiguous_rows_(
-    const float* restrict x, float* restrict y, int64_t n, int64_t r0, int64_t r1) {
-  for (int64_t r = r0; r < r1; ++r) {
-    const float* restrict xs = x + r * n;
-    float* restrict ys = y + r * n;
-    float m = -INFINITY;
-    BYOC_SIMD_MAX_(m)
-    for (int64_t k = 0; k < n; ++k) m = xs[k] > m ? xs[k] : m;
-    int32_t nans = 0;
-    BYOC_SIMD_SUM_(nans)
-    for (int64_t k = 0; k < n; ++k) nans += xs[k] != xs[k];
-    if (nans > 0 || m == INFINITY || m == -INFINITY) {
-      byoc_softmax_row_(xs, ys, n, 1);
-      continue;
-    }
-    float sum = 0.0f;
-    BYOC_SIMD_SUM_(sum)
-    for (int64_t k = 0; k < n; ++k) {
-      const float e = byoc_softmax_exp_(xs[k] - m);
-      ys[k] = e;
-      sum += e;
-    }
-    const float inv = 1.0f / sum;
-    BYOC_SIMD
-    for (int64_t k = 0; k < n; ++k) ys[k] = ys[k] * inv;
+/*
+ * Softmax of rows [r0, r1) of n contiguous elements, W lanes at a time (GCC's vector
+ * extension, the last n % W elements one by one): the maximum with a NaN check in one
+ * pass, then exp and the sum (in float, W partial sums then the tail: within the bound of
+ * any order of n terms), then the scaling. No per-row setup beyond a few registers, so rows
+ * of 32 or 64 elements (attention scores) cost a few vector operations each. A row with a
+ * NaN or an infinite maximum takes the scalar path (its NaNs as numpy's). The exponential
+ * is byoc_softmax_exp_'s operations in its order on every lane (the library is built
+ * without contraction into fused multiply-adds): each lane is bit-identical to it, at
+ * every width. Vectors stay inside the function (by value they would change the ABI
+ * between the widths' target attributes).
+ */
+#define BYOC_DEFINE_SOFTMAX_ROWS_(NAME, ATTR, W)                                               \
+  typedef float NAME##vf_ __attribute__((vector_size(4 * (W))));                              \
+  typedef int32_t NAME##vi_ __attribute__((vector_size(4 * (W))));                            \
+  typedef uint32_t NAME##vu_ __attribute__((vector_size(4 * (W))));                           \
+  static ATTR BYOC_NO_TRAP_ BYOC_MAYBE_UNUSED void NAME(const float* restrict x,              \
+                                                        float* restrict y, int64_t n,         \
+                                                        int64_t r0, int64_t r1) {             \
+    typedef NAME##vf_ vf;                                                                     \
+    typedef NAME##vi_ vi;                                                                     \
+    typedef NAME##vu_ vu;                                                                     \
+    const int64_t nw = n - n % (W);                                                           \
+    for (int64_t r = r0; r < r1; ++r) {                                                       \
+      const float* restrict xs = x + r * n;                                                   \
+      float* restrict ys = y + r * n;                                                         \
+      float m = -INFINITY;                                                                    \
+      int32_t nans = 0;                                                                       \
+      if (nw > 0) {                                                                           \
+        vf mv;                                                                                \
+        memcpy(&mv, xs, sizeof mv);                                                           \
+        vi bad = mv != mv;                                                                    \
+        for (int64_t k = (W); k < nw; k += (W)) {                                             \
+          vf v;                                                                               \
+          memcpy(&v, xs + k, sizeof v);                                                       \
+          const vi gt = v > mv;                                                               \
+          mv = (vf)((gt & (vi)v) | (~gt & (vi)mv));                                           \
+          bad |= v != v;                                                                      \
+        }                                                                                     \
+        for (int j = 0; j < (W); ++j) {                                                       \
+          m = mv[j] > m ? mv[j] : m;                                                          \
+          nans |= bad[j];                                                                     \
+        }                                                                                     \
+      }                                                                                       \
+      for (int64_t k = nw; k < n; ++k) {                                                      \
+        m = xs[k] > m ? xs[k] : m;                                                            \
+        nans |= xs[k] != xs[k];                                                               \
+      }                                                                                       \
+      if (nans != 0 || m == INFINITY || m == -INFINITY) {                                     \
+        byoc_softmax_row_(xs, ys, n, 1);                                                      \
+        continue;                                                                             \
+      }                                                                                       \
+      vf sv = {0};                                                                            \
+      const vf zero = sv, lo_c = zero - 104.0f, hi_c = zero + 88.0f;                          \
+      for (int64_t k = 0; k < nw; k += (W)) {                                                 \
+        vf v;                                                                                 \
+        memcpy(&v, xs + k, sizeof v);                                                         \
+        v = v - m;                                                                            \
+        const vi below = v < lo_c, above = v > hi_c;                                          \
+        vf xc = (vf)((below & (vi)lo_c) | (~below & (vi)v));                                  \
+        xc = (vf)((above & (vi)hi_c) | (~above & (vi)xc));                                    \
+        const vf t = xc * 1.44269504088896341f + 12582912.0f;                                 \
+        const vf nf = t - 12582912.0f;                                                        \
+        const vu ni = (vu)t - 0x4B400000u;                                                    \
+        const vu half = (vu)((vi)ni >> 1);                                                    \
+        const vf lo = (vf)((half + 127u) << 23);                                              \
+        const vf hi = (vf)((ni - half + 127u) << 23);                                         \
+        const vf rr = (xc - nf * 0.693359375f) - nf * -2.12194440e-4f;                        \
+        vf p = zero + 1.9875691500e-4f;                                                       \
+        p = p * rr + 1.3981999507e-3f;                                                        \
+        p = p * rr + 8.3334519073e-3f;                                                        \
+        p = p * rr + 4.1665795894e-2f;                                                        \
+        p = p * rr + 1.6666665459e-1f;                                                        \
+        p = p * rr + 5.0000001201e-1f;                                                        \
+        const vf e = (((p * rr) * rr + rr + 1.0f) * lo) * hi;                                 \
+        memcpy(ys + k, &e, sizeof e);                                                         \
+        sv += e;                                                                              \
+      }                                                                                       \
+      float sum = 0.0f;                                                                       \
+      for (int j = 0; j < (W); ++j) sum += sv[j];                                             \
+      for (int64_t k = nw; k < n; ++k) {                                                      \
+        const float e = byoc_softmax_exp_(xs[k] - m);                                         \
+        ys[k] = e;                                                                            \
+        sum += e;                                                                             \
+      }                                                                                       \
+      const float inv = 1.0f / sum;                                                           \
+      for (int64_t k = 0; k < nw; k += (W)) {                                                 \
+        vf v;                                                                                 \
+        memcpy(&v, ys + k, sizeof v);                                                         \
+        v *= inv;                                                                             \
+        memcpy(ys + k, &v, sizeof v);                                                         \
+      }                                                                                       \
+      for (int64_t k = nw; k < n; ++k) ys[k] = ys[k] * inv;                                   \
+    }                                                                                         \
   }
+
+BYOC_DEFINE_SOFTMAX_ROWS_(byoc_softmax_rows4_, , 4)
+#ifdef BYOC_SOFTMAX_AVX2_
+BYOC_DEFINE_SOFTMAX_ROWS_(byoc_softmax_rows8_, BYOC_SOFTMAX_AVX2_, 8)
+BYOC_DEFINE_SOFTMAX_ROWS_(byoc_softmax_rows16_, BYOC_SOFTMAX_AVX512_, 16)
+#endif
+
+/* The widest of the three the CPU runs. */
+static inline void byoc_softmax_contiguous_rows_(const float* restrict x, float* restrict y,
+                                                 int64_t n, int64_t r0, int64_t r1) {
+#ifdef BYOC_SOFTMAX_AVX2_
+  if (__builtin_cpu_supports("avx512f")) {
+    byoc_softmax_rows16_(x, y, n, r0, r1);
+    return;
+  }
+  if (__builtin_cpu_supports("avx2")) {
+    byoc_softmax_rows8_(x, y, n, r0, r1);
+    return;
+  }
+#endif
+  byoc_softmax_rows4_(x, y, n, r0, r1);
 }
 
 /* Log-softmax of one row of n elements with stride `inner` (libm's expf, the sum in double). */

@@ -52,7 +52,12 @@ def rand(rng: np.random.Generator, *shape: int) -> Array:
     return rng.standard_normal(shape).astype(np.float32)
 
 
-DENSE = [(1, 5, 7), (2, 33, 40), (3, 16, 16), (5, 33, 600), (13, 45, 1030), (20, 31, 9), (64, 130, 192), (6, 16, 1), (7, 50, 3)]
+# the last four are above the GEMM grain at 2 threads: column groups only (192, 6625 columns),
+# groups cut by row blocks (40 and 17 columns: fewer than two groups a thread)
+DENSE = [
+    (1, 5, 7), (2, 33, 40), (3, 16, 16), (5, 33, 600), (13, 45, 1030), (20, 31, 9), (64, 130, 192),
+    (6, 16, 1), (7, 50, 3), (64, 192, 768), (40, 6625, 120), (301, 40, 97), (97, 17, 700),
+]
 
 
 @pytest.mark.parametrize("dispatch", ["auto", "baseline"])

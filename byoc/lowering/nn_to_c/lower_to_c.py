@@ -246,10 +246,14 @@ def _calls_qkernels(ops: list[Operation]) -> bool:
 
 
 def _calls_math(ops: list[Operation]) -> bool:
-    """Whether any of `ops` calls a function of byoc_math.h (`byoc_tanhf`)."""
+    """Whether any of `ops` calls a function of byoc_math.h (MATH_FUNCTIONS)."""
     return any(
-        isinstance(o, c.CallOpaqueOp) and o.callee.data == "byoc_tanhf" for op in ops for o in op.walk()
+        isinstance(o, c.CallOpaqueOp) and o.callee.data in MATH_FUNCTIONS for op in ops for o in op.walk()
     )
+
+
+MATH_FUNCTIONS = frozenset({"byoc_tanhf", "byoc_expf", "byoc_gelu_erff"})
+"""The functions of byoc_math.h the fused loops call."""
 
 
 def _calls_qpool(ops: list[Operation]) -> bool:
