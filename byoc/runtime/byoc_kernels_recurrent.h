@@ -150,8 +150,10 @@ static inline __attribute__((always_inline)) void byoc_rnn_sigmoid8_(const byoc_
     }                                                                   \
   } while (0)
 
-/* f(v) in place for n values (one switch per vector, not per element). */
-static inline void byoc_rnn_act_(int32_t code, float alpha, float beta, float* restrict v,
+/* f(v) in place for n values (one switch per vector, not per element). A kernel of its own
+ * (BYOC_KERNEL, so cloned): gcc does not inline it into the step, and a plain static function
+ * would run the baseline's code from the step's AVX2 clone. */
+BYOC_KERNEL void byoc_rnn_act_(int32_t code, float alpha, float beta, float* restrict v,
                                  int64_t n) {
   switch (code) {
     case BYOC_RNN_RELU:
@@ -343,6 +345,63 @@ static BYOC_FMA BYOC_MAYBE_UNUSED void byoc_rnn_gemv_fma_(const float* restrict 
     }
   }
 }
+
+/* byoc_rnn_gemv_fma_ with 16-lane registers (AVX-512F): one accumulator a row holds both of
+ * its accumulators (lanes 0-7: terms k, lanes 8-15: terms k + 8 of every 16), the block of 8
+ * past the last 16 goes into lanes 0-7, and the two halves are added before the lanes; the
+ * same operations on every term as byoc_rnn_gemv_fma_, so the same results, with half the
+ * loads and multiply-adds issued. Rows past the last group of 4 go through
+ * byoc_rnn_gemv_fma_'s single-row code, as there. */
+static BYOC_GEMM_AVX512 BYOC_MAYBE_UNUSED void byoc_rnn_gemv_avx512_(
+    const float* restrict h, const float* restrict r, float* restrict out, int64_t B, int64_t H,
+    int64_t ldo, int64_t n0, int64_t n1) {
+  const int64_t H8 = H - H % 8, H16 = H - H % 16;
+  const __mmask16 eight = H8 > H16 ? (__mmask16)0xFF : (__mmask16)0;
+  float lanes[8];
+  int64_t n = n0;
+  for (; n + 4 <= n1; n += 4) {
+    const float* r0 = r + n * H;
+    const float* r1 = r0 + H;
+    const float* r2 = r1 + H;
+    const float* r3 = r2 + H;
+    for (int64_t m = 0; m < B; ++m) {
+      const float* hm = h + m * H;
+      __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+      for (int64_t k = 0; k < H16; k += 16) {
+        const __m512 x = _mm512_loadu_ps(hm + k);
+        s0 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r0 + k), s0);
+        s1 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r1 + k), s1);
+        s2 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r2 + k), s2);
+        s3 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r3 + k), s3);
+      }
+      if (eight) {
+        const __m512 x = _mm512_maskz_loadu_ps(eight, hm + H16);
+        s0 = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(eight, r0 + H16), s0);
+        s1 = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(eight, r1 + H16), s1);
+        s2 = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(eight, r2 + H16), s2);
+        s3 = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(eight, r3 + H16), s3);
+      }
+      float t[4];
+      const __m512 s[4] = {s0, s1, s2, s3};
+      for (int q = 0; q < 4; ++q) {
+        const __m256 lo = _mm512_castps512_ps256(s[q]);
+        const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s[q]), 1));
+        _mm256_storeu_ps(lanes, _mm256_add_ps(lo, hi));
+        float v = 0.0f;
+        for (int j = 0; j < 8; ++j) v += lanes[j];
+        t[q] = v;
+      }
+      for (int64_t k = H8; k < H; ++k) {
+        t[0] += hm[k] * r0[k];
+        t[1] += hm[k] * r1[k];
+        t[2] += hm[k] * r2[k];
+        t[3] += hm[k] * r3[k];
+      }
+      memcpy(out + m * ldo + n, t, sizeof t);
+    }
+  }
+  if (n < n1) byoc_rnn_gemv_fma_(h, r, out, B, H, ldo, n, n1);
+}
 #endif
 
 /* What every step of one op needs (built once per call). */
@@ -362,7 +421,7 @@ typedef struct {
   const int64_t* acts;                   /* [D, 3] activation codes */
   const float* coef;                     /* [D, 3, 2] alpha, beta */
   float clip;
-  int use_fma;
+  int level; /* the recurrent product's code: 2 AVX-512F, 1 AVX2 + FMA, 0 the baseline's */
 } byoc_rnn_;
 
 /* A direction's working set: h (two buffers), c, the recurrent product, r . h (GRU). */
@@ -407,7 +466,11 @@ static inline int64_t byoc_rnn_soff_(const byoc_rnn_* k, int32_t d, int64_t b) {
 static inline void byoc_rnn_product_(const byoc_rnn_* k, const float* h, const float* r,
                                      float* out, int64_t n0, int64_t n1) {
 #ifdef BYOC_FMA
-  if (k->use_fma) {
+  if (k->level == 2) {
+    byoc_rnn_gemv_avx512_(h, r, out, k->B, k->H, k->GH, n0, n1);
+    return;
+  }
+  if (k->level == 1) {
     byoc_rnn_gemv_fma_(h, r, out, k->B, k->H, k->GH, n0, n1);
     return;
   }
@@ -626,11 +689,7 @@ static inline void byoc_recurrent_run_(byoc_rnn_* k, const float* restrict x,
   float* xw = scratch;
   float* work = scratch + T * B * D * GH;
   const int64_t per = byoc_rnn_work_floats_(B, H, GH);
-#ifdef BYOC_FMA
-  k->use_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-  k->use_fma = 0;
-#endif
+  k->level = BYOC_GEMM_LEVEL_();
   byoc_dense_run_(x, w, xw, T * B, D * GH, I, NULL);
   k->xw = xw;
   const int32_t nt = byoc_threads();
@@ -656,7 +715,7 @@ static inline void byoc_rnn_init_(byoc_rnn_* k, int32_t gates, const float* r, c
   k->r = r, k->bias = b, k->h0 = h0, k->c0 = c0, k->p = p, k->seq = seq;
   k->y = y, k->yh = yh, k->yc = yc;
   k->acts = acts, k->coef = coef, k->clip = clip;
-  k->use_fma = 0;
+  k->level = 0;
 }
 
 /*
