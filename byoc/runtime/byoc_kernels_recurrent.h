@@ -157,7 +157,7 @@ BYOC_KERNEL void byoc_rnn_act_(int32_t code, float alpha, float beta, float* res
                                  int64_t n) {
   switch (code) {
     case BYOC_RNN_RELU:
-      for (int64_t i = 0; i < n; ++i) v[i] = v[i] < 0.0f ? 0.0f : v[i];
+      BYOC_EACH8_(n, i, v[i] = v[i] < 0.0f ? 0.0f : v[i]);
       break;
     case BYOC_RNN_TANH:
       BYOC_RNN_MAP8_(byoc_rnn_tanh8_, v, n);
@@ -166,28 +166,28 @@ BYOC_KERNEL void byoc_rnn_act_(int32_t code, float alpha, float beta, float* res
       BYOC_RNN_MAP8_(byoc_rnn_sigmoid8_, v, n);
       break;
     case BYOC_RNN_AFFINE:
-      for (int64_t i = 0; i < n; ++i) v[i] = alpha * v[i] + beta;
+      BYOC_EACH8_(n, i, v[i] = alpha * v[i] + beta);
       break;
     case BYOC_RNN_LEAKY_RELU:
-      for (int64_t i = 0; i < n; ++i) v[i] = v[i] >= 0.0f ? v[i] : alpha * v[i];
+      BYOC_EACH8_(n, i, v[i] = v[i] >= 0.0f ? v[i] : alpha * v[i]);
       break;
     case BYOC_RNN_THRESHOLDED_RELU:
-      for (int64_t i = 0; i < n; ++i) v[i] = v[i] > alpha ? v[i] : 0.0f;
+      BYOC_EACH8_(n, i, v[i] = v[i] > alpha ? v[i] : 0.0f);
       break;
     case BYOC_RNN_SCALED_TANH:
       for (int64_t i = 0; i < n; ++i) v[i] = alpha * tanhf(beta * v[i]);
       break;
     case BYOC_RNN_HARD_SIGMOID:
-      for (int64_t i = 0; i < n; ++i) {
+      BYOC_EACH8_(n, i, {
         const float s = alpha * v[i] + beta;
         v[i] = s < 0.0f ? 0.0f : s > 1.0f ? 1.0f : s;
-      }
+      });
       break;
     case BYOC_RNN_ELU:
       for (int64_t i = 0; i < n; ++i) v[i] = v[i] >= 0.0f ? v[i] : alpha * expm1f(v[i]);
       break;
     case BYOC_RNN_SOFTSIGN:
-      for (int64_t i = 0; i < n; ++i) v[i] = v[i] / (1.0f + fabsf(v[i]));
+      BYOC_EACH8_(n, i, v[i] = v[i] / (1.0f + fabsf(v[i])));
       break;
     default: /* BYOC_RNN_SOFTPLUS: log(1 + e^x) without overflow */
       for (int64_t i = 0; i < n; ++i) {
@@ -201,8 +201,45 @@ BYOC_KERNEL void byoc_rnn_act_(int32_t code, float alpha, float beta, float* res
 /* numpy.clip(v, -c, c) in place (NaN passes through); c <= 0: no clip. */
 static inline void byoc_rnn_clip_(float c, float* restrict v, int64_t n) {
   if (!(c > 0.0f)) return;
-  for (int64_t i = 0; i < n; ++i) v[i] = v[i] < -c ? -c : v[i] > c ? c : v[i];
+  BYOC_EACH8_(n, i, v[i] = v[i] < -c ? -c : v[i] > c ? c : v[i]);
 }
+
+/* The pointwise pieces of a step, on n values of distinct buffers, in blocks of 8
+ * (BYOC_EACH8_, byoc_kernels_glue.h) so that gcc vectorises them: the same operations as
+ * plain loops, so the same results. */
+#define BYOC_RNN_PW_ static inline __attribute__((always_inline)) void
+BYOC_RNN_PW_ byoc_rnn_add_(float* restrict a, const float* restrict x, int64_t n) {
+  BYOC_EACH8_(n, j, a[j] += x[j]);
+}
+BYOC_RNN_PW_ byoc_rnn_add2_(float* restrict a, const float* restrict u, const float* restrict v,
+                            int64_t n) {
+  BYOC_EACH8_(n, j, a[j] += u[j] + v[j]);
+}
+BYOC_RNN_PW_ byoc_rnn_addmul_(float* restrict a, const float* restrict u,
+                              const float* restrict v, int64_t n) {
+  BYOC_EACH8_(n, j, a[j] += u[j] * v[j]);
+}
+BYOC_RNN_PW_ byoc_rnn_mul_(float* restrict a, const float* restrict x, int64_t n) {
+  BYOC_EACH8_(n, j, a[j] *= x[j]);
+}
+BYOC_RNN_PW_ byoc_rnn_prod_(float* restrict o, const float* restrict u, const float* restrict v,
+                            int64_t n) {
+  BYOC_EACH8_(n, j, o[j] = u[j] * v[j]);
+}
+BYOC_RNN_PW_ byoc_rnn_one_minus_(float* restrict o, const float* restrict u, int64_t n) {
+  BYOC_EACH8_(n, j, o[j] = 1.0f - u[j]);
+}
+/* c = f * c + i * g (LSTM's new cell state) */
+BYOC_RNN_PW_ byoc_rnn_cell_(float* restrict c, const float* restrict f, const float* restrict i,
+                            const float* restrict g, int64_t n) {
+  BYOC_EACH8_(n, j, c[j] = f[j] * c[j] + i[j] * g[j]);
+}
+/* o = (1 - z) * a + z * h (GRU's new state) */
+BYOC_RNN_PW_ byoc_rnn_blend_(float* restrict o, const float* restrict z, const float* restrict a,
+                             const float* restrict h, int64_t n) {
+  BYOC_EACH8_(n, j, o[j] = (1.0f - z[j]) * a[j] + z[j] * h[j]);
+}
+#undef BYOC_RNN_PW_
 
 /*
  * out[m * ldo + n] = sum_k h[m * H + k] * r[n * H + k] for rows n in [n0, n1), m in [0, B):
@@ -519,9 +556,8 @@ BYOC_KERNEL void byoc_rnn_step_(const byoc_rnn_* k, const byoc_rnn_work_* w, int
     float* hnb = hn + b * H;
     if (G == 1) {
       float* a = g + j0;
-      for (int64_t j = 0; j < n; ++j) a[j] += xw[j0 + j];
-      if (wb != NULL)
-        for (int64_t j = 0; j < n; ++j) a[j] += wb[j0 + j] + rb[j0 + j];
+      byoc_rnn_add_(a, xw + j0, n);
+      if (wb != NULL) byoc_rnn_add2_(a, wb + j0, rb + j0, n);
       byoc_rnn_clip_(k->clip, a, n);
       byoc_rnn_act_((int32_t)act[0], cf[0], cf[1], a, n);
       memcpy(hnb + j0, a, (size_t)n * sizeof(float));
@@ -530,40 +566,31 @@ BYOC_KERNEL void byoc_rnn_step_(const byoc_rnn_* k, const byoc_rnn_work_* w, int
       float* rr = g + H + j0;
       float* hh = g + 2 * H + j0;
       if (phase != 2) {
-        for (int64_t j = 0; j < n; ++j) {
-          z[j] += xw[j0 + j];
-          rr[j] += xw[H + j0 + j];
+        byoc_rnn_add_(z, xw + j0, n);
+        byoc_rnn_add_(rr, xw + H + j0, n);
+        if (wb != NULL) {
+          byoc_rnn_add2_(z, wb + j0, rb + j0, n);
+          byoc_rnn_add2_(rr, wb + H + j0, rb + H + j0, n);
         }
-        if (wb != NULL)
-          for (int64_t j = 0; j < n; ++j) {
-            z[j] += wb[j0 + j] + rb[j0 + j];
-            rr[j] += wb[H + j0 + j] + rb[H + j0 + j];
-          }
         byoc_rnn_clip_(k->clip, z, n);
         byoc_rnn_clip_(k->clip, rr, n);
         byoc_rnn_act_((int32_t)act[0], cf[0], cf[1], z, n);
         byoc_rnn_act_((int32_t)act[0], cf[0], cf[1], rr, n);
         if (gru_split) {
           float* rh = w->rh + b * H + j0;
-          for (int64_t j = 0; j < n; ++j) rh[j] = rr[j] * hb[j0 + j];
+          byoc_rnn_prod_(rh, rr, hb + j0, n);
           if (phase == 1) continue;
         }
       }
-      if (gru_split) { /* hh = (r . h) R_h^T (phase 2 product) + Rb_h */
-        if (rb != NULL)
-          for (int64_t j = 0; j < n; ++j) hh[j] += rb[2 * H + j0 + j];
-      } else { /* linear_before_reset: hh = r * (h R_h^T + Rb_h) */
-        if (rb != NULL)
-          for (int64_t j = 0; j < n; ++j) hh[j] += rb[2 * H + j0 + j];
-        for (int64_t j = 0; j < n; ++j) hh[j] *= rr[j];
-      }
-      for (int64_t j = 0; j < n; ++j) hh[j] += xw[2 * H + j0 + j];
-      if (wb != NULL)
-        for (int64_t j = 0; j < n; ++j) hh[j] += wb[2 * H + j0 + j];
+      /* gru_split: hh = (r . h) R_h^T (phase 2 product) + Rb_h; linear_before_reset:
+       * hh = r * (h R_h^T + Rb_h) */
+      if (rb != NULL) byoc_rnn_add_(hh, rb + 2 * H + j0, n);
+      if (!gru_split) byoc_rnn_mul_(hh, rr, n);
+      byoc_rnn_add_(hh, xw + 2 * H + j0, n);
+      if (wb != NULL) byoc_rnn_add_(hh, wb + 2 * H + j0, n);
       byoc_rnn_clip_(k->clip, hh, n);
       byoc_rnn_act_((int32_t)act[1], cf[2], cf[3], hh, n);
-      for (int64_t j = 0; j < n; ++j)
-        hnb[j0 + j] = (1.0f - z[j]) * hh[j] + z[j] * hb[j0 + j];
+      byoc_rnn_blend_(hnb + j0, z, hh, hb + j0, n);
     } else { /* LSTM: gates i, o, f, c */
       float* gi = g + j0;
       float* go = g + H + j0;
@@ -573,37 +600,31 @@ BYOC_KERNEL void byoc_rnn_step_(const byoc_rnn_* k, const byoc_rnn_work_* w, int
       for (int32_t q = 0; q < 4; ++q) {
         float* a = g + q * H + j0;
         const float* x = xw + q * H + j0;
-        for (int64_t j = 0; j < n; ++j) a[j] += x[j];
-        if (wb != NULL) {
-          const float* u = wb + q * H + j0;
-          const float* v = rb + q * H + j0;
-          for (int64_t j = 0; j < n; ++j) a[j] += u[j] + v[j];
-        }
+        byoc_rnn_add_(a, x, n);
+        if (wb != NULL) byoc_rnn_add2_(a, wb + q * H + j0, rb + q * H + j0, n);
       }
       const float* p = (k->flags & BYOC_RNN_PEEPHOLE) ? k->p + (int64_t)d * 3 * H : NULL;
-      if (p != NULL)
-        for (int64_t j = 0; j < n; ++j) {
-          gi[j] += p[j0 + j] * c[j];
-          gf[j] += p[2 * H + j0 + j] * c[j];
-        }
+      if (p != NULL) {
+        byoc_rnn_addmul_(gi, p + j0, c, n);
+        byoc_rnn_addmul_(gf, p + 2 * H + j0, c, n);
+      }
       byoc_rnn_clip_(k->clip, gi, n);
       byoc_rnn_act_((int32_t)act[0], cf[0], cf[1], gi, n);
       if (k->flags & BYOC_RNN_INPUT_FORGET) {
-        for (int64_t j = 0; j < n; ++j) gf[j] = 1.0f - gi[j];
+        byoc_rnn_one_minus_(gf, gi, n);
       } else {
         byoc_rnn_clip_(k->clip, gf, n);
         byoc_rnn_act_((int32_t)act[0], cf[0], cf[1], gf, n);
       }
       byoc_rnn_clip_(k->clip, gc, n);
       byoc_rnn_act_((int32_t)act[1], cf[2], cf[3], gc, n);
-      for (int64_t j = 0; j < n; ++j) c[j] = gf[j] * c[j] + gi[j] * gc[j];
-      if (p != NULL)
-        for (int64_t j = 0; j < n; ++j) go[j] += p[H + j0 + j] * c[j];
+      byoc_rnn_cell_(c, gf, gi, gc, n);
+      if (p != NULL) byoc_rnn_addmul_(go, p + H + j0, c, n);
       byoc_rnn_clip_(k->clip, go, n);
       byoc_rnn_act_((int32_t)act[0], cf[0], cf[1], go, n);
       memcpy(gc, c, (size_t)n * sizeof(float)); /* h(c) computed in the candidate's slot */
       byoc_rnn_act_((int32_t)act[2], cf[4], cf[5], gc, n);
-      for (int64_t j = 0; j < n; ++j) hnb[j0 + j] = go[j] * gc[j];
+      byoc_rnn_prod_(hnb + j0, go, gc, n);
     }
     memcpy(k->y + byoc_rnn_yoff_(k, t, d, b) + j0, hnb + j0, (size_t)n * sizeof(float));
   }
