@@ -309,9 +309,19 @@ static inline void byoc_rnn_gemv_(const float* restrict h, const float* restrict
 }
 
 #ifdef BYOC_FMA
+/* t[q] = the sum of the 8 lanes of a_q for four rows at once, in a fixed tree: pairs of
+ * lanes, then pairs of pairs (two horizontal adds), then the two halves. */
+static BYOC_FMA inline __attribute__((always_inline)) void byoc_rnn_sum4_(__m256 a0, __m256 a1,
+                                                                          __m256 a2, __m256 a3,
+                                                                          float* t) {
+  const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+  _mm_storeu_ps(t, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+}
+
 /* byoc_rnn_gemv_ with fused multiply-adds (AVX2 + FMA) and two accumulators a row (terms k
- * and k + 8 of every 16, added before the lanes): the same products summed in another
- * order, one rounding fewer per term; still the same code for every row whatever the split. */
+ * and k + 8 of every 16, added before the lanes; the lanes of four rows summed together by
+ * byoc_rnn_sum4_): the same products summed in another order, one rounding fewer per term;
+ * still the same code for every row whatever the split. */
 static BYOC_FMA BYOC_MAYBE_UNUSED void byoc_rnn_gemv_fma_(const float* restrict h,
                                                           const float* restrict r,
                                                           float* restrict out, int64_t B,
@@ -350,14 +360,8 @@ static BYOC_FMA BYOC_MAYBE_UNUSED void byoc_rnn_gemv_fma_(const float* restrict 
         s3 = _mm256_fmadd_ps(x, _mm256_loadu_ps(r3 + k), s3);
       }
       float t[4];
-      const __m256 s[4] = {_mm256_add_ps(s0, u0), _mm256_add_ps(s1, u1), _mm256_add_ps(s2, u2),
-                           _mm256_add_ps(s3, u3)};
-      for (int q = 0; q < 4; ++q) {
-        _mm256_storeu_ps(lanes, s[q]);
-        float v = 0.0f;
-        for (int j = 0; j < 8; ++j) v += lanes[j];
-        t[q] = v;
-      }
+      byoc_rnn_sum4_(_mm256_add_ps(s0, u0), _mm256_add_ps(s1, u1), _mm256_add_ps(s2, u2),
+                     _mm256_add_ps(s3, u3), t);
       for (int64_t k = H8; k < H; ++k) {
         t[0] += hm[k] * r0[k];
         t[1] += hm[k] * r1[k];
@@ -383,6 +387,12 @@ static BYOC_FMA BYOC_MAYBE_UNUSED void byoc_rnn_gemv_fma_(const float* restrict 
   }
 }
 
+/* Lanes j and j + 8 of a 16-lane vector added: the AVX2 form's two accumulators added. */
+static BYOC_GEMM_AVX512 inline __attribute__((always_inline)) __m256 byoc_rnn_halves_(__m512 s) {
+  return _mm256_add_ps(_mm512_castps512_ps256(s),
+                       _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)));
+}
+
 /* byoc_rnn_gemv_fma_ with 16-lane registers (AVX-512F): one accumulator a row holds both of
  * its accumulators (lanes 0-7: terms k, lanes 8-15: terms k + 8 of every 16), the block of 8
  * past the last 16 goes into lanes 0-7, and the two halves are added before the lanes; the
@@ -394,7 +404,6 @@ static BYOC_GEMM_AVX512 BYOC_MAYBE_UNUSED void byoc_rnn_gemv_avx512_(
     int64_t ldo, int64_t n0, int64_t n1) {
   const int64_t H8 = H - H % 8, H16 = H - H % 16;
   const __mmask16 eight = H8 > H16 ? (__mmask16)0xFF : (__mmask16)0;
-  float lanes[8];
   int64_t n = n0;
   for (; n + 4 <= n1; n += 4) {
     const float* r0 = r + n * H;
@@ -419,15 +428,8 @@ static BYOC_GEMM_AVX512 BYOC_MAYBE_UNUSED void byoc_rnn_gemv_avx512_(
         s3 = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(eight, r3 + H16), s3);
       }
       float t[4];
-      const __m512 s[4] = {s0, s1, s2, s3};
-      for (int q = 0; q < 4; ++q) {
-        const __m256 lo = _mm512_castps512_ps256(s[q]);
-        const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s[q]), 1));
-        _mm256_storeu_ps(lanes, _mm256_add_ps(lo, hi));
-        float v = 0.0f;
-        for (int j = 0; j < 8; ++j) v += lanes[j];
-        t[q] = v;
-      }
+      byoc_rnn_sum4_(byoc_rnn_halves_(s0), byoc_rnn_halves_(s1), byoc_rnn_halves_(s2),
+                     byoc_rnn_halves_(s3), t);
       for (int64_t k = H8; k < H; ++k) {
         t[0] += hm[k] * r0[k];
         t[1] += hm[k] * r1[k];
