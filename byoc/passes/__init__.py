@@ -48,6 +48,9 @@ ALL_PASSES: dict[str, LazyClass[ModulePass]] = {
         "byoc.passes.split_dequantize", "SplitDequantizePass", ModulePass
     ),
     "fold-batch-norm": LazyClass("byoc.passes.fold_batch_norm", "FoldBatchNormPass", ModulePass),
+    "batch-take-dense": LazyClass(
+        "byoc.passes.batch_take_dense", "BatchTakeDensePass", ModulePass
+    ),
 }
 
 # public name -> the module defining it, imported on first access

@@ -337,6 +337,125 @@ BYOC_KERNEL void byoc_gemm_rows_(const float* restrict x, const float* restrict 
     for (int64_t m = m0; m < m1; ++m) byoc_epilogue_row_(ep, n0, y + m * ldy + n0, n1 - n0);
 }
 
+/* ---- few rows against many weights: dot products (AVX-512) ------------------------- */
+
+/* On AVX-512F CPUs, dense with BYOC_DENSE_TILE_ROWS to BYOC_DENSE_DOT_ROWS - 1 rows and at
+ * least BYOC_DENSE_DOT_DEPTH terms a sum takes byoc_dense_dots_avx512_: the weights are read
+ * once, in place, with no packed panel (transposing a classifier's 8210 x 1024 weights into
+ * panels costs more than its 20 rows compute). With fewer terms the 16 lanes' final sum
+ * costs more than the products; with more rows the tile's reuse wins. */
+#define BYOC_DENSE_DOT_ROWS 32
+#define BYOC_DENSE_DOT_DEPTH 64
+
+#ifdef BYOC_FMA
+/* The 8 lanes of s summed in a fixed tree (halves of 4, then 2, then 1). */
+static BYOC_FMA inline __attribute__((always_inline)) float byoc_dots_sum8_(__m256 s) {
+  __m128 q = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+  q = _mm_add_ss(q, _mm_movehdup_ps(q));
+  return _mm_cvtss_f32(q);
+}
+
+#define BYOC_DOTS_ROW_(i, xi)                                                     \
+  do {                                                                            \
+    const __m512 p_ = (xi);                                                       \
+    a##i##0 = _mm512_fmadd_ps(p_, u0, a##i##0);                                   \
+    a##i##1 = _mm512_fmadd_ps(p_, u1, a##i##1);                                   \
+    a##i##2 = _mm512_fmadd_ps(p_, u2, a##i##2);                                   \
+    a##i##3 = _mm512_fmadd_ps(p_, u3, a##i##3);                                   \
+  } while (0)
+#define BYOC_DOTS_STORE_(i)                                                            \
+  do {                                                                                 \
+    if (i < mr) {                                                                      \
+      float* yi_ = y + (m + i) * N + n;                                                \
+      const __m512 s_[4] = {a##i##0, a##i##1, a##i##2, a##i##3};                      \
+      for (int64_t j_ = 0; j_ < nw; ++j_) {                                            \
+        const __m256 lo_ = _mm512_castps512_ps256(s_[j_]);                             \
+        const __m256 hi_ =                                                             \
+            _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s_[j_]), 1));     \
+        yi_[j_] = byoc_dots_sum8_(_mm256_add_ps(lo_, hi_));                            \
+      }                                                                                \
+    }                                                                                  \
+  } while (0)
+
+/*
+ * y[m * N + n] = sum_k x[m * K + k] * w[n * K + k] for m in [0, M), n in [n0, n1): four rows
+ * of w against up to six rows of x at a time (24 accumulators of 16 lanes; the rows in blocks
+ * of near-equal size), w's four rows staying in L1 across the rows of x. Each output is one
+ * chain of fused multiply-adds a lane over blocks of 16 k (lane j takes k = j mod 16; the
+ * last block's missing k are zeros), its 16 lanes then summed in a fixed tree (lanes j and
+ * j + 8, then halves of 4, 2, 1): it does not depend on [n0, n1), nor on the threads that
+ * split it.
+ */
+static BYOC_GEMM_AVX512 BYOC_MAYBE_UNUSED void byoc_dense_dots_avx512_(
+    const float* restrict x, const float* restrict w, float* restrict y, int64_t M, int64_t N,
+    int64_t K, int64_t n0, int64_t n1) {
+  const int64_t K16 = K - K % 16;
+  const __mmask16 tail = (__mmask16)((1u << (K - K16)) - 1u);
+  const int64_t blocks = (M + 5) / 6;
+  for (int64_t n = n0; n < n1; n += 4) {
+    const int64_t nw = n1 - n < 4 ? n1 - n : 4;
+    const float* w0 = w + n * K;
+    const float* w1 = nw > 1 ? w0 + K : w0;
+    const float* w2 = nw > 2 ? w0 + 2 * K : w0;
+    const float* w3 = nw > 3 ? w0 + 3 * K : w0;
+    for (int64_t bi = 0; bi < blocks; ++bi) {
+      const int64_t m = M * bi / blocks, mr = M * (bi + 1) / blocks - m;
+      const float* x0 = x + m * K;
+      const float* x1 = mr > 1 ? x0 + K : x0;
+      const float* x2 = mr > 2 ? x0 + 2 * K : x0;
+      const float* x3 = mr > 3 ? x0 + 3 * K : x0;
+      const float* x4 = mr > 4 ? x0 + 4 * K : x0;
+      const float* x5 = mr > 5 ? x0 + 5 * K : x0;
+      __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00;
+      __m512 a10 = a00, a11 = a00, a12 = a00, a13 = a00, a20 = a00, a21 = a00, a22 = a00;
+      __m512 a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00, a40 = a00, a41 = a00;
+      __m512 a42 = a00, a43 = a00, a50 = a00, a51 = a00, a52 = a00, a53 = a00;
+      for (int64_t k = 0; k < K16; k += 16) {
+        const __m512 u0 = _mm512_loadu_ps(w0 + k), u1 = _mm512_loadu_ps(w1 + k);
+        const __m512 u2 = _mm512_loadu_ps(w2 + k), u3 = _mm512_loadu_ps(w3 + k);
+        BYOC_DOTS_ROW_(0, _mm512_loadu_ps(x0 + k));
+        BYOC_DOTS_ROW_(1, _mm512_loadu_ps(x1 + k));
+        BYOC_DOTS_ROW_(2, _mm512_loadu_ps(x2 + k));
+        BYOC_DOTS_ROW_(3, _mm512_loadu_ps(x3 + k));
+        BYOC_DOTS_ROW_(4, _mm512_loadu_ps(x4 + k));
+        BYOC_DOTS_ROW_(5, _mm512_loadu_ps(x5 + k));
+      }
+      if (K16 < K) {
+        const __m512 u0 = _mm512_maskz_loadu_ps(tail, w0 + K16);
+        const __m512 u1 = _mm512_maskz_loadu_ps(tail, w1 + K16);
+        const __m512 u2 = _mm512_maskz_loadu_ps(tail, w2 + K16);
+        const __m512 u3 = _mm512_maskz_loadu_ps(tail, w3 + K16);
+        BYOC_DOTS_ROW_(0, _mm512_maskz_loadu_ps(tail, x0 + K16));
+        BYOC_DOTS_ROW_(1, _mm512_maskz_loadu_ps(tail, x1 + K16));
+        BYOC_DOTS_ROW_(2, _mm512_maskz_loadu_ps(tail, x2 + K16));
+        BYOC_DOTS_ROW_(3, _mm512_maskz_loadu_ps(tail, x3 + K16));
+        BYOC_DOTS_ROW_(4, _mm512_maskz_loadu_ps(tail, x4 + K16));
+        BYOC_DOTS_ROW_(5, _mm512_maskz_loadu_ps(tail, x5 + K16));
+      }
+      BYOC_DOTS_STORE_(0);
+      BYOC_DOTS_STORE_(1);
+      BYOC_DOTS_STORE_(2);
+      BYOC_DOTS_STORE_(3);
+      BYOC_DOTS_STORE_(4);
+      BYOC_DOTS_STORE_(5);
+    }
+  }
+}
+#undef BYOC_DOTS_ROW_
+#undef BYOC_DOTS_STORE_
+
+/* Columns [n0, n1) of every row through byoc_dense_dots_avx512_, then the epilogue. */
+static inline void byoc_dense_dots_(const float* restrict x, const float* restrict w,
+                                    float* restrict y, int64_t M, int64_t N, int64_t K,
+                                    int64_t n0, int64_t n1, const byoc_epilogue_* ep) {
+  if (n1 <= n0) return;
+  byoc_dense_dots_avx512_(x, w, y, M, N, K, n0, n1);
+  if (ep != NULL)
+    for (int64_t m = 0; m < M; ++m) byoc_epilogue_row_(ep, n0, y + m * N + n0, n1 - n0);
+}
+#endif
+
 /* Columns [4 * q0, 4 * q1) of every row (the last quad may be short). */
 static inline void byoc_dense_quads_(const float* restrict x, const float* restrict w,
                                      float* restrict y, int64_t M, int64_t N, int64_t K,
@@ -382,12 +501,24 @@ static inline void byoc_dense_items_(const float* restrict x, const float* restr
  * packs its group's panels again; a split over row tiles alone would pack all of w once per
  * claim: docs/threads.md measures it).
  * Fewer rows: the dot products of byoc_dense_part_, threads splitting the rows when there
- * are enough of them, else the columns in multiples of 4. Either way every output is
+ * are enough of them, else the columns in multiples of 4. On AVX-512F CPUs, a few rows with
+ * enough terms take byoc_dense_dots_avx512_ instead (BYOC_DENSE_DOT_ROWS), threads splitting
+ * the columns in multiples of 4. Either way every output is
  * summed by the same code whatever the split: identical results at any thread count.
  */
 static inline void byoc_dense_run_(const float* restrict x, const float* restrict w,
                                    float* restrict y, int64_t M, int64_t N, int64_t K,
                                    const byoc_epilogue_* ep) {
+#ifdef BYOC_FMA
+  if (M >= BYOC_DENSE_TILE_ROWS && M < BYOC_DENSE_DOT_ROWS && K >= BYOC_DENSE_DOT_DEPTH &&
+      BYOC_GEMM_LEVEL_() == 2) { /* threads split the columns in quads */
+    const int32_t nt = byoc_threads_for(M * N * K, BYOC_PAR_GRAIN);
+    const int64_t quads = (N + 3) / 4;
+    BYOC_STEAL_(nt, quads, byoc_steal_grain_(nt, quads, 1), 1, q0, q1,
+                byoc_dense_dots_(x, w, y, M, N, K, 4 * q0, 4 * q1 < N ? 4 * q1 : N, ep));
+    return;
+  }
+#endif
   if (M >= BYOC_DENSE_TILE_ROWS) {
     const int32_t nt = byoc_threads_for(M * N * K, BYOC_GEMM_GRAIN);
     if (nt <= 1) {

@@ -150,12 +150,14 @@ static inline __attribute__((always_inline)) void byoc_rnn_sigmoid8_(const byoc_
     }                                                                   \
   } while (0)
 
-/* f(v) in place for n values (one switch per vector, not per element). */
-static inline void byoc_rnn_act_(int32_t code, float alpha, float beta, float* restrict v,
+/* f(v) in place for n values (one switch per vector, not per element). A kernel of its own
+ * (BYOC_KERNEL, so cloned): gcc does not inline it into the step, and a plain static function
+ * would run the baseline's code from the step's AVX2 clone. */
+BYOC_KERNEL void byoc_rnn_act_(int32_t code, float alpha, float beta, float* restrict v,
                                  int64_t n) {
   switch (code) {
     case BYOC_RNN_RELU:
-      for (int64_t i = 0; i < n; ++i) v[i] = v[i] < 0.0f ? 0.0f : v[i];
+      BYOC_EACH8_(n, i, v[i] = v[i] < 0.0f ? 0.0f : v[i]);
       break;
     case BYOC_RNN_TANH:
       BYOC_RNN_MAP8_(byoc_rnn_tanh8_, v, n);
@@ -164,28 +166,28 @@ static inline void byoc_rnn_act_(int32_t code, float alpha, float beta, float* r
       BYOC_RNN_MAP8_(byoc_rnn_sigmoid8_, v, n);
       break;
     case BYOC_RNN_AFFINE:
-      for (int64_t i = 0; i < n; ++i) v[i] = alpha * v[i] + beta;
+      BYOC_EACH8_(n, i, v[i] = alpha * v[i] + beta);
       break;
     case BYOC_RNN_LEAKY_RELU:
-      for (int64_t i = 0; i < n; ++i) v[i] = v[i] >= 0.0f ? v[i] : alpha * v[i];
+      BYOC_EACH8_(n, i, v[i] = v[i] >= 0.0f ? v[i] : alpha * v[i]);
       break;
     case BYOC_RNN_THRESHOLDED_RELU:
-      for (int64_t i = 0; i < n; ++i) v[i] = v[i] > alpha ? v[i] : 0.0f;
+      BYOC_EACH8_(n, i, v[i] = v[i] > alpha ? v[i] : 0.0f);
       break;
     case BYOC_RNN_SCALED_TANH:
       for (int64_t i = 0; i < n; ++i) v[i] = alpha * tanhf(beta * v[i]);
       break;
     case BYOC_RNN_HARD_SIGMOID:
-      for (int64_t i = 0; i < n; ++i) {
+      BYOC_EACH8_(n, i, {
         const float s = alpha * v[i] + beta;
         v[i] = s < 0.0f ? 0.0f : s > 1.0f ? 1.0f : s;
-      }
+      });
       break;
     case BYOC_RNN_ELU:
       for (int64_t i = 0; i < n; ++i) v[i] = v[i] >= 0.0f ? v[i] : alpha * expm1f(v[i]);
       break;
     case BYOC_RNN_SOFTSIGN:
-      for (int64_t i = 0; i < n; ++i) v[i] = v[i] / (1.0f + fabsf(v[i]));
+      BYOC_EACH8_(n, i, v[i] = v[i] / (1.0f + fabsf(v[i])));
       break;
     default: /* BYOC_RNN_SOFTPLUS: log(1 + e^x) without overflow */
       for (int64_t i = 0; i < n; ++i) {
@@ -199,8 +201,45 @@ static inline void byoc_rnn_act_(int32_t code, float alpha, float beta, float* r
 /* numpy.clip(v, -c, c) in place (NaN passes through); c <= 0: no clip. */
 static inline void byoc_rnn_clip_(float c, float* restrict v, int64_t n) {
   if (!(c > 0.0f)) return;
-  for (int64_t i = 0; i < n; ++i) v[i] = v[i] < -c ? -c : v[i] > c ? c : v[i];
+  BYOC_EACH8_(n, i, v[i] = v[i] < -c ? -c : v[i] > c ? c : v[i]);
 }
+
+/* The pointwise pieces of a step, on n values of distinct buffers, in blocks of 8
+ * (BYOC_EACH8_, byoc_kernels_glue.h) so that gcc vectorises them: the same operations as
+ * plain loops, so the same results. */
+#define BYOC_RNN_PW_ static inline __attribute__((always_inline)) void
+BYOC_RNN_PW_ byoc_rnn_add_(float* restrict a, const float* restrict x, int64_t n) {
+  BYOC_EACH8_(n, j, a[j] += x[j]);
+}
+BYOC_RNN_PW_ byoc_rnn_add2_(float* restrict a, const float* restrict u, const float* restrict v,
+                            int64_t n) {
+  BYOC_EACH8_(n, j, a[j] += u[j] + v[j]);
+}
+BYOC_RNN_PW_ byoc_rnn_addmul_(float* restrict a, const float* restrict u,
+                              const float* restrict v, int64_t n) {
+  BYOC_EACH8_(n, j, a[j] += u[j] * v[j]);
+}
+BYOC_RNN_PW_ byoc_rnn_mul_(float* restrict a, const float* restrict x, int64_t n) {
+  BYOC_EACH8_(n, j, a[j] *= x[j]);
+}
+BYOC_RNN_PW_ byoc_rnn_prod_(float* restrict o, const float* restrict u, const float* restrict v,
+                            int64_t n) {
+  BYOC_EACH8_(n, j, o[j] = u[j] * v[j]);
+}
+BYOC_RNN_PW_ byoc_rnn_one_minus_(float* restrict o, const float* restrict u, int64_t n) {
+  BYOC_EACH8_(n, j, o[j] = 1.0f - u[j]);
+}
+/* c = f * c + i * g (LSTM's new cell state) */
+BYOC_RNN_PW_ byoc_rnn_cell_(float* restrict c, const float* restrict f, const float* restrict i,
+                            const float* restrict g, int64_t n) {
+  BYOC_EACH8_(n, j, c[j] = f[j] * c[j] + i[j] * g[j]);
+}
+/* o = (1 - z) * a + z * h (GRU's new state) */
+BYOC_RNN_PW_ byoc_rnn_blend_(float* restrict o, const float* restrict z, const float* restrict a,
+                             const float* restrict h, int64_t n) {
+  BYOC_EACH8_(n, j, o[j] = (1.0f - z[j]) * a[j] + z[j] * h[j]);
+}
+#undef BYOC_RNN_PW_
 
 /*
  * out[m * ldo + n] = sum_k h[m * H + k] * r[n * H + k] for rows n in [n0, n1), m in [0, B):
@@ -270,9 +309,19 @@ static inline void byoc_rnn_gemv_(const float* restrict h, const float* restrict
 }
 
 #ifdef BYOC_FMA
+/* t[q] = the sum of the 8 lanes of a_q for four rows at once, in a fixed tree: pairs of
+ * lanes, then pairs of pairs (two horizontal adds), then the two halves. */
+static BYOC_FMA inline __attribute__((always_inline)) void byoc_rnn_sum4_(__m256 a0, __m256 a1,
+                                                                          __m256 a2, __m256 a3,
+                                                                          float* t) {
+  const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+  _mm_storeu_ps(t, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+}
+
 /* byoc_rnn_gemv_ with fused multiply-adds (AVX2 + FMA) and two accumulators a row (terms k
- * and k + 8 of every 16, added before the lanes): the same products summed in another
- * order, one rounding fewer per term; still the same code for every row whatever the split. */
+ * and k + 8 of every 16, added before the lanes; the lanes of four rows summed together by
+ * byoc_rnn_sum4_): the same products summed in another order, one rounding fewer per term;
+ * still the same code for every row whatever the split. */
 static BYOC_FMA BYOC_MAYBE_UNUSED void byoc_rnn_gemv_fma_(const float* restrict h,
                                                           const float* restrict r,
                                                           float* restrict out, int64_t B,
@@ -311,14 +360,8 @@ static BYOC_FMA BYOC_MAYBE_UNUSED void byoc_rnn_gemv_fma_(const float* restrict 
         s3 = _mm256_fmadd_ps(x, _mm256_loadu_ps(r3 + k), s3);
       }
       float t[4];
-      const __m256 s[4] = {_mm256_add_ps(s0, u0), _mm256_add_ps(s1, u1), _mm256_add_ps(s2, u2),
-                           _mm256_add_ps(s3, u3)};
-      for (int q = 0; q < 4; ++q) {
-        _mm256_storeu_ps(lanes, s[q]);
-        float v = 0.0f;
-        for (int j = 0; j < 8; ++j) v += lanes[j];
-        t[q] = v;
-      }
+      byoc_rnn_sum4_(_mm256_add_ps(s0, u0), _mm256_add_ps(s1, u1), _mm256_add_ps(s2, u2),
+                     _mm256_add_ps(s3, u3), t);
       for (int64_t k = H8; k < H; ++k) {
         t[0] += hm[k] * r0[k];
         t[1] += hm[k] * r1[k];
@@ -343,6 +386,61 @@ static BYOC_FMA BYOC_MAYBE_UNUSED void byoc_rnn_gemv_fma_(const float* restrict 
     }
   }
 }
+
+/* Lanes j and j + 8 of a 16-lane vector added: the AVX2 form's two accumulators added. */
+static BYOC_GEMM_AVX512 inline __attribute__((always_inline)) __m256 byoc_rnn_halves_(__m512 s) {
+  return _mm256_add_ps(_mm512_castps512_ps256(s),
+                       _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)));
+}
+
+/* byoc_rnn_gemv_fma_ with 16-lane registers (AVX-512F): one accumulator a row holds both of
+ * its accumulators (lanes 0-7: terms k, lanes 8-15: terms k + 8 of every 16), the block of 8
+ * past the last 16 goes into lanes 0-7, and the two halves are added before the lanes; the
+ * same operations on every term as byoc_rnn_gemv_fma_, so the same results, with half the
+ * loads and multiply-adds issued. Rows past the last group of 4 go through
+ * byoc_rnn_gemv_fma_'s single-row code, as there. */
+static BYOC_GEMM_AVX512 BYOC_MAYBE_UNUSED void byoc_rnn_gemv_avx512_(
+    const float* restrict h, const float* restrict r, float* restrict out, int64_t B, int64_t H,
+    int64_t ldo, int64_t n0, int64_t n1) {
+  const int64_t H8 = H - H % 8, H16 = H - H % 16;
+  const __mmask16 eight = H8 > H16 ? (__mmask16)0xFF : (__mmask16)0;
+  int64_t n = n0;
+  for (; n + 4 <= n1; n += 4) {
+    const float* r0 = r + n * H;
+    const float* r1 = r0 + H;
+    const float* r2 = r1 + H;
+    const float* r3 = r2 + H;
+    for (int64_t m = 0; m < B; ++m) {
+      const float* hm = h + m * H;
+      __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+      for (int64_t k = 0; k < H16; k += 16) {
+        const __m512 x = _mm512_loadu_ps(hm + k);
+        s0 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r0 + k), s0);
+        s1 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r1 + k), s1);
+        s2 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r2 + k), s2);
+        s3 = _mm512_fmadd_ps(x, _mm512_loadu_ps(r3 + k), s3);
+      }
+      if (eight) {
+        const __m512 x = _mm512_maskz_loadu_ps(eight, hm + H16);
+        s0 = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(eight, r0 + H16), s0);
+        s1 = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(eight, r1 + H16), s1);
+        s2 = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(eight, r2 + H16), s2);
+        s3 = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(eight, r3 + H16), s3);
+      }
+      float t[4];
+      byoc_rnn_sum4_(byoc_rnn_halves_(s0), byoc_rnn_halves_(s1), byoc_rnn_halves_(s2),
+                     byoc_rnn_halves_(s3), t);
+      for (int64_t k = H8; k < H; ++k) {
+        t[0] += hm[k] * r0[k];
+        t[1] += hm[k] * r1[k];
+        t[2] += hm[k] * r2[k];
+        t[3] += hm[k] * r3[k];
+      }
+      memcpy(out + m * ldo + n, t, sizeof t);
+    }
+  }
+  if (n < n1) byoc_rnn_gemv_fma_(h, r, out, B, H, ldo, n, n1);
+}
 #endif
 
 /* What every step of one op needs (built once per call). */
@@ -362,7 +460,7 @@ typedef struct {
   const int64_t* acts;                   /* [D, 3] activation codes */
   const float* coef;                     /* [D, 3, 2] alpha, beta */
   float clip;
-  int use_fma;
+  int level; /* the recurrent product's code: 2 AVX-512F, 1 AVX2 + FMA, 0 the baseline's */
 } byoc_rnn_;
 
 /* A direction's working set: h (two buffers), c, the recurrent product, r . h (GRU). */
@@ -407,7 +505,11 @@ static inline int64_t byoc_rnn_soff_(const byoc_rnn_* k, int32_t d, int64_t b) {
 static inline void byoc_rnn_product_(const byoc_rnn_* k, const float* h, const float* r,
                                      float* out, int64_t n0, int64_t n1) {
 #ifdef BYOC_FMA
-  if (k->use_fma) {
+  if (k->level == 2) {
+    byoc_rnn_gemv_avx512_(h, r, out, k->B, k->H, k->GH, n0, n1);
+    return;
+  }
+  if (k->level == 1) {
     byoc_rnn_gemv_fma_(h, r, out, k->B, k->H, k->GH, n0, n1);
     return;
   }
@@ -456,9 +558,8 @@ BYOC_KERNEL void byoc_rnn_step_(const byoc_rnn_* k, const byoc_rnn_work_* w, int
     float* hnb = hn + b * H;
     if (G == 1) {
       float* a = g + j0;
-      for (int64_t j = 0; j < n; ++j) a[j] += xw[j0 + j];
-      if (wb != NULL)
-        for (int64_t j = 0; j < n; ++j) a[j] += wb[j0 + j] + rb[j0 + j];
+      byoc_rnn_add_(a, xw + j0, n);
+      if (wb != NULL) byoc_rnn_add2_(a, wb + j0, rb + j0, n);
       byoc_rnn_clip_(k->clip, a, n);
       byoc_rnn_act_((int32_t)act[0], cf[0], cf[1], a, n);
       memcpy(hnb + j0, a, (size_t)n * sizeof(float));
@@ -467,40 +568,31 @@ BYOC_KERNEL void byoc_rnn_step_(const byoc_rnn_* k, const byoc_rnn_work_* w, int
       float* rr = g + H + j0;
       float* hh = g + 2 * H + j0;
       if (phase != 2) {
-        for (int64_t j = 0; j < n; ++j) {
-          z[j] += xw[j0 + j];
-          rr[j] += xw[H + j0 + j];
+        byoc_rnn_add_(z, xw + j0, n);
+        byoc_rnn_add_(rr, xw + H + j0, n);
+        if (wb != NULL) {
+          byoc_rnn_add2_(z, wb + j0, rb + j0, n);
+          byoc_rnn_add2_(rr, wb + H + j0, rb + H + j0, n);
         }
-        if (wb != NULL)
-          for (int64_t j = 0; j < n; ++j) {
-            z[j] += wb[j0 + j] + rb[j0 + j];
-            rr[j] += wb[H + j0 + j] + rb[H + j0 + j];
-          }
         byoc_rnn_clip_(k->clip, z, n);
         byoc_rnn_clip_(k->clip, rr, n);
         byoc_rnn_act_((int32_t)act[0], cf[0], cf[1], z, n);
         byoc_rnn_act_((int32_t)act[0], cf[0], cf[1], rr, n);
         if (gru_split) {
           float* rh = w->rh + b * H + j0;
-          for (int64_t j = 0; j < n; ++j) rh[j] = rr[j] * hb[j0 + j];
+          byoc_rnn_prod_(rh, rr, hb + j0, n);
           if (phase == 1) continue;
         }
       }
-      if (gru_split) { /* hh = (r . h) R_h^T (phase 2 product) + Rb_h */
-        if (rb != NULL)
-          for (int64_t j = 0; j < n; ++j) hh[j] += rb[2 * H + j0 + j];
-      } else { /* linear_before_reset: hh = r * (h R_h^T + Rb_h) */
-        if (rb != NULL)
-          for (int64_t j = 0; j < n; ++j) hh[j] += rb[2 * H + j0 + j];
-        for (int64_t j = 0; j < n; ++j) hh[j] *= rr[j];
-      }
-      for (int64_t j = 0; j < n; ++j) hh[j] += xw[2 * H + j0 + j];
-      if (wb != NULL)
-        for (int64_t j = 0; j < n; ++j) hh[j] += wb[2 * H + j0 + j];
+      /* gru_split: hh = (r . h) R_h^T (phase 2 product) + Rb_h; linear_before_reset:
+       * hh = r * (h R_h^T + Rb_h) */
+      if (rb != NULL) byoc_rnn_add_(hh, rb + 2 * H + j0, n);
+      if (!gru_split) byoc_rnn_mul_(hh, rr, n);
+      byoc_rnn_add_(hh, xw + 2 * H + j0, n);
+      if (wb != NULL) byoc_rnn_add_(hh, wb + 2 * H + j0, n);
       byoc_rnn_clip_(k->clip, hh, n);
       byoc_rnn_act_((int32_t)act[1], cf[2], cf[3], hh, n);
-      for (int64_t j = 0; j < n; ++j)
-        hnb[j0 + j] = (1.0f - z[j]) * hh[j] + z[j] * hb[j0 + j];
+      byoc_rnn_blend_(hnb + j0, z, hh, hb + j0, n);
     } else { /* LSTM: gates i, o, f, c */
       float* gi = g + j0;
       float* go = g + H + j0;
@@ -510,37 +602,31 @@ BYOC_KERNEL void byoc_rnn_step_(const byoc_rnn_* k, const byoc_rnn_work_* w, int
       for (int32_t q = 0; q < 4; ++q) {
         float* a = g + q * H + j0;
         const float* x = xw + q * H + j0;
-        for (int64_t j = 0; j < n; ++j) a[j] += x[j];
-        if (wb != NULL) {
-          const float* u = wb + q * H + j0;
-          const float* v = rb + q * H + j0;
-          for (int64_t j = 0; j < n; ++j) a[j] += u[j] + v[j];
-        }
+        byoc_rnn_add_(a, x, n);
+        if (wb != NULL) byoc_rnn_add2_(a, wb + q * H + j0, rb + q * H + j0, n);
       }
       const float* p = (k->flags & BYOC_RNN_PEEPHOLE) ? k->p + (int64_t)d * 3 * H : NULL;
-      if (p != NULL)
-        for (int64_t j = 0; j < n; ++j) {
-          gi[j] += p[j0 + j] * c[j];
-          gf[j] += p[2 * H + j0 + j] * c[j];
-        }
+      if (p != NULL) {
+        byoc_rnn_addmul_(gi, p + j0, c, n);
+        byoc_rnn_addmul_(gf, p + 2 * H + j0, c, n);
+      }
       byoc_rnn_clip_(k->clip, gi, n);
       byoc_rnn_act_((int32_t)act[0], cf[0], cf[1], gi, n);
       if (k->flags & BYOC_RNN_INPUT_FORGET) {
-        for (int64_t j = 0; j < n; ++j) gf[j] = 1.0f - gi[j];
+        byoc_rnn_one_minus_(gf, gi, n);
       } else {
         byoc_rnn_clip_(k->clip, gf, n);
         byoc_rnn_act_((int32_t)act[0], cf[0], cf[1], gf, n);
       }
       byoc_rnn_clip_(k->clip, gc, n);
       byoc_rnn_act_((int32_t)act[1], cf[2], cf[3], gc, n);
-      for (int64_t j = 0; j < n; ++j) c[j] = gf[j] * c[j] + gi[j] * gc[j];
-      if (p != NULL)
-        for (int64_t j = 0; j < n; ++j) go[j] += p[H + j0 + j] * c[j];
+      byoc_rnn_cell_(c, gf, gi, gc, n);
+      if (p != NULL) byoc_rnn_addmul_(go, p + H + j0, c, n);
       byoc_rnn_clip_(k->clip, go, n);
       byoc_rnn_act_((int32_t)act[0], cf[0], cf[1], go, n);
       memcpy(gc, c, (size_t)n * sizeof(float)); /* h(c) computed in the candidate's slot */
       byoc_rnn_act_((int32_t)act[2], cf[4], cf[5], gc, n);
-      for (int64_t j = 0; j < n; ++j) hnb[j0 + j] = go[j] * gc[j];
+      byoc_rnn_prod_(hnb + j0, go, gc, n);
     }
     memcpy(k->y + byoc_rnn_yoff_(k, t, d, b) + j0, hnb + j0, (size_t)n * sizeof(float));
   }
@@ -626,11 +712,7 @@ static inline void byoc_recurrent_run_(byoc_rnn_* k, const float* restrict x,
   float* xw = scratch;
   float* work = scratch + T * B * D * GH;
   const int64_t per = byoc_rnn_work_floats_(B, H, GH);
-#ifdef BYOC_FMA
-  k->use_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-  k->use_fma = 0;
-#endif
+  k->level = BYOC_GEMM_LEVEL_();
   byoc_dense_run_(x, w, xw, T * B, D * GH, I, NULL);
   k->xw = xw;
   const int32_t nt = byoc_threads();
@@ -656,7 +738,7 @@ static inline void byoc_rnn_init_(byoc_rnn_* k, int32_t gates, const float* r, c
   k->r = r, k->bias = b, k->h0 = h0, k->c0 = c0, k->p = p, k->seq = seq;
   k->y = y, k->yh = yh, k->yc = yc;
   k->acts = acts, k->coef = coef, k->clip = clip;
-  k->use_fma = 0;
+  k->level = 0;
 }
 
 /*

@@ -331,6 +331,8 @@ CCOMPILER = Target(
     composite_lowering="qnn",
     lowering="lower-to-c",
     component="c",
+    # an unrolled recurrent net's per-step input projections as one dense before partitioning
+    prepare=("batch-take-dense",),
     description="C source (fused loops and byoc_kernels.h calls), one shared library",
 )
 

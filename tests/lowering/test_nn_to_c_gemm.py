@@ -1,9 +1,10 @@
 """The GEMM-shaped kernels of the C target against the numpy reference, within the f32
 bounds of tests/support/bounds.py, at both CPU dispatch levels, and bit for bit equal at 1
 and 2 threads: dense and matmul through their register tile (row and column edges, depths
-past one packed panel, a broadcast batch), and conv2d's two 1-D paths (short output rows
-with channels in the lanes; a contiguous axis as a GEMM over the image, on AVX-512F CPUs),
-with and without padding. No test asserts on wall time.
+past one packed panel, a broadcast batch), dense with a few rows through its dot products
+(on AVX-512F CPUs), and conv2d's two 1-D paths (short output rows with channels in the
+lanes; a contiguous axis as a GEMM over the image, on AVX-512F CPUs), with and without
+padding. No test asserts on wall time.
 """
 
 from __future__ import annotations
@@ -69,6 +70,26 @@ def test_dense(cache: Path, dispatch: str, m: int, n: int, k: int) -> None:
 }}"""
     rng = np.random.default_rng(m * 1000 + n)
     check(text, [rand(rng, m, k), rand(rng, n, k)], dispatch)
+
+
+# 3 to 31 rows with at least 64 terms: the dot products of byoc_dense_dots_avx512_ on AVX-512F
+# CPUs (the tile elsewhere); row blocks of 1 to 6, a last weight quad of 1 to 3 rows, depths
+# with and without a partial block of 16, enough work for 2 threads to split the columns
+DENSE_DOTS = [(3, 5, 64), (7, 33, 1030), (20, 131, 100), (31, 9, 65), (13, 70, 81), (25, 258, 256)]
+
+
+@pytest.mark.parametrize("dispatch", ["auto", "baseline"])
+@pytest.mark.parametrize(("m", "n", "k"), DENSE_DOTS)
+def test_dense_few_rows_bias_relu(cache: Path, dispatch: str, m: int, n: int, k: int) -> None:
+    x_t, w_t, y_t = f"tensor<{m}x{k}xf32>", f"tensor<{n}x{k}xf32>", f"tensor<{m}x{n}xf32>"
+    text = f"""func.func @main(%x: {x_t}, %w: {w_t}, %b: tensor<{n}xf32>) -> {y_t} {{
+  %0 = nn.dense %x, %w : ({x_t}, {w_t}) -> {y_t}
+  %1 = nn.bias_add %0, %b {{axis = 1 : i64}} : ({y_t}, tensor<{n}xf32>) -> {y_t}
+  %2 = nn.relu %1 : {y_t}
+  func.return %2 : {y_t}
+}}"""
+    rng = np.random.default_rng(m * 1000 + n)
+    check(text, [rand(rng, m, k), rand(rng, n, k), rand(rng, n)], dispatch)
 
 
 MATMUL = [(1, 1, 5, 7, 0), (3, 2, 17, 33, 3), (8, 32, 16, 32, 8), (2, 64, 64, 32, 0), (4, 5, 35, 600, 1), (6, 13, 20, 3, 6), (1, 40, 96, 64, 0)]

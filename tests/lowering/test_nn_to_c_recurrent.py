@@ -269,6 +269,21 @@ def test_a_step_split_across_threads_gives_the_single_thread_results(op: str) ->
     check(spec)
 
 
+@pytest.mark.parametrize("op", list(GATES))
+@pytest.mark.parametrize("hidden", [37, 40])
+def test_hidden_sizes_past_one_vector(dispatch: str, op: str, hidden: int) -> None:
+    """Hidden sizes past 16: the recurrent product's whole vectors of 16 (AVX-512F) or 8
+    terms, then a block of 8 (40) or single terms (37), rows in groups of 4 and a last group
+    of 1 (37); bidirectional with rows of different lengths, against both references."""
+    spec = Spec(
+        op=op, direction="bidirectional", layout=0, t=4, batch=3, inputs=21, hidden=hidden,
+        lens=(4, 2, 3), bias=True, h0=True, c0=op == "LSTM", peephole=op == "LSTM",
+        activations=None, alphas=(), betas=(), clip=None, linear_before_reset=0, input_forget=0,
+        seed=5,
+    )  # fmt: skip
+    check(spec)
+
+
 def test_the_bound_grows_with_the_sequence() -> None:
     """The recurrence bound is not one dot product's: later steps carry the earlier errors."""
     spec = Spec(
