@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from byoc.runtime.cpu import DISPATCH_ENV, DISPATCH_LEVELS
+from byoc.runtime.cpu import DISPATCH_ENV, distinct_levels
 from byoc.runtime.toolchain import KERNEL_CACHE_ENV, cache_dir
 
 # Tests build in fresh library caches; they share the kernel library of the user's cache
@@ -14,10 +14,11 @@ from byoc.runtime.toolchain import KERNEL_CACHE_ENV, cache_dir
 os.environ.setdefault(KERNEL_CACHE_ENV, str(cache_dir()))
 
 
-@pytest.fixture(params=DISPATCH_LEVELS)
+@pytest.fixture(params=distinct_levels())
 def dispatch(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run the test once with the best kernels the CPU has (`auto`) and once with the
-    baseline x86-64 ones (`baseline`): libraries compiled inside it use that level."""
+    """Run the test with the best kernels the CPU has (`auto`), with the AVX2 ones an
+    AVX2-only CPU takes (`avx2`: no AVX-512 path, on CPUs that have AVX-512) and with the baseline x86-64 ones
+    (`baseline`): libraries compiled inside it use that level."""
     monkeypatch.setenv(DISPATCH_ENV, request.param)
     return str(request.param)
 

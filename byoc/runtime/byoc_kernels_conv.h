@@ -823,7 +823,7 @@ static inline int byoc_conv1d_wide_(const byoc_conv_geom_* g) {
   if (g->G != 1 || g->P < 32 || g->WS > BYOC_CONV1D_WIDE_MAX_WS) return 0;
   const int along_w = g->OH == 1 && g->SW == 1;
   const int along_h = g->OW == 1 && g->SH == 1 && g->WP == 1;
-  return (along_w || along_h) && __builtin_cpu_supports("avx512f");
+  return (along_w || along_h) && BYOC_HAS_AVX512_("avx512f");
 }
 
 /* Output channels [o0, o1) of one image from xs (its padded channels). */

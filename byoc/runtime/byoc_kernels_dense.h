@@ -280,7 +280,7 @@ static BYOC_GEMM_AVX512 BYOC_MAYBE_UNUSED void byoc_gemm_tile2_avx512_(
 }
 /* Which tile: 2 (AVX-512F: two panels at once), 1 (AVX2 + FMA), 0 (the baseline's). */
 #define BYOC_GEMM_LEVEL_()                                                             \
-  (__builtin_cpu_supports("avx512f") ? 2                                               \
+  (BYOC_HAS_AVX512_("avx512f") ? 2                                               \
    : (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) ? 1 : 0)
 #else
 #define BYOC_GEMM_TILE_(fma, a, lda, b, ldb, kc, c, ldc, mr, nr, first) \

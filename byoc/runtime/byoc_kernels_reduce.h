@@ -182,7 +182,7 @@ BYOC_DEFINE_SOFTMAX_ROWS_(byoc_softmax_rows16_, BYOC_SOFTMAX_AVX512_, 16)
 static inline void byoc_softmax_contiguous_rows_(const float* restrict x, float* restrict y,
                                                  int64_t n, int64_t r0, int64_t r1) {
 #ifdef BYOC_SOFTMAX_AVX2_
-  if (__builtin_cpu_supports("avx512f")) {
+  if (BYOC_HAS_AVX512_("avx512f")) {
     byoc_softmax_rows16_(x, y, n, r0, r1);
     return;
   }

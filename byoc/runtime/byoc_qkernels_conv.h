@@ -242,7 +242,7 @@ static BYOC_Q_AVX2 int64_t byoc_q_dw_row_avx2_(const int16_t* plane, int64_t WP,
 #define BYOC_Q_VNNI_VBMI __attribute__((target("avx2,avx512f,avx512vl,avx512bw,avx512vnni,avx512vbmi")))
 /* Whether byoc_q_dw_plane_vbmi_ may run: AVX-512 VNNI (level 2) and VBMI. */
 static BYOC_MAYBE_UNUSED int byoc_q_dw_vbmi_(int level) {
-  return level == 2 && __builtin_cpu_supports("avx512vbmi");
+  return level == 2 && BYOC_HAS_AVX512_("avx512vbmi");
 }
 /*
  * One plane of a depthwise conv2d with AVX-512 VNNI + VBMI, 16 output pixels a step: the u8

@@ -40,7 +40,7 @@ static BYOC_Q_VBMI void byoc_qlut_row_vbmi_(const uint8_t* x, const uint8_t* t, 
   }
 }
 static BYOC_MAYBE_UNUSED int byoc_q_vbmi_(void) {
-  return __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
+  return BYOC_HAS_AVX512_("avx512vbmi") && BYOC_HAS_AVX512_("avx512bw");
 }
 #else
 static BYOC_MAYBE_UNUSED int byoc_q_vbmi_(void) { return 0; }

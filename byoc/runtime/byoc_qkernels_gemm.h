@@ -522,8 +522,8 @@ static BYOC_Q_VNNI void byoc_q_dot_u8_vnni_(const uint8_t* xr, uint8_t flip, con
 /* 0: baseline, 1: AVX2, 2: AVX-512 VNNI — what byoc_qgemm_ runs on this CPU. */
 static BYOC_MAYBE_UNUSED int byoc_qgemm_level(void) {
 #ifdef BYOC_Q_AVX2
-  if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512bw"))
+  if (BYOC_HAS_AVX512_("avx512vnni") && BYOC_HAS_AVX512_("avx512vl") &&
+      BYOC_HAS_AVX512_("avx512bw"))
     return 2;
   if (__builtin_cpu_supports("avx2")) return 1;
 #endif

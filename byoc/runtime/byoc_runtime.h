@@ -54,6 +54,17 @@
 #define BYOC_PRINTF(a, b)
 #endif
 
+/*
+ * BYOC_HAS_AVX512_("avx512...") is __builtin_cpu_supports for the AVX-512 features the
+ * kernels test at run time; -DBYOC_NO_AVX512 (BYOC_CPU_DISPATCH=avx2) makes it 0, so an
+ * AVX-512 machine runs and tests the AVX2 paths an AVX2-only CPU takes.
+ */
+#ifdef BYOC_NO_AVX512
+#define BYOC_HAS_AVX512_(feature) 0
+#else
+#define BYOC_HAS_AVX512_(feature) __builtin_cpu_supports(feature)
+#endif
+
 /* hidden even without -fvisibility=hidden: calls bind inside this library, never to libgomp */
 #define BYOC_HIDDEN_ __attribute__((visibility("hidden")))
 

@@ -102,7 +102,7 @@ VARIABLES: dict[str, EnvVar] = {
             default=8,
         ),
         EnvVar("BYOC_CACHE_DIR", "a directory path", str),
-        EnvVar("BYOC_CPU_DISPATCH", "'auto' or 'baseline'", _one_of("auto", "baseline"), "auto", True),
+        EnvVar("BYOC_CPU_DISPATCH", "'auto', 'avx2' or 'baseline'", _one_of("auto", "avx2", "baseline"), "auto", True),
         EnvVar("BYOC_SANITIZE", "a comma-separated list of 'address' and 'undefined'", _sanitizers, ()),
         EnvVar("BYOC_PROFILE_KERNELS", "0 or 1", _flag, False),
         EnvVar("BYOC_CFLAGS", "compiler flags a shell can split", _words, ()),

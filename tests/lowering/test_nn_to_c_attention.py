@@ -20,6 +20,7 @@ from support.bounds import assert_graph_outputs
 
 import byoc
 from byoc.interpreters import run_reference
+from byoc.runtime.cpu import distinct_levels
 
 Array = np.ndarray[Any, Any]
 
@@ -64,7 +65,7 @@ def unary(op: str, shape: tuple[int, ...], attrs: str) -> str:
 SOFTMAX = [(5, 1), (4, 3), (6, 7), (9, 17), (3, 33), (8, 32, 32), (1, 6, 64, 64), (2, 4, 65, 65), (3, 1000), (256, 64)]
 
 
-@pytest.mark.parametrize("dispatch", ["auto", "baseline"])
+@pytest.mark.parametrize("dispatch", distinct_levels())
 @pytest.mark.parametrize("shape", SOFTMAX, ids=lambda s: "x".join(map(str, s)))
 def test_softmax_last_axis(cache: Path, dispatch: str, shape: tuple[int, ...]) -> None:
     rng = np.random.default_rng(sum(shape))
@@ -72,7 +73,7 @@ def test_softmax_last_axis(cache: Path, dispatch: str, shape: tuple[int, ...]) -
     check(unary("nn.softmax", shape, "{axis = -1 : i64}"), [x], dispatch)
 
 
-@pytest.mark.parametrize("dispatch", ["auto", "baseline"])
+@pytest.mark.parametrize("dispatch", distinct_levels())
 @pytest.mark.parametrize("n", [3, 16, 37])
 def test_softmax_special_rows(cache: Path, dispatch: str, n: int) -> None:
     """A NaN anywhere in a row, +inf, a row of -inf, masked (-inf) entries beside finite
@@ -89,7 +90,7 @@ def test_softmax_special_rows(cache: Path, dispatch: str, n: int) -> None:
     check(unary("nn.softmax", (8, n), "{axis = -1 : i64}"), [x], dispatch)
 
 
-@pytest.mark.parametrize("dispatch", ["auto", "baseline"])
+@pytest.mark.parametrize("dispatch", distinct_levels())
 @pytest.mark.parametrize("form", ["none", "tanh"])
 def test_gelu_over_its_range(cache: Path, dispatch: str, form: str) -> None:
     """Every region of byoc_gelu_erff (erf form) and of x / (1 + byoc_expf(-2u)) (tanh
@@ -107,7 +108,7 @@ def test_gelu_over_its_range(cache: Path, dispatch: str, form: str) -> None:
 LAYER_NORM = [(4, 3), (5, 7), (3, 13), (6, 29), (64, 192), (512, 96)]
 
 
-@pytest.mark.parametrize("dispatch", ["auto", "baseline"])
+@pytest.mark.parametrize("dispatch", distinct_levels())
 @pytest.mark.parametrize(("rows", "n"), LAYER_NORM)
 def test_layer_norm_last_axis(cache: Path, dispatch: str, rows: int, n: int) -> None:
     """Rows with a large common offset too (the deviations are small against the mean)."""

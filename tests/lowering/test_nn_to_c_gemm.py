@@ -19,6 +19,7 @@ from support.bounds import assert_graph_outputs
 
 import byoc
 from byoc.interpreters import run_reference
+from byoc.runtime.cpu import distinct_levels
 
 Array = np.ndarray[Any, Any]
 
@@ -61,7 +62,7 @@ DENSE = [
 ]
 
 
-@pytest.mark.parametrize("dispatch", ["auto", "baseline"])
+@pytest.mark.parametrize("dispatch", distinct_levels())
 @pytest.mark.parametrize(("m", "n", "k"), DENSE)
 def test_dense(cache: Path, dispatch: str, m: int, n: int, k: int) -> None:
     text = f"""func.func @main(%x: tensor<{m}x{k}xf32>, %w: tensor<{n}x{k}xf32>) -> tensor<{m}x{n}xf32> {{
@@ -78,7 +79,7 @@ def test_dense(cache: Path, dispatch: str, m: int, n: int, k: int) -> None:
 DENSE_DOTS = [(3, 5, 64), (7, 33, 1030), (20, 131, 100), (31, 9, 65), (13, 70, 81), (25, 258, 256)]
 
 
-@pytest.mark.parametrize("dispatch", ["auto", "baseline"])
+@pytest.mark.parametrize("dispatch", distinct_levels())
 @pytest.mark.parametrize(("m", "n", "k"), DENSE_DOTS)
 def test_dense_few_rows_bias_relu(cache: Path, dispatch: str, m: int, n: int, k: int) -> None:
     x_t, w_t, y_t = f"tensor<{m}x{k}xf32>", f"tensor<{n}x{k}xf32>", f"tensor<{m}x{n}xf32>"
@@ -95,7 +96,7 @@ def test_dense_few_rows_bias_relu(cache: Path, dispatch: str, m: int, n: int, k:
 MATMUL = [(1, 1, 5, 7, 0), (3, 2, 17, 33, 3), (8, 32, 16, 32, 8), (2, 64, 64, 32, 0), (4, 5, 35, 600, 1), (6, 13, 20, 3, 6), (1, 40, 96, 64, 0)]
 
 
-@pytest.mark.parametrize("dispatch", ["auto", "baseline"])
+@pytest.mark.parametrize("dispatch", distinct_levels())
 @pytest.mark.parametrize(("batch", "m", "n", "k", "b_batch"), MATMUL)
 def test_matmul(cache: Path, dispatch: str, batch: int, m: int, n: int, k: int, b_batch: int) -> None:
     b_shape = f"{b_batch}x{k}x{n}" if b_batch else f"{k}x{n}"
@@ -125,7 +126,7 @@ CONV1D = [
 ]
 
 
-@pytest.mark.parametrize("dispatch", ["auto", "baseline"])
+@pytest.mark.parametrize("dispatch", distinct_levels())
 @pytest.mark.parametrize("shape", CONV1D)
 def test_conv1d_bias_relu(cache: Path, dispatch: str, shape: tuple[int, ...]) -> None:
     n, c, h, w, o, kh, kw, sh, sw, dh, dw, pw = shape

@@ -24,6 +24,7 @@ from byoc.lowering.c_build import build_c_module
 from byoc.lowering.emit.c import emit_c_source
 from byoc.lowering.nn_to_c import LowerToCPass
 from byoc.runtime import toolchain
+from byoc.runtime.cpu import distinct_levels
 
 Array = np.ndarray[Any, Any]
 F32 = "f32"
@@ -74,7 +75,7 @@ def test_epilogue_kernels_are_called_where_the_chain_allows() -> None:
             assert fused in body, case.name
 
 
-@pytest.mark.parametrize("dispatch", ["auto", "baseline"])
+@pytest.mark.parametrize("dispatch", distinct_levels())
 def test_epilogue_fusion_changes_no_result(cache: Path, dispatch: str) -> None:
     """Fused (the chain in the kernel's epilogue) and per-op (a kernel per op) agree bit for
     bit, and both are within the f32 bound of the reference."""
@@ -234,7 +235,7 @@ BIG: list[Case] = [
 ]
 
 
-@pytest.mark.parametrize("dispatch", ["auto", "baseline"])
+@pytest.mark.parametrize("dispatch", distinct_levels())
 def test_two_threads_give_the_one_thread_result(cache: Path, dispatch: str) -> None:
     lib = build(BIG, dispatch)
     rng = np.random.default_rng(5)

@@ -33,6 +33,7 @@ from xdsl.ir import Block, Region
 
 import byoc
 from byoc.dialects import nn
+from byoc.runtime.cpu import DISPATCH_LEVELS
 
 CONV_CASES: list[tuple[str, tuple[int, ...], tuple[int, ...], dict[str, Any]]] = [
     ("k_blocks_1024", (1, 160, 6, 5), (13, 160, 3, 3), {"padding": (1, 1, 1, 1)}),
@@ -88,28 +89,29 @@ def test_conv2d_kernel_matches_reference(
 
 
 def test_dispatch_levels_agree_within_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The baseline and the best path compile to different libraries and give results
-    within the f32 bound of each other (the FMA tile rounds once per step fewer)."""
+    """The three levels compile to different libraries and give results within the f32
+    bound of each other (the FMA tile rounds once per step fewer)."""
     _, x, w, attrs = CONV_CASES[0]
     module = _module(nn.Conv2DOp, [x, w], attrs)
     rng = np.random.default_rng(3)
     xs = [rng.standard_normal(x, dtype=np.float32), rng.standard_normal(w, dtype=np.float32)]
     got: dict[str, Any] = {}
     libraries = set()
-    for level in ("auto", "baseline"):
+    for level in DISPATCH_LEVELS:
         monkeypatch.setenv("BYOC_CPU_DISPATCH", level)
         exe = byoc.build(module, targets=["ccompiler"])
         libraries |= {str(c.library_path) for c in exe.components.values()}
         (got[level],) = exe.run(*xs)
-    assert len(libraries) == 2
+    assert len(libraries) == len(DISPATCH_LEVELS)
     (bound,) = graph_bounds(module, xs, [got["auto"]])
-    assert_within(got["baseline"], got["auto"], bound, "baseline vs auto")
+    for level in DISPATCH_LEVELS[1:]:
+        assert_within(got[level], got["auto"], bound, f"{level} vs auto")
 
 
 def test_unknown_dispatch_level_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BYOC_CPU_DISPATCH", "avx9")
     module = _module(nn.ReluOp, [(2, 3)], {})
-    with pytest.raises(ValueError, match="BYOC_CPU_DISPATCH='avx9': expected 'auto' or 'baseline'"):
+    with pytest.raises(ValueError, match="BYOC_CPU_DISPATCH='avx9': expected 'auto', 'avx2' or 'baseline'"):
         byoc.build(module, targets=["ccompiler"])
 
 
