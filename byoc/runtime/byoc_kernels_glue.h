@@ -111,7 +111,8 @@ enum {
   BYOC_ACT_SIGMOID = 4,
   BYOC_ACT_HARD_SWISH = 5,
   BYOC_ACT_HARD_SIGMOID = 6, /* alpha, beta */
-  BYOC_ACT_TANH = 7
+  BYOC_ACT_TANH = 7,
+  BYOC_ACT_SILU = 8          /* x * sigmoid(x): a Sigmoid and a Mul reading the same value */
 };
 
 /* `parts` of a kernel's epilogue arguments: which per-channel arrays are real. */
@@ -174,8 +175,11 @@ static inline void byoc_act_run_(int32_t act, float a, float b, float* restrict 
     case BYOC_ACT_LEAKY_RELU:
       BYOC_EACH8_(n, i, v[i] = v[i] >= 0.0f ? v[i] : v[i] * a);
       break;
-    case BYOC_ACT_SIGMOID:
-      for (int64_t i = 0; i < n; ++i) v[i] = 1.0f / (1.0f + expf(-v[i]));
+    case BYOC_ACT_SIGMOID: /* as the fused loops' sigmoid (byoc_math.h) */
+      BYOC_EACH8_(n, i, v[i] = byoc_sigmoidf(v[i]));
+      break;
+    case BYOC_ACT_SILU: /* as the fused loop of nn.sigmoid then nn.multiply */
+      BYOC_EACH8_(n, i, v[i] = v[i] * byoc_sigmoidf(v[i]));
       break;
     case BYOC_ACT_HARD_SWISH:
       BYOC_EACH8_(n, i, {

@@ -136,6 +136,18 @@ POOL_CASES: list[tuple[str, tuple[int, ...], dict[str, Any]]] = [
         {"pool_size": (5, 5), "strides": (1, 2), "padding": (2, 2, 2, 2)},
     ),
     ("narrow", (1, 4, 6, 7), {"pool_size": (2, 2), "strides": (1, 1)}),
+    # two passes (rows, then columns) for windows of 16 taps and more: a YOLO SPP block's
+    # 5x5, 9x9 and 13x13 stride-1 pools, and strided, dilated, asymmetric and ceil_mode ones
+    ("spp_13x13", (1, 5, 13, 13), {"pool_size": (13, 13), "padding": (6, 6, 6, 6)}),
+    ("spp_9x9", (1, 3, 13, 21), {"pool_size": (9, 9), "padding": (4, 4, 4, 4)}),
+    ("spp_5x5", (2, 4, 20, 19), {"pool_size": (5, 5), "padding": (2, 2, 2, 2)}),
+    (
+        "sep_s2_asym_ceil",
+        (1, 3, 17, 23),
+        {"pool_size": (4, 5), "strides": (2, 2), "padding": (1, 2, 0, 1), "ceil_mode": True},
+    ),
+    ("sep_s3_dilated", (1, 2, 25, 40), {"pool_size": (4, 4), "strides": (3, 3), "dilation": (2, 3)}),
+    ("sep_too_big_for_the_stack", (1, 2, 150, 130), {"pool_size": (5, 5), "padding": (2, 2, 2, 2)}),
 ]
 
 

@@ -287,6 +287,29 @@ def _shared_conv(vs: list[SSAValue]) -> list[Operation]:
 
 case("ep_conv_shared", [((1, 3, 6, 6), F32), ((4, 3, 3, 3), F32)], _shared_conv, tol=1e-4)
 
+
+def _silu(swap: bool = False, keep_sigmoid: bool = False, stride: int = 1) -> Build:
+    """conv2d 3x3 (padding 1, bias) then SiLU as the ONNX importer makes it: x * sigmoid(x)
+    (`swap`: sigmoid(x) * x); `keep_sigmoid`: the sigmoid is also returned (no epilogue)."""
+
+    def build(vs: list[SSAValue]) -> list[Operation]:
+        conv = nn.Conv2DOp.build(vs[0], vs[1], padding=(1, 1, 1, 1), strides=(stride, stride))
+        bias = nn.BiasAddOp.build(conv, vs[2])
+        sig = nn.SigmoidOp.build(bias)
+        mul = nn.MultiplyOp.build(sig, bias) if swap else nn.MultiplyOp.build(bias, sig)
+        if keep_sigmoid:
+            return [conv, bias, sig, mul, nn.AddOp.build(mul, sig)]
+        return [conv, bias, sig, mul]
+
+    return build
+
+
+case("ep_conv_bias_silu", [((1, 5, 11, 13), F32), ((12, 5, 3, 3), F32), ((12,), F32)], _silu(), tol=1e-4)
+case("ep_conv_bias_silu_swapped", [((1, 4, 9, 9), F32), ((7, 4, 3, 3), F32), ((7,), F32)],
+     _silu(swap=True, stride=2), tol=1e-4)
+case("ep_conv_silu_shared", [((1, 3, 6, 6), F32), ((4, 3, 3, 3), F32), ((4,), F32)],
+     _silu(keep_sigmoid=True), tol=1e-4)
+
 # ---- dense, matmul -------------------------------------------------------------------------------
 case("dense_1x16", [((1, 16), F32), ((9, 16), F32)], op(nn.DenseOp), tol=1e-4)
 case("dense_batched", [((3, 5, 13), F32), ((7, 13), F32)], op(nn.DenseOp), tol=1e-4)

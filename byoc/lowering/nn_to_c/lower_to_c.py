@@ -246,9 +246,11 @@ def _calls_qkernels(ops: list[Operation]) -> bool:
 
 
 def _calls_math(ops: list[Operation]) -> bool:
-    """Whether any of `ops` calls a function of byoc_math.h (`byoc_tanhf`)."""
+    """Whether any of `ops` calls a function of byoc_math.h (`byoc_tanhf`, `byoc_sigmoidf`)."""
     return any(
-        isinstance(o, c.CallOpaqueOp) and o.callee.data == "byoc_tanhf" for op in ops for o in op.walk()
+        isinstance(o, c.CallOpaqueOp) and o.callee.data in ("byoc_tanhf", "byoc_sigmoidf")
+        for op in ops
+        for o in op.walk()
     )
 
 
