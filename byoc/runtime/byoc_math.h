@@ -48,8 +48,15 @@ static inline __attribute__((always_inline)) float byoc_tanhf(float x) {
  * clamped to [-104, 89]: beyond, e^x rounds to 0 or overflows to inf anyway, as it does
  * here through the scaling; a NaN passes through (both comparisons are false). */
 static inline __attribute__((always_inline)) float byoc_expf(float x) {
-  x = x < -104.0f ? -104.0f : x;
-  x = x > 89.0f ? 89.0f : x;
+  /* the clamps as bit masks: a select gcc might turn into a branch would not vectorize */
+  uint32_t xb, lob, hib;
+  const float lo = -104.0f, hi = 89.0f;
+  memcpy(&xb, &x, sizeof xb);
+  memcpy(&lob, &lo, sizeof lob);
+  memcpy(&hib, &hi, sizeof hib);
+  const uint32_t below = 0u - (uint32_t)(x < lo), above = 0u - (uint32_t)(x > hi);
+  xb = (xb & ~(below | above)) | (lob & below) | (hib & above);
+  memcpy(&x, &xb, sizeof x);
   const float magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
   const float j = x * 1.44269504088896341f + magic;
   const float n = j - magic;
@@ -65,7 +72,7 @@ static inline __attribute__((always_inline)) float byoc_expf(float x) {
   memcpy(&jb, &j, sizeof jb);
   memcpy(&mb, &magic, sizeof mb);
   const int32_t ni = (int32_t)(jb - mb); /* n: the low bits of j */
-  const int32_t n1 = ni / 2, n2 = ni - n1;
+  const int32_t n1 = ni >> 1, n2 = ni - n1; /* (arithmetic shift: a vector op on SSE2) */
   const uint32_t b1 = (uint32_t)(n1 + 127) << 23, b2 = (uint32_t)(n2 + 127) << 23;
   float s1, s2;
   memcpy(&s1, &b1, sizeof s1);
