@@ -166,6 +166,60 @@ static BYOC_WIDE_AVX512 inline __attribute__((always_inline)) void byoc_conv2d_w
   }
 }
 
+/* byoc_sigmoidf (byoc_math.h) on 16 lanes: the same operations lane by lane (no fused
+ * multiply-add), so the same bits. */
+static BYOC_WIDE_AVX512 inline __attribute__((always_inline)) __m512 byoc_wide_sigmoid16_(__m512 x) {
+  const __m512 lo = _mm512_set1_ps(-104.0f), hi = _mm512_set1_ps(89.0f);
+  const __m512 magic = _mm512_set1_ps(12582912.0f);
+  __m512 t = _mm512_castsi512_ps(
+      _mm512_xor_si512(_mm512_castps_si512(x), _mm512_set1_epi32((int32_t)0x80000000u)));
+  const __mmask16 below = _mm512_cmp_ps_mask(t, lo, _CMP_LT_OQ);
+  const __mmask16 above = _mm512_cmp_ps_mask(t, hi, _CMP_GT_OQ);
+  t = _mm512_mask_mov_ps(_mm512_mask_mov_ps(t, below, lo), above, hi);
+  const __m512 j = _mm512_add_ps(_mm512_mul_ps(t, _mm512_set1_ps(1.44269504088896341f)), magic);
+  const __m512 n = _mm512_sub_ps(j, magic);
+  __m512 r = _mm512_sub_ps(t, _mm512_mul_ps(n, _mm512_set1_ps(0.693359375f)));
+  r = _mm512_sub_ps(r, _mm512_mul_ps(n, _mm512_set1_ps(-2.12194440e-4f)));
+  __m512 p = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(1.9875691500e-4f), r),
+                           _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 one = _mm512_set1_ps(1.0f);
+  p = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(p, _mm512_mul_ps(r, r)), r), one);
+  const __m512i ni = _mm512_sub_epi32(_mm512_castps_si512(j), _mm512_castps_si512(magic));
+  const __m512i n1 = _mm512_srai_epi32(ni, 1), n2 = _mm512_sub_epi32(ni, n1);
+  const __m512i e127 = _mm512_set1_epi32(127);
+  const __m512 s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, e127), 23));
+  const __m512 s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, e127), 23));
+  return _mm512_div_ps(one, _mm512_add_ps(one, _mm512_mul_ps(_mm512_mul_ps(p, s1), s2)));
+}
+
+/* The epilogue of channel ch on v[0..n), 16 lanes at a time when it is a bias, a scale and
+ * shift, then none, a sigmoid or a SiLU (each step the operations of byoc_epilogue_run_, so
+ * the same bits); otherwise byoc_epilogue_run_ itself. */
+static BYOC_WIDE_AVX512 void byoc_conv2d_wide_ep_(const byoc_epilogue_* ep, int64_t ch,
+                                                  float* restrict v, int64_t n) {
+  const int32_t act = ep->act;
+  if (act != BYOC_ACT_NONE && act != BYOC_ACT_SIGMOID && act != BYOC_ACT_SILU) {
+    byoc_epilogue_run_(ep, ch, v, n);
+    return;
+  }
+  const __m512 b = _mm512_set1_ps(ep->bias != NULL ? ep->bias[ch] : 0.0f);
+  const __m512 s = _mm512_set1_ps(ep->scale != NULL ? ep->scale[ch] : 1.0f);
+  const __m512 t = _mm512_set1_ps(ep->scale != NULL ? ep->shift[ch] : 0.0f);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+    __m512 x = _mm512_maskz_loadu_ps(m, v + i);
+    if (ep->bias != NULL) x = _mm512_add_ps(x, b);
+    if (ep->scale != NULL) x = _mm512_add_ps(_mm512_mul_ps(x, s), t);
+    if (act == BYOC_ACT_SIGMOID) x = byoc_wide_sigmoid16_(x);
+    if (act == BYOC_ACT_SILU) x = _mm512_mul_ps(x, byoc_wide_sigmoid16_(x));
+    _mm512_mask_storeu_ps(v + i, m, x);
+  }
+}
+
 /* The stored outputs of q in [q0, q1): [*p0, *p1) of each channel's plane. */
 static inline void byoc_conv2d_wide_pixels_(const byoc_conv_wide_* g, int64_t q0, int64_t q1,
                                             int64_t* p0, int64_t* p1) {
@@ -209,7 +263,7 @@ static BYOC_WIDE_AVX512 BYOC_MAYBE_UNUSED void byoc_conv2d_wide_part_(
       const int64_t q1 = 32 * tile + 32 < g->Q ? 32 * tile + 32 : g->Q;
       byoc_conv2d_wide_pixels_(g, 32 * tile, q1, &p0, &p1);
       for (int64_t i = 0; i < mr; ++i)
-        byoc_epilogue_run_(ep, grp * g->OG + o + i, yg + (o + i) * g->P + p0, p1 - p0);
+        byoc_conv2d_wide_ep_(ep, grp * g->OG + o + i, yg + (o + i) * g->P + p0, p1 - p0);
     }
   }
 }
