@@ -64,10 +64,52 @@ static inline int byoc_conv2d_wide_of_(byoc_conv_wide_* g, int64_t C, int64_t H,
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
 }
 
+/* The widest padded row the stride-2 copy deinterleaves on the stack (floats). */
+#define BYOC_CONV2D_WIDE_ROW 8192
+
+/* Stride 2 along rows: each padded row of channels [c0, c1) (zeros, the image row, zeros, in
+ * `row`) split into its even columns (plane pw = 0) and its odd ones (pw = 1), 16 of each from
+ * 32 floats by two permutes. */
+static BYOC_WIDE_AVX512 void byoc_conv2d_wide_pad2_(const byoc_conv_wide_* g,
+                                                    const float* restrict x, float* restrict xq,
+                                                    int64_t c0, int64_t c1) {
+  float row[BYOC_CONV2D_WIDE_ROW + 32] __attribute__((aligned(64)));
+  const int64_t H = g->H, W = g->W, SH = g->SH, HQ = g->HQ, WQ = g->WQ, PL = g->PL;
+  const int64_t RW = 2 * WQ; /* padded columns j = iw + PL in [0, RW) */
+  const int64_t j0 = PL < RW ? PL : RW, j1 = PL + W < RW ? PL + W : RW;
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  memset(row, 0, sizeof row);
+  for (int64_t c = c0; c < c1; ++c)
+    for (int64_t ph = 0; ph < SH; ++ph) {
+      float* d0 = xq + ((c * SH + ph) * 2 + 0) * g->plane;
+      float* d1 = xq + ((c * SH + ph) * 2 + 1) * g->plane;
+      for (int64_t r = 0; r < HQ; ++r) {
+        const int64_t ih = SH * r + ph - g->PT;
+        if (ih < 0 || ih >= H || j1 <= j0) {
+          memset(d0 + r * WQ, 0, (size_t)WQ * sizeof(float));
+          memset(d1 + r * WQ, 0, (size_t)WQ * sizeof(float));
+          continue;
+        }
+        memcpy(row + j0, x + (c * H + ih) * W + (j0 - PL), (size_t)(j1 - j0) * sizeof(float));
+        for (int64_t s = 0; s < WQ; s += 16) {
+          const __m512 a = _mm512_loadu_ps(row + 2 * s), b = _mm512_loadu_ps(row + 2 * s + 16);
+          const __mmask16 m = WQ - s >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (WQ - s)) - 1u);
+          _mm512_mask_storeu_ps(d0 + r * WQ + s, m, _mm512_permutex2var_ps(a, even, b));
+          _mm512_mask_storeu_ps(d1 + r * WQ + s, m, _mm512_permutex2var_ps(a, odd, b));
+        }
+      }
+    }
+}
+
 /* Channels [c0, c1) of image x into their phase planes xq (zeros outside the image). */
 static inline void byoc_conv2d_wide_pad_(const byoc_conv_wide_* g, const float* restrict x,
                                          float* restrict xq, int64_t c0, int64_t c1) {
   const int64_t H = g->H, W = g->W, SH = g->SH, SW = g->SW, HQ = g->HQ, WQ = g->WQ;
+  if (SW == 2 && 2 * WQ <= BYOC_CONV2D_WIDE_ROW) {
+    byoc_conv2d_wide_pad2_(g, x, xq, c0, c1);
+    return;
+  }
   for (int64_t c = c0; c < c1; ++c)
     for (int64_t ph = 0; ph < SH; ++ph)
       for (int64_t pw = 0; pw < SW; ++pw) {
