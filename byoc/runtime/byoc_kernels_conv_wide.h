@@ -61,6 +61,7 @@ static inline int byoc_conv2d_wide_of_(byoc_conv_wide_* g, int64_t C, int64_t H,
   if (g->direct) g->HQ = H, g->WQ = W;
   g->plane = g->HQ * g->WQ;
   g->Q = (OH - 1) * g->WQ + OW;
+  if (2 * OW < g->WQ) return 0; /* more than half of each row of q not stored */
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
 }
 

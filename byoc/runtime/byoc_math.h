@@ -9,7 +9,7 @@
  * loop around it can vectorize): plain float and integer arithmetic that gcc turns into
  * vector code, 4 values an SSE instruction in the glue, 8 in the kernels' AVX2 clones. A
  * YOLO detector's SiLU layers (x * sigmoid(x)) went from about 1.9 ns a value to the cost
- * of the memory pass. Accuracy: 2 ulp over the whole range (docs/c-codegen.md).
+ * of the memory pass. Accuracy: exp within 1 ulp, sigmoid 2.5 (docs/c-codegen.md).
  */
 #ifndef BYOC_MATH_H_
 #define BYOC_MATH_H_
