@@ -148,13 +148,15 @@ static inline void byoc_conv2d_wide_pad_(const byoc_conv_wide_* g, const float* 
   } while (0)
 
 /*
- * Output channels [o, o + mr) (mr <= 8) of one group over q in [q0, q0 + 32) (clamped to Q):
+ * Output channels [o, o + mr) (mr <= MR, MR 8 or 12, a constant where it is inlined) of one
+ * group over q in [q0, q0 + 32) (clamped to Q):
  * wg the group's weights (OG x WS), xg its planes, yg its outputs (OG x P), off the taps'
  * offsets. The stores go row by row of q, masked to the columns ow < OW.
  */
 static BYOC_WIDE_AVX512 inline __attribute__((always_inline)) void byoc_conv2d_wide_tile_(
     const byoc_conv_wide_* g, const float* restrict xg, const float* restrict wg,
-    float* restrict yg, const int64_t* restrict off, int64_t o, int64_t mr, int64_t q0) {
+    float* restrict yg, const int64_t* restrict off, int64_t o, int64_t mr, int64_t q0,
+    const int MR) {
   const int64_t WS = g->WS, WQ = g->WQ, OW = g->OW, P = g->P;
   const int64_t nq = g->Q - q0 < 32 ? g->Q - q0 : 32;
   const __mmask16 m0 = nq >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nq) - 1u);
@@ -169,8 +171,13 @@ static BYOC_WIDE_AVX512 inline __attribute__((always_inline)) void byoc_conv2d_w
   const float* w5 = mr > 5 ? w0 + 5 * WS : w0;
   const float* w6 = mr > 6 ? w0 + 6 * WS : w0;
   const float* w7 = mr > 7 ? w0 + 7 * WS : w0;
+  const float* w8 = mr > 8 ? w0 + 8 * WS : w0;
+  const float* w9 = mr > 9 ? w0 + 9 * WS : w0;
+  const float* w10 = mr > 10 ? w0 + 10 * WS : w0;
+  const float* w11 = mr > 11 ? w0 + 11 * WS : w0;
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
   __m512 b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0, b6 = a0, b7 = a0;
+  __m512 a8 = a0, a9 = a0, a10 = a0, a11 = a0, b8 = a0, b9 = a0, b10 = a0, b11 = a0;
   const float* xp = xg + q0;
   if (nq == 32) {
     for (int64_t k = 0; k < WS; ++k) {
@@ -178,6 +185,9 @@ static BYOC_WIDE_AVX512 inline __attribute__((always_inline)) void byoc_conv2d_w
       const __m512 v0 = _mm512_loadu_ps(p), v1 = _mm512_loadu_ps(p + 16);
       BYOC_WIDE_FMA_(0); BYOC_WIDE_FMA_(1); BYOC_WIDE_FMA_(2); BYOC_WIDE_FMA_(3);
       BYOC_WIDE_FMA_(4); BYOC_WIDE_FMA_(5); BYOC_WIDE_FMA_(6); BYOC_WIDE_FMA_(7);
+      if (MR > 8) {
+        BYOC_WIDE_FMA_(8); BYOC_WIDE_FMA_(9); BYOC_WIDE_FMA_(10); BYOC_WIDE_FMA_(11);
+      }
     }
   } else { /* the last run of q: nothing read past it */
     for (int64_t k = 0; k < WS; ++k) {
@@ -185,10 +195,13 @@ static BYOC_WIDE_AVX512 inline __attribute__((always_inline)) void byoc_conv2d_w
       const __m512 v0 = _mm512_maskz_loadu_ps(m0, p), v1 = _mm512_maskz_loadu_ps(m1, p + 16);
       BYOC_WIDE_FMA_(0); BYOC_WIDE_FMA_(1); BYOC_WIDE_FMA_(2); BYOC_WIDE_FMA_(3);
       BYOC_WIDE_FMA_(4); BYOC_WIDE_FMA_(5); BYOC_WIDE_FMA_(6); BYOC_WIDE_FMA_(7);
+      if (MR > 8) {
+        BYOC_WIDE_FMA_(8); BYOC_WIDE_FMA_(9); BYOC_WIDE_FMA_(10); BYOC_WIDE_FMA_(11);
+      }
     }
   }
-  const __m512 lo[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
-  const __m512 hi[8] = {b0, b1, b2, b3, b4, b5, b6, b7};
+  const __m512 lo[12] = {a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11};
+  const __m512 hi[12] = {b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11};
   /* lanes [l0, l1) of a row of q: outputs p0 .. p0 + (l1 - l0) */
   for (int64_t l0 = 0; l0 < nq;) {
     const int64_t q = q0 + l0, oh = q / WQ, ow = q % WQ;
@@ -263,6 +276,13 @@ static BYOC_WIDE_AVX512 void byoc_conv2d_wide_ep_(const byoc_epilogue_* ep, int6
   }
 }
 
+/* Output channels a tile computes: 12 when they divide a group's (24 accumulators, each run of
+ * the image read once for 12 channels), else 8 (a 16-, 32- or 64-channel layer would compute
+ * 8 channels of a last block of 12 for nothing). */
+static inline int64_t byoc_conv2d_wide_mr_(const byoc_conv_wide_* g) {
+  return g->OG % 12 == 0 ? 12 : 8;
+}
+
 /* The stored outputs of q in [q0, q1): [*p0, *p1) of each channel's plane. */
 static inline void byoc_conv2d_wide_pixels_(const byoc_conv_wide_* g, int64_t q0, int64_t q1,
                                             int64_t* p0, int64_t* p1) {
@@ -290,17 +310,22 @@ static BYOC_WIDE_AVX512 BYOC_MAYBE_UNUSED void byoc_conv2d_wide_part_(
     const int64_t ph = kh * DH % SH, pw = kw * DW % SW;
     off[k] = ((c * SH + ph) * SW + pw) * g->plane + kh * DH / SH * g->WQ + kw * DW / SW;
   }
-  const int64_t tiles = (g->Q + 31) / 32, blocks = (g->OG + 7) / 8;
+  const int64_t MR = byoc_conv2d_wide_mr_(g);
+  const int64_t tiles = (g->Q + 31) / 32, blocks = (g->OG + MR - 1) / MR;
   const int64_t per_group = tiles * blocks;
   const int64_t group_x = g->CG * SH * SW * g->plane;
   for (int64_t u = u0; u < u1; ++u) {
     const int64_t grp = u / per_group, r = u % per_group;
     const int64_t tile = by_tile ? r / blocks : r % tiles;
     const int64_t blk = by_tile ? r % blocks : r / tiles;
-    const int64_t o = 8 * blk, mr = g->OG - o < 8 ? g->OG - o : 8;
+    const int64_t o = MR * blk, mr = g->OG - o < MR ? g->OG - o : MR;
     float* yg = y + grp * g->OG * g->P;
-    byoc_conv2d_wide_tile_(g, xq + grp * group_x, w + grp * g->OG * g->WS, yg, off, o, mr,
-                           32 * tile);
+    if (MR == 12)
+      byoc_conv2d_wide_tile_(g, xq + grp * group_x, w + grp * g->OG * g->WS, yg, off, o, mr,
+                             32 * tile, 12);
+    else
+      byoc_conv2d_wide_tile_(g, xq + grp * group_x, w + grp * g->OG * g->WS, yg, off, o, mr,
+                             32 * tile, 8);
     if (ep != NULL) {
       int64_t p0, p1;
       const int64_t q1 = 32 * tile + 32 < g->Q ? 32 * tile + 32 : g->Q;
@@ -320,7 +345,8 @@ static inline void byoc_conv2d_wide_run_(const byoc_conv_wide_* g, const float* 
                                          const float* restrict w, float* restrict y,
                                          float* restrict scratch, int64_t N,
                                          const byoc_epilogue_* ep) {
-  const int64_t tiles = (g->Q + 31) / 32, blocks = (g->OG + 7) / 8;
+  const int64_t MR = byoc_conv2d_wide_mr_(g);
+  const int64_t tiles = (g->Q + 31) / 32, blocks = (g->OG + MR - 1) / MR;
   const int64_t units = g->G * tiles * blocks;
   /* tile-major while a group's weights stay in L2 for the next tile */
   const int by_tile = g->OG * g->WS * (int64_t)sizeof(float) <= 512 * 1024 || tiles == 1;
