@@ -1,6 +1,6 @@
 /*
  * byoc_kernels_conv_wide.h — conv2d on AVX-512F CPUs as a GEMM over the image itself: no
- * im2col panel, 8 output channels x 32 pixels in 16-lane registers. Part of byoc_kernels.h
+ * im2col panel, 12 or 8 output channels x 32 pixels in 16-lane registers. Part of byoc_kernels.h
  * (through byoc_kernels_conv.h, which calls it).
  *
  * The padded image is stored as SH x SW phase planes per channel, plane (ph, pw) holding
@@ -294,7 +294,7 @@ static inline void byoc_conv2d_wide_pixels_(const byoc_conv_wide_* g, int64_t q0
 }
 
 /*
- * Units [u0, u1) of one image: a unit is a run of 32 q (a tile) times a block of 8 output
+ * Units [u0, u1) of one image: a unit is a run of 32 q (a tile) times a block of MR output
  * channels of one group, numbered group-major, then tile, then block (`by_tile`), or
  * group-major, then block, then tile (when a group's weights are too many to stay in L2
  * while every block runs over a tile). After each unit, the epilogue on its outputs, still
