@@ -10,6 +10,7 @@
 #include "byoc_kernels_threads.h"
 #include "byoc_kernels_glue.h"
 #include "byoc_kernels_simd.h"
+#include "byoc_kernels_conv_wide.h"
 
 /* Rows of the im2col panel one k block holds when a piece has many tiles (see
  * byoc_conv2d_part_). */
@@ -923,6 +924,16 @@ static inline void byoc_conv2d_run_(const float* restrict x, const float* restri
                 byoc_conv1d_lanes_part_(&g, x, w, y, N, q0, q1, ep));
     return;
   }
+#ifdef BYOC_CONV2D_WIDE
+  { /* AVX-512: the GEMM over the image itself (byoc_kernels_conv_wide.h) */
+    byoc_conv_wide_ gw;
+    if (byoc_conv2d_wide_of_(&gw, C, H, W, O, KH, KW, OH, OW, SH, SW, PT, PL, DH, DW, G) &&
+        !byoc_conv1d_wide_(&g)) {
+      byoc_conv2d_wide_run_(&gw, x, w, y, scratch, N, ep);
+      return;
+    }
+  }
+#endif
   const int depthwise = g.CG == 1 && g.OG == 1;
   const int split = depthwise && SW == 2;
   float* xp = scratch;

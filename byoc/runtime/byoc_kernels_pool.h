@@ -171,11 +171,97 @@ BYOC_KERNEL void byoc_max_pool2d_part_(const float* restrict x, float* restrict 
   }
 }
 
+/*
+ * Large windows (at least BYOC_POOL_SEP_TAPS taps, e.g. the 5x5, 9x9 and 13x13 stride-1
+ * pools of a YOLO detector's SPP block) in two passes per channel, a row pass then a column
+ * pass: r[h][ow] = max over kw of x[h][ow * SW - PL + kw * DW], then
+ * y[oh][ow] = max over kh of r[oh * SH - PT + kh * DH][ow], KH + KW steps an output instead of
+ * KH * KW. Outside the input is -inf, which the rule of byoc_max_window_ never takes over a
+ * value it holds, so it equals skipping. The result is the same element the one-window code
+ * picks: that code keeps the first of the maximal elements (or the first NaN) in (kh, kw)
+ * order; the row pass keeps each row's first, the column pass the first row holding one,
+ * which is that element. Both passes run over 8 output columns at a time (a padded row of
+ * BYOC_POOL_SEP_ROW floats, r of BYOC_POOL_SEP_PLANE, on the stack); a larger map takes the
+ * one-window path.
+ */
+#define BYOC_POOL_SEP_TAPS 16
+#define BYOC_POOL_SEP_ROW 2048
+#define BYOC_POOL_SEP_PLANE 16384
+
+/* Whether a max pool takes the two-pass path (above). */
+static inline int byoc_max_pool2d_sep_(int64_t H, int64_t OW, int64_t KH, int64_t KW, int64_t SW,
+                                       int64_t DW) {
+  const int64_t OW8 = (OW + 7) / 8 * 8;
+  return KH * KW >= BYOC_POOL_SEP_TAPS && H * OW8 <= BYOC_POOL_SEP_PLANE &&
+         (OW8 - 1) * SW + (KW - 1) * DW + 1 <= BYOC_POOL_SEP_ROW;
+}
+
+BYOC_KERNEL void byoc_max_pool2d_sep_part_(const float* restrict x, float* restrict y, int64_t H,
+                                           int64_t W, int64_t OH, int64_t OW, int64_t KH,
+                                           int64_t KW, int64_t SH, int64_t SW, int64_t PT,
+                                           int64_t PL, int64_t DH, int64_t DW, int64_t c0,
+                                           int64_t c1) {
+  float row[BYOC_POOL_SEP_ROW] __attribute__((aligned(32)));
+  float r[BYOC_POOL_SEP_PLANE] __attribute__((aligned(32)));
+  const int64_t OW8 = (OW + 7) / 8 * 8, nv = OW8 / 8;
+  const int64_t RW = (OW8 - 1) * SW + (KW - 1) * DW + 1; /* the padded row's width */
+  const int64_t i0 = PL < RW ? PL : RW;                  /* its first image column */
+  const int64_t i1 = PL + W < RW ? PL + W : RW;          /* one past its last */
+  for (int64_t i = 0; i < RW; ++i) row[i] = -INFINITY;
+  for (int64_t c = c0; c < c1; ++c) {
+    const float* xc = x + c * H * W;
+    float* yc = y + c * OH * OW;
+    for (int64_t h = 0; h < H; ++h) { /* the row pass */
+      if (i1 > i0) memcpy(row + i0, xc + h * W + (i0 - PL), (size_t)(i1 - i0) * sizeof(float));
+      float* rh = r + h * OW8;
+      for (int64_t v = 0; v < nv; ++v) {
+        byoc_v8f_ m = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                       -INFINITY, -INFINITY};
+        const float* p = row + 8 * v * SW;
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          byoc_v8f_ t;
+          byoc_load8_(p + kw * DW, SW, &t);
+          byoc_vmax_(&m, &t);
+        }
+        memcpy(rh + 8 * v, &m, sizeof m);
+      }
+    }
+    for (int64_t oh = 0; oh < OH; ++oh) { /* the column pass */
+      const int64_t top = oh * SH - PT;
+      for (int64_t v = 0; v < nv; ++v) {
+        byoc_v8f_ m = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                       -INFINITY, -INFINITY};
+        for (int64_t kh = 0; kh < KH; ++kh) {
+          const int64_t ih = top + kh * DH;
+          if (ih < 0 || ih >= H) continue;
+          byoc_v8f_ t;
+          memcpy(&t, r + ih * OW8 + 8 * v, sizeof t);
+          byoc_vmax_(&m, &t);
+        }
+        const int64_t n = OW - 8 * v < 8 ? OW - 8 * v : 8;
+        if (n == 8) {
+          memcpy(yc + oh * OW + 8 * v, &m, sizeof m);
+        } else {
+          float tmp[8];
+          memcpy(tmp, &m, sizeof tmp);
+          for (int64_t l = 0; l < n; ++l) yc[oh * OW + 8 * v + l] = tmp[l];
+        }
+      }
+    }
+  }
+}
+
 /* Threads split the channels (the results do not depend on the split). */
 static inline void byoc_max_pool2d_f32(const float* restrict x, float* restrict y, int64_t NC,
                                        int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH,
                                        int64_t KW, int64_t SH, int64_t SW, int64_t PT, int64_t PL,
                                        int64_t DH, int64_t DW) {
+  if (byoc_max_pool2d_sep_(H, OW, KH, KW, SW, DW)) {
+    const int32_t nt = byoc_threads_for(NC * (H + OH) * OW * (KH + KW), 2 * BYOC_PAR_GRAIN);
+    BYOC_STEAL_(nt, NC, byoc_steal_grain_(nt, NC, 1), 1, c0, c1,
+                byoc_max_pool2d_sep_part_(x, y, H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, c0, c1));
+    return;
+  }
   const int32_t nt = byoc_threads_for(NC * OH * OW * KH * KW, 2 * BYOC_PAR_GRAIN);
   BYOC_STEAL_(nt, NC, byoc_steal_grain_(nt, NC, 1), 1, c0, c1,
               byoc_max_pool2d_part_(x, y, H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW, c0, c1));

@@ -5,7 +5,9 @@
  * kernels' 8-lane tanh (byoc_rnn_tanh8_ in byoc_kernels_recurrent.h). Inline, so a fused
  * loop keeps its values in registers. Accuracy: a few ulp (within ULPS of
  * byoc/conformance/bounds.py). byoc_expf and byoc_gelu_erff (the erf-form GELU) are
- * branch-free, so their loops vectorise (libm's expf and erff are a call per element).
+ * branch-free, so their loops vectorise (libm's expf and erff are a call per element);
+ * byoc_sigmoidf is 1 / (1 + byoc_expf(-x)), so a YOLO detector's SiLU layers
+ * (x * sigmoid(x)) cost about a memory pass instead of a call per value.
  */
 #ifndef BYOC_MATH_H_
 #define BYOC_MATH_H_
@@ -103,6 +105,11 @@ static inline __attribute__((always_inline)) float byoc_gelu_erff(float x) {
   float phi;
   memcpy(&phi, &phib, sizeof phi);
   return x * phi;
+}
+
+/* sigmoid: 1 / (1 + e^-x), the formula of the reference (and of onnxruntime). */
+static inline __attribute__((always_inline)) float byoc_sigmoidf(float x) {
+  return 1.0f / (1.0f + byoc_expf(-x));
 }
 
 #endif /* BYOC_MATH_H_ */

@@ -61,6 +61,8 @@ def same(a: Array, b: Array, what: str) -> None:
 EPILOGUE = [c_ for c_ in CASES if c_.name.startswith("ep_")]
 NOT_FUSED = {"ep_conv_shared", "ep_dense_bias_wrong_axis"}
 """A conv whose result is also read elsewhere; a bias on the wrong axis of a dense."""
+BIAS_ONLY = {"ep_conv_silu_shared"}
+"""A SiLU whose sigmoid is also read elsewhere: only the bias joins the kernel."""
 
 
 def test_epilogue_kernels_are_called_where_the_chain_allows() -> None:
@@ -73,6 +75,9 @@ def test_epilogue_kernels_are_called_where_the_chain_allows() -> None:
             assert "_ep_f32" not in body, case.name
         else:
             assert fused in body, case.name
+        if "silu" in case.name:  # the kernel's comment names the chain it absorbed
+            chain = "nn.bias_add:" if case.name in BIAS_ONLY else "nn.bias_add, nn.sigmoid, nn.multiply:"
+            assert f"nn.conv2d, {chain}" in body, case.name
 
 
 @pytest.mark.parametrize("dispatch", distinct_levels())

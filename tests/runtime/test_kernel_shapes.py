@@ -43,6 +43,7 @@ POOLS: dict[str, dict[str, Any]] = {
     "3x3_s2_pad1": {"pool_size": (3, 3), "strides": (2, 2), "padding": (1, 1, 1, 1)},
     "3x3_s3_ceil": {"pool_size": (3, 3), "strides": (3, 3), "ceil_mode": True},
     "1x3_s1x2_dil2": {"pool_size": (1, 3), "strides": (1, 2), "dilation": (1, 2)},
+    "5x5_s1_pad2": {"pool_size": (5, 5), "padding": (2, 2, 2, 2)},  # two passes (16+ taps)
 }
 
 

@@ -88,6 +88,44 @@ def test_conv2d_kernel_matches_reference(
     assert_graph_outputs(module, xs, got, want, what=f"{name} ({dispatch})")
 
 
+WIDE_CASES: list[tuple[str, tuple[int, ...], tuple[int, ...], dict[str, Any]]] = [
+    ("yolo_3x3_s1", (1, 24, 26, 26), (40, 24, 3, 3), {"padding": (1, 1, 1, 1)}),
+    ("yolo_3x3_s2_width_of_8s", (1, 12, 32, 48), (16, 12, 3, 3), {"strides": (2, 2), "padding": (1, 1, 1, 1)}),
+    ("yolo_1x1_in_place", (2, 20, 13, 13), (12, 20, 1, 1), {}),
+    ("odd_map_odd_channels", (1, 7, 11, 9), (13, 7, 3, 3), {"padding": (1, 1, 1, 1)}),
+    ("asym_pad_stride_3x2", (1, 5, 17, 14), (9, 5, 3, 2), {"strides": (3, 2), "padding": (0, 1, 2, 0)}),
+    ("grouped_12_a_group", (1, 48, 20, 20), (24, 24, 3, 3), {"groups": 2, "padding": (1, 1, 1, 1)}),
+    ("dilated_5x5", (1, 6, 21, 23), (10, 6, 5, 5), {"dilation": (2, 2), "padding": (4, 4, 4, 4)}),
+    ("stem_3_channels_s2", (1, 3, 64, 64), (16, 3, 3, 3), {"strides": (2, 2), "padding": (1, 1, 1, 1)}),
+    ("many_k_weights_by_block", (1, 256, 6, 6), (520, 256, 3, 3), {"padding": (1, 1, 1, 1)}),
+]
+"""Shapes of the AVX-512 conv path (byoc_kernels_conv_wide.h): phase planes for strides,
+rows of q crossing output rows, a last partial run of q, partial blocks of 8 channels."""
+
+
+@pytest.mark.parametrize(("name", "x", "w", "attrs"), WIDE_CASES, ids=[c[0] for c in WIDE_CASES])
+def test_conv2d_avx512_path_equals_the_avx2_tile(
+    name: str, x: tuple[int, ...], w: tuple[int, ...], attrs: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The AVX-512 path computes each output as the AVX2 tile's chain of fused multiply-adds:
+    the same bits as a library built without it (-DBYOC_NO_AVX512), at 1 and 2 threads, and
+    within the f32 bound of the reference. (On a CPU without AVX-512 both are the AVX2 tile.)"""
+    module = _module(nn.Conv2DOp, [x, w], attrs)
+    rng = np.random.default_rng(len(name))
+    xs = [rng.standard_normal(x, dtype=np.float32), rng.standard_normal(w, dtype=np.float32)]
+    got: dict[tuple[str, int], Any] = {}
+    for flags in ("", "-DBYOC_NO_AVX512"):
+        monkeypatch.setenv("BYOC_CFLAGS", flags)
+        exe = byoc.build(module, targets=["ccompiler"], num_threads=1)
+        for threads in (1, 2):
+            exe.set_num_threads(threads)
+            (got[flags, threads],) = exe.run(*xs)
+    want = byoc.run_reference(module, *xs)
+    assert_graph_outputs(module, xs, [got["", 1]], want, what=name)
+    for key, value in got.items():
+        np.testing.assert_array_equal(value, got["", 1], err_msg=f"{name} {key}")
+
+
 def test_dispatch_levels_agree_within_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     """The three levels compile to different libraries and give results within the f32
     bound of each other (the FMA tile rounds once per step fewer)."""
@@ -138,6 +176,18 @@ POOL_CASES: list[tuple[str, tuple[int, ...], dict[str, Any]]] = [
         {"pool_size": (5, 5), "strides": (1, 2), "padding": (2, 2, 2, 2)},
     ),
     ("narrow", (1, 4, 6, 7), {"pool_size": (2, 2), "strides": (1, 1)}),
+    # two passes (rows, then columns) for windows of 16 taps and more: a YOLO SPP block's
+    # 5x5, 9x9 and 13x13 stride-1 pools, and strided, dilated, asymmetric and ceil_mode ones
+    ("spp_13x13", (1, 5, 13, 13), {"pool_size": (13, 13), "padding": (6, 6, 6, 6)}),
+    ("spp_9x9", (1, 3, 13, 21), {"pool_size": (9, 9), "padding": (4, 4, 4, 4)}),
+    ("spp_5x5", (2, 4, 20, 19), {"pool_size": (5, 5), "padding": (2, 2, 2, 2)}),
+    (
+        "sep_s2_asym_ceil",
+        (1, 3, 17, 23),
+        {"pool_size": (4, 5), "strides": (2, 2), "padding": (1, 2, 0, 1), "ceil_mode": True},
+    ),
+    ("sep_s3_dilated", (1, 2, 25, 40), {"pool_size": (4, 4), "strides": (3, 3), "dilation": (2, 3)}),
+    ("sep_too_big_for_the_stack", (1, 2, 150, 130), {"pool_size": (5, 5), "padding": (2, 2, 2, 2)}),
 ]
 
 

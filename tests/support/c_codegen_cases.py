@@ -168,6 +168,11 @@ _CONVS_T: list[tuple[str, tuple[int, ...], tuple[int, ...], dict[str, Any]]] = [
     ("conv_t_groups_dil", (1, 4, 5, 3), (4, 2, 3, 2), {"groups": 2, "dilation": (2, 1), "padding": (0, 1, 2, 0)}),
     ("conv_t_s1", (1, 6, 7, 7), (6, 2, 3, 3), {"padding": (1, 1, 1, 1)}),
     ("conv_t_odd_s3", (1, 3, 3, 5), (3, 4, 4, 3), {"strides": (3, 2), "padding": (2, 0, 1, 3)}),
+    # a DB text detector's 2x2 stride-2 upsampling (cols through conv2d's tiles); one channel
+    # in and out of a 1x1 kernel, and weights too many for the stack (cols by the row loop)
+    ("conv_t_db_head", (1, 24, 20, 21), (24, 6, 2, 2), {"strides": (2, 2)}),
+    ("conv_t_1x1_one_channel", (1, 1, 5, 7), (1, 1, 1, 1), {"strides": (2, 2)}),
+    ("conv_t_many_weights", (1, 40, 3, 4), (40, 120, 2, 2), {"strides": (2, 2)}),
 ]
 for _name, _x, _w, _attrs in _CONVS_T:
     case(_name, [(_x, F32), (_w, F32)], op(nn.Conv2DTransposeOp, **_attrs))
@@ -286,6 +291,29 @@ def _shared_conv(vs: list[SSAValue]) -> list[Operation]:
 
 
 case("ep_conv_shared", [((1, 3, 6, 6), F32), ((4, 3, 3, 3), F32)], _shared_conv, tol=1e-4)
+
+
+def _silu(swap: bool = False, keep_sigmoid: bool = False, stride: int = 1) -> Build:
+    """conv2d 3x3 (padding 1, bias) then SiLU as the ONNX importer makes it: x * sigmoid(x)
+    (`swap`: sigmoid(x) * x); `keep_sigmoid`: the sigmoid is also returned (no epilogue)."""
+
+    def build(vs: list[SSAValue]) -> list[Operation]:
+        conv = nn.Conv2DOp.build(vs[0], vs[1], padding=(1, 1, 1, 1), strides=(stride, stride))
+        bias = nn.BiasAddOp.build(conv, vs[2])
+        sig = nn.SigmoidOp.build(bias)
+        mul = nn.MultiplyOp.build(sig, bias) if swap else nn.MultiplyOp.build(bias, sig)
+        if keep_sigmoid:
+            return [conv, bias, sig, mul, nn.AddOp.build(mul, sig)]
+        return [conv, bias, sig, mul]
+
+    return build
+
+
+case("ep_conv_bias_silu", [((1, 5, 11, 13), F32), ((12, 5, 3, 3), F32), ((12,), F32)], _silu(), tol=1e-4)
+case("ep_conv_bias_silu_swapped", [((1, 4, 9, 9), F32), ((7, 4, 3, 3), F32), ((7,), F32)],
+     _silu(swap=True, stride=2), tol=1e-4)
+case("ep_conv_silu_shared", [((1, 3, 6, 6), F32), ((4, 3, 3, 3), F32), ((4,), F32)],
+     _silu(keep_sigmoid=True), tol=1e-4)
 
 # ---- dense, matmul -------------------------------------------------------------------------------
 case("dense_1x16", [((1, 16), F32), ((9, 16), F32)], op(nn.DenseOp), tol=1e-4)

@@ -412,7 +412,7 @@ class CallOpaqueOp(IRDLOperation):
     assembly_format = "$callee `(` $call_args `)` attr-dict `:` functional-type($call_args, $res)"
 
     PURE: ClassVar[frozenset[str]] = frozenset(
-        "expf logf sqrtf tanhf erff powf fabsf fminf fmaxf exp log sqrt tanh erf pow fabs byoc_tanhf".split()
+        "expf logf sqrtf tanhf erff powf fabsf fminf fmaxf exp log sqrt tanh erf pow fabs byoc_tanhf byoc_sigmoidf".split()
     )
     """Callees without side effects: their calls may be folded into expressions."""
 

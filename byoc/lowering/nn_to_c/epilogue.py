@@ -7,9 +7,11 @@ them (byoc_kernels.h `byoc_epilogue_`), instead of in a separate loop over the o
 
 A chain is absorbed in this order, each step optional: `nn.bias_add` on the channel axis,
 `scale_shift` (an inference batch_norm with constant statistics, on the channel axis), one
-activation (relu, clip, leaky_relu, sigmoid, hard_swish, hard_sigmoid, tanh). A step joins only
-if it is the sole reader of the value before it (which is then neither returned nor read through a
-reshape), so no intermediate is lost. The kernel computes each step exactly as the fused loop does
+activation (relu, clip, leaky_relu, sigmoid, hard_swish, hard_sigmoid, tanh, or SiLU: an
+`nn.sigmoid` of the value and the `nn.multiply` of the value by it, the pair the ONNX importer
+makes of a YOLO detector's SiLU). A step joins only if it is the sole reader of the value before
+it (SiLU: the pair are its only two readers, the multiply the sigmoid's only one; neither value
+returned nor read through a reshape), so no intermediate is lost. The kernel computes each step exactly as the fused loop does
 (`scalar_op`), so the results do not change.
 """
 
@@ -34,6 +36,9 @@ ACTIVATIONS: dict[str, int] = {
     "nn.tanh": 7,
 }
 """nn op -> BYOC_ACT_* of byoc_kernels.h."""
+
+ACT_SILU = 8
+"""BYOC_ACT_SILU of byoc_kernels.h: x * sigmoid(x), from an nn.sigmoid and nn.multiply pair."""
 
 EP_BIAS, EP_SCALE_SHIFT = 1, 2
 """BYOC_EP_* of byoc_kernels.h."""
@@ -70,6 +75,30 @@ def _per_channel(n: Computation, kernel: Computation, channels: int) -> bool:
     return all(v.dtype == "f32" and math.prod(v.shape) == channels for v in n.inputs[1:])
 
 
+def _silu(
+    cur: Tensor,
+    readers: dict[Tensor, list[tuple[Computation, Tensor]]],
+    returned: set[Tensor],
+) -> tuple[Computation, Computation] | None:
+    """(sigmoid, multiply) when `cur`'s only readers are `s = nn.sigmoid(cur)` and
+    `nn.multiply(cur, s)` (either operand order) and the multiply is `s`'s only reader."""
+    uses = readers.get(cur, [])
+    if len(uses) != 2 or any(v is not cur for _, v in uses):
+        return None
+    sig = next((n for n, _ in uses if n.op_name == "nn.sigmoid"), None)
+    mul = next((n for n, _ in uses if n.op_name == "nn.multiply"), None)
+    if sig is None or mul is None or sig.out in returned:
+        return None
+    for n in (sig, mul):
+        if n.kind != "pointwise" or n.out.dtype != "f32" or n.out.shape != cur.shape:
+            return None
+    if len(sig.inputs) != 1 or sig.inputs[0] is not cur or len(mul.inputs) != 2 or {id(v) for v in mul.inputs} != {id(cur), id(sig.out)}:
+        return None
+    if [n for n, _ in readers.get(sig.out, [])] != [mul] or readers[sig.out][0][1] is not sig.out:
+        return None
+    return sig, mul
+
+
 def fuse_epilogues(nodes: list[Computation], outputs: Sequence[Tensor]) -> list[Computation]:
     """Absorb the epilogue chains of conv2d/dense kernel nodes; returns the remaining nodes,
     renumbered in program order (the absorbed ones are gone, their kernel produces the chain's
@@ -93,6 +122,12 @@ def fuse_epilogues(nodes: list[Computation], outputs: Sequence[Tensor]) -> list[
         stage = 0
         while cur not in returned:
             uses = readers.get(cur, [])
+            pair = _silu(cur, readers, returned) if stage < 3 else None
+            if pair is not None:
+                act, stage = ACT_SILU, 3
+                chain.extend(pair)
+                cur = pair[1].out
+                continue
             if len(uses) != 1:
                 break
             n, v = uses[0]
@@ -130,4 +165,4 @@ def fuse_epilogues(nodes: list[Computation], outputs: Sequence[Tensor]) -> list[
     return kept
 
 
-__all__ = ["ACTIVATIONS", "KERNELS", "fuse_epilogues"]
+__all__ = ["ACT_SILU", "ACTIVATIONS", "KERNELS", "fuse_epilogues"]

@@ -435,6 +435,9 @@ class GraphBuilder:
             _, cin, _, _, _, kh, kw, oh, ow, sh, sw, _, _, dh, dw, _ = ints
             padded_w = (-(-ow // 8) * 8 - 1) * sw + (kw - 1) * dw + 1
             scratch = cin * ((oh - 1) * sh + (kh - 1) * dh + 1) * padded_w  # BYOC_CONV2D_SCRATCH
+            # BYOC_CONV2D_WIDE_SCRATCH: the phase planes of the AVX-512 path
+            phases = cin * sh * sw * (oh + (kh - 1) * dh // sh) * (ow + (kw - 1) * dw // sw)
+            scratch = max(scratch, phases)
             node = Computation("kernel", name, ins, out, callee="byoc_conv2d_f32", args=[i64_attr(v) for v in ints],
                         scratch=scratch, source=op)
             self._node(node)

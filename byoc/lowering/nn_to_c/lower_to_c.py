@@ -252,7 +252,7 @@ def _calls_math(ops: list[Operation]) -> bool:
     )
 
 
-MATH_FUNCTIONS = frozenset({"byoc_tanhf", "byoc_expf", "byoc_gelu_erff"})
+MATH_FUNCTIONS = frozenset({"byoc_tanhf", "byoc_expf", "byoc_gelu_erff", "byoc_sigmoidf"})
 """The functions of byoc_math.h the fused loops call."""
 
 

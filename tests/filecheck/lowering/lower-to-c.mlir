@@ -145,7 +145,7 @@ func.func private @ccompiler_multi(%x: tensor<16xf32>, %y: tensor<16xf32>) -> (t
 // CHECK-NEXT:        %[[X:.*]] = c.load %in0[%[[I]]] : !c.ptr<f32, const>
 // CHECK-NEXT:        %[[Y:.*]] = c.load %in1[%[[J]]] : !c.ptr<f32, const>
 // CHECK-NEXT:        %[[P:.*]] = c.mul %[[X]], %[[Y]] : f32
-// FUSED:             %[[SIG:.*]] = c.div
+// FUSED-NEXT:        %[[SIG:.*]] = c.call_opaque "byoc_sigmoidf"(%[[P]]) : (f32) -> f32
 // FUSED-NEXT:        c.store %[[SIG]], %out0[%[[K]]] : !c.ptr<f32>
 // PEROP-NEXT:        c.store %[[P]], %out0[%[[K]]] : !c.ptr<f32>
 func.func private @ccompiler_bcast(%x: tensor<3x1xf32>, %y: tensor<5xf32>) -> tensor<3x5xf32> attributes {byoc.compiler = "ccompiler"} {
