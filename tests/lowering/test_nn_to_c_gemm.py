@@ -1,9 +1,10 @@
 """The GEMM-shaped kernels of the C target against the numpy reference, within the f32
 bounds of tests/support/bounds.py, at both CPU dispatch levels, and bit for bit equal at 1
 and 2 threads: dense and matmul through their register tile (row and column edges, depths
-past one packed panel, a broadcast batch), and conv2d's two 1-D paths (short output rows
-with channels in the lanes; a contiguous axis as a GEMM over the image, on AVX-512F CPUs),
-with and without padding. No test asserts on wall time.
+past one packed panel, a broadcast batch), and conv2d's 1-D paths (short output rows
+with channels in the lanes, on AVX-512F CPUs 32 of them over tiles across the batch; a
+contiguous axis as a GEMM over the image, on AVX-512F CPUs; a handful of output pixels as
+dot products), with and without padding. No test asserts on wall time.
 """
 
 from __future__ import annotations
@@ -102,6 +103,18 @@ CONV1D = [
     (1, 8, 1, 64, 16, 1, 3, 1, 2, 1, 1, 0),
     (3, 16, 1, 12, 15, 1, 3, 1, 1, 1, 1, 0),
     (9, 33, 1, 11, 70, 1, 1, 1, 1, 1, 1, 0),
+    # a handful of output pixels in all: dot products with gathered columns (an STFT as a conv
+    # over 3 frames, a short conv after it, pixels in groups of 4 and a remainder, a 2-D 2x2,
+    # windows over the padding)
+    (1, 1, 1, 576, 258, 1, 256, 1, 128, 1, 1, 0),
+    (1, 129, 1, 3, 128, 1, 3, 1, 1, 1, 1, 0),
+    (2, 5, 1, 9, 7, 1, 3, 1, 3, 1, 2, 0),
+    (3, 4, 1, 10, 9, 1, 4, 1, 4, 1, 1, 0),
+    (1, 3, 4, 4, 6, 3, 3, 1, 1, 1, 1, 0),
+    (1, 129, 1, 3, 128, 1, 3, 1, 1, 1, 1, 1),
+    (1, 64, 1, 1, 128, 1, 3, 1, 1, 1, 1, 1),
+    (2, 6, 1, 4, 5, 1, 3, 1, 2, 1, 1, 1),
+    (1, 5, 3, 2, 4, 3, 3, 1, 1, 1, 1, 2),
 ]
 
 
