@@ -904,6 +904,9 @@ static BYOC_CONV1D_AVX512 BYOC_MAYBE_UNUSED void byoc_conv1d_wide_part_(
 
 /* Whether a conv takes the AVX-512 channel-lane path (byoc_conv1d_lanes512_part_). */
 static inline int byoc_conv1d_lanes512_(const byoc_conv_geom_* g, int direct) {
+#ifdef BYOC_NO_AVX512 /* through BYOC_CFLAGS: the AVX2 channel lanes, as on a CPU without it */
+  return 0;
+#endif
   if (!direct || g->G != 1 || (g->OH != 1 && g->OW != 1) || g->WS > BYOC_CONV1D_MAX_WS ||
       g->O < 16 || byoc_conv1d_wide_(g))
     return 0;
