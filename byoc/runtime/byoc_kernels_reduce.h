@@ -161,8 +161,10 @@ enum { BYOC_RED_SUM_ = 0, BYOC_RED_MEAN_ = 1, BYOC_RED_MAX_ = 2 };
 #define BYOC_REDUCE_RUN 256
 
 /*
- * The f32 sum, mean and max of outputs [t0, t1) as vector loops, in two layouts (returns 0
+ * The f32 sum, mean and max of outputs [t0, t1) as vector loops, in three layouts (returns 0
  * for any other, which the scalar walk below takes):
+ * - rows of fewer than 8 contiguous terms one after another: the scalar walk's operations
+ *   without its index steps;
  * - the reduced elements of an output are one contiguous run (nr == 1, stride 1: a softmax
  *   or layer norm over the last axis, a global pool): one `omp simd` reduction per output,
  *   sums in double lane by lane (as the scalar walk, in double: within the bound of any
@@ -179,6 +181,28 @@ static BYOC_SOFTMAX_CLONES_ BYOC_MAYBE_UNUSED int byoc_reduce_f32_fast_(
     const int64_t* kstr, int32_t nr, const int64_t* rext, const int64_t* rstr, int64_t nred,
     int64_t t0, int64_t t1, int kind) {
   int64_t kidx[BYOC_MAX_RANK] = {0};
+  if (nr == 1 && rstr[0] == 1 && nred < 8 && nk == 1 && kstr[0] == nred) {
+    /* short rows one after another (a max over 3 branches' outputs stacked last): the
+     * scalar walk's operations in its order, without its index steps */
+    const int64_t n = nred;
+    BYOC_SIMD
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* xs = x + t * n;
+      if (kind == BYOC_RED_MAX_) {
+        float m = -INFINITY;
+        for (int64_t k = 0; k < n; ++k) {
+          const float v = xs[k];
+          m = m == m ? ((m >= v || m != m) ? m : v) : m;
+        }
+        y[t] = m;
+      } else {
+        double acc = 0.0;
+        for (int64_t k = 0; k < n; ++k) acc += (double)xs[k];
+        y[t] = kind == BYOC_RED_MEAN_ ? (float)(acc / (double)n) : (float)acc;
+      }
+    }
+    return 1;
+  }
   if (nr == 1 && rstr[0] == 1 && nred >= 8) {
     const int64_t n = nred;
     int64_t base = byoc_index_at_(t0, kidx, kext, kstr, nk - 1);

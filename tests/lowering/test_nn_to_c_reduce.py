@@ -1,7 +1,7 @@
 """The f32 reductions of the C target (sum, mean, max) against the numpy reference, within
 the f32 bounds of tests/support/bounds.py, at both CPU dispatch levels, and bit for bit
-equal at 1 and 2 threads: the two vector layouts of byoc_reduce_f32_fast_ (the reduced
-elements one contiguous run; the kept innermost dim contiguous, runs of outputs longer and
+equal at 1 and 2 threads: the layouts of byoc_reduce_f32_fast_ (the reduced elements one
+contiguous run, long or short; the kept innermost dim contiguous, runs of outputs longer and
 shorter than one vector pass) and the strided walk the others take, with NaN and infinite
 values in a max. No test asserts on wall time.
 """
@@ -72,6 +72,8 @@ SHAPES = [
     ((257,), (0,)),
     ((9, 13, 11), (0, 2)),
     ((64, 3), (0,)),
+    ((128, 196, 3), (2,)),
+    ((5, 7), (1,)),
 ]
 
 
@@ -96,3 +98,5 @@ def test_reduce_max_nan_and_inf(cache: Path, dispatch: str, shape: tuple[int, ..
     x[20, :] = -np.inf
     x[:, 30] = np.nan if axes == (0,) else x[:, 30]
     check(reduce_text("reduce_max", shape, axes), [x], dispatch)
+    short = x[:, :3].copy()  # rows of 3: the short-row layout
+    check(reduce_text("reduce_max", (shape[0], 3), (1,)), [short], dispatch)
