@@ -887,6 +887,7 @@ static BYOC_CONV1D_AVX512 BYOC_MAYBE_UNUSED void byoc_conv1d_wide_part_(
       for (int64_t i = 0; i < mr; ++i) byoc_epilogue_run_(ep, o + i, y + (o + i) * P, P);
   }
 }
+
 /*
  * The channel-lane path (byoc_conv1d_lanes_part_) on AVX-512F CPUs, for the 1-D convs with
  * short rows the contiguous-axis path does not take (fewer than 32 pixels a row, or a
@@ -905,12 +906,14 @@ static BYOC_CONV1D_AVX512 BYOC_MAYBE_UNUSED void byoc_conv1d_wide_part_(
 /* Whether a conv takes the AVX-512 channel-lane path (byoc_conv1d_lanes512_part_). */
 static inline int byoc_conv1d_lanes512_(const byoc_conv_geom_* g, int direct) {
 #ifdef BYOC_NO_AVX512 /* through BYOC_CFLAGS: the AVX2 channel lanes, as on a CPU without it */
+  (void)g, (void)direct;
   return 0;
-#endif
+#else
   if (!direct || g->G != 1 || (g->OH != 1 && g->OW != 1) || g->WS > BYOC_CONV1D_MAX_WS ||
       g->O < 16 || byoc_conv1d_wide_(g))
     return 0;
   return __builtin_cpu_supports("avx512f");
+#endif
 }
 
 #define BYOC_L512_FMA_(i)                                \
