@@ -888,7 +888,198 @@ static BYOC_CONV1D_AVX512 BYOC_MAYBE_UNUSED void byoc_conv1d_wide_part_(
       for (int64_t i = 0; i < mr; ++i) byoc_epilogue_run_(ep, o + i, y + (o + i) * P, P);
   }
 }
+
+/*
+ * The channel-lane path (byoc_conv1d_lanes_part_) on AVX-512F CPUs, for the 1-D convs with
+ * short rows the contiguous-axis path does not take (fewer than 32 pixels a row, or a
+ * stride): 32 output channels in two 16-lane registers, 12 pixels at a time in 24
+ * accumulators. The pixels are those of every image in a row (n, p), so a batch of short
+ * rows fills the tiles (64 rows of 14 pixels: 75 tiles of 12, rather than 64 x 2 tiles with
+ * 10 of 24 lanes empty). Each output is the same chain of fused multiply-adds in order of k
+ * as in byoc_conv1d_tile_fma_, so the results equal the AVX2 path's. A unit of work is one
+ * (panel of 32 channels, tile of 12 pixels); threads split the units, tile-major within a
+ * panel; the weights of a panel are transposed once per claim. The epilogue runs on each
+ * tile's outputs of a channel before they are stored.
+ */
+#define BYOC_CONV1D_L512_NR 32
+#define BYOC_CONV1D_L512_PR 12
+
+/* Whether a conv takes the AVX-512 channel-lane path (byoc_conv1d_lanes512_part_). */
+static inline int byoc_conv1d_lanes512_(const byoc_conv_geom_* g, int direct) {
+#ifdef BYOC_NO_AVX512 /* through BYOC_CFLAGS: the AVX2 channel lanes, as on a CPU without it */
+  (void)g, (void)direct;
+  return 0;
+#else
+  if (!direct || g->G != 1 || (g->OH != 1 && g->OW != 1) || g->WS > BYOC_CONV1D_MAX_WS ||
+      g->O < 16 || byoc_conv1d_wide_(g))
+    return 0;
+  return BYOC_HAS_AVX512_("avx512f");
 #endif
+}
+
+#define BYOC_L512_FMA_(i)                                \
+  do {                                                   \
+    const __m512 s = _mm512_set1_ps(p##i[o]);            \
+    a##i = _mm512_fmadd_ps(s, v0, a##i);                 \
+    h##i = _mm512_fmadd_ps(s, v1, h##i);                 \
+  } while (0)
+
+/* Units [u0, u1) (u = panel * tiles + tile) of N images read in place. */
+static BYOC_CONV1D_AVX512 BYOC_MAYBE_UNUSED void byoc_conv1d_lanes512_part_(
+    const byoc_conv_geom_* g, const float* restrict x, const float* restrict w,
+    float* restrict y, int64_t N, int64_t u0, int64_t u1, const byoc_epilogue_* ep) {
+  enum { NR = BYOC_CONV1D_L512_NR, PR = BYOC_CONV1D_L512_PR };
+  float wp[BYOC_CONV1D_MAX_WS * NR] __attribute__((aligned(64)));
+  int64_t off[BYOC_CONV1D_MAX_WS];
+  float acc[PR * NR] __attribute__((aligned(64)));
+  float out[NR * PR];
+  const int64_t WS = g->WS, O = g->O, P = g->P, OW = g->OW, KH = g->KH, KW = g->KW;
+  const int64_t plane = g->HP * g->WP, image = g->C * g->H * g->W, T = N * P;
+  const int64_t tiles = (T + PR - 1) / PR;
+  for (int64_t k = 0; k < WS; ++k) {
+    const int64_t c = k / (KH * KW), kh = k / KW % KH, kw = k % KW;
+    off[k] = c * plane + kh * g->DH * g->WP + kw * g->DW;
+  }
+  int64_t packed = -1;
+  for (int64_t u = u0; u < u1; ++u) {
+    const int64_t q = u / tiles, t0 = u % tiles * PR;
+    const int64_t o0 = q * NR, nr = O - o0 < NR ? O - o0 : NR;
+    const int64_t np = T - t0 < PR ? T - t0 : PR;
+    if (q != packed) {
+      for (int64_t k = 0; k < WS; ++k)
+        for (int64_t j = 0; j < NR; ++j) wp[k * NR + j] = j < nr ? w[(o0 + j) * WS + k] : 0.0f;
+      packed = q;
+    }
+    int64_t base[PR], ybase[PR];
+    for (int64_t i = 0; i < PR; ++i) {
+      const int64_t t = t0 + (i < np ? i : 0), n = t / P, p = t % P;
+      base[i] = n * image + p / OW * g->SH * g->WP + p % OW * g->SW;
+      ybase[i] = n * O * P + p;
+    }
+    const float *p0 = x + base[0], *p1 = x + base[1], *p2 = x + base[2], *p3 = x + base[3];
+    const float *p4 = x + base[4], *p5 = x + base[5], *p6 = x + base[6], *p7 = x + base[7];
+    const float *p8 = x + base[8], *p9 = x + base[9], *p10 = x + base[10], *p11 = x + base[11];
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
+    __m512 a6 = a0, a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0;
+    __m512 h0 = a0, h1 = a0, h2 = a0, h3 = a0, h4 = a0, h5 = a0;
+    __m512 h6 = a0, h7 = a0, h8 = a0, h9 = a0, h10 = a0, h11 = a0;
+    const float* wk = wp;
+    for (int64_t k = 0; k < WS; ++k, wk += NR) {
+      const int64_t o = off[k];
+      const __m512 v0 = _mm512_load_ps(wk), v1 = _mm512_load_ps(wk + 16);
+      BYOC_L512_FMA_(0);
+      BYOC_L512_FMA_(1);
+      BYOC_L512_FMA_(2);
+      BYOC_L512_FMA_(3);
+      BYOC_L512_FMA_(4);
+      BYOC_L512_FMA_(5);
+      BYOC_L512_FMA_(6);
+      BYOC_L512_FMA_(7);
+      BYOC_L512_FMA_(8);
+      BYOC_L512_FMA_(9);
+      BYOC_L512_FMA_(10);
+      BYOC_L512_FMA_(11);
+    }
+    const __m512 lo[PR] = {a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11};
+    const __m512 hi[PR] = {h0, h1, h2, h3, h4, h5, h6, h7, h8, h9, h10, h11};
+    for (int64_t i = 0; i < PR; ++i) {
+      _mm512_store_ps(acc + i * NR, lo[i]);
+      _mm512_store_ps(acc + i * NR + 16, hi[i]);
+    }
+    for (int64_t j = 0; j < nr; ++j) {
+      float* r = out + j * PR;
+      for (int64_t i = 0; i < np; ++i) r[i] = acc[i * NR + j];
+      if (ep != NULL) byoc_epilogue_run_(ep, o0 + j, r, np);
+      float* yj = y + (o0 + j) * P;
+      for (int64_t i = 0; i < np; ++i) yj[ybase[i]] = r[i];
+    }
+  }
+}
+#undef BYOC_L512_FMA_
+#endif
+
+/*
+ * Convolutions with a handful of output pixels in all (N * P <= BYOC_CONV_DOT_PIX; groups 1,
+ * any padding: an audio model's STFT as a 1x256 conv over 3 frames, its small convs over 1-3
+ * frames): a panel of transposed weights (the other paths) would be packed for a few pixels
+ * and never reused. Here each pixel's window is gathered once into a contiguous column (its
+ * padding as zeros, no padded copy of the image), and
+ * every output is a dot product of its weight row, read in place, with the column: 4 pixels
+ * at a time, an `omp simd` sum over k (lanes summed at the end; within the bound of any order
+ * of the terms). Threads split the output channels; each output is computed by the same code
+ * whatever the split, so results do not depend on the threads. The epilogue runs per image
+ * and channel.
+ */
+#define BYOC_CONV_DOT_PIX 8
+
+/* The least work a thread of the vectorised 1-D paths takes, in multiply-adds: one runs in
+ * about an eighth of the time of BYOC_PAR_GRAIN's simple operations (a lane of a vector FMA),
+ * so a thread gets about as much time, ~10 us, before a second one is woken (silero's STFT
+ * conv, 0.2 M multiply-adds: 11 us on one thread, 39 us split in two on a loaded machine). */
+#define BYOC_MAC_GRAIN (8 * BYOC_PAR_GRAIN)
+#define BYOC_CONV_DOT_MAX_WS 2048
+
+static inline int byoc_conv_dot_(const byoc_conv_geom_* g, int64_t N) {
+  return g->G == 1 && N * g->P <= BYOC_CONV_DOT_PIX && g->WS <= BYOC_CONV_DOT_MAX_WS;
+}
+
+#ifdef _OPENMP
+#define BYOC_CONV_DOT_SIMD_ BYOC_PRAGMA_(omp simd reduction(+ : a0, a1, a2, a3))
+#else
+#define BYOC_CONV_DOT_SIMD_
+#endif
+
+/* Output channels [o0, o1) of every image (x: N images read in place). */
+BYOC_KERNEL void byoc_conv_dot_part_(const byoc_conv_geom_* g, const float* restrict x,
+                                     const float* restrict w, float* restrict y, int64_t N,
+                                     int64_t o0, int64_t o1, const byoc_epilogue_* ep) {
+  float col[BYOC_CONV_DOT_PIX * BYOC_CONV_DOT_MAX_WS];
+  const int64_t WS = g->WS, O = g->O, P = g->P, OW = g->OW, KH = g->KH, KW = g->KW;
+  const int64_t H = g->H, W = g->W, image = g->C * H * W, T = N * P;
+  for (int64_t t = 0; t < T; ++t) { /* the window of pixel t, zeros where it leaves the image */
+    const int64_t n = t / P, p = t % P;
+    const int64_t ih0 = p / OW * g->SH - g->PT, iw0 = p % OW * g->SW - g->PL;
+    const float* xn = x + n * image;
+    float* ct = col + t * WS;
+    for (int64_t c = 0; c < g->C; ++c)
+      for (int64_t kh = 0; kh < KH; ++kh) {
+        const int64_t ih = ih0 + kh * g->DH;
+        const int row = ih >= 0 && ih < H;
+        const float* xr = xn + (c * H + (row ? ih : 0)) * W;
+        float* cr = ct + (c * KH + kh) * KW;
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          const int64_t iw = iw0 + kw * g->DW;
+          cr[kw] = row && iw >= 0 && iw < W ? xr[iw] : 0.0f;
+        }
+      }
+  }
+  for (int64_t o = o0; o < o1; ++o) {
+    const float* restrict wr = w + o * WS;
+    for (int64_t t0 = 0; t0 < T; t0 += 4) {
+      /* a last group of fewer than 4 pixels repeats its first column */
+      const float* c0 = col + t0 * WS;
+      const float* c1 = t0 + 1 < T ? c0 + WS : c0;
+      const float* c2 = t0 + 2 < T ? c0 + 2 * WS : c0;
+      const float* c3 = t0 + 3 < T ? c0 + 3 * WS : c0;
+      float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+      BYOC_CONV_DOT_SIMD_
+      for (int64_t k = 0; k < WS; ++k) {
+        const float v = wr[k];
+        a0 += v * c0[k];
+        a1 += v * c1[k];
+        a2 += v * c2[k];
+        a3 += v * c3[k];
+      }
+      const float a[4] = {a0, a1, a2, a3};
+      for (int64_t i = 0; i < 4 && t0 + i < T; ++i) {
+        const int64_t n = (t0 + i) / P, p = (t0 + i) % P;
+        y[n * O * P + o * P + p] = a[i];
+      }
+    }
+    if (ep != NULL)
+      for (int64_t n = 0; n < N; ++n) byoc_epilogue_run_(ep, o, y + n * O * P + o * P, P);
+  }
+}
 
 /*
  * y[n, o, oh, ow] = sum_{c in group(o), kh, kw} x[n, c, oh*SH - PT + kh*DH, ow*SW - PL + kw*DW]
@@ -913,6 +1104,26 @@ static inline void byoc_conv2d_run_(const float* restrict x, const float* restri
                                     const byoc_epilogue_* ep) {
   byoc_conv_geom_ g;
   const int direct = byoc_conv2d_geom_(&g, C, H, W, O, KH, KW, OH, OW, SH, SW, PT, PL, DH, DW, G);
+  if (byoc_conv_dot_(&g, N)) { /* a few pixels in all: dot products, no panels */
+    const int32_t nt = byoc_threads_for(N * g.P * O * g.WS, BYOC_MAC_GRAIN);
+    BYOC_STEAL_(nt, O, byoc_steal_grain_(nt, O, 1), 1, o0, o1,
+                byoc_conv_dot_part_(&g, x, w, y, N, o0, o1, ep));
+    return;
+  }
+#ifdef BYOC_FMA
+  if (byoc_conv1d_lanes512_(&g, direct)) { /* short 1-D rows, AVX-512: channels in the lanes */
+    const int64_t tiles = (N * g.P + BYOC_CONV1D_L512_PR - 1) / BYOC_CONV1D_L512_PR;
+    const int64_t units = (O + BYOC_CONV1D_L512_NR - 1) / BYOC_CONV1D_L512_NR * tiles;
+    const int32_t nt = byoc_threads_for(N * g.P * O * g.WS, BYOC_MAC_GRAIN);
+    if (nt <= 1) {
+      byoc_conv1d_lanes512_part_(&g, x, w, y, N, 0, units, ep);
+      return;
+    }
+    BYOC_STEAL_(nt, units, byoc_steal_grain_(nt, units, 1), 1, u0, u1,
+                byoc_conv1d_lanes512_part_(&g, x, w, y, N, u0, u1, ep));
+    return;
+  }
+#endif
   if (byoc_conv1d_lanes_(&g, direct)) { /* short 1-D rows: output channels in the lanes */
     const int64_t panels = (O + 15) / 16;
     const int32_t nt = byoc_threads_for(N * g.P * O * g.WS, BYOC_PAR_GRAIN);

@@ -62,7 +62,7 @@ static inline int byoc_conv2d_wide_of_(byoc_conv_wide_* g, int64_t C, int64_t H,
   g->plane = g->HQ * g->WQ;
   g->Q = (OH - 1) * g->WQ + OW;
   if (2 * OW < g->WQ) return 0; /* more than half of each row of q not stored */
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+  return BYOC_HAS_AVX512_("avx512f") && __builtin_cpu_supports("fma");
 }
 
 /* The widest padded row the stride-2 copy deinterleaves on the stack (floats). */

@@ -233,17 +233,135 @@ static inline void byoc_softmax_f32(const float* restrict x, float* restrict y, 
 
 /* ---- reductions ------------------------------------------------------------ */
 
+enum { BYOC_RED_SUM_ = 0, BYOC_RED_MEAN_ = 1, BYOC_RED_MAX_ = 2 };
+
+/* Outputs a vector pass of byoc_reduce_f32_fast_ accumulates at once (doubles on the stack). */
+#define BYOC_REDUCE_RUN 256
+
+/*
+ * The f32 sum, mean and max of outputs [t0, t1) as vector loops, in three layouts (returns 0
+ * for any other, which the scalar walk below takes):
+ * - rows of fewer than 8 contiguous terms one after another: the scalar walk's operations
+ *   without its index steps;
+ * - the reduced elements of an output are one contiguous run (nr == 1, stride 1: a softmax
+ *   or layer norm over the last axis, a global pool): one `omp simd` reduction per output,
+ *   sums in double lane by lane (as the scalar walk, in double: within the bound of any
+ *   order of the terms); a max over a run holding a NaN is taken by the scalar walk (its
+ *   NaN as numpy's);
+ * - the kept innermost dim is contiguous (a reduction over an outer axis: a layer norm over
+ *   channels of a channels-first tensor, a mean over time): up to BYOC_REDUCE_RUN adjacent
+ *   outputs accumulate side by side, each reduced element of the walk added to all of them
+ *   in one vector loop. Each output sees its terms in the scalar walk's order with its
+ *   operation, so results equal the scalar walk's.
+ */
+static BYOC_SOFTMAX_CLONES_ BYOC_MAYBE_UNUSED int byoc_reduce_f32_fast_(
+    const float* restrict x, float* restrict y, int32_t nk, const int64_t* kext,
+    const int64_t* kstr, int32_t nr, const int64_t* rext, const int64_t* rstr, int64_t nred,
+    int64_t t0, int64_t t1, int kind) {
+  int64_t kidx[BYOC_MAX_RANK] = {0};
+  if (nr == 1 && rstr[0] == 1 && nred < 8 && nk == 1 && kstr[0] == nred) {
+    /* short rows one after another (a max over 3 branches' outputs stacked last): the
+     * scalar walk's operations in its order, without its index steps */
+    const int64_t n = nred;
+    BYOC_SIMD
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* xs = x + t * n;
+      if (kind == BYOC_RED_MAX_) {
+        float m = -INFINITY;
+        for (int64_t k = 0; k < n; ++k) {
+          const float v = xs[k];
+          m = m == m ? ((m >= v || m != m) ? m : v) : m;
+        }
+        y[t] = m;
+      } else {
+        double acc = 0.0;
+        for (int64_t k = 0; k < n; ++k) acc += (double)xs[k];
+        y[t] = kind == BYOC_RED_MEAN_ ? (float)(acc / (double)n) : (float)acc;
+      }
+    }
+    return 1;
+  }
+  if (nr == 1 && rstr[0] == 1 && nred >= 8) {
+    const int64_t n = nred;
+    int64_t base = byoc_index_at_(t0, kidx, kext, kstr, nk - 1);
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* restrict xs = x + base;
+      if (kind == BYOC_RED_MAX_) {
+        float m = -INFINITY;
+        BYOC_SIMD_MAX_(m)
+        for (int64_t k = 0; k < n; ++k) m = xs[k] > m ? xs[k] : m;
+        int32_t nans = 0;
+        BYOC_SIMD_SUM_(nans)
+        for (int64_t k = 0; k < n; ++k) nans += xs[k] != xs[k];
+        if (nans > 0) {
+          m = -INFINITY;
+          for (int64_t k = 0; k < n; ++k) m = m == m ? byoc_maxf_(m, xs[k]) : m;
+        }
+        y[t] = m;
+      } else {
+        double acc = 0.0;
+        BYOC_SIMD_SUM_(acc)
+        for (int64_t k = 0; k < n; ++k) acc += (double)xs[k];
+        y[t] = kind == BYOC_RED_MEAN_ ? (float)(acc / (double)n) : (float)acc;
+      }
+      byoc_index_step_(kidx, kext, kstr, nk - 1, &base);
+    }
+    return 1;
+  }
+  if (nk < 1 || kstr[nk - 1] != 1 || nr < 1 || nred < 2) return 0;
+  const int64_t inner = rext[nr - 1], istep = rstr[nr - 1];
+  double acc[BYOC_REDUCE_RUN];
+  float accm[BYOC_REDUCE_RUN];
+  int64_t t = t0;
+  int64_t base = byoc_index_at_(t0, kidx, kext, kstr, nk - 1);
+  while (t < t1) {
+    /* a run of adjacent outputs along the contiguous kept dim */
+    int64_t len = kext[nk - 1] - kidx[nk - 1];
+    len = len < t1 - t ? len : t1 - t;
+    len = len < BYOC_REDUCE_RUN ? len : BYOC_REDUCE_RUN;
+    for (int64_t i = 0; i < len; ++i) acc[i] = 0.0, accm[i] = -INFINITY;
+    int64_t ridx[BYOC_MAX_RANK] = {0};
+    int64_t off = base;
+    for (int64_t r = 0; r < nred; r += inner) {
+      for (int64_t j = 0; j < inner; ++j) {
+        const float* restrict xr = x + off + j * istep;
+        if (kind == BYOC_RED_MAX_) {
+          BYOC_SIMD
+          for (int64_t i = 0; i < len; ++i) {
+            const float a = accm[i], v = xr[i];
+            accm[i] = a == a ? ((a >= v || a != a) ? a : v) : a;
+          }
+        } else {
+          BYOC_SIMD
+          for (int64_t i = 0; i < len; ++i) acc[i] += (double)xr[i];
+        }
+      }
+      byoc_index_step_(ridx, rext, rstr, nr - 2, &off);
+    }
+    for (int64_t i = 0; i < len; ++i)
+      y[t + i] = kind == BYOC_RED_MAX_    ? accm[i]
+                 : kind == BYOC_RED_MEAN_ ? (float)(acc[i] / (double)nred)
+                                          : (float)acc[i];
+    for (int64_t i = 0; i < len; ++i) byoc_index_step_(kidx, kext, kstr, nk - 1, &base);
+    t += len;
+  }
+  return 1;
+}
+
 /*
  * Reduce x over some of its dims. The output is walked in row-major order
  * over the kept dims (`nk` dims: extents `kext`, input strides `kstr`); for
  * each output element the reduced dims (`nr`: `rext`, `rstr`) are walked.
- * Adjacent dims of one kind are merged by the caller.
+ * Adjacent dims of one kind are merged by the caller. FAST: an expression that
+ * computes outputs [t0, t1) another way and is 1, or is 0 (byoc_reduce_f32_fast_);
+ * BYOC_DEFINE_REDUCE has none.
  */
-#define BYOC_DEFINE_REDUCE(NAME, T, ACC, INIT, STEP, FINISH)                                 \
+#define BYOC_DEFINE_REDUCE_FAST_(NAME, T, ACC, INIT, STEP, FINISH, FAST)                     \
   static inline void NAME##_part_(const T* restrict x, T* restrict y, int32_t nk,              \
                                   const int64_t* kext, const int64_t* kstr, int32_t nr,        \
                                   const int64_t* rext, const int64_t* rstr, int64_t nred,      \
                                   int64_t t0, int64_t t1) {                                    \
+    if (FAST) return;                                                                         \
     int64_t kidx[BYOC_MAX_RANK] = {0}, ridx[BYOC_MAX_RANK] = {0};                             \
     const int64_t inner = nr > 0 ? rext[nr - 1] : 1;                                          \
     const int64_t istep = nr > 0 ? rstr[nr - 1] : 0;                                          \
@@ -274,11 +392,18 @@ static inline void byoc_softmax_f32(const float* restrict x, float* restrict y, 
                              nout * (t + 1) / nt));                                           \
   }
 
-BYOC_DEFINE_REDUCE(byoc_reduce_sum_f32, float, double, 0.0, acc += (double)v, (float)acc)
-BYOC_DEFINE_REDUCE(byoc_reduce_mean_f32, float, double, 0.0, acc += (double)v,
-                   (float)(acc / (double)(nred > 0 ? nred : 1)))
-BYOC_DEFINE_REDUCE(byoc_reduce_max_f32, float, float, -INFINITY,
-                   acc = acc == acc ? byoc_maxf_(acc, v) : acc, acc)
+#define BYOC_DEFINE_REDUCE(NAME, T, ACC, INIT, STEP, FINISH) \
+  BYOC_DEFINE_REDUCE_FAST_(NAME, T, ACC, INIT, STEP, FINISH, 0)
+#define BYOC_REDUCE_F32_FAST_(KIND) \
+  byoc_reduce_f32_fast_(x, y, nk, kext, kstr, nr, rext, rstr, nred, t0, t1, KIND)
+BYOC_DEFINE_REDUCE_FAST_(byoc_reduce_sum_f32, float, double, 0.0, acc += (double)v,
+                         (float)acc, BYOC_REDUCE_F32_FAST_(BYOC_RED_SUM_))
+BYOC_DEFINE_REDUCE_FAST_(byoc_reduce_mean_f32, float, double, 0.0, acc += (double)v,
+                         (float)(acc / (double)(nred > 0 ? nred : 1)),
+                         BYOC_REDUCE_F32_FAST_(BYOC_RED_MEAN_))
+BYOC_DEFINE_REDUCE_FAST_(byoc_reduce_max_f32, float, float, -INFINITY,
+                         acc = acc == acc ? byoc_maxf_(acc, v) : acc, acc,
+                         BYOC_REDUCE_F32_FAST_(BYOC_RED_MAX_))
 /* int32 sums wrap modulo 2^32, as numpy's int64 sum cast back to int32 does. */
 BYOC_DEFINE_REDUCE(byoc_reduce_sum_i32, int32_t, uint32_t, 0u, acc += (uint32_t)v,
                    (int32_t)acc)

@@ -2,8 +2,9 @@
 bounds of tests/support/bounds.py, at both CPU dispatch levels, and bit for bit equal at 1
 and 2 threads: dense and matmul through their register tile (row and column edges, depths
 past one packed panel, a broadcast batch), dense with a few rows through its dot products
-(on AVX-512F CPUs), and conv2d's two 1-D paths (short output rows with channels in the
-lanes; a contiguous axis as a GEMM over the image, on AVX-512F CPUs), with and without
+(on AVX-512F CPUs), and conv2d's 1-D paths (short output rows with channels in the lanes,
+on AVX-512F CPUs 32 of them over tiles across the batch; a contiguous axis as a GEMM over
+the image, on AVX-512F CPUs; a handful of output pixels as dot products), with and without
 padding. No test asserts on wall time.
 """
 
@@ -32,14 +33,15 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield path
 
 
-def check(text: str, inputs: list[Array], dispatch: str) -> None:
-    """Build `text` at 1 and 2 threads under `dispatch`; both within the bounds of the
-    reference and equal to each other."""
+def check(text: str, inputs: list[Array], dispatch: str, cflags: str = "") -> list[Array]:
+    """Build `text` at 1 and 2 threads under `dispatch` (and `cflags`: BYOC_CFLAGS); both
+    within the bounds of the reference and equal to each other. Returns the outputs."""
     module = byoc.parse_module(text)
     expected = list(run_reference(module, *inputs))
     results = []
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("BYOC_CPU_DISPATCH", dispatch)
+        mp.setenv("BYOC_CFLAGS", cflags)
         for threads in (1, 2):
             exe = byoc.build(byoc.parse_module(text), targets=["ccompiler"], num_threads=threads)
             out = exe.run(*inputs)
@@ -48,6 +50,7 @@ def check(text: str, inputs: list[Array], dispatch: str) -> None:
             results.append(actual)
     for one, two in zip(*results, strict=True):
         assert np.array_equal(one, two, equal_nan=True), "2 threads differ from 1"
+    return results[0]
 
 
 def rand(rng: np.random.Generator, *shape: int) -> Array:
@@ -123,6 +126,24 @@ CONV1D = [
     (1, 48, 1, 128, 50, 1, 9, 1, 1, 1, 2, 8),
     (2, 5, 1, 40, 13, 1, 3, 1, 1, 1, 1, 1),
     (16, 6, 1, 21, 20, 1, 5, 1, 1, 1, 1, 2),
+    # the AVX-512 channel lanes: tiles across images, partial panels of 32, strides
+    (5, 12, 1, 30, 37, 1, 4, 1, 2, 1, 1, 0),
+    (7, 3, 9, 1, 50, 4, 1, 1, 1, 1, 1, 0),
+    (1, 8, 1, 64, 16, 1, 3, 1, 2, 1, 1, 0),
+    (3, 16, 1, 12, 15, 1, 3, 1, 1, 1, 1, 0),
+    (9, 33, 1, 11, 70, 1, 1, 1, 1, 1, 1, 0),
+    # a handful of output pixels in all: dot products with gathered columns (an STFT as a conv
+    # over 3 frames, a short conv after it, pixels in groups of 4 and a remainder, a 2-D 2x2,
+    # windows over the padding)
+    (1, 1, 1, 576, 258, 1, 256, 1, 128, 1, 1, 0),
+    (1, 129, 1, 3, 128, 1, 3, 1, 1, 1, 1, 0),
+    (2, 5, 1, 9, 7, 1, 3, 1, 3, 1, 2, 0),
+    (3, 4, 1, 10, 9, 1, 4, 1, 4, 1, 1, 0),
+    (1, 3, 4, 4, 6, 3, 3, 1, 1, 1, 1, 0),
+    (1, 129, 1, 3, 128, 1, 3, 1, 1, 1, 1, 1),
+    (1, 64, 1, 1, 128, 1, 3, 1, 1, 1, 1, 1),
+    (2, 6, 1, 4, 5, 1, 3, 1, 2, 1, 1, 1),
+    (1, 5, 3, 2, 4, 3, 3, 1, 1, 1, 1, 2),
 ]
 
 
@@ -144,4 +165,11 @@ def test_conv1d_bias_relu(cache: Path, dispatch: str, shape: tuple[int, ...]) ->
   func.return %2 : {y_t}
 }}"""
     rng = np.random.default_rng(sum(shape))
-    check(text, [rand(rng, n, c, h, w), rand(rng, o, c, kh, kw), rand(rng, o)], dispatch)
+    inputs = [rand(rng, n, c, h, w), rand(rng, o, c, kh, kw), rand(rng, o)]
+    out = check(text, inputs, dispatch)
+    if dispatch == "auto" and pw == 0:
+        # without AVX-512 (the AVX2 channel lanes, not 32 lanes across the batch): the same
+        # chain of fused multiply-adds per output, so the same bits
+        no512 = check(text, inputs, dispatch, "-DBYOC_NO_AVX512")
+        for a, b in zip(out, no512, strict=True):
+            assert np.array_equal(a, b, equal_nan=True), "AVX-512 differs from AVX2"

@@ -9,6 +9,7 @@
 // PEROP-EMPTY:
 // PEROP-NEXT: static void byoc_p_ccompiler_main_0_0(const float* restrict in0, const float* restrict in1, float* restrict out0) {
 // PEROP-NEXT:   /* nn.add: 10x10 f32 */
+// PEROP-NEXT:   BYOC_SIMD
 // PEROP-NEXT:   for (int64_t i0 = 0; i0 < 100; ++i0) {
 // PEROP-NEXT:     out0[i0] = (in0[i0] + in1[i0]);
 // PEROP-NEXT:   }
@@ -67,6 +68,7 @@
 /// Fused mode: one loop reading the four inputs, no workspace.
 // FUSED:      static void byoc_p_ccompiler_main_0_0(const float* restrict in0, const float* restrict in1, const float* restrict in2, const float* restrict in3, float* restrict out0) {
 // FUSED-NEXT:   /* nn.add, nn.subtract, nn.multiply: 10x10 f32 */
+// FUSED-NEXT:   BYOC_SIMD
 // FUSED-NEXT:   for (int64_t i0 = 0; i0 < 100; ++i0) {
 // FUSED-NEXT:     out0[i0] = (((in0[i0] + in1[i0]) - in2[i0]) * in3[i0]);
 // FUSED-NEXT:   }

@@ -5,6 +5,7 @@
 /// is stored by the same loop.
 // CHECK-LABEL: c.func static noalias @byoc_p_ccompiler_split_0(
 // CHECK:         c.verbatim "/* nn.split, nn.split, nn.add: 2x6 f32 */"
+// CHECK-NEXT:    c.verbatim "BYOC_SIMD"
 // CHECK-NEXT:    c.for %i0 = 0 to 12 {
 // CHECK-NEXT:      %[[OFF:.*]] = c.constant 12 : index
 // CHECK-NEXT:      %[[AT:.*]] = c.add %i0, %[[OFF]] : index

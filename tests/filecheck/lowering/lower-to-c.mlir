@@ -13,6 +13,7 @@
 
 // PEROP-NEXT:    c.func static noalias @byoc_p_ccompiler_main_0_0(%[[IN0:.*]]: !c.ptr<f32, const>, %[[IN1:.*]]: !c.ptr<f32, const>, %[[OUT:.*]]: !c.ptr<f32>) {
 // PEROP-NEXT:      c.verbatim "/* nn.add: 10x10 f32 */"
+// PEROP-NEXT:      c.verbatim "BYOC_SIMD"
 // PEROP-NEXT:      c.for %[[I:.*]] = 0 to 100 {
 // PEROP-NEXT:        %[[A:.*]] = c.load %[[IN0]][%[[I]]] : !c.ptr<f32, const>
 // PEROP-NEXT:        %[[B:.*]] = c.load %[[IN1]][%[[I]]] : !c.ptr<f32, const>
@@ -38,6 +39,7 @@
 
 // FUSED-NEXT:    c.func static noalias @byoc_p_ccompiler_main_0_0(%[[IN0:.*]]: !c.ptr<f32, const>, %[[IN1:.*]]: !c.ptr<f32, const>, %[[IN2:.*]]: !c.ptr<f32, const>, %[[IN3:.*]]: !c.ptr<f32, const>, %[[OUT:.*]]: !c.ptr<f32>) {
 // FUSED-NEXT:      c.verbatim "/* nn.add, nn.subtract, nn.multiply: 10x10 f32 */"
+// FUSED-NEXT:      c.verbatim "BYOC_SIMD"
 // FUSED-NEXT:      c.for %[[I:.*]] = 0 to 100 {
 // FUSED-NEXT:        %[[A:.*]] = c.load %[[IN0]][%[[I]]]
 // FUSED-NEXT:        %[[B:.*]] = c.load %[[IN1]][%[[I]]]
@@ -140,6 +142,7 @@ func.func private @ccompiler_multi(%x: tensor<16xf32>, %y: tensor<16xf32>) -> (t
 // CHECK:         c.for %[[I:.*]] = 0 to 3 {
 // CHECK-NEXT:      %[[FIVE:.*]] = c.constant 5 : index
 // CHECK-NEXT:      %[[ROW:.*]] = c.mul %[[I]], %[[FIVE]] : index
+// CHECK-NEXT:      c.verbatim "BYOC_SIMD"
 // CHECK-NEXT:      c.for %[[J:.*]] = 0 to 5 {
 // CHECK-NEXT:        %[[K:.*]] = c.add %[[ROW]], %[[J]] : index
 // CHECK-NEXT:        %[[X:.*]] = c.load %in0[%[[I]]] : !c.ptr<f32, const>
