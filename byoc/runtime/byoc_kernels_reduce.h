@@ -58,6 +58,21 @@ static inline BYOC_NO_TRAP_ float byoc_softmax_exp_(float x) {
 #define BYOC_SOFTMAX_AVX2_ __attribute__((target("avx2")))
 #define BYOC_SOFTMAX_AVX512_ __attribute__((target("avx512f,avx2")))
 #endif
+#if __has_attribute(target_clones)
+#define BYOC_REDUCE_CLONES_ __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+/* The f32 reductions' vector loops are also compiled for AVX2 and picked at load time. */
+#ifndef BYOC_REDUCE_CLONES_
+#define BYOC_REDUCE_CLONES_
+#endif
+
+#ifdef _OPENMP
+#define BYOC_SIMD_MAX_(v) BYOC_PRAGMA_(omp simd reduction(max : v))
+#define BYOC_SIMD_SUM_(v) BYOC_PRAGMA_(omp simd reduction(+ : v))
+#else
+#define BYOC_SIMD_MAX_(v)
+#define BYOC_SIMD_SUM_(v)
 #endif
 
 /* Softmax of one row of n elements with stride `inner`, scalar (libm's expf, the sum in
@@ -254,7 +269,7 @@ enum { BYOC_RED_SUM_ = 0, BYOC_RED_MEAN_ = 1, BYOC_RED_MAX_ = 2 };
  *   in one vector loop. Each output sees its terms in the scalar walk's order with its
  *   operation, so results equal the scalar walk's.
  */
-static BYOC_SOFTMAX_CLONES_ BYOC_MAYBE_UNUSED int byoc_reduce_f32_fast_(
+static BYOC_REDUCE_CLONES_ BYOC_MAYBE_UNUSED int byoc_reduce_f32_fast_(
     const float* restrict x, float* restrict y, int32_t nk, const int64_t* kext,
     const int64_t* kstr, int32_t nr, const int64_t* rext, const int64_t* rstr, int64_t nred,
     int64_t t0, int64_t t1, int kind) {
