@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Operation
 
 from byoc.dialects import c
 from byoc.lowering.emit.c import emit_c_source
@@ -38,13 +39,29 @@ class CLibrary:
     """The arrays `byoc_init` binds, in order."""
 
 
+def c_units(module: ModuleOp | c.ModuleOp) -> list[c.ModuleOp]:
+    """Every `c.module` in `module` (itself included), in walk order: at any depth outside
+    a `c.module`, and among a `c.module`'s top-level ops (its functions, thousands of ops
+    after lower-to-c, are not walked: nothing nests a translation unit in a function)."""
+    found: list[c.ModuleOp] = []
+    stack: list[Operation] = [module]
+    while stack:
+        op = stack.pop()
+        if isinstance(op, c.ModuleOp):
+            found.append(op)
+            stack.extend(reversed([o for o in op.ops if isinstance(o, c.ModuleOp)]))
+            continue
+        stack.extend(reversed([o for region in op.regions for block in region.blocks for o in block.ops]))
+    return found
+
+
 def signatures_of(module: ModuleOp | c.ModuleOp) -> dict[str, CSignature]:
     """Partition name -> signature, read from the argument checks of the typed wrapper
     each packed entry calls.
     The partition's name is the entry's `c.diagnostic_name` (its C name is
     `c_entry_symbol(name)`), or the C name of a hand-written entry without one."""
     out: dict[str, CSignature] = {}
-    for unit in (op for op in module.walk() if isinstance(op, c.ModuleOp)):
+    for unit in c_units(module):
         funcs = {f.sym_name.data: f for f in unit.ops if isinstance(f, c.FuncOp)}
         for name, f in funcs.items():
             if f.is_static:
@@ -68,7 +85,7 @@ def signatures_of(module: ModuleOp | c.ModuleOp) -> dict[str, CSignature]:
 def c_library(module: ModuleOp) -> CLibrary:
     """The C source of every `c.module` in `module`, their signatures and bound constants."""
     constants: list[np.ndarray[Any, Any]] = []
-    for unit in (op for op in module.walk() if isinstance(op, c.ModuleOp)):
+    for unit in c_units(module):
         constants.extend(constants_of(unit))
     return CLibrary(emit_c_source(module), signatures_of(module), constants)
 
@@ -100,7 +117,7 @@ def tiered_c_module(module: ModuleOp) -> RuntimeComponent | None:
         library = first_tier_library()
     except (CompileError, OSError):
         return None
-    units = [op for op in module.walk() if isinstance(op, c.ModuleOp)]
+    units = c_units(module)
     functions = signatures_of(module)
     programs: dict[str, Program] = {}
     reasons: dict[str, str] = {}
@@ -117,4 +134,4 @@ def tiered_c_module(module: ModuleOp) -> RuntimeComponent | None:
     return TieredCModule.start(programs, functions, lambda: build_c_module(module), reasons)
 
 
-__all__ = ["CLibrary", "build_c_module", "c_library", "signatures_of", "tiered_c_module"]
+__all__ = ["CLibrary", "build_c_module", "c_library", "c_units", "signatures_of", "tiered_c_module"]

@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from typing import Any
 
-import cffi
 import numpy as np
 from xdsl.dialects.builtin import (
     DenseArrayBase,
@@ -53,6 +52,7 @@ from byoc.runtime.c_module import (
 )
 from byoc.runtime.cpu import native_load
 from byoc.runtime.interface import CEntry
+from byoc.runtime.static_ffi import static_ffi
 from byoc.runtime.toolchain import (
     DEFAULT_FLAGS,
     INCLUDE_DIR,
@@ -704,8 +704,7 @@ class FirstTierModule(PackedLibrary):
         if check_shared_object(library.library) is not None:
             raise OSError("the first tier's library is not a loadable shared object")
         self.functions = {sym: functions[sym] for sym in programs}
-        self.ffi = cffi.FFI()
-        self.ffi.cdef(_CDEF + _LIBRARY_CDEF + _CDEF_FT)
+        self.ffi = static_ffi(_CDEF + _LIBRARY_CDEF + _CDEF_FT)  # parsed once per machine
         pin_openmp_runtime()
         with native_load(), private_copy(library.library) as copy:
             self.lib: Any = self.ffi.dlopen(str(copy))

@@ -35,12 +35,12 @@ its run's values in a thread-local.
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import cffi
 import numpy as np
 from xdsl.utils.exceptions import VerifyException
 
@@ -49,6 +49,7 @@ from byoc.runtime.c_module import CFunctionError, check_shared_object
 from byoc.runtime.dlpack import dl_dtype, header_cdef, tensor_cdef
 from byoc.runtime.host import BoundPlan, HostPlan
 from byoc.runtime.interface import CEntry, RuntimeComponent
+from byoc.runtime.static_ffi import static_ffi
 from byoc.runtime.tensor import TensorSpec
 from byoc.runtime.toolchain import (
     DEFAULT_FLAGS,
@@ -121,19 +122,22 @@ def _open(library: bytes) -> Runner | None:
     """The runner in `library`, or None if it is not a loadable runner of this ABI."""
     if check_shared_object(library) is not None:
         return None
-    ffi = cffi.FFI()
-    ffi.cdef(_CDEF)
+    ffi = static_ffi(_CDEF)  # parsed once per machine
     try:
         with private_copy(library) as copy:
             lib = ffi.dlopen(str(copy))
+            try:
+                abi = int(lib.byoc_plan_abi())
+            except AttributeError:
+                abi = -1
+            if abi != RUNNER_ABI:
+                ffi.dlclose(lib)
+                return None
+            # The runner stays loaded for the life of the process: a second handle that is
+            # never closed keeps it mapped when interpreter shutdown frees the `lib` object
+            # before the plans whose destructor (`byoc_plan_free`) lives in it.
+            ctypes.CDLL(str(copy))
     except OSError:
-        return None
-    try:
-        abi = int(lib.byoc_plan_abi())
-    except AttributeError:
-        abi = -1
-    if abi != RUNNER_ABI:
-        ffi.dlclose(lib)
         return None
     return Runner(ffi, lib, library)
 

@@ -17,6 +17,9 @@ takes and returns torch tensors:
   the outputs are torch tensors over the numpy results.
 - A graph that cannot be converted (an op without a converter, an output that is not a
   tensor) runs eagerly, with one `ByocFallbackWarning` naming the ops: the model still runs.
+- Each build is tiered unless `options={"tiered": False}`: a new shape is compile latency
+  inside the user's call, so its C partitions run at once on the first tier while the C
+  compiles in the background (docs/torch.md).
 - The backend is for inference: its outputs do not track gradients.
 """
 
@@ -26,7 +29,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-OPTIONS = ("targets", "num_threads")
+OPTIONS = ("targets", "num_threads", "tiered")
 """The keys of `torch.compile(..., options={...})` the backend reads."""
 
 DEFAULT_TARGETS = ("ccompiler",)
@@ -48,7 +51,10 @@ def byoc_backend(
     if isinstance(targets, str):
         targets = [t for t in targets.split(",") if t]
     num_threads = opts.get("num_threads")
-    compiled = CompiledGraph(gm, example_inputs, list(targets), None if num_threads is None else int(num_threads))
+    compiled = CompiledGraph(
+        gm, example_inputs, list(targets), None if num_threads is None else int(num_threads),
+        tiered=bool(opts.get("tiered", True)),
+    )
     return compiled
 
 
@@ -61,12 +67,22 @@ def _is_static(value: Any) -> bool:
 class CompiledGraph:
     """One captured graph: its specialisations by input signature, or its eager fallback."""
 
-    def __init__(self, gm: Any, example_inputs: Sequence[Any], targets: list[str], num_threads: int | None) -> None:
+    def __init__(
+        self,
+        gm: Any,
+        example_inputs: Sequence[Any],
+        targets: list[str],
+        num_threads: int | None,
+        *,
+        tiered: bool = True,
+    ) -> None:
         import torch
 
         self.gm = gm
         self.targets = targets
         self.num_threads = num_threads
+        self.tiered = tiered
+        """Whether each specialisation is built tiered (`byoc.build(..., tiered=)`)."""
         self.static = [i for i, v in enumerate(example_inputs) if isinstance(v, torch.Tensor) and _is_static(v)]
         self.cache: dict[tuple[Any, ...], Any] = {}
         self.fallback: str | None = None
@@ -121,7 +137,7 @@ class CompiledGraph:
         if not all(isinstance(s.arg, TensorArgument) for s in ep.graph_signature.output_specs):
             raise _Unconvertible("the graph returns values that are not tensors")
         module = import_exported_program(ep, relocate=_user_lines(self.gm))
-        exe = byoc.build(module, targets=self.targets or None, num_threads=self.num_threads)
+        exe = byoc.build(module, targets=self.targets or None, num_threads=self.num_threads, tiered=self.tiered)
         return exe, tensors, ep.call_spec.out_spec
 
     def _fall_back(self, error: Exception) -> None:

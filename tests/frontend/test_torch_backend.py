@@ -211,3 +211,18 @@ def test_entry_point_finds_the_backend_by_name(tmp_path: Path, monkeypatch: pyte
         registry._lazy_import.cache_clear()
         registry._discover_entrypoint_backends.cache_clear()
     assert "byoc.tools.torch_backend" in sys.modules
+
+
+def test_builds_are_tiered_unless_the_option_says_otherwise() -> None:
+    """A specialisation is built tiered by default (its C compiles in the background) and
+    compiled before the first call with `tiered=False`; both give the eager answer."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU()).eval()
+    x = torch.randn(2, 4)
+    for tiered, kind in ((True, "TieredCModule"), (False, "CModule")):
+        graph = byoc_backend(torch.fx.symbolic_trace(model), [x], options={"tiered": tiered})
+        ((exe, _, _),) = graph.cache.values()
+        assert type(exe.components["ccompiler"]).__name__ == kind
+        assert exe.wait_compiled() and exe.tier == "compiled"
+        with torch.no_grad():
+            _compare(f"tiered={tiered}", model, (x,), graph(x), model(x))

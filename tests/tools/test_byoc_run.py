@@ -323,3 +323,35 @@ def test_a_target_that_cannot_build_is_left_out_with_a_warning_line(
         assert (code, out) == (1, "")
         assert err.startswith(f"{model}: error:") and "C compilation failed" in err
         assert "Traceback" not in err
+
+
+# ---- --tiered ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flag", "environ", "expected"),
+    [
+        (None, "", True),  # byoc-run's default: tiered
+        (None, "0", None),  # BYOC_TIERED set: byoc.build reads it
+        (False, "", False),
+        (True, "0", True),  # a flag wins over the environment
+    ],
+)
+def test_tiered_is_on_unless_a_flag_or_the_environment_says_otherwise(
+    flag: bool | None, environ: str, expected: bool | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BYOC_TIERED", environ)
+    assert byoc_run._tiered(flag) is expected
+
+
+@pytest.mark.parametrize("flag", ["--tiered", "--no-tiered"])
+def test_tiered_and_untiered_runs_match_the_reference(
+    flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(
+        capsys, str(EXAMPLES / "small_cnn.mlir"), "--targets", "ccompiler", "--repeat", "2", flag
+    )
+    assert code == 0, err
+    assert "ccompiler_main_0" in out and "outputs match the reference" in out
+    if flag == "--no-tiered":
+        assert "tier: first" not in out

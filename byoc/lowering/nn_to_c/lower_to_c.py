@@ -217,11 +217,12 @@ class LowerToCPass(ModulePass):
             lowering = PartitionLowering(fn, self.fuse, self.const_threshold, init_base, hook, helpers)
             new_ops = lowering.lower()
             init_base += len(lowering.init_arrays)
-            if _calls_qkernels(new_ops):  # included only where an int8 kernel is called
+            callees = _opaque_callees(new_ops)  # one walk for the three checks
+            if _calls_qkernels(callees):  # included only where an int8 kernel is called
                 _add_include(unit, "byoc_qkernels.h")
-            if _calls_qpool(new_ops):  # the int8 average pooling (byoc_qpool.h)
+            if _calls_qpool(callees):  # the int8 average pooling (byoc_qpool.h)
                 _add_include(unit, "byoc_qpool.h")
-            if _calls_math(new_ops):  # the inline f32 functions (byoc_math.h)
+            if _calls_math(callees):  # the inline f32 functions (byoc_math.h)
                 _add_include(unit, "byoc_math.h")
             for new in new_ops:
                 assert isinstance(new, c.FuncOp | c.GlobalOp)
@@ -235,34 +236,28 @@ class LowerToCPass(ModulePass):
         unit.body.block.add_op(_init_func(unit))
 
 
-def _calls_qkernels(ops: list[Operation]) -> bool:
-    """Whether any of `ops` calls a kernel of byoc_qkernels.h (`byoc_q*`, `byoc_(de)quantize_*`)."""
-    return any(
-        isinstance(o, c.CallOpaqueOp)
-        and o.callee.data.startswith(("byoc_q", "byoc_quantize_", "byoc_dequantize_"))
-        for op in ops
-        for o in op.walk()
-    )
+def _opaque_callees(ops: list[Operation]) -> set[str]:
+    """The names every `c.call_opaque` in `ops` calls."""
+    return {o.callee.data for op in ops for o in op.walk() if isinstance(o, c.CallOpaqueOp)}
 
 
-def _calls_math(ops: list[Operation]) -> bool:
-    """Whether any of `ops` calls a function of byoc_math.h (MATH_FUNCTIONS)."""
-    return any(
-        isinstance(o, c.CallOpaqueOp) and o.callee.data in MATH_FUNCTIONS for op in ops for o in op.walk()
-    )
+def _calls_qkernels(callees: set[str]) -> bool:
+    """Whether any of `callees` is a kernel of byoc_qkernels.h (`byoc_q*`, `byoc_(de)quantize_*`)."""
+    return any(n.startswith(("byoc_q", "byoc_quantize_", "byoc_dequantize_")) for n in callees)
+
+
+def _calls_math(callees: set[str]) -> bool:
+    """Whether any of `callees` is a function of byoc_math.h (MATH_FUNCTIONS)."""
+    return not MATH_FUNCTIONS.isdisjoint(callees)
 
 
 MATH_FUNCTIONS = frozenset({"byoc_tanhf", "byoc_expf", "byoc_gelu_erff", "byoc_sigmoidf"})
 """The functions of byoc_math.h the fused loops call."""
 
 
-def _calls_qpool(ops: list[Operation]) -> bool:
-    """Whether any of `ops` calls a kernel of byoc_qpool.h (`byoc_qavgpool_*`, `byoc_qconcat<n>`)."""
-    return any(
-        isinstance(o, c.CallOpaqueOp) and o.callee.data.startswith(("byoc_qavgpool_", "byoc_qconcat"))
-        for op in ops
-        for o in op.walk()
-    )
+def _calls_qpool(callees: set[str]) -> bool:
+    """Whether any of `callees` is a kernel of byoc_qpool.h (`byoc_qavgpool_*`, `byoc_qconcat<n>`)."""
+    return any(n.startswith(("byoc_qavgpool_", "byoc_qconcat")) for n in callees)
 
 
 def constants_of(unit: c.ModuleOp) -> list[np.ndarray[Any, Any]]:
