@@ -70,6 +70,18 @@ MEASURED = "measured"
 MAX_ORDERS = 6
 """Priority orders checked end to end: every order of up to three targets, else the given one."""
 
+REGIONS_PER_JOB = 64
+"""Candidate regions timed by one build. A measurement module holds two functions per
+region (the region's and its partition's), and verifying a call looks its callee up among
+all of them: one module for the 600 regions of a 300-op model spent most of its build
+there. Smaller jobs also spread over the executor's workers."""
+
+END_TO_END_RUNS = 3
+"""Timed runs per turn of the end-to-end check, at least (`ModelJob.repeats`)."""
+
+HOST_REPEATS = 3
+"""Runs of the reference run whose median is each unit's host time."""
+
 NOISE_MARGIN = 0.02
 """End-to-end times within this fraction of the fastest are a tie, won by the simplest
 configuration (`choose`): the check's timings vary by about that much from run to run."""
@@ -209,12 +221,14 @@ class _Timer:
             self.cache.put(self.key(c), seconds, **self.info(c))
             out[c] = seconds
         jobs: list[tuple[str, list[Candidate], Future[Any]]] = []
-        for target, cands in missing.items():
-            module, args = measurement_module(self.units, [*cands])
-            inputs = tuple(reference.values[v] for v in args)
-            job = RegionJob(str(module), self.threads, inputs, self.repeats, self.build)
-            self.measurements += 1
-            jobs.append((target, cands, self.pool().submit(run_job, job)))
+        for target, all_cands in missing.items():
+            for first in range(0, len(all_cands), REGIONS_PER_JOB):
+                cands = all_cands[first : first + REGIONS_PER_JOB]
+                module, args = measurement_module(self.units, cands)
+                inputs = tuple(reference.values[v] for v in args)
+                job = RegionJob(str(module), self.threads, inputs, self.repeats, self.build)
+                self.measurements += 1
+                jobs.append((target, cands, self.pool().submit(run_job, job)))
         for target, cands, future in jobs:
             try:
                 result = future.result()
@@ -413,7 +427,7 @@ def place(
             if progress is not None:
                 progress("placement: reference run on the host")
             arrays = sample_arrays(module, sample_inputs)
-            reference.append(reference_run(module, units, arrays, repeats))
+            reference.append(reference_run(module, units, arrays, min(repeats, HOST_REPEATS)))
         return reference[0]
 
     timer = _Timer(units, store, threads, build, executor, inputs, repeats)
@@ -648,7 +662,7 @@ def _end_to_end(problem: _Problem, best: Assignment) -> dict[str, float]:
         tuple((name, *configs[name]) for name in todo),
         timer.threads,
         arrays,
-        timer.repeats,
+        min(timer.repeats, END_TO_END_RUNS),
         rounds,
         timer.build,
     )
