@@ -7,10 +7,13 @@
 Per model (the ONNX light models, with seeded random weights, and the real-model corpus of
 benchmarks/corpus.py) and per thread count:
 
-- search: `byoc.build(..., placement="measure")` in a process of its own with an empty
-  measurement cache (cold: every region timed, compiled libraries cached or not), then
-  again in another process with that cache (cached). The figure is `Placement.search_seconds`
-  (the choice, measurements included; compiling the chosen partitions is not in it).
+- search: `place(..., placement="measure")` in a process of its own with an empty
+  measurement cache and an empty library cache (`BYOC_CACHE_DIR`; the kernel library,
+  compiled once per machine, is read from the usual cache through `BYOC_KERNEL_CACHE_DIR`):
+  cold, every region timed and every measurement module compiled. Then again in another
+  process with that measurement cache (cached). The figure is `Placement.search_seconds`
+  (the choice, measurements and the end-to-end check included; compiling the chosen
+  partitions is not in it), with the number of timing jobs each ran.
 - latency: the engines `measured` (the placement found above, read from the cache), each
   target alone, each priority order of the targets, and onnxruntime (CPU provider,
   intra_op_num_threads = N, sequential). Each engine runs in a process of its own, one per
@@ -140,13 +143,21 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
 # ---- the driver ---------------------------------------------------------------------------
 
 
-def spawn(engine: str, name: str, threads: int, args: argparse.Namespace, cache: str) -> dict[str, Any]:
+def spawn(
+    engine: str, name: str, threads: int, args: argparse.Namespace, cache: str,
+    library_cache: str | None = None,
+) -> dict[str, Any]:  # fmt: skip
     command = [
         sys.executable, str(Path(__file__).resolve()), "--worker", engine, "--models", name,
         "--threads", str(threads), "--targets", args.targets, "--budget", str(args.budget),
         "--cache", cache,
     ]  # fmt: skip
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": str(threads)}
+    if library_cache is not None:
+        from byoc.runtime.toolchain import KERNEL_CACHE_ENV, cache_dir, kernel_cache_dir
+
+        env[KERNEL_CACHE_ENV] = str(kernel_cache_dir(cache_dir()))
+        env["BYOC_CACHE_DIR"] = library_cache
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     for line in done.stdout.splitlines():
         if line.startswith("RESULT "):
@@ -162,7 +173,8 @@ def simple_configurations(targets: list[str]) -> list[str]:
 
 
 def measure(name: str, threads: int, args: argparse.Namespace, cache: str) -> dict[str, Any]:
-    cold = spawn("search", name, threads, args, cache)
+    with tempfile.TemporaryDirectory() as library_cache:
+        cold = spawn("search", name, threads, args, cache, library_cache)
     if "error" in cold:
         return {"error": f"search: {cold['error']}"}
     cached = spawn("search", name, threads, args, cache)
@@ -179,6 +191,7 @@ def measure(name: str, threads: int, args: argparse.Namespace, cache: str) -> di
     return {
         "search_cold_s": cold["search_s"],
         "search_cached_s": cached.get("search_s"),
+        "cold_measurements": cold.get("measurements"),
         "cached_measurements": cached.get("measurements"),
         "units": cold["units"],
         "configuration": cold["configuration"],
@@ -200,8 +213,8 @@ def report(name: str, threads: int, entry: dict[str, Any], targets: list[str]) -
     print(
         f"{name:<22} {threads}  units {entry['units']:>4}  measured={m * 1e3:.2f}ms "
         f"[{entry['configuration']}]  measured/best-simple {m / best:.3f}  measured/ort {ort}  "
-        f"search cold {entry['search_cold_s']:.1f}s cached {entry['search_cached_s']:.2f}s "
-        f"(timings {entry['cached_measurements']})"
+        f"search cold {entry['search_cold_s']:.1f}s ({entry['cold_measurements']} timing jobs) "
+        f"cached {entry['search_cached_s']:.2f}s ({entry['cached_measurements']} timing jobs)"
     )
     print(f"{'':<25}{cells}")
     key = ",".join(targets)
