@@ -14,7 +14,8 @@ The steps (docs/placement.md):
 3. The search (`search.py`) on the region times; the segments it chose that were only
    estimated are measured and the search runs again.
 4. The check end to end: the chosen assignment, each target alone and each priority order
-   of the targets, each built whole and timed (`measure.ModelJob`); the fastest wins.
+   of the targets, each built whole and timed interleaved in one job (`measure.ModelJob`);
+   the simplest within `NOISE_MARGIN` of the fastest wins (`choose`).
 5. The winner is applied: measured, by tagging each unit (`byoc.target`) and running
    merge-compiler-regions and partition; a simple configuration, by the `byoc` pipeline.
 """
