@@ -22,7 +22,8 @@ benchmarks/corpus.py) and per thread count:
   engine's the median over the rounds.
 
 Printed per model: each engine's median and its ratio to `measured` (above 1: slower than
-measured placement), measured / best simple configuration (goal <= 1.03), measured /
+measured placement), the cold search's own end-to-end check (one process, interleaved; the
+ratios to the configuration it applied), measured / best simple configuration (goal <= 1.03), measured /
 onnxruntime; per thread count, the geometric mean of `dnnl,ccompiler` / measured over the
 corpus (goal >= 1.10). Figures land in benchmarks/results/placement.md.
 """
@@ -195,6 +196,7 @@ def measure(name: str, threads: int, args: argparse.Namespace, cache: str) -> di
         "cached_measurements": cached.get("measurements"),
         "units": cold["units"],
         "configuration": cold["configuration"],
+        "check": cold.get("end_to_end", {}),
         "seconds": {e: statistics.median(v) for e, v in rounds.items() if v},
     }
 
@@ -217,6 +219,11 @@ def report(name: str, threads: int, entry: dict[str, Any], targets: list[str]) -
         f"cached {entry['search_cached_s']:.2f}s ({entry['cached_measurements']} timing jobs)"
     )
     print(f"{'':<25}{cells}")
+    check = entry.get("check") or {}
+    if check:  # the search's own end-to-end check: one process, interleaved
+        chosen = check.get(entry["configuration"]) or min(check.values())
+        cells = "  ".join(f"{e}={t * 1e3:.2f}ms ({t / chosen:.2f})" for e, t in check.items())
+        print(f"{'':<25}check: {cells}")
     key = ",".join(targets)
     return secs[key] / m if key in secs else None
 
