@@ -7,10 +7,13 @@
 Per model (the ONNX light models, with seeded random weights, and the real-model corpus of
 benchmarks/corpus.py) and per thread count:
 
-- search: `byoc.build(..., placement="measure")` in a process of its own with an empty
-  measurement cache (cold: every region timed, compiled libraries cached or not), then
-  again in another process with that cache (cached). The figure is `Placement.search_seconds`
-  (the choice, measurements included; compiling the chosen partitions is not in it).
+- search: `place(..., placement="measure")` in a process of its own with an empty
+  measurement cache and an empty library cache (`BYOC_CACHE_DIR`; the kernel library,
+  compiled once per machine, is read from the usual cache through `BYOC_KERNEL_CACHE_DIR`):
+  cold, every region timed and every measurement module compiled. Then again in another
+  process with that measurement cache (cached). The figure is `Placement.search_seconds`
+  (the choice, measurements and the end-to-end check included; compiling the chosen
+  partitions is not in it), with the number of timing jobs each ran.
 - latency: the engines `measured` (the placement found above, read from the cache), each
   target alone, each priority order of the targets, and onnxruntime (CPU provider,
   intra_op_num_threads = N, sequential). Each engine runs in a process of its own, one per
@@ -19,7 +22,8 @@ benchmarks/corpus.py) and per thread count:
   engine's the median over the rounds.
 
 Printed per model: each engine's median and its ratio to `measured` (above 1: slower than
-measured placement), measured / best simple configuration (goal <= 1.03), measured /
+measured placement), the cold search's own end-to-end check (one process, interleaved; the
+ratios to the configuration it applied), measured / best simple configuration (goal <= 1.03), measured /
 onnxruntime; per thread count, the geometric mean of `dnnl,ccompiler` / measured over the
 corpus (goal >= 1.10). Figures land in benchmarks/results/placement.md.
 """
@@ -140,13 +144,21 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
 # ---- the driver ---------------------------------------------------------------------------
 
 
-def spawn(engine: str, name: str, threads: int, args: argparse.Namespace, cache: str) -> dict[str, Any]:
+def spawn(
+    engine: str, name: str, threads: int, args: argparse.Namespace, cache: str,
+    library_cache: str | None = None,
+) -> dict[str, Any]:  # fmt: skip
     command = [
         sys.executable, str(Path(__file__).resolve()), "--worker", engine, "--models", name,
         "--threads", str(threads), "--targets", args.targets, "--budget", str(args.budget),
         "--cache", cache,
     ]  # fmt: skip
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": str(threads)}
+    if library_cache is not None:
+        from byoc.runtime.toolchain import KERNEL_CACHE_ENV, cache_dir, kernel_cache_dir
+
+        env[KERNEL_CACHE_ENV] = str(kernel_cache_dir(cache_dir()))
+        env["BYOC_CACHE_DIR"] = library_cache
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     for line in done.stdout.splitlines():
         if line.startswith("RESULT "):
@@ -162,7 +174,8 @@ def simple_configurations(targets: list[str]) -> list[str]:
 
 
 def measure(name: str, threads: int, args: argparse.Namespace, cache: str) -> dict[str, Any]:
-    cold = spawn("search", name, threads, args, cache)
+    with tempfile.TemporaryDirectory() as library_cache:
+        cold = spawn("search", name, threads, args, cache, library_cache)
     if "error" in cold:
         return {"error": f"search: {cold['error']}"}
     cached = spawn("search", name, threads, args, cache)
@@ -179,9 +192,11 @@ def measure(name: str, threads: int, args: argparse.Namespace, cache: str) -> di
     return {
         "search_cold_s": cold["search_s"],
         "search_cached_s": cached.get("search_s"),
+        "cold_measurements": cold.get("measurements"),
         "cached_measurements": cached.get("measurements"),
         "units": cold["units"],
         "configuration": cold["configuration"],
+        "check": cold.get("end_to_end", {}),
         "seconds": {e: statistics.median(v) for e, v in rounds.items() if v},
     }
 
@@ -200,10 +215,15 @@ def report(name: str, threads: int, entry: dict[str, Any], targets: list[str]) -
     print(
         f"{name:<22} {threads}  units {entry['units']:>4}  measured={m * 1e3:.2f}ms "
         f"[{entry['configuration']}]  measured/best-simple {m / best:.3f}  measured/ort {ort}  "
-        f"search cold {entry['search_cold_s']:.1f}s cached {entry['search_cached_s']:.2f}s "
-        f"(timings {entry['cached_measurements']})"
+        f"search cold {entry['search_cold_s']:.1f}s ({entry['cold_measurements']} timing jobs) "
+        f"cached {entry['search_cached_s']:.2f}s ({entry['cached_measurements']} timing jobs)"
     )
     print(f"{'':<25}{cells}")
+    check = entry.get("check") or {}
+    if check:  # the search's own end-to-end check: one process, interleaved
+        chosen = check.get(entry["configuration"]) or min(check.values())
+        cells = "  ".join(f"{e}={t * 1e3:.2f}ms ({t / chosen:.2f})" for e, t in check.items())
+        print(f"{'':<25}check: {cells}")
     key = ",".join(targets)
     return secs[key] / m if key in secs else None
 

@@ -9,8 +9,9 @@ runs it `repeats` times after a warm-up and returns median seconds. Any
 - `RegionJob`: a measurement module (`regions.measurement_module`), already tagged;
   returns seconds per candidate function (profiled per partition).
 - `ModelJob`: whole-model configurations (each built with a priority order of targets,
-  or already partitioned), built once each in one process and timed in alternating
-  rounds; returns the seconds of one run, end to end, per configuration.
+  or already partitioned), built once each in one process and timed there in interleaved
+  rounds, so load from elsewhere falls on all of them alike; returns the seconds of one
+  run, end to end, per configuration.
 
 The reference run (`reference_run`) executes the model once on the host executor with
 every unit's results kept: the inputs of each candidate region are then the values it
@@ -71,8 +72,16 @@ class ModelJob:
     threads: int
     inputs: tuple[Array, ...]
     repeats: int
+    """Timed runs per turn, at least."""
     rounds: int
     build: BuildFn
+    turn_seconds: float = 0.02
+    """Each turn also runs until this much time is spent, so a fast model is timed over
+    many runs (a median of a few runs of 50 us is mostly timer and wake-up noise)."""
+    prune_after: int = 3
+    """After this many rounds, a configuration slower than `prune_ratio` times the fastest
+    (medians so far) is timed no more: it cannot come within the choice's noise margin."""
+    prune_ratio: float = 1.25
 
 
 def run_job(job: RegionJob | ModelJob) -> dict[int, float] | dict[str, float]:
@@ -100,9 +109,11 @@ def run_job(job: RegionJob | ModelJob) -> dict[int, float] | dict[str, float]:
 
 def _run_models(job: ModelJob) -> dict[str, float]:
     """Build every configuration once, then time them in `rounds` rounds taking turns (the
-    order reversed every other round), `repeats` runs each; seconds per configuration: the
-    median over its rounds of each round's median. A configuration that fails to build is
-    left out."""
+    order reversed every other round). A turn is one untimed run (it wakes the threads and
+    brings the configuration's buffers back into the caches after the others' turns), then
+    runs until both `repeats` runs and `turn_seconds` are done; its figure is their median.
+    Seconds per configuration: the median over its rounds. A configuration that fails to
+    build is left out; one that falls far behind is pruned (`ModelJob.prune_after`)."""
     from byoc.context import parse_module
 
     inputs = list(job.inputs)
@@ -115,17 +126,27 @@ def _run_models(job: ModelJob) -> dict[str, float]:
             continue
         built[name] = exe
     rounds: dict[str, list[float]] = {name: [] for name in built}
-    names = list(built)
+    live = list(built)
     for r in range(job.rounds):
-        for name in names if r % 2 == 0 else names[::-1]:
-            exe = built[name]
-            times: list[float] = []
-            for _ in range(job.repeats):
-                t0 = time.perf_counter()
-                exe.run(*inputs)
-                times.append(time.perf_counter() - t0)
-            rounds[name].append(statistics.median(times))
+        for name in live if r % 2 == 0 else live[::-1]:
+            rounds[name].append(_turn(built[name], inputs, job.repeats, job.turn_seconds))
+        if r + 1 >= job.prune_after and live:
+            so_far = {name: statistics.median(rounds[name]) for name in live}
+            fastest = min(so_far.values())
+            live = [name for name in live if so_far[name] <= job.prune_ratio * fastest]
     return {name: statistics.median(v) for name, v in rounds.items()}
+
+
+def _turn(exe: Any, inputs: list[Any], repeats: int, seconds: float) -> float:
+    """One configuration's turn in a round (`_run_models`): median seconds of a run."""
+    exe.run(*inputs)
+    times: list[float] = []
+    start = time.perf_counter()
+    while len(times) < repeats or time.perf_counter() - start < seconds:
+        t0 = time.perf_counter()
+        exe.run(*inputs)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
 
 
 class LocalPool(ProcessPoolExecutor):

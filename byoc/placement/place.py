@@ -14,7 +14,8 @@ The steps (docs/placement.md):
 3. The search (`search.py`) on the region times; the segments it chose that were only
    estimated are measured and the search runs again.
 4. The check end to end: the chosen assignment, each target alone and each priority order
-   of the targets, each built whole and timed (`measure.ModelJob`); the fastest wins.
+   of the targets, each built whole and timed interleaved in one job (`measure.ModelJob`);
+   the simplest within `NOISE_MARGIN` of the fastest wins (`choose`).
 5. The winner is applied: measured, by tagging each unit (`byoc.target`) and running
    merge-compiler-regions and partition; a simple configuration, by the `byoc` pipeline.
 """
@@ -69,6 +70,22 @@ MEASURED = "measured"
 
 MAX_ORDERS = 6
 """Priority orders checked end to end: every order of up to three targets, else the given one."""
+
+REGIONS_PER_JOB = 64
+"""Candidate regions timed by one build. A measurement module holds two functions per
+region (the region's and its partition's), and verifying a call looks its callee up among
+all of them: one module for the 600 regions of a 300-op model spent most of its build
+there. Smaller jobs also spread over the executor's workers."""
+
+END_TO_END_RUNS = 3
+"""Timed runs per turn of the end-to-end check, at least (`ModelJob.repeats`)."""
+
+HOST_REPEATS = 3
+"""Runs of the reference run whose median is each unit's host time."""
+
+NOISE_MARGIN = 0.02
+"""End-to-end times within this fraction of the fastest are a tie, won by the simplest
+configuration (`choose`): the check's timings vary by about that much from run to run."""
 
 
 class PlacementError(ValueError):
@@ -205,12 +222,14 @@ class _Timer:
             self.cache.put(self.key(c), seconds, **self.info(c))
             out[c] = seconds
         jobs: list[tuple[str, list[Candidate], Future[Any]]] = []
-        for target, cands in missing.items():
-            module, args = measurement_module(self.units, [*cands])
-            inputs = tuple(reference.values[v] for v in args)
-            job = RegionJob(str(module), self.threads, inputs, self.repeats, self.build)
-            self.measurements += 1
-            jobs.append((target, cands, self.pool().submit(run_job, job)))
+        for target, all_cands in missing.items():
+            for first in range(0, len(all_cands), REGIONS_PER_JOB):
+                cands = all_cands[first : first + REGIONS_PER_JOB]
+                module, args = measurement_module(self.units, cands)
+                inputs = tuple(reference.values[v] for v in args)
+                job = RegionJob(str(module), self.threads, inputs, self.repeats, self.build)
+                self.measurements += 1
+                jobs.append((target, cands, self.pool().submit(run_job, job)))
         for target, cands, future in jobs:
             try:
                 result = future.result()
@@ -368,7 +387,7 @@ def place(
     num_threads: int | None = None,
     build: BuildFn | None = None,
     repeats: int = 7,
-    rounds: int = 3,
+    rounds: int = 7,
     check_end_to_end: bool = True,
     progress: Callable[[str], None] | None = None,
 ) -> Placement:
@@ -377,7 +396,7 @@ def place(
     `cache`: a path, a `MeasurementCache`, or None for the default file. `executor`: where
     timings run (default: `measure.default_executor`). `build`: the build function timings
     use (default `byoc.build`). `repeats`: timed runs per measurement (their median);
-    `rounds`: builds per configuration checked end to end, taking turns (their median).
+    `rounds`: turns of each configuration checked end to end (the median of its turns).
     """
     from byoc.context import make_context
     from byoc.passes.annotate_target import AnnotateTargetPass
@@ -409,7 +428,7 @@ def place(
             if progress is not None:
                 progress("placement: reference run on the host")
             arrays = sample_arrays(module, sample_inputs)
-            reference.append(reference_run(module, units, arrays, repeats))
+            reference.append(reference_run(module, units, arrays, min(repeats, HOST_REPEATS)))
         return reference[0]
 
     timer = _Timer(units, store, threads, build, executor, inputs, repeats)
@@ -570,8 +589,18 @@ def _decide(problem: _Problem) -> tuple[tuple[str, ...], str, dict[str, float]]:
     end_to_end = _end_to_end(problem, best)
     if not end_to_end:  # nothing ran end to end (warned): the search's answer stands
         return best.targets, MEASURED, {}
-    configuration = min(end_to_end, key=lambda k: (end_to_end[k], k != MEASURED))
-    return best.targets, configuration, end_to_end
+    return best.targets, choose(end_to_end, problem.targets), end_to_end
+
+
+def choose(end_to_end: Mapping[str, float], targets: Sequence[str]) -> str:
+    """The configuration to apply: the simplest whose end-to-end time is within
+    `NOISE_MARGIN` of the fastest. Simplest: a single target (in list order), then a
+    priority order (in `_orders`' order), then the searched assignment; a difference within
+    the noise does not buy the searched assignment's extra partition boundaries."""
+    fastest = min(end_to_end.values())
+    rank = {",".join(o): k for k, o in enumerate(_orders(targets))}
+    near = [name for name, s in end_to_end.items() if s <= fastest * (1 + NOISE_MARGIN)]
+    return min(near, key=lambda name: (rank.get(name, len(rank)), end_to_end[name]))
 
 
 def _probe_reference(units: list[Unit]) -> Reference:
@@ -612,7 +641,7 @@ def _end_to_end(problem: _Problem, best: Assignment) -> dict[str, float]:
     plain = str(pristine)
     for order in _orders(targets):
         configs[",".join(order)] = (plain, order)
-    out: dict[str, float] = {}
+    cached: dict[str, float] = {}
     keys: dict[str, str] = {}
     for name in configs:
         assignment = ",".join(best.targets) if name == MEASURED else name
@@ -621,10 +650,12 @@ def _end_to_end(problem: _Problem, best: Assignment) -> dict[str, float]:
         )
         seconds = timer.cache.get(keys[name])
         if seconds is not None:
-            out[name] = seconds
-    todo = [n for n in configs if n not in out]
-    if not todo:
-        return out
+            cached[name] = seconds
+    if len(cached) == len(configs):
+        return cached
+    # figures are only compared within one job: a miss times every configuration again
+    todo = list(configs)
+    out: dict[str, float] = {}
     if progress is not None:
         progress(f"placement: {len(todo)} configuration(s) end to end, {rounds} round(s)")
     arrays = tuple(timer.inputs().values[a] for a in main_function(module).body.block.args)
@@ -632,14 +663,14 @@ def _end_to_end(problem: _Problem, best: Assignment) -> dict[str, float]:
         tuple((name, *configs[name]) for name in todo),
         timer.threads,
         arrays,
-        timer.repeats,
+        min(timer.repeats, END_TO_END_RUNS),
         rounds,
         timer.build,
     )
     timer.measurements += 1
     try:
         result = timer.pool().submit(run_job, job).result()
-    except Exception as exc:  # noqa: BLE001 - then only the cached figures compete
+    except Exception as exc:  # noqa: BLE001 - then the search's answer stands
         warnings.warn(
             f"placement: the end-to-end check failed ({type(exc).__name__}: {exc})",
             stacklevel=4,

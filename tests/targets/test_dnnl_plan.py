@@ -81,3 +81,37 @@ def test_weights_are_reordered_once_at_init_and_layouts_are_chosen(tmp_path: Pat
             assert _reorder(ln) not in init_reorders, ln
     # format_tag::any: the convolutions write a layout oneDNN chose (blocked or channels-last)
     assert any(_mds(ln)["dst"] != "abcd" for ln in convs if ",convolution," in ln), run
+
+
+_EDGE_SCRIPT = """
+import sys
+sys.path[:0] = [{targets!r}, {tests!r}]
+import numpy as np
+import byoc
+from byoc.dialects import nn
+from test_dnnl import Graph, bias, conv
+g = Graph(seed=3)
+x = g.arg(g.rand(1, 200, 2, 96))
+r = g.arg(g.rand(1, 32, 2, 96))
+y = g.op(nn.AddOp, bias(g, conv(g, x, 200, 32, (1, 1)), 32), r)
+g.results.append(bias(g, conv(g, y, 32, 200, (1, 1)), 200))
+exe = byoc.build(g.module(), targets=["dnnl"])
+exe.run(*g.inputs)
+"""
+
+
+def test_a_residual_convolution_on_partition_inputs_gets_a_fast_kernel(tmp_path: Path) -> None:
+    """Source and residual both partition inputs (plain NCHW), as when another target runs
+    the ops around the partition: the residual is brought to the layout oneDNN picks for
+    the convolution, so it never lands on oneDNN's reference convolution (mixed layouts;
+    about 50x slower on the priority order `ccompiler,dnnl` of a MobileNetV3)."""
+    script = tmp_path / "edge.py"
+    script.write_text(_EDGE_SCRIPT.format(targets=str(TESTS / "targets"), tests=str(TESTS)))
+    env = dict(os.environ, BYOC_DNNL_VERBOSE="1", BYOC_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=env, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    (plan,) = re.findall(r"dnnl plan \w+: (.*)", done.stderr)
+    convs = [s for s in plan.split("; ") if s.startswith("conv2d")]
+    assert len(convs) == 2, plan
+    assert not [s for s in convs if ":ref" in s], plan

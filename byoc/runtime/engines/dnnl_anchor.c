@@ -302,6 +302,11 @@ static int find_primitive(planner *p, const anchor *A, chain *c, int *src1_slots
       pd = NULL;
       rollback(p, nslots_before, nsteps_before, arena_before);
       plain_edges = 0;
+      /* the probe read the plain source: probe again with the layouts oneDNN picks, else
+         the residual stays plain while the source is blocked, and only oneDNN's reference
+         convolution (hundreds of times slower) takes mixed layouts */
+      if (want) dnnl_memory_desc_destroy(want);
+      want = NULL;
       continue;
     }
     if (st == dnnl_success) {
