@@ -91,9 +91,13 @@ typedef struct {
 
 /* The scalar functions a fused loop calls, in first_tier.py's order (`MATH_*`). */
 static float byoc_ft_tanhf_(float x) { return byoc_tanhf(x); }
+static float byoc_ft_expf_(float x) { return byoc_expf(x); }
+static float byoc_ft_gelu_erff_(float x) { return byoc_gelu_erff(x); }
+static float byoc_ft_sigmoidf_(float x) { return byoc_sigmoidf(x); }
 static float (*const byoc_ft_fn1f_[])(float) = {
     expf, logf, sqrtf, tanhf, erff, fabsf, byoc_ft_tanhf_, sinf, cosf, tanf, asinf, acosf,
-    atanf, sinhf, coshf, asinhf, acoshf, atanhf, floorf, ceilf, rintf, expm1f, log1pf};
+    atanf, sinhf, coshf, asinhf, acoshf, atanhf, floorf, ceilf, rintf, expm1f, log1pf,
+    byoc_ft_expf_, byoc_ft_gelu_erff_, byoc_ft_sigmoidf_};
 static double (*const byoc_ft_fn1d_[])(double) = {exp, log, sqrt, tanh, erf, fabs};
 static float (*const byoc_ft_fn2f_[])(float, float) = {powf, fminf, fmaxf, fmodf};
 static double (*const byoc_ft_fn2d_[])(double, double) = {pow, fmod};

@@ -108,7 +108,7 @@ _TYPES: dict[str, tuple[bool, str | None, str]] = {
 }
 MATH_1F = (
     "expf logf sqrtf tanhf erff fabsf byoc_tanhf sinf cosf tanf asinf acosf atanf sinhf coshf "
-    "asinhf acoshf atanhf floorf ceilf rintf expm1f log1pf"
+    "asinhf acoshf atanhf floorf ceilf rintf expm1f log1pf byoc_expf byoc_gelu_erff byoc_sigmoidf"
 ).split()
 MATH_1D = "exp log sqrt tanh erf fabs".split()
 MATH_2F = "powf fminf fmaxf fmodf".split()

@@ -40,6 +40,13 @@ func.func @main(%x: tensor<1x3x9x9xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<1x4
   %4 = nn.multiply %3, %1 : tensor<1x4x7x7xf32>
   func.return %4 : tensor<1x4x7x7xf32>
 }""",
+    "gelu_both_forms": """
+func.func @main(%x: tensor<3x67xf32>) -> tensor<3x67xf32> {
+  %0 = nn.gelu %x : tensor<3x67xf32>
+  %1 = nn.gelu %0 {approximate = "tanh"} : tensor<3x67xf32>
+  %2 = nn.exp %1 : tensor<3x67xf32>
+  func.return %2 : tensor<3x67xf32>
+}""",
     "broadcast_rows": """
 func.func @main(%x: tensor<37x301xf32>, %r: tensor<1x301xf32>, %c: tensor<37x1xf32>) -> tensor<37x301xf32> {
   %0 = nn.subtract %x, %r : (tensor<37x301xf32>, tensor<1x301xf32>) -> tensor<37x301xf32>
