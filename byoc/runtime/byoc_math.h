@@ -50,7 +50,7 @@ static inline __attribute__((always_inline)) float byoc_expf(float x) {
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  return (((p * r) * r + r + 1.0f) * lo) * hi;
+  return ((p * (r * r) + r + 1.0f) * lo) * hi; /* the order byoc_sigmoid4_ and the AVX-512 epilogue repeat */
 }
 
 /* tanh: Cephes' tanhf (an odd polynomial below |x| = 0.625, else 1 - 2 / (e^(2|x|) + 1)),

@@ -287,11 +287,11 @@ def _tiered(flag: bool | None) -> bool | None:
     """`--tiered`/`--no-tiered`; without either, on unless `BYOC_TIERED` is set (None: the
     build reads it). A run of byoc-run is a few inferences, so time to the first one counts
     more than the steady speed reached after the compile (docs/cli.md)."""
-    import os
+    from byoc.utils import env
 
     if flag is not None:
         return flag
-    return None if os.environ.get("BYOC_TIERED", "").strip() else True
+    return None if env.is_set("BYOC_TIERED") else True
 
 
 def _targets_text(exe: Any, requested: Sequence[str], loaded: bool) -> str:

@@ -126,6 +126,11 @@ def value(name: str) -> Any:
     return VARIABLES[name].value()
 
 
+def is_set(name: str) -> bool:
+    """Whether `name` (a key of VARIABLES) is set to a non-empty value."""
+    return bool(os.environ.get(VARIABLES[name].name, "").strip())
+
+
 def check_native() -> None:
     """Check the variables C code reads itself (an `EnvError` for the first bad one)."""
     for var in VARIABLES.values():
@@ -133,4 +138,4 @@ def check_native() -> None:
             var.value()
 
 
-__all__ = ["MAX_THREADS", "VARIABLES", "EnvError", "EnvVar", "check_native", "value"]
+__all__ = ["MAX_THREADS", "VARIABLES", "EnvError", "EnvVar", "check_native", "is_set", "value"]
