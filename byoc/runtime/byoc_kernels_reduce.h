@@ -20,33 +20,11 @@
 #endif
 
 /*
- * exp(x) for softmax's shifted logits, x in [-inf, 0]: 2^n * exp(r) with n = round(x / ln 2)
- * and |r| <= ln 2 / 2, exp(r) by Cephes' expf polynomial (within 2 ulp of libm's expf).
- * 2^n is applied as two factors, so results below FLT_MIN underflow gradually as expf's do
- * and x <= -104 (exp(-inf) included) gives 0. Branch-free: a loop of it vectorises.
+ * exp(x) for softmax's shifted logits, x in [-inf, 0]: byoc_expf (byoc_math.h), within 2 ulp
+ * of libm's expf, branch-free so a loop of it vectorises; x <= -104 (exp(-inf) included)
+ * gives 0. The vector rows below repeat its operations lane by lane, so the same bits.
  */
-static inline BYOC_NO_TRAP_ float byoc_softmax_exp_(float x) {
-  float xc = x < -104.0f ? -104.0f : x;
-  xc = xc > 88.0f ? 88.0f : xc;
-  const float t = xc * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23: rounds to an int */
-  const float n = t - 12582912.0f;
-  union {
-    float f;
-    uint32_t i;
-  } bits = {t}, lo, hi;
-  const uint32_t ni = bits.i - 0x4B400000u; /* n, two's complement */
-  const uint32_t half = (uint32_t)((int32_t)ni >> 1);
-  lo.i = (half + 127u) << 23; /* 2^(n/2) and 2^(n - n/2): both normal for n >= -252 */
-  hi.i = (ni - half + 127u) << 23;
-  const float r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  return (((p * r) * r + r + 1.0f) * lo.f) * hi.f;
-}
+static inline BYOC_NO_TRAP_ float byoc_softmax_exp_(float x) { return byoc_expf(x); }
 
 /* The contiguous softmax is also compiled for AVX2 (8 lanes) and AVX-512F (16 lanes) and
  * picked at run time (byoc_kernels_simd.h is not included: its intrinsics header would slow
@@ -165,7 +143,7 @@ static inline void byoc_softmax_row_(const float* restrict xs, float* restrict y
         p = p * rr + 4.1665795894e-2f;                                                        \
         p = p * rr + 1.6666665459e-1f;                                                        \
         p = p * rr + 5.0000001201e-1f;                                                        \
-        const vf e = (((p * rr) * rr + rr + 1.0f) * lo) * hi;                                 \
+        const vf e = ((p * (rr * rr) + rr + 1.0f) * lo) * hi;                                 \
         memcpy(ys + k, &e, sizeof e);                                                         \
         sv += e;                                                                              \
       }                                                                                       \

@@ -53,6 +53,19 @@ static inline __attribute__((always_inline)) float byoc_expf(float x) {
   return ((p * (r * r) + r + 1.0f) * lo) * hi; /* the order byoc_sigmoid4_ and the AVX-512 epilogue repeat */
 }
 
+/* c ? a : b by a bit mask: a select gcc might turn into a branch would stop a loop's
+ * vectorisation (and mispredict on a layer's activations). */
+static inline __attribute__((always_inline)) float byoc_pick_(int c, float a, float b) {
+  const uint32_t m = 0u - (uint32_t)(c != 0);
+  uint32_t ab, bb;
+  memcpy(&ab, &a, sizeof ab);
+  memcpy(&bb, &b, sizeof bb);
+  const uint32_t rb = (ab & m) | (bb & ~m);
+  float r;
+  memcpy(&r, &rb, sizeof r);
+  return r;
+}
+
 /* tanh: Cephes' tanhf (an odd polynomial below |x| = 0.625, else 1 - 2 / (e^(2|x|) + 1)),
  * on |x|, then the sign of x. Both branches are computed and one is picked by a bit mask:
  * a data-dependent branch would mispredict on about every other value of a layer's
@@ -66,14 +79,7 @@ static inline __attribute__((always_inline)) float byoc_tanhf(float x) {
   poly = poly * s - 3.33332819422e-1f;
   poly = poly * s * a + a;
   const float big = 1.0f - 2.0f / (byoc_expf(a + a) + 1.0f);
-  uint32_t pb, bb;
-  memcpy(&pb, &poly, sizeof pb);
-  memcpy(&bb, &big, sizeof bb);
-  const uint32_t small = 0u - (uint32_t)(a < 0.625f);
-  const uint32_t rb = (pb & small) | (bb & ~small);
-  float r;
-  memcpy(&r, &rb, sizeof r);
-  return copysignf(r, x);
+  return copysignf(byoc_pick_(a < 0.625f, poly, big), x);
 }
 
 /*
@@ -98,15 +104,7 @@ static inline __attribute__((always_inline)) float byoc_gelu_erff(float x) {
   p = p * t + 0.37409196f;
   p = p * t + 1.00002368f;
   const float tail = 0.5f * (t * byoc_expf(t * p - 1.26551223f - z * z));
-  const float body = 1.0f - tail;
-  uint32_t tb, bb;
-  memcpy(&tb, &tail, sizeof tb);
-  memcpy(&bb, &body, sizeof bb);
-  const uint32_t neg = 0u - (uint32_t)(x < 0.0f);
-  const uint32_t phib = (tb & neg) | (bb & ~neg);
-  float phi;
-  memcpy(&phi, &phib, sizeof phi);
-  return x * phi;
+  return x * byoc_pick_(x < 0.0f, tail, 1.0f - tail);
 }
 
 /* sigmoid: 1 / (1 + e^-x), the formula of the reference (and of onnxruntime). */
