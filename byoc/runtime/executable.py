@@ -238,7 +238,7 @@ class Executable:
         self._num_threads = 1
         self.set_num_threads(resolve_num_threads(num_threads))
         self._native_wanted = native
-        tiered = [c for c in self.components.values() if hasattr(c, "on_compiled")]
+        tiered = [c for c in self.components.values() if c.tiered]
         if tiered:
             this = weakref.ref(self)
 
@@ -248,7 +248,7 @@ class Executable:
                     exe._tier_up()
 
             for component in tiered:  # compiled before we listen: switch now
-                if not component.on_compiled(tier_up) and component.tier == "compiled":  # type: ignore[attr-defined]
+                if not component.on_compiled(tier_up) and component.tier == "compiled":
                     self._tier_up()
 
     def _function(self, target: str, symbol: str) -> Callable[..., Any]:
@@ -309,18 +309,13 @@ class Executable:
         """Block until every tiered component runs its compiled library (True), or until
         `timeout` seconds passed (False); at once True for an Executable built untiered.
         Raises a compile's error. Runs after it return use the compiled library only."""
-        for component in self.components.values():
-            wait = getattr(type(component), "wait_compiled", None)
-            if wait is not None and not wait(component, timeout):
-                return False
-        return True
+        return all(component.wait_compiled(timeout) for component in self.components.values())
 
     @property
     def tier(self) -> str:
         """"first" while a tiered component runs its first tier, else "compiled"."""
-        for component in self.components.values():
-            if getattr(type(component), "tier", None) is not None and component.tier == "first":  # type: ignore[attr-defined]
-                return "first"
+        if any(component.tier == "first" for component in self.components.values()):
+            return "first"
         return "compiled"
 
     def _acquire_pool(self) -> HostPool:

@@ -26,7 +26,7 @@ class RuntimeComponent(Protocol):
     """What a target's codegen hook returns: the compiled partitions of that target.
 
     `kind`, `get_function` and `export` are what every component provides. The thread
-    hooks and `c_entry` below are optional: a component subclasses `RuntimeComponent` and inherits their
+    hooks, the tier hooks and `c_entry` below are optional: a component subclasses `RuntimeComponent` and inherits their
     no-op defaults, overriding those its engine has a use for (the C library has all).
     """
 
@@ -61,6 +61,23 @@ class RuntimeComponent(Protocol):
         """How C calls partition `symbol` without Python, or None (the default): a compiled
         host plan then calls back into Python for it, through `get_function`."""
         return None
+
+    # ---- tiers (a component that starts on a first tier: `byoc.runtime.tiered`) ----------
+    tiered: bool = False
+    """Whether the component may start on a first tier and switch (the hooks below)."""
+
+    tier: str = "compiled"
+    """"first" while the component runs its first tier, else "compiled" (the default)."""
+
+    def on_compiled(self, notify: Callable[[], None]) -> bool:
+        """Call `notify()` once the component switched to its compiled code; False (and no
+        call) when there is no switch to come (the default)."""
+        return False
+
+    def wait_compiled(self, timeout: float | None = None) -> bool:
+        """Block until the component runs its compiled code (True) or `timeout` seconds
+        passed (False); raises a compile's error. At once True by default."""
+        return True
 
 
 __all__ = ["CEntry", "RuntimeComponent"]

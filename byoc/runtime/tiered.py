@@ -36,6 +36,7 @@ class TieredCModule(RuntimeComponent):
 
     kind = "c"
     holds_threads = True
+    tiered = True
 
     def __init__(
         self,
