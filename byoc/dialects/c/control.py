@@ -25,7 +25,7 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from byoc.dialects.c.types import i64_attr, index, int_prop
+from byoc.dialects.c.types import i64_attr, index, init_op, int_prop
 
 
 @irdl_op_definition
@@ -49,7 +49,8 @@ class ForOp(IRDLOperation):
             if iv_name is not None:
                 block.args[0].name_hint = iv_name
             body = Region(block)
-        super().__init__(
+        init_op(
+            self,
             properties={"lower": i64_attr(lower), "upper": i64_attr(upper), "step": i64_attr(step)},
             regions=[body],
         )
@@ -102,5 +103,5 @@ class VerbatimOp(IRDLOperation):
     assembly_format = "$value attr-dict"
 
     def __init__(self, text: str):
-        super().__init__(properties={"value": StringAttr(text)})
+        init_op(self, properties={"value": StringAttr(text)})
 

@@ -35,7 +35,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.c.format import parse_attrs_and_type, print_attrs_and_type, print_scalar
-from byoc.dialects.c.types import OpaqueType, PtrType
+from byoc.dialects.c.types import OpaqueType, PtrType, init_op, int_attr
 
 
 @irdl_op_definition
@@ -48,12 +48,12 @@ class ConstantOp(IRDLOperation):
     traits = traits_def(Pure())
 
     def __init__(self, value: IntegerAttr[Any] | FloatAttr[Any]):
-        super().__init__(properties={"value": value}, result_types=[value.type])
+        init_op(self, properties={"value": value}, result_types=[value.type])
 
     @staticmethod
     def of(v: float | int, type_: Attribute) -> ConstantOp:
         if isinstance(type_, IntegerType | IndexType):
-            return ConstantOp(IntegerAttr(int(v), type_))
+            return ConstantOp(int_attr(int(v), type_))
         return ConstantOp(FloatAttr(float(v), type_))  # type: ignore[arg-type]
 
     def verify_(self) -> None:
@@ -101,7 +101,7 @@ class BinaryOp(IRDLOperation):
     C_OP: ClassVar[str] = ""
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue):
-        super().__init__(operands=[lhs, rhs], result_types=[lhs.type])
+        init_op(self, operands=[lhs, rhs], result_types=[lhs.type])
 
     def verify_(self) -> None:
         if not self.lhs.type == self.rhs.type == self.result.type:
@@ -196,7 +196,7 @@ class NegOp(IRDLOperation):
     assembly_format = "$operand attr-dict `:` type($result)"
 
     def __init__(self, operand: SSAValue):
-        super().__init__(operands=[operand], result_types=[operand.type])
+        init_op(self, operands=[operand], result_types=[operand.type])
 
     def verify_(self) -> None:
         if self.operand.type != self.result.type:
@@ -204,6 +204,11 @@ class NegOp(IRDLOperation):
 
 
 CMP_PREDICATES = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_PREDICATE_ATTRS = {p: StringAttr(p) for p in CMP_PREDICATES}
+
+
+def _predicate(predicate: str) -> StringAttr:
+    return _PREDICATE_ATTRS.get(predicate) or StringAttr(predicate)  # an unknown one fails verify
 
 
 @irdl_op_definition
@@ -218,9 +223,7 @@ class CmpOp(IRDLOperation):
     traits = traits_def(Pure())
 
     def __init__(self, predicate: str, lhs: SSAValue, rhs: SSAValue):
-        super().__init__(
-            properties={"predicate": StringAttr(predicate)}, operands=[lhs, rhs], result_types=[i1]
-        )
+        init_op(self, properties={"predicate": _predicate(predicate)}, operands=[lhs, rhs], result_types=[i1])
 
     def verify_(self) -> None:
         if self.predicate.data not in CMP_PREDICATES:
@@ -264,9 +267,7 @@ class SelectOp(IRDLOperation):
     assembly_format = "$condition `,` $true_value `,` $false_value attr-dict `:` type($result)"
 
     def __init__(self, condition: SSAValue, true_value: SSAValue, false_value: SSAValue):
-        super().__init__(
-            operands=[condition, true_value, false_value], result_types=[true_value.type]
-        )
+        init_op(self, operands=[condition, true_value, false_value], result_types=[true_value.type])
 
     def verify_(self) -> None:
         if not self.true_value.type == self.false_value.type == self.result.type:
@@ -284,7 +285,7 @@ class CastOp(IRDLOperation):
     assembly_format = "$operand attr-dict `:` type($operand) `to` type($result)"
 
     def __init__(self, operand: SSAValue, type_: Attribute):
-        super().__init__(operands=[operand], result_types=[type_])
+        init_op(self, operands=[operand], result_types=[type_])
 
     def verify_(self) -> None:
         a, b = self.operand.type, self.result.type

@@ -33,7 +33,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.c.format import parse_attrs_and_type, print_attrs_and_type
-from byoc.dialects.c.types import PtrType, i64_attr, index, int_prop
+from byoc.dialects.c.types import PtrType, i64_attr, index, init_op, int_prop
 from byoc.dialects.c.unit import CanFail, FuncOp, lookup_global
 
 
@@ -77,7 +77,7 @@ class LoadOp(IRDLOperation):
     def __init__(self, ptr_: SSAValue, idx: SSAValue):
         t = ptr_.type
         assert isinstance(t, PtrType)
-        super().__init__(operands=[ptr_, idx], result_types=[t.pointee])
+        init_op(self, operands=[ptr_, idx], result_types=[t.pointee])
 
     def verify_(self) -> None:
         if _pointee(self, self.ptr.type) != self.result.type:
@@ -105,7 +105,7 @@ class StoreOp(IRDLOperation):
     index = operand_def(index)
 
     def __init__(self, value: SSAValue, ptr_: SSAValue, idx: SSAValue):
-        super().__init__(operands=[value, ptr_, idx])
+        init_op(self, operands=[value, ptr_, idx])
 
     def verify_(self) -> None:
         t = self.ptr.type
@@ -148,7 +148,7 @@ class PtrOffsetOp(IRDLOperation):
     assembly_format = "$ptr `,` $offset attr-dict `:` type($result)"
 
     def __init__(self, ptr_: SSAValue, offset: SSAValue):
-        super().__init__(operands=[ptr_, offset], result_types=[ptr_.type])
+        init_op(self, operands=[ptr_, offset], result_types=[ptr_.type])
 
     def verify_(self) -> None:
         if self.ptr.type != self.result.type:
@@ -166,7 +166,7 @@ class GetGlobalOp(IRDLOperation):
     assembly_format = "$global_name attr-dict `:` type($result)"
 
     def __init__(self, name: str, type_: PtrType):
-        super().__init__(properties={"global_name": SymbolRefAttr(name)}, result_types=[type_])
+        init_op(self, properties={"global_name": SymbolRefAttr(name)}, result_types=[type_])
 
     def verify_(self) -> None:
         g = lookup_global(self, self.global_name)
@@ -257,7 +257,8 @@ class BufferOp(IRDLOperation):
     traits = traits_def(Pure())
 
     def __init__(self, workspace: SSAValue, offset: int, size: int, type_: PtrType):
-        super().__init__(
+        init_op(
+            self,
             operands=[workspace],
             properties={"offset": i64_attr(offset), "size": i64_attr(size)},
             result_types=[type_],

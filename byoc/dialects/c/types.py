@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,10 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import (
     Attribute,
+    Operation,
     ParametrizedAttribute,
+    Region,
+    SSAValue,
     TypeAttribute,
 )
 from xdsl.irdl import (
@@ -120,8 +124,34 @@ def int_prop(op: IRDLOperation, name: str) -> int:
     return int(attr.value.data)
 
 
+@lru_cache(maxsize=8192)
+def int_attr(v: int, type_: Attribute) -> IntegerAttr[Any]:
+    """`IntegerAttr(v, type_)`, made once per value and type: attributes are immutable, and
+    a lowering writes the same sizes and indices thousands of times (each `IntegerAttr`
+    checks its range when made)."""
+    return IntegerAttr(v, type_)  # type: ignore[arg-type]
+
+
 def i64_attr(v: int) -> IntegerAttr[Any]:
-    return IntegerAttr(v, i64)
+    return int_attr(v, i64)
+
+
+def init_op(
+    op: IRDLOperation,
+    *,
+    operands: Sequence[SSAValue] = (),
+    result_types: Sequence[Attribute] = (),
+    properties: dict[str, Attribute] | None = None,
+    regions: Sequence[Region] = (),
+) -> None:
+    """Initialise `op` as `Operation.create` does, from its fields in their final form: one
+    SSA value per operand (a variadic operand's values in order), one type per result, no
+    `None` property. The constructors of the `c` ops use it instead of IRDL's generic
+    builder, which normalises every argument (about 10 us an op); neither checks the op:
+    `verify` does, as for a parsed op."""
+    Operation.__init__(
+        op, operands=operands, result_types=result_types, properties=properties or {}, regions=regions
+    )
 
 
 def float32_repr(v: float) -> str:

@@ -56,7 +56,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.c.format import print_dense
-from byoc.dialects.c.types import check_symbol, global_array, i64_attr, is_c_identifier
+from byoc.dialects.c.types import check_symbol, global_array, i64_attr, init_op, is_c_identifier
 
 # --------------------------------------------------------------------------
 # Traits
@@ -258,14 +258,13 @@ class FuncOp(IRDLOperation):
                 for arg, hint in zip(block.args, arg_names, strict=True):
                     arg.name_hint = hint
             region = Region(block)
-        super().__init__(
-            properties={
-                "sym_name": StringAttr(name),
-                "function_type": FunctionType.from_lists(list(inputs), list(outputs)),
-                "specifiers": ArrayAttr([StringAttr(s) for s in specifiers]) if specifiers else None,
-            },
-            regions=[region],
-        )
+        properties: dict[str, Attribute] = {
+            "sym_name": StringAttr(name),
+            "function_type": FunctionType.from_lists(list(inputs), list(outputs)),
+        }
+        if specifiers:
+            properties["specifiers"] = ArrayAttr([StringAttr(s) for s in specifiers])
+        init_op(self, properties=properties, regions=[region])
 
     @property
     def spec(self) -> tuple[str, ...]:
@@ -341,7 +340,7 @@ class ReturnOp(IRDLOperation):
     assembly_format = "attr-dict ($value^ `:` type($value))?"
 
     def __init__(self, *value: SSAValue):
-        super().__init__(operands=[list(value)])
+        init_op(self, operands=value)
 
     def verify_(self) -> None:
         func = self.parent_op()
@@ -368,11 +367,7 @@ class CallOp(IRDLOperation):
     assembly_format = "$callee `(` $args `)` attr-dict `:` functional-type($args, $res)"
 
     def __init__(self, callee: str, args: Sequence[SSAValue], result_types: Sequence[Attribute] = ()):
-        super().__init__(
-            properties={"callee": SymbolRefAttr(callee)},
-            operands=[list(args)],
-            result_types=[list(result_types)],
-        )
+        init_op(self, properties={"callee": SymbolRefAttr(callee)}, operands=args, result_types=result_types)
 
     def verify_(self) -> None:
         module = HasAncestor(ModuleOp).get_ancestor(self)
@@ -423,14 +418,10 @@ class CallOpaqueOp(IRDLOperation):
         result_types: Sequence[Attribute] = (),
         args: Sequence[Attribute] | None = None,
     ):
-        super().__init__(
-            properties={
-                "callee": StringAttr(callee),
-                "args": None if args is None else ArrayAttr(list(args)),
-            },
-            operands=[list(call_args)],
-            result_types=[list(result_types)],
-        )
+        properties: dict[str, Attribute] = {"callee": StringAttr(callee)}
+        if args is not None:
+            properties["args"] = ArrayAttr(list(args))
+        init_op(self, properties=properties, operands=call_args, result_types=result_types)
 
     def verify_(self) -> None:
         if not is_c_identifier(self.callee.data):

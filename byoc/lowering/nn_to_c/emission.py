@@ -15,7 +15,6 @@ from xdsl.dialects.builtin import (
     BytesAttr,
     DenseIntOrFPElementsAttr,
     IndexType,
-    IntegerAttr,
     StringAttr,
     f32,
     i32,
@@ -227,7 +226,7 @@ class PartitionLowering:
             args.append(params[first.out])
             args.extend(params[v] for v in first.more_outs)
             args.extend(params[t] for t in tmps)
-            literal: list[Attribute] = [IntegerAttr(i, index) for i in range(len(args))] + first.args
+            literal: list[Attribute] = [c.int_attr(i, index) for i in range(len(args))] + first.args
             b.add(c.CallOpaqueOp(first.callee, args, (), literal))
         elif first.kind == "concat":
             out = params[first.out]
@@ -249,13 +248,13 @@ class PartitionLowering:
                         "byoc_copy_blocks",
                         [params[v.root()], dst],
                         (),
-                        [IntegerAttr(0, index), IntegerAttr(1, index), i64_attr(outer), i64_attr(block_elems * size), i64_attr(out_inner * size)],
+                        [c.int_attr(0, index), c.int_attr(1, index), i64_attr(outer), i64_attr(block_elems * size), i64_attr(out_inner * size)],
                     )
                 )
                 offset += block_elems
         else:  # copy
             src = params[first.inputs[0].root()]
-            b.add(c.CallOpaqueOp("byoc_copy", [src, params[first.out]], (), [IntegerAttr(0, index), IntegerAttr(1, index), i64_attr(first.out.nbytes)]))
+            b.add(c.CallOpaqueOp("byoc_copy", [src, params[first.out]], (), [c.int_attr(0, index), c.int_attr(1, index), i64_attr(first.out.nbytes)]))
         b.add(c.ReturnOp())
         return f
 

@@ -22,7 +22,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from byoc.diagnostics import PassError
-from byoc.dialects import nn
+from byoc.dialects import c, nn
 from byoc.dialects.byoc import CompositeOp, YieldOp, partition_target
 from byoc.targets.ccompiler import (
     ALIAS_OPS,
@@ -142,11 +142,11 @@ def contiguous_strides(shape: Sequence[int]) -> list[int]:
 
 
 def i64_attr(v: int) -> IntegerAttr[Any]:
-    return IntegerAttr(v, i64)
+    return c.int_attr(v, i64)
 
 
 def i32_attr(v: int) -> IntegerAttr[Any]:
-    return IntegerAttr(v, i32)
+    return c.int_attr(v, i32)
 
 
 def pool_window(pool: Operation, shape: Sequence[int]) -> list[int]:
