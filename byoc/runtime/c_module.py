@@ -108,7 +108,9 @@ def pin_openmp_runtime() -> None:
     if not chosen:
         os.environ["GOMP_SPINCOUNT"] = str(OPENMP_SPINCOUNT)
     try:
-        for name in ("libgomp.so.1", ctypes.util.find_library("gomp")):
+        # the soname first: find_library runs `ldconfig -p` (10 ms), only needed where it fails
+        for find in (lambda: "libgomp.so.1", lambda: ctypes.util.find_library("gomp")):
+            name = find()
             if not name:
                 continue
             try:

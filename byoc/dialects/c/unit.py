@@ -160,13 +160,10 @@ class GlobalOp(IRDLOperation):
     traits = traits_def(SymbolOpInterface(), HasParent(ModuleOp))
 
     def __init__(self, name: str, value: DenseIntOrFPElementsAttr[Any], init_index: int | None = None):
-        super().__init__(
-            properties={
-                "sym_name": StringAttr(name),
-                "value": value,
-                "init_index": None if init_index is None else i64_attr(init_index),
-            }
-        )
+        properties: dict[str, Attribute] = {"sym_name": StringAttr(name), "value": value}
+        if init_index is not None:
+            properties["init_index"] = i64_attr(init_index)
+        init_op(self, properties=properties)
 
     @property
     def tensor_type(self) -> TensorType[Any]:

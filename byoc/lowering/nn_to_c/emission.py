@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -61,7 +62,10 @@ def _elt(dtype: str) -> Attribute:
     return nn.element_type_named(dtype) or i32
 
 
+@lru_cache(maxsize=64)
 def _ptr(dtype: str, const: bool = False) -> c.PtrType:
+    """`!c.ptr<dtype>`, made once per element type (a type is immutable; a partition's
+    functions name a few thousand pointers)."""
     return c.PtrType(_elt(dtype), const)
 
 
