@@ -28,11 +28,12 @@ beyond `NNOp`'s and `nn.constant`'s). `byoc-opt --verify-full` (on under
 
 from __future__ import annotations
 
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
 from xdsl.ir import Attribute, Block, ErasedSSAValue, Operation, SSAValue
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from byoc.dialects.nn.base import NNOp
+from byoc.dialects.nn.base import ConstantOp, NNOp
 
 Fingerprint = tuple[
     tuple[SSAValue, ...],
@@ -69,6 +70,19 @@ def _unchanged(before: Fingerprint | None, now: Fingerprint) -> bool:
     return before[0] == now[0] or not any(isinstance(v, ErasedSSAValue) for v in now[0])
 
 
+def _constant_key(properties: tuple[tuple[str, Attribute], ...]) -> list[object]:
+    """What of an `nn.constant`'s properties its verifier reads: of its `value`, the type
+    (by identity) and the payload's length, not the bytes. Constants of one type and size
+    then share a signature, as ops of one class, types and attributes do."""
+    key: list[object] = []
+    for k, a in properties:
+        if k == "value" and isinstance(a, DenseIntOrFPElementsAttr):
+            key.append((k, id(a.type), len(a.data.data)))
+        else:
+            key.append((k, id(a)))
+    return key
+
+
 class ChangeVerifier:
     """Verifies a module, and after a pass again only where the pass may have changed it.
 
@@ -76,7 +90,9 @@ class ChangeVerifier:
     them; ops the previous run verified and whose fingerprint is unchanged are
     skipped, and of the `nn` ops with the same signature (class, and the very
     same type and attribute objects: interned types, as `nn.tensor` makes, share
-    them) only the first is verified. One instance per module.
+    them) only the first is verified. An `nn.constant`'s signature holds its value's
+    type and payload length instead of the value (`_constant_key`), so the weights
+    of one shape verify once. One instance per module.
     """
 
     def __init__(self) -> None:
@@ -121,7 +137,7 @@ class ChangeVerifier:
             None,
             *[(k, id(a)) for k, a in mark[3]],
             None,
-            *[(k, id(a)) for k, a in mark[4]],
+            *(_constant_key(mark[4]) if type(op) is ConstantOp else [(k, id(a)) for k, a in mark[4]]),
         )
         if key in self._signatures:
             return

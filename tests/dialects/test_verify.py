@@ -140,6 +140,37 @@ def test_nn_ops_of_one_signature_are_verified_once() -> None:
     assert verifier.checked == 3 + 1 + 10
 
 
+def test_constants_of_one_type_and_size_are_verified_once() -> None:
+    """An nn.constant's verifier reads its value's type and payload length, not the bytes:
+    weights of one shape share a signature; a payload of another length does not."""
+    import numpy as np
+    from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr
+
+    t = nn.tensor((4,))
+    block = Block(arg_types=[t])
+    x: SSAValue = block.args[0]
+    for i in range(5):
+        w = nn.ConstantOp.from_array(np.full(4, i, np.float32))
+        add = nn.AddOp.build(x, w.results[0])
+        block.add_ops([w, add])
+        x = add.results[0]
+    block.add_op(ReturnOp(x))
+    module = ModuleOp([FuncOp("main", ([t], [t]), Region(block))])
+    verifier = ChangeVerifier()
+    verifier.verify(module)
+    # module, func, func.return, one constant and one add
+    assert verifier.checked == 5
+    short = nn.ConstantOp.create(
+        properties={"value": DenseIntOrFPElementsAttr(t, BytesAttr(b"\x00" * 8))}, result_types=[t]
+    )
+    Rewriter.insert_op(short, InsertPoint.at_start(block))
+    with pytest.raises(VerifyException, match="payload holds 8 bytes") as full:
+        module.verify()
+    with pytest.raises(VerifyException) as raised:
+        ChangeVerifier().verify(module)
+    assert str(raised.value) == str(full.value)
+
+
 def test_partitioned_ops_are_not_verified_again() -> None:
     """The byoc pipeline moves every op into a new function; each keeps its fingerprint
     (its operands are the new function's arguments, of the same types)."""

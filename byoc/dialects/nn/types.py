@@ -138,7 +138,25 @@ def dense_of(array: Any) -> DenseIntOrFPElementsAttr:
     """A constant's value holding `array` (its raw little-endian bytes, C order)."""
     arr = np.ascontiguousarray(np.asarray(array))
     ty = tensor(arr.shape, element_type_of(arr.dtype))
-    return DenseIntOrFPElementsAttr(ty, BytesAttr(arr.tobytes()))
+    return DenseIntOrFPElementsAttr(ty, BytesAttr(payload_of(arr)))
+
+
+def payload_of(arr: np.ndarray[Any, Any]) -> bytes:
+    """The bytes of `arr` in C order: the `bytes` object it views when it spans all of one
+    (`np.frombuffer` over an ONNX tensor's raw data, reshaped: no copy; bytes are
+    immutable), else `arr.tobytes()`. A copy of a model's weights costs about a
+    millisecond per megabyte, most of it faulting in fresh pages."""
+    base = arr.base
+    while isinstance(base, np.ndarray):
+        base = base.base
+    if (
+        type(base) is bytes
+        and len(base) == arr.nbytes
+        and arr.flags.c_contiguous
+        and arr.dtype.isnative
+    ):  # a view lies inside its base: one as long as the bytes, contiguous, starts at them
+        return base
+    return arr.tobytes()
 
 
 def array_of(value: DenseIntOrFPElementsAttr) -> np.ndarray[Any, Any]:
