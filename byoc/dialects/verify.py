@@ -24,16 +24,23 @@ object mutated in place (xDSL attributes are frozen; it takes
 own types and attributes (a test checks that no `nn` op overrides `verify_`
 beyond `NNOp`'s and `nn.constant`'s). `byoc-opt --verify-full` (on under
 `--verify-diagnostics`) runs xDSL's full `verify()` instead.
+
+A caller that built `nn` ops with their class's `infer_types` (the ONNX importer)
+may name them `inferred` for one run (`ChangeVerifier.verify`): their type relation
+holds by construction and is checked once per class and properties, not per shape.
 """
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
+from collections.abc import Collection
+
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
 from xdsl.ir import Attribute, Block, ErasedSSAValue, Operation, SSAValue
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.nn.base import ConstantOp, NNOp
+from byoc.dialects.nn.types import check_shape
 
 Fingerprint = tuple[
     tuple[SSAValue, ...],
@@ -101,18 +108,37 @@ class ChangeVerifier:
         self._signatures: dict[tuple[object, ...], Fingerprint] = {}
         """Every `nn` op signature that verified: class, then the ids of the operand types,
         result types, attributes and properties, with the fingerprint holding them."""
+        self._inferred: Collection[Operation] = ()
+        """The ops of the current run whose types `infer_types` computed (`verify`)."""
+        self._inferred_signatures: dict[tuple[object, ...], Fingerprint] = {}
+        """Class, operand and result counts, attribute and property ids of every op of
+        `inferred` verified in full, with the fingerprint holding them."""
+        self._shaped: dict[int, Attribute] = {}
+        """The types whose shape `check_shape` accepted, by id."""
         self.checked = 0
         """Ops the last run verified (for tests and timing)."""
 
-    def verify(self, op: Operation) -> None:
-        """Verify `op` and everything nested in it; raise as `op.verify()` does."""
+    def verify(self, op: Operation, *, inferred: Collection[Operation] = ()) -> None:
+        """Verify `op` and everything nested in it; raise as `op.verify()` does.
+
+        `inferred` are `nn` ops whose result types their class's `infer_types` computed
+        from their operands' types and whose element types passed `check_dtypes` (the
+        ONNX importer's: `NNOp.build` does the same): for them the type relation holds by
+        construction, so their signature leaves the types out. One op per class, operand
+        and result count, attributes and properties is verified in full (the declared
+        operands, results and property kinds), and each type of the others is checked
+        only for what the relation does not check: its shape (`check_shape`). This
+        applies to this run only; a later run verifies any op that changed in full."""
         seen: dict[Operation, Fingerprint] = {}
         self.checked = 0
+        self._inferred = inferred
         try:
             self._verify_op(op, seen)
         except BaseException:
             self._verified = {}  # what failed is verified in full next time
             raise
+        finally:
+            self._inferred = ()
         self._verified = seen
 
     def _verify_op(self, op: Operation, seen: dict[Operation, Fingerprint]) -> None:
@@ -129,6 +155,9 @@ class ChangeVerifier:
         properties (the same objects) verified before and no operand is erased."""
         if any(isinstance(v, ErasedSSAValue) for v in mark[0]):
             op.verify(verify_nested_ops=False)  # raises
+        if op in self._inferred:
+            self._verify_inferred_op(op, mark)
+            return
         key = (
             type(op),
             *[id(t) for t in mark[1]],
@@ -144,6 +173,34 @@ class ChangeVerifier:
         op.verify(verify_nested_ops=False)
         self.checked += 1
         self._signatures[key] = mark  # keeps the objects alive, so that no other takes their id
+
+    def _verify_inferred_op(self, op: Operation, mark: Fingerprint) -> None:
+        """An op of `inferred`: verified in full once per class, operand and result count,
+        attributes and properties; otherwise each of its types has its shape checked
+        (once per type object), and a bad one is reported as `op.verify()` reports it."""
+        key = (
+            type(op),
+            len(mark[1]),
+            len(mark[2]),
+            *[(k, id(a)) for k, a in mark[3]],
+            None,
+            *[(k, id(a)) for k, a in mark[4]],
+        )
+        if key not in self._inferred_signatures:
+            op.verify(verify_nested_ops=False)
+            self.checked += 1
+            self._inferred_signatures[key] = mark
+        for t in (*mark[1], *mark[2]):
+            if id(t) in self._shaped:
+                continue
+            if not isinstance(t, TensorType):
+                op.verify(verify_nested_ops=False)  # raises: the declared types are tensors
+            try:
+                check_shape(t)
+            except VerifyException:
+                op.verify(verify_nested_ops=False)  # raises, naming the op
+                raise
+            self._shaped[id(t)] = t  # keeps the type alive, so that no other takes its id
 
     def _verify_block(self, block: Block, seen: dict[Operation, Fingerprint]) -> None:
         previous = self._verified

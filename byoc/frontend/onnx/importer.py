@@ -616,9 +616,11 @@ class Importer:
             else None,
         )
         module = ModuleOp([main])
+        # nn ops of one signature (interned types, shared properties) verify once; the
+        # emitted ones have the types `infer_types` gave them (`emit_all`)
+        inferred = {op for op in self.ops if type(op) is not nn.ConstantOp}
         try:
-            # nn ops of one signature (interned types, shared properties) verify once
-            ChangeVerifier().verify(module)
+            ChangeVerifier().verify(module, inferred=inferred)
         except VerifyException as e:
             raise OnnxImportError(f"the imported module does not verify: {e}") from e
         return module
