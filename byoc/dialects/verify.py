@@ -158,6 +158,9 @@ class ChangeVerifier:
         if op in self._inferred:
             self._verify_inferred_op(op, mark)
             return
+        props = (
+            _constant_key(mark[4]) if type(op) is ConstantOp else [(k, id(a)) for k, a in mark[4]]
+        )
         key = (
             type(op),
             *[id(t) for t in mark[1]],
@@ -166,7 +169,7 @@ class ChangeVerifier:
             None,
             *[(k, id(a)) for k, a in mark[3]],
             None,
-            *(_constant_key(mark[4]) if type(op) is ConstantOp else [(k, id(a)) for k, a in mark[4]]),
+            *props,
         )
         if key in self._signatures:
             return

@@ -149,7 +149,9 @@ def test_external_data_in_a_plain_file_beside_the_model_is_read_without_onnx(tmp
     assert done.stdout.strip() == "[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]"
 
 
-def test_a_mapped_model_file_imports_as_its_bytes_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_mapped_model_file_imports_as_its_bytes_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Files of MAP_FILES_FROM bytes or more are parsed from a memory map: the same module
     as from the file's bytes, weights included, and garbage is still 'not an ONNX model'."""
     from byoc.frontend.onnx import OnnxImportError, import_model

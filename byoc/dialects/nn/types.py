@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     FloatAttr,
     FunctionType,
+    IntAttr,
     IntegerAttr,
     IntegerType,
     Signedness,
@@ -182,7 +183,14 @@ def tensor(shape: Sequence[int], element_type: Attribute = f32) -> TensorType[An
 
 @functools.lru_cache(maxsize=8192)
 def _tensor(shape: tuple[int, ...], element_type: Attribute) -> TensorType[Any]:
-    return TensorType(element_type, shape)
+    return TensorType(element_type, [_dim(d) for d in shape])
+
+
+@functools.lru_cache(maxsize=4096)
+def _dim(d: int) -> IntAttr:
+    """One shared `IntAttr` per dim value (attributes are immutable): building and verifying
+    the dims' `IntAttr`s is about a third of the CPU time of a new tensor type."""
+    return IntAttr(d)
 
 
 def is_dynamic(t: Attribute) -> bool:
