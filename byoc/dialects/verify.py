@@ -24,15 +24,23 @@ object mutated in place (xDSL attributes are frozen; it takes
 own types and attributes (a test checks that no `nn` op overrides `verify_`
 beyond `NNOp`'s and `nn.constant`'s). `byoc-opt --verify-full` (on under
 `--verify-diagnostics`) runs xDSL's full `verify()` instead.
+
+A caller that built `nn` ops with their class's `infer_types` (the ONNX importer)
+may name them `inferred` for one run (`ChangeVerifier.verify`): their type relation
+holds by construction and is checked once per class and properties, not per shape.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
 from xdsl.ir import Attribute, Block, ErasedSSAValue, Operation, SSAValue
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from byoc.dialects.nn.base import NNOp
+from byoc.dialects.nn.base import ConstantOp, NNOp
+from byoc.dialects.nn.types import check_shape
 
 Fingerprint = tuple[
     tuple[SSAValue, ...],
@@ -69,6 +77,19 @@ def _unchanged(before: Fingerprint | None, now: Fingerprint) -> bool:
     return before[0] == now[0] or not any(isinstance(v, ErasedSSAValue) for v in now[0])
 
 
+def _constant_key(properties: tuple[tuple[str, Attribute], ...]) -> list[object]:
+    """What of an `nn.constant`'s properties its verifier reads: of its `value`, the type
+    (by identity) and the payload's length, not the bytes. Constants of one type and size
+    then share a signature, as ops of one class, types and attributes do."""
+    key: list[object] = []
+    for k, a in properties:
+        if k == "value" and isinstance(a, DenseIntOrFPElementsAttr):
+            key.append((k, id(a.type), len(a.data.data)))
+        else:
+            key.append((k, id(a)))
+    return key
+
+
 class ChangeVerifier:
     """Verifies a module, and after a pass again only where the pass may have changed it.
 
@@ -76,7 +97,9 @@ class ChangeVerifier:
     them; ops the previous run verified and whose fingerprint is unchanged are
     skipped, and of the `nn` ops with the same signature (class, and the very
     same type and attribute objects: interned types, as `nn.tensor` makes, share
-    them) only the first is verified. One instance per module.
+    them) only the first is verified. An `nn.constant`'s signature holds its value's
+    type and payload length instead of the value (`_constant_key`), so the weights
+    of one shape verify once. One instance per module.
     """
 
     def __init__(self) -> None:
@@ -85,18 +108,37 @@ class ChangeVerifier:
         self._signatures: dict[tuple[object, ...], Fingerprint] = {}
         """Every `nn` op signature that verified: class, then the ids of the operand types,
         result types, attributes and properties, with the fingerprint holding them."""
+        self._inferred: Collection[Operation] = ()
+        """The ops of the current run whose types `infer_types` computed (`verify`)."""
+        self._inferred_signatures: dict[tuple[object, ...], Fingerprint] = {}
+        """Class, operand and result counts, attribute and property ids of every op of
+        `inferred` verified in full, with the fingerprint holding them."""
+        self._shaped: dict[int, Attribute] = {}
+        """The types whose shape `check_shape` accepted, by id."""
         self.checked = 0
         """Ops the last run verified (for tests and timing)."""
 
-    def verify(self, op: Operation) -> None:
-        """Verify `op` and everything nested in it; raise as `op.verify()` does."""
+    def verify(self, op: Operation, *, inferred: Collection[Operation] = ()) -> None:
+        """Verify `op` and everything nested in it; raise as `op.verify()` does.
+
+        `inferred` are `nn` ops whose result types their class's `infer_types` computed
+        from their operands' types and whose element types passed `check_dtypes` (the
+        ONNX importer's: `NNOp.build` does the same): for them the type relation holds by
+        construction, so their signature leaves the types out. One op per class, operand
+        and result count, attributes and properties is verified in full (the declared
+        operands, results and property kinds), and each type of the others is checked
+        only for what the relation does not check: its shape (`check_shape`). This
+        applies to this run only; a later run verifies any op that changed in full."""
         seen: dict[Operation, Fingerprint] = {}
         self.checked = 0
+        self._inferred = inferred
         try:
             self._verify_op(op, seen)
         except BaseException:
             self._verified = {}  # what failed is verified in full next time
             raise
+        finally:
+            self._inferred = ()
         self._verified = seen
 
     def _verify_op(self, op: Operation, seen: dict[Operation, Fingerprint]) -> None:
@@ -113,6 +155,12 @@ class ChangeVerifier:
         properties (the same objects) verified before and no operand is erased."""
         if any(isinstance(v, ErasedSSAValue) for v in mark[0]):
             op.verify(verify_nested_ops=False)  # raises
+        if op in self._inferred:
+            self._verify_inferred_op(op, mark)
+            return
+        props = (
+            _constant_key(mark[4]) if type(op) is ConstantOp else [(k, id(a)) for k, a in mark[4]]
+        )
         key = (
             type(op),
             *[id(t) for t in mark[1]],
@@ -121,13 +169,41 @@ class ChangeVerifier:
             None,
             *[(k, id(a)) for k, a in mark[3]],
             None,
-            *[(k, id(a)) for k, a in mark[4]],
+            *props,
         )
         if key in self._signatures:
             return
         op.verify(verify_nested_ops=False)
         self.checked += 1
         self._signatures[key] = mark  # keeps the objects alive, so that no other takes their id
+
+    def _verify_inferred_op(self, op: Operation, mark: Fingerprint) -> None:
+        """An op of `inferred`: verified in full once per class, operand and result count,
+        attributes and properties; otherwise each of its types has its shape checked
+        (once per type object), and a bad one is reported as `op.verify()` reports it."""
+        key = (
+            type(op),
+            len(mark[1]),
+            len(mark[2]),
+            *[(k, id(a)) for k, a in mark[3]],
+            None,
+            *[(k, id(a)) for k, a in mark[4]],
+        )
+        if key not in self._inferred_signatures:
+            op.verify(verify_nested_ops=False)
+            self.checked += 1
+            self._inferred_signatures[key] = mark
+        for t in (*mark[1], *mark[2]):
+            if id(t) in self._shaped:
+                continue
+            if not isinstance(t, TensorType):
+                op.verify(verify_nested_ops=False)  # raises: the declared types are tensors
+            try:
+                check_shape(t)
+            except VerifyException:
+                op.verify(verify_nested_ops=False)  # raises, naming the op
+                raise
+            self._shaped[id(t)] = t  # keeps the type alive, so that no other takes its id
 
     def _verify_block(self, block: Block, seen: dict[Operation, Fingerprint]) -> None:
         previous = self._verified

@@ -531,6 +531,23 @@ def test_constant_from_array_is_a_zero_copy_view(dtype: type) -> None:
     assert op.attr_values()["value"] is not None
 
 
+def test_constant_over_whole_bytes_keeps_them_and_copies_any_other_view() -> None:
+    """An array viewing all of one bytes object (an ONNX tensor's raw data) becomes the
+    payload as is; a view of part of it, or in another order, is copied in C order."""
+    raw = np.arange(12, dtype="<f4").tobytes()
+    whole = np.frombuffer(raw, dtype="<f4").reshape(3, 4)
+    assert nn.ConstantOp.from_array(whole).value.data.data is raw
+    for view in (whole.T, whole[1:], whole[:, ::2], np.frombuffer(raw, np.uint8)[4:]):
+        op = nn.ConstantOp.from_array(view)
+        op.verify()
+        assert op.value.data.data is not raw
+        assert op.value.data.data == np.ascontiguousarray(view).tobytes()
+        assert op.ndarray().tolist() == view.tolist()
+    swapped = np.frombuffer(raw, dtype=">f4")  # not native: no nn element type
+    with pytest.raises(ValueError, match="unsupported numpy dtype"):
+        nn.ConstantOp.from_array(swapped)
+
+
 def test_constant_rejects_unsupported_dtypes_and_bad_payloads() -> None:
     with pytest.raises(ValueError, match="unsupported numpy dtype"):
         nn.ConstantOp.from_array(np.zeros(2, np.complex64))

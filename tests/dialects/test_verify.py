@@ -140,6 +140,78 @@ def test_nn_ops_of_one_signature_are_verified_once() -> None:
     assert verifier.checked == 3 + 1 + 10
 
 
+def test_constants_of_one_type_and_size_are_verified_once() -> None:
+    """An nn.constant's verifier reads its value's type and payload length, not the bytes:
+    weights of one shape share a signature; a payload of another length does not."""
+    import numpy as np
+    from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr
+
+    t = nn.tensor((4,))
+    block = Block(arg_types=[t])
+    x: SSAValue = block.args[0]
+    for i in range(5):
+        w = nn.ConstantOp.from_array(np.full(4, i, np.float32))
+        add = nn.AddOp.build(x, w.results[0])
+        block.add_ops([w, add])
+        x = add.results[0]
+    block.add_op(ReturnOp(x))
+    module = ModuleOp([FuncOp("main", ([t], [t]), Region(block))])
+    verifier = ChangeVerifier()
+    verifier.verify(module)
+    # module, func, func.return, one constant and one add
+    assert verifier.checked == 5
+    short = nn.ConstantOp.create(
+        properties={"value": DenseIntOrFPElementsAttr(t, BytesAttr(b"\x00" * 8))}, result_types=[t]
+    )
+    Rewriter.insert_op(short, InsertPoint.at_start(block))
+    with pytest.raises(VerifyException, match="payload holds 8 bytes") as full:
+        module.verify()
+    with pytest.raises(VerifyException) as raised:
+        ChangeVerifier().verify(module)
+    assert str(raised.value) == str(full.value)
+
+
+def inferred_chain(shapes: list[tuple[int, ...]]) -> tuple[ModuleOp, list[Operation]]:
+    """relu then clip on block arguments of `shapes`, built with `NNOp.build` (types from
+    `infer_types`), one pair per shape, returning the last clip."""
+    types = [nn.tensor(s) for s in shapes]
+    block = Block(arg_types=types)
+    ops: list[Operation] = []
+    for arg in block.args:
+        relu = nn.ReluOp.build(arg)
+        clip = nn.ClipOp.build(relu.results[0], a_min=0.0, a_max=6.0)
+        ops += [relu, clip]
+    block.add_ops([*ops, ReturnOp(ops[-1].results[0])])
+    return ModuleOp([FuncOp("main", (types, [types[-1]]), Region(block))]), ops
+
+
+def test_inferred_ops_verify_once_per_class_and_properties() -> None:
+    """Ops whose types `infer_types` gave: one per class, operand and result count and
+    properties is verified in full, whatever the shapes; a later run drops the shortcut."""
+    module, ops = inferred_chain([(2,), (3,), (4, 5), (6, 7, 8)])
+    verifier = ChangeVerifier()
+    verifier.verify(module, inferred=set(ops))
+    # module, func, func.return, one relu; each clip has its own property objects
+    assert verifier.checked == 3 + 1 + 4
+    relu = ops[2]
+    relu.operands[0] = ops[0].results[0]  # a (2,) value into the relu typed for (3,)
+    with pytest.raises(VerifyException) as full:
+        module.verify()
+    with pytest.raises(VerifyException) as raised:
+        verifier.verify(module)
+    assert str(raised.value) == str(full.value)
+
+
+def test_an_inferred_op_with_an_unrepresentable_type_fails_as_full_verification_does() -> None:
+    """The relation holds for inferred ops, but their types' shapes are still checked."""
+    module, ops = inferred_chain([(2,), (2**61, 8)])  # 2**64 f32 bytes: no int64 size
+    with pytest.raises(VerifyException) as full:
+        module.verify()
+    with pytest.raises(VerifyException) as raised:
+        ChangeVerifier().verify(module, inferred=set(ops))
+    assert str(raised.value) == str(full.value)
+
+
 def test_partitioned_ops_are_not_verified_again() -> None:
     """The byoc pipeline moves every op into a new function; each keeps its fingerprint
     (its operands are the new function's arguments, of the same types)."""

@@ -67,6 +67,7 @@ from byoc.dialects.nn.types import (
     element_type_of,
     from_python,
     numpy_dtype,
+    payload_of,
     shape_of,
     tensor,
     to_python,
@@ -452,7 +453,7 @@ class ConstantOp(NNOp):
         arr = np.asarray(array, order="C")  # ascontiguousarray would make 0-d arrays 1-d
         elt = element_type_of(arr.dtype)
         ty = tensor(arr.shape, elt)
-        dense = DenseIntOrFPElementsAttr(ty, BytesAttr(arr.tobytes()))
+        dense = DenseIntOrFPElementsAttr(ty, BytesAttr(payload_of(arr)))
         return ConstantOp.create(
             properties={"value": dense}, result_types=[ty], attributes=dict(attributes or {})
         )

@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     FloatAttr,
     FunctionType,
+    IntAttr,
     IntegerAttr,
     IntegerType,
     Signedness,
@@ -138,7 +139,25 @@ def dense_of(array: Any) -> DenseIntOrFPElementsAttr:
     """A constant's value holding `array` (its raw little-endian bytes, C order)."""
     arr = np.ascontiguousarray(np.asarray(array))
     ty = tensor(arr.shape, element_type_of(arr.dtype))
-    return DenseIntOrFPElementsAttr(ty, BytesAttr(arr.tobytes()))
+    return DenseIntOrFPElementsAttr(ty, BytesAttr(payload_of(arr)))
+
+
+def payload_of(arr: np.ndarray[Any, Any]) -> bytes:
+    """The bytes of `arr` in C order: the `bytes` object it views when it spans all of one
+    (`np.frombuffer` over an ONNX tensor's raw data, reshaped: no copy; bytes are
+    immutable), else `arr.tobytes()`. A copy of a model's weights costs about a
+    millisecond per megabyte, most of it faulting in fresh pages."""
+    base = arr.base
+    while isinstance(base, np.ndarray):
+        base = base.base
+    if (
+        type(base) is bytes
+        and len(base) == arr.nbytes
+        and arr.flags.c_contiguous
+        and arr.dtype.isnative
+    ):  # a view lies inside its base: one as long as the bytes, contiguous, starts at them
+        return base
+    return arr.tobytes()
 
 
 def array_of(value: DenseIntOrFPElementsAttr) -> np.ndarray[Any, Any]:
@@ -164,7 +183,14 @@ def tensor(shape: Sequence[int], element_type: Attribute = f32) -> TensorType[An
 
 @functools.lru_cache(maxsize=8192)
 def _tensor(shape: tuple[int, ...], element_type: Attribute) -> TensorType[Any]:
-    return TensorType(element_type, shape)
+    return TensorType(element_type, [_dim(d) for d in shape])
+
+
+@functools.lru_cache(maxsize=4096)
+def _dim(d: int) -> IntAttr:
+    """One shared `IntAttr` per dim value (attributes are immutable): building and verifying
+    the dims' `IntAttr`s is about a third of the CPU time of a new tensor type."""
+    return IntAttr(d)
 
 
 def is_dynamic(t: Attribute) -> bool:
