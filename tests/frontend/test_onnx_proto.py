@@ -147,36 +147,3 @@ def test_external_data_in_a_plain_file_beside_the_model_is_read_without_onnx(tmp
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]"
-
-
-def test_a_mapped_model_file_imports_as_its_bytes_do(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Files of MAP_FILES_FROM bytes or more are parsed from a memory map: the same module
-    as from the file's bytes, weights included, and garbage is still 'not an ONNX model'."""
-    from byoc.frontend.onnx import OnnxImportError, import_model
-    from byoc.frontend.onnx import importer as importer_module
-
-    rng = np.random.default_rng(3)
-    w = numpy_helper.from_array(rng.standard_normal((64, 32)).astype(np.float32), "w")
-    graph = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "w"], ["y"])],
-        "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 64])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 32])],
-        [w],
-    )
-    path = tmp_path / "m.onnx"
-    onnx.save_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
-    monkeypatch.setattr(importer_module, "MAP_FILES_FROM", 1)
-    mapped = import_model(str(path))
-    assert str(mapped) == str(import_model(path.read_bytes()))
-    garbage = tmp_path / "garbage.onnx"
-    garbage.write_bytes(b"\xff" * 4096)
-    with pytest.raises(OnnxImportError, match="not an ONNX model"):
-        import_model(str(garbage))
-    empty = tmp_path / "empty.onnx"  # cannot be mapped: read, as below the threshold
-    empty.write_bytes(b"")
-    monkeypatch.setattr(importer_module, "MAP_FILES_FROM", 0)
-    with pytest.raises(OnnxImportError):
-        import_model(str(empty))

@@ -46,7 +46,6 @@ must be known at import time (pass it in `bind_inputs`).
 
 from __future__ import annotations
 
-import mmap
 import os
 import stat
 from collections.abc import Hashable, Iterator, Mapping, Sequence
@@ -136,32 +135,10 @@ def import_model(
         return Importer(proto, input_shapes or {}, bind_inputs or {}, fold_limit_bytes).run()
 
 
-def _parse(messages: Any, data: bytes | memoryview) -> Any:
+def _parse(messages: Any, data: bytes) -> Any:
     proto = messages.ModelProto()
     proto.ParseFromString(data)
     return proto
-
-
-MAP_FILES_FROM = 1 << 20
-"""Model files of at least this many bytes are parsed from a memory map of the file."""
-
-
-def _parse_file(messages: Any, path: str) -> Any:
-    """The ModelProto in a protobuf file. A file of MAP_FILES_FROM bytes or more is parsed
-    from a read-only memory map rather than read into a bytes object first: the parser
-    copies what it keeps (the map is closed when it returns), and the read's copy of the
-    whole file into fresh memory costs about a millisecond per megabyte, most of it page
-    faults. Anything that cannot be mapped (a pipe, an empty file) is read."""
-    with open(path, "rb") as f:
-        if os.fstat(f.fileno()).st_size >= MAP_FILES_FROM:
-            try:
-                mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-            except (OSError, ValueError):
-                pass
-            else:
-                with mapped, memoryview(mapped) as view:
-                    return _parse(messages, view)
-        return _parse(messages, f.read())
 
 
 _TEXT_SUFFIXES = (".txtpb", ".textproto", ".prototxt", ".pbtxt", ".json", ".onnxjson", ".onnxtxt", ".onnxtext")
@@ -174,7 +151,8 @@ def _load_path(messages: Any, path: str) -> Any:
     format or other external data (read from the model's folder, and only from there) goes
     through `onnx.load`."""
     if not path.lower().endswith(_TEXT_SUFFIXES):
-        proto = _parse_file(messages, path)
+        with open(path, "rb") as f:
+            proto = _parse(messages, f.read())
         external = [t for t in _tensors(proto.graph) if t.data_location == _EXTERNAL]
         if not external or _read_plain_external_data(external, os.path.dirname(path)):
             return proto
