@@ -132,12 +132,10 @@ def make_input(spec: Input, rng: np.random.Generator) -> Array:
         return np.zeros(spec.shape, spec.dtype)
     if spec.kind == "tokens":
         return rng.integers(spec.low, spec.high, spec.shape).astype(spec.dtype)
-    if spec.kind == "mask":
+    if spec.kind in ("mask", "padding"):
         mask = np.zeros(spec.shape, np.bool_)
         mask[..., : spec.high] = True
-        return mask.astype(spec.dtype)
-    if spec.kind == "padding":
-        return ~make_input(Input(spec.name, spec.shape, kind="mask", high=spec.high), rng)
+        return (mask if spec.kind == "mask" else ~mask).astype(spec.dtype)
     if spec.kind == "onehot":
         hot = rng.integers(spec.low, spec.high, spec.shape[:-1])
         return np.eye(spec.shape[-1], dtype=spec.dtype)[hot]
