@@ -22,8 +22,8 @@ predicate's `unsupported_reason`), the largest difference from onnxruntime's out
 whether every output is within the normwise bound of the whole graph (the bound the corpus
 tests assert, tests/frontend/test_onnx_corpus.py).
 Per thread count: the geometric mean of the ratios and the worst model. The figures are
-kept in benchmarks/results/real_models.json (the hold-out set: real_models_holdout.json)
-with the command, the machine and the date.
+kept in benchmarks/results/real_models.json and .md (the hold-out set: real_models_holdout.json
+and .md) with the command, the machine and the date.
 """
 
 from __future__ import annotations
@@ -455,4 +455,5 @@ def main(argv: list[str]) -> None:
 if __name__ == "__main__":
     from _results import run_recorded
 
-    raise SystemExit(run_recorded(__file__, lambda: main(sys.argv[1:])))
+    recorded_as = "real_models_holdout" if "--holdout" in sys.argv[1:] else None
+    raise SystemExit(run_recorded(__file__, lambda: main(sys.argv[1:]), recorded_as))
