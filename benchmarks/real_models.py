@@ -4,6 +4,7 @@
     python benchmarks/real_models.py --quick               # fewer rounds, shorter timing
     python benchmarks/real_models.py --models ocr_cls,magika --threads 1 --targets dnnl,ccompiler
     python benchmarks/real_models.py --specialise          # also the per-shape specialisation figures
+    python benchmarks/real_models.py --holdout             # the hold-out set (corpus.py --unpack first)
 
 Each engine runs in a process of its own, one process per engine per round, the engines
 alternating (byoc, onnxruntime, then onnxruntime, byoc, ...), so neither inherits the
@@ -17,9 +18,12 @@ the first byoc round compiles for real (its build time is reported), later round
 
 Per model: the medians, their ratio byoc / onnxruntime, the partitions, the host (numpy)
 kernel steps of the plan with the reason each op is not offloaded (the ccompiler
-predicate's `unsupported_reason`), and the largest difference from onnxruntime's outputs.
+predicate's `unsupported_reason`), the largest difference from onnxruntime's outputs and
+whether every output is within the normwise bound of the whole graph (the bound the corpus
+tests assert, tests/frontend/test_onnx_corpus.py).
 Per thread count: the geometric mean of the ratios and the worst model. The figures are
-kept in benchmarks/results/real_models.json with the command, the machine and the date.
+kept in benchmarks/results/real_models.json and .md (the hold-out set: real_models_holdout.json
+and .md) with the command, the machine and the date.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ sys.path.insert(0, str(HERE))
 import corpus  # noqa: E402
 
 RESULTS = HERE / "results" / "real_models.json"
+HOLDOUT_RESULTS = HERE / "results" / "real_models_holdout.json"
 ENGINES = ("byoc", "onnxruntime")
 
 # ---- the worker: one engine, one model, one round --------------------------------------
@@ -92,7 +97,7 @@ def unsupported_reasons(module: Any) -> dict[str, Counter[str]]:
 def run_byoc(name: str, threads: list[int], targets: list[str], args: argparse.Namespace) -> dict[str, Any]:
     import byoc
 
-    path, feeds = corpus.load(name)
+    path, feeds = corpus.load(name, unpacked=args.unpacked)
     t0 = time.perf_counter()
     module = byoc.import_onnx(str(path), input_shapes=corpus.input_shapes(name), bind_inputs=corpus.bind_inputs(name))
     t_import = time.perf_counter() - t0
@@ -116,7 +121,7 @@ def run_byoc(name: str, threads: list[int], targets: list[str], args: argparse.N
 def run_onnxruntime(name: str, threads: list[int], args: argparse.Namespace) -> dict[str, Any]:
     import onnxruntime as ort
 
-    path = corpus.model_path(name)
+    path = corpus.model_path(name, args.unpacked)
     feeds = corpus.onnxruntime_feeds(name)
     result: dict[str, Any] = {"times": {}}
     outputs: list[Any] = []
@@ -152,7 +157,7 @@ def spawn(engine: str, name: str, args: argparse.Namespace, *, describe: bool, s
     command = [
         sys.executable, str(Path(__file__).resolve()), "--worker", engine, "--models", name,
         "--threads", args.threads, "--targets", args.targets, "--budget", str(args.budget),
-        "--min-calls", str(args.min_calls), "--warmup", str(args.warmup),
+        "--min-calls", str(args.min_calls), "--warmup", str(args.warmup), "--unpacked", str(args.unpacked),
     ]  # fmt: skip
     if describe:
         command.append("--describe")
@@ -175,6 +180,29 @@ def max_error(byoc_npz: Path, ort_npz: Path) -> tuple[float, float]:
     return err, scale
 
 
+def out_of_bound(name: str, unpacked: Path, byoc_npz: Path, ort_npz: Path) -> list[str]:
+    """The outputs of byoc that are not within the normwise bound of the whole graph around
+    onnxruntime's (`bounds.normwise_bound` of the imported graph's reduction length), each
+    with its worst element; empty when every output is within."""
+    import byoc
+    from byoc.conformance.bounds import compare, normwise_bound, reduction_length
+
+    module = byoc.import_onnx(
+        str(corpus.model_path(name, unpacked)), input_shapes=corpus.input_shapes(name), bind_inputs=corpus.bind_inputs(name)
+    )
+    k = reduction_length(module)
+    found: list[str] = []
+    with np.load(byoc_npz) as got, np.load(ort_npz) as want:
+        keys = sorted(want.files, key=lambda key: int(key.split("_")[1]))
+        if len(got.files) != len(keys):
+            return [f"{len(got.files)} outputs, onnxruntime {len(keys)}"]
+        for key in keys:
+            mismatch = compare(got[key], want[key], normwise_bound(k, want[key]))
+            if mismatch is not None:
+                found.append(f"output {key.split('_')[1]}: {mismatch.message}")
+    return found
+
+
 def measure(name: str, args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
     """Alternate the two engines' processes for `args.rounds` rounds; collect the figures."""
     rounds: dict[str, list[dict[str, Any]]] = {e: [] for e in ENGINES}
@@ -189,8 +217,8 @@ def measure(name: str, args: argparse.Namespace, scratch: Path) -> dict[str, Any
             rounds[engine].append(res)
     first_byoc = rounds["byoc"][0]
     entry: dict[str, Any] = {
-        "family": corpus.CORPUS[name].family,
-        "package": corpus.CORPUS[name].package,
+        "family": corpus.ALL[name].family,
+        "package": corpus.ALL[name].package,
         "import_s": first_byoc["import_s"],
         "build_s": first_byoc["build_s"],
         "partitions": first_byoc["partitions"],
@@ -199,6 +227,7 @@ def measure(name: str, args: argparse.Namespace, scratch: Path) -> dict[str, Any
         "threads": {},
     }
     entry["max_error"], entry["output_scale"] = max_error(saves["byoc"], saves["onnxruntime"])
+    entry["out_of_bound"] = out_of_bound(name, args.unpacked, saves["byoc"], saves["onnxruntime"])
     for n in args.threads.split(","):
         medians = {e: statistics.median(statistics.median(res["times"][n]) for res in rounds[e]) for e in ENGINES}
         entry["threads"][n] = {
@@ -225,24 +254,28 @@ def summarise(models: dict[str, dict[str, Any]], threads: list[str]) -> dict[str
             "above_1_5x": sorted(k for k, r in ratios.items() if r > 1.5),
         }
     summary["models_with_host_steps"] = sorted(k for k, v in measured.items() if v["host_steps"])
+    summary["out_of_bound"] = sorted(k for k, v in measured.items() if v.get("out_of_bound"))
     summary["failed"] = sorted(k for k, v in models.items() if "error" in v)
     return summary
 
 
 def print_model(name: str, entry: dict[str, Any], threads: list[str]) -> None:
     if "error" in entry:
-        print(f"{name:13s} FAILED: {entry['error']}", flush=True)
+        print(f"{name:17s} FAILED: {entry['error']}", flush=True)
         return
     cells = "  ".join(
         f"{t['byoc_ms']:8.2f} {t['onnxruntime_ms']:8.2f} {t['ratio']:5.2f}x"
         for t in (entry["threads"][n] for n in threads)
     )
     host = sum(h["count"] for h in entry["host_steps"])
+    within = "OUT OF BOUND" if entry["out_of_bound"] else "within bound"
     print(
-        f"{name:13s} {cells}  {entry['partitions']:4d} {host:4d}  {entry['max_error']:.1e} "
-        f"(of {entry['output_scale']:.3g})  build {entry['build_s']:.1f} s",
+        f"{name:17s} {cells}  {entry['partitions']:4d} {host:4d}  {entry['max_error']:.1e} "
+        f"(of {entry['output_scale']:.3g}, {within})  build {entry['build_s']:.1f} s",
         flush=True,
     )
+    for line in entry["out_of_bound"]:
+        print(f"{'':17s} {line}", flush=True)
 
 
 def print_host_steps(models: dict[str, dict[str, Any]]) -> None:
@@ -326,7 +359,9 @@ def specialise() -> list[str]:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--models", default=",".join(corpus.CORPUS), help="comma-separated corpus names")
+    p.add_argument("--models", default=None, help="comma-separated corpus or hold-out names (default: the corpus)")
+    p.add_argument("--holdout", action="store_true", help="the hold-out set (benchmarks/corpus.py HOLDOUT)")
+    p.add_argument("--unpacked", type=Path, default=corpus.UNPACKED, help="folder of `corpus.py --unpack`")
     p.add_argument("--threads", default="1,2", help="thread counts, e.g. 1,2")
     p.add_argument("--targets", default="ccompiler", help="byoc targets, e.g. dnnl,ccompiler")
     p.add_argument("--quick", action="store_true", help="2 rounds, 0.3 s of calls per thread count")
@@ -335,7 +370,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--min-calls", type=int, default=None, help="timed calls at least")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--specialise", action="store_true", help="also time per-shape specialisation")
-    p.add_argument("--output", type=Path, default=RESULTS, help="results file")
+    p.add_argument("--output", type=Path, default=None, help="results file")
     p.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
     p.add_argument("--describe", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--save", default=None, help=argparse.SUPPRESS)
@@ -343,6 +378,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args.rounds = args.rounds or (2 if args.quick else 4)
     args.budget = args.budget if args.budget is not None else (0.3 if args.quick else 1.5)
     args.min_calls = args.min_calls or (3 if args.quick else 10)
+    args.models = args.models or ",".join(corpus.HELD_OUT if args.holdout else corpus.CORPUS)
+    args.output = args.output or (HOLDOUT_RESULTS if args.holdout else RESULTS)
     return args
 
 
@@ -352,13 +389,15 @@ def main(argv: list[str]) -> None:
         worker(args)
         return
     names = args.models.split(",")
-    unknown = [n for n in names if n not in corpus.CORPUS]
+    unknown = [n for n in names if n not in corpus.ALL]
     if unknown:
-        raise SystemExit(f"unknown models {unknown}; the corpus: {', '.join(corpus.CORPUS)}")
+        raise SystemExit(
+            f"unknown models {unknown}; the corpus: {', '.join(corpus.CORPUS)}; the hold-out set: {', '.join(corpus.HELD_OUT)}"
+        )
     threads = args.threads.split(",")
     print(f"byoc targets {args.targets} vs onnxruntime; {args.rounds} rounds; load {os.getloadavg()[0]:.1f}")
     head = "  ".join(f"{f'byoc@{n}':>8s} {f'ort@{n}':>8s} {'ratio':>6s}" for n in threads)
-    print(f"{'model':13s} {head}  {'part':>4s} {'host':>4s}  max error (ms per call)", flush=True)
+    print(f"{'model':17s} {head}  {'part':>4s} {'host':>4s}  max error (ms per call)", flush=True)
     models: dict[str, dict[str, Any]] = {}
     started = time.time()
     with tempfile.TemporaryDirectory() as scratch:
@@ -366,7 +405,7 @@ def main(argv: list[str]) -> None:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
         for name in names:
             try:
-                corpus.model_path(name)
+                corpus.model_path(name, args.unpacked)
             except corpus.NotInstalledError as e:
                 models[name] = {"error": str(e)}
             else:
@@ -387,6 +426,7 @@ def main(argv: list[str]) -> None:
         "no model above 1.5x": all(not summary[n]["above_1_5x"] for n in threads if n in summary),
         "0 host steps (every corpus model has static shapes)": not summary["models_with_host_steps"],
         "every model imports, builds and runs": not summary["failed"],
+        "every output within the bound of its graph": not summary["out_of_bound"],
     }
     print()
     for goal, met in goals.items():
@@ -415,4 +455,5 @@ def main(argv: list[str]) -> None:
 if __name__ == "__main__":
     from _results import run_recorded
 
-    raise SystemExit(run_recorded(__file__, lambda: main(sys.argv[1:])))
+    recorded_as = "real_models_holdout" if "--holdout" in sys.argv[1:] else None
+    raise SystemExit(run_recorded(__file__, lambda: main(sys.argv[1:]), recorded_as))

@@ -206,6 +206,37 @@ def test_gather_nd_and_one_hot_match_onnxruntime() -> None:
     np.testing.assert_array_equal(ours, want)
 
 
+@pytest.mark.parametrize(
+    ("shape", "idx"),
+    [
+        ((2, 3, 4), np.array([[[0, -1]], [[1, 2]], [[1, 0]]], np.int64)),  # k 2 of rank 3: rows of 4
+        ((5, 3), np.array([[4, 2], [-5, -1], [0, 0]], np.int64)),  # k = rank: single elements
+        ((1, 8), np.stack(np.meshgrid([0], np.arange(8), indexing="ij"), -1).astype(np.int64)),  # a BERT mask's
+    ],
+)
+def test_gather_nd_with_constant_indices_is_a_take_in_c(shape: tuple[int, ...], idx: np.ndarray[Any, Any]) -> None:
+    """Indices known at import and all in range: GatherND is an nn.take of rows of the data
+    (reshaped to (prod(shape[:k]), *shape[k:])), which the C codegen holds, so no host step."""
+    data = np.random.default_rng(4).standard_normal(shape).astype(np.float32)
+    model = one_node_model("GatherND", [("d", data, False), ("i", idx, True)])
+    module = import_model(model)
+    assert "nn.gather_nd" not in {op.name for op in module.walk()}
+    (ours,), (want,), exe = run_both(model, [data])
+    np.testing.assert_array_equal(ours, want)
+    assert exe.partitions and not [s.name for s in exe.plan.steps if s.kind == "kernel"]
+
+
+def test_gather_nd_with_an_index_out_of_range_stays_gather_nd() -> None:
+    """A constant index outside the data is not rewritten (nn.take would clamp it): it stays
+    nn.gather_nd, whose reference rejects it at run time."""
+    data = np.zeros((2, 3), np.float32)
+    model = one_node_model("GatherND", [("d", data, False), ("i", np.array([[0, 3]], np.int64), True)])
+    module = import_model(model)
+    assert "nn.gather_nd" in {op.name for op in module.walk()}
+    with pytest.raises(Exception, match="out of"):
+        byoc.build(module, targets=["ccompiler"]).run(data)
+
+
 def _if_model(cond: np.ndarray[Any, Any] | None) -> Any:
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
     then_graph = helper.make_graph(

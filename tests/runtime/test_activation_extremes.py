@@ -2,9 +2,11 @@
 examplejson, cblas, dnnl, graphref): ±3e38, ±inf, NaN, denormals, the
 kinks (±3 of hard_swish) and values whose exp overflows. Expected: the op's formula
 evaluated in float64 (where nothing overflows at f32's range) and rounded to f32. Each op
-runs alone (the C scalar code, numpy on the host and examplejson, oneDNN's eltwise) and as
+runs alone (the C scalar code, numpy on the host and examplejson, oneDNN's eltwise), as
 the epilogue of a 1x1 dense (the fused activation of byoc_kernels and cblas, dnnl's
-post-op)."""
+post-op: one element a row), and as the epilogue of a 1x1 conv2d over 9 copies of the
+values (207 pixels of one channel: the epilogue's 4-lane loop, every value in every lane,
+then its scalar tail)."""
 
 from __future__ import annotations
 
@@ -61,13 +63,23 @@ ACTIVATIONS: dict[str, tuple[str, Callable[[Array], Array]]] = {
 }
 
 TYPE = f"tensor<{len(VALUES)}x1xf32>"
+COPIES = 9
+IMAGE = f"tensor<1x1x{COPIES}x{len(VALUES)}xf32>"
 
 
-def _source(op: str, attrs: str, fused: bool) -> str:
+def _source(op: str, attrs: str, mode: str) -> str:
     name = "nn.gelu" if op == "nn.gelu_tanh" else op
-    if not fused:
+    if mode == "alone":
         body = f"%0 = {name} %x {attrs} : {TYPE}"
         return f"func.func @main(%x: {TYPE}) -> {TYPE} {{\n  {body}\n  func.return %0 : {TYPE}\n}}"
+    if mode == "after-conv":
+        return (
+            f"func.func @main(%x: {IMAGE}) -> {IMAGE} {{\n"
+            "  %w = nn.constant dense<1.0> : tensor<1x1x1x1xf32>\n"
+            f"  %c = nn.conv2d %x, %w : ({IMAGE}, tensor<1x1x1x1xf32>) -> {IMAGE}\n"
+            f"  %0 = {name} %c {attrs} : {IMAGE}\n"
+            f"  func.return %0 : {IMAGE}\n}}"
+        )
     return (
         f"func.func @main(%x: {TYPE}) -> {TYPE} {{\n"
         "  %w = nn.constant dense<1.0> : tensor<1x1xf32>\n"
@@ -92,15 +104,17 @@ def _expected(op: str) -> Array:
         return np.asarray(ACTIVATIONS[op][1](x64)).astype(np.float32)
 
 
-@pytest.mark.parametrize("fused", [False, True], ids=["alone", "after-dense"])
+@pytest.mark.parametrize("mode", ["alone", "after-dense", "after-conv"])
 @pytest.mark.parametrize("op", sorted(ACTIVATIONS))
-def test_activation_at_the_f32_extremes_on_every_executor(op: str, fused: bool) -> None:
+def test_activation_at_the_f32_extremes_on_every_executor(op: str, mode: str) -> None:
     attrs = ACTIVATIONS[op][0]
-    want = _expected(op)
-    x = VALUES.reshape(-1, 1)
+    copies = COPIES if mode == "after-conv" else 1
+    want = np.tile(_expected(op), copies)
+    x = np.tile(VALUES, copies).reshape((1, 1, copies, -1) if mode == "after-conv" else (-1, 1))
+    values = np.tile(VALUES, copies)
     failures = []
     for targets in _executors(op):
-        exe = byoc.build(byoc.parse_module(_source(op, attrs, fused)), targets=targets)
+        exe = byoc.build(byoc.parse_module(_source(op, attrs, mode)), targets=targets)
         with np.errstate(all="ignore"):
             got = np.asarray(exe(x)[0]).reshape(-1)
         same_specials = (
@@ -113,7 +127,7 @@ def test_activation_at_the_f32_extremes_on_every_executor(op: str, fused: bool) 
         if not (same_specials and close):
             bad = [
                 f"{v!r}: got {g!r}, want {w!r}"
-                for v, g, w in zip(VALUES, got, want, strict=True)
+                for v, g, w in zip(values, got, want, strict=True)
                 if not (
                     (np.isnan(g) and np.isnan(w)) or g == w or (np.isfinite(g) and np.isfinite(w)
                     and math.isclose(g, w, rel_tol=2e-5, abs_tol=1e-30))

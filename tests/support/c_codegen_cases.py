@@ -169,10 +169,12 @@ _CONVS_T: list[tuple[str, tuple[int, ...], tuple[int, ...], dict[str, Any]]] = [
     ("conv_t_s1", (1, 6, 7, 7), (6, 2, 3, 3), {"padding": (1, 1, 1, 1)}),
     ("conv_t_odd_s3", (1, 3, 3, 5), (3, 4, 4, 3), {"strides": (3, 2), "padding": (2, 0, 1, 3)}),
     # a DB text detector's 2x2 stride-2 upsampling (cols through conv2d's tiles); one channel
-    # in and out of a 1x1 kernel, and weights too many for the stack (cols by the row loop)
+    # in and out of a 1x1 kernel; weights too many for the stack (cols through the tiles in
+    # blocks of 408 and 72 rows); more input channels than fit the stack (the row loop)
     ("conv_t_db_head", (1, 24, 20, 21), (24, 6, 2, 2), {"strides": (2, 2)}),
     ("conv_t_1x1_one_channel", (1, 1, 5, 7), (1, 1, 1, 1), {"strides": (2, 2)}),
     ("conv_t_many_weights", (1, 40, 3, 4), (40, 120, 2, 2), {"strides": (2, 2)}),
+    ("conv_t_wide_input", (1, 16400, 1, 2), (16400, 2, 1, 1), {}),
 ]
 for _name, _x, _w, _attrs in _CONVS_T:
     case(_name, [(_x, F32), (_w, F32)], op(nn.Conv2DTransposeOp, **_attrs))

@@ -16,10 +16,12 @@ import byoc.frontend.onnx.proto as proto
 from byoc.dialects import nn
 from byoc.dialects.nn import indexing as nni
 from byoc.frontend.onnx.base import (
+    Array,
     Importer,
     Node,
     Value,
     converts,
+    has_dynamic,
     ints,
     normalize_axes,
     spread_over_axes,
@@ -38,9 +40,35 @@ def _gather_elements(imp: Importer, node: Node) -> list[Value]:
 
 @converts("GatherND")
 def _gather_nd(imp: Importer, node: Node) -> list[Value]:
-    return [
-        imp.emit(nni.GatherNDOp, node.required(0), node.required(1), batch_dims=int(node.attr("batch_dims", 0)))
-    ]
+    data, indices = node.required(0), node.required(1)
+    batch_dims = int(node.attr("batch_dims", 0))
+    flat = _rows_of(imp.shape(data), indices) if batch_dims == 0 else None
+    if flat is not None:
+        shape = imp.shape(data)
+        k = np.asarray(indices).shape[-1]
+        rows = imp.reshape(data, [math.prod(shape[:k]), *shape[k:]])
+        return [imp.emit(nn.TakeOp, rows, flat, axis=0)]
+    return [imp.emit(nni.GatherNDOp, data, indices, batch_dims=batch_dims)]
+
+
+def _rows_of(shape: tuple[int, ...], indices: Value) -> Array | None:
+    """GatherND (batch_dims 0) with indices known at import, every one inside `shape`: the
+    row of each index tuple in `data` seen as (prod(shape[:k]), *shape[k:]), so the gather
+    is an nn.take of those rows, which the C codegen holds (nn.gather_nd, whose reference
+    raises on an index out of range, stays on the host). None where that does not apply:
+    indices computed at run time, one out of range (nn.gather_nd raises), k = 0, or a
+    dynamic dim."""
+    if not isinstance(indices, np.ndarray) or indices.ndim == 0 or has_dynamic(shape):
+        return None
+    k = indices.shape[-1]
+    if k == 0 or k > len(shape):
+        return None
+    dims = np.asarray(shape[:k], dtype=np.int64)
+    index = indices.astype(np.int64)
+    if ((index < -dims) | (index >= dims)).any():
+        return None
+    index = np.where(index < 0, index + dims, index)
+    return np.ravel_multi_index(tuple(np.moveaxis(index, -1, 0)), tuple(int(d) for d in dims)).astype(np.int64)
 
 
 @converts("ScatterElements", "Scatter")
