@@ -122,6 +122,7 @@ typedef struct step {
   int arg[DN_MAX_ARGS];
   int slot[DN_MAX_ARGS];
   dnnl_memory_desc_t scratch_md; /* owned, or NULL */
+  int nthreads;                 /* the OpenMP threads it was created with and runs with */
   char what[96];
   int guard;                    /* GUARD_*; prim is NULL for a guard */
   int64_t geo[16];              /* the guard's geometry (rows, windows) */
@@ -348,6 +349,7 @@ static int add_step(planner *p, dnnl_primitive_desc_t pd, const char *what, int 
   const char *impl = NULL;
   dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
   snprintf(st->what, sizeof st->what, "%s:%s", what, impl ? impl : "?");
+  st->nthreads = omp_get_max_threads(); /* the count the planner set for this node */
   const_dnnl_memory_desc_t smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
   if (smd != NULL && dnnl_memory_desc_get_size(smd) > 0) {
     st->scratch_md = md_clone(smd);

@@ -1,0 +1,134 @@
+"""How many threads each oneDNN primitive gets (dnnl_run.c, docs/threads.md "oneDNN's
+threads"): with a setting above 1, a primitive whose work is below two grains is created
+and run with one thread, so it opens no OpenMP region; a bigger one gets the setting.
+
+- the plan (`BYOC_DNNL_VERBOSE`) says each primitive's count: `...@1`, `...@2`;
+- a model of small primitives run at 2 threads starts no OpenMP worker (counted in
+  /proc/self/task, in a fresh process: libgomp's workers live as long as the process),
+  and gives the bits of its 1-thread run; a big convolution starts one worker;
+- the answer stays the reference's at either count.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import byoc
+from byoc.targets.dnnl import missing_reason
+from support.bounds import assert_within, graph_bounds
+
+REASON = missing_reason()
+pytestmark = pytest.mark.skipif(REASON is not None, reason=f"oneDNN extra absent: {REASON}")
+
+
+def _conv_relu(c: int, hw: int) -> str:
+    """conv2d 3x3 (c -> c channels on a hw x hw map, padded) + bias + relu + max pool."""
+    x = f"tensor<1x{c}x{hw}x{hw}xf32>"
+    p = f"tensor<1x{c}x{hw // 2}x{hw // 2}xf32>"
+    w = f"tensor<{c}x{c}x3x3xf32>"
+    return textwrap.dedent(
+        f"""
+        func.func @main(%x: {x}) -> {p} {{
+          %w = nn.constant dense<0.01> : {w}
+          %b = nn.constant dense<0.5> : tensor<{c}xf32>
+          %0 = nn.conv2d %x, %w {{padding = array<i64: 1, 1, 1, 1>}} : ({x}, {w}) -> {x}
+          %1 = nn.bias_add %0, %b : ({x}, tensor<{c}xf32>) -> {x}
+          %2 = nn.relu %1 : {x}
+          %3 = nn.max_pool2d %2 {{pool_size = array<i64: 2, 2>, strides = array<i64: 2, 2>}} : ({x}) -> {p}
+          func.return %3 : {p}
+        }}"""
+    )
+
+
+SMALL = _conv_relu(8, 8)
+"""37 K multiply-adds, a few hundred elements: every primitive below its grain."""
+BIG = _conv_relu(32, 56)
+"""29 M multiply-adds: the convolution gets both threads."""
+
+
+def _plan(text: str, threads: int, monkeypatch: pytest.MonkeyPatch,
+          capfd: pytest.CaptureFixture[str]) -> list[str]:  # fmt: skip
+    monkeypatch.setenv("BYOC_DNNL_VERBOSE", "1")
+    capfd.readouterr()
+    byoc.build(byoc.parse_module(text), targets=["dnnl"], num_threads=threads)
+    # the last plan: the one built for `threads` (a build may plan at the default count first)
+    line = [ln for ln in capfd.readouterr().err.splitlines() if ln.startswith("dnnl plan ")][-1]
+    return line.split(": ", 1)[1].split("; ")
+
+
+def test_the_plan_gives_small_primitives_one_thread(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    small = [s for s in _plan(SMALL, 2, monkeypatch, capfd) if not s.startswith("guard:")]
+    assert small and all(s.endswith("@1") for s in small), small
+    big = _plan(BIG, 2, monkeypatch, capfd)
+    (conv,) = [s for s in big if s.startswith("conv2d")]
+    assert conv.endswith("@2"), big
+    # one thread: nothing to say per primitive
+    assert not [s for s in _plan(BIG, 1, monkeypatch, capfd) if "@" in s]
+
+
+@pytest.mark.parametrize("text", [SMALL, BIG], ids=["small", "big"])
+def test_both_counts_give_the_reference_answer(text: str) -> None:
+    module = byoc.parse_module(text)
+    c, hw = (8, 8) if text is SMALL else (32, 56)
+    x = np.random.default_rng(3).standard_normal((1, c, hw, hw)).astype(np.float32)
+    (expected,) = byoc.build(byoc.parse_module(text)).run(x)
+    (bound,) = graph_bounds(byoc.parse_module(text), [x], [expected])
+    exe = byoc.build(module, targets=["dnnl"], num_threads=1)
+    assert {p.target for p in exe.partitions} == {"dnnl"}
+    (one,) = exe.run(x)
+    exe.set_num_threads(2)
+    (two,) = exe.run(x)
+    assert_within(one, expected, bound)
+    assert_within(two, expected, bound)
+    if text is SMALL:  # every primitive made and run as at one thread: the same bits
+        np.testing.assert_array_equal(two, one)
+
+
+_COUNT_SCRIPT = textwrap.dedent(
+    """
+    import json, os, sys
+    import numpy as np
+    import byoc
+    sys.path[:0] = [{here!r}, {tests!r}]
+    from test_dnnl_threads import BIG, SMALL
+
+    def count():
+        return len(os.listdir("/proc/self/task"))
+
+    out = {{}}
+    for name, text, c, hw in (("small", SMALL, 8, 8), ("big", BIG, 32, 56)):
+        before = count()
+        exe = byoc.build(byoc.parse_module(text), targets=["dnnl"], num_threads=2)
+        x = np.ones((1, c, hw, hw), np.float32)
+        for _ in range(5):
+            exe.run(x)
+        out[name] = count() - before
+    print(json.dumps(out))
+    """
+)
+
+
+def test_small_primitives_start_no_openmp_worker() -> None:
+    """In a fresh process: building the small model at 2 threads and five runs leave the
+    thread count as it was (no libgomp worker was started); the big convolution then starts
+    one (at init, where its weights are reordered, or at its first run)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "BYOC_NUM_THREADS")}
+    here = Path(__file__).resolve().parent
+    script = _COUNT_SCRIPT.format(here=str(here), tests=str(here.parent))
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True, text=True, env=env, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    counts = json.loads(done.stdout.strip().splitlines()[-1])
+    assert counts == {"small": 0, "big": 1}, counts
