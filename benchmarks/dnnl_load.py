@@ -11,8 +11,8 @@ call of a process of its own that builds once and times calls for `--budget` sec
 OPENBLAS_NUM_THREADS=1). The load is `N` processes spinning (`while True: pass`) started
 before the timed processes and killed after them; each round runs every configuration once,
 in an order that alternates from round to round, and a figure is the median over the rounds.
-`--baseline PATH` also runs each byoc engine with the byoc of the checkout at PATH
-(`before`), so the two are timed in the same minutes.
+`--baseline PATH` also runs each engine that uses dnnl with the byoc of the checkout at
+PATH (`before`), so the two are timed in the same minutes.
 
 Printed per model and engine: the time at each thread count and load, the 2-thread time
 over the 1-thread time at each load, and with a baseline this checkout's time over the
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
 import statistics
 import subprocess
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 ORT = "onnxruntime"
 DEFAULT_MODELS = "silero_vad,g2p_decoder,attacut,ocr_cls,khmer_seg"
 
@@ -52,21 +52,20 @@ def stop(procs: list[subprocess.Popen[bytes]]) -> None:
 def spawn(engine: str, name: str, threads: int, budget: float, tree: str | None) -> dict[str, Any]:
     """One timed process (benchmarks/placement.py's worker); `tree`: the checkout whose byoc
     it imports (None: this one)."""
-    with tempfile.TemporaryDirectory() as scratch:
-        command = [
-            sys.executable, str(HERE / "placement.py"), "--worker", engine, "--models", name,
-            "--threads", str(threads), "--targets", engine if engine != ORT else "ccompiler",
-            "--budget", str(budget), "--cache", str(Path(scratch) / "placement.json"),
-        ]  # fmt: skip
-        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": str(threads)}
-        if tree is not None:
-            env["PYTHONPATH"] = tree
-        done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-    for line in done.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return dict(json.loads(line[len("RESULT ") :]))
-    tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
-    return {"error": tail}
+    import placement
+
+    args = argparse.Namespace(targets=engine if engine != ORT else "ccompiler", budget=budget)
+    saved = os.environ.get("PYTHONPATH")
+    if tree is not None:
+        os.environ["PYTHONPATH"] = tree
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            return placement.spawn(engine, name, threads, args, str(Path(scratch) / "p.json"))
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     configs = [
         (m, e, t, label, tree)
         for m, e, t, (label, tree) in itertools.product(models, engines, threads, trees)
-        if e != ORT or tree is None
+        if tree is None or "dnnl" in e.split(",")
     ]
     times: dict[tuple[str, str, int, str, int], list[float]] = {}
     for load in (int(n) for n in args.load.split(",")):
@@ -109,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"rounds {args.rounds}, budget {args.budget}s a process; median call, ms")
     for m in models:
         for e, (label, _) in itertools.product(engines, trees):
-            if e == ORT and label != "this":
+            if label != "this" and "dnnl" not in e.split(","):
                 continue
             cells, key = [], (m, e, label)
 
@@ -124,13 +123,15 @@ def main(argv: list[str] | None = None) -> int:
                 one, two = med(1, load), med(2, load)
                 if one and two and 1 in threads and 2 in threads:
                     cells.append(f"(2t/1t {two / one:5.2f})")
-            if label == "this" and args.baseline and e != ORT:
+            if label == "this" and args.baseline and "dnnl" in e.split(","):
                 for load in loads:
                     for t in threads:
                         now = med(t, load)
                         v = times.get((m, e, t, "before", load))
                         if now and v:
-                            cells.append(f"{t}t/L{load} this/before {now / statistics.median(v):.2f}")
+                            cells.append(
+                                f"{t}t/L{load} this/before {now / statistics.median(v):.3g}"
+                            )
             print(f"{m:<12} {e:<16} {label:<6} " + "  ".join(cells), flush=True)
     return 0
 

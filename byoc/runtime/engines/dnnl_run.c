@@ -57,9 +57,6 @@ static void dn_destroy(dn_state *s) {
    primitive, whatever the primitive's size (docs/threads.md, "oneDNN's threads").
    oneDNN fixes a primitive's split when it is created (from omp_get_max_threads()) and
    reads the count again when it runs, so both happen under the count chosen here. */
-#define DN_MAC_GRAIN (1 << 20)  /* multiply-adds a thread (convolutions, dense, matmul) */
-#define DN_MOVE_GRAIN (1 << 18) /* elements read and written a thread (every other op) */
-
 /* The work of node `nid`: multiply-adds for an anchor (*macs = 1), else the elements of
    its operands and result. */
 static int64_t node_work(const planner *p, int nid, int *macs) {
@@ -81,13 +78,6 @@ static int64_t node_work(const planner *p, int nid, int *macs) {
   int64_t work = numel(y);
   for (int i = 0; i < n->nin; i++) work += numel(&p->g->entries[n->in[i]]);
   return work;
-}
-
-/* Threads for `work` at `grain` a thread: at most the engine's count, 1 below two grains. */
-static int threads_for(const dn_state *s, int64_t work, int64_t grain) {
-  int64_t most = work / grain;
-  if (s->nthreads <= 1 || most < 2) return 1;
-  return most < s->nthreads ? (int)most : s->nthreads;
 }
 
 static int node_threads(const planner *p, int nid) {
