@@ -2,7 +2,8 @@
 threads"): with a setting above 1, a primitive whose work is below two grains is created
 and run with one thread, so it opens no OpenMP region; a bigger one gets the setting.
 
-- the plan (`BYOC_DNNL_VERBOSE`) says each primitive's count: `...@1`, `...@2`;
+- the plan (`BYOC_DNNL_VERBOSE`) says each primitive's count: `...@1`, `...@2` (a reorder
+  by its own size, not its consumer's);
 - a model of small primitives run at 2 threads starts no OpenMP worker (counted in
   /proc/self/task, in a fresh process: libgomp's workers live as long as the process),
   and gives the bits of its 1-thread run; a big convolution starts one worker;
@@ -72,6 +73,9 @@ def test_the_plan_gives_small_primitives_one_thread(
     big = _plan(BIG, 2, monkeypatch, capfd)
     (conv,) = [s for s in big if s.startswith("conv2d")]
     assert conv.endswith("@2"), big
+    # the conv's input reorder (200 K elements moved) has a count of its own
+    reorders = [s for s in big if s.startswith("reorder:")]
+    assert reorders and all(s.endswith("@1") for s in reorders), big
     # one thread: nothing to say per primitive
     assert not [s for s in _plan(BIG, 1, monkeypatch, capfd) if "@" in s]
 
