@@ -316,7 +316,7 @@ static int find_primitive(planner *p, const anchor *A, chain *c, int *src1_slots
     if (st == dnnl_success) {
       /* only oneDNN's reference kernel takes this post-op (a matmul adding an attention
          mask that broadcasts over rows: 26 ms where the jit kernel and a binary step after
-         it take 0.05 ms): drop it, as one oneDNN has no kernel for */
+         it take 0.05 ms): drop it, as if oneDNN had rejected it */
       dnnl_primitive_desc_destroy(pd);
       pd = NULL;
       st = dnnl_unimplemented;

@@ -56,7 +56,10 @@ static void dn_destroy(dn_state *s) {
    loaded machine the calling thread waits there for a core for its worker, once per
    primitive, whatever the primitive's size (docs/threads.md, "oneDNN's threads").
    oneDNN fixes a primitive's split when it is created (from omp_get_max_threads()) and
-   reads the count again when it runs, so both happen under the count chosen here. */
+   reads the count again when it runs, so both happen under the count chosen here. The
+   grains (DN_MAC_GRAIN, DN_MOVE_GRAIN) are next to add_step in dnnl_engine.c, which
+   reorders use too. */
+
 /* The work of node `nid`: multiply-adds for an anchor (*macs = 1), else the elements of
    its operands and result. */
 static int64_t node_work(const planner *p, int nid, int *macs) {
