@@ -164,3 +164,55 @@ def test_openmp_is_pinned_before_onednn_loads() -> None:
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {
         "reason": None, "pinned": 1, "isa": True
     }  # fmt: skip
+
+
+_INT8_SCRIPT = """
+import json, os, sys
+sys.path[:0] = [{here!r}, {tests!r}]
+import numpy as np
+import byoc
+from test_dnnl_int8 import gemm_model
+
+def count():
+    return len(os.listdir("/proc/self/task"))
+
+rng = np.random.default_rng(0)
+out = {{}}
+for name, c, hw in (("small", 8, 8), ("big", 64, 56)):
+    w = rng.integers(-20, 20, (c, c, 3, 3))
+    model = gemm_model(
+        "conv", [1, c, hw, hw], w, None, xs=0.05, xz=np.asarray(0, np.uint8),
+        ws=np.full(c, 0.01, np.float32), ys=0.1, yz=np.asarray(0, np.uint8),
+        conv=dict(pads=[1, 1, 1, 1]),
+    )
+    path = os.path.join({tmp!r}, name + ".onnx")
+    import onnx
+    onnx.save(model, path)
+    before = count()
+    exe = byoc.build(byoc.import_onnx(path), targets=["dnnl", "ccompiler"], num_threads=2)
+    assert any(p.target == "dnnl" for p in exe.partitions), exe.partitions
+    x = rng.random((1, c, hw, hw)).astype(np.float32)
+    for _ in range(5):
+        exe.run(x)
+    out[name] = count() - before
+print(json.dumps(out))
+"""
+
+
+def test_small_int8_blocks_start_no_openmp_worker(tmp_path: Path) -> None:
+    """The int8 blocks follow the same rule: a 37 K multiply-add quantized convolution at 2
+    threads starts no thread; a 116 M multiply-add one starts libgomp's worker."""
+    from byoc.targets.dnnl.quant import int8_unavailable_reason
+
+    if int8_unavailable_reason() is not None:
+        pytest.skip(f"no int8 blocks on dnnl here: {int8_unavailable_reason()}")
+    here = Path(__file__).resolve().parent
+    script = _INT8_SCRIPT.format(here=str(here), tests=str(here.parent), tmp=str(tmp_path))
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "BYOC_NUM_THREADS")}
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True, text=True, env=env, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    counts = json.loads(done.stdout.strip().splitlines()[-1])
+    assert counts["small"] == 0 and counts["big"] >= 1, counts

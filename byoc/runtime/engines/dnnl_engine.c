@@ -335,11 +335,11 @@ static int is_ref_impl(const_dnnl_primitive_desc_t pd) {
 #define DN_MAC_GRAIN (1 << 23)  /* multiply-adds a thread (convolutions, dense, matmul) */
 #define DN_MOVE_GRAIN (1 << 20) /* elements read and written a thread (every other op) */
 
-/* Threads for `work` at `grain` a thread: at most the engine's count, 1 below two grains. */
-static int threads_for(const dn_state *s, int64_t work, int64_t grain) {
+/* Threads for `work` at `grain` a thread: at most `n`, 1 below two grains. */
+static int threads_for(int n, int64_t work, int64_t grain) {
   int64_t most = work / grain;
-  if (s->nthreads <= 1 || most < 2) return 1;
-  return most < s->nthreads ? (int)most : s->nthreads;
+  if (n <= 1 || most < 2) return 1;
+  return most < n ? (int)most : n;
 }
 
 /* Make a primitive of `pd` (which it consumes) and append the step. */
@@ -394,7 +394,7 @@ static int slot_as(planner *p, int e, const_dnnl_memory_desc_t want) {
   /* a reorder has its own count (the node planning it may split and it may not) */
   int node_count = omp_get_max_threads();
   int64_t moved = 2 * (int64_t)(p->s->slots[to].size / sizeof(float));
-  omp_set_num_threads(threads_for(p->s, moved, DN_MOVE_GRAIN));
+  omp_set_num_threads(threads_for(p->s->nthreads, moved, DN_MOVE_GRAIN));
   dnnl_primitive_desc_t pd = NULL;
   dnnl_status_t st = dnnl_reorder_primitive_desc_create(&pd, p->s->slots[have].md, p->s->eng,
                                                         want, p->s->eng, NULL);

@@ -86,7 +86,7 @@ static int64_t node_work(const planner *p, int nid, int *macs) {
 static int node_threads(const planner *p, int nid) {
   int macs;
   int64_t work = node_work(p, nid, &macs);
-  return threads_for(p->s, work, macs ? DN_MAC_GRAIN : DN_MOVE_GRAIN);
+  return threads_for(p->s->nthreads, work, macs ? DN_MAC_GRAIN : DN_MOVE_GRAIN);
 }
 
 static int plan_outputs(planner *p) {
@@ -115,7 +115,7 @@ static int plan_outputs(planner *p) {
       dnnl_memory_desc_destroy(plain);
       continue;
     }
-    omp_set_num_threads(threads_for(s, 2 * numel(en), DN_MOVE_GRAIN));
+    omp_set_num_threads(threads_for(s->nthreads, 2 * numel(en), DN_MOVE_GRAIN));
     int out = new_slot(p, plain, LOC_OUTPUT);
     if (out < 0) return -1;
     s->slots[out].index = k;
