@@ -122,6 +122,7 @@ typedef struct step {
   int arg[DN_MAX_ARGS];
   int slot[DN_MAX_ARGS];
   dnnl_memory_desc_t scratch_md; /* owned, or NULL */
+  int nthreads;                 /* the OpenMP threads it was created with and runs with */
   char what[96];
   int guard;                    /* GUARD_*; prim is NULL for a guard */
   int64_t geo[16];              /* the guard's geometry (rows, windows) */
@@ -329,6 +330,18 @@ static int is_ref_impl(const_dnnl_primitive_desc_t pd) {
   return impl != NULL && strncmp(impl, "ref", 3) == 0;
 }
 
+/* The work each thread must get for a primitive to split over the engine's threads
+   ("Threads per primitive" in dnnl_run.c says why). */
+#define DN_MAC_GRAIN (1 << 23)  /* multiply-adds a thread (convolutions, dense, matmul) */
+#define DN_MOVE_GRAIN (1 << 20) /* elements read and written a thread (every other op) */
+
+/* Threads for `work` at `grain` a thread: at most `n`, 1 below two grains. */
+static int threads_for(int n, int64_t work, int64_t grain) {
+  int64_t most = work / grain;
+  if (n <= 1 || most < 2) return 1;
+  return most < n ? (int)most : n;
+}
+
 /* Make a primitive of `pd` (which it consumes) and append the step. */
 static int add_step(planner *p, dnnl_primitive_desc_t pd, const char *what, int nargs,
                     const int *args, const int *slots) {
@@ -348,6 +361,7 @@ static int add_step(planner *p, dnnl_primitive_desc_t pd, const char *what, int 
   const char *impl = NULL;
   dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
   snprintf(st->what, sizeof st->what, "%s:%s", what, impl ? impl : "?");
+  st->nthreads = omp_get_max_threads(); /* the count the planner set for this node */
   const_dnnl_memory_desc_t smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
   if (smd != NULL && dnnl_memory_desc_get_size(smd) > 0) {
     st->scratch_md = md_clone(smd);
@@ -377,14 +391,19 @@ static int slot_as(planner *p, int e, const_dnnl_memory_desc_t want) {
   if (md_equal(p->s->slots[have].md, want)) return have;
   int to = new_slot(p, md_clone(want), LOC_ARENA);
   if (to < 0) return to;
+  /* a reorder has its own count (the node planning it may split and it may not) */
+  int node_count = omp_get_max_threads();
+  int64_t moved = 2 * (int64_t)(p->s->slots[to].size / sizeof(float));
+  omp_set_num_threads(threads_for(p->s->nthreads, moved, DN_MOVE_GRAIN));
   dnnl_primitive_desc_t pd = NULL;
-  DN_CHECK(p, dnnl_reorder_primitive_desc_create(&pd, p->s->slots[have].md, p->s->eng, want,
-                                                 p->s->eng, NULL),
-           "reorder");
+  dnnl_status_t st = dnnl_reorder_primitive_desc_create(&pd, p->s->slots[have].md, p->s->eng,
+                                                        want, p->s->eng, NULL);
   int args[2] = {DNNL_ARG_FROM, DNNL_ARG_TO};
   int slots[2] = {have, to};
-  if (add_step(p, pd, "reorder", 2, args, slots) < 0) return -1;
-  return to;
+  int rc = st == dnnl_success ? add_step(p, pd, "reorder", 2, args, slots)
+                              : fail(p, "oneDNN: reorder failed (status %d)", (int)st);
+  omp_set_num_threads(node_count);
+  return rc < 0 ? -1 : to;
 }
 
 /* Entry e's value in plain row-major layout. */

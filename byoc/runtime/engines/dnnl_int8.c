@@ -104,6 +104,7 @@ typedef struct dq_gemm {
   dnnl_memory_desc_t out_nhwc_md, out_plain_md;
   dnnl_primitive_t out_reorder;
   size_t acc_bytes, src_bytes, out_bytes;
+  int nthreads; /* the OpenMP threads its primitives were created with and run with */
 } dq_gemm;
 
 typedef struct dq_part {
@@ -329,6 +330,10 @@ static int dq_plan_gemm(dq_state *s, int ci, dq_gemm *q) {
   if (w == NULL || dq_dtype(wen) != 2) return byoc_fail("dnnl: %s: the weights must be an s8 constant", c->op);
   int64_t O = is_matmul ? wen->shape[wen->ndim - 1] : wen->shape[0];
   if (is_matmul && wen->ndim != 2) return byoc_fail("dnnl: qmatmul needs a 2-D right operand");
+  /* the f32 engine's rule (docs/threads.md, "oneDNN's threads"): the setting only for two
+     grains of multiply-adds, each output summing numel(w) / O products */
+  q->nthreads = threads_for(s->nthreads, ye->numel * (wen->numel / (O > 0 ? O : 1)), DN_MAC_GRAIN);
+  omp_set_num_threads(q->nthreads);
   const float *ws = dq_const(g, b.dq_w->inputs[1]);
   const int8_t *wz = dq_const(g, b.dq_w->inputs[2]);
   int64_t nws = g->entries[b.dq_w->inputs[1]].numel, nwz = g->entries[b.dq_w->inputs[2]].numel;
@@ -927,6 +932,7 @@ static dq_ws *dq_make_ws(dq_state *s) {
     const dq_part *p = &s->parts[i];
     if (!p->is_q) continue;
     const dq_gemm *q = &p->q;
+    omp_set_num_threads(q->nthreads);
     dnnl_memory_t *m = &w->mem[9 * i];
     if (q->src_reorder && dnnl_memory_create(&m[0], q->src_plain_md, s->eng, DNNL_MEMORY_NONE) != dnnl_success) goto bad;
     if (dnnl_memory_create(&m[1], q->src_md, s->eng, DNNL_MEMORY_NONE) != dnnl_success) goto bad;
@@ -1088,6 +1094,7 @@ static int dq_run(dq_state *s, void *const *in, void *const *out) {
       break;
     }
   }
+  omp_set_num_threads(s->nthreads);
   pthread_mutex_lock(&s->lock);
   w->next = s->pool;
   s->pool = w;

@@ -46,6 +46,49 @@ static void dn_destroy(dn_state *s) {
   free(s);
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* Threads per primitive                                                               */
+/* ---------------------------------------------------------------------------------- */
+
+/* Each primitive gets the engine's thread count only when its work gives every thread at
+   least a grain; a smaller one is created and run with one thread, so it opens no OpenMP
+   region. A region of libgomp's team ends at a barrier every member must reach: on a
+   loaded machine the calling thread waits there for a core for its worker, once per
+   primitive, whatever the primitive's size (docs/threads.md, "oneDNN's threads").
+   oneDNN fixes a primitive's split when it is created (from omp_get_max_threads()) and
+   reads the count again when it runs, so both happen under the count chosen here. The
+   grains (DN_MAC_GRAIN, DN_MOVE_GRAIN) are next to add_step in dnnl_engine.c, which
+   reorders use too. */
+
+/* The work of node `nid`: multiply-adds for an anchor (*macs = 1), else the elements of
+   its operands and result. */
+static int64_t node_work(const planner *p, int nid, int *macs) {
+  const dn_node *n = &p->g->nodes[nid];
+  const dn_entry *y = &p->g->entries[n->out[0]];
+  const dn_entry *x = n->nin > 0 ? &p->g->entries[n->in[0]] : y;
+  const dn_entry *w = n->nin > 1 ? &p->g->entries[n->in[1]] : NULL;
+  *macs = 1;
+  if (w != NULL && (op_is(n, "nn.conv2d") || op_is(n, "nn.conv2d_transpose"))) {
+    /* conv2d: each output sums (I / groups) x KH x KW products; conv2d_transpose: each
+       input element is spread over (O / groups) x KH x KW outputs */
+    int64_t per = 1;
+    for (int i = 1; i < w->ndim; i++) per *= w->shape[i];
+    return (op_is(n, "nn.conv2d") ? numel(y) : numel(x)) * per;
+  }
+  if (op_is(n, "nn.dense") || op_is(n, "nn.matmul"))
+    return numel(y) * (x->ndim > 0 ? x->shape[x->ndim - 1] : 1);
+  *macs = 0;
+  int64_t work = numel(y);
+  for (int i = 0; i < n->nin; i++) work += numel(&p->g->entries[n->in[i]]);
+  return work;
+}
+
+static int node_threads(const planner *p, int nid) {
+  int macs;
+  int64_t work = node_work(p, nid, &macs);
+  return threads_for(p->s->nthreads, work, macs ? DN_MAC_GRAIN : DN_MOVE_GRAIN);
+}
+
 static int plan_outputs(planner *p) {
   const dn_graph *g = p->g;
   dn_state *s = p->s;
@@ -72,6 +115,7 @@ static int plan_outputs(planner *p) {
       dnnl_memory_desc_destroy(plain);
       continue;
     }
+    omp_set_num_threads(threads_for(s->nthreads, 2 * numel(en), DN_MOVE_GRAIN));
     int out = new_slot(p, plain, LOC_OUTPUT);
     if (out < 0) return -1;
     s->slots[out].index = k;
@@ -178,6 +222,7 @@ static dn_state *dn_init(const dn_graph *g, int num_threads, char *err, size_t e
   }
   for (int i = 0; i < nn; i++) {
     if (p->done[i]) continue;
+    omp_set_num_threads(node_threads(p, i));
     if (plan_node(p, i) < 0) goto bad;
     p->done[i] = 1;
   }
@@ -250,10 +295,13 @@ static int dn_run(dn_state *s, void *const *inputs, void *const *outputs, char *
       break;
     }
   }
-  omp_set_num_threads(s->nthreads);
-
+  int threads = 0; /* the calling thread's OpenMP count, as each step was created with */
   for (int i = 0; rc == 0 && i < s->nsteps; i++) {
     const step *st = &s->steps[i];
+    if (st->nthreads > 0 && st->nthreads != threads) {
+      threads = st->nthreads;
+      omp_set_num_threads(threads);
+    }
     if (st->guard != GUARD_NONE) {
       if (run_guard(st, w) < 0) {
         snprintf(err, errlen, "dnnl: step %d (%s) failed", i, st->what);
@@ -282,6 +330,7 @@ static int dn_run(dn_state *s, void *const *inputs, void *const *outputs, char *
     snprintf(err, errlen, "dnnl: waiting for the stream failed");
     rc = -1;
   }
+  if (threads != s->nthreads) omp_set_num_threads(s->nthreads);
   pthread_mutex_lock(&s->lock);
   w->next = s->pool;
   s->pool = w;
@@ -293,7 +342,11 @@ static size_t dn_describe(const dn_state *s, char *buf, size_t len) {
   size_t used = 0;
   if (len) buf[0] = 0;
   for (int i = 0; i < s->nsteps && used + 1 < len; i++) {
-    int w = snprintf(buf + used, len - used, "%s%s", i ? "; " : "", s->steps[i].what);
+    /* with more than one thread, each primitive says how many it runs on: "...@1" */
+    const step *st = &s->steps[i];
+    int w = s->nthreads > 1 && st->nthreads > 0
+                ? snprintf(buf + used, len - used, "%s%s@%d", i ? "; " : "", st->what, st->nthreads)
+                : snprintf(buf + used, len - used, "%s%s", i ? "; " : "", st->what);
     if (w < 0) break;
     used += (size_t)w;
   }

@@ -15,6 +15,7 @@ import importlib.metadata as metadata
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 RUNTIME_DIST = "onednn-cpu-gomp"
 DEVEL_DIST = "onednn-devel-cpu-gomp"
@@ -89,12 +90,27 @@ def unavailable_reason() -> str | None:
     return _load_reason(str(find().lib_dir / "libdnnl.so.3"))
 
 
+def load_library(path: str | None = None) -> Any:
+    """oneDNN's library (`path`, else the wheel's `libdnnl.so.3`) as a `ctypes.CDLL`, loaded
+    after gcc's OpenMP runtime (`pin_openmp_runtime`): libdnnl links libgomp, which reads its
+    spin count (GOMP_SPINCOUNT) once, when it is loaded; loaded by libdnnl first, libgomp
+    would keep its own default spin, whose idle workers and barrier waits take the cores a
+    loaded machine has left (docs/threads.md, "oneDNN's threads"). Raises OneDnnMissing or
+    OSError."""
+    import ctypes
+
+    from byoc.runtime.c_module import pin_openmp_runtime
+
+    pin_openmp_runtime()
+    return ctypes.CDLL(path or str(find().lib_dir / "libdnnl.so.3"))
+
+
 @lru_cache(maxsize=4)
 def _load_reason(path: str) -> str | None:
     import ctypes
 
     try:
-        library = ctypes.CDLL(path)
+        library = load_library(path)
     except OSError as e:
         return f"oneDNN's library does not load here: {e}"
     effective_isa = library.dnnl_get_effective_cpu_isa

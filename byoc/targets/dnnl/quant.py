@@ -49,10 +49,10 @@ VNNI_BITS = 0x8 | 0x40
 @lru_cache(maxsize=1)
 def effective_isa() -> int | None:
     """oneDNN's dnnl_get_effective_cpu_isa() in this process (None without oneDNN)."""
-    from byoc.targets.dnnl.onednn import OneDnnMissing, find
+    from byoc.targets.dnnl.onednn import OneDnnMissing, load_library
 
     try:
-        lib = ctypes.CDLL(str(find().lib_dir / "libdnnl.so.3"))
+        lib = load_library()
     except (OneDnnMissing, OSError):
         return None
     fn = lib.dnnl_get_effective_cpu_isa
