@@ -13,6 +13,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntAttr,
     IntegerAttr,
+    IntegerType,
     StringAttr,
     TensorType,
     i64,
@@ -124,11 +125,17 @@ def int_prop(op: IRDLOperation, name: str) -> int:
     return int(attr.value.data)
 
 
-@lru_cache(maxsize=8192)
 def int_attr(v: int, type_: Attribute) -> IntegerAttr[Any]:
     """`IntegerAttr(v, type_)`, made once per value and type: attributes are immutable, and
-    a lowering writes the same sizes and indices thousands of times (each `IntegerAttr`
-    checks its range when made)."""
+    a lowering writes the same sizes and indices thousands of times. The range is checked
+    on every call, before the cache is consulted (a VerifyException, as `IntegerAttr`)."""
+    if isinstance(type_, IntegerType):
+        type_.verify_value(v)
+    return _int_attr(v, type_)
+
+
+@lru_cache(maxsize=8192)
+def _int_attr(v: int, type_: Attribute) -> IntegerAttr[Any]:
     return IntegerAttr(v, type_)  # type: ignore[arg-type]
 
 
