@@ -9,7 +9,7 @@ or run is checked case by case (`check_alone`), so a failure is always the case'
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -87,9 +87,18 @@ def _checked(text: str, inputs: list[Array], runs: Sequence[list[Array]]) -> lis
     return runs[0]
 
 
-def _run(module: ModuleOp, inputs: list[Array], dispatch: str, cflags: str) -> list[list[Array]]:
+class _Sweep(NamedTuple):
+    runs: list[list[list[Array]]] | None
+    """Per case, its outputs at each of `THREADS`; None where the merged model did not build
+    or run."""
+    offloaded: tuple[str, ...]
+    """The ops of the merged model's C partitions."""
+
+
+def _run(module: ModuleOp, inputs: list[Array], dispatch: str, cflags: str) -> tuple[list[list[Array]], tuple[str, ...]]:
     """`module` built for ccompiler under `dispatch` and `cflags` (BYOC_CFLAGS), run at each
-    of `THREADS` (the thread count is a setting of the built library, not of its code)."""
+    of `THREADS` (the thread count is a setting of the built library, not of its code);
+    returns the runs' outputs and the ops of its C partitions."""
     import pytest
 
     import byoc
@@ -104,7 +113,7 @@ def _run(module: ModuleOp, inputs: list[Array], dispatch: str, cflags: str) -> l
             exe.set_num_threads(threads)
             with np.errstate(all="ignore"):
                 runs.append(_outputs(exe.run(*inputs)))
-    return runs
+    return runs, tuple(op for p in exe.partitions for op in p.ops)
 
 
 def check_alone(text: str, inputs: list[Array], dispatch: str, cflags: str = "") -> list[Array]:
@@ -112,41 +121,52 @@ def check_alone(text: str, inputs: list[Array], dispatch: str, cflags: str = "")
     within the bounds of the reference and equal to each other. Returns the outputs."""
     import byoc
 
-    return _checked(text, inputs, _run(byoc.parse_module(text), inputs, dispatch, cflags))
+    return _checked(text, inputs, _run(byoc.parse_module(text), inputs, dispatch, cflags)[0])
 
 
-_SWEEPS: dict[tuple[Make, tuple[Any, ...], str, str], list[list[list[Array]]] | None] = {}
-"""Per process: each case's outputs at each thread count from the merged run of a sweep, or
-None where the merged model did not build or run."""
+_SWEEPS: dict[tuple[Make, str, str, str], _Sweep] = {}
+"""Per process, the merged run of each sweep under each dispatch level and `BYOC_CFLAGS`."""
 
 
-def _sweep_runs(make: Make, params: tuple[Any, ...], dispatch: str, cflags: str) -> list[list[list[Array]]] | None:
-    key = (make, params, dispatch, cflags)
+def _sweep(make: Make, params: tuple[Any, ...], dispatch: str, cflags: str) -> _Sweep:
+    key = (make, repr(params), dispatch, cflags)  # parameters may hold dicts
     if key not in _SWEEPS:
         import byoc
 
         cases = [make(*p) for p in params]
         merged, spans = merge_mains([byoc.parse_module(text) for text, _ in cases])
         try:
-            runs = _run(merged, [x for _, xs in cases for x in xs], dispatch, cflags)
+            runs, offloaded = _run(merged, [x for _, xs in cases for x in xs], dispatch, cflags)
         except Exception:  # noqa: BLE001 - each case then builds alone and reports its own error
-            _SWEEPS[key] = None
+            _SWEEPS[key] = _Sweep(None, ())
         else:
-            _SWEEPS[key] = [[run[start:stop] for run in runs] for start, stop in spans]
+            _SWEEPS[key] = _Sweep([[run[start:stop] for run in runs] for start, stop in spans], offloaded)
     return _SWEEPS[key]
+
+
+def sweep_runs(
+    make: Make, params: Sequence[Any], param: Any, dispatch: str, cflags: str = ""
+) -> tuple[list[list[Array]], tuple[str, ...]]:
+    """The outputs of case `make(*param)` at each of `THREADS`, built under `dispatch` and
+    `cflags` together with every case of the sweep (`make(*p)` for each `p` of `params`) in
+    one model, made once per process; and the ops of that model's C partitions. Where the
+    merged model does not build or run, the case is built alone (and the ops are its own).
+    The cases share no values, so each op runs the kernel path its own shape chooses, with
+    the whole thread budget."""
+    params = tuple(params)
+    found = _sweep(make, params, dispatch, cflags)
+    if found.runs is None:
+        import byoc
+
+        text, inputs = make(*param)
+        return _run(byoc.parse_module(text), inputs, dispatch, cflags)
+    return found.runs[params.index(param)], found.offloaded
 
 
 def check_in_sweep(
     make: Make, params: Sequence[Any], param: Any, dispatch: str, cflags: str = ""
 ) -> list[Array]:
-    """`check_alone(*make(*param), dispatch, cflags)`, with the outputs taken from one build
-    of every case of the sweep (`make(*p)` for each `p` of `params`) under `dispatch` and
-    `cflags`, made once per process. The cases share no values, so each op of the merged
-    model runs the kernel path its own shape chooses, with the whole thread budget. Returns
-    the outputs at 1 thread."""
-    params = tuple(params)
+    """`check_alone(*make(*param), dispatch, cflags)`, with the outputs from `sweep_runs`.
+    Returns the outputs at 1 thread."""
     text, inputs = make(*param)
-    runs = _sweep_runs(make, params, dispatch, cflags)
-    if runs is None:
-        return check_alone(text, inputs, dispatch, cflags)
-    return _checked(text, inputs, runs[params.index(param)])
+    return _checked(text, inputs, sweep_runs(make, params, param, dispatch, cflags)[0])
