@@ -73,9 +73,8 @@ def _expected(module: ModuleOp, inputs: list[Array]) -> list[Array]:
 def _checked(text: str, inputs: list[Array], runs: Sequence[list[Array]]) -> list[Array]:
     """`runs` (the outputs at each of `THREADS`) within the bounds of the reference and equal
     to each other; returns the first."""
-    from support.bounds import assert_graph_outputs
-
     import byoc
+    from support.bounds import assert_graph_outputs
 
     module = byoc.parse_module(text)
     expected = _expected(module, inputs)

@@ -57,7 +57,6 @@ from typing import Any, Literal
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
-from support.merged_builds import main_function, merge_mains
 from xdsl.dialects.func import CallOp, ReturnOp
 from xdsl.ir import Operation
 
@@ -67,6 +66,7 @@ from byoc.frontend.onnx import (
     UnsupportedOnnxError,
     import_model,
 )
+from support.merged_builds import main_function, merge_mains
 
 Execute = Callable[[ModuleOp, Sequence[np.ndarray[Any, Any]]], Sequence[np.ndarray[Any, Any]]]
 """Runs @main of an imported module on positional inputs; returns its outputs."""
