@@ -47,6 +47,11 @@ Array = np.ndarray[Any, Any]
 CASE_BY_NAME = {c.name: c for c in CASES}
 
 
+# one pytest-xdist worker runs this file (`--dist loadgroup`), so its session fixtures (every
+# case compiled in three modes, the random partitions) are built once in the run, not per worker
+pytestmark = pytest.mark.xdist_group("c-codegen-cases")
+
+
 @pytest.fixture(scope="session")
 def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A fresh library cache for this session (restored afterwards)."""
@@ -513,7 +518,7 @@ def _harness(module: ModuleOp, cases: list[Case], n_consts: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def test_sanitizers_on_a_standalone_harness(tmp_path: Path, compiled: dict[str, Any]) -> None:
+def test_sanitizers_on_a_standalone_harness(tmp_path: Path) -> None:
     from byoc.lowering.nn_to_c import constants_of
     from byoc.runtime.toolchain import INCLUDE_DIR
 

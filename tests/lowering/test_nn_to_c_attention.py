@@ -4,8 +4,9 @@ and 2 threads: the contiguous softmax at every vector width (rows shorter than a
 rows with a tail, attention-sized rows; rows with NaN, an infinite maximum, -inf entries
 and underflowing exponentials), both forms of GELU (byoc_gelu_erff, byoc_expf) over their
 whole range, the tail of negative inputs and the special values included, and layer norm
-at every row tail. No test asserts on
-wall time.
+at every row tail. Each sweep is built as one model per dispatch level
+(tests/support/merged_builds.py), every case checked on its own share of the run. No test
+asserts on wall time.
 """
 
 from __future__ import annotations
@@ -16,10 +17,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from support.bounds import assert_graph_outputs
+from support.merged_builds import check_in_sweep
 
-import byoc
-from byoc.interpreters import run_reference
 from byoc.runtime.cpu import distinct_levels
 
 Array = np.ndarray[Any, Any]
@@ -31,25 +30,6 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("BYOC_CACHE_DIR", str(path))
         yield path
-
-
-def check(text: str, inputs: list[Array], dispatch: str) -> None:
-    """Build `text` at 1 and 2 threads under `dispatch`; both within the bounds of the
-    reference and equal to each other."""
-    module = byoc.parse_module(text)
-    with np.errstate(all="ignore"):
-        expected = list(run_reference(module, *inputs))
-    results = []
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("BYOC_CPU_DISPATCH", dispatch)
-        for threads in (1, 2):
-            exe = byoc.build(byoc.parse_module(text), targets=["ccompiler"], num_threads=threads)
-            out = exe.run(*inputs)
-            actual = list(out) if isinstance(out, list | tuple) else [out]
-            assert_graph_outputs(module, inputs, actual, expected, what=f"{threads} thread(s)")
-            results.append(actual)
-    for one, two in zip(*results, strict=True):
-        assert np.array_equal(one, two, equal_nan=True), "2 threads differ from 1"
 
 
 def unary(op: str, shape: tuple[int, ...], attrs: str) -> str:
@@ -65,19 +45,19 @@ def unary(op: str, shape: tuple[int, ...], attrs: str) -> str:
 SOFTMAX = [(5, 1), (4, 3), (6, 7), (9, 17), (3, 33), (8, 32, 32), (1, 6, 64, 64), (2, 4, 65, 65), (3, 1000), (256, 64)]
 
 
+def softmax_case(*shape: int) -> tuple[str, list[Array]]:
+    rng = np.random.default_rng(sum(shape))
+    x = (rng.standard_normal(shape) * 8).astype(np.float32)
+    return unary("nn.softmax", shape, "{axis = -1 : i64}"), [x]
+
+
 @pytest.mark.parametrize("dispatch", distinct_levels())
 @pytest.mark.parametrize("shape", SOFTMAX, ids=lambda s: "x".join(map(str, s)))
 def test_softmax_last_axis(cache: Path, dispatch: str, shape: tuple[int, ...]) -> None:
-    rng = np.random.default_rng(sum(shape))
-    x = (rng.standard_normal(shape) * 8).astype(np.float32)
-    check(unary("nn.softmax", shape, "{axis = -1 : i64}"), [x], dispatch)
+    check_in_sweep(softmax_case, SOFTMAX, shape, dispatch)
 
 
-@pytest.mark.parametrize("dispatch", distinct_levels())
-@pytest.mark.parametrize("n", [3, 16, 37])
-def test_softmax_special_rows(cache: Path, dispatch: str, n: int) -> None:
-    """A NaN anywhere in a row, +inf, a row of -inf, masked (-inf) entries beside finite
-    ones, and logits far enough apart that most exponentials underflow."""
+def softmax_special_case(n: int) -> tuple[str, list[Array]]:
     rng = np.random.default_rng(n)
     x = rng.standard_normal((8, n)).astype(np.float32)
     x[0, n // 2] = np.nan
@@ -87,20 +67,38 @@ def test_softmax_special_rows(cache: Path, dispatch: str, n: int) -> None:
     x[4, :] = np.linspace(-300, 0, n, dtype=np.float32)
     x[5, :] = np.float32(3e38)
     x[6, :] = -np.float32(3e38)
-    check(unary("nn.softmax", (8, n), "{axis = -1 : i64}"), [x], dispatch)
+    return unary("nn.softmax", (8, n), "{axis = -1 : i64}"), [x]
+
+
+SPECIAL_ROWS = [(3,), (16,), (37,)]
 
 
 @pytest.mark.parametrize("dispatch", distinct_levels())
-@pytest.mark.parametrize("form", ["none", "tanh"])
+@pytest.mark.parametrize("n", [n for (n,) in SPECIAL_ROWS])
+def test_softmax_special_rows(cache: Path, dispatch: str, n: int) -> None:
+    """A NaN anywhere in a row, +inf, a row of -inf, masked (-inf) entries beside finite
+    ones, and logits far enough apart that most exponentials underflow."""
+    check_in_sweep(softmax_special_case, SPECIAL_ROWS, (n,), dispatch)
+
+
+def gelu_case(form: str) -> tuple[str, list[Array]]:
+    grid = np.linspace(-14, 14, 1 << 17, dtype=np.float32)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e-40, 3e38, -3e38, -60.0, -200.0], np.float32)
+    x = np.concatenate([grid, special])
+    return unary("nn.gelu", x.shape, f'{{approximate = "{form}"}}'), [x]
+
+
+GELU_FORMS = [("none",), ("tanh",)]
+
+
+@pytest.mark.parametrize("dispatch", distinct_levels())
+@pytest.mark.parametrize("form", [f for (f,) in GELU_FORMS])
 def test_gelu_over_its_range(cache: Path, dispatch: str, form: str) -> None:
     """Every region of byoc_gelu_erff (erf form) and of x / (1 + byoc_expf(-2u)) (tanh
     form): around 0, the body, the negative tail down to where the result underflows, the
     clamps of byoc_expf, large magnitudes, infinities, NaN, signed zeros and subnormals;
     2^17 + 11 values (a tail after every vector width, two threads' worth)."""
-    grid = np.linspace(-14, 14, 1 << 17, dtype=np.float32)
-    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e-40, 3e38, -3e38, -60.0, -200.0], np.float32)
-    x = np.concatenate([grid, special])
-    check(unary("nn.gelu", x.shape, f'{{approximate = "{form}"}}'), [x], dispatch)
+    check_in_sweep(gelu_case, GELU_FORMS, (form,), dispatch)
 
 
 # rows of 3 and 7 (the scalar tails only), 13 and 29 (tails after 4 and 8 lanes), a
@@ -108,9 +106,7 @@ def test_gelu_over_its_range(cache: Path, dispatch: str, form: str) -> None:
 LAYER_NORM = [(4, 3), (5, 7), (3, 13), (6, 29), (64, 192), (512, 96)]
 
 
-@pytest.mark.parametrize("dispatch", distinct_levels())
-@pytest.mark.parametrize(("rows", "n"), LAYER_NORM)
-def test_layer_norm_last_axis(cache: Path, dispatch: str, rows: int, n: int) -> None:
+def layer_norm_case(rows: int, n: int) -> tuple[str, list[Array]]:
     """Rows with a large common offset too (the deviations are small against the mean)."""
     x_t, v_t = f"tensor<2x{rows}x{n}xf32>", f"tensor<{n}xf32>"
     text = f"""func.func @main(%x: {x_t}, %g: {v_t}, %b: {v_t}) -> {x_t} {{
@@ -120,4 +116,10 @@ def test_layer_norm_last_axis(cache: Path, dispatch: str, rows: int, n: int) -> 
     rng = np.random.default_rng(rows * n)
     x = rng.standard_normal((2, rows, n)).astype(np.float32)
     x[1] += np.float32(100.0)
-    check(text, [x, rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)], dispatch)
+    return text, [x, rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)]
+
+
+@pytest.mark.parametrize("dispatch", distinct_levels())
+@pytest.mark.parametrize(("rows", "n"), LAYER_NORM)
+def test_layer_norm_last_axis(cache: Path, dispatch: str, rows: int, n: int) -> None:
+    check_in_sweep(layer_norm_case, LAYER_NORM, (rows, n), dispatch)

@@ -5,7 +5,8 @@ past one packed panel, a broadcast batch), dense with a few rows through its dot
 (on AVX-512F CPUs), and conv2d's 1-D paths (short output rows with channels in the lanes,
 on AVX-512F CPUs 32 of them over tiles across the batch; a contiguous axis as a GEMM over
 the image, on AVX-512F CPUs; a handful of output pixels as dot products), with and without
-padding. No test asserts on wall time.
+padding. Each sweep is built as one model per dispatch level (tests/support/merged_builds.py),
+every case checked on its own share of the run. No test asserts on wall time.
 """
 
 from __future__ import annotations
@@ -16,10 +17,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from support.bounds import assert_graph_outputs
+from support.merged_builds import check_in_sweep
 
-import byoc
-from byoc.interpreters import run_reference
 from byoc.runtime.cpu import distinct_levels
 
 Array = np.ndarray[Any, Any]
@@ -31,26 +30,6 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("BYOC_CACHE_DIR", str(path))
         yield path
-
-
-def check(text: str, inputs: list[Array], dispatch: str, cflags: str = "") -> list[Array]:
-    """Build `text` at 1 and 2 threads under `dispatch` (and `cflags`: BYOC_CFLAGS); both
-    within the bounds of the reference and equal to each other. Returns the outputs."""
-    module = byoc.parse_module(text)
-    expected = list(run_reference(module, *inputs))
-    results = []
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("BYOC_CPU_DISPATCH", dispatch)
-        mp.setenv("BYOC_CFLAGS", cflags)
-        for threads in (1, 2):
-            exe = byoc.build(byoc.parse_module(text), targets=["ccompiler"], num_threads=threads)
-            out = exe.run(*inputs)
-            actual = list(out) if isinstance(out, list | tuple) else [out]
-            assert_graph_outputs(module, inputs, actual, expected, what=f"{threads} thread(s)")
-            results.append(actual)
-    for one, two in zip(*results, strict=True):
-        assert np.array_equal(one, two, equal_nan=True), "2 threads differ from 1"
-    return results[0]
 
 
 def rand(rng: np.random.Generator, *shape: int) -> Array:
@@ -65,15 +44,19 @@ DENSE = [
 ]
 
 
-@pytest.mark.parametrize("dispatch", distinct_levels())
-@pytest.mark.parametrize(("m", "n", "k"), DENSE)
-def test_dense(cache: Path, dispatch: str, m: int, n: int, k: int) -> None:
+def dense_case(m: int, n: int, k: int) -> tuple[str, list[Array]]:
     text = f"""func.func @main(%x: tensor<{m}x{k}xf32>, %w: tensor<{n}x{k}xf32>) -> tensor<{m}x{n}xf32> {{
   %0 = nn.dense %x, %w : (tensor<{m}x{k}xf32>, tensor<{n}x{k}xf32>) -> tensor<{m}x{n}xf32>
   func.return %0 : tensor<{m}x{n}xf32>
 }}"""
     rng = np.random.default_rng(m * 1000 + n)
-    check(text, [rand(rng, m, k), rand(rng, n, k)], dispatch)
+    return text, [rand(rng, m, k), rand(rng, n, k)]
+
+
+@pytest.mark.parametrize("dispatch", distinct_levels())
+@pytest.mark.parametrize(("m", "n", "k"), DENSE)
+def test_dense(cache: Path, dispatch: str, m: int, n: int, k: int) -> None:
+    check_in_sweep(dense_case, DENSE, (m, n, k), dispatch)
 
 
 # 3 to 31 rows with at least 64 terms: the dot products of byoc_dense_dots_avx512_ on AVX-512F
@@ -82,9 +65,7 @@ def test_dense(cache: Path, dispatch: str, m: int, n: int, k: int) -> None:
 DENSE_DOTS = [(3, 5, 64), (7, 33, 1030), (20, 131, 100), (31, 9, 65), (13, 70, 81), (25, 258, 256)]
 
 
-@pytest.mark.parametrize("dispatch", distinct_levels())
-@pytest.mark.parametrize(("m", "n", "k"), DENSE_DOTS)
-def test_dense_few_rows_bias_relu(cache: Path, dispatch: str, m: int, n: int, k: int) -> None:
+def dense_bias_relu_case(m: int, n: int, k: int) -> tuple[str, list[Array]]:
     x_t, w_t, y_t = f"tensor<{m}x{k}xf32>", f"tensor<{n}x{k}xf32>", f"tensor<{m}x{n}xf32>"
     text = f"""func.func @main(%x: {x_t}, %w: {w_t}, %b: tensor<{n}xf32>) -> {y_t} {{
   %0 = nn.dense %x, %w : ({x_t}, {w_t}) -> {y_t}
@@ -93,15 +74,19 @@ def test_dense_few_rows_bias_relu(cache: Path, dispatch: str, m: int, n: int, k:
   func.return %2 : {y_t}
 }}"""
     rng = np.random.default_rng(m * 1000 + n)
-    check(text, [rand(rng, m, k), rand(rng, n, k), rand(rng, n)], dispatch)
+    return text, [rand(rng, m, k), rand(rng, n, k), rand(rng, n)]
+
+
+@pytest.mark.parametrize("dispatch", distinct_levels())
+@pytest.mark.parametrize(("m", "n", "k"), DENSE_DOTS)
+def test_dense_few_rows_bias_relu(cache: Path, dispatch: str, m: int, n: int, k: int) -> None:
+    check_in_sweep(dense_bias_relu_case, DENSE_DOTS, (m, n, k), dispatch)
 
 
 MATMUL = [(1, 1, 5, 7, 0), (3, 2, 17, 33, 3), (8, 32, 16, 32, 8), (2, 64, 64, 32, 0), (4, 5, 35, 600, 1), (6, 13, 20, 3, 6), (1, 40, 96, 64, 0)]
 
 
-@pytest.mark.parametrize("dispatch", distinct_levels())
-@pytest.mark.parametrize(("batch", "m", "n", "k", "b_batch"), MATMUL)
-def test_matmul(cache: Path, dispatch: str, batch: int, m: int, n: int, k: int, b_batch: int) -> None:
+def matmul_case(batch: int, m: int, n: int, k: int, b_batch: int) -> tuple[str, list[Array]]:
     b_shape = f"{b_batch}x{k}x{n}" if b_batch else f"{k}x{n}"
     a_t, b_t, y_t = f"tensor<{batch}x{m}x{k}xf32>", f"tensor<{b_shape}xf32>", f"tensor<{batch}x{m}x{n}xf32>"
     text = f"""func.func @main(%a: {a_t}, %b: {b_t}) -> {y_t} {{
@@ -110,7 +95,13 @@ def test_matmul(cache: Path, dispatch: str, batch: int, m: int, n: int, k: int, 
 }}"""
     rng = np.random.default_rng(batch * 100 + m)
     b = rand(rng, b_batch, k, n) if b_batch else rand(rng, k, n)
-    check(text, [rand(rng, batch, m, k), b], dispatch)
+    return text, [rand(rng, batch, m, k), b]
+
+
+@pytest.mark.parametrize("dispatch", distinct_levels())
+@pytest.mark.parametrize(("batch", "m", "n", "k", "b_batch"), MATMUL)
+def test_matmul(cache: Path, dispatch: str, batch: int, m: int, n: int, k: int, b_batch: int) -> None:
+    check_in_sweep(matmul_case, MATMUL, (batch, m, n, k, b_batch), dispatch)
 
 
 # (N, C, H, W, O, KH, KW, SH, SW, DH, DW, pad along W): short 1-D rows (channels in the lanes),
@@ -147,9 +138,7 @@ CONV1D = [
 ]
 
 
-@pytest.mark.parametrize("dispatch", distinct_levels())
-@pytest.mark.parametrize("shape", CONV1D)
-def test_conv1d_bias_relu(cache: Path, dispatch: str, shape: tuple[int, ...]) -> None:
+def conv1d_case(*shape: int) -> tuple[str, list[Array]]:
     n, c, h, w, o, kh, kw, sh, sw, dh, dw, pw = shape
     oh = (h - (kh - 1) * dh - 1) // sh + 1
     ow = (w + 2 * pw - (kw - 1) * dw - 1) // sw + 1
@@ -165,11 +154,16 @@ def test_conv1d_bias_relu(cache: Path, dispatch: str, shape: tuple[int, ...]) ->
   func.return %2 : {y_t}
 }}"""
     rng = np.random.default_rng(sum(shape))
-    inputs = [rand(rng, n, c, h, w), rand(rng, o, c, kh, kw), rand(rng, o)]
-    out = check(text, inputs, dispatch)
-    if dispatch == "auto" and pw == 0:
+    return text, [rand(rng, n, c, h, w), rand(rng, o, c, kh, kw), rand(rng, o)]
+
+
+@pytest.mark.parametrize("dispatch", distinct_levels())
+@pytest.mark.parametrize("shape", CONV1D)
+def test_conv1d_bias_relu(cache: Path, dispatch: str, shape: tuple[int, ...]) -> None:
+    out = check_in_sweep(conv1d_case, CONV1D, shape, dispatch)
+    if dispatch == "auto" and shape[-1] == 0:
         # without AVX-512 (the AVX2 channel lanes, not 32 lanes across the batch): the same
         # chain of fused multiply-adds per output, so the same bits
-        no512 = check(text, inputs, dispatch, "-DBYOC_NO_AVX512")
+        no512 = check_in_sweep(conv1d_case, CONV1D, shape, dispatch, "-DBYOC_NO_AVX512")
         for a, b in zip(out, no512, strict=True):
             assert np.array_equal(a, b, equal_nan=True), "AVX-512 differs from AVX2"

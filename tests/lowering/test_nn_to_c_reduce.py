@@ -3,7 +3,9 @@ the f32 bounds of tests/support/bounds.py, at both CPU dispatch levels, and bit 
 equal at 1 and 2 threads: the layouts of byoc_reduce_f32_fast_ (the reduced elements one
 contiguous run, long or short; the kept innermost dim contiguous, runs of outputs longer and
 shorter than one vector pass) and the strided walk the others take, with NaN and infinite
-values in a max. No test asserts on wall time.
+values in a max. Each sweep is built as one model per dispatch level
+(tests/support/merged_builds.py), every case checked on its own share of the run. No test
+asserts on wall time.
 """
 
 from __future__ import annotations
@@ -14,10 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from support.bounds import assert_graph_outputs
-
-import byoc
-from byoc.interpreters import run_reference
+from support.merged_builds import check_in_sweep
 
 Array = np.ndarray[Any, Any]
 
@@ -28,24 +27,6 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("BYOC_CACHE_DIR", str(path))
         yield path
-
-
-def check(text: str, inputs: list[Array], dispatch: str) -> None:
-    """Build `text` at 1 and 2 threads under `dispatch`; both within the bounds of the
-    reference and equal to each other."""
-    module = byoc.parse_module(text)
-    expected = list(run_reference(module, *inputs))
-    results = []
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("BYOC_CPU_DISPATCH", dispatch)
-        for threads in (1, 2):
-            exe = byoc.build(byoc.parse_module(text), targets=["ccompiler"], num_threads=threads)
-            out = exe.run(*inputs)
-            actual = list(out) if isinstance(out, list | tuple) else [out]
-            assert_graph_outputs(module, inputs, actual, expected, what=f"{threads} thread(s)")
-            results.append(actual)
-    for one, two in zip(*results, strict=True):
-        assert np.array_equal(one, two, equal_nan=True), "2 threads differ from 1"
 
 
 def reduce_text(op: str, shape: tuple[int, ...], axes: tuple[int, ...]) -> str:
@@ -77,19 +58,27 @@ SHAPES = [
 ]
 
 
-@pytest.mark.parametrize("dispatch", ["auto", "baseline"])
-@pytest.mark.parametrize("op", ["reduce_sum", "reduce_mean", "reduce_max"])
-@pytest.mark.parametrize(("shape", "axes"), SHAPES)
-def test_reduce(cache: Path, dispatch: str, op: str, shape: tuple[int, ...], axes: tuple[int, ...]) -> None:
+OPS = ["reduce_sum", "reduce_mean", "reduce_max"]
+REDUCE = [(op, shape, axes) for op in OPS for shape, axes in SHAPES]
+
+
+def reduce_case(op: str, shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[str, list[Array]]:
     rng = np.random.default_rng(sum(shape) + len(op))
     x = (rng.standard_normal(shape) * 3 + 1).astype(np.float32)
-    check(reduce_text(op, shape, axes), [x], dispatch)
+    return reduce_text(op, shape, axes), [x]
 
 
 @pytest.mark.parametrize("dispatch", ["auto", "baseline"])
-@pytest.mark.parametrize(("shape", "axes"), [((40, 50), (1,)), ((50, 40), (0,))])
-def test_reduce_max_nan_and_inf(cache: Path, dispatch: str, shape: tuple[int, ...], axes: tuple[int, ...]) -> None:
-    """A NaN anywhere in an output's terms makes it NaN (numpy's max); infinities are values."""
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize(("shape", "axes"), SHAPES)
+def test_reduce(cache: Path, dispatch: str, op: str, shape: tuple[int, ...], axes: tuple[int, ...]) -> None:
+    check_in_sweep(reduce_case, REDUCE, (op, shape, axes), dispatch)
+
+
+NAN_SHAPES = [((40, 50), (1,)), ((50, 40), (0,))]
+
+
+def reduce_max_nan_case(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[str, list[Array]]:
     rng = np.random.default_rng(7)
     x = rng.standard_normal(shape).astype(np.float32)
     x[3, 5] = np.nan
@@ -97,6 +86,11 @@ def test_reduce_max_nan_and_inf(cache: Path, dispatch: str, shape: tuple[int, ..
     x[9, 11] = -np.inf
     x[20, :] = -np.inf
     x[:, 30] = np.nan if axes == (0,) else x[:, 30]
-    check(reduce_text("reduce_max", shape, axes), [x], dispatch)
-    short = x[:, :3].copy()  # rows of 3: the short-row layout
-    check(reduce_text("reduce_max", (shape[0], 3), (1,)), [short], dispatch)
+    return reduce_text("reduce_max", shape, axes), [x]
+
+
+@pytest.mark.parametrize("dispatch", ["auto", "baseline"])
+@pytest.mark.parametrize(("shape", "axes"), NAN_SHAPES)
+def test_reduce_max_nan_and_inf(cache: Path, dispatch: str, shape: tuple[int, ...], axes: tuple[int, ...]) -> None:
+    """A NaN anywhere in an output's terms makes it NaN (numpy's max); infinities are values."""
+    check_in_sweep(reduce_max_nan_case, NAN_SHAPES, (shape, axes), dispatch)

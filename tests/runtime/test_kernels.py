@@ -12,7 +12,8 @@ the window lies inside the input and one at a time at the borders; these cases a
 wide enough for both, with NaNs (which must win, as numpy's maximum makes them),
 strides, padding, dilation and ceil_mode.
 
-Every case runs through `byoc.build(..., targets=["ccompiler"])` under both dispatch
+Every case runs through `byoc.build(..., targets=["ccompiler"])`, the cases of a sweep as
+one model (tests/support/merged_builds.py) at 1 and 2 threads, under both dispatch
 levels (the best kernels the CPU has, and the x86-64 baseline that
 `BYOC_CPU_DISPATCH=baseline` forces) and is compared with the numpy reference
 (conv2d: within the f32 bound of tests/support/bounds.py, since the reference sums through
@@ -27,6 +28,7 @@ from typing import Any
 import numpy as np
 import pytest
 from support.bounds import assert_graph_outputs, assert_within, graph_bounds
+from support.merged_builds import THREADS, sweep_runs
 from xdsl.dialects.builtin import ModuleOp, TensorType, f32
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Region
@@ -34,6 +36,8 @@ from xdsl.ir import Block, Region
 import byoc
 from byoc.dialects import nn
 from byoc.runtime.cpu import DISPATCH_LEVELS
+
+Array = np.ndarray[Any, Any]
 
 CONV_CASES: list[tuple[str, tuple[int, ...], tuple[int, ...], dict[str, Any]]] = [
     ("k_blocks_1024", (1, 160, 6, 5), (13, 160, 3, 3), {"padding": (1, 1, 1, 1)}),
@@ -74,18 +78,21 @@ def _module(op: type[nn.NNOp], shapes: list[tuple[int, ...]], attrs: dict[str, A
     return ModuleOp([main])
 
 
-@pytest.mark.parametrize(("name", "x", "w", "attrs"), CONV_CASES, ids=[c[0] for c in CONV_CASES])
-def test_conv2d_kernel_matches_reference(
-    name: str, x: tuple[int, ...], w: tuple[int, ...], attrs: dict[str, Any], dispatch: str
-) -> None:
-    module = _module(nn.Conv2DOp, [x, w], attrs)
-    exe = byoc.build(module, targets=["ccompiler"])
-    assert [p.ops for p in exe.partitions] == [("nn.conv2d",)]
+def conv_case(name: str, x: tuple[int, ...], w: tuple[int, ...], attrs: dict[str, Any]) -> tuple[str, list[Array]]:
     rng = np.random.default_rng(len(name))
     xs = [rng.standard_normal(x, dtype=np.float32), rng.standard_normal(w, dtype=np.float32)]
-    got = exe.run(*xs)
+    return str(_module(nn.Conv2DOp, [x, w], attrs)), xs
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=[c[0] for c in CONV_CASES])
+def test_conv2d_kernel_matches_reference(case: tuple[Any, ...], dispatch: str) -> None:
+    runs, offloaded = sweep_runs(conv_case, CONV_CASES, case, dispatch)
+    assert set(offloaded) == {"nn.conv2d"}  # every case's conv runs in C
+    text, xs = conv_case(*case)
+    module = byoc.parse_module(text)
     want = byoc.run_reference(module, *xs)
-    assert_graph_outputs(module, xs, got, want, what=f"{name} ({dispatch})")
+    for threads, got in zip(THREADS, runs, strict=True):
+        assert_graph_outputs(module, xs, got, want, what=f"{case[0]} ({dispatch}, {threads} thread(s))")
 
 
 WIDE_CASES: list[tuple[str, tuple[int, ...], tuple[int, ...], dict[str, Any]]] = [
@@ -191,19 +198,21 @@ POOL_CASES: list[tuple[str, tuple[int, ...], dict[str, Any]]] = [
 ]
 
 
-@pytest.mark.parametrize(("name", "x", "attrs"), POOL_CASES, ids=[c[0] for c in POOL_CASES])
-def test_max_pool2d_kernel_matches_reference(
-    name: str, x: tuple[int, ...], attrs: dict[str, Any], dispatch: str
-) -> None:
-    module = _module(nn.MaxPool2DOp, [x], attrs)
-    exe = byoc.build(module, targets=["ccompiler"])
-    assert [p.ops for p in exe.partitions] == [("nn.max_pool2d",)]
+def pool_case(name: str, x: tuple[int, ...], attrs: dict[str, Any]) -> tuple[str, list[Array]]:
     rng = np.random.default_rng(len(name))
     data = rng.standard_normal(x, dtype=np.float32)
     data.reshape(-1)[:: max(2, data.size // 50)] = -np.inf
     data.reshape(-1)[rng.choice(data.size, size=max(1, data.size // 97), replace=False)] = np.nan
-    (got,) = exe.run(data)
-    (want,) = byoc.run_reference(module, data)
-    assert got.shape == want.shape
-    np.testing.assert_array_equal(got, want)  # NaNs in the same places, the rest exact
-    assert np.isnan(got).any()
+    return str(_module(nn.MaxPool2DOp, [x], attrs)), [data]
+
+
+@pytest.mark.parametrize("case", POOL_CASES, ids=[c[0] for c in POOL_CASES])
+def test_max_pool2d_kernel_matches_reference(case: tuple[Any, ...], dispatch: str) -> None:
+    runs, offloaded = sweep_runs(pool_case, POOL_CASES, case, dispatch)
+    assert set(offloaded) == {"nn.max_pool2d"}  # every case's pool runs in C
+    text, (data,) = pool_case(*case)
+    (want,) = byoc.run_reference(byoc.parse_module(text), data)
+    for (got,) in runs:
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got, want)  # NaNs in the same places, the rest exact
+        assert np.isnan(got).any()

@@ -57,8 +57,8 @@ from typing import Any, Literal
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.dialects.func import CallOp, ReturnOp
+from xdsl.ir import Operation
 
 from byoc.frontend.onnx import (
     SUPPORTED_OPS,
@@ -66,6 +66,7 @@ from byoc.frontend.onnx import (
     UnsupportedOnnxError,
     import_model,
 )
+from support.merged_builds import main_function, merge_mains
 
 Execute = Callable[[ModuleOp, Sequence[np.ndarray[Any, Any]]], Sequence[np.ndarray[Any, Any]]]
 """Runs @main of an imported module on positional inputs; returns its outputs."""
@@ -118,13 +119,6 @@ class BuildExecute:
         self.last = build(module, targets=list(self.targets))
         self.build_seconds = time.perf_counter() - start
         return self.last.run(*inputs)
-
-
-def main_function(module: ModuleOp) -> FuncOp:
-    for op in module.ops:
-        if isinstance(op, FuncOp) and op.sym_name.data == "main":
-            return op
-    raise ValueError("the module has no func.func @main")
 
 
 def host_ops(module: ModuleOp) -> list[Operation]:
@@ -389,34 +383,6 @@ def run_cases(cases: Iterable[Any], execute: Execute = reference_execute) -> lis
             _REFERENCE_RESULTS[id(case)] = run_case(case)
         results.append(_REFERENCE_RESULTS[id(case)])
     return results
-
-
-def merge_mains(modules: Sequence[ModuleOp]) -> tuple[ModuleOp, list[tuple[int, int]]]:
-    """One module whose @main runs every module's @main side by side.
-
-    Its inputs are the modules' inputs in order, its results their results in
-    order; returns it and, per module, the (start, stop) of its results. The
-    graphs share nothing, so the partitioner may group ops of different
-    modules together (sibling merges): every op still runs on the target its
-    predicates choose.
-    """
-    mains = [main_function(m) for m in modules]
-    block = Block(arg_types=[a.type for f in mains for a in f.body.block.args])
-    results: list[SSAValue] = []
-    spans: list[tuple[int, int]] = []
-    args = iter(block.args)
-    for f in mains:
-        mapper: dict[SSAValue, SSAValue] = {a: next(args) for a in f.body.block.args}
-        start = len(results)
-        for op in f.body.block.ops:
-            if isinstance(op, ReturnOp):
-                results.extend(mapper.get(v, v) for v in op.operands)
-            else:
-                block.add_op(op.clone(value_mapper=mapper))
-        spans.append((start, len(results)))
-    block.add_op(ReturnOp(*results))
-    main = FuncOp("main", ([a.type for a in block.args], [r.type for r in results]), Region(block))
-    return ModuleOp([main]), spans
 
 
 def run_cases_batched(
