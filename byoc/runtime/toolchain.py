@@ -69,7 +69,6 @@ byoc_qkernels.h and its parts, ...): their contents are part of every library's 
 DEFAULT_FLAGS: tuple[str, ...] = (
     "-std=c11",
     "-O2",
-    "-fno-trapping-math",
     "-Wall",
     "-Wextra",
     "-Werror",
