@@ -106,7 +106,7 @@ static int plan_binary(planner *p, int nid, dnnl_alg_kind_t alg, int comm) {
   while (lead < ye->ndim - 1 && ye->shape[lead] == 1) lead++;
   if (is_ref_impl(pd) && lead > 0) {
     /* a broadcast oneDNN's jit kernels take only without the leading 1s: (1, H, T, T) +
-       (1, H, 1, T), an attention mask, is their (N, 1, W) form; ref:any took 1.4 ms */
+       (1, H, 1, T), an attention mask, is their (N, 1, W) form; ref:any takes 1.4 ms there */
     int64_t sh[DN_MAX_RANK];
     padded_shape(&g->entries[b], ye->ndim, sh);
     int r = ye->ndim - lead;
