@@ -122,19 +122,24 @@ _COUNT_SCRIPT = textwrap.dedent(
 )
 
 
-def test_small_primitives_start_no_openmp_worker() -> None:
-    """In a fresh process: building the small model at 2 threads and five runs leave the
-    thread count as it was (no libgomp worker was started); the big convolution then starts
-    one (at init, where its weights are reordered, or at its first run)."""
+def _thread_counts(script: str) -> dict[str, int]:
+    """Run `script` in a fresh process without a thread setting in the environment; the
+    JSON object on its last line of output."""
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "BYOC_NUM_THREADS")}
-    here = Path(__file__).resolve().parent
-    script = _COUNT_SCRIPT.format(here=str(here), tests=str(here.parent))
     done = subprocess.run(
         [sys.executable, "-c", script],
         capture_output=True, text=True, env=env, timeout=600, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    counts = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_small_primitives_start_no_openmp_worker() -> None:
+    """In a fresh process: building the small model at 2 threads and five runs leave the
+    thread count as it was (no libgomp worker was started); the big convolution then starts
+    one (at init, where its weights are reordered, or at its first run)."""
+    here = Path(__file__).resolve().parent
+    counts = _thread_counts(_COUNT_SCRIPT.format(here=str(here), tests=str(here.parent)))
     assert counts == {"small": 0, "big": 1}, counts
 
 
@@ -207,12 +212,7 @@ def test_small_int8_blocks_start_no_openmp_worker(tmp_path: Path) -> None:
     if int8_unavailable_reason() is not None:
         pytest.skip(f"no int8 blocks on dnnl here: {int8_unavailable_reason()}")
     here = Path(__file__).resolve().parent
-    script = _INT8_SCRIPT.format(here=str(here), tests=str(here.parent), tmp=str(tmp_path))
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "BYOC_NUM_THREADS")}
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True, text=True, env=env, timeout=600, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    counts = json.loads(done.stdout.strip().splitlines()[-1])
+    counts = _thread_counts(
+        _INT8_SCRIPT.format(here=str(here), tests=str(here.parent), tmp=str(tmp_path))
+    )
     assert counts["small"] == 0 and counts["big"] >= 1, counts
