@@ -22,6 +22,7 @@ errors fall back; what a built component computes is never second-guessed
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
@@ -38,12 +39,14 @@ from xdsl.ir import Operation
 from byoc.dialects import nn
 from byoc.dialects.byoc import COMPILER_ATTR, CompositeOp, YieldOp, partition_target
 from byoc.dialects.nn.types import check_value_types
+from byoc.dialects.verify import ChangeVerifier
 from byoc.runtime.component import RuntimeComponent
 from byoc.runtime.executable import Executable, PartitionInfo, TargetFallback
 from byoc.runtime.host import input_name, plan_function
 from byoc.targets import Target, get_target
 from byoc.targets import register_target as _register_in_registry
 from byoc.utils.env import EnvError
+from byoc.utils.gc import paused_gc
 
 if TYPE_CHECKING:
     from byoc.placement.place import Placement
@@ -463,7 +466,7 @@ def place_and_compile(
         if fallbacks:
             origins = {f.sym_name.data: _origins([f]) for fs in by_target.values() for f in fs}
             _drop_numbers(work)
-        work.verify()
+        ChangeVerifier().verify(work)  # each `nn` op signature once (byoc/dialects/verify.py)
         try:
             components = _compile(work, by_target, progress, fallback)
         except _ComponentFailed as e:
@@ -570,6 +573,32 @@ def build(
     while their C compiles in the background, then on the compiled library
     (`Executable.wait_compiled()`; docs/runtime.md, "Tiered execution").
     """
+    # A build in priority order makes long-lived IR and little garbage: collections in
+    # between would rescan it all. A measured placement builds and drops many candidate
+    # modules, whose cycles are collected as it goes.
+    paused = paused_gc() if placement == "priority" else contextlib.nullcontext()
+    with paused:
+        return _build(
+            module, params, targets, progress=progress, num_threads=num_threads,
+            fallback=fallback, placement=placement, placement_cache=placement_cache,
+            measure_executor=measure_executor, sample_inputs=sample_inputs, tiered=tiered,
+        )  # fmt: skip
+
+
+def _build(
+    module: ModuleOp,
+    params: Mapping[str, Any] | None,
+    targets: Sequence[str] | str | None,
+    *,
+    progress: Callable[[str], None] | None,
+    num_threads: int | None,
+    fallback: bool,
+    placement: str,
+    placement_cache: str | Path | None,
+    measure_executor: Executor | None,
+    sample_inputs: Sequence[Any] | Mapping[str, Any] | None,
+    tiered: bool | None,
+) -> Executable:
     if tiered is None:
         from byoc.runtime.tiered import tiered_default
 

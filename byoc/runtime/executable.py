@@ -250,6 +250,9 @@ class Executable:
             for component in tiered:  # compiled before we listen: switch now
                 if not component.on_compiled(tier_up) and component.tier == "compiled":
                     self._tier_up()
+        self._unstarted = tiered
+        """Tiered components told to compile when a run ends (the first run's answer comes
+        before their compile's Python shares the interpreter: `byoc.runtime.tiered`)."""
 
     def _function(self, target: str, symbol: str) -> Callable[..., Any]:
         component = self.components.get(target)
@@ -304,6 +307,11 @@ class Executable:
             self._bound = bound
             self.native_plan, self.native_reason = native, why
         self._choose_runner(self._num_threads)
+
+    def _start_compiles(self) -> None:
+        unstarted, self._unstarted = self._unstarted, []
+        for component in unstarted:
+            component.start_compile()
 
     def wait_compiled(self, timeout: float | None = None) -> bool:
         """Block until every tiered component runs its compiled library (True), or until
@@ -423,19 +431,25 @@ class Executable:
     def run(self, *args: Any, **kwargs: Any) -> list[Array]:
         native = self._native
         if native is None:
-            return self._run_python(args, kwargs)
-        if not self._native_holders:
+            out = self._run_python(args, kwargs)
+        elif not self._native_holders:
             out = None if kwargs else native.run_args(args)
-            return out if out is not None else native.run(self._coerce(args, kwargs))
-        holders = self._native_holders
-        for hold in holders:  # the C teams stay awake through the run (docs/threads.md)
-            hold(True)
-        try:
-            out = None if kwargs else native.run_args(args)
-            return out if out is not None else native.run(self._coerce(args, kwargs))
-        finally:
-            for hold in holders:
-                hold(False)
+            if out is None:
+                out = native.run(self._coerce(args, kwargs))
+        else:
+            holders = self._native_holders
+            for hold in holders:  # the C teams stay awake through the run (docs/threads.md)
+                hold(True)
+            try:
+                out = None if kwargs else native.run_args(args)
+                if out is None:
+                    out = native.run(self._coerce(args, kwargs))
+            finally:
+                for hold in holders:
+                    hold(False)
+        if self._unstarted:
+            self._start_compiles()
+        return out
 
     __call__ = run
 

@@ -79,5 +79,9 @@ class RuntimeComponent(Protocol):
         passed (False); raises a compile's error. At once True by default."""
         return True
 
+    def start_compile(self) -> None:
+        """Start compiling now, not after the delay `on_compiled` leaves (the owner calls it
+        when its first run ended); a no-op by default and once started."""
+
 
 __all__ = ["CEntry", "RuntimeComponent"]

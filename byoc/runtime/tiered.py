@@ -29,6 +29,12 @@ from byoc.runtime.interface import CEntry, RuntimeComponent
 TIERED_ENV = "BYOC_TIERED"
 """`1`: `byoc.build` builds C partitions tiered unless told otherwise (`tiered=`)."""
 
+COMPILE_DELAY = 0.1
+"""Seconds the background compile waits once an owner listens, unless told to start first
+(`start_compile`: the owner's first run ended, a call needs the compiled library, or
+someone waits for it). The compile's own Python (the C text, the cache lookup) would share
+the interpreter with the build's last steps and the first run, and delay the first answer."""
+
 
 class TieredCModule(RuntimeComponent):
     """A ccompiler component on two tiers (module doc). Kind "c": what an artifact stores is
@@ -61,6 +67,7 @@ class TieredCModule(RuntimeComponent):
         """Why the compiled library could not be built (its partitions stay on the first tier)."""
         self._compile = compile_library
         self._done = threading.Event()
+        self._go = threading.Event()
         self._lock = threading.Lock()
         self._listeners: list[Callable[[], None]] = []
         self._threads = 0
@@ -75,14 +82,21 @@ class TieredCModule(RuntimeComponent):
         compile_library: Callable[[], CModule],
         reasons: Mapping[str, str] | None = None,
     ) -> TieredCModule:
-        """The module on the first tier. The compile starts on a daemon thread when an owner
-        listens (`on_compiled`: the Executable, once it is built, so that its construction
-        does not share the interpreter with the C emission) or a call needs it."""
+        """The module on the first tier. The compile runs on a daemon thread: it starts when
+        the owner's first run ended, a call needs the compiled library or someone waits
+        for it (`start_compile`), else `COMPILE_DELAY` seconds after an owner listens
+        (`on_compiled`: the Executable, once it is built)."""
         first = FirstTierModule(programs, functions) if programs else None
         return cls(first, functions, compile_library, reasons)
 
     def start_compile(self) -> None:
-        """Start the background compile (once)."""
+        """Start the background compile now (once)."""
+        self._go.set()
+        self._launch()
+
+    def _launch(self) -> None:
+        """Start the compiling thread (once); it compiles when told to (`start_compile`) or
+        `COMPILE_DELAY` seconds after it started."""
         with self._lock:
             if self._started:
                 return
@@ -90,6 +104,7 @@ class TieredCModule(RuntimeComponent):
         threading.Thread(target=self._background, name="byoc-compile", daemon=True).start()
 
     def _background(self) -> None:
+        self._go.wait(COMPILE_DELAY)
         _lower_priority()
         try:
             compiled = self._compile()
@@ -113,12 +128,13 @@ class TieredCModule(RuntimeComponent):
     # ---- tiers ---------------------------------------------------------------------
     def on_compiled(self, notify: Callable[[], None]) -> bool:
         """Call `notify()` (on the compiling thread) once the compiled library is in use;
-        False (and no call) when it already is or cannot be built."""
+        False (and no call) when it already is or cannot be built. The compile starts at
+        the latest `COMPILE_DELAY` seconds later."""
         with self._lock:
             if self.compiled is not None or self.error is not None:
                 return False
             self._listeners.append(notify)
-        self.start_compile()
+        self._launch()
         return True
 
     def wait_compiled(self, timeout: float | None = None) -> bool:

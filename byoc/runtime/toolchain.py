@@ -51,7 +51,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -172,12 +172,43 @@ def compiler() -> str:
 
 @lru_cache(maxsize=8)
 def compiler_version(cc: str) -> str:
-    """`cc --version` (part of the cache key: a compiler upgrade rebuilds)."""
+    """`cc --version` (part of the cache key: a compiler upgrade rebuilds).
+
+    Kept in the kernel cache under the identity of the compiler's executable (its resolved
+    path, size and modification time: an upgrade replaces the file), so that a process
+    finds it there instead of running the compiler (a fork of the process, ~3 ms)."""
+    record = _compiler_record(cc)
+    if record is not None:
+        try:
+            return record.read_text()
+        except (OSError, UnicodeDecodeError):
+            pass
     try:
         done = subprocess.run([cc, "--version"], capture_output=True, text=True, check=False)
     except OSError as e:
         raise CompileError([cc, "--version"], f"cannot run the C compiler: {e}", Path("-")) from None
-    return done.stdout + done.stderr
+    version = done.stdout + done.stderr
+    if record is not None and done.returncode == 0:
+        with suppress(OSError):
+            _make_cache_dir(record.parent)
+            write_atomic(record, version.encode())
+    return version
+
+
+def _compiler_record(cc: str) -> Path | None:
+    """Where `compiler_version` keeps the version of `cc`, or None if its executable is not
+    found (the version is then asked every time)."""
+    found = shutil.which(cc)
+    if found is None:
+        return None
+    try:
+        real = os.path.realpath(found)
+        st = os.stat(real)
+    except OSError:
+        return None
+    identity = f"{cc}\0{real}\0{st.st_size}\0{st.st_mtime_ns}".encode()
+    name = f"byoc_cc_{hashlib.sha256(identity).hexdigest()[:32]}.txt"
+    return kernel_cache_dir(cache_dir()) / name
 
 
 NO_OPENMP: set[str] = set()

@@ -23,7 +23,7 @@ from xdsl.dialects.builtin import ModuleOp
 import byoc
 from byoc.dialects import c
 from byoc.lowering import c_build
-from byoc.runtime import first_tier
+from byoc.runtime import first_tier, tiered
 from byoc.runtime.first_tier import FirstTierModule, compile_program
 from byoc.runtime.tiered import TieredCModule
 
@@ -185,6 +185,50 @@ def test_runs_go_on_while_the_tier_changes(held: threading.Event) -> None:
         w.join()
     assert not errors, errors[0]
     assert exe.tier == "compiled"
+
+
+@pytest.fixture
+def compile_started(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Set when a tiered build's background compile begins (`build_c_module` is called)."""
+    started = threading.Event()
+    real = c_build.build_c_module
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        started.set()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(c_build, "build_c_module", recorded)
+    return started
+
+
+def test_the_compile_starts_when_the_first_run_ended(
+    compile_started: threading.Event, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tiered, "COMPILE_DELAY", 600.0)
+    exe = byoc.build(byoc.parse_module(MODELS["dense_softmax"]), targets=["ccompiler"], tiered=True)
+    args = inputs_for(exe)
+    assert not compile_started.wait(0.3)  # built, not yet run: the compile waits
+    first = exe.run(*args)
+    assert compile_started.wait(600)
+    assert exe.wait_compiled(timeout=600)
+    np.testing.assert_array_equal(exe.run(*args)[0], first[0])
+
+
+def test_the_compile_starts_by_itself_after_the_delay(
+    compile_started: threading.Event, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tiered, "COMPILE_DELAY", 0.05)
+    exe = byoc.build(byoc.parse_module(MODELS["one_element"]), targets=["ccompiler"], tiered=True)
+    assert compile_started.wait(600)  # no run, no wait: the delay ran out
+    assert exe.wait_compiled(timeout=600) and exe.tier == "compiled"
+
+
+def test_waiting_starts_the_compile_at_once(
+    compile_started: threading.Event, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tiered, "COMPILE_DELAY", 600.0)
+    exe = byoc.build(byoc.parse_module(MODELS["one_element"]), targets=["ccompiler"], tiered=True)
+    assert exe.wait_compiled(timeout=600) and compile_started.is_set()
 
 
 def test_export_holds_the_compiled_library(held: threading.Event, tmp_path: Path) -> None:

@@ -233,3 +233,40 @@ def test_byoc_cflags_adds_flags_to_the_build_and_its_key(monkeypatch: pytest.Mon
     with pytest.raises(ValueError, match="BYOC_CFLAGS=.*expected compiler flags a shell can split"):
         toolchain.extra_flags()
 
+
+
+def test_compiler_version_is_kept_per_executable_and_asked_again_when_it_changes(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The version in the cache key is read from the kernel cache while the compiler's file is
+    the same one; a replaced compiler (another size or time) is asked again, and each answer
+    is the compiler's own."""
+    monkeypatch.delenv(toolchain.KERNEL_CACHE_ENV, raising=False)
+    cc = tmp_path / "bin" / "mycc"
+    cc.parent.mkdir()
+    calls = tmp_path / "calls"
+
+    def install(version: str) -> None:
+        cc.write_text(f"#!/bin/sh\necho x >> {calls}\necho '{version}'\n")
+        cc.chmod(0o755)
+
+    install("mycc 1.0")
+    for _ in range(2):
+        toolchain.compiler_version.cache_clear()  # a new process: only the disk record is left
+        assert toolchain.compiler_version(str(cc)) == "mycc 1.0\n"
+    assert calls.read_text().count("x") == 1
+    record = toolchain._compiler_record(str(cc))  # pyright: ignore[reportPrivateUsage]
+    assert record is not None and record.parent == cache and record.exists()
+    install("mycc 2.0.1")  # an upgrade: another file
+    os.utime(cc, ns=(1, 1))
+    toolchain.compiler_version.cache_clear()
+    assert toolchain.compiler_version(str(cc)) == "mycc 2.0.1\n"
+    assert calls.read_text().count("x") == 2
+    toolchain.compiler_version.cache_clear()
+
+
+def test_compiler_version_of_a_compiler_not_on_the_path_is_an_error(cache: Path) -> None:
+    toolchain.compiler_version.cache_clear()
+    with pytest.raises(toolchain.CompileError, match="cannot run the C compiler"):
+        toolchain.compiler_version(str(cache / "no-such-cc"))
+    assert not cache.exists() or not list(cache.glob("byoc_cc_*"))

@@ -319,3 +319,24 @@ def test_the_vendor_targets_pass_the_conformance_kit(vendor_site: Path, tmp_path
         assert "all pass" in done.stdout
         for row in expected:
             assert any(line.startswith(row + " ") and "pass (" in line for line in done.stdout.splitlines()), row
+
+
+def test_the_entry_point_scan_is_skipped_only_when_no_distribution_names_the_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`importlib.metadata` parses every distribution; it runs whenever one `entry_points.txt`
+    on the path names `byoc.targets`, or a path entry is a zip it alone can read."""
+    other = tmp_path / "other-1.0.dist-info"
+    other.mkdir()
+    (other / "entry_points.txt").write_text("[console_scripts]\nother = other:main\n")
+    (tmp_path / "plain-2.0.dist-info").mkdir()  # no entry_points.txt at all
+    monkeypatch.setattr(sys, "path", [str(tmp_path), str(tmp_path / "missing"), "a_path_hook"])
+    assert not plugins._may_declare_entry_points()  # pyright: ignore[reportPrivateUsage]
+    assert list(plugins.entry_points()) == []
+    fake_dist(tmp_path, "acme_npu", "2.1", "acme_targets", "ACME = _t('acme')", {"acme": "acme_targets:ACME"})
+    assert plugins._may_declare_entry_points()  # pyright: ignore[reportPrivateUsage]
+    assert [ep.name for ep in plugins.entry_points()] == ["acme"]
+    zipped = tmp_path / "eggs.zip"
+    zipped.write_bytes(b"PK\x05\x06" + bytes(18))
+    monkeypatch.setattr(sys, "path", [str(zipped)])
+    assert plugins._may_declare_entry_points()  # pyright: ignore[reportPrivateUsage]
