@@ -63,6 +63,7 @@ from byoc.runtime.dlpack import dl_dtype, tensor_cdef
 from byoc.runtime.interface import CEntry, RuntimeComponent
 from byoc.runtime.tensor import TensorSpec, checked_dtype, checked_shape
 from byoc.runtime.toolchain import DEFAULT_FLAGS, cache_library, compile_source, private_copy
+from byoc.utils.aligned import aligned_array
 
 _CDEF = tensor_cdef()
 """The DLPack structs every library's entry points take (graph_module declares its own
@@ -256,7 +257,8 @@ class CModule(PackedLibrary):
         self.source = source
         self.cache_hit = cache_hit
         self.functions = dict(functions)
-        self.constants = [np.ascontiguousarray(a) for a in constants]
+        self.constants = [aligned_array(np.asarray(a)) for a in constants]
+        """What `byoc_init` binds: each at a 64-byte boundary (`byoc.utils.aligned`)."""
         self.ffi = cffi.FFI()  # one per library: its functions, and the DLPack structs
         self.ffi.cdef(
             _CDEF

@@ -27,6 +27,7 @@ from byoc.runtime.parallel import BranchGraph, HostPool, run_branches
 from byoc.runtime.tensor import checked_dtype, checked_shape
 from byoc.runtime.threads import check_num_threads, resolve_num_threads
 from byoc.runtime.toolchain import CompileError
+from byoc.utils.aligned import aligned_array
 
 Array = np.ndarray[Any, Any]
 
@@ -196,7 +197,8 @@ class Executable:
         """`native=False` keeps every run on the Python host executor (the reference).
         `fallbacks`: the targets the build was asked for but left out, and why."""
         self.plan = plan
-        self.constants = list(constants)
+        self.constants = [aligned_array(np.asarray(a)) for a in constants]
+        """The plan's constants, each at a 64-byte boundary: C partitions read them."""
         self.components = dict(components)
         self._partitions = list(partitions)
         self._fallbacks = tuple(fallbacks)

@@ -64,6 +64,7 @@ from byoc.runtime.toolchain import (
     kernel_library,
     private_copy,
 )
+from byoc.utils.aligned import aligned_array
 
 Array = np.ndarray[Any, Any]
 
@@ -343,7 +344,7 @@ class _Compiler:
                 name = op.global_name.root_reference.data
                 if name not in self.const_index:
                     self.const_index[name] = len(prog.consts)
-                    prog.consts.append(np.ascontiguousarray(self.globals[name].array()))
+                    prog.consts.append(aligned_array(self.globals[name].array()))
                 reg = self.new_ptr(prog)
                 prog.code += [OP["CPTR"], reg, self.const_index[name]]
                 local[op.result] = reg

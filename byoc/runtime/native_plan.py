@@ -60,6 +60,7 @@ from byoc.runtime.toolchain import (
     kernel_cache_dir,
     private_copy,
 )
+from byoc.utils.aligned import aligned_array
 
 Array = np.ndarray[Any, Any]
 
@@ -338,7 +339,7 @@ class NativePlan:
             keep.append(shape)
             sl.shape = shape
         for slot, cid in plan.constant_slots.items():
-            arr = np.ascontiguousarray(constants[cid])
+            arr = aligned_array(np.asarray(constants[cid]))
             if arr.size:
                 buf = ffi.from_buffer(arr, require_writable=False)
                 keep.append((arr, buf))

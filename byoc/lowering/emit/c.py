@@ -364,7 +364,7 @@ class CWriter:
         arr = op.array().reshape(-1)
         items = self._array_items(arr, ty.element_type, op)
         size = max(len(items), 1)
-        self.line(f"static const {elt} {name}[{size}] BYOC_MAYBE_UNUSED = {{")
+        self.line(f"static _Alignas(64) const {elt} {name}[{size}] BYOC_MAYBE_UNUSED = {{")
         if not items:
             items = ["0"]
         per_line = 8

@@ -97,10 +97,10 @@ func.func private @ccompiler_main_0(%a: tensor<10x10xf32>, %b: tensor<10x10xf32>
 /// hex in the IR), INT32_MIN, i32 arithmetic done in unsigned so it wraps,
 /// a load kept in a local when a store comes between it and its use, and the
 /// argument checks with an escaped name.
-// PEROP:      static const float small[6] BYOC_MAYBE_UNUSED = {
+// PEROP:      static _Alignas(64) const float small[6] BYOC_MAYBE_UNUSED = {
 // PEROP-NEXT:   1.5f, -0.1f, INFINITY, (-INFINITY), NAN, 1e-08f,
 // PEROP-NEXT: };
-// PEROP:      static const int32_t ints[3] BYOC_MAYBE_UNUSED = {
+// PEROP:      static _Alignas(64) const int32_t ints[3] BYOC_MAYBE_UNUSED = {
 // PEROP-NEXT:   INT32_MIN, 2147483647, 0,
 // PEROP-NEXT: };
 // PEROP:      /* 2048 f32, bound by byoc_init to constant #0 */
