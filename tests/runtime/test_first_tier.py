@@ -102,15 +102,20 @@ def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
     """Tiered builds made while this is set stay on the first tier until the event is set:
     their background compile waits for it (it is set at the end of the test)."""
     gate = threading.Event()
-    real = c_build.build_c_module
-
-    def gated(*args: Any, **kwargs: Any) -> Any:
-        gate.wait()
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(c_build, "build_c_module", gated)
+    _before_each_compile(monkeypatch, gate.wait)
     yield gate
     gate.set()
+
+
+def _before_each_compile(monkeypatch: pytest.MonkeyPatch, before: Any) -> None:
+    """Call `before()` at the start of each tiered build's background compile."""
+    real = c_build.build_c_module
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        before()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(c_build, "build_c_module", wrapped)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -191,13 +196,7 @@ def test_runs_go_on_while_the_tier_changes(held: threading.Event) -> None:
 def compile_started(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
     """Set when a tiered build's background compile begins (`build_c_module` is called)."""
     started = threading.Event()
-    real = c_build.build_c_module
-
-    def recorded(*args: Any, **kwargs: Any) -> Any:
-        started.set()
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(c_build, "build_c_module", recorded)
+    _before_each_compile(monkeypatch, started.set)
     return started
 
 
