@@ -138,8 +138,21 @@ def dense_value(
 def dense_of(array: Any) -> DenseIntOrFPElementsAttr:
     """A constant's value holding `array` (its raw little-endian bytes, C order)."""
     arr = np.ascontiguousarray(np.asarray(array))
-    ty = tensor(arr.shape, element_type_of(arr.dtype))
-    return DenseIntOrFPElementsAttr(ty, BytesAttr(payload_of(arr)))
+    return array_dense(arr, tensor(arr.shape, element_type_of(arr.dtype)))
+
+
+def array_dense(arr: np.ndarray[Any, Any], ty: TensorType[Any]) -> DenseIntOrFPElementsAttr:
+    """The dense value of a C-contiguous array `arr` whose type is `ty`, built without
+    xDSL's verification of its parameters, which costs two thirds of making an
+    `nn.constant`: `ty` is a tensor type of a table element type (`tensor`,
+    `element_type_of`) and the payload is the array's own bytes, so the checks (the
+    parameters' kinds; a 0-d value holds one element) hold by construction. The value
+    equals, and hashes as, one built by `DenseIntOrFPElementsAttr(ty, BytesAttr(...))`
+    (tests/dialects/test_nn_types.py)."""
+    attr = DenseIntOrFPElementsAttr.__new__(DenseIntOrFPElementsAttr)
+    object.__setattr__(attr, "type", ty)
+    object.__setattr__(attr, "data", BytesAttr(payload_of(arr)))
+    return attr
 
 
 def payload_of(arr: np.ndarray[Any, Any]) -> bytes:
