@@ -606,10 +606,10 @@ class Importer:
         )
         module = ModuleOp([main])
         # nn ops of one signature (interned types, shared properties) verify once; the
-        # emitted ones have the types `infer_types` gave them (`emit_all`)
-        inferred = {op for op in self.ops if type(op) is not nn.ConstantOp}
+        # emitted ones have the types `infer_types` gave them (`emit_all`), the constants
+        # are `from_array`'s
         try:
-            ChangeVerifier().verify(module, inferred=inferred)
+            ChangeVerifier().verify(module, inferred=set(self.ops))
         except VerifyException as e:
             raise OnnxImportError(f"the imported module does not verify: {e}") from e
         return module
