@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from xdsl.dialects.builtin import BFloat16Type, BytesAttr, DenseIntOrFPElementsAttr, IntegerType, i8
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    BytesAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    IntegerAttr,
+    IntegerType,
+    i8,
+    i64,
+)
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects import nn
@@ -66,3 +75,15 @@ def test_array_dense_equals_and_hashes_as_a_verified_value(array: np.ndarray) ->
     op = nn.ConstantOp.from_array(array)
     assert op.value == checked
     op.verify()
+
+
+def test_integer_property_values_are_shared_and_exact() -> None:
+    """`ints` and `int_attr` return one instance per tuple of Python ints; a bool or a
+    numpy integer is converted afresh, never looked up under the int it equals."""
+    assert nn.ints(1, 2) is nn.ints(1, 2)
+    assert nn.int_attr(3) is nn.int_attr(3)
+    assert nn.ints(1, 2) == DenseArrayBase.from_list(i64, [1, 2])
+    assert nn.int_attr(-7) == IntegerAttr(-7, i64)
+    assert nn.ints(np.int64(1), 2) == nn.ints(1, 2)
+    assert nn.ints() is nn.ints()
+    assert nn.ints(True) is not nn.ints(1) and nn.int_attr(True) is not nn.int_attr(1)

@@ -315,6 +315,16 @@ def shape_of(t: Attribute) -> tuple[int, ...]:
 
 
 def ints(*values: int) -> DenseArrayBase[Any]:
+    """An array<i64: ...> property value; one shared instance per tuple of Python ints
+    (attributes are immutable, and building one costs some 10 us, mostly xDSL verifying
+    it: an importer converts the same strides and pads for op after op)."""
+    if all(type(v) is int for v in values):
+        return _ints(values)
+    return DenseArrayBase.from_list(i64, list(values))
+
+
+@functools.lru_cache(maxsize=4096)
+def _ints(values: tuple[int, ...]) -> DenseArrayBase[Any]:
     return DenseArrayBase.from_list(i64, list(values))
 
 
@@ -324,7 +334,12 @@ def floats(*values: float) -> DenseArrayBase[Any]:
 
 
 def int_attr(v: int) -> IntegerAttr[Any]:
-    """An i64 property value."""
+    """An i64 property value; one shared instance per Python int (as `ints`)."""
+    return _int_attr(v) if type(v) is int else IntegerAttr(v, i64)
+
+
+@functools.lru_cache(maxsize=4096)
+def _int_attr(v: int) -> IntegerAttr[Any]:
     return IntegerAttr(v, i64)
 
 

@@ -317,6 +317,7 @@ class Importer:
         self._used: set[str] = set()
         self._versions: dict[tuple[str, str], int] = {}
         self._props_cache: dict[Hashable, tuple[dict[str, Attribute], dict[str, Any]]] = {}
+        self._relations: dict[tuple[object, ...], tuple[list[Attribute], dict[str, Any], list[TensorType[Any]]]] = {}
 
     @staticmethod
     def _default_opset(model: Any) -> int:
@@ -405,7 +406,7 @@ class Importer:
         for t in types:
             if not isinstance(t, TensorType):
                 raise TypeError(f"'{cls.name}' operands must be tensors, got {t}")
-        result_types = cls.infer_types(types, python)  # type: ignore[arg-type]
+        result_types = self._infer_types(cls, types, python)
         op = cls.create(operands=values, result_types=result_types, properties=dict(props))
         try:
             op.check_dtypes(types)  # type: ignore[arg-type]
@@ -413,6 +414,19 @@ class Importer:
             raise UnsupportedOnnxError(f"'{cls.name}': {e}") from None
         self.ops.append(op)
         return list(op.results)
+
+    def _infer_types(
+        self, cls: type[nn.NNOp], types: list[Attribute], python: dict[str, Any]
+    ) -> list[TensorType[Any]]:
+        """`cls.infer_types`, computed once per class, operand types and attribute values:
+        the types are interned (`nn.tensor`) and the values shared (`_properties`), so a
+        graph's repeated blocks look the same relation up instead of running it again."""
+        key = (cls, id(python), *[id(t) for t in types])
+        known = self._relations.get(key)
+        if known is None:
+            known = (types, python, cls.infer_types(types, python))  # type: ignore[arg-type]
+            self._relations[key] = known  # keeps the keyed objects alive, so ids stay theirs
+        return known[2]
 
     def _properties(
         self, cls: type[nn.NNOp], attrs: Mapping[str, Any]
