@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from byoc.frontend.onnx.errors import INSTALL_HINT, OnnxMissing
+from byoc.frontend.onnx.errors import INSTALL_HINT, OnnxImportError, OnnxMissing
 
 Array = np.ndarray[Any, Any]
 
@@ -154,6 +154,15 @@ def to_array(tensor: Any) -> Array:
     if code in _COMPLEX:
         return np.array(data, dtype=storage).view(dtype).reshape(dims)
     return np.asarray(data, dtype=storage).astype(dtype).reshape(dims)
+
+
+def checked_array(tensor: Any, what: str) -> Array:
+    """`to_array`, with data that does not fill the tensor's dims (or another malformed
+    payload) an `OnnxImportError` naming `what` (`Constant's value`), not a ValueError."""
+    try:
+        return to_array(tensor)
+    except (ValueError, TypeError) as e:
+        raise OnnxImportError(f"{what} is malformed: {e}") from None
 
 
 # ---- attributes -----------------------------------------------------------------------
