@@ -47,7 +47,6 @@ must be known at import time (pass it in `bind_inputs`).
 from __future__ import annotations
 
 import os
-import secrets
 import stat
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import IO, Any
@@ -180,7 +179,7 @@ def _load_path(messages: Any, path: str) -> tuple[Any, dict[str, bytes]]:
             if Importer.default_opset(proto) >= MIN_OPSET and not any(
                 t.data_location == _EXTERNAL for t in _tensors(proto.graph)
             ):
-                return proto, wire.mark_cut_tensors(proto, split[1], secrets.token_hex(8))
+                return proto, wire.mark_cut_tensors(proto, split[1], os.urandom(8).hex())
         proto = _parse(messages, data)
         external = [t for t in _tensors(proto.graph) if t.data_location == _EXTERNAL]
         if not external or _read_plain_external_data(external, os.path.dirname(path)):
