@@ -761,6 +761,13 @@ def _names_read(graph: Any) -> set[str]:
     for node in graph.node:
         names.update(node.input)
         for attr in node.attribute:
-            for sub in [attr.g, *attr.graphs] if attr.HasField("g") else attr.graphs:
-                names |= _names_read(sub)
+            kind = attr.type  # as `proto.attribute_value` reads it: an untyped graph is none
+            if kind == _GRAPH:
+                names |= _names_read(attr.g)
+            elif kind == _GRAPHS:
+                for sub in attr.graphs:
+                    names |= _names_read(sub)
     return names
+
+
+_GRAPH, _GRAPHS = 5, 10  # AttributeProto.AttributeType
