@@ -28,6 +28,9 @@ beyond `NNOp`'s and `nn.constant`'s). `byoc-opt --verify-full` (on under
 A caller that built `nn` ops with their class's `infer_types` (the ONNX importer)
 may name them `inferred` for one run (`ChangeVerifier.verify`): their type relation
 holds by construction and is checked once per class and properties, not per shape.
+An `nn.constant` among them is verified in full once; each other has its value's
+type (the result type, the very object) and payload length checked, and its type's
+shape, which is all its verifier reads.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.nn.base import ConstantOp, NNOp
-from byoc.dialects.nn.types import check_shape
+from byoc.dialects.nn.types import DYNAMIC, check_shape, nbytes_of
 
 Fingerprint = tuple[
     tuple[SSAValue, ...],
@@ -115,6 +118,8 @@ class ChangeVerifier:
         `inferred` verified in full, with the fingerprint holding them."""
         self._shaped: dict[int, Attribute] = {}
         """The types whose shape `check_shape` accepted, by id."""
+        self._sizes: dict[int, tuple[Attribute, int]] = {}
+        """The byte size of each static tensor type an inferred `nn.constant` has, by id."""
         self.checked = 0
         """Ops the last run verified (for tests and timing)."""
 
@@ -123,8 +128,8 @@ class ChangeVerifier:
 
         `inferred` are `nn` ops whose result types their class's `infer_types` computed
         from their operands' types and whose element types passed `check_dtypes` (the
-        ONNX importer's: `NNOp.build` does the same): for them the type relation holds by
-        construction, so their signature leaves the types out. One op per class, operand
+        ONNX importer's: `NNOp.build` does the same), or `nn.constant`s: for them the type
+        relation holds by construction, so their signature leaves the types out. One op per class, operand
         and result count, attributes and properties is verified in full (the declared
         operands, results and property kinds), and each type of the others is checked
         only for what the relation does not check: its shape (`check_shape`). This
@@ -179,16 +184,16 @@ class ChangeVerifier:
 
     def _verify_inferred_op(self, op: Operation, mark: Fingerprint) -> None:
         """An op of `inferred`: verified in full once per class, operand and result count,
-        attributes and properties; otherwise each of its types has its shape checked
-        (once per type object), and a bad one is reported as `op.verify()` reports it."""
-        key = (
-            type(op),
-            len(mark[1]),
-            len(mark[2]),
-            *[(k, id(a)) for k, a in mark[3]],
-            None,
-            *[(k, id(a)) for k, a in mark[4]],
-        )
+        attributes and properties (an `nn.constant`: its value checked on its own,
+        `_constant_fits`); otherwise each of its types has its shape checked (once per
+        type object), and a bad one is reported as `op.verify()` reports it."""
+        if type(op) is ConstantOp:
+            if not self._constant_fits(mark):
+                op.verify(verify_nested_ops=False)  # raises, or holds: verified in full
+            props: list[object] = [k for k, _ in mark[4]]
+        else:
+            props = [(k, id(a)) for k, a in mark[4]]
+        key = (type(op), len(mark[1]), len(mark[2]), *[(k, id(a)) for k, a in mark[3]], None, *props)
         if key not in self._inferred_signatures:
             op.verify(verify_nested_ops=False)
             self.checked += 1
@@ -204,6 +209,26 @@ class ChangeVerifier:
                 op.verify(verify_nested_ops=False)  # raises, naming the op
                 raise
             self._shaped[id(t)] = t  # keeps the type alive, so that no other takes its id
+
+    def _constant_fits(self, mark: Fingerprint) -> bool:
+        """Whether an `nn.constant` of fingerprint `mark` holds a dense value whose type is
+        its result type (the same object) and whose payload fills that type: what its
+        verifier checks besides the type's shape and element type, which the result type's
+        own checks cover."""
+        (result,) = mark[2]
+        value = dict(mark[4]).get("value")
+        if not isinstance(value, DenseIntOrFPElementsAttr) or value.type is not result:
+            return False
+        size = self._sizes.get(id(result))
+        if size is None:
+            if not isinstance(result, TensorType) or DYNAMIC in result.get_shape():
+                return False
+            try:
+                n = nbytes_of(result)
+            except VerifyException:
+                return False
+            size = self._sizes[id(result)] = (result, n)  # keeps the type alive
+        return len(value.data.data) == size[1]
 
     def _verify_block(self, block: Block, seen: dict[Operation, Fingerprint]) -> None:
         previous = self._verified

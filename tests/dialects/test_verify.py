@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import pytest
-from xdsl.dialects.builtin import ModuleOp, StringAttr, f64
+from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, ModuleOp, StringAttr, f64
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.irdl import IRDLOperation
@@ -143,9 +144,6 @@ def test_nn_ops_of_one_signature_are_verified_once() -> None:
 def test_constants_of_one_type_and_size_are_verified_once() -> None:
     """An nn.constant's verifier reads its value's type and payload length, not the bytes:
     weights of one shape share a signature; a payload of another length does not."""
-    import numpy as np
-    from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr
-
     t = nn.tensor((4,))
     block = Block(arg_types=[t])
     x: SSAValue = block.args[0]
@@ -209,6 +207,50 @@ def test_an_inferred_op_with_an_unrepresentable_type_fails_as_full_verification_
         module.verify()
     with pytest.raises(VerifyException) as raised:
         ChangeVerifier().verify(module, inferred=set(ops))
+    assert str(raised.value) == str(full.value)
+
+
+def constants_module(arrays: list[np.ndarray]) -> tuple[ModuleOp, list[Operation]]:
+    """`from_array` constants of `arrays`, the last one returned."""
+    ops: list[Operation] = [nn.ConstantOp.from_array(a) for a in arrays]
+    block = Block()
+    block.add_ops([*ops, ReturnOp(ops[-1].results[0])])
+    types = [ops[-1].results[0].type]
+    return ModuleOp([FuncOp("main", ([], types), Region(block))]), ops
+
+
+def test_inferred_constants_verify_in_full_once() -> None:
+    """`from_array` constants named `inferred`: one is verified in full, the others have
+    their value checked against their type (`_constant_fits`)."""
+    arrays = [np.zeros(s, np.float32) for s in [(2,), (3, 4), (5,), ()]] + [np.arange(3)]
+    module, ops = constants_module(arrays)
+    verifier = ChangeVerifier()
+    verifier.verify(module, inferred=set(ops))
+    assert verifier.checked == 3 + 1  # module, func, func.return, one constant
+    module.verify()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        DenseIntOrFPElementsAttr(nn.tensor((3,)), BytesAttr(b"\x00" * 8)),  # short payload
+        DenseIntOrFPElementsAttr(nn.tensor((2,)), BytesAttr(b"\x00" * 8)),  # another type
+        DenseIntOrFPElementsAttr(nn.tensor((3,), f64), BytesAttr(b"\x00" * 24)),
+    ],
+    ids=["short payload", "other shape", "other element type"],
+)
+def test_an_inferred_constant_that_does_not_fit_fails_as_full_verification_does(
+    value: DenseIntOrFPElementsAttr,
+) -> None:
+    """What `_constant_fits` checks for a constant after the first is what its verifier
+    would reject: such a constant is verified in full and fails with the same message."""
+    module, ops = constants_module([np.zeros((4,), np.float32), np.zeros((3,), np.float32)])
+    bad = nn.ConstantOp.create(properties={"value": value}, result_types=[nn.tensor((3,))])
+    Rewriter.insert_op(bad, InsertPoint.after(ops[0]))
+    with pytest.raises(VerifyException) as full:
+        module.verify()
+    with pytest.raises(VerifyException) as raised:
+        ChangeVerifier().verify(module, inferred={*ops, bad})
     assert str(raised.value) == str(full.value)
 
 

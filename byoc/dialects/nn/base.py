@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, IntegerAttr, TensorType
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -62,12 +62,12 @@ from byoc.dialects.nn.types import (
     INDEX_TYPES,
     INTEGERS,
     NUMBERS,
+    array_dense,
     check_shape,
     check_static_shape,
     element_type_of,
     from_python,
     numpy_dtype,
-    payload_of,
     shape_of,
     tensor,
     to_python,
@@ -453,7 +453,7 @@ class ConstantOp(NNOp):
         arr = np.asarray(array, order="C")  # ascontiguousarray would make 0-d arrays 1-d
         elt = element_type_of(arr.dtype)
         ty = tensor(arr.shape, elt)
-        dense = DenseIntOrFPElementsAttr(ty, BytesAttr(payload_of(arr)))
+        dense = array_dense(arr, ty)
         return ConstantOp.create(
             properties={"value": dense}, result_types=[ty], attributes=dict(attributes or {})
         )

@@ -138,8 +138,21 @@ def dense_value(
 def dense_of(array: Any) -> DenseIntOrFPElementsAttr:
     """A constant's value holding `array` (its raw little-endian bytes, C order)."""
     arr = np.ascontiguousarray(np.asarray(array))
-    ty = tensor(arr.shape, element_type_of(arr.dtype))
-    return DenseIntOrFPElementsAttr(ty, BytesAttr(payload_of(arr)))
+    return array_dense(arr, tensor(arr.shape, element_type_of(arr.dtype)))
+
+
+def array_dense(arr: np.ndarray[Any, Any], ty: TensorType[Any]) -> DenseIntOrFPElementsAttr:
+    """The dense value of a C-contiguous array `arr` whose type is `ty`, built without
+    xDSL's verification of its parameters, which costs two thirds of making an
+    `nn.constant`: `ty` is a tensor type of a table element type (`tensor`,
+    `element_type_of`) and the payload is the array's own bytes, so the checks (the
+    parameters' kinds; a 0-d value holds one element) hold by construction. The value
+    equals, and hashes as, one built by `DenseIntOrFPElementsAttr(ty, BytesAttr(...))`
+    (tests/dialects/test_nn_types.py)."""
+    attr = DenseIntOrFPElementsAttr.__new__(DenseIntOrFPElementsAttr)
+    object.__setattr__(attr, "type", ty)
+    object.__setattr__(attr, "data", BytesAttr(payload_of(arr)))
+    return attr
 
 
 def payload_of(arr: np.ndarray[Any, Any]) -> bytes:
@@ -302,6 +315,16 @@ def shape_of(t: Attribute) -> tuple[int, ...]:
 
 
 def ints(*values: int) -> DenseArrayBase[Any]:
+    """An array<i64: ...> property value; one shared instance per tuple of Python ints
+    (attributes are immutable, and building one costs some 10 us, mostly xDSL verifying
+    it: an importer converts the same strides and pads for op after op)."""
+    if all(type(v) is int for v in values):
+        return _ints(values)
+    return DenseArrayBase.from_list(i64, list(values))
+
+
+@functools.lru_cache(maxsize=4096)
+def _ints(values: tuple[int, ...]) -> DenseArrayBase[Any]:
     return DenseArrayBase.from_list(i64, list(values))
 
 
@@ -311,7 +334,12 @@ def floats(*values: float) -> DenseArrayBase[Any]:
 
 
 def int_attr(v: int) -> IntegerAttr[Any]:
-    """An i64 property value."""
+    """An i64 property value; one shared instance per Python int (as `ints`)."""
+    return _int_attr(v) if type(v) is int else IntegerAttr(v, i64)
+
+
+@functools.lru_cache(maxsize=4096)
+def _int_attr(v: int) -> IntegerAttr[Any]:
     return IntegerAttr(v, i64)
 
 

@@ -64,6 +64,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 import byoc.frontend.onnx.proto as proto_module
+import byoc.frontend.onnx.wire as wire
 from byoc.dialects import nn
 from byoc.dialects.verify import ChangeVerifier
 from byoc.frontend.onnx.base import (
@@ -111,14 +112,27 @@ def import_model(
     (the `onnx` extra) it raises `OnnxMissing`; data that is not a serialized ModelProto
     is an `OnnxImportError`.
     """
+    # the import makes long-lived objects only (protobuf's modules, the message, the IR), so
+    # collections would rescan them: loading onnx's message classes costs 2.5x with them
+    with paused_gc():
+        return _import_model(model, input_shapes or {}, bind_inputs or {}, fold_limit_bytes)
+
+
+def _import_model(
+    model: Any,
+    input_shapes: Mapping[str, Sequence[int]],
+    bind_inputs: Mapping[str, Any],
+    fold_limit_bytes: int,
+) -> ModuleOp:
     messages = proto_module.pb2()
     from google.protobuf.message import DecodeError  # onnx's dependency: models are protobufs
 
+    payloads: dict[str, bytes] = {}
     try:
         if isinstance(model, bytes | bytearray):
             proto = _parse(messages, bytes(model))
         elif isinstance(model, str | os.PathLike):
-            proto = _load_path(messages, os.fspath(model))
+            proto, payloads = _load_path(messages, os.fspath(model))
         elif proto_module.is_model_proto(model):
             proto = model
         elif hasattr(model, "read"):
@@ -131,8 +145,11 @@ def import_model(
         raise OnnxImportError(f"not an ONNX model: {e}") from None
     if not isinstance(model, str | os.PathLike):
         check_no_external_data(proto)
-    with paused_gc():  # the import makes long-lived objects only; collections would rescan them
-        return Importer(proto, input_shapes or {}, bind_inputs or {}, fold_limit_bytes).run()
+    reset = proto_module.CUT_PAYLOADS.set(payloads)
+    try:
+        return Importer(proto, input_shapes, bind_inputs, fold_limit_bytes).run()
+    finally:
+        proto_module.CUT_PAYLOADS.reset(reset)
 
 
 def _parse(messages: Any, data: bytes) -> Any:
@@ -145,20 +162,31 @@ _TEXT_SUFFIXES = (".txtpb", ".textproto", ".prototxt", ".pbtxt", ".json", ".onnx
 """The file suffixes `onnx.load` reads as a text format (onnx/serialization.py)."""
 
 
-def _load_path(messages: Any, path: str) -> Any:
-    """The model in a file. A protobuf file is parsed directly, with its external data when
-    that lies in plain files of the model's folder (`_read_plain_external_data`); a text
-    format or other external data (read from the model's folder, and only from there) goes
-    through `onnx.load`."""
+def _load_path(messages: Any, path: str) -> tuple[Any, dict[str, bytes]]:
+    """The model in a file, and the weights cut out of it (`wire.split_payloads`: each
+    copied once from the file's bytes, not twice more through protobuf) by the location
+    their tensors were given. A protobuf file is parsed directly, with its external data
+    when that lies in plain files of the model's folder (`_read_plain_external_data`); a
+    text format or other external data (read from the model's folder, and only from
+    there) goes through `onnx.load`."""
     if not path.lower().endswith(_TEXT_SUFFIXES):
         with open(path, "rb") as f:
-            proto = _parse(messages, f.read())
+            data = f.read()
+        split = wire.split_payloads(data) if len(data) >= wire.MIN_CUT_BYTES else None
+        if split is not None:
+            proto = _parse(messages, split[0])
+            # version_converter's input, or a model with external data, is parsed whole
+            if Importer.default_opset(proto) >= MIN_OPSET and not any(
+                t.data_location == _EXTERNAL for t in _tensors(proto.graph)
+            ):
+                return proto, wire.mark_cut_tensors(proto, split[1], os.urandom(8).hex())
+        proto = _parse(messages, data)
         external = [t for t in _tensors(proto.graph) if t.data_location == _EXTERNAL]
         if not external or _read_plain_external_data(external, os.path.dirname(path)):
-            return proto
+            return proto, {}
     onnx = proto_module.require_onnx()
     try:
-        return onnx.load(path)
+        return onnx.load(path), {}
     except onnx.checker.ValidationError as e:
         raise OnnxImportError(f"the model's external data: {e}") from None
 
@@ -285,7 +313,7 @@ class Importer:
     ) -> None:
         self.model = model
         self.fold_limit_bytes = int(fold_limit_bytes)
-        self.opset = self._default_opset(model)
+        self.opset = self.default_opset(model)
         if self.opset < MIN_OPSET:
             version_converter = proto_module.require_onnx().version_converter
 
@@ -306,9 +334,10 @@ class Importer:
         self._used: set[str] = set()
         self._versions: dict[tuple[str, str], int] = {}
         self._props_cache: dict[Hashable, tuple[dict[str, Attribute], dict[str, Any]]] = {}
+        self._relations: dict[tuple[object, ...], tuple[list[Attribute], dict[str, Any], list[TensorType[Any]]]] = {}
 
     @staticmethod
-    def _default_opset(model: Any) -> int:
+    def default_opset(model: Any) -> int:
         for imp in model.opset_import:
             if imp.domain in ("", "ai.onnx"):
                 return int(imp.version)
@@ -394,7 +423,7 @@ class Importer:
         for t in types:
             if not isinstance(t, TensorType):
                 raise TypeError(f"'{cls.name}' operands must be tensors, got {t}")
-        result_types = cls.infer_types(types, python)  # type: ignore[arg-type]
+        result_types = self._infer_types(cls, types, python)
         op = cls.create(operands=values, result_types=result_types, properties=dict(props))
         try:
             op.check_dtypes(types)  # type: ignore[arg-type]
@@ -402,6 +431,19 @@ class Importer:
             raise UnsupportedOnnxError(f"'{cls.name}': {e}") from None
         self.ops.append(op)
         return list(op.results)
+
+    def _infer_types(
+        self, cls: type[nn.NNOp], types: list[Attribute], python: dict[str, Any]
+    ) -> list[TensorType[Any]]:
+        """`cls.infer_types`, computed once per class, operand types and attribute values:
+        the types are interned (`nn.tensor`) and the values shared (`_properties`), so a
+        graph's repeated blocks look the same relation up instead of running it again."""
+        key = (cls, id(python), *[id(t) for t in types])
+        known = self._relations.get(key)
+        if known is None:
+            known = (types, python, cls.infer_types(types, python))  # type: ignore[arg-type]
+            self._relations[key] = known  # keeps the keyed objects alive, so ids stay theirs
+        return known[2]
 
     def _properties(
         self, cls: type[nn.NNOp], attrs: Mapping[str, Any]
@@ -595,10 +637,10 @@ class Importer:
         )
         module = ModuleOp([main])
         # nn ops of one signature (interned types, shared properties) verify once; the
-        # emitted ones have the types `infer_types` gave them (`emit_all`)
-        inferred = {op for op in self.ops if type(op) is not nn.ConstantOp}
+        # emitted ones have the types `infer_types` gave them (`emit_all`), the constants
+        # are `from_array`'s
         try:
-            ChangeVerifier().verify(module, inferred=inferred)
+            ChangeVerifier().verify(module, inferred=set(self.ops))
         except VerifyException as e:
             raise OnnxImportError(f"the imported module does not verify: {e}") from e
         return module
@@ -719,6 +761,13 @@ def _names_read(graph: Any) -> set[str]:
     for node in graph.node:
         names.update(node.input)
         for attr in node.attribute:
-            for sub in [attr.g, *attr.graphs] if attr.HasField("g") else attr.graphs:
-                names |= _names_read(sub)
+            kind = attr.type  # as `proto.attribute_value` reads it: an untyped graph is none
+            if kind == _GRAPH:
+                names |= _names_read(attr.g)
+            elif kind == _GRAPHS:
+                for sub in attr.graphs:
+                    names |= _names_read(sub)
     return names
+
+
+_GRAPH, _GRAPHS = 5, 10  # AttributeProto.AttributeType

@@ -26,7 +26,7 @@ from byoc.frontend.onnx.errors import STATIC_SHAPE_HINT, OnnxImportError, Unsupp
 def _constant(imp: Importer, node: Node) -> list[Value]:
     a = node.attrs
     if "value" in a:
-        return [proto.to_array(a["value"])]
+        return [proto.checked_array(a["value"], "Constant's value")]
     if "value_float" in a:
         return [np.asarray(a["value_float"], dtype=np.float32)]
     if "value_floats" in a:
@@ -42,7 +42,7 @@ def _constant(imp: Importer, node: Node) -> list[Value]:
 def _constant_of_shape(imp: Importer, node: Node) -> list[Value]:
     shape = ints(imp.static(node, 0, "shape"))
     value = node.attr("value")
-    fill = proto.to_array(value).reshape(-1) if value is not None else np.zeros(1, np.float32)
+    fill = proto.checked_array(value, "ConstantOfShape's value").reshape(-1) if value is not None else np.zeros(1, np.float32)
     if len(fill) != 1:
         raise OnnxImportError(f"ConstantOfShape's value must hold one element, got {len(fill)}")
     if any(d < 0 for d in shape):

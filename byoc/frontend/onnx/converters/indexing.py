@@ -479,7 +479,7 @@ def _if(imp: Importer, node: Node) -> list[Value]:
     env: dict[str, Value] = imp.env  # type: ignore[attr-defined]
     used: set[str] = imp._used  # type: ignore[attr-defined]
     for init in branch.initializer:
-        env[init.name] = proto.to_array(init)
+        env[init.name] = proto.checked_array(init, f"If branch initializer '{init.name}'")
     used.update(name for n in branch.node for name in n.input)
     used.update(vi.name for vi in branch.output)
     for index, node_proto in enumerate(branch.node):
