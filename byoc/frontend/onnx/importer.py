@@ -47,6 +47,7 @@ must be known at import time (pass it in `bind_inputs`).
 from __future__ import annotations
 
 import os
+import secrets
 import stat
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import IO, Any
@@ -179,7 +180,7 @@ def _load_path(messages: Any, path: str) -> tuple[Any, dict[str, bytes]]:
             if Importer.default_opset(proto) >= MIN_OPSET and not any(
                 t.data_location == _EXTERNAL for t in _tensors(proto.graph)
             ):
-                return proto, wire.mark_cut_tensors(proto, split[1], os.urandom(8).hex())
+                return proto, wire.mark_cut_tensors(proto, split[1], secrets.token_hex(8))
         proto = _parse(messages, data)
         external = [t for t in _tensors(proto.graph) if t.data_location == _EXTERNAL]
         if not external or _read_plain_external_data(external, os.path.dirname(path)):
