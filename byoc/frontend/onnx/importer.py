@@ -47,7 +47,6 @@ must be known at import time (pass it in `bind_inputs`).
 from __future__ import annotations
 
 import os
-import secrets
 import stat
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import IO, Any
@@ -65,7 +64,6 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 import byoc.frontend.onnx.proto as proto_module
-import byoc.frontend.onnx.wire as wire
 from byoc.dialects import nn
 from byoc.dialects.verify import ChangeVerifier
 from byoc.frontend.onnx.base import (
@@ -128,12 +126,11 @@ def _import_model(
     messages = proto_module.pb2()
     from google.protobuf.message import DecodeError  # onnx's dependency: models are protobufs
 
-    payloads: dict[str, bytes] = {}
     try:
         if isinstance(model, bytes | bytearray):
             proto = _parse(messages, bytes(model))
         elif isinstance(model, str | os.PathLike):
-            proto, payloads = _load_path(messages, os.fspath(model))
+            proto = _load_path(messages, os.fspath(model))
         elif proto_module.is_model_proto(model):
             proto = model
         elif hasattr(model, "read"):
@@ -146,11 +143,7 @@ def _import_model(
         raise OnnxImportError(f"not an ONNX model: {e}") from None
     if not isinstance(model, str | os.PathLike):
         check_no_external_data(proto)
-    reset = proto_module.CUT_PAYLOADS.set(payloads)
-    try:
-        return Importer(proto, input_shapes, bind_inputs, fold_limit_bytes).run()
-    finally:
-        proto_module.CUT_PAYLOADS.reset(reset)
+    return Importer(proto, input_shapes, bind_inputs, fold_limit_bytes).run()
 
 
 def _parse(messages: Any, data: bytes) -> Any:
@@ -163,31 +156,20 @@ _TEXT_SUFFIXES = (".txtpb", ".textproto", ".prototxt", ".pbtxt", ".json", ".onnx
 """The file suffixes `onnx.load` reads as a text format (onnx/serialization.py)."""
 
 
-def _load_path(messages: Any, path: str) -> tuple[Any, dict[str, bytes]]:
-    """The model in a file, and the weights cut out of it (`wire.split_payloads`: each
-    copied once from the file's bytes, not twice more through protobuf) by the location
-    their tensors were given. A protobuf file is parsed directly, with its external data
-    when that lies in plain files of the model's folder (`_read_plain_external_data`); a
-    text format or other external data (read from the model's folder, and only from
-    there) goes through `onnx.load`."""
+def _load_path(messages: Any, path: str) -> Any:
+    """The model in a file. A protobuf file is parsed directly, with its external data when
+    that lies in plain files of the model's folder (`_read_plain_external_data`); a text
+    format or other external data (read from the model's folder, and only from there) goes
+    through `onnx.load`."""
     if not path.lower().endswith(_TEXT_SUFFIXES):
         with open(path, "rb") as f:
-            data = f.read()
-        split = wire.split_payloads(data) if len(data) >= wire.MIN_CUT_BYTES else None
-        if split is not None:
-            proto = _parse(messages, split[0])
-            # version_converter's input, or a model with external data, is parsed whole
-            if Importer.default_opset(proto) >= MIN_OPSET and not any(
-                t.data_location == _EXTERNAL for t in _tensors(proto.graph)
-            ):
-                return proto, wire.mark_cut_tensors(proto, split[1], secrets.token_hex(8))
-        proto = _parse(messages, data)
+            proto = _parse(messages, f.read())
         external = [t for t in _tensors(proto.graph) if t.data_location == _EXTERNAL]
         if not external or _read_plain_external_data(external, os.path.dirname(path)):
-            return proto, {}
+            return proto
     onnx = proto_module.require_onnx()
     try:
-        return onnx.load(path), {}
+        return onnx.load(path)
     except onnx.checker.ValidationError as e:
         raise OnnxImportError(f"the model's external data: {e}") from None
 
@@ -314,7 +296,7 @@ class Importer:
     ) -> None:
         self.model = model
         self.fold_limit_bytes = int(fold_limit_bytes)
-        self.opset = self.default_opset(model)
+        self.opset = self._default_opset(model)
         if self.opset < MIN_OPSET:
             version_converter = proto_module.require_onnx().version_converter
 
@@ -338,7 +320,7 @@ class Importer:
         self._relations: dict[tuple[object, ...], tuple[list[Attribute], dict[str, Any], list[TensorType[Any]]]] = {}
 
     @staticmethod
-    def default_opset(model: Any) -> int:
+    def _default_opset(model: Any) -> int:
         for imp in model.opset_import:
             if imp.domain in ("", "ai.onnx"):
                 return int(imp.version)

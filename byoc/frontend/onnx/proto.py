@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from collections.abc import Mapping
-from contextvars import ContextVar
 from types import ModuleType
 from typing import Any
 
@@ -133,10 +131,6 @@ def to_array(tensor: Any) -> Array:
     per-element work); the typed fields are converted in bulk."""
     code = tensor.data_type
     native = _NATIVE.get(code)
-    if native is not None and tensor.data_location == _EXTERNAL:
-        payload = _cut_payload(tensor)
-        if payload is not None:
-            return np.frombuffer(payload, dtype=native[0].newbyteorder("<")).reshape(tuple(tensor.dims))
     if native is None or tensor.data_location == _EXTERNAL or tensor.HasField("segment"):
         from onnx import numpy_helper
 
@@ -160,21 +154,6 @@ def to_array(tensor: Any) -> Array:
     if code in _COMPLEX:
         return np.array(data, dtype=storage).view(dtype).reshape(dims)
     return np.asarray(data, dtype=storage).astype(dtype).reshape(dims)
-
-
-CUT_PAYLOADS: ContextVar[Mapping[str, bytes] | None] = ContextVar("CUT_PAYLOADS", default=None)
-"""The payloads `wire.split_payloads` cut out of the model being imported, by the location
-`wire.mark_cut_tensors` gave their tensors."""
-
-
-def _cut_payload(tensor: Any) -> bytes | None:
-    payloads = CUT_PAYLOADS.get()
-    if not payloads:
-        return None
-    for entry in tensor.external_data:
-        if entry.key == "location":
-            return payloads.get(entry.value)
-    return None
 
 
 def checked_array(tensor: Any, what: str) -> Array:
