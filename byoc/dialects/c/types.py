@@ -14,7 +14,6 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntAttr,
     IntegerAttr,
-    IntegerType,
     StringAttr,
     TensorType,
     i64,
@@ -131,10 +130,9 @@ def int_prop(op: IRDLOperation, name: str) -> int:
 
 def int_attr(v: int, type_: Attribute) -> IntegerAttr[Any]:
     """`IntegerAttr(v, type_)`, made once per value and type: attributes are immutable, and
-    a lowering writes the same sizes and indices thousands of times. The range is checked
-    on every call, before the cache is consulted (a VerifyException, as `IntegerAttr`)."""
-    if isinstance(type_, IntegerType):
-        type_.verify_value(v)
+    a lowering writes the same sizes and indices thousands of times. `IntegerAttr` checks
+    the range when it is made: a value out of range raises its VerifyException on every
+    call and is never cached."""
     return _int_attr(v, type_)
 
 
