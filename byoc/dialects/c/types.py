@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import (
     IntAttr,
     IntegerAttr,
     StringAttr,
+    SymbolRefAttr,
     TensorType,
     i64,
 )
@@ -139,6 +140,13 @@ def int_attr(v: int, type_: Attribute) -> IntegerAttr[Any]:
 @lru_cache(maxsize=8192)
 def _int_attr(v: int, type_: Attribute) -> IntegerAttr[Any]:
     return IntegerAttr(v, type_)  # type: ignore[arg-type]
+
+
+@lru_cache(maxsize=8192)
+def symbol_ref(name: str) -> SymbolRefAttr:
+    """`SymbolRefAttr(name)`, made once per name: a global's address, its bind and its check
+    name it three times."""
+    return SymbolRefAttr(name)
 
 
 def i64_attr(v: int) -> IntegerAttr[Any]:

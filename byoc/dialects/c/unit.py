@@ -57,7 +57,14 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.c.format import print_dense
-from byoc.dialects.c.types import check_symbol, global_array, i64_attr, init_op, is_c_identifier
+from byoc.dialects.c.types import (
+    check_symbol,
+    global_array,
+    i64_attr,
+    init_op,
+    is_c_identifier,
+    symbol_ref,
+)
 
 # --------------------------------------------------------------------------
 # Traits
@@ -376,7 +383,7 @@ class CallOp(IRDLOperation):
     assembly_format = "$callee `(` $args `)` attr-dict `:` functional-type($args, $res)"
 
     def __init__(self, callee: str, args: Sequence[SSAValue], result_types: Sequence[Attribute] = ()):
-        init_op(self, properties={"callee": SymbolRefAttr(callee)}, operands=args, result_types=result_types)
+        init_op(self, properties={"callee": symbol_ref(callee)}, operands=args, result_types=result_types)
 
     def verify_(self) -> None:
         module = HasAncestor(ModuleOp).get_ancestor(self)
