@@ -10,7 +10,8 @@ to lower-to-c leaves both outputs identical.
 
 `time TREE_A TREE_B` measures `time.process_time()` of `byoc.build(..., tiered=True)` (the
 same stop) per model with each tree's `byoc`, each build in a fresh process, alternating A and
-B, and prints the minimum of `--rounds` per tree and B / A.
+B, and prints the minimum of `--rounds` per tree and B / A (kept in
+`results/lowering_check.md`).
 
     PYTHONPATH=/work/main python benchmarks/lowering_check.py dump /tmp/a
     PYTHONPATH=$PWD python benchmarks/lowering_check.py dump /tmp/b
@@ -180,4 +181,8 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["time"]:  # the timing keeps its figures (benchmarks/_results.py)
+        from _results import run_recorded
+
+        sys.exit(run_recorded(__file__, lambda: main(sys.argv[1:])))
     sys.exit(main(sys.argv[1:]))
