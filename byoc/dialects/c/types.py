@@ -168,13 +168,19 @@ def init_op(
     `Operation.__init__`, whose setters re-check what is final here: the fields are set as
     `Operation.__init__` sets them (tests/dialects/test_c_builders.py compares the two),
     in half its time. Neither checks the op: `verify` does, as for a parsed op."""
-    values = SSAValues(operands)
-    uses = tuple(Use(op, i) for i in range(len(values)))
-    for value, use in zip(values, uses, strict=True):
-        value.add_use(use)
-    op._operands = values  # pyright: ignore[reportPrivateUsage]
-    op._operand_uses = uses  # pyright: ignore[reportPrivateUsage]
-    op.results = SSAValues(OpResult(t, op, i) for i, t in enumerate(result_types))
+    if operands:
+        values = SSAValues(operands)
+        uses = tuple([Use(op, i) for i in range(len(values))])
+        for value, use in zip(values, uses, strict=True):
+            value.add_use(use)
+        op._operands = values  # pyright: ignore[reportPrivateUsage]
+        op._operand_uses = uses  # pyright: ignore[reportPrivateUsage]
+    else:
+        op._operands = _NO_VALUES  # pyright: ignore[reportPrivateUsage]
+        op._operand_uses = ()  # pyright: ignore[reportPrivateUsage]
+    op.results = (
+        SSAValues([OpResult(t, op, i) for i, t in enumerate(result_types)]) if result_types else _NO_VALUES
+    )
     op.properties = dict(properties) if properties else {}
     op.attributes = {}
     op.location = UNKNOWN_LOC
@@ -188,6 +194,10 @@ def init_op(
         op.properties.setdefault(name, value)
     for name, value in attrs:
         op.attributes.setdefault(name, value)
+
+
+_NO_VALUES: SSAValues[Any] = SSAValues()
+"""No operands, no results (immutable: shared, as `Operation`'s field default is)."""
 
 
 @cache
