@@ -558,7 +558,11 @@ class _LoopCompiler:
     def op(self, o: Operation, inner: bool) -> list[int]:
         u = partial(self.use, inner=inner)
         cls = type(o)  # exact types: no class derives from a c op (faster than isinstance)
+        # operands and result read once: each named accessor rebuilds the operand list
+        ins = tuple(o.operands)
+        res = o.results[0] if o.results else None
         if cls is c.ConstantOp:
+            assert res is not None
             v = o.value
             if isinstance(v, FloatAttr):
                 bits = struct.unpack("<q", struct.pack("<d", float(v.value.data)))[0]
@@ -570,59 +574,68 @@ class _LoopCompiler:
             else:
                 raise Unsupported(f"a constant {v}")
             r = self.new()
-            self.reg[o.result] = r
-            self.level[o.result] = 0  # every lane holds it from the start of the run
+            self.reg[res] = r
+            self.level[res] = 0  # every lane holds it from the start of the run
             self.consts[r] = bits
-            self.uniform.add(o.result)
+            self.uniform.add(res)
             return []
         if cls is c.LoadOp:
-            _, _, suffix = _reg_type(o.result.type)
-            kind = "LD" + self.access(o.index, inner)
-            r = self.define(o.result)
+            assert res is not None
+            ptr, index = ins
+            _, _, suffix = _reg_type(res.type)
+            kind = "LD" + self.access(index, inner)
+            r = self.define(res)
             if kind == "LD1":
-                self.uniform.add(o.result)
-            return [OP[f"{kind}_{suffix}"], r, self.ptr(o.ptr), u(o.index), 0]
+                self.uniform.add(res)
+            return [OP[f"{kind}_{suffix}"], r, self.ptr(ptr), u(index), 0]
         if cls is c.StoreOp:
-            _, _, suffix = _reg_type(o.value.type)
-            kind = "STC" if self.access(o.index, inner) == "C" else "ST"
-            return [OP[f"{kind}_{suffix}"], 0, self.ptr(o.ptr), u(o.index), u(o.value)]
+            value, ptr, index = ins
+            _, _, suffix = _reg_type(value.type)
+            kind = "STC" if self.access(index, inner) == "C" else "ST"
+            return [OP[f"{kind}_{suffix}"], 0, self.ptr(ptr), u(index), u(value)]
         base = _ARITH.get(cls)
         if base is not None:
-            is_float, wrap, _ = _reg_type(o.result.type)
+            assert res is not None
+            lhs, rhs = ins
+            is_float, wrap, _ = _reg_type(res.type)
             if inner and not is_float:
-                lhs_u, rhs_u = self.is_uniform(o.lhs), self.is_uniform(o.rhs)
+                lhs_u, rhs_u = self.is_uniform(lhs), self.is_uniform(rhs)
                 if lhs_u and rhs_u:
-                    self.uniform.add(o.result)
-                elif base == "ADD" and ((o.lhs in self.unit and rhs_u) or (o.rhs in self.unit and lhs_u)):
-                    self.unit.add(o.result)
+                    self.uniform.add(res)
+                elif base == "ADD" and ((lhs in self.unit and rhs_u) or (rhs in self.unit and lhs_u)):
+                    self.unit.add(res)
             if is_float and base == "REM":
                 raise Unsupported("a float remainder")
-            a, b = u(o.lhs), u(o.rhs)
-            r = self.define(o.result)
-            return self.finish([OP[f"{base}_{'F' if is_float else 'I'}"], r, a, b, 0], r, o.result.type)
+            a, b = u(lhs), u(rhs)
+            r = self.define(res)
+            return self.finish([OP[f"{base}_{'F' if is_float else 'I'}"], r, a, b, 0], r, res.type)
         if cls is c.NegOp:
-            is_float, _, _ = _reg_type(o.result.type)
-            a = u(o.operand)
-            r = self.define(o.result)
-            return self.finish([OP["NEG_F" if is_float else "NEG_I"], r, a, 0, 0], r, o.result.type)
+            assert res is not None
+            is_float, _, _ = _reg_type(res.type)
+            a = u(ins[0])
+            r = self.define(res)
+            return self.finish([OP["NEG_F" if is_float else "NEG_I"], r, a, 0, 0], r, res.type)
         if cls is c.LogicalAndOp or cls is c.LogicalOrOp:
-            a, b = u(o.lhs), u(o.rhs)
-            r = self.define(o.result)
+            assert res is not None
+            a, b = u(ins[0]), u(ins[1])
+            r = self.define(res)
             return [OP["AND" if cls is c.LogicalAndOp else "OR"], r, a, b, 0]
         if cls is c.CmpOp:
-            is_float, _, _ = _reg_type(o.lhs.type)
-            if _type_name(o.lhs.type) == "i1" and o.predicate.data not in ("eq", "ne"):
-                pass
-            pred = _CMP.get(o.predicate.data)
+            assert res is not None
+            lhs, rhs = ins
+            is_float, _, _ = _reg_type(lhs.type)
+            predicate = o.predicate.data
+            pred = _CMP.get(predicate)
             if pred is None:
-                raise Unsupported(f"a comparison '{o.predicate.data}'")
-            a, b = u(o.lhs), u(o.rhs)
-            r = self.define(o.result)
+                raise Unsupported(f"a comparison '{predicate}'")
+            a, b = u(lhs), u(rhs)
+            r = self.define(res)
             return [OP[f"{pred}_{'F' if is_float else 'I'}"], r, a, b, 0]
         if cls is c.SelectOp:
-            _reg_type(o.result.type)
-            cnd, a, b = u(o.condition), u(o.true_value), u(o.false_value)
-            r = self.define(o.result)
+            assert res is not None
+            _reg_type(res.type)
+            cnd, a, b = (u(v) for v in ins)
+            r = self.define(res)
             return [OP["SELECT"], r, cnd, a, b]
         if cls is c.CastOp:
             return self.cast(o, u)
