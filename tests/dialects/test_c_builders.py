@@ -53,6 +53,8 @@ def _ops(block: Block) -> list[Operation]:
         c.PtrOffsetOp(p, i),
         c.BufferOp(ws, 64, 128, F32_PTR),
         c.GetGlobalOp("g", c.PtrType(f32, True)),
+        c.BindGlobalOp("g", p),
+        c.CheckBoundOp("g"),
         c.ForOp(0, 10, 2, iv_name="i0"),
         c.VerbatimOp("/* a comment */"),
         c.CallOp("k", [x, y], [f32]),

@@ -192,7 +192,7 @@ class BindGlobalOp(IRDLOperation):
     assembly_format = "$global_name `,` $value attr-dict `:` type($value)"
 
     def __init__(self, name: str, value: SSAValue):
-        super().__init__(properties={"global_name": symbol_ref(name)}, operands=[value])
+        init_op(self, properties={"global_name": symbol_ref(name)}, operands=[value])
 
     def verify_(self) -> None:
         g = lookup_global(self, self.global_name)
