@@ -300,7 +300,8 @@ class _Compiler:
         work = 0
         block: _Block | None = None  # the loops and scalar code being gathered into one LOOP
         for op in callee.body.block.ops:
-            if isinstance(op, c.VerbatimOp):
+            cls = type(op)  # exact types: no class derives from a c op (faster than isinstance)
+            if cls is c.VerbatimOp:
                 text = op.value.data
                 m = _SPLIT.match(text)
                 if m is not None and not split:
@@ -312,17 +313,17 @@ class _Compiler:
                 elif not _SKIPPED_VERBATIM.match(text):
                     raise Unsupported(f"C text in a partition ({text[:40]!r})")
                 continue
-            if isinstance(op, c.ConstantOp) and isinstance(op.value, IntegerAttr):
+            if cls is c.ConstantOp and isinstance(op.value, IntegerAttr):
                 ints[op.result] = int(op.value.value.data)
-            if isinstance(op, c.CastOp) and op.operand in local:
+            if cls is c.CastOp and op.operand in local:
                 local[op.result] = local[op.operand]  # a pointer cast: the same pointer
                 continue
-            if isinstance(op, c.ForOp) or (isinstance(op, _SCALAR_OPS) and not _is_kernel_call(op)):
+            if cls is c.ForOp or (cls in _SCALAR_OPS and not _is_kernel_call(op)):
                 if split == "else":
                     continue  # the one-thread copy of the loop just gathered
                 if block is None:
                     block = _Block(_LoopCompiler(local))
-                if isinstance(op, c.ForOp):
+                if cls is c.ForOp:
                     block.words += block.loops.for_(op)
                     block.fors += 1
                     block.parallel = split == "then"
@@ -334,13 +335,13 @@ class _Compiler:
             if block is not None:
                 block.emit(prog)
                 block = None
-            if isinstance(op, c.BufferOp):
+            if cls is c.BufferOp:
                 if local.get(op.workspace) is not _WS:
                     raise Unsupported("a buffer of something other than the workspace")
                 reg = self.new_ptr(prog)
                 prog.code += [OP["BUF"], reg, op.offset.value.data]
                 local[op.result] = reg
-            elif isinstance(op, c.GetGlobalOp):
+            elif cls is c.GetGlobalOp:
                 name = op.global_name.root_reference.data
                 if name not in self.const_index:
                     self.const_index[name] = len(prog.consts)
@@ -348,7 +349,7 @@ class _Compiler:
                 reg = self.new_ptr(prog)
                 prog.code += [OP["CPTR"], reg, self.const_index[name]]
                 local[op.result] = reg
-            elif isinstance(op, c.PtrOffsetOp):
+            elif cls is c.PtrOffsetOp:
                 if op.offset not in ints or local.get(op.ptr) in (None, _WS):
                     raise Unsupported("a pointer offset not known before the run")
                 t = op.result.type
@@ -357,13 +358,13 @@ class _Compiler:
                 reg = self.new_ptr(prog)
                 prog.code += [OP["PADD"], reg, local[op.ptr], ints[op.offset] * size]
                 local[op.result] = reg
-            elif isinstance(op, c.CallOp):
+            elif cls is c.CallOp:
                 if op.res:
                     raise Unsupported("a call with a result")
                 self.inline(prog, op, local)
-            elif isinstance(op, c.CallOpaqueOp):
+            elif cls is c.CallOpaqueOp:
                 self.kernel(prog, op, local)
-            elif isinstance(op, c.ReturnOp):
+            elif cls is c.ReturnOp:
                 break
             else:
                 raise Unsupported(f"'{op.name}' in a partition step")
@@ -415,15 +416,20 @@ class _Compiler:
 
 
 
-_SCALAR_OPS = (
+_SCALAR_OPS: frozenset[type[Operation]] = frozenset((
     c.ConstantOp, c.LoadOp, c.StoreOp, c.AddOp, c.SubOp, c.MulOp, c.DivOp, c.RemOp, c.NegOp,
     c.LogicalAndOp, c.LogicalOrOp, c.CmpOp, c.SelectOp, c.CastOp, c.CallOpaqueOp,
-)  # fmt: skip
+))  # fmt: skip
 """Operations a loop body holds, also met outside loops (a fused chain over one element)."""
 
 
+_ARITH: dict[type[Operation], str] = {
+    c.AddOp: "ADD", c.SubOp: "SUB", c.MulOp: "MUL", c.DivOp: "DIV", c.RemOp: "REM",
+}  # fmt: skip
+
+
 def _is_kernel_call(op: Operation) -> bool:
-    return isinstance(op, c.CallOpaqueOp) and (op.args is not None or not op.res)
+    return type(op) is c.CallOpaqueOp and (op.args is not None or not op.res)
 
 
 @dataclass
@@ -481,7 +487,7 @@ class _LoopCompiler:
 
     def for_(self, op: c.ForOp) -> list[int]:
         ops = list(op.body.block.ops)
-        inner = not any(isinstance(o, c.ForOp) for o in ops)
+        inner = not any(type(o) is c.ForOp for o in ops)
         self.depth += 1
         var = self.new()
         iv = op.body.block.args[0]
@@ -494,9 +500,10 @@ class _LoopCompiler:
         self.bcast, self.prelude = {}, []
         words: list[int] = []
         for o in ops:
-            if isinstance(o, c.ForOp):
+            cls = type(o)
+            if cls is c.ForOp:
                 words += self.for_(o)
-            elif isinstance(o, c.VerbatimOp) and _SKIPPED_VERBATIM.match(o.value.data):
+            elif cls is c.VerbatimOp and _SKIPPED_VERBATIM.match(o.value.data):
                 continue
             else:
                 words += self.op(o, inner)
@@ -551,7 +558,12 @@ class _LoopCompiler:
 
     def op(self, o: Operation, inner: bool) -> list[int]:
         u = partial(self.use, inner=inner)
-        if isinstance(o, c.ConstantOp):
+        cls = type(o)  # exact types: no class derives from a c op (faster than isinstance)
+        # operands and result read once: each named accessor rebuilds the operand list
+        ins = tuple(o.operands)
+        res = o.results[0] if o.results else None
+        if cls is c.ConstantOp:
+            assert res is not None
             v = o.value
             if isinstance(v, FloatAttr):
                 bits = struct.unpack("<q", struct.pack("<d", float(v.value.data)))[0]
@@ -563,63 +575,72 @@ class _LoopCompiler:
             else:
                 raise Unsupported(f"a constant {v}")
             r = self.new()
-            self.reg[o.result] = r
-            self.level[o.result] = 0  # every lane holds it from the start of the run
+            self.reg[res] = r
+            self.level[res] = 0  # every lane holds it from the start of the run
             self.consts[r] = bits
-            self.uniform.add(o.result)
+            self.uniform.add(res)
             return []
-        if isinstance(o, c.LoadOp):
-            _, _, suffix = _reg_type(o.result.type)
-            kind = "LD" + self.access(o.index, inner)
-            r = self.define(o.result)
+        if cls is c.LoadOp:
+            assert res is not None
+            ptr, index = ins
+            _, _, suffix = _reg_type(res.type)
+            kind = "LD" + self.access(index, inner)
+            r = self.define(res)
             if kind == "LD1":
-                self.uniform.add(o.result)
-            return [OP[f"{kind}_{suffix}"], r, self.ptr(o.ptr), u(o.index), 0]
-        if isinstance(o, c.StoreOp):
-            _, _, suffix = _reg_type(o.value.type)
-            kind = "STC" if self.access(o.index, inner) == "C" else "ST"
-            return [OP[f"{kind}_{suffix}"], 0, self.ptr(o.ptr), u(o.index), u(o.value)]
-        if isinstance(o, c.AddOp | c.SubOp | c.MulOp | c.DivOp | c.RemOp):
-            is_float, wrap, _ = _reg_type(o.result.type)
-            base = {c.AddOp: "ADD", c.SubOp: "SUB", c.MulOp: "MUL", c.DivOp: "DIV", c.RemOp: "REM"}[type(o)]
+                self.uniform.add(res)
+            return [OP[f"{kind}_{suffix}"], r, self.ptr(ptr), u(index), 0]
+        if cls is c.StoreOp:
+            value, ptr, index = ins
+            _, _, suffix = _reg_type(value.type)
+            kind = "STC" if self.access(index, inner) == "C" else "ST"
+            return [OP[f"{kind}_{suffix}"], 0, self.ptr(ptr), u(index), u(value)]
+        base = _ARITH.get(cls)
+        if base is not None:
+            assert res is not None
+            lhs, rhs = ins
+            is_float, wrap, _ = _reg_type(res.type)
             if inner and not is_float:
-                lhs_u, rhs_u = self.is_uniform(o.lhs), self.is_uniform(o.rhs)
+                lhs_u, rhs_u = self.is_uniform(lhs), self.is_uniform(rhs)
                 if lhs_u and rhs_u:
-                    self.uniform.add(o.result)
-                elif base == "ADD" and ((o.lhs in self.unit and rhs_u) or (o.rhs in self.unit and lhs_u)):
-                    self.unit.add(o.result)
+                    self.uniform.add(res)
+                elif base == "ADD" and ((lhs in self.unit and rhs_u) or (rhs in self.unit and lhs_u)):
+                    self.unit.add(res)
             if is_float and base == "REM":
                 raise Unsupported("a float remainder")
-            a, b = u(o.lhs), u(o.rhs)
-            r = self.define(o.result)
-            return self.finish([OP[f"{base}_{'F' if is_float else 'I'}"], r, a, b, 0], r, o.result.type)
-        if isinstance(o, c.NegOp):
-            is_float, _, _ = _reg_type(o.result.type)
-            a = u(o.operand)
-            r = self.define(o.result)
-            return self.finish([OP["NEG_F" if is_float else "NEG_I"], r, a, 0, 0], r, o.result.type)
-        if isinstance(o, c.LogicalAndOp | c.LogicalOrOp):
-            a, b = u(o.lhs), u(o.rhs)
-            r = self.define(o.result)
-            return [OP["AND" if isinstance(o, c.LogicalAndOp) else "OR"], r, a, b, 0]
-        if isinstance(o, c.CmpOp):
-            is_float, _, _ = _reg_type(o.lhs.type)
-            if _type_name(o.lhs.type) == "i1" and o.predicate.data not in ("eq", "ne"):
-                pass
-            pred = _CMP.get(o.predicate.data)
+            a, b = u(lhs), u(rhs)
+            r = self.define(res)
+            return self.finish([OP[f"{base}_{'F' if is_float else 'I'}"], r, a, b, 0], r, res.type)
+        if cls is c.NegOp:
+            assert res is not None
+            is_float, _, _ = _reg_type(res.type)
+            a = u(ins[0])
+            r = self.define(res)
+            return self.finish([OP["NEG_F" if is_float else "NEG_I"], r, a, 0, 0], r, res.type)
+        if cls is c.LogicalAndOp or cls is c.LogicalOrOp:
+            assert res is not None
+            a, b = u(ins[0]), u(ins[1])
+            r = self.define(res)
+            return [OP["AND" if cls is c.LogicalAndOp else "OR"], r, a, b, 0]
+        if cls is c.CmpOp:
+            assert res is not None
+            lhs, rhs = ins
+            is_float, _, _ = _reg_type(lhs.type)
+            predicate = o.predicate.data
+            pred = _CMP.get(predicate)
             if pred is None:
-                raise Unsupported(f"a comparison '{o.predicate.data}'")
-            a, b = u(o.lhs), u(o.rhs)
-            r = self.define(o.result)
+                raise Unsupported(f"a comparison '{predicate}'")
+            a, b = u(lhs), u(rhs)
+            r = self.define(res)
             return [OP[f"{pred}_{'F' if is_float else 'I'}"], r, a, b, 0]
-        if isinstance(o, c.SelectOp):
-            _reg_type(o.result.type)
-            cnd, a, b = u(o.condition), u(o.true_value), u(o.false_value)
-            r = self.define(o.result)
+        if cls is c.SelectOp:
+            assert res is not None
+            _reg_type(res.type)
+            cnd, a, b = (u(v) for v in ins)
+            r = self.define(res)
             return [OP["SELECT"], r, cnd, a, b]
-        if isinstance(o, c.CastOp):
+        if cls is c.CastOp:
             return self.cast(o, u)
-        if isinstance(o, c.CallOpaqueOp):
+        if cls is c.CallOpaqueOp:
             name = o.callee.data
             if o.args is not None or len(o.res) != 1:
                 raise Unsupported(f"a call of '{name}' in a loop")

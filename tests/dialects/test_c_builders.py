@@ -53,6 +53,8 @@ def _ops(block: Block) -> list[Operation]:
         c.PtrOffsetOp(p, i),
         c.BufferOp(ws, 64, 128, F32_PTR),
         c.GetGlobalOp("g", c.PtrType(f32, True)),
+        c.BindGlobalOp("g", p),
+        c.CheckBoundOp("g"),
         c.ForOp(0, 10, 2, iv_name="i0"),
         c.VerbatimOp("/* a comment */"),
         c.CallOp("k", [x, y], [f32]),
@@ -104,6 +106,41 @@ def test_each_constructor_builds_what_the_generic_builder_builds(k: int) -> None
     assert len(ref.regions) == len(op.regions)
     for a, b in zip(ref.regions, op.regions, strict=True):
         assert [x.type for blk in a.blocks for x in blk.args] == [x.type for blk in b.blocks for x in blk.args]
+
+
+def _state(op: Operation) -> dict[str, object]:
+    """What `Operation.__init__` sets on `op`, with the IR objects it links named by identity."""
+    return {
+        "fields": sorted(vars(op)),
+        "operands": [id(v) for v in op.operands],
+        "uses": [
+            (u.operation is op, u.index, any(x is u for x in v.uses))
+            for v, u in zip(op.operands, op._operand_uses, strict=True)  # pyright: ignore[reportPrivateUsage]
+        ],
+        "results": [(r.type, r.index, r.op is op, r.name_hint, r.first_use) for r in op.results],
+        "properties": dict(op.properties),
+        "attributes": dict(op.attributes),
+        "location": op.location,
+        "successors": (tuple(op.successors), tuple(op._successor_uses)),  # pyright: ignore[reportPrivateUsage]
+        "regions": [(r.parent is op, len(r.blocks)) for r in op.regions],
+        "links": (op.parent, op.next_op, op.prev_op),
+    }
+
+
+@pytest.mark.parametrize("k", range(len(_ops(_block()))))
+def test_init_op_sets_what_operation_init_sets(k: int) -> None:
+    """`c.init_op` sets the fields itself (no setter re-checks them): the op is in the state
+    `Operation.__init__` leaves it in, given the same operands, types, properties, regions."""
+    op = _ops(_block())[k]
+    ref = type(op).__new__(type(op))
+    Operation.__init__(
+        ref,
+        operands=list(op.operands),
+        result_types=[r.type for r in op.results],
+        properties=dict(op.properties),
+        regions=[r.clone() for r in op.regions],
+    )
+    assert _state(ref) == _state(op)
 
 
 def test_optional_properties_are_left_out_not_none() -> None:

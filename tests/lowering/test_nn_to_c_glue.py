@@ -330,3 +330,25 @@ def test_every_nn_op_is_lowered_or_has_a_documented_host_reason() -> None:
     docs = (Path(__file__).resolve().parents[2] / "docs" / "c-codegen.md").read_text()
     undocumented = sorted(n for n in HOST_REASONS if f"`{n.removeprefix('nn.')}`" not in docs)
     assert not undocumented, f"docs/c-codegen.md does not list {undocumented}"
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[], [0, 1, -1], [2**63 - 1, -(2**63), 12345], np.arange(-500, 700, 3, dtype=np.int64)],
+    ids=["empty", "small", "extremes", "numpy"],
+)
+def test_i64_array_packs_what_from_list_packs(values: Any) -> None:
+    """The kernel arguments' int64 arrays (resize tables, shapes, strides) are packed by numpy:
+    the same attribute as xDSL's `DenseArrayBase.from_list`."""
+    from xdsl.dialects.builtin import DenseArrayBase, i64
+
+    from byoc.lowering.nn_to_c.graph import i64_array
+
+    assert i64_array(values) == DenseArrayBase.from_list(i64, [int(v) for v in values])
+
+
+def test_i64_array_rejects_a_value_outside_int64() -> None:
+    from byoc.lowering.nn_to_c.graph import i64_array
+
+    with pytest.raises(OverflowError):
+        i64_array([2**63])

@@ -37,7 +37,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.c.format import parse_attrs_and_type, print_attrs_and_type
-from byoc.dialects.c.types import DLTENSOR_PTR, PtrType, i64_attr, int_prop
+from byoc.dialects.c.types import DLTENSOR_PTR, PtrType, i64_attr, init_op, int_prop, symbol_ref
 from byoc.dialects.c.unit import CanFail, FuncOp, lookup_global
 
 
@@ -192,7 +192,7 @@ class CheckBoundOp(IRDLOperation):
     assembly_format = "$global_name attr-dict"
 
     def __init__(self, name: str):
-        super().__init__(properties={"global_name": SymbolRefAttr(name)})
+        init_op(self, properties={"global_name": symbol_ref(name)})
 
     def verify_(self) -> None:
         g = lookup_global(self, self.global_name)

@@ -33,7 +33,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.c.format import parse_attrs_and_type, print_attrs_and_type
-from byoc.dialects.c.types import PtrType, i64_attr, index, init_op, int_prop
+from byoc.dialects.c.types import PtrType, i64_attr, index, init_op, int_prop, symbol_ref
 from byoc.dialects.c.unit import CanFail, FuncOp, lookup_global
 
 
@@ -166,7 +166,7 @@ class GetGlobalOp(IRDLOperation):
     assembly_format = "$global_name attr-dict `:` type($result)"
 
     def __init__(self, name: str, type_: PtrType):
-        init_op(self, properties={"global_name": SymbolRefAttr(name)}, result_types=[type_])
+        init_op(self, properties={"global_name": symbol_ref(name)}, result_types=[type_])
 
     def verify_(self) -> None:
         g = lookup_global(self, self.global_name)
@@ -192,7 +192,7 @@ class BindGlobalOp(IRDLOperation):
     assembly_format = "$global_name `,` $value attr-dict `:` type($value)"
 
     def __init__(self, name: str, value: SSAValue):
-        super().__init__(properties={"global_name": SymbolRefAttr(name)}, operands=[value])
+        init_op(self, properties={"global_name": symbol_ref(name)}, operands=[value])
 
     def verify_(self) -> None:
         g = lookup_global(self, self.global_name)

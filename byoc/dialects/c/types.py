@@ -4,30 +4,34 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import (
+    UNKNOWN_LOC,
     DenseIntOrFPElementsAttr,
     IndexType,
     IntAttr,
     IntegerAttr,
-    IntegerType,
     StringAttr,
+    SymbolRefAttr,
     TensorType,
     i64,
 )
 from xdsl.ir import (
     Attribute,
-    Operation,
+    OpResult,
     ParametrizedAttribute,
     Region,
     SSAValue,
     TypeAttribute,
+    Use,
 )
+from xdsl.ir.core import SSAValues
 from xdsl.irdl import (
     IRDLOperation,
+    OptionalDef,
     irdl_attr_definition,
 )
 from xdsl.parser import AttrParser
@@ -127,16 +131,22 @@ def int_prop(op: IRDLOperation, name: str) -> int:
 
 def int_attr(v: int, type_: Attribute) -> IntegerAttr[Any]:
     """`IntegerAttr(v, type_)`, made once per value and type: attributes are immutable, and
-    a lowering writes the same sizes and indices thousands of times. The range is checked
-    on every call, before the cache is consulted (a VerifyException, as `IntegerAttr`)."""
-    if isinstance(type_, IntegerType):
-        type_.verify_value(v)
+    a lowering writes the same sizes and indices thousands of times. `IntegerAttr` checks
+    the range when it is made: a value out of range raises its VerifyException on every
+    call and is never cached."""
     return _int_attr(v, type_)
 
 
 @lru_cache(maxsize=8192)
 def _int_attr(v: int, type_: Attribute) -> IntegerAttr[Any]:
     return IntegerAttr(v, type_)  # type: ignore[arg-type]
+
+
+@lru_cache(maxsize=8192)
+def symbol_ref(name: str) -> SymbolRefAttr:
+    """`SymbolRefAttr(name)`, made once per name: a global's address, its bind and its check
+    name it three times."""
+    return SymbolRefAttr(name)
 
 
 def i64_attr(v: int) -> IntegerAttr[Any]:
@@ -154,11 +164,57 @@ def init_op(
     """Initialise `op` as `Operation.create` does, from its fields in their final form: one
     SSA value per operand (a variadic operand's values in order), one type per result, no
     `None` property. The constructors of the `c` ops use it instead of IRDL's generic
-    builder, which normalises every argument (about 10 us an op); neither checks the op:
-    `verify` does, as for a parsed op."""
-    Operation.__init__(
-        op, operands=operands, result_types=result_types, properties=properties or {}, regions=regions
+    builder, which normalises every argument (about 10 us an op), and instead of
+    `Operation.__init__`, whose setters re-check what is final here: the fields are set as
+    `Operation.__init__` sets them (tests/dialects/test_c_builders.py compares the two),
+    in half its time. Neither checks the op: `verify` does, as for a parsed op."""
+    if operands:
+        values = SSAValues(operands)
+        uses = tuple([Use(op, i) for i in range(len(values))])
+        for value, use in zip(values, uses, strict=True):
+            value.add_use(use)
+        op._operands = values  # pyright: ignore[reportPrivateUsage]
+        op._operand_uses = uses  # pyright: ignore[reportPrivateUsage]
+    else:
+        op._operands = _NO_VALUES  # pyright: ignore[reportPrivateUsage]
+        op._operand_uses = ()  # pyright: ignore[reportPrivateUsage]
+    op.results = (
+        SSAValues([OpResult(t, op, i) for i, t in enumerate(result_types)]) if result_types else _NO_VALUES
     )
+    op.properties = dict(properties) if properties else {}
+    op.attributes = {}
+    op.location = UNKNOWN_LOC
+    op._successors = ()  # pyright: ignore[reportPrivateUsage]
+    op._successor_uses = ()  # pyright: ignore[reportPrivateUsage]
+    op.regions = ()
+    for region in regions:
+        op.add_region(region)
+    props, attrs = _defaults(type(op))
+    for name, value in props:
+        op.properties.setdefault(name, value)
+    for name, value in attrs:
+        op.attributes.setdefault(name, value)
+
+
+_NO_VALUES: SSAValues[Any] = SSAValues()
+"""No operands, no results (immutable: shared, as `Operation`'s field default is)."""
+
+
+@cache
+def _defaults(
+    cls: type[IRDLOperation],
+) -> tuple[tuple[tuple[str, Attribute], ...], tuple[tuple[str, Attribute], ...]]:
+    """The default properties and attributes `IRDLOperation.__post_init__` fills in for `cls`."""
+    op_def = cls.get_irdl_definition()
+
+    def of(defs: Any) -> tuple[tuple[str, Attribute], ...]:
+        return tuple(
+            (name, d.default_value)
+            for name, d in defs.items()
+            if not isinstance(d, OptionalDef) and d.default_value is not None
+        )
+
+    return of(op_def.properties), of(op_def.attributes)
 
 
 def float32_repr(v: float) -> str:

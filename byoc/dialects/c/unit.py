@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any, ClassVar
 
 import numpy as np
@@ -56,7 +57,14 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from byoc.dialects.c.format import print_dense
-from byoc.dialects.c.types import check_symbol, global_array, i64_attr, init_op, is_c_identifier
+from byoc.dialects.c.types import (
+    check_symbol,
+    global_array,
+    i64_attr,
+    init_op,
+    is_c_identifier,
+    symbol_ref,
+)
 
 # --------------------------------------------------------------------------
 # Traits
@@ -223,6 +231,17 @@ SPECIFIERS = ("static", "inline", "noalias")
 (the caller promises the buffers do not overlap where one is written)."""
 
 
+@lru_cache(maxsize=1024)
+def _function_type(inputs: tuple[Attribute, ...], outputs: tuple[Attribute, ...]) -> FunctionType:
+    """The type of a function, made once per signature (a partition's kernels share a few)."""
+    return FunctionType.from_lists(list(inputs), list(outputs))
+
+
+@lru_cache(maxsize=64)
+def _specifiers(specifiers: tuple[str, ...]) -> ArrayAttr[StringAttr]:
+    return ArrayAttr([StringAttr(s) for s in specifiers])
+
+
 @irdl_op_definition
 class FuncOp(IRDLOperation):
     """A C function. Without `static` it is exported from the library.
@@ -257,10 +276,10 @@ class FuncOp(IRDLOperation):
             region = Region(block)
         properties: dict[str, Attribute] = {
             "sym_name": StringAttr(name),
-            "function_type": FunctionType.from_lists(list(inputs), list(outputs)),
+            "function_type": _function_type(tuple(inputs), tuple(outputs)),
         }
         if specifiers:
-            properties["specifiers"] = ArrayAttr([StringAttr(s) for s in specifiers])
+            properties["specifiers"] = _specifiers(tuple(specifiers))
         init_op(self, properties=properties, regions=[region])
 
     @property
@@ -364,7 +383,7 @@ class CallOp(IRDLOperation):
     assembly_format = "$callee `(` $args `)` attr-dict `:` functional-type($args, $res)"
 
     def __init__(self, callee: str, args: Sequence[SSAValue], result_types: Sequence[Attribute] = ()):
-        init_op(self, properties={"callee": SymbolRefAttr(callee)}, operands=args, result_types=result_types)
+        init_op(self, properties={"callee": symbol_ref(callee)}, operands=args, result_types=result_types)
 
     def verify_(self) -> None:
         module = HasAncestor(ModuleOp).get_ancestor(self)

@@ -82,7 +82,7 @@ def _from_nchw(n: int, c: int, h: int, w: int, layout: str) -> tuple[int, int, i
 
 def layout_of(op: Operation) -> dict[str, str]:
     """The layout properties of `op` (data_layout, kernel_layout) that it has; {} for most ops."""
-    declared = _layout_props(type(op)) if isinstance(op, NNOp) else ()
+    declared = _layout_props(type(op))
     props = op.properties
     out: dict[str, str] = {}
     for key in DEFAULT_LAYOUTS:
@@ -95,8 +95,11 @@ def layout_of(op: Operation) -> dict[str, str]:
 
 
 @functools.cache
-def _layout_props(cls: type[NNOp]) -> tuple[str, ...]:
-    """The layout properties `cls` declares (layout_of runs per op in the partitioning passes)."""
+def _layout_props(cls: type[Operation]) -> tuple[str, ...]:
+    """The layout properties `cls` declares, () for any class but an `nn` op's (layout_of runs
+    per op in the partitioning passes: one lookup per class, no isinstance per op)."""
+    if not issubclass(cls, NNOp):
+        return ()
     return tuple(key for key in DEFAULT_LAYOUTS if key in cls.prop_defaults())
 
 

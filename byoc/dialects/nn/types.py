@@ -348,6 +348,9 @@ def float_attr(v: float) -> FloatAttr[Any]:
     return FloatAttr(v, f64)
 
 
+_I1 = IntegerType(1)
+
+
 def to_python(attr: Attribute) -> Any:
     """Convert a property value to the Python value kernels receive."""
     if isinstance(attr, DenseArrayBase):
@@ -355,7 +358,7 @@ def to_python(attr: Attribute) -> Any:
             return tuple(float(v) for v in attr.get_values())
         return tuple(int(v) for v in attr.get_values())
     if isinstance(attr, IntegerAttr):
-        if attr.type == IntegerType(1):
+        if attr.type == _I1:
             return bool(attr.value.data)
         return int(attr.value.data)
     if isinstance(attr, FloatAttr):

@@ -10,7 +10,6 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from xdsl.builder import Builder
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     BytesAttr,
@@ -22,7 +21,6 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
-from xdsl.rewriter import InsertPoint
 
 from byoc.dialects import c, nn
 from byoc.lowering.nn_to_c.buffers import (
@@ -98,15 +96,17 @@ def _gathered(b: CBuilder, value: SSAValue, g: Gather) -> SSAValue:
 
 
 class CBuilder:
-    """Inserts C ops at the end of a block through xDSL's `Builder`; each constant is made
-    once per block."""
+    """Appends C ops to a block the lowering is filling (one op at a time, never moved or
+    erased, no rewrite listener to notify): `Block.add_op`, which is what xDSL's `Builder`
+    comes down to at the end of a block, without its two `isinstance` checks against the
+    abstract `Operation` (0.75 against 1.4 us an op). Each constant is made once per block."""
 
     def __init__(self, block: Block):
-        self.builder = Builder(InsertPoint.at_end(block))
+        self.block = block
         self.consts: dict[tuple[Any, Attribute], SSAValue] = {}
 
     def add(self, op: Operation, hint: str | None = None) -> SSAValue:
-        self.builder.insert(op)
+        self.block.add_op(op)
         if op.results:
             if hint is not None:
                 op.results[0].name_hint = hint

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
+    BytesAttr,
     DenseArrayBase,
     FloatAttr,
     IntegerAttr,
@@ -186,8 +187,12 @@ def composite_members(
     return values, members, last
 
 
-def i64_array(values: Sequence[int]) -> DenseArrayBase[Any]:
-    return DenseArrayBase.from_list(i64, [int(v) for v in values])
+def i64_array(values: Sequence[int] | np.ndarray[Any, Any]) -> DenseArrayBase[Any]:
+    """`DenseArrayBase.from_list(i64, values)`, packed by numpy: the same little-endian
+    int64 bytes without a range check per value in Python (a resize table holds thousands);
+    a value outside int64 raises OverflowError here."""
+    data = np.asarray(values, dtype=np.int64).astype("<i8", copy=False)
+    return DenseArrayBase(i64, BytesAttr(data.tobytes()))
 
 
 class GraphBuilder:

@@ -238,7 +238,7 @@ class LowerToCPass(ModulePass):
 
 def _opaque_callees(ops: list[Operation]) -> set[str]:
     """The names every `c.call_opaque` in `ops` calls."""
-    return {o.callee.data for op in ops for o in op.walk() if isinstance(o, c.CallOpaqueOp)}
+    return {o.callee.data for op in ops for o in op.walk() if type(o) is c.CallOpaqueOp}  # no subclass
 
 
 def _calls_qkernels(callees: set[str]) -> bool:
