@@ -14,6 +14,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntAttr,
     IntegerAttr,
+    IntegerType,
     StringAttr,
     SymbolRefAttr,
     TensorType,
@@ -131,9 +132,11 @@ def int_prop(op: IRDLOperation, name: str) -> int:
 
 def int_attr(v: int, type_: Attribute) -> IntegerAttr[Any]:
     """`IntegerAttr(v, type_)`, made once per value and type: attributes are immutable, and
-    a lowering writes the same sizes and indices thousands of times. `IntegerAttr` checks
-    the range when it is made: a value out of range raises its VerifyException on every
-    call and is never cached."""
+    a lowering writes the same sizes and indices thousands of times. The range is checked
+    on every call, before the cache is consulted (a VerifyException, as `IntegerAttr`), so
+    what the cache holds never decides whether a value is accepted."""
+    if isinstance(type_, IntegerType):
+        type_.verify_value(v)
     return _int_attr(v, type_)
 
 
