@@ -268,13 +268,40 @@ def _op_reason(op: Operation) -> str | None:
     return None
 
 
+_REASONS: dict[tuple[Any, ...], tuple[str | None, tuple[Any, ...]]] = {}
+"""`unsupported_reason` by op signature: the pipeline asks it of every op in annotate-target,
+again in partition and in lower-to-c. Keyed by the name and the identities of the operand
+and result types and property values (hashing them costs as much as the check); each entry
+keeps those objects alive, so that no other object takes their ids."""
+
+_REASONS_LIMIT = 1 << 16
+
+
 def unsupported_reason(op: Operation) -> str | None:
     """Why the C codegen cannot lower `op`, or None if it can.
 
     The single source of truth: the ccompiler predicates are
     `unsupported_reason(op) is None`, and lower-to-c reports this reason at an
     op it cannot lower, so an op the predicate accepts is an op lower-to-c emits.
+    The answer reads nothing but the op's name, its operand and result types and its
+    properties (immutable attributes), so it is kept per signature (`_REASONS`); not an
+    `nn.constant`'s, whose value (its weights) the cache would keep alive.
     """
+    if op.name == "nn.constant":
+        return _unsupported_reason(op)
+    types = (*[v.type for v in op.operands], None, *[r.type for r in op.results])
+    props = tuple(op.properties.items())
+    key = (op.name, *[id(t) for t in types], *[(k, id(a)) for k, a in props])
+    found = _REASONS.get(key)
+    if found is not None:
+        return found[0]
+    why = _unsupported_reason(op)
+    if len(_REASONS) < _REASONS_LIMIT:
+        _REASONS[key] = (why, (types, props))
+    return why
+
+
+def _unsupported_reason(op: Operation) -> str | None:
     allowed = SUPPORTED_OPS.get(op.name)
     if allowed is None:
         why = HOST_REASONS.get(op.name)

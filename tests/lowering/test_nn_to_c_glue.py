@@ -321,6 +321,35 @@ def test_zero_size_and_non_matmul_einsum_stay_on_the_host() -> None:
     assert reasons[1] is not None and "not a batched matmul" in reasons[1]
 
 
+def test_the_reason_kept_per_signature_is_the_reason_computed_afresh() -> None:
+    """`unsupported_reason` answers from its cache by op name, types and properties: ops of one
+    signature share an answer, ops that differ in a property or a type get their own, and
+    the answer equals a fresh computation; an `nn.constant` (its weights) is never kept."""
+    from byoc.targets import ccompiler
+
+    text = """
+    func.func @main(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %y: tensor<2x8x8x3xf32>, %v: tensor<3x3x3x4xf32>, %z: tensor<0x3xf32>) -> (tensor<2x4x6x6xf32>, tensor<2x4x6x6xf32>, tensor<2x6x6x4xf32>, tensor<0x3xf32>) {
+      %c = nn.constant dense<1.0> : tensor<3xf32>
+      %0 = nn.conv2d %x, %w : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x6x6xf32>
+      %1 = nn.conv2d %x, %w : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x6x6xf32>
+      %2 = nn.conv2d %y, %v {data_layout = "NHWC", kernel_layout = "HWIO"} : (tensor<2x8x8x3xf32>, tensor<3x3x3x4xf32>) -> tensor<2x6x6x4xf32>
+      %3 = nn.relu %z : tensor<0x3xf32>
+      func.return %0, %1, %2, %3 : tensor<2x4x6x6xf32>, tensor<2x4x6x6xf32>, tensor<2x6x6x4xf32>, tensor<0x3xf32>
+    }
+    """
+    ops = [op for op in parse_module(text).walk() if isinstance(op, nn.NNOp)]
+    constant, conv, same, nhwc, empty = ops
+    kept = len(ccompiler._REASONS)  # pyright: ignore[reportPrivateUsage]
+    for op in ops:
+        assert unsupported_reason(op) == ccompiler._unsupported_reason(op)  # pyright: ignore[reportPrivateUsage]
+    assert unsupported_reason(conv) is None and unsupported_reason(same) is None
+    assert unsupported_reason(nhwc) is not None and "NCHW/OIHW only" in unsupported_reason(nhwc)
+    assert unsupported_reason(empty) is not None and "zero-size" in unsupported_reason(empty)
+    assert unsupported_reason(constant) is None
+    new = len(ccompiler._REASONS) - kept  # pyright: ignore[reportPrivateUsage]
+    assert new <= 3  # conv and same share one entry; the constant has none
+
+
 def test_every_nn_op_is_lowered_or_has_a_documented_host_reason() -> None:
     from byoc.targets.ccompiler import HOST_REASONS, SUPPORTED_OPS
 
