@@ -18,6 +18,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -122,16 +123,21 @@ _COUNT_SCRIPT = textwrap.dedent(
 )
 
 
-def _thread_counts(script: str) -> dict[str, int]:
-    """Run `script` in a fresh process without a thread setting in the environment; the
-    JSON object on its last line of output."""
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "BYOC_NUM_THREADS")}
+def _fresh_json(script: str, unset: tuple[str, ...]) -> Any:
+    """Run `script` in a fresh process with the variables `unset` left out of the
+    environment; the JSON value on its last line of output."""
+    env = {k: v for k, v in os.environ.items() if k not in unset}
     done = subprocess.run(
         [sys.executable, "-c", script],
         capture_output=True, text=True, env=env, timeout=600, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _thread_counts(script: str) -> dict[str, int]:
+    """`script`'s JSON, run without a thread setting in the environment."""
+    return dict(_fresh_json(script, ("OMP_NUM_THREADS", "BYOC_NUM_THREADS")))
 
 
 def test_small_primitives_start_no_openmp_worker() -> None:
@@ -160,13 +166,7 @@ def test_openmp_is_pinned_before_onednn_loads() -> None:
     runtime through `pin_openmp_runtime` first, so byoc's spin count applies (with
     libgomp's own default, light_squeezenet on dnnl,ccompiler at 2 threads took 0.4-0.5 s
     a call at load 5-10, against 15 ms)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
-    done = subprocess.run(
-        [sys.executable, "-c", _ORDER_SCRIPT],
-        capture_output=True, text=True, env=env, timeout=300, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+    assert _fresh_json(_ORDER_SCRIPT, ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")) == {
         "reason": None, "pinned": 1, "isa": True
     }  # fmt: skip
 
